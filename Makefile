@@ -1,0 +1,160 @@
+# loom - Wikipedia dump to trained GPT, one Unix pipe at a time.
+# `make help` lists the targets.  Sources are found by wildcard:
+#   lib/*.c                -> $(B)/libloom.a (plus C generated from formats/**/*.proto)
+#   tools/loom-*.c         -> $(B)/bin/loom-*   (each linked with tools/cli.c)
+#   tests/*.c              -> $(B)/tests/*.t    (C unit tests, TAP)
+#   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
+#   tests/*.t              shell CLI tests (TAP), run by prove with the above
+#   tests/bench/*.sh       benchmarks, run by `make bench` only
+
+B       ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+OPT     ?= -O2
+# Extra code-generation flags; e.g. ARCH=-march=native (see `make bench`).
+ARCH    ?=
+CFLAGS  ?= $(OPT) -g $(ARCH)
+SAN     ?=
+WERROR  ?= -Werror
+PROVE_J ?= 2
+
+PKGS := libarchive expat libcurl jansson libprotobuf-c openblas libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+ALL_CFLAGS  = -std=gnu11 -Wall -Wextra $(WERROR) -pthread -fopenmp $(CFLAGS) $(SAN)
+ALL_CPPFLAGS = -Ilib -Itools -I$(B)/gen -D_GNU_SOURCE \
+	-DLOOM_SHARE_DIR='"$(PREFIX)/share/loom"' $(PKG_CFLAGS) $(CPPFLAGS)
+ALL_LDFLAGS = -pthread -fopenmp -Wl,--as-needed $(SAN) $(LDFLAGS)
+LIBS        = $(PKG_LIBS) -lm
+
+# Debian packages the build, the tests and the demo need (make deps).
+DEPS := build-essential pkg-config perl bzip2 python3 \
+	libarchive-dev libexpat1-dev libcurl4-openssl-dev libjansson-dev \
+	libprotobuf-c-dev protobuf-c-compiler libopenblas-openmp-dev libssl-dev \
+	openmpi-bin libopenmpi-dev lighttpd
+
+PROTOS   := $(wildcard formats/*/*.proto)
+GEN_C    := $(patsubst formats/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
+GEN_H    := $(GEN_C:.c=.h)
+LIB_SRC  := $(wildcard lib/*.c)
+LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(GEN_C:.c=.o)
+TOOLS    := $(patsubst tools/%.c,%,$(wildcard tools/loom-*.c))
+TOOL_BIN := $(addprefix $(B)/bin/,$(TOOLS))
+CLI_OBJ  := $(B)/obj/tools/cli.o
+TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%.t,$(wildcard tests/*.c))
+FUZZ_SRC := $(filter-out tests/fuzz/replay.c,$(wildcard tests/fuzz/*.c))
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/fuzz-%.t,$(FUZZ_SRC))
+SH_TESTS := $(wildcard tests/*.t)
+MANPAGES := $(wildcard share/man/man1/*.1)
+
+.PHONY: all deps test check asan bench demo install clean help fuzz tests
+.DEFAULT_GOAL := all
+.SECONDARY:
+
+all: $(B)/libloom.a $(TOOL_BIN)
+tests: $(TEST_BIN) $(FUZZ_BIN)
+
+help:
+	@echo 'make            build libloom.a and the tools into $(B)/'
+	@echo 'make deps       install the Debian packages loom needs (apt-get, as root)'
+	@echo 'make test       deps + build + every test (prove)'
+	@echo 'make check      build + every test, without deps'
+	@echo 'make asan       the test suite under AddressSanitizer + UBSan (build-asan/)'
+	@echo 'make bench      benchmarks, each a ratio against a reference run'
+	@echo 'make demo       deps + build + the whole pipeline on the bundled sample'
+	@echo 'make fuzz FUZZ=NAME [SECONDS=60]  libFuzzer run of tests/fuzz/NAME.c (clang)'
+	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=  tools, man pages, share/'
+	@echo 'make clean      remove build outputs'
+	@echo 'variables: B=build dir, OPT=-O2, ARCH= (e.g. -march=native), CC=cc'
+
+# --- dependencies --------------------------------------------------------
+deps:
+	@missing=; for p in $(DEPS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (or: sudo apt-get install$$missing)" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; } || exit 1; \
+	fi
+
+# --- build ---------------------------------------------------------------
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: formats/%.proto
+	@mkdir -p $(B)/gen
+	protoc-c -Iformats --c_out=$(B)/gen $<
+
+$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c $(GEN_H)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-unused-parameter -MMD -MP -c -o $@ $<
+
+$(B)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/libloom.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/%: $(B)/obj/tools/%.o $(CLI_OBJ) $(B)/libloom.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/tests/%.t: $(B)/obj/tests/%.o $(B)/libloom.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
+	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
+
+-include $(shell find $(B)/obj $(B)/gen -name '*.d' 2>/dev/null)
+
+# --- tests ---------------------------------------------------------------
+test: deps
+	@$(MAKE) --no-print-directory check
+
+check: all tests
+	PATH="$(abspath $(B))/bin:$$PATH" LOOM_BUILD="$(abspath $(B))" \
+	  prove -j$(PROVE_J) $(TEST_BIN) $(FUZZ_BIN) $(SH_TESTS)
+
+asan:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory B=build-asan OPT=-O1 \
+	  SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer' \
+	  ASAN_OPTIONS=detect_leaks=1 check
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@for b in tests/bench/*.sh; do [ -e "$$b" ] || continue; \
+	  echo "== $$b"; PATH="$(abspath $(B))/bin:$$PATH" LOOM_BUILD="$(abspath $(B))" bash "$$b" || exit 1; done
+
+FUZZ    ?=
+SECONDS ?= 60
+fuzz:
+	@test -n "$(FUZZ)" || { echo "make fuzz FUZZ=NAME (one of: $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC)))"; exit 2; }
+	@$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
+	  SAN='-fsanitize=fuzzer-no-link,address,undefined' build-fuzz/libloom.a
+	clang $(ALL_CPPFLAGS:$(B)/%=build-fuzz/%) -std=gnu11 -O1 -g -fopenmp -pthread \
+	  -fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz-$(FUZZ) tests/fuzz/$(FUZZ).c \
+	  build-fuzz/libloom.a $(LIBS)
+	mkdir -p build-fuzz/corpus-$(FUZZ)
+	build-fuzz/fuzz-$(FUZZ) -max_total_time=$(SECONDS) build-fuzz/corpus-$(FUZZ) tests/fuzz/$(FUZZ)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@PATH="$(abspath $(B))/bin:$$PATH" bash pipelines/demo.sh
+
+# --- install -------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/loom
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)
+	cd share && find . -path ./man -prune -o -type f -print | while read -r f; do \
+	  install -D -m 644 "$$f" "$(DESTDIR)$(PREFIX)/share/loom/$$f"; done
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,115 @@
+/* loom_common.c - see loom_common.h */
+#include "loom_common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int loom_err_set(struct loom_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int loom_err_errno(struct loom_err *e, int code, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	n = strlen(e->msg);
+	snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
+	return code;
+}
+
+void loom_err_clear(struct loom_err *e)
+{
+	e->code = 0;
+	e->msg[0] = '\0';
+}
+
+const char *loom_strerror(int code)
+{
+	switch (code) {
+	case LOOM_OK: return "success";
+	case LOOM_EIO: return "I/O error";
+	case LOOM_ENOMEM: return "out of memory";
+	case LOOM_EFORMAT: return "malformed input";
+	case LOOM_ETRUNC: return "truncated input";
+	case LOOM_EINVAL: return "invalid argument";
+	case LOOM_ERANGE: return "value out of range";
+	case LOOM_ENET: return "temporary network failure";
+	case LOOM_ECHECKSUM: return "checksum mismatch";
+	case LOOM_EOF: return "end of input";
+	}
+	return "unknown error";
+}
+
+const char *loom_version(void)
+{
+	return LOOM_VERSION;
+}
+
+int loom_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
+		return LOOM_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (*end != '\0')
+		return LOOM_EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return LOOM_ERANGE;
+	*out = v;
+	return 0;
+}
+
+int loom_parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+	if (!s || !*s || isspace((unsigned char)*s))
+		return LOOM_EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end != '\0' || errno == ERANGE || !isfinite(v))
+		return LOOM_EINVAL;
+	*out = v;
+	return 0;
+}
+
+int loom_parse_size(const char *s, uint64_t *out)
+{
+	char buf[64];
+	size_t n;
+	unsigned shift = 0;
+	uint64_t v;
+	int rc;
+	if (!s || (n = strlen(s)) == 0 || n >= sizeof buf)
+		return LOOM_EINVAL;
+	memcpy(buf, s, n + 1);
+	switch (toupper((unsigned char)buf[n - 1])) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	}
+	if (shift)
+		buf[n - 1] = '\0';
+	if ((rc = loom_parse_u64(buf, 0, UINT64_MAX >> shift, &v)) < 0)
+		return rc;
+	*out = v << shift;
+	return 0;
+}

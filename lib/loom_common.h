@@ -1,0 +1,65 @@
+/*
+ * loom_common.h - error codes, per-object error messages, version.
+ *
+ * Purpose: the error contract shared by every libloom module.  Library
+ * functions never print and never exit: they return 0 (or a non-negative
+ * count) on success and a negative LOOM_E* code on failure, and leave a
+ * one-line human message on the object they were called on, readable with
+ * that module's loom_<x>_error(obj).  Modules embed a `struct loom_err` in
+ * their objects and fill it with loom_err_set().
+ *
+ * Ownership: nothing here allocates.  A message is at most LOOM_ERR_MAX-1
+ * bytes and is overwritten by the next failure on the same object.
+ */
+#ifndef LOOM_COMMON_H
+#define LOOM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOOM_VERSION "0.1.0"
+
+enum {
+	LOOM_OK = 0,
+	LOOM_EIO = -1,      /* read/write/open failed (errno kept in message) */
+	LOOM_ENOMEM = -2,   /* allocation failed */
+	LOOM_EFORMAT = -3,  /* input is malformed: bad magic, CRC, syntax ... */
+	LOOM_ETRUNC = -4,   /* input ends before a structure is complete */
+	LOOM_EINVAL = -5,   /* caller passed an invalid argument or config */
+	LOOM_ERANGE = -6,   /* a value does not fit its destination */
+	LOOM_ENET = -7,     /* temporary network failure (worth retrying) */
+	LOOM_ECHECKSUM = -8,/* data does not match its checksum */
+	LOOM_EOF = -9,      /* clean end of input (not an error for readers) */
+};
+
+#define LOOM_ERR_MAX 512
+
+struct loom_err {
+	int code;
+	char msg[LOOM_ERR_MAX];
+};
+
+/* Record `code` and a printf-style message in `e`; returns `code` so that
+ * callers can write `return loom_err_set(&o->err, LOOM_EIO, "...")`. */
+int loom_err_set(struct loom_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Same, appending ": strerror(errnum)". */
+int loom_err_errno(struct loom_err *e, int code, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void loom_err_clear(struct loom_err *e);
+
+/* Short name of an error code ("I/O error", "malformed input", ...). */
+const char *loom_strerror(int code);
+
+/* Library version string, e.g. "0.1.0". */
+const char *loom_version(void);
+
+/* Parse a whole decimal (or 0x hex) unsigned integer in [min, max].
+ * Returns 0, or LOOM_EINVAL (not a number / trailing junk) or LOOM_ERANGE. */
+int loom_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Parse a finite double.  Returns 0 or LOOM_EINVAL. */
+int loom_parse_double(const char *s, double *out);
+/* Parse a size with optional K/M/G/T suffix (powers of 1024), e.g. "512M". */
+int loom_parse_size(const char *s, uint64_t *out);
+
+#endif

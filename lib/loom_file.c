@@ -1,0 +1,325 @@
+/* loom_file.c - see loom_file.h */
+#include "loom_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LIVE_MAX 256
+
+/* Table of live temporary names for loom_outfile_unlink_all().  Writers hold
+ * the mutex; the signal-time reader does not (best effort, never crashes:
+ * entries are only ever set to a valid string or NULL). */
+static char *volatile live[LIVE_MAX];
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void live_add(char *name)
+{
+	pthread_mutex_lock(&live_lock);
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (!live[i]) {
+			live[i] = name;
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_del(const char *name)
+{
+	pthread_mutex_lock(&live_lock);
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (live[i] == name) {
+			live[i] = NULL;
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+}
+
+void loom_outfile_unlink_all(void)
+{
+	for (int i = 0; i < LIVE_MAX; i++) {
+		char *n = live[i];
+		if (n)
+			unlink(n);
+	}
+}
+
+int loom_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int loom_pread_all(int fd, void *buf, size_t n, off_t off)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t r = pread(fd, p, n, off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			return LOOM_ETRUNC;
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+int loom_outfile_open(struct loom_outfile *o, const char *path)
+{
+	memset(o, 0, sizeof *o);
+	o->fd = -1;
+	if (strcmp(path, "-") == 0) {
+		o->path = strdup("-");
+		if (!o->path)
+			return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	char *copy = strdup(path);
+	o->path = strdup(path);
+	if (!copy || !o->path) {
+		free(copy);
+		free(o->path);
+		o->path = NULL;
+		return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+	}
+	const char *dir = dirname(copy);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(dir) + strlen(base) + 32;
+	o->tmp = malloc(n);
+	if (!o->tmp) {
+		free(copy);
+		free(o->path);
+		o->path = NULL;
+		return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+	}
+	snprintf(o->tmp, n, "%s/.%s.tmp-XXXXXX", dir, base);
+	free(copy);
+	o->fd = mkstemp(o->tmp);
+	if (o->fd < 0) {
+		int e = errno;
+		free(o->tmp);
+		o->tmp = NULL;
+		loom_err_errno(&o->err, LOOM_EIO, e, "cannot create '%s'", path);
+		free(o->path);
+		o->path = NULL;
+		return LOOM_EIO;
+	}
+	/* mkstemp makes 0600; give the file the mode open(2) would. */
+	mode_t um = umask(0);
+	umask(um);
+	fchmod(o->fd, 0666 & ~um);
+	live_add(o->tmp);
+	return 0;
+}
+
+int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n)
+{
+	int rc = loom_write_all(o->fd, buf, n);
+	if (rc < 0)
+		return loom_err_errno(&o->err, LOOM_EIO, -rc, "cannot write '%s'",
+				      o->path);
+	o->bytes += n;
+	return 0;
+}
+
+static void outfile_release(struct loom_outfile *o)
+{
+	if (o->tmp) {
+		live_del(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	free(o->path);
+	o->path = NULL;
+	o->fd = -1;
+}
+
+int loom_outfile_commit(struct loom_outfile *o)
+{
+	if (!o->path)
+		return 0;
+	if (!o->tmp) { /* stdout */
+		outfile_release(o);
+		return 0;
+	}
+	if (fsync(o->fd) < 0) {
+		int e = errno;
+		loom_err_errno(&o->err, LOOM_EIO, e, "cannot write '%s'", o->path);
+		loom_outfile_abort(o);
+		return LOOM_EIO;
+	}
+	if (close(o->fd) < 0) {
+		int e = errno;
+		o->fd = -1;
+		loom_err_errno(&o->err, LOOM_EIO, e, "cannot write '%s'", o->path);
+		loom_outfile_abort(o);
+		return LOOM_EIO;
+	}
+	o->fd = -1;
+	if (rename(o->tmp, o->path) < 0) {
+		int e = errno;
+		loom_err_errno(&o->err, LOOM_EIO, e, "cannot rename to '%s'", o->path);
+		loom_outfile_abort(o);
+		return LOOM_EIO;
+	}
+	int rc = loom_fsync_dir_of(o->path, &o->err);
+	outfile_release(o);
+	return rc;
+}
+
+void loom_outfile_abort(struct loom_outfile *o)
+{
+	if (!o->path)
+		return;
+	if (o->tmp) {
+		if (o->fd >= 0)
+			close(o->fd);
+		unlink(o->tmp);
+	}
+	outfile_release(o);
+}
+
+const char *loom_outfile_error(const struct loom_outfile *o)
+{
+	return o->err.msg;
+}
+
+int loom_fsync_dir_of(const char *path, struct loom_err *err)
+{
+	struct stat st;
+	char *copy = strdup(path);
+	if (!copy)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	const char *dir = (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+				  ? path : dirname(copy);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	int rc = 0;
+	if (fd < 0 || fsync(fd) < 0)
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot sync directory '%s'", dir);
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}
+
+int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err)
+{
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
+	size_t cap = 1 << 16, n = 0;
+	char *p;
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	p = malloc(cap);
+	if (!p)
+		goto nomem;
+	for (;;) {
+		if (cap - n < 2) {
+			char *q = realloc(p, cap * 2);
+			if (!q)
+				goto nomem;
+			p = q;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, p + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(p);
+			if (fd != STDIN_FILENO)
+				close(fd);
+			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	p[n] = '\0';
+	*buf = p;
+	*len = n;
+	return 0;
+nomem:
+	free(p);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+}
+
+int loom_write_file_atomic(const char *path, const void *buf, size_t len,
+			   struct loom_err *err)
+{
+	struct loom_outfile o;
+	int rc = loom_outfile_open(&o, path);
+	if (rc == 0)
+		rc = loom_outfile_write(&o, buf, len);
+	if (rc == 0)
+		rc = loom_outfile_commit(&o);
+	if (rc < 0) {
+		*err = o.err;
+		loom_outfile_abort(&o);
+	}
+	return rc;
+}
+
+#ifndef LOOM_SHARE_DIR
+#define LOOM_SHARE_DIR "/usr/local/share/loom"
+#endif
+
+static int share_try(const char *dir, const char *rel, char *out, size_t n)
+{
+	struct stat st;
+	if (!dir || !*dir)
+		return 0;
+	if ((size_t)snprintf(out, n, "%s/%s", dir, rel) >= n)
+		return 0;
+	return stat(out, &st) == 0;
+}
+
+int loom_share_path(const char *rel, char *out, size_t n)
+{
+	char exe[4096], dir[4096 + 32];
+	ssize_t len;
+	if (share_try(getenv("LOOM_SHARE"), rel, out, n))
+		return 0;
+	len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(dir, sizeof dir, "%s/../share/loom", exe);
+			if (share_try(dir, rel, out, n))
+				return 0;
+			snprintf(dir, sizeof dir, "%s/../../share", exe);
+			if (share_try(dir, rel, out, n))
+				return 0;
+		}
+	}
+	if (share_try(LOOM_SHARE_DIR, rel, out, n))
+		return 0;
+	return LOOM_EINVAL;
+}

@@ -1,0 +1,71 @@
+/*
+ * loom_file.h - atomic output files and small file helpers.
+ *
+ * Purpose: every file loom writes goes through loom_outfile: it is created
+ * under a temporary name in the destination directory (".NAME.tmp-XXXXXX"),
+ * written, fsynced, and renamed to its final name only by
+ * loom_outfile_commit(), after which the directory is fsynced too.  Until
+ * then the final name is untouched, so a crash, a full disk or bad input
+ * never leaves a half-written output.  The path "-" means stdout (no
+ * atomicity, no fsync).
+ *
+ * Live temporary names are kept in a small process-wide table so that a
+ * tool's fatal-signal handler can remove them: loom_outfile_unlink_all()
+ * is async-signal-safe.
+ *
+ * Ownership: the caller owns the struct; open allocates the names, commit
+ * and abort release everything (both are safe to call on a closed object).
+ * Errors: functions return 0 or a negative LOOM_E* code and leave a
+ * message (naming the file) in o->err / loom_outfile_error(o).
+ */
+#ifndef LOOM_FILE_H
+#define LOOM_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loom_common.h"
+
+struct loom_outfile {
+	char *path;         /* final name ("-" for stdout) */
+	char *tmp;          /* temporary name, NULL for stdout */
+	int fd;             /* -1 when closed */
+	uint64_t bytes;     /* bytes written so far */
+	struct loom_err err;
+};
+
+/* Start writing `path` (mode 0666 & ~umask). */
+int loom_outfile_open(struct loom_outfile *o, const char *path);
+/* Write all of buf (retrying short writes and EINTR). */
+int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n);
+/* fsync, close, rename to the final name, fsync the directory. */
+int loom_outfile_commit(struct loom_outfile *o);
+/* Close and remove the temporary file; the final name is untouched. */
+void loom_outfile_abort(struct loom_outfile *o);
+const char *loom_outfile_error(const struct loom_outfile *o);
+
+/* Remove every live temporary file (async-signal-safe). */
+void loom_outfile_unlink_all(void);
+
+/* write(2) all of buf, retrying short writes and EINTR: 0 or -errno. */
+int loom_write_all(int fd, const void *buf, size_t n);
+/* pread(2) exactly n bytes at off: 0, LOOM_ETRUNC (short), or -1 w/ errno. */
+int loom_pread_all(int fd, void *buf, size_t n, off_t off);
+/* fsync the directory containing `path` (or `path` itself if a dir). */
+int loom_fsync_dir_of(const char *path, struct loom_err *err);
+/* Read a whole file ("-" = stdin) into a malloc'd, NUL-terminated buffer. */
+int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err);
+/* Write a whole buffer to `path` atomically (temp + fsync + rename). */
+int loom_write_file_atomic(const char *path, const void *buf, size_t len,
+			   struct loom_err *err);
+
+
+/* Find `rel` (e.g. "vocab/gpt2/encoder.json") among the data loom ships in
+ * share/: tries $LOOM_SHARE, then relative to the running executable
+ * (EXE/../share/loom when installed, EXE/../../share in the build tree),
+ * then the compiled-in LOOM_SHARE_DIR.  Writes the first existing path to
+ * out; returns 0, or LOOM_EINVAL if it is nowhere. */
+int loom_share_path(const char *rel, char *out, size_t n);
+
+#endif

@@ -1,0 +1,93 @@
+/* Unit tests for loom_common (parsing, errors) and loom_file (atomic output). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_common.h"
+#include "loom_file.h"
+#include "tap.h"
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int main(void)
+{
+	uint64_t v;
+	double d;
+	struct loom_err err;
+
+	is_int(loom_parse_u64("42", 0, 100, &v), 0, "parse 42");
+	is_int(v, 42, "value 42");
+	is_int(loom_parse_u64("0x10", 0, 100, &v), 0, "parse hex");
+	is_int(v, 16, "hex value");
+	is_int(loom_parse_u64("101", 0, 100, &v), LOOM_ERANGE, "above max");
+	is_int(loom_parse_u64("18446744073709551616", 0, UINT64_MAX, &v), LOOM_ERANGE,
+	       "2^64 overflows");
+	is_int(loom_parse_u64("-1", 0, 100, &v), LOOM_EINVAL, "negative rejected");
+	is_int(loom_parse_u64("12x", 0, 100, &v), LOOM_EINVAL, "trailing junk");
+	is_int(loom_parse_u64("", 0, 100, &v), LOOM_EINVAL, "empty");
+	is_int(loom_parse_u64(" 1", 0, 100, &v), LOOM_EINVAL, "leading space");
+	is_int(loom_parse_size("512M", &v), 0, "size 512M");
+	is_int(v, 512ull << 20, "512M value");
+	is_int(loom_parse_size("17179869184T", &v), LOOM_ERANGE, "size overflow");
+	is_int(loom_parse_double("1e-3", &d), 0, "double");
+	ok(d == 1e-3, "double value");
+	is_int(loom_parse_double("nan", &d), LOOM_EINVAL, "nan rejected");
+
+	is_int(loom_err_set(&err, LOOM_EFORMAT, "record %d", 17), LOOM_EFORMAT,
+	       "err_set returns its code");
+	is_str(err.msg, "record 17", "err_set message");
+	loom_err_errno(&err, LOOM_EIO, ENOSPC, "cannot write '%s'", "x");
+	is_str(err.msg, "cannot write 'x': No space left on device", "errno message");
+
+	char dir[] = "/tmp/loom-common-XXXXXX";
+	ok(mkdtemp(dir) != NULL, "scratch dir");
+	char path[256];
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+
+	struct loom_outfile o;
+	is_int(loom_outfile_open(&o, path), 0, "outfile open");
+	is_int(loom_outfile_write(&o, "hello", 5), 0, "outfile write");
+	ok(access(path, F_OK) != 0, "final name absent before commit");
+	is_int(count_entries(dir), 1, "one temp file while writing");
+	is_int(loom_outfile_commit(&o), 0, "commit");
+	char *buf;
+	size_t len;
+	is_int(loom_read_file(path, &buf, &len, &err), 0, "read back");
+	ok(len == 5 && memcmp(buf, "hello", 5) == 0, "content committed");
+	free(buf);
+	struct stat st;
+	stat(path, &st);
+	ok((st.st_mode & 0777) == (0666 & ~umask(022)), "mode follows umask");
+
+	is_int(loom_outfile_open(&o, path), 0, "reopen");
+	loom_outfile_write(&o, "partial", 7);
+	loom_outfile_abort(&o);
+	is_int(loom_read_file(path, &buf, &len, &err), 0, "read after abort");
+	ok(len == 5 && memcmp(buf, "hello", 5) == 0, "abort keeps the old file");
+	free(buf);
+	is_int(count_entries(dir), 1, "abort removes the temp file");
+
+	snprintf(path, sizeof path, "%s/no/such/dir/x", dir);
+	is_int(loom_outfile_open(&o, path), LOOM_EIO, "open in missing dir fails");
+	ok(strstr(o.err.msg, "no/such/dir/x") != NULL, "message names the file");
+	is_int(loom_read_file(path, &buf, &len, &err), LOOM_EIO, "read missing");
+	ok(strstr(err.msg, "No such file") != NULL, "read message has strerror");
+
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	unlink(path);
+	rmdir(dir);
+	return done_testing();
+}

@@ -1,0 +1,56 @@
+# tests/lib.sh - TAP helpers for loom's shell CLI tests (tests/*.t).
+# Source it:  . "${0%/*}/lib.sh"
+# Tools are found on PATH (the Makefile puts $(B)/bin first); each test gets
+# a fresh scratch directory $T, removed at exit.
+#
+#   run CMD ARGS...      run a command; sets $rc, $out (stdout file), $err
+#   is "$got" "$want" "name"     ok cond-cmd... (use: ok "name" test ...)
+#   is_rc N "name"       check $rc of the last run
+#   like FILE REGEX "name" / unlike FILE REGEX "name"
+#   same_file A B "name" byte-identical files
+#   no_tmp_left DIR "name"  no temporary (.tmp-) or output debris in DIR
+#   skip_all "why"; done_testing
+set -u
+tap_n=0
+tap_failed=0
+T=$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+out="$T/.out"; err="$T/.err"; rc=0
+
+_report() { # pass name
+	tap_n=$((tap_n + 1))
+	if [ "$1" = 1 ]; then echo "ok $tap_n - $2"
+	else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
+}
+diag() { printf '# %s\n' "$@"; }
+run() { rc=0; "$@" >"$out" 2>"$err" || rc=$?; }
+ok() { local name=$1; shift; if "$@"; then _report 1 "$name"; else _report 0 "$name"; fi; }
+is() {
+	if [ "$1" = "$2" ]; then _report 1 "$3"
+	else _report 0 "$3"; diag "     got: '$1'" "expected: '$2'"; fi
+}
+is_rc() {
+	if [ "$rc" = "$1" ]; then _report 1 "$2"
+	else _report 0 "$2"; diag "exit code $rc, expected $1"; sed 's/^/# stderr: /' "$err" | head -5; fi
+}
+like() {
+	if grep -Eq -- "$2" "$1"; then _report 1 "$3"
+	else _report 0 "$3"; diag "'$1' does not match /$2/:"; head -c 600 "$1" | sed 's/^/#   /'; fi
+}
+unlike() {
+	if ! grep -Eq -- "$2" "$1"; then _report 1 "$3"
+	else _report 0 "$3"; diag "'$1' matches /$2/:"; grep -E -- "$2" "$1" | head -3 | sed 's/^/#   /'; fi
+}
+same_file() {
+	if cmp -s "$1" "$2"; then _report 1 "$3"
+	else _report 0 "$3"; diag "$1 and $2 differ:"; cmp "$1" "$2" 2>&1 | head -2 | sed 's/^/#   /'; fi
+}
+no_tmp_left() {
+	local left; left=$(find "$1" -name '.*.tmp-*' 2>/dev/null | head -3)
+	if [ -z "$left" ]; then _report 1 "$2"; else _report 0 "$2"; diag "left behind: $left"; fi
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
+# Directory of the test scripts and of the repo's share/.
+TESTS=$(cd "${0%/*}" && pwd)
+SHARE=$(cd "$TESTS/../share" && pwd)

@@ -1,0 +1,202 @@
+/* cli.c - see cli.h */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loom_common.h"
+#include "loom_file.h"
+
+const char *cli_prog = "loom";
+static const char *cli_usage_text = "";
+
+static void on_fatal_signal(int sig)
+{
+	loom_outfile_unlink_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cli_init(const char *prog, const char *usage)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	cli_prog = prog;
+	cli_usage_text = usage;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_fatal_signal;
+		sigemptyset(&sa.sa_mask);
+		/* keep an inherited "ignore" (nohup, background jobs) */
+		struct sigaction old;
+		sigaction(sigs[i], NULL, &old);
+		if (old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: ", cli_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void cli_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void cli_exit(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+void cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	fputs(cli_usage_text, stderr);
+	exit(EXIT_USAGE);
+}
+
+void cli_bad_option(void)
+{
+	fputs(cli_usage_text, stderr);
+	exit(EXIT_USAGE);
+}
+
+void cli_help(void)
+{
+	fputs(cli_usage_text, stdout);
+	exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+void cli_version(const char *extra)
+{
+	printf("%s (loom %s)\n", cli_prog, loom_version());
+	if (extra && *extra)
+		printf("%s\n", extra);
+	exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	int rc = loom_parse_u64(arg, min, max, &v);
+	if (rc == LOOM_ERANGE)
+		cli_usage_error("%s: '%s' is out of range [%llu, %llu]", opt, arg,
+				(unsigned long long)min, (unsigned long long)max);
+	if (rc < 0)
+		cli_usage_error("%s: '%s' is not a whole number", opt, arg);
+	return v;
+}
+
+double cli_double(const char *opt, const char *arg, double min, double max)
+{
+	double v;
+	if (loom_parse_double(arg, &v) < 0)
+		cli_usage_error("%s: '%s' is not a number", opt, arg);
+	if (v < min || v > max)
+		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
+	return v;
+}
+
+uint64_t cli_size(const char *opt, const char *arg)
+{
+	uint64_t v;
+	if (loom_parse_size(arg, &v) < 0)
+		cli_usage_error("%s: '%s' is not a size (e.g. 512M, 2G)", opt, arg);
+	return v;
+}
+
+void cli_no_binary_tty(int fd, int force)
+{
+	if (!force && isatty(fd))
+		cli_usage_error("refusing to write binary data to a terminal "
+				"(redirect it, or use --force)");
+}
+
+double cli_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_init(struct cli_progress *p, int force)
+{
+	memset(p, 0, sizeof *p);
+	p->enabled = force || isatty(STDERR_FILENO);
+	p->start = p->last = cli_now();
+}
+
+int cli_progress_due(struct cli_progress *p)
+{
+	if (!p->enabled)
+		return 0;
+	double t = cli_now();
+	if (t - p->last < 0.25)
+		return 0;
+	p->last = t;
+	return 1;
+}
+
+void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
+{
+	va_list ap;
+	if (!p->enabled)
+		return;
+	fprintf(stderr, "\r%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\033[K", stderr);
+	fflush(stderr);
+	p->shown = 1;
+}
+
+void cli_progress_done(struct cli_progress *p)
+{
+	if (p->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		p->shown = 0;
+	}
+}
+
+const char *cli_bytes(double n, char *buf, size_t len)
+{
+	static const char *units[] = { "B", "kB", "MB", "GB", "TB" };
+	int u = 0;
+	while (n >= 1000 && u < 4) {
+		n /= 1000;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+	return buf;
+}
