@@ -1,7 +1,7 @@
 # loom - Wikipedia dump to trained GPT, one Unix pipe at a time.
 # `make help` lists the targets.  Sources are found by wildcard:
 #   lib/*.c                -> $(B)/libloom.a (plus C generated from formats/**/*.proto)
-#   tools/loom-*.c         -> $(B)/bin/loom-*   (each linked with tools/cli.c)
+#   tools/loom-*.c         -> $(B)/bin/loom-*   (+ tools/X_*.c for loom-X, + tools/cli.c)
 #   tests/*.c              -> $(B)/tests/*.t    (C unit tests, TAP)
 #   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
 #   tests/*.t              shell CLI tests (TAP), run by prove with the above
@@ -98,7 +98,11 @@ $(B)/libloom.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/bin/%: $(B)/obj/tools/%.o $(CLI_OBJ) $(B)/libloom.a
+# A tool loom-X is tools/loom-X.c plus any tools/X_*.c (its subcommands).
+.SECONDEXPANSION:
+$(B)/bin/%: $(B)/obj/tools/%.o \
+	    $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$(subst loom-,,$$*)_*.c))) \
+	    $(CLI_OBJ) $(B)/libloom.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
