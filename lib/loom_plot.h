@@ -1,0 +1,54 @@
+/*
+ * loom_plot.h - turn a training log into a chart: series from JSON lines,
+ * an SVG line chart, and a compact Unicode sparkline.
+ *
+ * Purpose: `loom-plot` (and `make demo`) show the loss curve of a run from
+ * the JSON-lines log loom-train writes (`{"step":1,"loss":4.1,...}`).
+ * A series collects (x, y) points for one key; lines lacking the key, or
+ * with a non-numeric value, are skipped for that series (eval lines carry
+ * other keys than step lines).
+ *
+ * Ownership: loom_series_init/_release; loom_plot_svg returns a malloc'd
+ * string the caller frees.  Errors: 0 or a negative LOOM_E* code with the
+ * message in the series' err (a malformed line is LOOM_EFORMAT).
+ */
+#ifndef LOOM_PLOT_H
+#define LOOM_PLOT_H
+
+#include <stddef.h>
+
+#include "loom_common.h"
+
+struct loom_series {
+	const char *xkey, *ykey;   /* borrowed: JSON keys for x and y */
+	double *x, *y;
+	size_t n, cap;
+	struct loom_err err;
+};
+
+void loom_series_init(struct loom_series *s, const char *xkey, const char *ykey);
+void loom_series_release(struct loom_series *s);
+int loom_series_add(struct loom_series *s, double x, double y);
+/* Parse one JSON-object line; adds a point when both keys hold numbers.
+ * Returns 1 if a point was added, 0 if not, LOOM_EFORMAT if the line is
+ * not a JSON object (message says why, with the column). */
+int loom_series_add_json(struct loom_series *s, const char *line, size_t len);
+
+struct loom_plot_opts {
+	const char *title;      /* may be NULL */
+	const char *xlabel;     /* may be NULL: the first series' xkey */
+	int width, height;      /* pixels; 0 = 800 x 400 */
+	int logy;               /* log-scale y axis (all y must be > 0) */
+};
+
+/* SVG line chart of n series; NULL on allocation failure. */
+char *loom_plot_svg(const struct loom_series *series, size_t n,
+		    const struct loom_plot_opts *opts);
+
+/* Sparkline of y[0..n) resampled to at most `width` cells, as UTF-8 block
+ * characters (3 bytes each) into out; returns the bytes written (excluding
+ * the NUL), always NUL-terminating when outlen > 0. */
+size_t loom_sparkline(const double *y, size_t n, size_t width, char *out,
+		      size_t outlen);
+
+#endif
