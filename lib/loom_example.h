@@ -1,5 +1,5 @@
 /*
- * loom_example.h - tf.train.Example encode/decode (formats/tensorflow/*.proto).
+ * loom_example.h - tf.train.Example encode/decode (formats/tensorflow/).
  *
  * Purpose: the payload of every loom TFRecord is
  *   Example{features{feature{"input_ids": Feature{int64_list{value: [...]}}}}}
@@ -14,7 +14,7 @@
  *    validation and generic decoding of any feature type (bytes, float,
  *    int64) to JSON for loom-cat.
  * A payload that is not a well-formed Example (bad wire format, or fields
- * that Example/Features/Feature/*List do not have) is rejected cleanly.
+ * that Example, Features, Feature and the lists do not have) is rejected cleanly.
  *
  * Ownership: encoders write into caller buffers sized with
  * loom_example_bound(); JSON output is malloc'd (caller frees).  All
