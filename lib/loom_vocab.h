@@ -1,0 +1,124 @@
+/*
+ * loom_vocab.h - byte-level BPE vocabularies: GPT-2 encoder.json + vocab.bpe
+ * and tiktoken .tiktoken rank files; GPT-2's bytes_to_unicode table.
+ *
+ * Purpose: load and validate a vocabulary into the tables the encoder
+ * (loom_bpe.h) needs: id -> bytes, bytes -> id (whole-piece lookup), and
+ * (left id, right id) -> (merge rank, merged id).
+ *
+ *  - GPT-2 format: encoder.json maps token strings to ids, each byte of a
+ *    token printed as one character by bytes_to_unicode below; vocab.bpe
+ *    is an optional "#version..." first line, then one merge "A B" per
+ *    line in rank order (rank 0 first).  Both parts and their concatenation
+ *    must be tokens.  Tokens that are neither single bytes nor the result
+ *    of a merge are the special tokens (GPT-2: <|endoftext|> = 50256); they
+ *    are printed verbatim in encoder.json.
+ *  - tiktoken format: lines "BASE64 RANK"; the id of a token is its rank and
+ *    a pair of tokens merges when its concatenation is a token, the lowest
+ *    rank first (tiktoken's rule).  One special token <|endoftext|> is added
+ *    with id max rank + 1 (r50k_base's layout).
+ *
+ * Validation (each failure is one message naming the file and the entry,
+ * LOOM_EFORMAT / LOOM_ETRUNC): not JSON or truncated JSON (line, column),
+ * a value that is not an id in [0, 2^24), duplicate ids, duplicate keys,
+ * a character outside the byte alphabet, a missing single-byte token,
+ * a merge line that is not "A B", a merge part or result that is not in
+ * the vocabulary, a duplicate merge, a vocab.bpe whose last line has no
+ * newline (truncated), bad base64, duplicate ranks.
+ *
+ * Ownership: loom_vocab_new/_free; the loaded vocabulary is immutable and
+ * may be shared by any number of threads (loom_bpe objects).
+ * Errors: 0 or a negative LOOM_E* code, message in loom_vocab_error().
+ */
+#ifndef LOOM_VOCAB_H
+#define LOOM_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+
+/* GPT-2's bytes_to_unicode: the code point that prints byte b. */
+extern const uint16_t loom_gpt2_byte_to_unicode[256];
+/* Its inverse: the byte printed as code point cp, or -1. */
+int loom_gpt2_unicode_to_byte(uint32_t cp);
+/* Print bytes b[0..n) GPT-2 style as UTF-8 into out (room for 2*n bytes,
+ * no NUL added); returns the number of bytes written. */
+size_t loom_gpt2_bytes_to_str(const uint8_t *b, size_t n, char *out);
+/* Parse a GPT-2 printed token s[0..n) (UTF-8) back to bytes into out (room
+ * for n bytes); returns the byte count, or -1 if s is not valid UTF-8 or a
+ * character is outside the byte alphabet (*bad = offset of it in s). */
+long loom_gpt2_str_to_bytes(const char *s, size_t n, uint8_t *out, size_t *bad);
+
+#define LOOM_VOCAB_NONE UINT32_MAX
+#define LOOM_VOCAB_MAX_ID ((1u << 24) - 1)
+
+/* Pair table slot (internal to loom_vocab.c / loom_bpe.c). */
+struct loom_vocab_pair {
+	uint64_t key;       /* (left << 32 | right) + 1; 0 = empty slot */
+	uint32_t rank;
+	uint32_t id;
+};
+
+struct loom_vocab {
+	uint32_t n_ids;         /* max id + 1 (ids may have holes) */
+	uint32_t n_tokens;      /* ids that are tokens */
+	uint64_t *off;          /* n_ids + 1: token i = bytes[off[i]..off[i+1]) */
+	uint8_t *bytes;
+	uint8_t *present;       /* n_ids: 1 if id is a token, 2 if special */
+	uint32_t byte_id[256];  /* id of each single-byte token */
+	uint32_t *tok_slot;     /* bytes -> id hash (open addressing), ids+1 */
+	uint32_t tok_mask;
+	struct loom_vocab_pair *pair;
+	uint32_t pair_mask;
+	uint32_t n_merges;
+	uint32_t *specials;     /* ids of special tokens, in id order */
+	uint32_t n_specials;
+	uint32_t eot;           /* id of <|endoftext|>, or LOOM_VOCAB_NONE */
+	char *name;             /* what was loaded, for messages */
+	struct loom_err err;
+};
+
+struct loom_vocab *loom_vocab_new(void);
+void loom_vocab_free(struct loom_vocab *v);
+const char *loom_vocab_error(const struct loom_vocab *v);
+
+/* Load GPT-2 encoder.json + vocab.bpe from files. */
+int loom_vocab_load_gpt2(struct loom_vocab *v, const char *encoder_json,
+			 const char *vocab_bpe);
+/* The same from memory (names are used in messages only). */
+int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
+			     const char *enc_name, const char *merges, size_t merges_len,
+			     const char *merges_name);
+/* Load a tiktoken rank file (file / memory). */
+int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path);
+int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t len,
+				 const char *name);
+/* The tools' --vocab: "gpt2" (share/vocab/gpt2), a directory holding
+ * encoder.json + vocab.bpe, "ENCODER.json,VOCAB.bpe", or a .tiktoken file. */
+int loom_vocab_load_spec(struct loom_vocab *v, const char *spec);
+
+/* Id of the token with bytes s[0..n), or LOOM_VOCAB_NONE. */
+uint32_t loom_vocab_lookup(const struct loom_vocab *v, const uint8_t *s, size_t n);
+/* Bytes of token id (NULL if id is not a token). */
+const uint8_t *loom_vocab_token(const struct loom_vocab *v, uint32_t id, size_t *len);
+/* Merge of the pair (a, b): returns its rank and stores the merged id, or
+ * returns LOOM_VOCAB_NONE. */
+static inline uint32_t loom_vocab_merge(const struct loom_vocab *v, uint32_t a,
+					uint32_t b, uint32_t *id)
+{
+	uint64_t key = ((uint64_t)a << 32 | b) + 1;
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & v->pair_mask;
+	for (;;) {
+		const struct loom_vocab_pair *p = &v->pair[h];
+		if (p->key == key) {
+			*id = p->id;
+			return p->rank;
+		}
+		if (!p->key)
+			return LOOM_VOCAB_NONE;
+		h = (h + 1) & v->pair_mask;
+	}
+}
+
+#endif
