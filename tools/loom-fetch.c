@@ -1,0 +1,463 @@
+/*
+ * loom-fetch - download a Wikipedia dump (or any URL), resumable and
+ * verified against the published checksums.  See loom-fetch(1).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loom_common.h"
+#include "loom_dumpinfo.h"
+#include "loom_fetch.h"
+
+#define DEFAULT_MIRROR "https://dumps.wikimedia.org"
+
+static const char usage[] =
+	"usage: loom-fetch [options] -o DIR          download a Wikipedia dump into DIR\n"
+	"       loom-fetch [options] URL [-o FILE]   download one URL\n"
+	"\n"
+	"Dump (the files of one run, verified against its dumpstatus.json or\n"
+	"<wiki>-<date>-sha1sums.txt; names on disk carry the real date):\n"
+	"      --mirror URL     mirror root (default $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
+	"                       http://, https:// or file:// with /<wiki>/<date>/ layout\n"
+	"      --wiki NAME      wiki database name (default enwiki)\n"
+	"      --date D         latest (default) or YYYYMMDD\n"
+	"      --what SET       articles-multistream (default: dump + its index),\n"
+	"                       articles, meta-current, abstract, or a file suffix\n"
+	"                       such as pages-articles-multistream.xml.bz2 (repeatable)\n"
+	"  -o, --output PATH    output directory (dump) or file (URL; default: the\n"
+	"                       URL's file name; a directory keeps that name)\n"
+	"One URL:\n"
+	"      --sha1 X / --md5 X / --sha256 X   expected digest\n"
+	"      --size N         expected size in bytes\n"
+	"Transfer:\n"
+	"      --retries N      retries after a temporary failure (default 5)\n"
+	"      --retry-delay S  first wait before a retry, doubled each time up to\n"
+	"                       60 s (default 1)\n"
+	"      --timeout S      connect timeout, and give up on a transfer stalled\n"
+	"                       this long (default 30)\n"
+	"      --progress       show progress even when stderr is not a terminal\n"
+	"  -q, --quiet          no progress, no summary lines\n"
+	"  -h, --help           this help\n"
+	"      --version        versions of loom and libcurl\n"
+	"\n"
+	"An interrupted download resumes from FILE.part; a file already present\n"
+	"and verified is not fetched again.  stdout lists the verified files.\n"
+	"Exit: 0 ok, 1 checksum mismatch or permanent failure (404...), 2 usage,\n"
+	"75 temporary failure (network down, server error, dump not finished).\n";
+
+static struct {
+	int quiet;
+	struct cli_progress prog;
+	const char *name;
+} g;
+
+static int exit_code(int rc)
+{
+	return rc == LOOM_ENET ? EXIT_TEMPFAIL : 1;
+}
+
+static void show_progress(void *ud, const struct loom_fetch_progress *p)
+{
+	char a[32], b[32], r[32], eta[32] = "";
+	(void)ud;
+	if (!cli_progress_due(&g.prog))
+		return;
+	if (p->eta >= 0) {
+		unsigned long s = (unsigned long)(p->eta + 0.5);
+		if (s >= 3600)
+			snprintf(eta, sizeof eta, "  ETA %lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+		else
+			snprintf(eta, sizeof eta, "  ETA %lu:%02lu", s / 60, s % 60);
+	}
+	if (p->total)
+		cli_progress_show(&g.prog, "%s  %s / %s (%.0f%%)  %s/s%s", g.name,
+				  cli_bytes((double)p->done, a, sizeof a),
+				  cli_bytes((double)p->total, b, sizeof b),
+				  100.0 * (double)p->done / (double)p->total,
+				  cli_bytes(p->rate, r, sizeof r), eta);
+	else
+		cli_progress_show(&g.prog, "%s  %s  %s/s", g.name,
+				  cli_bytes((double)p->done, a, sizeof a),
+				  cli_bytes(p->rate, r, sizeof r));
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Fetch one file, print its summary, return 0 or the exit code. */
+static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
+		     const struct loom_fetch_expect *exp)
+{
+	struct loom_fetch_result res;
+	char sz[32], at[32];
+	g.name = base_name(path);
+	int rc = loom_fetch_file(f, url, path, exp, &res);
+	cli_progress_done(&g.prog);
+	if (rc < 0) {
+		cli_warn("%s", loom_fetch_error(f));
+		return exit_code(rc);
+	}
+	if (!g.quiet) {
+		cli_bytes((double)res.size, sz, sizeof sz);
+		if (res.already) {
+			fprintf(stderr, "%s: %s: already complete (%s, %s %s verified)\n", cli_prog,
+				g.name, sz, res.algo, res.hex);
+		} else {
+			double mbs = res.seconds > 0 ? res.transferred / res.seconds / 1e6 : 0;
+			char resumed[64] = "";
+			if (res.resumed_from)
+				snprintf(resumed, sizeof resumed, " (resumed at %s)",
+					 cli_bytes((double)res.resumed_from, at, sizeof at));
+			fprintf(stderr, "%s: %s: %s%s, %s %s %s, %.1f s, %.1f MB/s\n", cli_prog,
+				g.name, sz, resumed, res.algo, res.hex,
+				res.verified ? "verified" : "(not verified: no checksum given)",
+				res.seconds, mbs);
+		}
+	}
+	printf("%s\n", path);
+	if (fflush(stdout) != 0 && errno != EPIPE)
+		cli_die("cannot write to stdout: %s", strerror(errno));
+	return 0;
+}
+
+static void mkdir_p(const char *dir)
+{
+	char *p = strdup(dir);
+	if (!p)
+		cli_die("out of memory");
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == 0) {
+			char c = *s;
+			*s = 0;
+			if (mkdir(p, 0777) < 0 && errno != EEXIST)
+				cli_die("cannot create directory '%s': %s", p, strerror(errno));
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+		cli_die("'%s' is not a directory", p);
+	free(p);
+}
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		cli_die("out of memory");
+	return s;
+}
+
+#define MAX_WHAT 8
+
+static int add_what(const char **suffix, int n, const char *what)
+{
+	static const struct { const char *name; const char *files[2]; } sets[] = {
+		{ "articles-multistream", { "pages-articles-multistream.xml.bz2",
+					    "pages-articles-multistream-index.txt.bz2" } },
+		{ "articles", { "pages-articles.xml.bz2", NULL } },
+		{ "meta-current", { "pages-meta-current.xml.bz2", NULL } },
+		{ "abstract", { "abstract.xml.gz", NULL } },
+	};
+	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+		if (strcmp(what, sets[i].name))
+			continue;
+		for (int k = 0; k < 2 && sets[i].files[k]; k++) {
+			if (n >= MAX_WHAT)
+				cli_usage_error("--what: too many files");
+			suffix[n++] = sets[i].files[k];
+		}
+		return n;
+	}
+	if (!strchr(what, '.') || strchr(what, '/') || strstr(what, ".."))
+		cli_usage_error("--what: '%s' is not articles-multistream, articles, "
+				"meta-current, abstract, or a file suffix like "
+				"pages-articles.xml.bz2", what);
+	if (n >= MAX_WHAT)
+		cli_usage_error("--what: too many files");
+	suffix[n++] = what;
+	return n;
+}
+
+/* Fetch and parse the run's listings.  Returns 0 or an exit code. */
+static int load_listings(struct loom_fetch *f, struct loom_dumpinfo *di, const char *dir_url,
+			 const char *wiki, const char *date, const char **suffix, int nsuf)
+{
+	char *buf;
+	size_t len;
+	char *status_url = xasprintf("%s/dumpstatus.json", dir_url);
+	int have_status = 0, rc;
+	char status_err[LOOM_ERR_MAX] = "";
+
+	rc = loom_fetch_mem(f, status_url, 64u << 20, &buf, &len);
+	if (rc == LOOM_ENET) {
+		cli_warn("%s", loom_fetch_error(f));
+		free(status_url);
+		return EXIT_TEMPFAIL;
+	}
+	if (rc == 0) {
+		rc = loom_dumpinfo_parse_status(di, buf, len, status_url);
+		free(buf);
+		if (rc < 0) {
+			cli_warn("%s", loom_dumpinfo_error(di));
+			free(status_url);
+			return 1;
+		}
+		have_status = 1;
+	} else {
+		snprintf(status_err, sizeof status_err, "%s", loom_fetch_error(f));
+	}
+	free(status_url);
+
+	/* Each wanted file needs a sha1; dumpstatus.json names dated files, so
+	 * with "latest" the date comes from it first. */
+	int need_sums = !have_status;
+	if (have_status) {
+		char dt[9];
+		const char *d = date;
+		if (!strcmp(date, "latest")) {
+			if (loom_dumpinfo_find_date(di, wiki, suffix[0], dt) == 0)
+				d = dt;
+			else
+				need_sums = 1;
+		}
+		for (int i = 0; i < nsuf && !need_sums; i++) {
+			char *name = xasprintf("%s-%s-%s", wiki, d, suffix[i]);
+			const struct loom_dumpfile *e = loom_dumpinfo_find(di, name);
+			if (!e || !e->sha1[0])
+				need_sums = 1;
+			free(name);
+		}
+	}
+	if (!need_sums)
+		return 0;
+	char *sums_url = xasprintf("%s/%s-%s-sha1sums.txt", dir_url, wiki, date);
+	rc = loom_fetch_mem(f, sums_url, 64u << 20, &buf, &len);
+	if (rc < 0) {
+		if (status_err[0])
+			cli_warn("%s", status_err);
+		cli_warn("%s", loom_fetch_error(f));
+		free(sums_url);
+		return exit_code(rc);
+	}
+	rc = loom_dumpinfo_parse_sha1sums(di, buf, len, sums_url);
+	free(buf);
+	free(sums_url);
+	if (rc < 0) {
+		cli_warn("%s", loom_dumpinfo_error(di));
+		return 1;
+	}
+	return 0;
+}
+
+static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki,
+		      const char *date_arg, const char **suffix, int nsuf, const char *outdir)
+{
+	struct loom_dumpinfo di;
+	char date[9];
+	int rc;
+	char *dir_url = xasprintf("%s/%s/%s", mirror, wiki, date_arg);
+
+	loom_dumpinfo_init(&di);
+	rc = load_listings(f, &di, dir_url, wiki, date_arg, suffix, nsuf);
+	if (rc)
+		goto out;
+	if (!strcmp(date_arg, "latest")) {
+		if (loom_dumpinfo_find_date(&di, wiki, suffix[0], date) < 0) {
+			cli_warn("%s: cannot resolve 'latest': %s", dir_url,
+				 loom_dumpinfo_error(&di));
+			rc = 1;
+			goto out;
+		}
+		if (!g.quiet)
+			fprintf(stderr, "%s: %s latest is %s\n", cli_prog, wiki, date);
+	} else {
+		memcpy(date, date_arg, 9);
+	}
+	mkdir_p(outdir);
+	for (int i = 0; i < nsuf; i++) {
+		char *name = xasprintf("%s-%s-%s", wiki, date, suffix[i]);
+		const struct loom_dumpfile *e = loom_dumpinfo_find(&di, name);
+		if (!e) {
+			cli_warn("%s: '%s' is not listed in the dump's checksums", dir_url, name);
+			free(name);
+			rc = 1;
+			goto out;
+		}
+		if (e->status && strcmp(e->status, "done")) {
+			cli_warn("%s: job %s is '%s', not done: try again later", name, e->job,
+				 e->status);
+			free(name);
+			rc = EXIT_TEMPFAIL;
+			goto out;
+		}
+		if (!e->sha1[0] && !e->md5[0]) {
+			cli_warn("%s: no checksum is published for '%s'", dir_url, name);
+			free(name);
+			rc = 1;
+			goto out;
+		}
+		struct loom_fetch_expect exp = { e->size, e->sha1[0] ? e->sha1 : NULL,
+						 e->sha1[0] ? NULL : e->md5, NULL };
+		char *url = xasprintf("%s/%s/%s/%s", mirror, wiki, date, name);
+		char *path = xasprintf("%s/%s", outdir, name);
+		rc = fetch_one(f, url, path, &exp);
+		free(url);
+		free(path);
+		free(name);
+		if (rc)
+			goto out;
+	}
+out:
+	loom_dumpinfo_release(&di);
+	free(dir_url);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_MIRROR = 256, O_WIKI, O_DATE, O_WHAT, O_SHA1, O_MD5, O_SHA256, O_SIZE,
+	       O_RETRIES, O_DELAY, O_TIMEOUT, O_PROGRESS, O_VERSION };
+	static const struct option lo[] = {
+		{ "mirror", required_argument, 0, O_MIRROR },
+		{ "wiki", required_argument, 0, O_WIKI },
+		{ "date", required_argument, 0, O_DATE },
+		{ "what", required_argument, 0, O_WHAT },
+		{ "output", required_argument, 0, 'o' },
+		{ "sha1", required_argument, 0, O_SHA1 },
+		{ "md5", required_argument, 0, O_MD5 },
+		{ "sha256", required_argument, 0, O_SHA256 },
+		{ "size", required_argument, 0, O_SIZE },
+		{ "retries", required_argument, 0, O_RETRIES },
+		{ "retry-delay", required_argument, 0, O_DELAY },
+		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ "progress", no_argument, 0, O_PROGRESS },
+		{ "quiet", no_argument, 0, 'q' },
+		{ "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, O_VERSION },
+		{ 0, 0, 0, 0 },
+	};
+	const char *mirror = getenv("LOOM_MIRROR"), *wiki = "enwiki", *date = "latest";
+	const char *out = NULL, *sha1 = NULL, *md5 = NULL, *sha256 = NULL;
+	const char *suffix[MAX_WHAT];
+	int nsuf = 0, force_progress = 0, dump_opt = 0;
+	int64_t size = -1;
+	struct loom_fetch_opts fo;
+	int c;
+
+	cli_init("loom-fetch", usage);
+	loom_fetch_opts_default(&fo);
+	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case O_MIRROR: mirror = optarg; dump_opt = 1; break;
+		case O_WIKI: wiki = optarg; dump_opt = 1; break;
+		case O_DATE: date = optarg; dump_opt = 1; break;
+		case O_WHAT: nsuf = add_what(suffix, nsuf, optarg); dump_opt = 1; break;
+		case 'o': out = optarg; break;
+		case O_SHA1: sha1 = optarg; break;
+		case O_MD5: md5 = optarg; break;
+		case O_SHA256: sha256 = optarg; break;
+		case O_SIZE: size = (int64_t)cli_u64("--size", optarg, 0, INT64_MAX); break;
+		case O_RETRIES: fo.retries = (unsigned)cli_u64("--retries", optarg, 0, 1000); break;
+		case O_DELAY: fo.retry_delay = cli_double("--retry-delay", optarg, 0, 3600); break;
+		case O_TIMEOUT:
+			fo.connect_timeout = (long)cli_u64("--timeout", optarg, 1, 86400);
+			fo.stall_timeout = fo.connect_timeout;
+			break;
+		case O_PROGRESS: force_progress = 1; break;
+		case 'q': g.quiet = 1; break;
+		case 'h': cli_help();
+		case O_VERSION: cli_version(loom_fetch_curl_version());
+		default: cli_bad_option();
+		}
+	}
+	if (fo.retry_delay_max < fo.retry_delay)
+		fo.retry_delay_max = fo.retry_delay;
+	cli_progress_init(&g.prog, force_progress && !g.quiet);
+	if (g.quiet)
+		g.prog.enabled = 0;
+	fo.progress = show_progress;
+
+	const char *url = NULL;
+	if (optind < argc)
+		url = argv[optind++];
+	if (optind < argc)
+		cli_usage_error("unexpected argument '%s'", argv[optind]);
+	static const struct { const char *opt; size_t n; } dg[] = {
+		{ "--sha1", 40 }, { "--md5", 32 }, { "--sha256", 64 } };
+	const char *dv[3] = { sha1, md5, sha256 };
+	for (int i = 0; i < 3; i++) {
+		if (!dv[i])
+			continue;
+		size_t k = strspn(dv[i], "0123456789abcdefABCDEF");
+		if (strlen(dv[i]) != dg[i].n || k != dg[i].n)
+			cli_usage_error("%s: '%s' is not %zu hex digits", dg[i].opt, dv[i], dg[i].n);
+	}
+
+	struct loom_fetch *f = loom_fetch_new(&fo);
+	if (!f)
+		cli_die("cannot initialise libcurl");
+	int rc;
+	if (url) {
+		if (dump_opt)
+			cli_usage_error("--mirror/--wiki/--date/--what do not apply to a single URL");
+		const char *bn = base_name(url);
+		char *name = strndup(bn, strcspn(bn, "?#"));
+		char *path;
+		struct stat st;
+		if (!name)
+			cli_die("out of memory");
+		if (out && !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+			path = xasprintf("%s", out);
+		} else {
+			if (!name[0] || !strcmp(name, ".") || !strcmp(name, ".."))
+				cli_usage_error("cannot name the output after '%s': use -o FILE", url);
+			path = out ? xasprintf("%s/%s", out, name) : xasprintf("%s", name);
+		}
+		struct loom_fetch_expect exp = { size, sha1, md5, sha256 };
+		rc = fetch_one(f, url, path, &exp);
+		free(path);
+		free(name);
+	} else {
+		if (sha1 || md5 || sha256 || size >= 0)
+			cli_usage_error("--sha1/--md5/--sha256/--size need a URL");
+		if (!out)
+			cli_usage_error("missing -o DIR");
+		if (!mirror || !*mirror)
+			mirror = DEFAULT_MIRROR;
+		char *m = strdup(mirror);
+		if (!m)
+			cli_die("out of memory");
+		for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
+			m[l - 1] = 0;
+		if (!strstr(m, "://"))
+			cli_usage_error("--mirror: '%s' is not a URL (http://, https://, file://)",
+					mirror);
+		if (!loom_dumpinfo_valid_wiki(wiki))
+			cli_usage_error("--wiki: '%s' is not a wiki name like enwiki", wiki);
+		if (strcmp(date, "latest") && !loom_dumpinfo_valid_date(date))
+			cli_usage_error("--date: '%s' is not 'latest' or YYYYMMDD", date);
+		if (nsuf == 0)
+			nsuf = add_what(suffix, 0, "articles-multistream");
+		rc = fetch_dump(f, m, wiki, date, suffix, nsuf, out);
+		free(m);
+	}
+	loom_fetch_free(f);
+	return rc;
+}
