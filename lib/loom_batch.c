@@ -1,0 +1,470 @@
+/* loom_batch.c - see loom_batch.h and formats/batch.md */
+#include "loom_batch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loom_crc32c.h"
+#include "loom_file.h"
+
+#define KNOWN_FLAGS (LOOM_BATCH_F_END | LOOM_BATCH_F_PAD)
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+size_t loom_batch_dtype_size(unsigned dtype)
+{
+	return dtype == LOOM_BATCH_U16 ? 2 : dtype == LOOM_BATCH_U32 ? 4 : 0;
+}
+
+size_t loom_batch_frame_size(unsigned dtype, uint32_t batch, uint32_t seq_len)
+{
+	return LOOM_BATCH_HEADER_SIZE + (size_t)batch * seq_len * loom_batch_dtype_size(dtype);
+}
+
+static void encode_hdr(const struct loom_batch_hdr *h, unsigned char *p)
+{
+	memcpy(p, LOOM_BATCH_MAGIC, 4);
+	put16(p + 4, LOOM_BATCH_VERSION);
+	put16(p + 6, LOOM_BATCH_HEADER_SIZE);
+	put16(p + 8, h->dtype);
+	put16(p + 10, h->flags);
+	put32(p + 12, h->batch);
+	put32(p + 16, h->seq_len);
+	put32(p + 20, h->pad_id);
+	put64(p + 24, h->seq);
+	put32(p + 32, h->epoch);
+	put16(p + 36, h->rank);
+	put16(p + 38, h->world);
+	put64(p + 40, h->payload_bytes);
+	put64(p + 48, h->seed);
+	put32(p + 56, h->payload_crc);
+	put32(p + 60, loom_crc32c(0, p, 60));
+}
+
+long loom_batch_encode(const struct loom_batch_hdr *h0, const uint32_t *tokens, void *out)
+{
+	struct loom_batch_hdr h = *h0;
+	unsigned char *p = out;
+	size_t tsz = loom_batch_dtype_size(h.dtype);
+	if (!tsz || h.world == 0 || h.rank >= h.world || (h.flags & ~KNOWN_FLAGS))
+		return LOOM_EINVAL;
+	if (h.flags & LOOM_BATCH_F_END) {
+		h.payload_bytes = 0;
+		h.payload_crc = loom_crc32c(0, NULL, 0);
+		encode_hdr(&h, p);
+		return LOOM_BATCH_HEADER_SIZE;
+	}
+	uint64_t n = (uint64_t)h.batch * h.seq_len;
+	if (h.batch == 0 || h.seq_len < 2 || n > LOOM_BATCH_MAX_TOKENS || !tokens)
+		return LOOM_EINVAL;
+	unsigned char *q = p + LOOM_BATCH_HEADER_SIZE;
+	if (h.dtype == LOOM_BATCH_U16) {
+		for (uint64_t i = 0; i < n; i++) {
+			if (tokens[i] > 0xffff)
+				return LOOM_ERANGE;
+			put16(q + 2 * i, (uint16_t)tokens[i]);
+		}
+	} else {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(q, tokens, n * 4);
+#else
+		for (uint64_t i = 0; i < n; i++)
+			put32(q + 4 * i, tokens[i]);
+#endif
+	}
+	h.payload_bytes = n * tsz;
+	h.payload_crc = loom_crc32c(0, q, h.payload_bytes);
+	encode_hdr(&h, p);
+	return (long)(LOOM_BATCH_HEADER_SIZE + h.payload_bytes);
+}
+
+int loom_batch_decode_hdr(const void *buf, struct loom_batch_hdr *h, struct loom_err *err)
+{
+	const unsigned char *p = buf;
+	if (memcmp(p, LOOM_BATCH_MAGIC, 4) != 0)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "bad magic %02x %02x %02x %02x (not a loom batch frame)",
+				    p[0], p[1], p[2], p[3]);
+	h->version = get16(p + 4);
+	if (h->version != LOOM_BATCH_VERSION)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "unsupported frame version %u (this reader knows %d)",
+				    h->version, LOOM_BATCH_VERSION);
+	if (get16(p + 6) != LOOM_BATCH_HEADER_SIZE)
+		return loom_err_set(err, LOOM_EFORMAT, "header size %u, expected %d",
+				    get16(p + 6), LOOM_BATCH_HEADER_SIZE);
+	uint32_t crc = loom_crc32c(0, p, 60);
+	if (crc != get32(p + 60))
+		return loom_err_set(err, LOOM_ECHECKSUM,
+				    "header checksum mismatch (stored %08x, computed %08x)",
+				    get32(p + 60), crc);
+	h->dtype = get16(p + 8);
+	h->flags = get16(p + 10);
+	h->batch = get32(p + 12);
+	h->seq_len = get32(p + 16);
+	h->pad_id = get32(p + 20);
+	h->seq = get64(p + 24);
+	h->epoch = get32(p + 32);
+	h->rank = get16(p + 36);
+	h->world = get16(p + 38);
+	h->payload_bytes = get64(p + 40);
+	h->seed = get64(p + 48);
+	h->payload_crc = get32(p + 56);
+	size_t tsz = loom_batch_dtype_size(h->dtype);
+	if (!tsz)
+		return loom_err_set(err, LOOM_EFORMAT, "unknown dtype %u", h->dtype);
+	if (h->flags & ~KNOWN_FLAGS)
+		return loom_err_set(err, LOOM_EFORMAT, "unknown flags 0x%04x", h->flags);
+	if (h->world == 0 || h->rank >= h->world)
+		return loom_err_set(err, LOOM_EFORMAT, "rank %u of world %u", h->rank, h->world);
+	if (h->flags & LOOM_BATCH_F_END) {
+		if (h->payload_bytes != 0)
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "end-of-stream frame with %llu payload bytes",
+					    (unsigned long long)h->payload_bytes);
+		return 0;
+	}
+	uint64_t n = (uint64_t)h->batch * h->seq_len;
+	if (h->batch == 0 || h->seq_len < 2 || n > LOOM_BATCH_MAX_TOKENS)
+		return loom_err_set(err, LOOM_EFORMAT, "bad shape %ux%u", h->batch, h->seq_len);
+	if (h->payload_bytes != n * tsz)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "payload_bytes %llu does not match shape %ux%u of %zu-byte tokens",
+				    (unsigned long long)h->payload_bytes, h->batch, h->seq_len, tsz);
+	return 0;
+}
+
+/* --- reader --------------------------------------------------------------- */
+
+struct loom_batch_reader {
+	int fd;
+	const unsigned char *mem;
+	size_t mem_len, mem_pos;
+	char *name;
+	uint32_t want_batch, want_seq_len;
+	int have_shape, ended;
+	uint64_t frames, offset, last_seq;
+	unsigned char *raw;
+	size_t raw_cap;
+	uint32_t *tok;
+	size_t tok_cap;
+	struct loom_err err;
+};
+
+static struct loom_batch_reader *reader_alloc(const char *name)
+{
+	struct loom_batch_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->name = strdup(name ? name : "stream");
+	if (!r->name) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+struct loom_batch_reader *loom_batch_reader_new(int fd, const char *name)
+{
+	struct loom_batch_reader *r = reader_alloc(name);
+	if (r)
+		r->fd = fd;
+	return r;
+}
+
+struct loom_batch_reader *loom_batch_reader_new_mem(const void *buf, size_t len,
+						    const char *name)
+{
+	struct loom_batch_reader *r = reader_alloc(name);
+	if (r) {
+		r->mem = buf;
+		r->mem_len = len;
+	}
+	return r;
+}
+
+void loom_batch_reader_free(struct loom_batch_reader *r)
+{
+	if (!r)
+		return;
+	free(r->raw);
+	free(r->tok);
+	free(r->name);
+	free(r);
+}
+
+void loom_batch_reader_expect(struct loom_batch_reader *r, uint32_t batch, uint32_t seq_len)
+{
+	r->want_batch = batch;
+	r->want_seq_len = seq_len;
+	r->have_shape = batch || seq_len;
+}
+
+/* Read up to n bytes (fewer only at EOF): bytes read, or -errno. */
+static ssize_t src_read(struct loom_batch_reader *r, void *buf, size_t n)
+{
+	if (r->fd < 0) {
+		size_t k = r->mem_len - r->mem_pos < n ? r->mem_len - r->mem_pos : n;
+		if (k)
+			memcpy(buf, r->mem + r->mem_pos, k);
+		r->mem_pos += k;
+		return (ssize_t)k;
+	}
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(r->fd, (char *)buf + got, n - got);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+#define FAIL(code, ...) \
+	frame_err(r, code, __VA_ARGS__)
+
+static __attribute__((format(printf, 3, 4))) int
+frame_err(struct loom_batch_reader *r, int code, const char *fmt, ...)
+{
+	char msg[LOOM_ERR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return loom_err_set(&r->err, code, "%s: frame %llu at byte %llu: %s", r->name,
+			    (unsigned long long)r->frames, (unsigned long long)r->offset, msg);
+}
+
+int loom_batch_read(struct loom_batch_reader *r, struct loom_batch_hdr *h,
+		    const uint32_t **tokens)
+{
+	unsigned char hb[LOOM_BATCH_HEADER_SIZE];
+	struct loom_err e;
+	if (r->ended)
+		return 0;
+	ssize_t got = src_read(r, hb, sizeof hb);
+	if (got < 0)
+		return FAIL(LOOM_EIO, "cannot read: %s", strerror((int)-got));
+	if (got == 0)
+		return loom_err_set(&r->err, LOOM_ETRUNC,
+				    "%s: stream ended after frame %llu (byte %llu) without an "
+				    "end-of-stream frame (did the feeder die?)", r->name,
+				    (unsigned long long)r->frames, (unsigned long long)r->offset);
+	if ((size_t)got < sizeof hb)
+		return FAIL(LOOM_ETRUNC, "stream ends inside the frame header (%zd of %d bytes)",
+			    got, LOOM_BATCH_HEADER_SIZE);
+	int rc = loom_batch_decode_hdr(hb, h, &e);
+	if (rc < 0)
+		return FAIL(rc, "%s", e.msg);
+	if (h->flags & LOOM_BATCH_F_END) {
+		if (r->frames && h->seq != r->last_seq + 1)
+			return FAIL(LOOM_EFORMAT,
+				    "end-of-stream frame says the next sequence number is %llu, "
+				    "but the last frame was %llu", (unsigned long long)h->seq,
+				    (unsigned long long)r->last_seq);
+		r->offset += sizeof hb;
+		unsigned char extra;
+		got = src_read(r, &extra, 1);
+		if (got > 0)
+			return FAIL(LOOM_EFORMAT, "data after the end-of-stream frame");
+		r->ended = 1;
+		return 0;
+	}
+	if (r->have_shape && ((r->want_batch && h->batch != r->want_batch) ||
+			      (r->want_seq_len && h->seq_len != r->want_seq_len)))
+		return FAIL(LOOM_EFORMAT, "shape %ux%u, expected %ux%u", h->batch, h->seq_len,
+			    r->want_batch ? r->want_batch : h->batch,
+			    r->want_seq_len ? r->want_seq_len : h->seq_len);
+	if (r->frames && h->seq != r->last_seq + 1)
+		return FAIL(LOOM_EFORMAT, "sequence number %llu, expected %llu",
+			    (unsigned long long)h->seq, (unsigned long long)(r->last_seq + 1));
+	if (h->payload_bytes > r->raw_cap) {
+		unsigned char *p = realloc(r->raw, h->payload_bytes);
+		if (!p)
+			return FAIL(LOOM_ENOMEM, "out of memory");
+		r->raw = p;
+		r->raw_cap = h->payload_bytes;
+	}
+	size_t n = (size_t)h->batch * h->seq_len;
+	if (n > r->tok_cap) {
+		uint32_t *p = realloc(r->tok, n * sizeof *p);
+		if (!p)
+			return FAIL(LOOM_ENOMEM, "out of memory");
+		r->tok = p;
+		r->tok_cap = n;
+	}
+	got = src_read(r, r->raw, h->payload_bytes);
+	if (got < 0)
+		return FAIL(LOOM_EIO, "cannot read: %s", strerror((int)-got));
+	if ((uint64_t)got < h->payload_bytes)
+		return FAIL(LOOM_ETRUNC, "stream ends inside the payload (%zd of %llu bytes)",
+			    got, (unsigned long long)h->payload_bytes);
+	uint32_t crc = loom_crc32c(0, r->raw, h->payload_bytes);
+	if (crc != h->payload_crc)
+		return FAIL(LOOM_ECHECKSUM,
+			    "payload checksum mismatch (stored %08x, computed %08x)",
+			    h->payload_crc, crc);
+	if (h->dtype == LOOM_BATCH_U16) {
+		for (size_t i = 0; i < n; i++)
+			r->tok[i] = get16(r->raw + 2 * i);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			r->tok[i] = get32(r->raw + 4 * i);
+	}
+	if (!r->have_shape) {
+		r->want_batch = h->batch;
+		r->want_seq_len = h->seq_len;
+		r->have_shape = 1;
+	}
+	r->offset += sizeof hb + h->payload_bytes;
+	r->frames++;
+	r->last_seq = h->seq;
+	*tokens = r->tok;
+	return 1;
+}
+
+uint64_t loom_batch_reader_frames(const struct loom_batch_reader *r)
+{
+	return r->frames;
+}
+
+uint64_t loom_batch_reader_offset(const struct loom_batch_reader *r)
+{
+	return r->offset;
+}
+
+const char *loom_batch_reader_error(const struct loom_batch_reader *r)
+{
+	return r->err.msg;
+}
+
+/* --- writer --------------------------------------------------------------- */
+
+int loom_batch_writer_init(struct loom_batch_writer *w, int fd,
+			   const struct loom_batch_hdr *tmpl)
+{
+	memset(w, 0, sizeof *w);
+	w->fd = fd;
+	w->tmpl = *tmpl;
+	w->tmpl.flags &= LOOM_BATCH_F_PAD;
+	if (!w->tmpl.world)
+		w->tmpl.world = 1;
+	size_t tsz = loom_batch_dtype_size(tmpl->dtype);
+	uint64_t n = (uint64_t)tmpl->batch * tmpl->seq_len;
+	if (!tsz || tmpl->batch == 0 || tmpl->seq_len < 2 || n > LOOM_BATCH_MAX_TOKENS ||
+	    w->tmpl.rank >= w->tmpl.world)
+		return loom_err_set(&w->err, LOOM_EINVAL,
+				    "bad frame shape %ux%u, dtype %u or rank %u of %u",
+				    tmpl->batch, tmpl->seq_len, tmpl->dtype, w->tmpl.rank,
+				    w->tmpl.world);
+	w->cap = loom_batch_frame_size(tmpl->dtype, tmpl->batch, tmpl->seq_len);
+	w->buf = malloc(w->cap);
+	if (!w->buf)
+		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+	return 0;
+}
+
+int loom_batch_write_raw(struct loom_batch_writer *w, const void *buf, size_t n)
+{
+	int rc = loom_write_all(w->fd, buf, n);
+	if (rc < 0) {
+		w->epipe = rc == -EPIPE;
+		return loom_err_errno(&w->err, LOOM_EIO, -rc, "cannot write frame %llu",
+				      (unsigned long long)w->frames);
+	}
+	if (n >= LOOM_BATCH_HEADER_SIZE) {
+		const unsigned char *p = buf;
+		w->next_seq = get64(p + 24) + 1;
+	}
+	w->frames++;
+	w->bytes += n;
+	return 0;
+}
+
+int loom_batch_write(struct loom_batch_writer *w, uint64_t seq, uint32_t epoch,
+		     const uint32_t *tokens)
+{
+	struct loom_batch_hdr h = w->tmpl;
+	h.seq = seq;
+	h.epoch = epoch;
+	long n = loom_batch_encode(&h, tokens, w->buf);
+	if (n == LOOM_ERANGE)
+		return loom_err_set(&w->err, LOOM_ERANGE,
+				    "frame %llu: a token id does not fit in 16 bits",
+				    (unsigned long long)w->frames);
+	if (n < 0)
+		return loom_err_set(&w->err, (int)n, "frame %llu: cannot encode",
+				    (unsigned long long)w->frames);
+	return loom_batch_write_raw(w, w->buf, (size_t)n);
+}
+
+int loom_batch_write_end(struct loom_batch_writer *w, uint32_t epoch)
+{
+	struct loom_batch_hdr h = w->tmpl;
+	unsigned char b[LOOM_BATCH_HEADER_SIZE];
+	h.flags |= LOOM_BATCH_F_END;
+	h.seq = w->next_seq;
+	h.epoch = epoch;
+	loom_batch_encode(&h, NULL, b);
+	int rc = loom_write_all(w->fd, b, sizeof b);
+	if (rc < 0) {
+		w->epipe = rc == -EPIPE;
+		return loom_err_errno(&w->err, LOOM_EIO, -rc, "cannot write end-of-stream frame");
+	}
+	w->bytes += sizeof b;
+	return 0;
+}
+
+void loom_batch_writer_release(struct loom_batch_writer *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->cap = 0;
+}
+
+const char *loom_batch_writer_error(const struct loom_batch_writer *w)
+{
+	return w->err.msg;
+}

@@ -1,0 +1,268 @@
+/* Unit tests for loom_batch: frame round trips and every corruption the
+ * reader must name (frame number and byte offset). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "loom_batch.h"
+#include "loom_crc32c.h"
+#include "tap.h"
+
+#define B 3
+#define TP1 5
+#define NFR 4
+
+static unsigned char stream[8192];
+static size_t stream_len;
+static size_t frame_bytes;
+
+static void fill(uint32_t *t, int f, uint32_t maxv)
+{
+	for (int i = 0; i < B * TP1; i++)
+		t[i] = (uint32_t)(f * 1000 + i * 7) % maxv;
+}
+
+/* Build a stream of NFR frames + END with dtype into stream[]. */
+static void build(unsigned dtype, uint64_t first_seq)
+{
+	struct loom_batch_hdr h = {.dtype = (uint16_t)dtype, .batch = B, .seq_len = TP1,
+				   .world = 1, .seed = 42};
+	uint32_t t[B * TP1];
+	stream_len = 0;
+	for (int f = 0; f < NFR; f++) {
+		fill(t, f, dtype == LOOM_BATCH_U16 ? 65536 : 0xffffffffu);
+		h.seq = first_seq + (uint64_t)f;
+		h.epoch = (uint32_t)f / 2;
+		long n = loom_batch_encode(&h, t, stream + stream_len);
+		frame_bytes = (size_t)n;
+		stream_len += (size_t)n;
+	}
+	h.flags = LOOM_BATCH_F_END;
+	h.seq = first_seq + NFR;
+	stream_len += (size_t)loom_batch_encode(&h, NULL, stream + stream_len);
+}
+
+/* Read the whole stream; return the final rc and leave the message. */
+static int read_all(const void *buf, size_t len, char *msg, int *frames)
+{
+	struct loom_batch_reader *r = loom_batch_reader_new_mem(buf, len, "s");
+	struct loom_batch_hdr h;
+	const uint32_t *t;
+	int rc;
+	*frames = 0;
+	while ((rc = loom_batch_read(r, &h, &t)) == 1)
+		(*frames)++;
+	snprintf(msg, LOOM_ERR_MAX, "%s", rc < 0 ? loom_batch_reader_error(r) : "");
+	loom_batch_reader_free(r);
+	return rc;
+}
+
+/* Re-seal a header after editing it so only the intended check fires. */
+static void reseal(unsigned char *p)
+{
+	uint32_t c = loom_crc32c(0, p, 60);
+	for (int i = 0; i < 4; i++)
+		p[60 + i] = (unsigned char)(c >> (8 * i));
+}
+
+static void corrupt_case(const char *name, void (*edit)(unsigned char *s, size_t *len),
+			 int want_rc, const char *want_msg)
+{
+	static unsigned char copy[sizeof stream];
+	char msg[LOOM_ERR_MAX];
+	int frames;
+	size_t len = stream_len;
+	memcpy(copy, stream, stream_len);
+	edit(copy, &len);
+	int rc = read_all(copy, len, msg, &frames);
+	is_int(rc, want_rc, "%s: error code", name);
+	ok(strstr(msg, want_msg) != NULL, "%s: message '%s' has '%s'", name, msg, want_msg);
+}
+
+static void e_magic(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[2 * frame_bytes] = 'X';
+}
+static void e_version(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[frame_bytes + 4] = 9;
+	reseal(s + frame_bytes);
+}
+static void e_hdrcrc(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[frame_bytes + 24] ^= 1;	/* seq changed, not resealed */
+}
+static void e_payload(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[3 * frame_bytes + 64 + 5] ^= 0x10;
+}
+static void e_shape(unsigned char *s, size_t *len)
+{
+	(void)len;	/* frame 2 claims batch 1: payload size mismatch */
+	s[2 * frame_bytes + 12] = 1;
+	reseal(s + 2 * frame_bytes);
+}
+static void e_trunc_mid(unsigned char *s, size_t *len)
+{
+	(void)s;
+	*len = 2 * frame_bytes + 70;
+}
+static void e_trunc_hdr(unsigned char *s, size_t *len)
+{
+	(void)s;
+	*len = frame_bytes + 10;
+}
+static void e_no_end(unsigned char *s, size_t *len)
+{
+	(void)s;
+	*len = NFR * frame_bytes;
+}
+static void e_gap(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[2 * frame_bytes + 24] = 9;
+	reseal(s + 2 * frame_bytes);
+}
+static void e_trailing(unsigned char *s, size_t *len)
+{
+	s[*len] = 'x';
+	(*len)++;
+}
+static void e_end_count(unsigned char *s, size_t *len)
+{
+	s[*len - 64 + 24] = 77;
+	reseal(s + *len - 64);
+}
+static void e_dtype(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[8] = 3;
+	reseal(s);
+}
+
+int main(void)
+{
+	uint32_t t[B * TP1], want[B * TP1];
+	struct loom_batch_hdr h;
+	const uint32_t *got;
+	char msg[LOOM_ERR_MAX];
+	int frames;
+
+	is_int(loom_batch_frame_size(LOOM_BATCH_U16, B, TP1), 64 + 2 * B * TP1, "frame size u16");
+	is_int(loom_batch_frame_size(LOOM_BATCH_U32, B, TP1), 64 + 4 * B * TP1, "frame size u32");
+
+	for (unsigned dt = LOOM_BATCH_U16; dt <= LOOM_BATCH_U32; dt++) {
+		build(dt, 10);
+		is_int(stream_len, NFR * loom_batch_frame_size(dt, B, TP1) + 64,
+		       "dtype %u: stream length", dt);
+		ok(memcmp(stream, "LMBF", 4) == 0, "dtype %u: magic first", dt);
+		struct loom_batch_reader *r = loom_batch_reader_new_mem(stream, stream_len, "mem");
+		int good = 1;
+		for (int f = 0; f < NFR; f++) {
+			int rc = loom_batch_read(r, &h, &got);
+			fill(want, f, dt == LOOM_BATCH_U16 ? 65536 : 0xffffffffu);
+			good &= rc == 1 && h.seq == 10u + (unsigned)f && h.epoch == (unsigned)f / 2 &&
+				h.batch == B && h.seq_len == TP1 && h.seed == 42 &&
+				memcmp(got, want, sizeof want) == 0;
+		}
+		ok(good, "dtype %u: %d frames round-trip (tokens, seq, epoch, seed)", dt, NFR);
+		is_int(loom_batch_read(r, &h, &got), 0, "dtype %u: END frame is a clean end", dt);
+		ok(h.flags & LOOM_BATCH_F_END, "dtype %u: END flag", dt);
+		is_int(h.seq, 10 + NFR, "dtype %u: END seq is the next sequence number", dt);
+		is_int(loom_batch_read(r, &h, &got), 0, "dtype %u: reads after END stay 0", dt);
+		is_int(loom_batch_reader_frames(r), NFR, "dtype %u: frame count", dt);
+		is_int(loom_batch_reader_offset(r), stream_len, "dtype %u: offset at end", dt);
+		loom_batch_reader_free(r);
+	}
+
+	/* u16 refuses tokens >= 65536 */
+	h = (struct loom_batch_hdr){.dtype = LOOM_BATCH_U16, .batch = B, .seq_len = TP1, .world = 1};
+	fill(t, 0, 1000);
+	t[3] = 70000;
+	is_int(loom_batch_encode(&h, t, stream), LOOM_ERANGE, "u16 frame refuses token 70000");
+	h.rank = 1;
+	is_int(loom_batch_encode(&h, t, stream), LOOM_EINVAL, "rank >= world refused");
+
+	/* corruptions, each named with its frame number and byte offset */
+	build(LOOM_BATCH_U16, 0);
+	char where[64];
+	snprintf(where, sizeof where, "frame 2 at byte %zu: bad magic", 2 * frame_bytes);
+	corrupt_case("bad magic", e_magic, LOOM_EFORMAT, where);
+	snprintf(where, sizeof where, "frame 1 at byte %zu: unsupported frame version 9",
+		 frame_bytes);
+	corrupt_case("version", e_version, LOOM_EFORMAT, where);
+	corrupt_case("header crc", e_hdrcrc, LOOM_ECHECKSUM, "frame 1 at byte");
+	corrupt_case("header crc msg", e_hdrcrc, LOOM_ECHECKSUM, "header checksum mismatch");
+	snprintf(where, sizeof where, "frame 3 at byte %zu: payload checksum", 3 * frame_bytes);
+	corrupt_case("payload crc", e_payload, LOOM_ECHECKSUM, where);
+	corrupt_case("shape", e_shape, LOOM_EFORMAT, "frame 2 at byte");
+	corrupt_case("shape msg", e_shape, LOOM_EFORMAT, "does not match shape 1x5");
+	corrupt_case("truncated payload", e_trunc_mid, LOOM_ETRUNC,
+		     "frame 2 at byte");
+	corrupt_case("truncated payload msg", e_trunc_mid, LOOM_ETRUNC,
+		     "stream ends inside the payload (6 of 30 bytes)");
+	corrupt_case("truncated header", e_trunc_hdr, LOOM_ETRUNC,
+		     "frame 1 at byte 94: stream ends inside the frame header (10 of 64");
+	corrupt_case("no END frame", e_no_end, LOOM_ETRUNC,
+		     "stream ended after frame 4 (byte 376) without an end-of-stream frame");
+	corrupt_case("sequence gap", e_gap, LOOM_EFORMAT,
+		     "frame 2 at byte 188: sequence number 9, expected 2");
+	corrupt_case("data after END", e_trailing, LOOM_EFORMAT,
+		     "data after the end-of-stream frame");
+	corrupt_case("END count", e_end_count, LOOM_EFORMAT,
+		     "end-of-stream frame says the next sequence number is 77");
+	corrupt_case("dtype", e_dtype, LOOM_EFORMAT, "frame 0 at byte 0: unknown dtype 3");
+	is_int(read_all(stream, 0, msg, &frames), LOOM_ETRUNC, "empty stream is an error");
+	ok(strstr(msg, "after frame 0 (byte 0)") != NULL, "empty stream message: %s", msg);
+
+	/* expected shape */
+	struct loom_batch_reader *r = loom_batch_reader_new_mem(stream, stream_len, "stdin");
+	loom_batch_reader_expect(r, 8, TP1);
+	is_int(loom_batch_read(r, &h, &got), LOOM_EFORMAT, "unexpected shape refused");
+	is_str(loom_batch_reader_error(r), "stdin: frame 0 at byte 0: shape 3x5, expected 8x5",
+	       "shape message");
+	loom_batch_reader_free(r);
+
+	/* writer over a pipe, reader over the fd */
+	int fds[2];
+	ok(pipe(fds) == 0, "pipe");
+	struct loom_batch_writer w;
+	h = (struct loom_batch_hdr){.dtype = LOOM_BATCH_U32, .batch = B, .seq_len = TP1,
+				    .world = 2, .rank = 1, .seed = 7,
+				    .flags = LOOM_BATCH_F_PAD, .pad_id = 99};
+	is_int(loom_batch_writer_init(&w, fds[1], &h), 0, "writer init");
+	fill(t, 1, 1u << 20);
+	is_int(loom_batch_write(&w, 5, 0, t), 0, "write frame seq 5");
+	is_int(loom_batch_write(&w, 6, 1, t), 0, "write frame seq 6");
+	is_int(loom_batch_write_end(&w, 1), 0, "write END");
+	loom_batch_writer_release(&w);
+	close(fds[1]);
+	r = loom_batch_reader_new(fds[0], "pipe");
+	is_int(loom_batch_read(r, &h, &got), 1, "pipe: frame 0");
+	ok(h.seq == 5 && h.rank == 1 && h.world == 2 && (h.flags & LOOM_BATCH_F_PAD) &&
+	   h.pad_id == 99 && memcmp(got, t, sizeof t) == 0, "pipe: header fields and tokens");
+	is_int(loom_batch_read(r, &h, &got), 1, "pipe: frame 1");
+	is_int(h.epoch, 1, "pipe: epoch");
+	is_int(loom_batch_read(r, &h, &got), 0, "pipe: END");
+	is_int(h.seq, 7, "pipe: END seq");
+	loom_batch_reader_free(r);
+	close(fds[0]);
+
+	/* EPIPE is flagged for quiet exits */
+	ok(pipe(fds) == 0, "pipe 2");
+	close(fds[0]);
+	signal(SIGPIPE, SIG_IGN);
+	h = (struct loom_batch_hdr){.dtype = LOOM_BATCH_U16, .batch = B, .seq_len = TP1, .world = 1};
+	loom_batch_writer_init(&w, fds[1], &h);
+	fill(t, 0, 100);
+	is_int(loom_batch_write(&w, 0, 0, t), LOOM_EIO, "write to closed pipe fails");
+	ok(w.epipe, "epipe flagged");
+	loom_batch_writer_release(&w);
+	close(fds[1]);
+	return done_testing();
+}
