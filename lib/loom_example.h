@@ -64,10 +64,14 @@ int loom_example_decode_u32(const uint8_t *p, size_t len, const char *key, uint3
  * unknown fields at any level. */
 int loom_example_check(const uint8_t *p, size_t len, struct loom_err *err);
 
+/* The same check done by protobuf-c's unpacker plus a walk for unknown
+ * fields (slower; tests compare it with loom_example_check). */
+int loom_example_check_pbc(const uint8_t *p, size_t len, struct loom_err *err);
+
 /* Generic decode to one JSON object, features sorted by name:
  *   {"input_ids":[1,2,3],"score":[0.5],"text":["abc",{"base64":"/w=="}]}
- * int64 lists -> integers, float lists -> numbers (shortest round-trip
- * float), bytes lists -> strings (valid UTF-8) or {"base64": ...}.
+ * int64 lists -> integers, float lists -> numbers (9 significant digits,
+ * enough to round-trip a float; NaN/Inf as strings), bytes lists -> strings (valid UTF-8) or {"base64": ...}.
  * *json is malloc'd, NUL-terminated, without a trailing newline. */
 int loom_example_to_json(const uint8_t *p, size_t len, char **json, size_t *jlen,
 			 struct loom_err *err);

@@ -51,7 +51,9 @@
 
 enum {
 	LOOM_TFW_SHA256 = 1,  /* hash the bytes written (loom_tfr_writer_sha256) */
-	LOOM_TFW_NO_INDEX = 2 /* do not collect index entries */
+	LOOM_TFW_NO_INDEX = 2, /* do not collect index entries */
+	LOOM_TFW_ASYNC = 4    /* hash and write full buffers on a background
+				 thread (double buffering; 2 x bufsize memory) */
 };
 
 struct loom_tfr_writer;

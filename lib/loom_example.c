@@ -1,0 +1,595 @@
+/* loom_example.c - see loom_example.h
+ *
+ * Wire format reminder (protobuf): a field is a varint key (number << 3 |
+ * wire type) followed by a varint (type 0), 8 bytes (1), a varint length
+ * and that many bytes (2) or 4 bytes (5).  An Example holding one int64 list:
+ *
+ *   0a L1                       Example.features (1, LEN)
+ *     0a L2                     Features.feature map entry (1, LEN)
+ *       0a KL key...            entry.key (1, LEN)
+ *       12 L3                   entry.value: Feature (2, LEN)
+ *         1a L4                 Feature.int64_list (3, LEN)
+ *           0a L5 varints...    Int64List.value, packed (1, LEN)
+ *
+ * The Int64List body is omitted when the list is empty, exactly as
+ * protobuf-c and protobuf C++ do for an empty packed repeated field.
+ */
+#include "loom_example.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "tensorflow/example.pb-c.h"
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static inline size_t vsize64(uint64_t v)
+{
+	/* 1 + floor(bits/7), with bits = 64 - clz(v|1) */
+	unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1);
+	return (bits * 9u + 64u) / 64u;
+}
+
+static inline size_t vsize32(uint32_t v)
+{
+	unsigned bits = 32u - (unsigned)__builtin_clz(v | 1);
+	return (bits * 9u + 64u) / 64u;
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+size_t loom_example_bound(size_t keylen, size_t n)
+{
+	return n * 10 + keylen + 6 * 11;
+}
+
+/* Write the five nested headers around a packed body of plen bytes. */
+static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, size_t plen)
+{
+	size_t l_list = n ? 1 + vsize64(plen) + plen : 0;
+	size_t l_feat = l_list ? 1 + vsize64(l_list) + l_list : 1 + 1;
+	size_t l_entry = 1 + vsize64(klen) + klen + 1 + vsize64(l_feat) + l_feat;
+	size_t l_features = 1 + vsize64(l_entry) + l_entry;
+
+	*p++ = 0x0a;
+	p = put_varint(p, l_features);
+	*p++ = 0x0a;
+	p = put_varint(p, l_entry);
+	*p++ = 0x0a;
+	p = put_varint(p, klen);
+	memcpy(p, key, klen);
+	p += klen;
+	*p++ = 0x12;
+	p = put_varint(p, l_feat);
+	*p++ = 0x1a;
+	p = put_varint(p, l_list);
+	if (n) {
+		*p++ = 0x0a;
+		p = put_varint(p, plen);
+	}
+	return p;
+}
+
+size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uint8_t *out)
+{
+	size_t plen = 0;
+	for (size_t i = 0; i < n; i++)
+		plen += vsize32(v[i]);
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x = v[i];
+		if (x < 0x80) {
+			*p++ = (uint8_t)x;
+		} else if (x < 0x4000) {
+			p[0] = (uint8_t)(x | 0x80);
+			p[1] = (uint8_t)(x >> 7);
+			p += 2;
+		} else {
+			p = put_varint(p, x);
+		}
+	}
+	return (size_t)(p - out);
+}
+
+size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out)
+{
+	size_t plen = 0;
+	for (size_t i = 0; i < n; i++)
+		plen += vsize64((uint64_t)v[i]);
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen);
+	for (size_t i = 0; i < n; i++)
+		p = put_varint(p, (uint64_t)v[i]);
+	return (size_t)(p - out);
+}
+
+int loom_example_encode_pbc(const char *key, const int64_t *v, size_t n, uint8_t **out,
+			    size_t *len, struct loom_err *err)
+{
+	Tensorflow__Int64List list = TENSORFLOW__INT64_LIST__INIT;
+	Tensorflow__Feature feat = TENSORFLOW__FEATURE__INIT;
+	Tensorflow__Features__FeatureEntry entry = TENSORFLOW__FEATURES__FEATURE_ENTRY__INIT;
+	Tensorflow__Features__FeatureEntry *entries[1] = { &entry };
+	Tensorflow__Features features = TENSORFLOW__FEATURES__INIT;
+	Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
+
+	list.n_value = n;
+	list.value = (int64_t *)v;
+	feat.kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST;
+	feat.int64_list = &list;
+	entry.key = (char *)key;
+	entry.value = &feat;
+	features.n_feature = 1;
+	features.feature = entries;
+	ex.features = &features;
+	size_t sz = tensorflow__example__get_packed_size(&ex);
+	uint8_t *buf = malloc(sz ? sz : 1);
+	if (!buf)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	*len = tensorflow__example__pack(&ex, buf);
+	*out = buf;
+	return 0;
+}
+
+/* ---- strict hand-written decoding ---------------------------------------- */
+
+struct rd {
+	const uint8_t *base; /* start of the whole payload (for offsets) */
+	struct loom_err *err;
+};
+
+#define BAD(r, at, ...) \
+	(loom_err_set((r)->err, LOOM_EFORMAT, "not a tf.train.Example: " __VA_ARGS__), \
+	 (void)(at), LOOM_EFORMAT)
+
+static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	if (p < end && *p < 0x80) {
+		*v = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	uint64_t x = 0;
+	for (unsigned s = 0; s < 70 && p < end; s += 7) {
+		uint8_t b = *p++;
+		x |= (uint64_t)(b & 0x7f) << (s < 64 ? s : 63);
+		if (!(b & 0x80)) {
+			*v = x;
+			*pp = p;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Read a field key; *num, *wt.  Returns 0 or an error. */
+static int get_key(struct rd *r, const uint8_t **pp, const uint8_t *end, uint32_t *num,
+		   unsigned *wt)
+{
+	uint64_t k;
+	const uint8_t *at = *pp;
+	if (get_varint(pp, end, &k) < 0)
+		return BAD(r, at, "truncated field key at byte %td", at - r->base);
+	if ((k >> 3) == 0 || (k >> 3) > 0x1fffffff)
+		return BAD(r, at, "invalid field number at byte %td", at - r->base);
+	*num = (uint32_t)(k >> 3);
+	*wt = (unsigned)(k & 7);
+	return 0;
+}
+
+/* Length-delimited body: [*bp, *be). */
+static int get_len(struct rd *r, const uint8_t **pp, const uint8_t *end, const uint8_t **bp,
+		   const uint8_t **be)
+{
+	uint64_t l;
+	const uint8_t *at = *pp;
+	if (get_varint(pp, end, &l) < 0)
+		return BAD(r, at, "truncated length at byte %td", at - r->base);
+	if (l > (uint64_t)(end - *pp))
+		return BAD(r, at, "length %" PRIu64 " at byte %td runs past the end", l,
+			   at - r->base);
+	*bp = *pp;
+	*be = *pp + l;
+	*pp = *be;
+	return 0;
+}
+
+static int unexpected(struct rd *r, const uint8_t *at, const char *msg, uint32_t num,
+		      unsigned wt)
+{
+	return BAD(r, at, "unexpected field %u (wire type %u) in %s at byte %td", num, wt, msg,
+		   at - r->base);
+}
+
+/* Validate (and, when out != NULL, decode into out/cap/count) an Int64List. */
+static int int64_list(struct rd *r, const uint8_t *p, const uint8_t *end, int64_t *o64,
+		      uint32_t *o32, size_t cap, size_t *count)
+{
+	while (p < end) {
+		uint32_t num;
+		unsigned wt;
+		const uint8_t *at = p;
+		int rc = get_key(r, &p, end, &num, &wt);
+		if (rc < 0)
+			return rc;
+		if (num != 1 || (wt != 0 && wt != 2))
+			return unexpected(r, at, "Int64List", num, wt);
+		const uint8_t *b = p, *be = p;
+		if (wt == 2) {
+			if ((rc = get_len(r, &p, end, &b, &be)) < 0)
+				return rc;
+		} else {
+			be = end; /* one varint */
+		}
+		while (b < be) {
+			uint64_t v;
+			const uint8_t *vat = b;
+			if (get_varint(&b, be, &v) < 0)
+				return BAD(r, vat, "truncated varint at byte %td",
+					   vat - r->base);
+			size_t i = (*count)++;
+			if (i < cap) {
+				if (o64)
+					o64[i] = (int64_t)v;
+				if (o32) {
+					if (v > UINT32_MAX) {
+						loom_err_set(r->err, LOOM_ERANGE,
+							     "value %" PRId64 " at byte %td is not a"
+							     " token id (0 <= id < 2^32)",
+							     (int64_t)v, vat - r->base);
+						return LOOM_ERANGE;
+					}
+					o32[i] = (uint32_t)v;
+				}
+			}
+			if (wt == 0) {
+				p = b;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static int float_list(struct rd *r, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint32_t num;
+		unsigned wt;
+		const uint8_t *at = p;
+		int rc = get_key(r, &p, end, &num, &wt);
+		if (rc < 0)
+			return rc;
+		if (num != 1 || (wt != 5 && wt != 2))
+			return unexpected(r, at, "FloatList", num, wt);
+		if (wt == 5) {
+			if (end - p < 4)
+				return BAD(r, at, "truncated float at byte %td", at - r->base);
+			p += 4;
+		} else {
+			const uint8_t *b, *be;
+			if ((rc = get_len(r, &p, end, &b, &be)) < 0)
+				return rc;
+			if ((be - b) % 4)
+				return BAD(r, at, "packed floats of %td bytes at byte %td",
+					   be - b, at - r->base);
+		}
+	}
+	return 0;
+}
+
+static int bytes_list(struct rd *r, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint32_t num;
+		unsigned wt;
+		const uint8_t *at = p, *b, *be;
+		int rc = get_key(r, &p, end, &num, &wt);
+		if (rc < 0)
+			return rc;
+		if (num != 1 || wt != 2)
+			return unexpected(r, at, "BytesList", num, wt);
+		if ((rc = get_len(r, &p, end, &b, &be)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A Feature (possibly spread over several occurrences, which protobuf
+ * merges).  *kind receives the final oneof case (0 none, 1 bytes, 2 float,
+ * 3 int64); int64 values are decoded when o64/o32 are given. */
+static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind,
+		   int64_t *o64, uint32_t *o32, size_t cap, size_t *count)
+{
+	while (p < end) {
+		uint32_t num;
+		unsigned wt;
+		const uint8_t *at = p, *b, *be;
+		int rc = get_key(r, &p, end, &num, &wt);
+		if (rc < 0)
+			return rc;
+		if (num < 1 || num > 3 || wt != 2)
+			return unexpected(r, at, "Feature", num, wt);
+		if ((rc = get_len(r, &p, end, &b, &be)) < 0)
+			return rc;
+		if (num == 3) {
+			if (*kind != 3)
+				*count = 0; /* the oneof switched: values start over */
+			rc = int64_list(r, b, be, o64, o32, cap, count);
+		} else {
+			rc = num == 1 ? bytes_list(r, b, be) : float_list(r, b, be);
+		}
+		if (rc < 0)
+			return rc;
+		*kind = (int)num;
+	}
+	return 0;
+}
+
+/* Walk a whole Example.  If key != NULL, decode that int64 feature. */
+static int walk(struct rd *r, const uint8_t *p, const uint8_t *end, const char *key,
+		int64_t *o64, uint32_t *o32, size_t cap, size_t *count, int *found)
+{
+	size_t klen = key ? strlen(key) : 0;
+	while (p < end) {
+		uint32_t num;
+		unsigned wt;
+		const uint8_t *at = p, *fb, *fe;
+		int rc = get_key(r, &p, end, &num, &wt);
+		if (rc < 0)
+			return rc;
+		if (num != 1 || wt != 2)
+			return unexpected(r, at, "Example", num, wt);
+		if ((rc = get_len(r, &p, end, &fb, &fe)) < 0)
+			return rc;
+		while (fb < fe) { /* Features */
+			const uint8_t *eb, *ee;
+			at = fb;
+			if ((rc = get_key(r, &fb, fe, &num, &wt)) < 0)
+				return rc;
+			if (num != 1 || wt != 2)
+				return unexpected(r, at, "Features", num, wt);
+			if ((rc = get_len(r, &fb, fe, &eb, &ee)) < 0)
+				return rc;
+			/* Map entry: find its (last) key first. */
+			const uint8_t *kb = NULL, *kend = NULL, *q = eb;
+			while (q < ee) {
+				const uint8_t *b, *be;
+				at = q;
+				if ((rc = get_key(r, &q, ee, &num, &wt)) < 0)
+					return rc;
+				if ((num != 1 && num != 2) || wt != 2)
+					return unexpected(r, at, "feature map entry", num, wt);
+				if ((rc = get_len(r, &q, ee, &b, &be)) < 0)
+					return rc;
+				if (num == 1) {
+					kb = b;
+					kend = be;
+				}
+			}
+			int match = key && kb && (size_t)(kend - kb) == klen &&
+				    memcmp(kb, key, klen) == 0;
+			if (key && !kb && klen == 0)
+				match = 1;
+			int kind = 0;
+			size_t cnt = 0;
+			for (q = eb; q < ee;) {
+				const uint8_t *b, *be;
+				get_key(r, &q, ee, &num, &wt);
+				get_len(r, &q, ee, &b, &be);
+				if (num != 2)
+					continue;
+				if (match)
+					rc = feature(r, b, be, &kind, o64, o32, cap, &cnt);
+				else
+					rc = feature(r, b, be, &kind, NULL, NULL, 0, &cnt);
+				if (rc < 0)
+					return rc;
+			}
+			if (match) { /* the last entry for a key wins */
+				*found = kind == 3 ? 1 : -kind - 1;
+				*count = cnt;
+			}
+		}
+	}
+	return 0;
+}
+
+static int decode(const uint8_t *p, size_t len, const char *key, int64_t *o64, uint32_t *o32,
+		  size_t cap, size_t *n, struct loom_err *err)
+{
+	struct loom_err scratch;
+	struct rd r = { p, err ? err : &scratch };
+	int found = 0;
+	size_t count = 0;
+	int rc = walk(&r, p, p + len, key, o64, o32, cap, &count, &found);
+	if (rc < 0)
+		return rc;
+	if (found == 0)
+		return loom_err_set(r.err, LOOM_EFORMAT, "no feature '%s'", key);
+	if (found < 0) {
+		static const char *kinds[] = { "an empty feature", "a bytes list",
+					       "a float list" };
+		return loom_err_set(r.err, LOOM_EFORMAT, "feature '%s' is %s, not an int64 list",
+				    key, kinds[-found - 1]);
+	}
+	*n = count;
+	if (count > cap)
+		return loom_err_set(r.err, LOOM_ERANGE, "feature '%s' has %zu values, room for %zu",
+				    key, count, cap);
+	return 0;
+}
+
+int loom_example_decode_i64(const uint8_t *p, size_t len, const char *key, int64_t *out,
+			    size_t cap, size_t *n, struct loom_err *err)
+{
+	return decode(p, len, key, out, NULL, cap, n, err);
+}
+
+int loom_example_decode_u32(const uint8_t *p, size_t len, const char *key, uint32_t *out,
+			    size_t cap, size_t *n, struct loom_err *err)
+{
+	return decode(p, len, key, NULL, out, cap, n, err);
+}
+
+/* ---- protobuf-c: strict check and JSON ----------------------------------- */
+
+static int unknown(const ProtobufCMessage *m)
+{
+	return m && m->n_unknown_fields;
+}
+
+/* Unpack with protobuf-c and require no unknown fields anywhere. */
+static Tensorflow__Example *pbc_unpack(const uint8_t *p, size_t len, struct loom_err *err)
+{
+	Tensorflow__Example *ex = tensorflow__example__unpack(NULL, len, p);
+	if (!ex) {
+		loom_err_set(err, LOOM_EFORMAT, "not a tf.train.Example: protobuf parse failed");
+		return NULL;
+	}
+	int bad = unknown(&ex->base);
+	Tensorflow__Features *fs = ex->features;
+	if (fs) {
+		bad |= unknown(&fs->base);
+		for (size_t i = 0; i < fs->n_feature && !bad; i++) {
+			Tensorflow__Features__FeatureEntry *e = fs->feature[i];
+			Tensorflow__Feature *f = e->value;
+			bad |= unknown(&e->base) || unknown(f ? &f->base : NULL);
+			if (!f)
+				continue;
+			switch (f->kind_case) {
+			case TENSORFLOW__FEATURE__KIND_BYTES_LIST:
+				bad |= unknown(&f->bytes_list->base);
+				break;
+			case TENSORFLOW__FEATURE__KIND_FLOAT_LIST:
+				bad |= unknown(&f->float_list->base);
+				break;
+			case TENSORFLOW__FEATURE__KIND_INT64_LIST:
+				bad |= unknown(&f->int64_list->base);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	if (bad) {
+		tensorflow__example__free_unpacked(ex, NULL);
+		loom_err_set(err, LOOM_EFORMAT, "not a tf.train.Example: unknown fields");
+		return NULL;
+	}
+	return ex;
+}
+
+int loom_example_check(const uint8_t *p, size_t len, struct loom_err *err)
+{
+	struct loom_err scratch;
+	struct rd r = { p, err ? err : &scratch };
+	int found = 0;
+	size_t count = 0;
+	return walk(&r, p, p + len, NULL, NULL, NULL, 0, &count, &found);
+}
+
+int loom_example_check_pbc(const uint8_t *p, size_t len, struct loom_err *err)
+{
+	struct loom_err scratch;
+	Tensorflow__Example *ex = pbc_unpack(p, len, err ? err : &scratch);
+	if (!ex)
+		return LOOM_EFORMAT;
+	tensorflow__example__free_unpacked(ex, NULL);
+	return 0;
+}
+
+static json_t *bytes_value(const ProtobufCBinaryData *b)
+{
+	json_t *s = json_stringn((const char *)b->data, b->len);
+	if (s)
+		return s; /* valid UTF-8 */
+	size_t cap = 4 * ((b->len + 2) / 3) + 1;
+	unsigned char *enc = malloc(cap);
+	if (!enc)
+		return NULL;
+	int n = EVP_EncodeBlock(enc, b->data, (int)b->len);
+	json_t *o = json_pack("{s:s#}", "base64", (const char *)enc, (int)n);
+	free(enc);
+	return o;
+}
+
+int loom_example_to_json(const uint8_t *p, size_t len, char **json, size_t *jlen,
+			 struct loom_err *err)
+{
+	struct loom_err scratch;
+	if (!err)
+		err = &scratch;
+	/* The strict walker gives a better message (with the byte offset). */
+	int rc = loom_example_check(p, len, err);
+	if (rc < 0)
+		return rc;
+	Tensorflow__Example *ex = pbc_unpack(p, len, err);
+	if (!ex)
+		return LOOM_EFORMAT;
+	json_t *obj = json_object();
+	rc = obj ? 0 : LOOM_ENOMEM;
+	Tensorflow__Features *fs = ex->features;
+	for (size_t i = 0; fs && i < fs->n_feature && rc == 0; i++) {
+		Tensorflow__Features__FeatureEntry *e = fs->feature[i];
+		Tensorflow__Feature *f = e->value;
+		json_t *arr = json_array();
+		if (!arr) {
+			rc = LOOM_ENOMEM;
+			break;
+		}
+		if (f && f->kind_case == TENSORFLOW__FEATURE__KIND_INT64_LIST)
+			for (size_t k = 0; k < f->int64_list->n_value; k++)
+				json_array_append_new(arr, json_integer(f->int64_list->value[k]));
+		else if (f && f->kind_case == TENSORFLOW__FEATURE__KIND_FLOAT_LIST)
+			for (size_t k = 0; k < f->float_list->n_value; k++) {
+				double d = f->float_list->value[k];
+				/* JSON has no NaN/Inf: write them as strings. */
+				json_array_append_new(arr, isfinite(d) ? json_real(d)
+						      : json_string(isnan(d) ? "NaN"
+								    : d > 0 ? "Infinity"
+									    : "-Infinity"));
+			}
+		else if (f && f->kind_case == TENSORFLOW__FEATURE__KIND_BYTES_LIST)
+			for (size_t k = 0; k < f->bytes_list->n_value; k++) {
+				json_t *v = bytes_value(&f->bytes_list->value[k]);
+				if (!v) {
+					rc = LOOM_ENOMEM;
+					break;
+				}
+				json_array_append_new(arr, v);
+			}
+		if (json_object_set_new(obj, e->key, arr) < 0) {
+			rc = loom_err_set(err, LOOM_EFORMAT,
+					  "feature name is not valid UTF-8");
+			break;
+		}
+	}
+	tensorflow__example__free_unpacked(ex, NULL);
+	if (rc == LOOM_ENOMEM)
+		loom_err_set(err, rc, "out of memory");
+	if (rc < 0) {
+		json_decref(obj);
+		return rc;
+	}
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
+	json_decref(obj);
+	if (!s)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	*json = s;
+	*jlen = strlen(s);
+	return 0;
+}
