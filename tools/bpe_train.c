@@ -6,9 +6,13 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
+#include "loom_bpe_train.h"
 #include "loom_common.h"
 
 static const char train_usage[] =
@@ -17,13 +21,104 @@ static const char train_usage[] =
 "write DIR/encoder.json, DIR/vocab.bpe and DIR/tokenizer.json.\n"
 "  -n, --vocab-size N      vocabulary size: 256 bytes + merges + specials\n"
 "  -m, --min-frequency N   stop when the best pair occurs fewer than N times (2)\n"
-"  -s, --special TOKEN     add a special token after the merges (repeatable;\n"
-"                          default <|endoftext|>; --special '' adds none)\n"
-"  -d, --docs MODE         lines (one document per line, default), nul, whole\n"
+"  -s, --special TOKEN     special token, id after the merges (repeatable; the\n"
+"                          default is <|endoftext|>; --special '' for none)\n"
+"  -d, --docs MODE         lines: one document per line (default); nul:\n"
+"                          NUL-separated; whole: each input is one document\n"
 "  -o, --output DIR        output directory (created if missing)\n"
 "      --progress          progress on stderr even when it is not a terminal\n"
 "  -q, --quiet             no summary on stderr\n"
-"  -h, --help              this help;  --version  versions\n";
+"  -h, --help              this help;  --version  versions\n"
+"Ties between equally frequent pairs go to the smaller (left id, right id),\n"
+"as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n";
+
+enum { DOCS_LINES, DOCS_NUL, DOCS_WHOLE };
+
+struct train_ctx {
+	struct loom_bpe_trainer *t;
+	struct cli_progress prog;
+	int docs;
+	uint64_t read;
+};
+
+static void fail_trainer(struct train_ctx *c)
+{
+	cli_die("train: %s", loom_bpe_trainer_error(c->t));
+}
+
+/* Split a chunk into documents; `pending` says a document is open in the
+ * trainer (fed but not ended). */
+static void take_chunk(struct train_ctx *c, const uint8_t *buf, size_t n, int *pending)
+{
+	if (c->docs == DOCS_WHOLE) {
+		if (n && loom_bpe_trainer_feed(c->t, buf, n) < 0)
+			fail_trainer(c);
+		*pending = 1;
+		return;
+	}
+	int sep = c->docs == DOCS_NUL ? 0 : '\n';
+	while (n) {
+		const uint8_t *e = memchr(buf, sep, n);
+		if (!e) {
+			if (loom_bpe_trainer_feed(c->t, buf, n) < 0)
+				fail_trainer(c);
+			*pending = 1;
+			return;
+		}
+		size_t k = (size_t)(e - buf);
+		int rc = 0;
+		if (*pending)
+			rc = loom_bpe_trainer_feed(c->t, buf, k) < 0 ? -1 :
+				loom_bpe_trainer_end_doc(c->t);
+		else if (k)
+			rc = loom_bpe_trainer_add_doc(c->t, buf, k);
+		if (rc < 0)
+			fail_trainer(c);
+		*pending = 0;
+		buf += k + 1;
+		n -= k + 1;
+	}
+}
+
+static void read_input(struct train_ctx *c, const char *path)
+{
+	static uint8_t buf[1 << 20];
+	int fd = STDIN_FILENO, pending = 0;
+	const char *name = path ? path : "-";
+
+	if (path && strcmp(path, "-") && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			cli_die("cannot read '%s': %s", name, strerror(errno));
+		if (r == 0)
+			break;
+		c->read += (uint64_t)r;
+		take_chunk(c, buf, (size_t)r, &pending);
+		if (cli_progress_due(&c->prog)) {
+			struct loom_bpe_train_stats s;
+			char b[32];
+			loom_bpe_trainer_stats(c->t, &s);
+			cli_progress_show(&c->prog, "train: counting %s, %llu distinct pre-tokens",
+					  cli_bytes((double)c->read, b, sizeof b),
+					  (unsigned long long)s.distinct);
+		}
+	}
+	if (pending && loom_bpe_trainer_end_doc(c->t) < 0)
+		fail_trainer(c);
+	if (fd != STDIN_FILENO)
+		close(fd);
+}
+
+static void on_progress(void *ctx, size_t done, size_t target)
+{
+	struct train_ctx *c = ctx;
+	if (cli_progress_due(&c->prog))
+		cli_progress_show(&c->prog, "train: merges %zu/%zu", done, target);
+}
 
 int bpe_train_main(int argc, char **argv)
 {
@@ -39,39 +134,114 @@ int bpe_train_main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t vocab_size = 0;
+	static const char *default_special[] = { "<|endoftext|>" };
+	struct loom_bpe_train_opts o = { 0 };
+	struct train_ctx c = { .docs = DOCS_LINES };
+	const char **specials = NULL;
+	size_t nspecials = 0;
+	int given_special = 0, force_progress = 0, quiet = 0;
 	const char *outdir = NULL;
-	int c;
+	int ch;
 
+	o.min_frequency = 2;
 	cli_init(cli_prog, train_usage);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:m:s:d:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
+	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:qh", longopts, NULL)) != -1) {
+		switch (ch) {
 		case 'n':
-			vocab_size = cli_u64("--vocab-size", optarg, 1, 1u << 30);
+			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1u << 24);
 			break;
 		case 'm':
-			cli_u64("--min-frequency", optarg, 0, UINT64_MAX);
+			o.min_frequency = cli_u64("--min-frequency", optarg, 0, UINT64_MAX);
 			break;
 		case 's':
+			given_special = 1;
+			if (!*optarg)
+				break;
+			specials = realloc(specials, (nspecials + 1) * sizeof *specials);
+			if (!specials)
+				cli_die("out of memory");
+			specials[nspecials++] = optarg;
+			break;
 		case 'd':
-		case 'P':
-		case 'q':
+			if (!strcmp(optarg, "lines"))
+				c.docs = DOCS_LINES;
+			else if (!strcmp(optarg, "nul"))
+				c.docs = DOCS_NUL;
+			else if (!strcmp(optarg, "whole"))
+				c.docs = DOCS_WHOLE;
+			else
+				cli_usage_error("--docs: '%s' is not lines, nul or whole", optarg);
 			break;
 		case 'o':
 			outdir = optarg;
 			break;
+		case 'P':
+			force_progress = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
 		case 'h':
 			cli_help();
 		case 'V':
-			cli_version(NULL);
+			cli_version("jansson " JANSSON_VERSION);
 		default:
 			cli_bad_option();
 		}
 	}
-	if (!vocab_size)
+	if (!o.vocab_size)
 		cli_usage_error("train: --vocab-size is required");
-	if (!outdir)
+	if (!outdir || !*outdir)
 		cli_usage_error("train: -o DIR is required");
-	cli_die("train: not implemented yet");
+	if (!given_special) {
+		specials = default_special;
+		nspecials = 1;
+	}
+	o.specials = specials;
+	o.n_specials = nspecials;
+	o.progress = on_progress;
+	o.progress_ctx = &c;
+
+	double t0 = cli_now();
+	c.t = loom_bpe_trainer_new();
+	if (!c.t)
+		cli_die("out of memory");
+	if (loom_bpe_trainer_check(c.t, &o) < 0)
+		cli_usage_error("train: %s", loom_bpe_trainer_error(c.t));
+	cli_progress_init(&c.prog, force_progress);
+
+	if (optind >= argc)
+		read_input(&c, NULL);
+	for (int i = optind; i < argc; i++)
+		read_input(&c, argv[i]);
+	double t1 = cli_now();
+	if (loom_bpe_trainer_learn(c.t, &o) < 0) {
+		cli_progress_done(&c.prog);
+		fail_trainer(&c);
+	}
+	double t2 = cli_now();
+	cli_progress_done(&c.prog);
+	if (loom_bpe_trainer_write(c.t, outdir) < 0)
+		fail_trainer(&c);
+
+	if (!quiet) {
+		struct loom_bpe_train_stats s;
+		struct rusage ru;
+		char b1[32], b2[32];
+		loom_bpe_trainer_stats(c.t, &s);
+		getrusage(RUSAGE_SELF, &ru);
+		cli_warn("train: %llu documents, %s, %llu pre-tokens (%llu distinct), "
+			 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
+			 "peak memory %s",
+			 (unsigned long long)s.docs, cli_bytes((double)s.bytes, b1, sizeof b1),
+			 (unsigned long long)s.pretokens, (unsigned long long)s.distinct,
+			 (unsigned long long)s.merges, (unsigned long long)s.vocab,
+			 cli_now() - t0, t1 - t0, t2 - t1,
+			 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
+	}
+	loom_bpe_trainer_free(c.t);
+	if (given_special)
+		free(specials);
+	return 0;
 }
