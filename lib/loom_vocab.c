@@ -1,0 +1,755 @@
+/* loom_vocab.c - vocabulary loading and validation; see loom_vocab.h. */
+#include "loom_vocab.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "loom_file.h"
+#include "loom_pretok.h"
+
+/* bytes_to_unicode(): printable bytes map to themselves, the other 68 to
+ * U+0100.. in increasing byte order. */
+const uint16_t loom_gpt2_byte_to_unicode[256] = {
+	256, 257, 258, 259, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 270, 271,
+	272, 273, 274, 275, 276, 277, 278, 279, 280, 281, 282, 283, 284, 285, 286, 287,
+	288, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+	48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+	64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+	80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
+	96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+	112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 289,
+	290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305,
+	306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321,
+	322, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 323, 174, 175,
+	176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191,
+	192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207,
+	208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223,
+	224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239,
+	240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
+};
+
+int loom_gpt2_unicode_to_byte(uint32_t cp)
+{
+	if ((cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) || (cp >= 174 && cp <= 255))
+		return (int)cp;
+	if (cp < 256 || cp > 323)
+		return -1;
+	/* U+0100 + k is the k-th non-printable byte */
+	static int16_t inv[68];
+	static int ready;
+	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+		for (int b = 0; b < 256; b++)
+			if (loom_gpt2_byte_to_unicode[b] >= 256)
+				inv[loom_gpt2_byte_to_unicode[b] - 256] = (int16_t)b;
+		__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+	}
+	return inv[cp - 256];
+}
+
+size_t loom_gpt2_bytes_to_str(const uint8_t *b, size_t n, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t cp = loom_gpt2_byte_to_unicode[b[i]];
+		if (cp < 0x80) {
+			out[o++] = (char)cp;
+		} else {
+			out[o++] = (char)(0xc0 | cp >> 6);
+			out[o++] = (char)(0x80 | (cp & 0x3f));
+		}
+	}
+	return o;
+}
+
+long loom_gpt2_str_to_bytes(const char *s, size_t n, uint8_t *out, size_t *bad)
+{
+	size_t i = 0, o = 0;
+	while (i < n) {
+		uint32_t cp;
+		int valid, b;
+		size_t l = loom_utf8_decode((const uint8_t *)s + i, n - i, &cp, &valid);
+		if (!valid || (b = loom_gpt2_unicode_to_byte(cp)) < 0) {
+			if (bad)
+				*bad = i;
+			return -1;
+		}
+		out[o++] = (uint8_t)b;
+		i += l;
+	}
+	return (long)o;
+}
+
+/* ---- hashing ---------------------------------------------------------- */
+
+static uint64_t hash_bytes(const uint8_t *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+		s += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t w = 0;
+		memcpy(&w, s, n);
+		h = (h ^ w) * 0x94d049bb133111ebull;
+	}
+	h ^= h >> 31;
+	h *= 0xd6e8feb86659fd93ull;
+	return h ^ (h >> 32);
+}
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 1024;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+uint32_t loom_vocab_lookup(const struct loom_vocab *v, const uint8_t *s, size_t n)
+{
+	if (!v->tok_slot)
+		return LOOM_VOCAB_NONE;
+	uint32_t h = (uint32_t)hash_bytes(s, n) & v->tok_mask;
+	for (;;) {
+		uint32_t e = v->tok_slot[h];
+		if (!e)
+			return LOOM_VOCAB_NONE;
+		uint32_t id = e - 1;
+		if (v->off[id + 1] - v->off[id] == n && !memcmp(v->bytes + v->off[id], s, n))
+			return id;
+		h = (h + 1) & v->tok_mask;
+	}
+}
+
+const uint8_t *loom_vocab_token(const struct loom_vocab *v, uint32_t id, size_t *len)
+{
+	if (id >= v->n_ids || !v->present[id])
+		return NULL;
+	*len = v->off[id + 1] - v->off[id];
+	return v->bytes + v->off[id];
+}
+
+/* Insert id (its bytes already in place); returns the id already holding
+ * those bytes, or LOOM_VOCAB_NONE after inserting. */
+static uint32_t tok_insert(struct loom_vocab *v, uint32_t id)
+{
+	const uint8_t *s = v->bytes + v->off[id];
+	size_t n = v->off[id + 1] - v->off[id];
+	uint32_t h = (uint32_t)hash_bytes(s, n) & v->tok_mask;
+	for (;;) {
+		uint32_t e = v->tok_slot[h];
+		if (!e) {
+			v->tok_slot[h] = id + 1;
+			return LOOM_VOCAB_NONE;
+		}
+		uint32_t o = e - 1;
+		if (v->off[o + 1] - v->off[o] == n && !memcmp(v->bytes + v->off[o], s, n))
+			return o;
+		h = (h + 1) & v->tok_mask;
+	}
+}
+
+/* 0 inserted, 1 the pair exists already. */
+static int pair_insert(struct loom_vocab *v, uint32_t a, uint32_t b, uint32_t rank,
+		       uint32_t id)
+{
+	uint64_t key = ((uint64_t)a << 32 | b) + 1;
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & v->pair_mask;
+	for (;;) {
+		struct loom_vocab_pair *p = &v->pair[h];
+		if (p->key == key)
+			return 1;
+		if (!p->key) {
+			p->key = key;
+			p->rank = rank;
+			p->id = id;
+			return 0;
+		}
+		h = (h + 1) & v->pair_mask;
+	}
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static void vocab_clear(struct loom_vocab *v)
+{
+	free(v->off);
+	free(v->bytes);
+	free(v->present);
+	free(v->tok_slot);
+	free(v->pair);
+	free(v->specials);
+	free(v->name);
+	struct loom_err e = v->err;
+	memset(v, 0, sizeof *v);
+	v->err = e;
+	v->eot = LOOM_VOCAB_NONE;
+}
+
+struct loom_vocab *loom_vocab_new(void)
+{
+	struct loom_vocab *v = calloc(1, sizeof *v);
+	if (v)
+		v->eot = LOOM_VOCAB_NONE;
+	return v;
+}
+
+void loom_vocab_free(struct loom_vocab *v)
+{
+	if (!v)
+		return;
+	vocab_clear(v);
+	free(v);
+}
+
+const char *loom_vocab_error(const struct loom_vocab *v)
+{
+	return v->err.msg;
+}
+
+/* Allocate the id tables for ids [0, n_ids) and `nbytes` token bytes. */
+static int alloc_ids(struct loom_vocab *v, uint32_t n_ids, uint64_t nbytes, uint64_t n_pairs)
+{
+	v->n_ids = n_ids;
+	v->off = calloc((size_t)n_ids + 1, sizeof *v->off);
+	v->bytes = malloc(nbytes ? nbytes : 1);
+	v->present = calloc(n_ids ? n_ids : 1, 1);
+	v->tok_mask = pow2_at_least((uint64_t)n_ids * 2) - 1;
+	v->tok_slot = calloc((size_t)v->tok_mask + 1, sizeof *v->tok_slot);
+	v->pair_mask = pow2_at_least(n_pairs * 2 + 16) - 1;
+	v->pair = calloc((size_t)v->pair_mask + 1, sizeof *v->pair);
+	if (!v->off || !v->bytes || !v->present || !v->tok_slot || !v->pair)
+		return loom_err_set(&v->err, LOOM_ENOMEM, "out of memory loading a vocabulary");
+	return 0;
+}
+
+/* After tokens and merges: byte ids, specials, eot. */
+static int finish(struct loom_vocab *v, const char *file, uint8_t *made)
+{
+	for (int b = 0; b < 256; b++) {
+		uint8_t c = (uint8_t)b;
+		uint32_t id = loom_vocab_lookup(v, &c, 1);
+		if (id == LOOM_VOCAB_NONE)
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s': no token for byte 0x%02x", file, b);
+		v->byte_id[b] = id;
+	}
+	uint32_t ns = 0;
+	for (uint32_t i = 0; i < v->n_ids; i++)
+		if (v->present[i] && !made[i] && v->off[i + 1] - v->off[i] > 1)
+			ns++;
+	v->specials = malloc((ns ? ns : 1) * sizeof *v->specials);
+	if (!v->specials)
+		return loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < v->n_ids; i++)
+		if (v->present[i] && !made[i] && v->off[i + 1] - v->off[i] > 1) {
+			v->present[i] = 2;
+			v->specials[v->n_specials++] = i;
+		}
+	v->eot = loom_vocab_lookup(v, (const uint8_t *)"<|endoftext|>", 13);
+	return 0;
+}
+
+/* ---- GPT-2 encoder.json + vocab.bpe ----------------------------------- */
+
+int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
+			     const char *enc_name, const char *merges, size_t merges_len,
+			     const char *merges_name)
+{
+	json_error_t je;
+	json_t *root;
+	const char *key;
+	json_t *val;
+	uint64_t nbytes = 0;
+	uint32_t max_id = 0;
+	uint8_t *made = NULL;
+	int rc = 0;
+
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	root = json_loadb(enc, enc_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+	if (!root) {
+		int trunc = strstr(je.text, "end of") || strstr(je.text, "premature") ||
+			    je.position >= (int)enc_len;
+		return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
+				    "'%s': %s JSON at line %d column %d: %s", enc_name,
+				    trunc ? "truncated" : "not valid", je.line, je.column,
+				    je.text);
+	}
+	if (!json_is_object(root)) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT,
+				  "'%s': not a JSON object of token -> id", enc_name);
+		goto out;
+	}
+	json_object_foreach(root, key, val) {
+		if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+		    json_integer_value(val) > LOOM_VOCAB_MAX_ID) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': entry \"%.60s\": value is not an id in [0, %u]",
+					  enc_name, key, LOOM_VOCAB_MAX_ID);
+			goto out;
+		}
+		uint32_t id = (uint32_t)json_integer_value(val);
+		if (id > max_id)
+			max_id = id;
+	}
+	json_object_foreach(root, key, val)
+		nbytes += strlen(key) + 1;
+	if (json_object_size(root) == 0) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': empty vocabulary", enc_name);
+		goto out;
+	}
+	/* count merge lines for the pair table size */
+	uint64_t nlines = 0;
+	for (size_t i = 0; i < merges_len; i++)
+		nlines += merges[i] == '\n';
+	if ((rc = alloc_ids(v, max_id + 1, nbytes, nlines + 1)))
+		goto out;
+	made = calloc(v->n_ids, 1);
+	if (!made) {
+		rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* token bytes: first pass sizes (ids may come in any order) */
+	{
+		uint64_t *len = calloc(v->n_ids, sizeof *len);
+		uint8_t *tmp = malloc(nbytes + 1);
+		if (!len || !tmp) {
+			free(len);
+			free(tmp);
+			rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+			goto out;
+		}
+		json_object_foreach(root, key, val) {
+			uint32_t id = (uint32_t)json_integer_value(val);
+			if (v->present[id]) {
+				free(len);
+				free(tmp);
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s': entry \"%.60s\": duplicate id %u", enc_name,
+						  key, id);
+				goto out;
+			}
+			v->present[id] = 1;
+			len[id] = strlen(key); /* upper bound; fixed below */
+		}
+		uint64_t o = 0;
+		for (uint32_t i = 0; i < v->n_ids; i++) {
+			v->off[i] = o;
+			o += len[i];
+		}
+		v->off[v->n_ids] = o;
+		/* second pass: decode into place, then compact */
+		json_object_foreach(root, key, val) {
+			uint32_t id = (uint32_t)json_integer_value(val);
+			size_t klen = strlen(key), bad = 0;
+			long bl = loom_gpt2_str_to_bytes(key, klen, v->bytes + v->off[id], &bad);
+			if (bl < 0) {
+				/* special tokens (<...>, [...]) may be printed verbatim */
+				if (klen > 2 && ((key[0] == '<' && key[klen - 1] == '>') ||
+						 (key[0] == '[' && key[klen - 1] == ']'))) {
+					memcpy(v->bytes + v->off[id], key, klen);
+					bl = (long)klen;
+					made[id] = 2; /* verbatim */
+				} else {
+					free(len);
+					free(tmp);
+					rc = loom_err_set(&v->err, LOOM_EFORMAT,
+							  "'%s': entry \"%.60s\": character at offset %zu is not in GPT-2's byte alphabet",
+							  enc_name, key, bad);
+					goto out;
+				}
+			} else if (bl == 0) {
+				free(len);
+				free(tmp);
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s': entry \"\" (id %u): empty token", enc_name, id);
+				goto out;
+			}
+			len[id] = (uint64_t)bl;
+		}
+		uint64_t w = 0;
+		for (uint32_t i = 0; i < v->n_ids; i++) {
+			uint64_t s = v->off[i];
+			v->off[i] = w;
+			memmove(v->bytes + w, v->bytes + s, len[i]);
+			w += len[i];
+		}
+		v->off[v->n_ids] = w;
+		free(len);
+		free(tmp);
+	}
+	for (uint32_t i = 0; i < v->n_ids; i++) {
+		if (!v->present[i])
+			continue;
+		v->n_tokens++;
+		uint32_t o = tok_insert(v, i);
+		if (o != LOOM_VOCAB_NONE) {
+			char a[130], b2[130];
+			size_t la = v->off[i + 1] - v->off[i];
+			la = la > 60 ? 60 : la;
+			a[loom_gpt2_bytes_to_str(v->bytes + v->off[i], la, a)] = 0;
+			snprintf(b2, sizeof b2, "%s", a);
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': ids %u and %u are the same token \"%s\"", enc_name,
+					  o, i, b2);
+			goto out;
+		}
+		made[i] = made[i] == 2 ? 0 : (v->off[i + 1] - v->off[i] == 1);
+	}
+
+	/* vocab.bpe */
+	{
+		size_t pos = 0;
+		uint64_t line = 0;
+		uint8_t *buf = malloc(merges_len + 1);
+		if (!buf) {
+			rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (merges_len && merges[merges_len - 1] != '\n') {
+			uint64_t nl = 1;
+			for (size_t i = 0; i < merges_len; i++)
+				nl += merges[i] == '\n';
+			free(buf);
+			rc = loom_err_set(&v->err, LOOM_ETRUNC,
+					  "'%s': truncated: line %llu has no newline", merges_name,
+					  (unsigned long long)nl);
+			goto out;
+		}
+		while (pos < merges_len) {
+			const char *ls = merges + pos;
+			const char *le = memchr(ls, '\n', merges_len - pos);
+			size_t ll = (size_t)(le - ls);
+			pos += ll + 1;
+			line++;
+			if (ll && ls[ll - 1] == '\r')
+				ll--;
+			if (line == 1 && ll && ls[0] == '#')
+				continue;
+			if (ll == 0)
+				continue;
+			const char *sp = memchr(ls, ' ', ll);
+			if (!sp || sp == ls || sp == ls + ll - 1 ||
+			    memchr(sp + 1, ' ', (size_t)(ls + ll - sp - 1))) {
+				free(buf);
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s' line %llu: \"%.*s\": not a merge \"A B\"",
+						  merges_name, (unsigned long long)line,
+						  (int)(ll > 80 ? 80 : ll), ls);
+				goto out;
+			}
+			size_t l1 = (size_t)(sp - ls), l2 = ll - l1 - 1, bad;
+			long b1 = loom_gpt2_str_to_bytes(ls, l1, buf, &bad);
+			long b2 = b1 < 0 ? -1 : loom_gpt2_str_to_bytes(sp + 1, l2, buf + b1, &bad);
+			uint32_t ia = b1 < 0 ? LOOM_VOCAB_NONE : loom_vocab_lookup(v, buf, (size_t)b1);
+			uint32_t ib = b2 < 0 ? LOOM_VOCAB_NONE
+					     : loom_vocab_lookup(v, buf + b1, (size_t)b2);
+			const char *what = NULL;
+			if (ia == LOOM_VOCAB_NONE)
+				what = "first part is not in the vocabulary";
+			else if (ib == LOOM_VOCAB_NONE)
+				what = "second part is not in the vocabulary";
+			uint32_t im = LOOM_VOCAB_NONE;
+			if (!what) {
+				im = loom_vocab_lookup(v, buf, (size_t)(b1 + b2));
+				if (im == LOOM_VOCAB_NONE)
+					what = "the merged token is not in the vocabulary";
+			}
+			if (!what && pair_insert(v, ia, ib, v->n_merges, im))
+				what = "duplicate merge";
+			if (what) {
+				free(buf);
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s' line %llu: merge \"%.*s\": %s", merges_name,
+						  (unsigned long long)line, (int)(ll > 80 ? 80 : ll), ls,
+						  what);
+				goto out;
+			}
+			made[im] = 1;
+			v->n_merges++;
+		}
+		free(buf);
+	}
+	rc = finish(v, enc_name, made);
+out:
+	free(made);
+	json_decref(root);
+	if (rc)
+		vocab_clear(v);
+	return rc;
+}
+
+int loom_vocab_load_gpt2(struct loom_vocab *v, const char *encoder_json,
+			 const char *vocab_bpe)
+{
+	char *a = NULL, *b = NULL;
+	size_t na, nb;
+	int rc;
+	if ((rc = loom_read_file(encoder_json, &a, &na, &v->err)))
+		return rc;
+	if ((rc = loom_read_file(vocab_bpe, &b, &nb, &v->err))) {
+		free(a);
+		return rc;
+	}
+	rc = loom_vocab_load_gpt2_mem(v, a, na, encoder_json, b, nb, vocab_bpe);
+	free(a);
+	free(b);
+	return rc;
+}
+
+/* ---- tiktoken ---------------------------------------------------------- */
+
+static int b64val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Decode base64 s[0..n) into out; returns length or -1. */
+static long b64dec(const char *s, size_t n, uint8_t *out)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	long o = 0;
+	size_t pad = 0;
+	while (n && s[n - 1] == '=' && pad < 2) {
+		n--;
+		pad++;
+	}
+	if ((n + pad) % 4 || n == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int x = b64val((unsigned char)s[i]);
+		if (x < 0)
+			return -1;
+		acc = acc << 6 | (uint32_t)x;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return o;
+}
+
+int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t len,
+				 const char *name)
+{
+	uint64_t nlines = 0, nbytes = 0;
+	uint32_t max_rank = 0;
+	uint8_t *made = NULL;
+	uint64_t *tl = NULL;
+	int rc = 0;
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	if (len && buf[len - 1] != '\n') {
+		uint64_t nl = 1;
+		for (size_t i = 0; i < len; i++)
+			nl += buf[i] == '\n';
+		return loom_err_set(&v->err, LOOM_ETRUNC, "'%s': truncated: line %llu has no newline",
+				    name, (unsigned long long)nl);
+	}
+	/* pass 1: syntax, sizes, max rank */
+	for (size_t pos = 0, line = 1; pos < len; line++) {
+		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
+		size_t ll = (size_t)(le - ls);
+		pos += ll + 1;
+		if (ll == 0)
+			continue;
+		const char *sp = memchr(ls, ' ', ll);
+		uint64_t r;
+		char num[24];
+		size_t nl = sp ? (size_t)(ls + ll - sp - 1) : 0;
+		if (!sp || sp == ls || nl == 0 || nl >= sizeof num)
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s' line %zu: \"%.*s\": not \"BASE64 RANK\"", name, line,
+					    (int)(ll > 80 ? 80 : ll), ls);
+		memcpy(num, sp + 1, nl);
+		num[nl] = 0;
+		if (loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID - 1, &r))
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s' line %zu: rank \"%s\" is not a number in [0, %u]",
+					    name, line, num, LOOM_VOCAB_MAX_ID - 1);
+		if (r > max_rank)
+			max_rank = (uint32_t)r;
+		nbytes += (size_t)(sp - ls);
+		nlines++;
+	}
+	if (!nlines)
+		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': empty vocabulary", name);
+	uint32_t n_ids = max_rank + 2; /* + <|endoftext|> */
+	if ((rc = alloc_ids(v, n_ids, nbytes + 13, nbytes + nlines)))
+		goto out;
+	made = calloc(n_ids, 1);
+	tl = calloc(n_ids, sizeof *tl);
+	if (!made || !tl) {
+		rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* pass 2: lengths per rank (decode into a scratch area) */
+	for (size_t pos = 0, line = 1; pos < len; line++) {
+		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
+		size_t ll = (size_t)(le - ls);
+		pos += ll + 1;
+		if (ll == 0)
+			continue;
+		const char *sp = memchr(ls, ' ', ll);
+		uint64_t r;
+		char num[24];
+		size_t nl = (size_t)(ls + ll - sp - 1);
+		memcpy(num, sp + 1, nl);
+		num[nl] = 0;
+		loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID, &r);
+		long bl = b64dec(ls, (size_t)(sp - ls), v->bytes);
+		if (bl <= 0) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s' line %zu: \"%.*s\": bad base64",
+					  name, line, (int)(sp - ls > 80 ? 80 : sp - ls), ls);
+			goto out;
+		}
+		if (v->present[r]) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s' line %zu: duplicate rank %llu",
+					  name, line, (unsigned long long)r);
+			goto out;
+		}
+		v->present[r] = 1;
+		tl[r] = (uint64_t)bl;
+	}
+	tl[n_ids - 1] = 13;
+	v->present[n_ids - 1] = 1;
+	{
+		uint64_t o = 0;
+		for (uint32_t i = 0; i < n_ids; i++) {
+			v->off[i] = o;
+			o += tl[i];
+		}
+		v->off[n_ids] = o;
+	}
+	for (size_t pos = 0; pos < len;) {
+		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
+		size_t ll = (size_t)(le - ls);
+		pos += ll + 1;
+		if (ll == 0)
+			continue;
+		const char *sp = memchr(ls, ' ', ll);
+		uint64_t r;
+		char num[24];
+		size_t nl = (size_t)(ls + ll - sp - 1);
+		memcpy(num, sp + 1, nl);
+		num[nl] = 0;
+		loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID, &r);
+		b64dec(ls, (size_t)(sp - ls), v->bytes + v->off[r]);
+	}
+	memcpy(v->bytes + v->off[n_ids - 1], "<|endoftext|>", 13);
+	for (uint32_t i = 0; i < n_ids; i++) {
+		if (!v->present[i])
+			continue;
+		v->n_tokens++;
+		uint32_t o = tok_insert(v, i);
+		if (o != LOOM_VOCAB_NONE) {
+			if (i == n_ids - 1) /* the file has <|endoftext|> itself */
+				continue;
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': ranks %u and %u are the same token", name, o, i);
+			goto out;
+		}
+		if (v->off[i + 1] - v->off[i] == 1)
+			made[i] = 1;
+	}
+	/* merges: every split of a token into two tokens */
+	for (uint32_t i = 0; i + 1 < n_ids; i++) {
+		if (!v->present[i])
+			continue;
+		const uint8_t *t = v->bytes + v->off[i];
+		size_t n = v->off[i + 1] - v->off[i];
+		for (size_t k = 1; k < n; k++) {
+			uint32_t a = loom_vocab_lookup(v, t, k), b;
+			if (a == LOOM_VOCAB_NONE || (b = loom_vocab_lookup(v, t + k, n - k)) == LOOM_VOCAB_NONE)
+				continue;
+			pair_insert(v, a, b, i, i);
+			made[i] = 1;
+			v->n_merges++;
+		}
+	}
+	rc = finish(v, name, made);
+out:
+	free(made);
+	free(tl);
+	if (rc)
+		vocab_clear(v);
+	return rc;
+}
+
+int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
+{
+	char *a = NULL;
+	size_t n;
+	int rc = loom_read_file(path, &a, &n, &v->err);
+	if (rc)
+		return rc;
+	rc = loom_vocab_load_tiktoken_mem(v, a, n, path);
+	free(a);
+	return rc;
+}
+
+/* ---- --vocab ----------------------------------------------------------- */
+
+int loom_vocab_load_spec(struct loom_vocab *v, const char *spec)
+{
+	char enc[4096], mer[4096];
+	struct stat st;
+	size_t sl = strlen(spec);
+	int rc;
+	const char *comma = strchr(spec, ',');
+
+	if (!strcmp(spec, "gpt2")) {
+		if (loom_share_path("vocab/gpt2/encoder.json", enc, sizeof enc) ||
+		    loom_share_path("vocab/gpt2/vocab.bpe", mer, sizeof mer))
+			return loom_err_set(&v->err, LOOM_EIO,
+					    "vocabulary 'gpt2' not found in share/vocab/gpt2 (set LOOM_SHARE)");
+	} else if (comma) {
+		if ((size_t)(comma - spec) >= sizeof enc || strlen(comma + 1) >= sizeof mer)
+			return loom_err_set(&v->err, LOOM_EINVAL, "vocabulary path too long");
+		memcpy(enc, spec, (size_t)(comma - spec));
+		enc[comma - spec] = 0;
+		snprintf(mer, sizeof mer, "%s", comma + 1);
+	} else if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (snprintf(enc, sizeof enc, "%s/encoder.json", spec) >= (int)sizeof enc ||
+		    snprintf(mer, sizeof mer, "%s/vocab.bpe", spec) >= (int)sizeof mer)
+			return loom_err_set(&v->err, LOOM_EINVAL, "vocabulary path too long");
+	} else if (sl > 9 && !strcmp(spec + sl - 9, ".tiktoken")) {
+		rc = loom_vocab_load_tiktoken(v, spec);
+		goto named;
+	} else {
+		if (stat(spec, &st) != 0)
+			return loom_err_errno(&v->err, LOOM_EIO, errno, "cannot open vocabulary '%s'",
+					      spec);
+		return loom_err_set(&v->err, LOOM_EINVAL,
+				    "'%s': not a vocabulary (want gpt2, a directory with encoder.json and vocab.bpe, ENCODER.json,VOCAB.bpe or a .tiktoken file)",
+				    spec);
+	}
+	rc = loom_vocab_load_gpt2(v, enc, mer);
+named:
+	if (!rc) {
+		free(v->name);
+		v->name = strdup(spec);
+	}
+	return rc;
+}
