@@ -1,0 +1,509 @@
+/* loom_config.c - typed, validated configuration (see loom_config.h). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_config.h"
+#include "loom_file.h"
+
+enum ktype { K_INT, K_I64, K_U64, K_FLOAT, K_BOOL, K_ENUM, K_STR };
+
+struct key {
+	const char *name;
+	enum ktype type;
+	size_t off;
+	double min, max;
+	const char *const *enums;
+	const char *help;
+};
+
+static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant", NULL };
+
+#define O(f) offsetof(struct loom_config, f)
+static const struct key keys[] = {
+	{ "n_layer", K_INT, O(n_layer), 1, 4096, NULL, "transformer blocks" },
+	{ "n_embd", K_INT, O(n_embd), 1, 1 << 20, NULL, "hidden size C" },
+	{ "n_head", K_INT, O(n_head), 1, 4096, NULL, "attention heads" },
+	{ "vocab_size", K_INT, O(vocab_size), 2, 1 << 24, NULL, "vocabulary size" },
+	{ "n_positions", K_INT, O(n_positions), 1, 1 << 20, NULL, "position table size" },
+	{ "seq_len", K_INT, O(seq_len), 1, 1 << 20, NULL, "training sequence length T" },
+	{ "dropout", K_FLOAT, O(dropout), 0, 0.95, NULL, "embedding/residual dropout" },
+	{ "layer_norm_epsilon", K_FLOAT, O(layer_norm_epsilon), 1e-12, 1e-1, NULL, "LayerNorm eps" },
+	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B" },
+	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step" },
+	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)" },
+	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks" },
+	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps" },
+	{ "lr", K_FLOAT, O(lr), 0, 10, NULL, "peak learning rate" },
+	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate" },
+	{ "warmup_steps", K_I64, O(warmup_steps), 0, 1e15, NULL, "linear warm-up steps" },
+	{ "warmup_proportion", K_FLOAT, O(warmup_proportion), 0, 1, NULL, "warm-up as a proportion of steps" },
+	{ "decay", K_ENUM, O(decay), 0, 0, decay_names, "linear|cosine|inverse_sqrt|constant" },
+	{ "beta1", K_FLOAT, O(beta1), 0, 0.999999, NULL, "AdamW beta1" },
+	{ "beta2", K_FLOAT, O(beta2), 0, 0.999999999, NULL, "AdamW beta2" },
+	{ "eps", K_FLOAT, O(eps), 1e-30, 1, NULL, "AdamW epsilon" },
+	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay" },
+	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)" },
+	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
+	{ "seed", K_U64, O(seed), 0, 0, NULL, "initialisation/dropout seed" },
+	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
+	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)" },
+	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset" },
+};
+#undef O
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+void loom_config_defaults(struct loom_config *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->preset, sizeof c->preset, "default");
+	c->n_layer = 2;
+	c->n_embd = 64;
+	c->n_head = 4;
+	c->vocab_size = 128;
+	c->n_positions = 64;
+	c->seq_len = 8;
+	c->dropout = 0;
+	c->layer_norm_epsilon = 1e-5;
+	c->micro_batch = 4;
+	c->grad_accum = 1;
+	c->global_batch = 0;
+	c->data_parallel = 1;
+	c->steps = 100;
+	c->lr = 6e-4;
+	c->min_lr = 6e-5;
+	c->warmup_steps = 0;
+	c->warmup_proportion = 0;
+	c->decay = LOOM_DECAY_COSINE;
+	c->beta1 = 0.9;
+	c->beta2 = 0.95;
+	c->eps = 1e-8;
+	c->weight_decay = 0.1;
+	c->grad_clip = 1.0;
+	c->ignore_id = -1;
+	c->seed = 1234;
+	c->recompute = 0;
+	c->record_len = 0;
+}
+
+const char *loom_decay_name(int d)
+{
+	return d >= 0 && d <= LOOM_DECAY_CONSTANT ? decay_names[d] : "?";
+}
+
+const char *loom_config_error(const struct loom_config *c)
+{
+	return c->err.msg;
+}
+
+static const struct key *find_key(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+static const char *type_name(enum ktype t)
+{
+	switch (t) {
+	case K_INT: case K_I64: case K_U64: return "an integer";
+	case K_FLOAT: return "a number";
+	case K_BOOL: return "a boolean";
+	case K_ENUM: return "one of";
+	case K_STR: return "a string";
+	}
+	return "?";
+}
+
+static int bad_type(struct loom_config *c, const struct key *k, const char *got)
+{
+	if (k->type == K_ENUM) {
+		char list[128] = "";
+		for (int i = 0; k->enums[i]; i++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+				 i ? "|" : "", k->enums[i]);
+		return loom_err_set(&c->err, LOOM_EINVAL, "%s: must be one of %s, not %s",
+				    k->name, list, got);
+	}
+	return loom_err_set(&c->err, LOOM_EINVAL, "%s: must be %s, not %s", k->name,
+			    type_name(k->type), got);
+}
+
+static int out_of_range(struct loom_config *c, const struct key *k, const char *v)
+{
+	if (k->type == K_FLOAT)
+		return loom_err_set(&c->err, LOOM_ERANGE, "%s: %s is outside [%g, %g]",
+				    k->name, v, k->min, k->max);
+	return loom_err_set(&c->err, LOOM_ERANGE, "%s: %s is outside [%.0f, %.0f]", k->name,
+			    v, k->min, k->max);
+}
+
+/* Store an integer value (already known to be integral). */
+static int store_int(struct loom_config *c, const struct key *k, long long v, const char *txt)
+{
+	char *base = (char *)c + k->off;
+	if (k->type == K_U64) {
+		if (v < 0)
+			return out_of_range(c, k, txt);
+		*(uint64_t *)base = (uint64_t)v;
+		return 0;
+	}
+	if ((double)v < k->min || (double)v > k->max)
+		return out_of_range(c, k, txt);
+	if (k->type == K_INT)
+		*(int *)base = (int)v;
+	else
+		*(int64_t *)base = v;
+	return 0;
+}
+
+static int store_float(struct loom_config *c, const struct key *k, double v, const char *txt)
+{
+	if (!isfinite(v) || v < k->min || v > k->max)
+		return out_of_range(c, k, txt);
+	*(double *)((char *)c + k->off) = v;
+	return 0;
+}
+
+static int store_enum(struct loom_config *c, const struct key *k, const char *s)
+{
+	for (int i = 0; k->enums[i]; i++)
+		if (!strcmp(k->enums[i], s)) {
+			*(int *)((char *)c + k->off) = i;
+			return 0;
+		}
+	char q[80];
+	snprintf(q, sizeof q, "'%s'", s);
+	return bad_type(c, k, q);
+}
+
+static int store_str(struct loom_config *c, const struct key *k, const char *s)
+{
+	char *dst = (char *)c + k->off;
+	if (strlen(s) >= 64)
+		return loom_err_set(&c->err, LOOM_ERANGE, "%s: longer than 63 bytes", k->name);
+	strcpy(dst, s);
+	return 0;
+}
+
+static int unknown_key(struct loom_config *c, const char *name)
+{
+	return loom_err_set(&c->err, LOOM_EINVAL,
+			    "%s: unknown configuration key (see --print-config for the keys)", name);
+}
+
+int loom_config_apply_json(struct loom_config *c, const json_t *obj)
+{
+	const char *name;
+	json_t *v;
+	char txt[64];
+
+	if (!json_is_object(obj))
+		return loom_err_set(&c->err, LOOM_EINVAL, "configuration must be a JSON object");
+	json_object_foreach((json_t *)obj, name, v) {
+		const struct key *k = find_key(name);
+		int rc = 0;
+		if (!k)
+			return unknown_key(c, name);
+		switch (k->type) {
+		case K_INT: case K_I64: case K_U64:
+			if (json_is_integer(v)) {
+				snprintf(txt, sizeof txt, "%lld", (long long)json_integer_value(v));
+				rc = store_int(c, k, json_integer_value(v), txt);
+			} else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+				   fabs(json_real_value(v)) < 9e15) {
+				snprintf(txt, sizeof txt, "%g", json_real_value(v));
+				rc = store_int(c, k, (long long)json_real_value(v), txt);
+			} else {
+				rc = bad_type(c, k, json_is_real(v) ? "a fraction" :
+					      json_is_string(v) ? "a string" :
+					      json_is_boolean(v) ? "a boolean" : "this JSON value");
+			}
+			break;
+		case K_FLOAT:
+			if (!json_is_number(v))
+				return bad_type(c, k, json_is_string(v) ? "a string" :
+						json_is_boolean(v) ? "a boolean" : "this JSON value");
+			snprintf(txt, sizeof txt, "%g", json_number_value(v));
+			rc = store_float(c, k, json_number_value(v), txt);
+			break;
+		case K_BOOL:
+			if (!json_is_boolean(v))
+				return bad_type(c, k, json_is_number(v) ? "a number" :
+						json_is_string(v) ? "a string" : "this JSON value");
+			*(int *)((char *)c + k->off) = json_is_true(v);
+			break;
+		case K_ENUM:
+			if (!json_is_string(v))
+				return bad_type(c, k, "a non-string");
+			rc = store_enum(c, k, json_string_value(v));
+			break;
+		case K_STR:
+			if (!json_is_string(v))
+				return bad_type(c, k, "a non-string");
+			rc = store_str(c, k, json_string_value(v));
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int loom_config_apply_file(struct loom_config *c, const char *path)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s:%d: %s", path, je.line, je.text);
+	int rc = loom_config_apply_json(c, root);
+	json_decref(root);
+	if (rc) {
+		char msg[LOOM_ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", c->err.msg);
+		return loom_err_set(&c->err, rc, "%s: %s", path, msg);
+	}
+	return 0;
+}
+
+int loom_config_apply_preset(struct loom_config *c, const char *name)
+{
+	char rel[256], path[4096];
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return loom_err_set(&c->err, LOOM_EINVAL, "preset '%s': bad name", name);
+	snprintf(rel, sizeof rel, "presets/%s.json", name);
+	if (!*name || loom_share_path(rel, path, sizeof path))
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "preset '%s': no such preset (share/presets/%s.json)", name, name);
+	int rc = loom_config_apply_file(c, path);
+	if (!rc)
+		snprintf(c->preset, sizeof c->preset, "%s", name);
+	return rc;
+}
+
+int loom_config_apply_named(struct loom_config *c, const char *s)
+{
+	size_t n = strlen(s);
+	if (strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json")))
+		return loom_config_apply_file(c, s);
+	return loom_config_apply_preset(c, s);
+}
+
+int loom_config_set(struct loom_config *c, const char *name, const char *v)
+{
+	const struct key *k = find_key(name);
+	char q[96];
+	if (!k)
+		return unknown_key(c, name);
+	snprintf(q, sizeof q, "'%s'", v);
+	switch (k->type) {
+	case K_INT: case K_I64: {
+		char *end;
+		errno = 0;
+		long long x = strtoll(v, &end, 10);
+		if (!*v || *end || errno)
+			return bad_type(c, k, q);
+		return store_int(c, k, x, v);
+	}
+	case K_U64: {
+		uint64_t x;
+		if (loom_parse_u64(v, 0, UINT64_MAX, &x))
+			return bad_type(c, k, q);
+		*(uint64_t *)((char *)c + k->off) = x;
+		return 0;
+	}
+	case K_FLOAT: {
+		double x;
+		if (loom_parse_double(v, &x))
+			return bad_type(c, k, q);
+		return store_float(c, k, x, v);
+	}
+	case K_BOOL:
+		if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+			*(int *)((char *)c + k->off) = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+			*(int *)((char *)c + k->off) = 0;
+		else
+			return bad_type(c, k, q);
+		return 0;
+	case K_ENUM:
+		return store_enum(c, k, v);
+	case K_STR:
+		return store_str(c, k, v);
+	}
+	return 0;
+}
+
+int loom_config_apply_sets(struct loom_config *c, const char *kvs)
+{
+	char *dup = strdup(kvs), *save = NULL;
+	int rc = 0;
+	if (!dup)
+		return loom_err_set(&c->err, LOOM_ENOMEM, "out of memory");
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			rc = loom_err_set(&c->err, LOOM_EINVAL, "--set '%s': expected key=value", tok);
+			break;
+		}
+		*eq = 0;
+		if ((rc = loom_config_set(c, tok, eq + 1)))
+			break;
+	}
+	free(dup);
+	return rc;
+}
+
+int loom_config_validate(struct loom_config *c)
+{
+	struct loom_err *e = &c->err;
+	if (c->n_embd % c->n_head)
+		return loom_err_set(e, LOOM_EINVAL, "n_embd: %d is not divisible by n_head (%d)",
+				    c->n_embd, c->n_head);
+	if (c->seq_len > c->n_positions)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "seq_len: %d is larger than n_positions (%d)", c->seq_len,
+				    c->n_positions);
+	if (c->record_len && c->seq_len + 1 > c->record_len)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "seq_len: %d needs records of %d tokens, records have %d",
+				    c->seq_len, c->seq_len + 1, c->record_len);
+	int64_t derived = (int64_t)c->micro_batch * c->grad_accum * c->data_parallel;
+	if (derived > (1 << 30))
+		return loom_err_set(e, LOOM_ERANGE,
+				    "global_batch: micro_batch x grad_accum x data_parallel is too large");
+	if (c->global_batch == 0)
+		c->global_batch = (int)derived;
+	else if (c->global_batch != derived)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "global_batch: %d != micro_batch (%d) x grad_accum (%d) x data_parallel (%d) = %lld",
+				    c->global_batch, c->micro_batch, c->grad_accum,
+				    c->data_parallel, (long long)derived);
+	if (c->min_lr > c->lr)
+		return loom_err_set(e, LOOM_EINVAL, "min_lr: %g is larger than lr (%g)",
+				    c->min_lr, c->lr);
+	if (c->warmup_steps && c->warmup_proportion > 0)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "warmup_steps: set either warmup_steps or warmup_proportion, not both");
+	if (c->warmup_steps > c->steps)
+		return loom_err_set(e, LOOM_EINVAL, "warmup_steps: %lld is more than steps (%lld)",
+				    (long long)c->warmup_steps, (long long)c->steps);
+	if (c->ignore_id >= c->vocab_size)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "ignore_id: %d is not below vocab_size (%d) and -1 (none)",
+				    c->ignore_id, c->vocab_size);
+	if (c->n_embd / c->n_head < 1)
+		return loom_err_set(e, LOOM_EINVAL, "n_head: larger than n_embd");
+	return 0;
+}
+
+int loom_config_check_data(struct loom_config *c, int batch, int rec_tokens)
+{
+	if (c->seq_len + 1 > rec_tokens)
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "seq_len: %d needs records of %d tokens, the batches have %d",
+				    c->seq_len, c->seq_len + 1, rec_tokens);
+	if (batch != c->micro_batch)
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "micro_batch: %d, but the batches have %d records",
+				    c->micro_batch, batch);
+	return 0;
+}
+
+json_t *loom_config_to_json(const struct loom_config *c)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		const char *base = (const char *)c + k->off;
+		json_t *v = NULL;
+		switch (k->type) {
+		case K_INT: v = json_integer(*(const int *)base); break;
+		case K_I64: v = json_integer(*(const int64_t *)base); break;
+		case K_U64: v = json_integer((json_int_t)*(const uint64_t *)base); break;
+		case K_FLOAT: v = json_real(*(const double *)base); break;
+		case K_BOOL: v = json_boolean(*(const int *)base); break;
+		case K_ENUM: v = json_string(k->enums[*(const int *)base]); break;
+		case K_STR: v = json_string(base); break;
+		}
+		if (!v || json_object_set_new(o, k->name, v)) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+char *loom_config_dump(const struct loom_config *c)
+{
+	json_t *o = loom_config_to_json(c);
+	if (!o)
+		return NULL;
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(o);
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *r = realloc(s, n + 2);
+	if (!r) {
+		free(s);
+		return NULL;
+	}
+	r[n] = '\n';
+	r[n + 1] = 0;
+	return r;
+}
+
+uint64_t loom_config_n_params(const struct loom_config *c)
+{
+	uint64_t C = c->n_embd, L = c->n_layer;
+	return (uint64_t)c->vocab_size * C + (uint64_t)c->n_positions * C +
+	       L * (12 * C * C + 13 * C) + 2 * C;
+}
+
+double loom_config_flops_per_token(const struct loom_config *c)
+{
+	return 6.0 * (double)loom_config_n_params(c) +
+	       12.0 * c->n_layer * (double)c->seq_len * c->n_embd;
+}
+
+double loom_config_fwd_flops_per_token(const struct loom_config *c)
+{
+	return 2.0 * (double)loom_config_n_params(c) +
+	       4.0 * c->n_layer * (double)c->seq_len * c->n_embd;
+}
+
+double loom_config_lr(const struct loom_config *c, int64_t step)
+{
+	int64_t warm = c->warmup_steps;
+	if (c->warmup_proportion > 0)
+		warm = (int64_t)ceil(c->warmup_proportion * (double)c->steps);
+	if (step <= warm && warm > 0)
+		return c->lr * (double)step / (double)warm;
+	if (c->decay == LOOM_DECAY_CONSTANT)
+		return c->lr;
+	if (c->decay == LOOM_DECAY_INVSQRT) {
+		/* lr * sqrt(w / step) after warm-up, floored at min_lr */
+		double w = warm > 0 ? (double)warm : 1.0;
+		double r = c->lr * sqrt(w / (double)(step > 0 ? step : 1));
+		return r < c->min_lr ? c->min_lr : r;
+	}
+	double span = (double)(c->steps - warm);
+	double p = span > 0 ? (double)(step - warm) / span : 1.0;
+	if (p < 0)
+		p = 0;
+	if (p > 1)
+		p = 1;
+	if (c->decay == LOOM_DECAY_LINEAR)
+		return c->lr + (c->min_lr - c->lr) * p;
+	return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p));
+}

@@ -1,0 +1,113 @@
+/*
+ * loom_config.h - the typed, validated model + training configuration.
+ *
+ * Purpose: one struct holding every knob of a loom GPT model and of its
+ * training run, filled in layers like Graphcore's config classes:
+ *   defaults -> a preset (share/presets/NAME.json, found via loom_share_path)
+ *   -> a config file (JSON object) -> `--set key=value,...` overrides.
+ * Every key is typed (int, float, bool, string, enum) and range-checked as
+ * it is applied; unknown keys and wrong types are refused at once.
+ * loom_config_validate() then checks coherence (n_embd % n_head,
+ * global_batch == micro_batch * grad_accum * data_parallel, seq_len <=
+ * n_positions, min_lr <= lr, ...).  Every refusal is one line naming the
+ * key and the rule, e.g. "n_embd: 100 is not divisible by n_head (3)".
+ *
+ * The resolved config serialises to a JSON object (jansson) for
+ * --print-config and for checkpoints; loom_config_apply_json() reads it
+ * back (the same typed checks apply).
+ *
+ * Dry-run arithmetic (parameter count, FLOPs per token) lives here;
+ * the activation memory plan is in loom_gpt.h (it follows the model's
+ * buffer layout exactly).
+ *
+ * Ownership: plain struct, no allocations.  Errors: functions return 0 or a
+ * negative LOOM_E* code and leave the message in c->err.
+ */
+#ifndef LOOM_CONFIG_H
+#define LOOM_CONFIG_H
+
+#include <stdint.h>
+
+#include "loom_common.h"
+
+struct json_t;
+
+enum loom_decay {
+	LOOM_DECAY_LINEAR = 0,
+	LOOM_DECAY_COSINE,
+	LOOM_DECAY_INVSQRT,
+	LOOM_DECAY_CONSTANT,
+};
+
+struct loom_config {
+	char preset[64];        /* name of the preset or file it came from */
+	/* model */
+	int n_layer;
+	int n_embd;
+	int n_head;
+	int vocab_size;
+	int n_positions;        /* size of the position table */
+	int seq_len;            /* training sequence length T (<= n_positions) */
+	double dropout;         /* embedding + residual dropout probability */
+	double layer_norm_epsilon;
+	/* training */
+	int micro_batch;        /* B: records per frame / forward pass */
+	int grad_accum;         /* micro-batches per optimizer step */
+	int global_batch;       /* 0 = derived: micro_batch*grad_accum*dp */
+	int data_parallel;      /* data-parallel ranks */
+	int64_t steps;          /* optimizer steps in total */
+	double lr, min_lr;
+	int64_t warmup_steps;   /* linear warm-up steps ... */
+	double warmup_proportion; /* ... or a proportion of steps (not both) */
+	int decay;              /* enum loom_decay */
+	double beta1, beta2, eps, weight_decay;
+	double grad_clip;       /* global-norm clip; 0 = off */
+	int ignore_id;          /* target id ignored by the loss; -1 = none */
+	uint64_t seed;
+	int recompute;          /* activation checkpointing per layer */
+	int record_len;         /* tokens per record in the data; 0 = unknown */
+	struct loom_err err;
+};
+
+/* Built-in defaults (a small model; training knobs like nanoGPT's). */
+void loom_config_defaults(struct loom_config *c);
+
+/* Apply a JSON object: every member must be a known key of the right type. */
+int loom_config_apply_json(struct loom_config *c, const struct json_t *obj);
+/* Apply a JSON file. */
+int loom_config_apply_file(struct loom_config *c, const char *path);
+/* Apply share/presets/NAME.json. */
+int loom_config_apply_preset(struct loom_config *c, const char *name);
+/* NAME is a preset if it has no '/' and does not end in ".json"; else a file. */
+int loom_config_apply_named(struct loom_config *c, const char *name_or_path);
+/* Apply "key=value,key=value" (values parsed by the key's type). */
+int loom_config_apply_sets(struct loom_config *c, const char *kvs);
+/* Apply one key from a string value. */
+int loom_config_set(struct loom_config *c, const char *key, const char *value);
+
+/* Coherence checks (after all layers are applied).  Fills global_batch
+ * when it is 0. */
+int loom_config_validate(struct loom_config *c);
+/* Data checks: frames carry records of `rec_tokens` tokens (T+1) in
+ * batches of `batch` records. */
+int loom_config_check_data(struct loom_config *c, int batch, int rec_tokens);
+
+/* The resolved config as a new JSON object (caller json_decref()s). */
+struct json_t *loom_config_to_json(const struct loom_config *c);
+/* Same, as a malloc'd pretty-printed string with a final newline. */
+char *loom_config_dump(const struct loom_config *c);
+
+/* Arithmetic. */
+uint64_t loom_config_n_params(const struct loom_config *c);
+/* Training FLOPs per token: 6 * params + 12 * n_layer * seq_len * n_embd. */
+double loom_config_flops_per_token(const struct loom_config *c);
+/* Forward-only FLOPs per token (2 * params + 4 * n_layer * T * C). */
+double loom_config_fwd_flops_per_token(const struct loom_config *c);
+
+/* Learning rate at optimizer step `step` (1-based). */
+double loom_config_lr(const struct loom_config *c, int64_t step);
+
+const char *loom_decay_name(int decay);
+const char *loom_config_error(const struct loom_config *c);
+
+#endif

@@ -1,0 +1,552 @@
+/* loom_gpt.c - GPT forward/backward/AdamW over flat arrays; see loom_gpt.h. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_gpt.h"
+#include "loom_kernels.h"
+
+/* Per-layer tensors, in HuggingFace order. */
+enum { LN1W, LN1B, ATTW, ATTB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NLT };
+
+static const char *const lt_names[NLT] = {
+	"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+	"attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+	"mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias",
+};
+
+#define T_WTE 0
+#define T_WPE 1
+#define T_LAYER(l, k) (2 + (l) * NLT + (k))
+#define T_LNFW(L) (2 + (L) * NLT)
+#define T_LNFB(L) (3 + (L) * NLT)
+
+/* parameter (or gradient, or moment) tensor i inside base */
+#define TP(g, base, i) ((base) + (g)->tensors[i].offset)
+#define LP(g, base, l, k) TP(g, base, T_LAYER(l, k))
+
+const char *loom_gpt_error(const struct loom_gpt *g)
+{
+	return g->err.msg;
+}
+
+static void add_tensor(struct loom_gpt *g, size_t *off, const char *name, int ndim,
+		       int64_t d0, int64_t d1)
+{
+	struct loom_gpt_tensor *t = &g->tensors[g->n_tensors++];
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->ndim = ndim;
+	t->shape[0] = d0;
+	t->shape[1] = ndim > 1 ? d1 : 0;
+	t->numel = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1);
+	t->offset = *off;
+	t->decay = !strstr(name, "bias") && !strstr(name, "ln_");
+	*off += t->numel;
+}
+
+static float *falloc(size_t n)
+{
+	float *p = NULL;
+	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
+		return NULL;
+	memset(p, 0, (n ? n : 1) * sizeof(float));
+	return p;
+}
+
+struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
+{
+	struct loom_gpt *g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	g->cfg = *cfg;
+	g->L = cfg->n_layer;
+	g->C = cfg->n_embd;
+	g->NH = cfg->n_head;
+	g->V = cfg->vocab_size;
+	g->P = cfg->n_positions;
+	int64_t C = g->C;
+	g->tensors = calloc(4 + (size_t)g->L * NLT, sizeof *g->tensors);
+	g->layer = calloc((size_t)g->L, sizeof *g->layer);
+	if (!g->tensors || !g->layer)
+		goto fail;
+	size_t off = 0;
+	char name[64];
+	add_tensor(g, &off, "transformer.wte.weight", 2, g->V, C);
+	add_tensor(g, &off, "transformer.wpe.weight", 2, g->P, C);
+	for (int l = 0; l < g->L; l++) {
+		static const int64_t shp[NLT][2] = {
+			{ 1, 0 }, { 1, 0 }, { 1, 3 }, { 3, 0 }, { 1, 1 }, { 1, 0 },
+			{ 1, 0 }, { 1, 0 }, { 1, 4 }, { 4, 0 }, { 4, 1 }, { 1, 0 },
+		};
+		for (int k = 0; k < NLT; k++) {
+			snprintf(name, sizeof name, "transformer.h.%d.%s", l, lt_names[k]);
+			add_tensor(g, &off, name, shp[k][1] ? 2 : 1, shp[k][0] * C, shp[k][1] * C);
+		}
+	}
+	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
+	add_tensor(g, &off, "transformer.ln_f.bias", 1, C, 0);
+	g->n_params = off;
+	g->params = falloc(off);
+	g->grads = falloc(off);
+	g->m = falloc(off);
+	g->v = falloc(off);
+	if (!g->params || !g->grads || !g->m || !g->v)
+		goto fail;
+	return g;
+fail:
+	loom_gpt_free(g);
+	return NULL;
+}
+
+void loom_gpt_free(struct loom_gpt *g)
+{
+	if (!g)
+		return;
+	free(g->params);
+	free(g->grads);
+	free(g->m);
+	free(g->v);
+	free(g->acts);
+	free(g->inputs);
+	free(g->targets);
+	free(g->tensors);
+	free(g->layer);
+	free(g);
+}
+
+/* Box-Muller normal from two counter hashes. */
+static float normal_at(uint64_t key, size_t i)
+{
+	uint64_t a = loom_k_hash64(key ^ loom_k_hash64(2 * (uint64_t)i));
+	uint64_t b = loom_k_hash64(key ^ loom_k_hash64(2 * (uint64_t)i + 1));
+	double u1 = ((a >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+	double u2 = (b >> 11) * (1.0 / 9007199254740992.0);
+	return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
+{
+	float resid_std = 0.02f / sqrtf(2.0f * g->L);
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct loom_gpt_tensor *t = &g->tensors[i];
+		float *p = g->params + t->offset;
+		uint64_t key = loom_k_hash64(seed ^ loom_k_hash64(0x5eed0000ull + (uint64_t)i));
+		if (t->ndim == 1) {
+			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
+			for (size_t j = 0; j < t->numel; j++)
+				p[j] = v;
+			continue;
+		}
+		float std = strstr(t->name, "c_proj.weight") ? resid_std : 0.02f;
+		#pragma omp parallel for schedule(static)
+		for (size_t j = 0; j < t->numel; j++)
+			p[j] = std * normal_at(key, j);
+	}
+	memset(g->m, 0, g->n_params * sizeof(float));
+	memset(g->v, 0, g->n_params * sizeof(float));
+	memset(g->grads, 0, g->n_params * sizeof(float));
+}
+
+/* ---- activation layout --------------------------------------------------- */
+
+/* Lay out the activations for (B, T) from base (NULL: only count).  Every
+ * pointer is set (relative to base) and the total float count returned. */
+static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, float *base,
+		     struct loom_gpt_lacts *layer, float **glob)
+{
+	size_t N = (size_t)B * T, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
+	int L = cfg->n_layer;
+	size_t off = 0;
+#define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
+	struct loom_gpt_lacts shared = { 0 };
+	for (int l = 0; l < L; l++) {
+		struct loom_gpt_lacts a = { 0 };
+		if (!recompute || l == 0) {
+			TAKE(a.ln1, N * C);
+			TAKE(a.ln1_mean, N);
+			TAKE(a.ln1_rstd, N);
+			TAKE(a.qkv, N * 3 * C);
+			TAKE(a.atty, N * C);
+			TAKE(a.att, (size_t)B * NH * T * T);
+			TAKE(a.res2, N * C);
+			TAKE(a.ln2, N * C);
+			TAKE(a.ln2_mean, N);
+			TAKE(a.ln2_rstd, N);
+			TAKE(a.fch, N * 4 * C);
+			TAKE(a.fch_gelu, N * 4 * C);
+			if (l == 0)
+				shared = a;
+		} else {
+			a = shared;
+		}
+		TAKE(a.res3, N * C);
+		if (layer)
+			layer[l] = a;
+	}
+	/* encoded, lnf, lnf_mean, lnf_rstd, logits, losses, tmp, dres, dbtc, dqkv, dfc */
+	TAKE(glob[0], N * C);
+	TAKE(glob[1], N * C);
+	TAKE(glob[2], N);
+	TAKE(glob[3], N);
+	TAKE(glob[4], N * V);
+	TAKE(glob[5], N);
+	TAKE(glob[6], N * C);
+	TAKE(glob[7], N * C);
+	TAKE(glob[8], N * C);
+	TAKE(glob[9], N * 3 * C);
+	TAKE(glob[10], N * 4 * C);
+#undef TAKE
+	return off;
+}
+
+void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
+			  struct loom_gpt_mem *m)
+{
+	float *glob[11];
+	uint64_t np = loom_config_n_params(cfg);
+	m->params = np * 4;
+	m->grads = np * 4;
+	m->adam = np * 8;
+	m->acts = (uint64_t)layout(cfg, B, T, recompute, NULL, NULL, glob) * 4 +
+		  (uint64_t)B * T * 8;
+	m->total = m->params + m->grads + m->adam + m->acts;
+}
+
+static int ensure_acts(struct loom_gpt *g, int B, int T)
+{
+	if (g->acts && g->B == B && g->T == T)
+		return 0;
+	free(g->acts);
+	free(g->inputs);
+	free(g->targets);
+	g->acts = NULL;
+	g->inputs = g->targets = NULL;
+	g->B = g->T = 0;
+	float *glob[11];
+	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, NULL, NULL, glob);
+	g->acts = falloc(n);
+	g->inputs = malloc(sizeof(int32_t) * (size_t)B * T);
+	g->targets = malloc(sizeof(int32_t) * (size_t)B * T);
+	if (!g->acts || !g->inputs || !g->targets)
+		return loom_err_set(&g->err, LOOM_ENOMEM,
+				    "out of memory for activations (%zu MB at B=%d T=%d)",
+				    n * 4 >> 20, B, T);
+	layout(&g->cfg, B, T, g->cfg.recompute, g->acts, g->layer, glob);
+	g->encoded = glob[0];
+	g->lnf = glob[1];
+	g->lnf_mean = glob[2];
+	g->lnf_rstd = glob[3];
+	g->logits = glob[4];
+	g->losses = glob[5];
+	g->tmp = glob[6];
+	g->dres = glob[7];
+	g->dbtc = glob[8];
+	g->dqkv = glob[9];
+	g->dfc = glob[10];
+	g->n_acts = n;
+	g->B = B;
+	g->T = T;
+	return 0;
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+static uint64_t site_key(uint64_t key, int l, int site)
+{
+	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
+}
+
+static void layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
+{
+	int B = g->B, T = g->T, C = g->C, N = B * T;
+	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon;
+	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
+
+	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+			     LP(g, p, l, LN1B), N, C, eps);
+	loom_k_matmul_fwd(a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
+	loom_k_attention_fwd(a->atty, a->att, a->qkv, B, T, C, g->NH);
+	loom_k_matmul_fwd(g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
+	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
+	loom_k_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+			     LP(g, p, l, LN2B), N, C, eps);
+	loom_k_matmul_fwd(a->fch, a->ln2, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
+	loom_k_gelu_fwd(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+	loom_k_matmul_fwd(g->tmp, a->fch_gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
+	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
+	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
+}
+
+/* Embeddings and all blocks; returns the final hidden states [N,C]. */
+static const float *trunk_fwd(struct loom_gpt *g)
+{
+	int B = g->B, T = g->T, C = g->C;
+	float *p = g->params;
+	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), B, T, C);
+	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
+		       site_key(g->key, -1, 0));
+	const float *x = g->encoded;
+	for (int l = 0; l < g->L; l++) {
+		layer_fwd(g, l, x, &g->layer[l]);
+		x = g->layer[l].res3;
+	}
+	return x;
+}
+
+static int check_tokens(struct loom_gpt *g, const int32_t *t, size_t n, int allow_ignore,
+			const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((t[i] < 0 || t[i] >= g->V) && !(allow_ignore && t[i] == g->cfg.ignore_id))
+			return loom_err_set(&g->err, LOOM_EINVAL,
+					    "%s token %d at position %zu is outside the vocabulary (0..%d)",
+					    what, t[i], i, g->V - 1);
+	return 0;
+}
+
+int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
+		     int B, int T, int train, uint64_t key, float *loss)
+{
+	int rc;
+	if (B < 1 || T < 1 || T > g->P)
+		return loom_err_set(&g->err, LOOM_EINVAL,
+				    "batch %dx%d: T must be in 1..n_positions (%d)", B, T, g->P);
+	size_t N = (size_t)B * T;
+	if ((rc = check_tokens(g, inputs, N, 0, "input")))
+		return rc;
+	if (targets && (rc = check_tokens(g, targets, N, 1, "target")))
+		return rc;
+	if ((rc = ensure_acts(g, B, T)))
+		return rc;
+	memcpy(g->inputs, inputs, N * sizeof(int32_t));
+	if (targets)
+		memcpy(g->targets, targets, N * sizeof(int32_t));
+	g->have_targets = targets != NULL;
+	g->train = train;
+	g->key = key;
+	int C = g->C, V = g->V;
+	float *p = g->params;
+	const float *x = trunk_fwd(g);
+	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
+			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
+	/* logits[N,V] = lnf[N,C] @ wte[V,C]^T */
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, V, C, 1.0f, g->lnf, C,
+		    TP(g, p, T_WTE), C, 0.0f, g->logits, V);
+	g->loss = 0;
+	g->ntok = 0;
+	if (targets) {
+		g->ntok = loom_k_crossentropy_fwd(g->logits, g->losses, g->targets, (int)N, V,
+						  g->cfg.ignore_id);
+		double s = 0;
+		for (size_t i = 0; i < N; i++)
+			s += g->losses[i];
+		g->loss = g->ntok ? (float)(s / g->ntok) : 0.0f;
+	}
+	if (loss)
+		*loss = g->loss;
+	return 0;
+}
+
+/* ---- backward ----------------------------------------------------------- */
+
+/* dres holds d(layer output); on return d(layer input). */
+static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
+{
+	int B = g->B, T = g->T, C = g->C, N = B * T;
+	float *p = g->params, *dp = g->grads;
+	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
+	const float *dproj = g->dres;
+
+	/* MLP: res3 = res2 + drop(fch_gelu @ Wfcp + b) */
+	if (drop > 0) {
+		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
+		dproj = g->tmp;
+	}
+	loom_k_matmul_bwd(g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, a->fch_gelu,
+			  LP(g, p, l, FCPW), N, 4 * C, C);
+	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
+	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, a->ln2,
+			  LP(g, p, l, FCW), N, C, 4 * C);
+	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
+			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
+	/* attention: res2 = x + drop(atty @ Wproj + b) */
+	dproj = g->dres;
+	if (drop > 0) {
+		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+		dproj = g->tmp;
+	}
+	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
+			  LP(g, p, l, PROJW), N, C, C);
+	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->att, B, T, C, g->NH))
+		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
+	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
+			  LP(g, p, l, ATTW), N, C, 3 * C);
+	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
+			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
+	return 0;
+}
+
+int loom_gpt_backward(struct loom_gpt *g, float scale)
+{
+	if (!g->acts || !g->have_targets)
+		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
+	int B = g->B, T = g->T, C = g->C, V = g->V, N = B * T, L = g->L, rc;
+	float *p = g->params, *dp = g->grads;
+	if (!g->ntok)
+		return 0; /* every target ignored: no gradient */
+	float dloss = scale / (float)g->ntok;
+	loom_k_crossentropy_bwd(g->logits, g->targets, N, V, g->cfg.ignore_id, dloss);
+	/* dwte += dlogits^T @ lnf ; dlnf = dlogits @ wte */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, N, 1.0f, g->logits, V, g->lnf,
+		    C, 1.0f, TP(g, dp, T_WTE), C);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, V, 1.0f, g->logits, V,
+		    TP(g, p, T_WTE), C, 0.0f, g->dbtc, C);
+	memset(g->dres, 0, sizeof(float) * N * C);
+	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->dbtc,
+			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
+			     N, C);
+	for (int l = L - 1; l >= 0; l--) {
+		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
+		if (g->cfg.recompute)
+			layer_fwd(g, l, x, &g->layer[l]);
+		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
+			return rc;
+	}
+	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
+		       site_key(g->key, -1, 0));
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
+	g->have_targets = 0; /* logits now hold gradients */
+	return 0;
+}
+
+void loom_gpt_zero_grad(struct loom_gpt *g)
+{
+	memset(g->grads, 0, g->n_params * sizeof(float));
+}
+
+void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
+{
+	float n = (float)sqrt(loom_k_sumsq(g->grads, g->n_params));
+	if (norm)
+		*norm = n;
+	if (g->cfg.grad_clip > 0 && n > g->cfg.grad_clip)
+		loom_k_scale(g->grads, g->n_params, (float)(g->cfg.grad_clip / n));
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct loom_gpt_tensor *tt = &g->tensors[i];
+		size_t o = tt->offset;
+		loom_k_adamw(g->params + o, g->grads + o, g->m + o, g->v + o, tt->numel, lr,
+			     (float)g->cfg.beta1, (float)g->cfg.beta2, (float)g->cfg.eps,
+			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t);
+	}
+}
+
+void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
+			  int64_t *ncorrect)
+{
+	int N = g->B * g->T, V = g->V;
+	double s = 0;
+	int64_t correct = 0;
+	if (!g->have_targets) {
+		*nll = 0;
+		*ntok = 0;
+		*ncorrect = 0;
+		return;
+	}
+	#pragma omp parallel for schedule(static) reduction(+:correct)
+	for (int n = 0; n < N; n++) {
+		if (g->targets[n] == g->cfg.ignore_id)
+			continue;
+		const float *r = g->logits + (size_t)n * V;
+		int best = 0;
+		for (int v = 1; v < V; v++)
+			if (r[v] > r[best])
+				best = v;
+		correct += best == g->targets[n];
+	}
+	for (int n = 0; n < N; n++)
+		s += g->losses[n];
+	*nll = s;
+	*ntok = g->ntok;
+	*ncorrect = correct;
+}
+
+/* ---- generation ----------------------------------------------------------- */
+
+int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out)
+{
+	int rc;
+	if (n < 1 || n > g->P)
+		return loom_err_set(&g->err, LOOM_EINVAL,
+				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
+	if ((rc = check_tokens(g, tok, (size_t)n, 0, "input")))
+		return rc;
+	if ((rc = ensure_acts(g, 1, n)))
+		return rc;
+	memcpy(g->inputs, tok, sizeof(int32_t) * n);
+	g->have_targets = 0;
+	g->train = 0;
+	g->key = 0;
+	int C = g->C;
+	float *p = g->params;
+	const float *x = trunk_fwd(g) + (size_t)(n - 1) * C;
+	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
+			     TP(g, p, T_LNFB(g->L)), 1, C, (float)g->cfg.layer_norm_epsilon);
+	cblas_sgemv(CblasRowMajor, CblasNoTrans, g->V, C, 1.0f, TP(g, p, T_WTE), C, g->lnf, 1,
+		    0.0f, out, 1);
+	return 0;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, uint64_t *rng)
+{
+	int best = 0;
+	for (int v = 1; v < V; v++)
+		if (logits[v] > logits[best])
+			best = v;
+	if (temperature <= 0)
+		return best;
+	float thresh = -INFINITY;
+	if (top_k > 0 && top_k < V) {
+		float *s = malloc(sizeof(float) * V);
+		if (!s)
+			return best;
+		memcpy(s, logits, sizeof(float) * V);
+		qsort(s, V, sizeof(float), cmp_desc);
+		thresh = s[top_k - 1];
+		free(s);
+	}
+	double sum = 0, mx = logits[best];
+	for (int v = 0; v < V; v++)
+		if (logits[v] >= thresh)
+			sum += exp((logits[v] - mx) / temperature);
+	*rng += 0x9e3779b97f4a7c15ull;
+	double u = (loom_k_hash64(*rng) >> 11) * (1.0 / 9007199254740992.0) * sum, c = 0;
+	for (int v = 0; v < V; v++)
+		if (logits[v] >= thresh) {
+			c += exp((logits[v] - mx) / temperature);
+			if (u < c)
+				return v;
+		}
+	return best;
+}
+
+void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int32_t *in,
+			    int32_t *tg)
+{
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++) {
+			uint32_t x = rec[(size_t)b * rec_len + t], y = rec[(size_t)b * rec_len + t + 1];
+			in[(size_t)b * T + t] = x > INT32_MAX ? INT32_MIN : (int32_t)x;
+			tg[(size_t)b * T + t] = y > INT32_MAX ? INT32_MIN : (int32_t)y;
+		}
+}

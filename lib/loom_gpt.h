@@ -1,0 +1,147 @@
+/*
+ * loom_gpt.h - a GPT-2 / GPT-3 style decoder-only transformer in plain C
+ * (llm.c style): forward, backward, AdamW, generation helpers.
+ *
+ * Model: token + learned position embeddings (+ optional dropout),
+ * n_layer pre-LayerNorm blocks of causal multi-head self-attention and a
+ * GELU(tanh) MLP of width 4C (residual dropout after each projection),
+ * final LayerNorm, LM head tied to the token embedding.
+ *
+ * Memory: parameters, gradients and the AdamW moments m and v are each ONE
+ * float allocation of n_params values, laid out as HuggingFace GPT-2's
+ * state dict in its order and layouts (Conv1D weights [in, out]):
+ *   transformer.wte.weight [V, C], transformer.wpe.weight [P, C],
+ *   transformer.h.{i}.ln_1.weight/bias [C], .attn.c_attn.weight [C, 3C],
+ *   .attn.c_attn.bias [3C], .attn.c_proj.weight [C, C], .attn.c_proj.bias,
+ *   .ln_2.weight/bias, .mlp.c_fc.weight [C, 4C], .mlp.c_fc.bias [4C],
+ *   .mlp.c_proj.weight [4C, C], .mlp.c_proj.bias, transformer.ln_f.weight/bias.
+ * g->tensors[] lists (name, shape, offset, decay) so checkpoints dump and
+ * load tensors directly (loom_gpt_ckpt_tensors()).  Activations are one
+ * more allocation, sized for the (B, T) of the last forward; with
+ * cfg.recompute only each layer's output is kept and the layer is
+ * recomputed during backward.
+ *
+ * Determinism: same parameters, data, dropout key and thread count give
+ * bit-identical results (see loom_kernels.h).
+ *
+ * Errors: 0 or negative LOOM_E*; message in g->err (loom_gpt_error()).
+ * Nothing prints.
+ */
+#ifndef LOOM_GPT_H
+#define LOOM_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+#include "loom_config.h"
+
+struct loom_gpt_tensor {
+	char name[64];
+	int ndim;
+	int64_t shape[2];
+	size_t offset;          /* in floats, into params/grads/m/v */
+	size_t numel;
+	int decay;              /* 1: weight decay applies (not norm/bias) */
+};
+
+/* Per-layer activations (pointers into g->acts). */
+struct loom_gpt_lacts {
+	float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
+	float *qkv;                         /* [N,3C] */
+	float *atty;                        /* [N,C] */
+	float *att;                         /* [B,NH,T,T] */
+	float *res2;                        /* [N,C] */
+	float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
+	float *fch, *fch_gelu;              /* [N,4C] */
+	float *res3;                        /* [N,C] layer output */
+};
+
+struct loom_gpt {
+	struct loom_config cfg;
+	int L, C, NH, V, P;                 /* layers, hidden, heads, vocab, positions */
+	size_t n_params;
+	float *params, *grads, *m, *v;      /* one allocation each */
+	int n_tensors;
+	struct loom_gpt_tensor *tensors;
+	/* activations for the current (B, T) */
+	int B, T;
+	size_t n_acts;
+	float *acts;
+	struct loom_gpt_lacts *layer;       /* [L] */
+	float *encoded;                     /* [N,C] */
+	float *lnf, *lnf_mean, *lnf_rstd;   /* [N,C], [N], [N] */
+	float *logits;                      /* [N,V] (probs after a loss forward) */
+	float *losses;                      /* [N] */
+	float *tmp, *dres, *dbtc, *dqkv, *dfc; /* scratch / backward buffers */
+	int32_t *inputs, *targets;          /* [N] copies of the last batch */
+	int have_targets;
+	int ntok;                           /* counted targets of the last forward */
+	float loss;                         /* mean loss of the last forward */
+	int train;                          /* last forward used dropout */
+	uint64_t key;                       /* dropout key of the last forward */
+	struct loom_err err;
+};
+
+/* Model from a validated config; parameters are zero until
+ * loom_gpt_init_weights() or a checkpoint load.  NULL on ENOMEM. */
+struct loom_gpt *loom_gpt_new(const struct loom_config *cfg);
+void loom_gpt_free(struct loom_gpt *g);
+const char *loom_gpt_error(const struct loom_gpt *g);
+
+/* GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+ * biases 0, LayerNorm weights 1.  Counter-based: independent of threads. */
+void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed);
+
+/* Forward on inputs[B,T] (token ids < V).  With targets[B,T] (ids < V or
+ * cfg.ignore_id) computes the mean cross-entropy into *loss (may be NULL)
+ * and keeps what backward needs.  train != 0 applies dropout with the
+ * mask key `key`.  T <= n_positions. */
+int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
+		     int B, int T, int train, uint64_t key, float *loss);
+/* Backward of the last forward (which had targets); gradients are ADDED
+ * to g->grads, the loss scaled by `scale` (1/grad_accum). */
+int loom_gpt_backward(struct loom_gpt *g, float scale);
+void loom_gpt_zero_grad(struct loom_gpt *g);
+/* Global gradient norm (before clipping) into *norm; clip to cfg.grad_clip
+ * (if > 0); AdamW step `t` (1-based) at learning rate lr, weight decay only
+ * on tensors with decay set. */
+void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
+
+/* Evaluation counts of the last forward with targets: summed NLL, counted
+ * tokens, tokens whose argmax prediction equals the target. */
+void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
+			  int64_t *ncorrect);
+
+/* Generation: forward one sequence tok[n] (1 <= n <= n_positions) and write
+ * the logits of the last position into out[V]. */
+int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out);
+/* Sample a token from logits[V] at temperature (<= 0: argmax), keeping the
+ * top_k largest (0 = all); *rng is a splitmix64 counter state. */
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k,
+		    uint64_t *rng);
+
+/* Split frame records rec[B, rec_len] into inputs/targets [B, T]
+ * (inputs = rec[b, 0..T-1], targets = rec[b, 1..T]). */
+void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int32_t *in,
+			    int32_t *tg);
+
+/* Memory plan for a config at batch B, sequence T (bytes). */
+struct loom_gpt_mem {
+	uint64_t params, grads, adam, acts, total;
+};
+void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
+			  struct loom_gpt_mem *m);
+
+/* --- checkpoints (lib/loom_gpt_ckpt.c, on top of lib/loom_ckpt.h) ------ */
+struct loom_ckpt_tensor;
+struct loom_ckpt;
+/* Fill out[g->n_tensors] with names/shapes and data = base + offset
+ * (base: g->params, g->m or g->v). */
+void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
+			   struct loom_ckpt_tensor *out);
+/* The config stored in a checkpoint: loom's own ("loom" object) if
+ * present, else built from the HF keys over defaults.  Validated. */
+int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg);
+
+#endif

@@ -1,0 +1,655 @@
+/* loom_kernels.c - fast (sgemm + OpenMP) and naive GPT kernels; see loom_kernels.h. */
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_kernels.h"
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+/* Column blocks for reductions over rows: each thread owns whole columns. */
+#define COLBLK 64
+
+/* ---- encoder ----------------------------------------------------------- */
+
+void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+			int B, int T, int C)
+{
+	#pragma omp parallel for schedule(static)
+	for (int bt = 0; bt < B * T; bt++) {
+		const float *e = wte + (size_t)tok[bt] * C, *p = wpe + (size_t)(bt % T) * C;
+		float *o = out + (size_t)bt * C;
+		for (int c = 0; c < C; c++)
+			o[c] = e[c] + p[c];
+	}
+}
+
+void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
+			      const float *wpe, int B, int T, int C)
+{
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			for (int c = 0; c < C; c++)
+				out[((size_t)b * T + t) * C + c] =
+					wte[(size_t)tok[b * T + t] * C + c] + wpe[(size_t)t * C + c];
+}
+
+void loom_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+			int B, int T, int C)
+{
+	int nblk = (C + COLBLK - 1) / COLBLK;
+	#pragma omp parallel for schedule(static)
+	for (int blk = 0; blk < nblk; blk++) {
+		int c0 = blk * COLBLK, c1 = c0 + COLBLK < C ? c0 + COLBLK : C;
+		for (int b = 0; b < B; b++)
+			for (int t = 0; t < T; t++) {
+				const float *d = dout + ((size_t)b * T + t) * C;
+				float *e = dwte + (size_t)tok[b * T + t] * C, *p = dwpe + (size_t)t * C;
+				for (int c = c0; c < c1; c++) {
+					e[c] += d[c];
+					p[c] += d[c];
+				}
+			}
+	}
+}
+
+void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, const float *dout,
+			      const int32_t *tok, int B, int T, int C)
+{
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			for (int c = 0; c < C; c++) {
+				float d = dout[((size_t)b * T + t) * C + c];
+				dwte[(size_t)tok[b * T + t] * C + c] += d;
+				dwpe[(size_t)t * C + c] += d;
+			}
+}
+
+/* ---- layernorm --------------------------------------------------------- */
+
+static void ln_row(float *o, float *mean, float *rstd, const float *x, const float *w,
+		   const float *b, int C, float eps)
+{
+	float m = 0, v = 0;
+	for (int c = 0; c < C; c++)
+		m += x[c];
+	m /= C;
+	for (int c = 0; c < C; c++) {
+		float d = x[c] - m;
+		v += d * d;
+	}
+	v /= C;
+	float s = 1.0f / sqrtf(v + eps);
+	for (int c = 0; c < C; c++)
+		o[c] = (x[c] - m) * s * w[c] + b[c];
+	*mean = m;
+	*rstd = s;
+}
+
+void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+			  const float *w, const float *b, int N, int C, float eps)
+{
+	#pragma omp parallel for schedule(static)
+	for (int n = 0; n < N; n++)
+		ln_row(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b, C, eps);
+}
+
+void loom_k_layernorm_fwd_naive(float *out, float *mean, float *rstd, const float *inp,
+				const float *w, const float *b, int N, int C, float eps)
+{
+	for (int n = 0; n < N; n++) {
+		const float *x = inp + (size_t)n * C;
+		double m = 0, v = 0;
+		for (int c = 0; c < C; c++)
+			m += x[c];
+		m /= C;
+		for (int c = 0; c < C; c++)
+			v += (x[c] - m) * (x[c] - m);
+		v /= C;
+		double s = 1.0 / sqrt(v + eps);
+		for (int c = 0; c < C; c++)
+			out[(size_t)n * C + c] = (float)((x[c] - m) * s * w[c] + b[c]);
+		mean[n] = (float)m;
+		rstd[n] = (float)s;
+	}
+}
+
+void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
+			  const float *inp, const float *w, const float *mean,
+			  const float *rstd, int N, int C)
+{
+	#pragma omp parallel
+	{
+		#pragma omp for schedule(static)
+		for (int n = 0; n < N; n++) {
+			const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+			float *dx = dinp + (size_t)n * C;
+			float m = mean[n], s = rstd[n], a = 0, bb = 0;
+			for (int c = 0; c < C; c++) {
+				float dn = dy[c] * w[c];
+				a += dn;
+				bb += dn * (x[c] - m) * s;
+			}
+			a /= C;
+			bb /= C;
+			for (int c = 0; c < C; c++) {
+				float norm = (x[c] - m) * s;
+				dx[c] += (dy[c] * w[c] - a - norm * bb) * s;
+			}
+		}
+		int nblk = (C + COLBLK - 1) / COLBLK;
+		#pragma omp for schedule(static)
+		for (int blk = 0; blk < nblk; blk++) {
+			int c0 = blk * COLBLK, c1 = c0 + COLBLK < C ? c0 + COLBLK : C;
+			for (int n = 0; n < N; n++) {
+				const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+				float m = mean[n], s = rstd[n];
+				for (int c = c0; c < c1; c++) {
+					dw[c] += dy[c] * (x[c] - m) * s;
+					db[c] += dy[c];
+				}
+			}
+		}
+	}
+}
+
+void loom_k_layernorm_bwd_naive(float *dinp, float *dw, float *db, const float *dout,
+				const float *inp, const float *w, const float *mean,
+				const float *rstd, int N, int C)
+{
+	for (int n = 0; n < N; n++) {
+		const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+		double a = 0, bb = 0;
+		for (int c = 0; c < C; c++) {
+			double norm = (x[c] - mean[n]) * (double)rstd[n];
+			a += dy[c] * w[c];
+			bb += dy[c] * w[c] * norm;
+		}
+		a /= C;
+		bb /= C;
+		for (int c = 0; c < C; c++) {
+			double norm = (x[c] - mean[n]) * (double)rstd[n];
+			dw[c] += (float)(dy[c] * norm);
+			db[c] += dy[c];
+			dinp[(size_t)n * C + c] += (float)((dy[c] * w[c] - a - norm * bb) * rstd[n]);
+		}
+	}
+}
+
+/* ---- matmul ------------------------------------------------------------ */
+
+void loom_k_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
+		       int N, int IC, int OC)
+{
+	float beta = 0;
+	if (bias) {
+		#pragma omp parallel for schedule(static)
+		for (int n = 0; n < N; n++)
+			memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
+		beta = 1;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, IC, 1.0f, inp, IC, w, OC,
+		    beta, out, OC);
+}
+
+void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
+			     const float *bias, int N, int IC, int OC)
+{
+	for (int n = 0; n < N; n++)
+		for (int o = 0; o < OC; o++) {
+			double s = bias ? bias[o] : 0;
+			for (int i = 0; i < IC; i++)
+				s += (double)inp[(size_t)n * IC + i] * w[(size_t)i * OC + o];
+			out[(size_t)n * OC + o] = (float)s;
+		}
+}
+
+void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+		       const float *inp, const float *w, int N, int IC, int OC)
+{
+	if (dinp)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, IC, OC, 1.0f, dout, OC, w,
+			    OC, 0.0f, dinp, IC);
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC,
+		    1.0f, dw, OC);
+	if (dbias) {
+		int nblk = (OC + COLBLK - 1) / COLBLK;
+		#pragma omp parallel for schedule(static)
+		for (int blk = 0; blk < nblk; blk++) {
+			int c0 = blk * COLBLK, c1 = c0 + COLBLK < OC ? c0 + COLBLK : OC;
+			float acc[COLBLK] = { 0 };
+			for (int n = 0; n < N; n++)
+				for (int c = c0; c < c1; c++)
+					acc[c - c0] += dout[(size_t)n * OC + c];
+			for (int c = c0; c < c1; c++)
+				dbias[c] += acc[c - c0];
+		}
+	}
+}
+
+void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
+			     const float *inp, const float *w, int N, int IC, int OC)
+{
+	if (dinp)
+		for (int n = 0; n < N; n++)
+			for (int i = 0; i < IC; i++) {
+				double s = 0;
+				for (int o = 0; o < OC; o++)
+					s += (double)dout[(size_t)n * OC + o] * w[(size_t)i * OC + o];
+				dinp[(size_t)n * IC + i] = (float)s;
+			}
+	for (int i = 0; i < IC; i++)
+		for (int o = 0; o < OC; o++) {
+			double s = 0;
+			for (int n = 0; n < N; n++)
+				s += (double)inp[(size_t)n * IC + i] * dout[(size_t)n * OC + o];
+			dw[(size_t)i * OC + o] += (float)s;
+		}
+	if (dbias)
+		for (int o = 0; o < OC; o++) {
+			double s = 0;
+			for (int n = 0; n < N; n++)
+				s += dout[(size_t)n * OC + o];
+			dbias[o] += (float)s;
+		}
+}
+
+/* ---- attention --------------------------------------------------------- */
+
+void loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+			  int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	#pragma omp parallel for schedule(static)
+	for (int bh = 0; bh < B * NH; bh++) {
+		int b = bh / NH, h = bh % NH;
+		const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+		float *a = att + (size_t)bh * T * T;
+		float *o = out + (size_t)b * T * C + h * hs;
+		/* a = scale * q @ k^T (only the lower triangle is used) */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
+			    0.0f, a, T);
+		for (int i = 0; i < T; i++) {
+			float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
+			for (int j = 0; j <= i; j++)
+				mx = r[j] > mx ? r[j] : mx;
+			for (int j = 0; j <= i; j++) {
+				r[j] = expf(r[j] - mx);
+				sum += r[j];
+			}
+			float inv = 1.0f / sum;
+			for (int j = 0; j <= i; j++)
+				r[j] *= inv;
+			for (int j = i + 1; j < T; j++)
+				r[j] = 0;
+		}
+		/* o = a @ v */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3,
+			    0.0f, o, C);
+	}
+}
+
+void loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
+				int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	double scale = 1.0 / sqrt((double)hs);
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++)
+			for (int i = 0; i < T; i++) {
+				const float *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+				float *a = att + (((size_t)b * NH + h) * T + i) * T;
+				double mx = -INFINITY, sum = 0;
+				for (int j = 0; j <= i; j++) {
+					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					double s = 0;
+					for (int d = 0; d < hs; d++)
+						s += (double)q[d] * k[d];
+					a[j] = (float)(s * scale);
+					if (a[j] > mx)
+						mx = a[j];
+				}
+				for (int j = 0; j <= i; j++) {
+					double e = exp(a[j] - mx);
+					a[j] = (float)e;
+					sum += e;
+				}
+				for (int j = 0; j < T; j++)
+					a[j] = j <= i ? (float)(a[j] / sum) : 0.0f;
+				float *o = out + ((size_t)b * T + i) * C + h * hs;
+				for (int d = 0; d < hs; d++) {
+					double s = 0;
+					for (int j = 0; j <= i; j++)
+						s += (double)a[j] *
+						     qkv[((size_t)b * T + j) * C3 + 2 * C + h * hs + d];
+					o[d] = (float)s;
+				}
+			}
+}
+
+int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
+			 int B, int T, int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C, fail = 0;
+	float scale = 1.0f / sqrtf((float)hs);
+	#pragma omp parallel
+	{
+		float *dp = malloc(sizeof(float) * (size_t)T * T);
+		if (!dp) {
+			#pragma omp atomic write
+			fail = 1;
+		}
+		#pragma omp for schedule(static)
+		for (int bh = 0; bh < B * NH; bh++) {
+			if (!dp)
+				continue;
+			int b = bh / NH, h = bh % NH;
+			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+			float *dq = dqkv + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+			const float *p = att + (size_t)bh * T * T;
+			const float *dy = dout + (size_t)b * T * C + h * hs;
+			/* dP = dY @ V^T ; dV = P^T @ dY */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v,
+				    C3, 0.0f, dp, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, dy,
+				    C, 0.0f, dv, C3);
+			/* dS = P * (dP - rowsum(P * dP)), causal */
+			for (int i = 0; i < T; i++) {
+				const float *pr = p + (size_t)i * T;
+				float *r = dp + (size_t)i * T, dot = 0;
+				for (int j = 0; j <= i; j++)
+					dot += pr[j] * r[j];
+				for (int j = 0; j <= i; j++)
+					r[j] = pr[j] * (r[j] - dot);
+				for (int j = i + 1; j < T; j++)
+					r[j] = 0;
+			}
+			/* dQ = scale dS @ K ; dK = scale dS^T @ Q */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dp, T,
+				    k, C3, 0.0f, dq, C3);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dp, T, q,
+				    C3, 0.0f, dk, C3);
+		}
+		free(dp);
+	}
+	return fail ? -1 : 0;
+}
+
+int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
+			       const float *att, int B, int T, int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	double scale = 1.0 / sqrt((double)hs);
+	double *dp = malloc(sizeof(double) * T);
+	if (!dp)
+		return -1;
+	memset(dqkv, 0, sizeof(float) * (size_t)B * T * C3);
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++)
+			for (int i = 0; i < T; i++) {
+				const float *a = att + (((size_t)b * NH + h) * T + i) * T;
+				const float *dy = dout + ((size_t)b * T + i) * C + h * hs;
+				const float *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+				float *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
+				double dot = 0;
+				for (int j = 0; j <= i; j++) {
+					const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					float *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					double s = 0;
+					for (int d = 0; d < hs; d++) {
+						s += (double)dy[d] * v[d];
+						dv[d] += a[j] * dy[d];
+					}
+					dp[j] = s;
+					dot += a[j] * s;
+				}
+				for (int j = 0; j <= i; j++) {
+					double ds = a[j] * (dp[j] - dot) * scale;
+					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					float *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					for (int d = 0; d < hs; d++) {
+						dq[d] += (float)(ds * k[d]);
+						dk[d] += (float)(ds * q[d]);
+					}
+				}
+			}
+	free(dp);
+	return 0;
+}
+
+/* ---- gelu -------------------------------------------------------------- */
+
+void loom_k_gelu_fwd(float *out, const float *inp, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		float x = inp[i];
+		out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+	}
+}
+
+void loom_k_gelu_fwd_naive(float *out, const float *inp, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double x = inp[i];
+		out[i] = (float)(0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))));
+	}
+}
+
+void loom_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		float x = inp[i];
+		float u = GELU_K * (x + 0.044715f * x * x * x);
+		float th = tanhf(u);
+		float sech2 = 1.0f - th * th;
+		float g = 0.5f * (1.0f + th) +
+			  0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+		dinp[i] = dout[i] * g;
+	}
+}
+
+void loom_k_gelu_bwd_naive(float *dinp, const float *inp, const float *dout, size_t n)
+{
+	double k = sqrt(2.0 / M_PI);
+	for (size_t i = 0; i < n; i++) {
+		double x = inp[i], th = tanh(k * (x + 0.044715 * x * x * x));
+		double g = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * k * (1 + 3 * 0.044715 * x * x);
+		dinp[i] = (float)(dout[i] * g);
+	}
+}
+
+void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		out[i] = a[i] + b[i];
+}
+
+/* ---- dropout ----------------------------------------------------------- */
+
+uint64_t loom_k_hash64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static inline int keep(uint64_t key, size_t i, float p)
+{
+	uint64_t h = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
+	return (float)((h >> 40) * (1.0 / 16777216.0)) >= p;
+}
+
+void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
+{
+	if (p <= 0)
+		return;
+	float s = 1.0f / (1.0f - p);
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] = keep(key, i, p) ? x[i] * s : 0.0f;
+}
+
+void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
+{
+	if (p <= 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		x[i] = keep(key, i, p) ? x[i] / (1.0f - p) : 0.0f;
+}
+
+/* ---- cross-entropy ----------------------------------------------------- */
+
+int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets, int N,
+			    int V, int ignore_id)
+{
+	int count = 0;
+	#pragma omp parallel for schedule(static) reduction(+:count)
+	for (int n = 0; n < N; n++) {
+		float *r = logits + (size_t)n * V, mx = -INFINITY, sum = 0;
+		for (int v = 0; v < V; v++)
+			mx = r[v] > mx ? r[v] : mx;
+		int t = targets[n];
+		float lt = t >= 0 && t < V ? r[t] : 0;
+		for (int v = 0; v < V; v++) {
+			r[v] = expf(r[v] - mx);
+			sum += r[v];
+		}
+		float inv = 1.0f / sum;
+		for (int v = 0; v < V; v++)
+			r[v] *= inv;
+		if (t == ignore_id) {
+			losses[n] = 0;
+		} else {
+			losses[n] = logf(sum) + mx - lt;
+			count++;
+		}
+	}
+	return count;
+}
+
+int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *targets,
+				  int N, int V, int ignore_id)
+{
+	int count = 0;
+	for (int n = 0; n < N; n++) {
+		float *r = logits + (size_t)n * V;
+		double mx = -INFINITY, sum = 0;
+		for (int v = 0; v < V; v++)
+			if (r[v] > mx)
+				mx = r[v];
+		for (int v = 0; v < V; v++)
+			sum += exp(r[v] - mx);
+		int t = targets[n];
+		losses[n] = t == ignore_id ? 0.0f : (float)(log(sum) + mx - r[t]);
+		count += t != ignore_id;
+		for (int v = 0; v < V; v++)
+			r[v] = (float)(exp(r[v] - mx) / sum);
+	}
+	return count;
+}
+
+void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
+			     int ignore_id, float dloss)
+{
+	#pragma omp parallel for schedule(static)
+	for (int n = 0; n < N; n++) {
+		float *r = probs + (size_t)n * V;
+		int t = targets[n];
+		if (t == ignore_id) {
+			memset(r, 0, sizeof(float) * V);
+			continue;
+		}
+		for (int v = 0; v < V; v++)
+			r[v] *= dloss;
+		r[t] -= dloss;
+	}
+}
+
+void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
+				   int ignore_id, float dloss)
+{
+	for (int n = 0; n < N; n++)
+		for (int v = 0; v < V; v++) {
+			float *p = probs + (size_t)n * V + v;
+			if (targets[n] == ignore_id)
+				*p = 0;
+			else
+				*p = (*p - (v == targets[n] ? 1.0f : 0.0f)) * dloss;
+		}
+}
+
+/* ---- optimizer --------------------------------------------------------- */
+
+void loom_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+		  float beta1, float beta2, float eps, float wd, int64_t t)
+{
+	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
+	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		float gi = g[i];
+		float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+		float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+		m[i] = mi;
+		v[i] = vi;
+		p[i] -= lr * (mi * c1 / (sqrtf(vi * c2) + eps) + wd * p[i]);
+	}
+}
+
+void loom_k_adamw_naive(float *p, const float *g, float *m, float *v, size_t n, float lr,
+			float beta1, float beta2, float eps, float wd, int64_t t)
+{
+	for (size_t i = 0; i < n; i++) {
+		m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+		v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+		double mh = m[i] / (1.0 - pow(beta1, (double)t));
+		double vh = v[i] / (1.0 - pow(beta2, (double)t));
+		p[i] = (float)(p[i] - lr * (mh / (sqrt(vh) + eps) + wd * p[i]));
+	}
+}
+
+#define SUMSQ_CHUNK 65536
+
+double loom_k_sumsq(const float *x, size_t n)
+{
+	size_t nch = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
+	double part[256], total = 0;
+	/* process in rounds of 256 chunks; each chunk summed serially */
+	for (size_t base = 0; base < nch; base += 256) {
+		size_t m = nch - base < 256 ? nch - base : 256;
+		#pragma omp parallel for schedule(static)
+		for (size_t c = 0; c < m; c++) {
+			size_t i0 = (base + c) * SUMSQ_CHUNK;
+			size_t i1 = i0 + SUMSQ_CHUNK < n ? i0 + SUMSQ_CHUNK : n;
+			double s = 0;
+			for (size_t i = i0; i < i1; i++)
+				s += (double)x[i] * x[i];
+			part[c] = s;
+		}
+		for (size_t c = 0; c < m; c++)
+			total += part[c];
+	}
+	return total;
+}
+
+double loom_k_sumsq_naive(const float *x, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
+void loom_k_scale(float *x, size_t n, float s)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] *= s;
+}

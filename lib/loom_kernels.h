@@ -1,0 +1,121 @@
+/*
+ * loom_kernels.h - the GPT's compute kernels, each a fast version beside a
+ * naive reference.
+ *
+ * Purpose: plain functions over flat float arrays (shapes in the
+ * comments; row-major; N = B*T rows).  The fast kernels use OpenBLAS
+ * sgemm for every matrix product and OpenMP for the rest; the `_naive`
+ * ones are straightforward loops kept as the specification and tested
+ * against the fast ones (tests/gpt_kernels.c).
+ *
+ * Determinism: every fast kernel gives bit-identical results for the same
+ * inputs and thread count.  Reductions over rows (weight/bias gradients,
+ * embedding gradients) are split by columns, never by rows, so no two
+ * threads add into one value; global sums use fixed-size chunks.
+ *
+ * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
+ * Nothing here allocates except the attention backward's per-thread
+ * T x T scratch; nothing prints.
+ */
+#ifndef LOOM_KERNELS_H
+#define LOOM_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :] */
+void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+			int B, int T, int C);
+void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
+			      const float *wpe, int B, int T, int C);
+/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout */
+void loom_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+			int B, int T, int C);
+void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, const float *dout,
+			      const int32_t *tok, int B, int T, int C);
+
+/* out[N,C] = (inp - mean) * rstd * w + b; mean[N], rstd[N] saved. */
+void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+			  const float *w, const float *b, int N, int C, float eps);
+void loom_k_layernorm_fwd_naive(float *out, float *mean, float *rstd, const float *inp,
+				const float *w, const float *b, int N, int C, float eps);
+/* dinp[N,C] +=, dw[C] +=, db[C] += */
+void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
+			  const float *inp, const float *w, const float *mean,
+			  const float *rstd, int N, int C);
+void loom_k_layernorm_bwd_naive(float *dinp, float *dw, float *db, const float *dout,
+				const float *inp, const float *w, const float *mean,
+				const float *rstd, int N, int C);
+
+/* out[N,OC] = inp[N,IC] @ w[IC,OC] + bias[OC] (bias may be NULL) */
+void loom_k_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
+		       int N, int IC, int OC);
+void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
+			     const float *bias, int N, int IC, int OC);
+/* dinp[N,IC] = dout @ w^T (overwritten; may be NULL), dw[IC,OC] += inp^T @ dout,
+ * dbias[OC] += sum_n dout (may be NULL) */
+void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
+		       const float *inp, const float *w, int N, int IC, int OC);
+void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
+			     const float *inp, const float *w, int N, int IC, int OC);
+
+/* Causal multi-head attention.  qkv[B,T,3C] (q|k|v, heads of C/NH),
+ * out[B,T,C], att[B,NH,T,T] softmax probabilities (zero above the
+ * diagonal). */
+void loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+			  int NH);
+void loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
+				int C, int NH);
+/* dqkv[B,T,3C] = gradient (overwritten).  O(T^2 * hs) per head, threaded
+ * over (b, h).  Returns 0 or -1 if scratch could not be allocated. */
+int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
+			 int B, int T, int C, int NH);
+int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
+			       const float *att, int B, int T, int C, int NH);
+
+/* GELU, tanh approximation ("gelu_new"). */
+void loom_k_gelu_fwd(float *out, const float *inp, size_t n);
+void loom_k_gelu_fwd_naive(float *out, const float *inp, size_t n);
+/* dinp = dout * gelu'(inp) (dinp may alias dout) */
+void loom_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+void loom_k_gelu_bwd_naive(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* out = a + b */
+void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
+
+/* Dropout with a counter-based mask: element i is kept iff
+ * hash(key, i) >= p; kept values are scaled by 1/(1-p).  The same key
+ * gives the same mask (recompute and backward regenerate it).  x in place. */
+void loom_k_dropout(float *x, size_t n, float p, uint64_t key);
+void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key);
+
+/* Softmax + cross-entropy.  logits[N,V] are replaced by probabilities;
+ * losses[N] = -log p[target] (0 where target == ignore_id).  Returns the
+ * number of counted (non-ignored) targets. */
+int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets, int N,
+			    int V, int ignore_id);
+int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *targets,
+				  int N, int V, int ignore_id);
+/* probs[N,V] -> dlogits in place: (p - onehot(target)) * dloss; rows with
+ * target == ignore_id become zero. */
+void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
+			     int ignore_id, float dloss);
+void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
+				   int ignore_id, float dloss);
+
+/* AdamW step t (1-based) with bias correction; decoupled weight decay wd. */
+void loom_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+		  float beta1, float beta2, float eps, float wd, int64_t t);
+void loom_k_adamw_naive(float *p, const float *g, float *m, float *v, size_t n, float lr,
+			float beta1, float beta2, float eps, float wd, int64_t t);
+
+/* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */
+double loom_k_sumsq(const float *x, size_t n);
+double loom_k_sumsq_naive(const float *x, size_t n);
+/* x *= s */
+void loom_k_scale(float *x, size_t n, float s);
+
+/* splitmix64 hash, the basis of loom's counter-based randomness. */
+uint64_t loom_k_hash64(uint64_t x);
+
+#endif

@@ -1,0 +1,243 @@
+/* Gradients of the whole GPT (lib/loom_gpt.h) against central finite
+ * differences on a tiny model; recompute and dropout variants; and the
+ * bookkeeping around backward (accumulation, determinism, ignore id). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_gpt.h"
+#include "loom_kernels.h"
+#include "tap.h"
+
+enum { B = 2, T = 7 };
+
+static struct loom_config tiny_cfg(void)
+{
+	struct loom_config c;
+	loom_config_defaults(&c);
+	c.n_layer = 2;
+	c.n_embd = 16;
+	c.n_head = 4;
+	c.vocab_size = 23;
+	c.n_positions = 8;
+	c.seq_len = T;
+	c.micro_batch = B;
+	c.ignore_id = 5;
+	return c;
+}
+
+static void big_init(struct loom_gpt *g)
+{
+	/* larger weights than GPT-2's init so every path has sizeable gradients */
+	uint64_t s = 7;
+	for (size_t i = 0; i < g->n_params; i++) {
+		s = loom_k_hash64(s);
+		g->params[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 0.6f;
+	}
+	for (int i = 0; i < g->n_tensors; i++)
+		if (strstr(g->tensors[i].name, "ln_") && strstr(g->tensors[i].name, "weight"))
+			for (size_t j = 0; j < g->tensors[i].numel; j++)
+				g->params[g->tensors[i].offset + j] += 1.0f;
+}
+
+static int32_t in[B * T], tg[B * T];
+
+static double loss_at(struct loom_gpt *g, int train, uint64_t key)
+{
+	float l;
+	if (loom_gpt_forward(g, in, tg, B, T, train, key, &l))
+		return NAN;
+	return l;
+}
+
+/* Check sampled entries of every tensor, then a random direction over all. */
+static void gradcheck(struct loom_gpt *g, int train, const char *what)
+{
+	loom_gpt_zero_grad(g);
+	double l0 = loss_at(g, train, 77);
+	is_int(loom_gpt_backward(g, 1.0f), 0, "%s: backward", what);
+	float *grad = malloc(sizeof(float) * g->n_params);
+	memcpy(grad, g->grads, sizeof(float) * g->n_params);
+	ok(isfinite(l0) && l0 > 0, "%s: loss %.4f", what, l0);
+
+	const float h = 1e-2f;
+	int bad = 0, checked = 0;
+	for (int ti = 0; ti < g->n_tensors; ti++) {
+		const struct loom_gpt_tensor *t = &g->tensors[ti];
+		for (int k = 0; k < 6; k++) {
+			size_t j = t->offset + loom_k_hash64(ti * 31 + k) % t->numel;
+			float save = g->params[j];
+			g->params[j] = save + h;
+			double lp = loss_at(g, train, 77);
+			g->params[j] = save - h;
+			double lm = loss_at(g, train, 77);
+			g->params[j] = save;
+			double fd = (lp - lm) / (2 * h), an = grad[j];
+			checked++;
+			if (fabs(fd - an) > 2e-3 + 3e-2 * fabs(an)) {
+				if (bad++ < 5)
+					diag("%s: %s[%zu]: analytic %.6g, numeric %.6g", what, t->name,
+					     j - t->offset, an, fd);
+			}
+		}
+	}
+	ok(!bad, "%s: %d sampled gradient entries match finite differences (%d off)", what,
+	   checked, bad);
+
+	/* directional derivative along a random unit-ish direction */
+	float *d = malloc(sizeof(float) * g->n_params), *p0 = malloc(sizeof(float) * g->n_params);
+	memcpy(p0, g->params, sizeof(float) * g->n_params);
+	double dot = 0, nn = 0;
+	uint64_t s = 99;
+	for (size_t i = 0; i < g->n_params; i++) {
+		s = loom_k_hash64(s);
+		d[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5);
+		nn += (double)d[i] * d[i];
+	}
+	for (size_t i = 0; i < g->n_params; i++) {
+		d[i] /= (float)sqrt(nn);
+		dot += (double)d[i] * grad[i];
+	}
+	double eps = 1e-2;
+	for (size_t i = 0; i < g->n_params; i++)
+		g->params[i] = p0[i] + (float)eps * d[i];
+	double lp = loss_at(g, train, 77);
+	for (size_t i = 0; i < g->n_params; i++)
+		g->params[i] = p0[i] - (float)eps * d[i];
+	double lm = loss_at(g, train, 77);
+	memcpy(g->params, p0, sizeof(float) * g->n_params);
+	double fd = (lp - lm) / (2 * eps);
+	ok(fabs(fd - dot) <= 1e-3 + 1e-2 * fabs(dot),
+	   "%s: directional derivative %.6g vs finite difference %.6g", what, dot, fd);
+	free(d);
+	free(p0);
+	free(grad);
+}
+
+int main(void)
+{
+	struct loom_config c = tiny_cfg();
+	is_int(loom_config_validate(&c), 0, "tiny config valid");
+	for (int i = 0; i < B * T; i++) {
+		in[i] = (int32_t)(loom_k_hash64(i) % 23);
+		tg[i] = (int32_t)(loom_k_hash64(i + 1000) % 23);
+	}
+	tg[3] = 5; /* ignored */
+	tg[9] = 5;
+
+	struct loom_gpt *g = loom_gpt_new(&c);
+	ok(g != NULL, "model allocated");
+	is_int((long long)g->n_params, (long long)loom_config_n_params(&c),
+	       "n_params matches the config arithmetic");
+	is_str(g->tensors[4].name, "transformer.h.0.attn.c_attn.weight", "HF tensor names");
+	ok(g->tensors[4].shape[0] == 16 && g->tensors[4].shape[1] == 48,
+	   "c_attn.weight is Conv1D [C, 3C]");
+	ok(g->tensors[4].decay && !g->tensors[5].decay && !g->tensors[2].decay,
+	   "weight decay on weights only, not on norm/bias");
+	is_str(g->tensors[g->n_tensors - 1].name, "transformer.ln_f.bias", "last tensor ln_f.bias");
+
+	big_init(g);
+	gradcheck(g, 0, "plain");
+
+	/* an ignored target contributes nothing */
+	float l1, l2;
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
+	int32_t save = in[4];
+	int32_t tsave = tg[2];
+	tg[2] = 5;
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l2);
+	is_int(g->ntok, B * T - 3, "ignored targets are not counted");
+	tg[2] = tsave;
+	in[4] = save;
+
+	/* recompute gives bit-identical gradients */
+	loom_gpt_zero_grad(g);
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
+	loom_gpt_backward(g, 1.0f);
+	float *ref = malloc(sizeof(float) * g->n_params);
+	memcpy(ref, g->grads, sizeof(float) * g->n_params);
+	struct loom_config cr = c;
+	cr.recompute = 1;
+	struct loom_gpt *gr = loom_gpt_new(&cr);
+	memcpy(gr->params, g->params, sizeof(float) * g->n_params);
+	loom_gpt_forward(gr, in, tg, B, T, 0, 0, &l2);
+	loom_gpt_backward(gr, 1.0f);
+	ok(l1 == l2, "recompute: same loss");
+	ok(!memcmp(ref, gr->grads, sizeof(float) * g->n_params), "recompute: bit-identical gradients");
+	struct loom_gpt_mem m0, m1;
+	loom_gpt_memory_plan(&c, B, T, 0, &m0);
+	loom_gpt_memory_plan(&cr, B, T, 1, &m1);
+	ok(m1.acts < m0.acts, "recompute plan needs less activation memory (%llu < %llu)",
+	   (unsigned long long)m1.acts, (unsigned long long)m0.acts);
+	ok(m0.acts == (uint64_t)g->n_acts * 4 + B * T * 8, "memory plan matches the allocation");
+
+	/* accumulation: two half-scaled backwards = one full */
+	loom_gpt_zero_grad(gr);
+	for (int k = 0; k < 2; k++) {
+		loom_gpt_forward(gr, in, tg, B, T, 0, 0, NULL);
+		loom_gpt_backward(gr, 0.5f);
+	}
+	int acc_ok = 1;
+	for (size_t i = 0; i < g->n_params; i++)
+		if (fabsf(gr->grads[i] - ref[i]) > 1e-6f + 1e-5f * fabsf(ref[i]))
+			acc_ok = 0;
+	ok(acc_ok, "gradient accumulation over micro-batches");
+	loom_gpt_free(gr);
+	free(ref);
+
+	/* dropout: gradients of the dropped network, recompute too */
+	struct loom_config cd = c;
+	cd.dropout = 0.2;
+	cd.recompute = 1;
+	struct loom_gpt *gd = loom_gpt_new(&cd);
+	memcpy(gd->params, g->params, sizeof(float) * g->n_params);
+	float ld0, ld1;
+	loom_gpt_forward(gd, in, tg, B, T, 1, 77, &ld0);
+	loom_gpt_forward(gd, in, tg, B, T, 0, 77, &ld1);
+	ok(ld0 != ld1, "dropout changes the training loss (%.4f vs %.4f)", ld0, ld1);
+	gradcheck(gd, 1, "dropout+recompute");
+	loom_gpt_free(gd);
+
+	/* bad tokens are refused */
+	in[0] = 23;
+	ok(loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL) == LOOM_EINVAL &&
+	   strstr(loom_gpt_error(g), "outside the vocabulary"), "input id >= vocab refused: %s",
+	   loom_gpt_error(g));
+	in[0] = 1;
+	ok(loom_gpt_forward(g, in, tg, B, 9, 0, 0, NULL) == LOOM_EINVAL, "T > n_positions refused");
+
+	/* AdamW step reduces the loss; init is deterministic */
+	loom_gpt_init_weights(g, 1);
+	float a0 = 0, a1 = 0, norm = 0;
+	for (int s = 1; s <= 20; s++) {
+		loom_gpt_zero_grad(g);
+		loom_gpt_forward(g, in, tg, B, T, 0, 0, s == 1 ? &a0 : &a1);
+		loom_gpt_backward(g, 1.0f);
+		loom_gpt_step(g, 1e-2f, s, &norm);
+	}
+	ok(a1 < a0 - 0.5, "20 AdamW steps: loss %.3f -> %.3f", a0, a1);
+	ok(norm > 0 && isfinite(norm), "grad norm %.4g", norm);
+
+	/* generation helpers */
+	float lg[23], lg2[23];
+	is_int(loom_gpt_logits_last(g, in, 5, lg), 0, "logits_last runs");
+	loom_gpt_forward(g, in, NULL, 1, 5, 0, 0, NULL);
+	int same = 1;
+	for (int v = 0; v < 23; v++)
+		if (fabsf(lg[v] - g->logits[4 * 23 + v]) > 1e-4f * (1 + fabsf(lg[v])))
+			same = 0;
+	ok(same, "logits_last equals the full forward's last row");
+	memcpy(lg2, lg, sizeof lg);
+	uint64_t rng = 1;
+	int best = loom_gpt_sample(lg, 23, 0, 0, &rng), ok_top = 1;
+	for (int v = 0; v < 23; v++)
+		if (lg[v] > lg[best])
+			ok_top = 0;
+	ok(ok_top, "temperature 0 samples the argmax");
+	for (int k = 0; k < 50; k++)
+		if (loom_gpt_sample(lg, 23, 1.0f, 1, &rng) != best)
+			ok_top = 0;
+	ok(ok_top, "top-k 1 always samples the argmax");
+	loom_gpt_free(g);
+	return done_testing();
+}

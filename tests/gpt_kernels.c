@@ -1,0 +1,216 @@
+/* Every fast GPT kernel (lib/loom_kernels.h) against its naive reference,
+ * on random shapes including odd sizes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_kernels.h"
+#include "tap.h"
+
+static uint64_t rs = 42;
+
+static float frand(void)
+{
+	rs = loom_k_hash64(rs);
+	return (float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+static float *rnd(size_t n, float scale)
+{
+	float *p = malloc(sizeof(float) * (n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		p[i] = frand() * scale;
+	return p;
+}
+
+static float *dup(const float *x, size_t n)
+{
+	float *p = malloc(sizeof(float) * (n ? n : 1));
+	memcpy(p, x, sizeof(float) * n);
+	return p;
+}
+
+/* max |a-b| / (atol + rtol*|b|) <= 1 */
+static int close_arr(const float *a, const float *b, size_t n, double atol, double rtol,
+		     const char *what)
+{
+	double worst = 0;
+	size_t wi = 0;
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
+		if (!(e <= worst)) {
+			worst = e;
+			wi = i;
+		}
+	}
+	if (!(worst <= 1.0))
+		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
+	return worst <= 1.0;
+}
+
+static void test_matmul(int N, int IC, int OC)
+{
+	float *x = rnd((size_t)N * IC, 1), *w = rnd((size_t)IC * OC, 0.5f), *b = rnd(OC, 1);
+	float *o1 = rnd((size_t)N * OC, 1), *o2 = rnd((size_t)N * OC, 1);
+	loom_k_matmul_fwd(o1, x, w, b, N, IC, OC);
+	loom_k_matmul_fwd_naive(o2, x, w, b, N, IC, OC);
+	ok(close_arr(o1, o2, (size_t)N * OC, 1e-4, 1e-4, "mm fwd"), "matmul fwd %dx%dx%d", N, IC, OC);
+	loom_k_matmul_fwd(o1, x, w, NULL, N, IC, OC);
+	loom_k_matmul_fwd_naive(o2, x, w, NULL, N, IC, OC);
+	ok(close_arr(o1, o2, (size_t)N * OC, 1e-4, 1e-4, "mm fwd nb"), "matmul fwd no bias %dx%dx%d",
+	   N, IC, OC);
+	float *dout = rnd((size_t)N * OC, 1);
+	float *dx1 = rnd((size_t)N * IC, 1), *dx2 = rnd((size_t)N * IC, 1);
+	float *dw1 = rnd((size_t)IC * OC, 1), *dw2 = dup(dw1, (size_t)IC * OC);
+	float *db1 = rnd(OC, 1), *db2 = dup(db1, OC);
+	loom_k_matmul_bwd(dx1, dw1, db1, dout, x, w, N, IC, OC);
+	loom_k_matmul_bwd_naive(dx2, dw2, db2, dout, x, w, N, IC, OC);
+	ok(close_arr(dx1, dx2, (size_t)N * IC, 1e-4, 1e-4, "dx") &&
+	   close_arr(dw1, dw2, (size_t)IC * OC, 1e-4, 1e-4, "dw") &&
+	   close_arr(db1, db2, OC, 1e-4, 1e-4, "db"), "matmul bwd %dx%dx%d", N, IC, OC);
+	free(x); free(w); free(b); free(o1); free(o2); free(dout);
+	free(dx1); free(dx2); free(dw1); free(dw2); free(db1); free(db2);
+}
+
+static void test_layernorm(int N, int C)
+{
+	float *x = rnd((size_t)N * C, 2), *w = rnd(C, 1), *b = rnd(C, 1);
+	float *o1 = rnd((size_t)N * C, 1), *o2 = rnd((size_t)N * C, 1);
+	float m1[64], r1[64], m2[64], r2[64];
+	loom_k_layernorm_fwd(o1, m1, r1, x, w, b, N, C, 1e-5f);
+	loom_k_layernorm_fwd_naive(o2, m2, r2, x, w, b, N, C, 1e-5f);
+	ok(close_arr(o1, o2, (size_t)N * C, 1e-5, 1e-4, "ln") &&
+	   close_arr(m1, m2, N, 1e-6, 1e-5, "mean") && close_arr(r1, r2, N, 1e-6, 1e-4, "rstd"),
+	   "layernorm fwd %dx%d", N, C);
+	float *dy = rnd((size_t)N * C, 1), *dx1 = rnd((size_t)N * C, 1);
+	float *dx2 = dup(dx1, (size_t)N * C), *dw1 = rnd(C, 1), *dw2 = dup(dw1, C);
+	float *db1 = rnd(C, 1), *db2 = dup(db1, C);
+	loom_k_layernorm_bwd(dx1, dw1, db1, dy, x, w, m2, r2, N, C);
+	loom_k_layernorm_bwd_naive(dx2, dw2, db2, dy, x, w, m2, r2, N, C);
+	ok(close_arr(dx1, dx2, (size_t)N * C, 1e-4, 1e-3, "ln dx") &&
+	   close_arr(dw1, dw2, C, 1e-4, 1e-4, "ln dw") && close_arr(db1, db2, C, 1e-4, 1e-4, "ln db"),
+	   "layernorm bwd %dx%d", N, C);
+	free(x); free(w); free(b); free(o1); free(o2); free(dy);
+	free(dx1); free(dx2); free(dw1); free(dw2); free(db1); free(db2);
+}
+
+static void test_attention(int B, int T, int C, int NH)
+{
+	size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+	float *qkv = rnd(n3, 1.5f), *o1 = rnd(n, 1), *o2 = rnd(n, 1);
+	float *a1 = rnd(na, 1), *a2 = rnd(na, 1);
+	loom_k_attention_fwd(o1, a1, qkv, B, T, C, NH);
+	loom_k_attention_fwd_naive(o2, a2, qkv, B, T, C, NH);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-4, "att out") && close_arr(a1, a2, na, 1e-6, 1e-4, "att"),
+	   "attention fwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
+	float *dy = rnd(n, 1), *d1 = rnd(n3, 1), *d2 = rnd(n3, 1);
+	is_int(loom_k_attention_bwd(d1, dy, qkv, a2, B, T, C, NH), 0, "attention bwd runs");
+	loom_k_attention_bwd_naive(d2, dy, qkv, a2, B, T, C, NH);
+	ok(close_arr(d1, d2, n3, 1e-5, 1e-3, "att bwd"), "attention bwd B=%d T=%d C=%d NH=%d", B,
+	   T, C, NH);
+	free(qkv); free(o1); free(o2); free(a1); free(a2); free(dy); free(d1); free(d2);
+}
+
+static void test_encoder(int B, int T, int C, int V)
+{
+	int32_t tok[256];
+	for (int i = 0; i < B * T; i++)
+		tok[i] = (int32_t)(loom_k_hash64(i * 7 + 1) % V) % 3; /* repeats on purpose */
+	float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)T * C, 1);
+	float *o1 = rnd((size_t)B * T * C, 1), *o2 = rnd((size_t)B * T * C, 1);
+	loom_k_encoder_fwd(o1, tok, wte, wpe, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, B, T, C);
+	ok(!memcmp(o1, o2, sizeof(float) * B * T * C), "encoder fwd %dx%dx%d", B, T, C);
+	float *dw1 = rnd((size_t)V * C, 1), *dw2 = dup(dw1, (size_t)V * C);
+	float *dp1 = rnd((size_t)T * C, 1), *dp2 = dup(dp1, (size_t)T * C);
+	loom_k_encoder_bwd(dw1, dp1, o1, tok, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, dp2, o1, tok, B, T, C);
+	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
+	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe"), "encoder bwd %dx%dx%d", B, T, C);
+	free(wte); free(wpe); free(o1); free(o2); free(dw1); free(dw2); free(dp1); free(dp2);
+}
+
+static void test_elementwise(size_t n)
+{
+	float *x = rnd(n, 4), *o1 = rnd(n, 1), *o2 = rnd(n, 1), *dy = rnd(n, 1);
+	loom_k_gelu_fwd(o1, x, n);
+	loom_k_gelu_fwd_naive(o2, x, n);
+	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu"), "gelu fwd n=%zu", n);
+	loom_k_gelu_bwd(o1, x, dy, n);
+	loom_k_gelu_bwd_naive(o2, x, dy, n);
+	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu bwd"), "gelu bwd n=%zu", n);
+	memcpy(o2, dy, sizeof(float) * n);
+	loom_k_gelu_bwd(o2, x, o2, n); /* in place */
+	ok(close_arr(o2, o1, n, 1e-6, 1e-5, "gelu bwd in place"), "gelu bwd in place n=%zu", n);
+	memcpy(o1, x, sizeof(float) * n);
+	memcpy(o2, x, sizeof(float) * n);
+	loom_k_dropout(o1, n, 0.3f, 99);
+	loom_k_dropout_naive(o2, n, 0.3f, 99);
+	ok(close_arr(o1, o2, n, 1e-6, 1e-6, "dropout"), "dropout n=%zu", n);
+	size_t zeros = 0;
+	for (size_t i = 0; i < n; i++)
+		zeros += o1[i] == 0;
+	ok(n < 1000 || fabs((double)zeros / n - 0.3) < 0.05, "dropout drops ~30%% (%zu/%zu)",
+	   zeros, n);
+	double s1 = loom_k_sumsq(x, n), s2 = loom_k_sumsq_naive(x, n);
+	ok(fabs(s1 - s2) <= 1e-9 * s2, "sumsq n=%zu", n);
+	free(x); free(o1); free(o2); free(dy);
+}
+
+static void test_crossentropy(int N, int V)
+{
+	float *lg = rnd((size_t)N * V, 5), *l2 = dup(lg, (size_t)N * V);
+	float loss1[64], loss2[64];
+	int32_t tg[64];
+	for (int i = 0; i < N; i++)
+		tg[i] = i % 5 == 3 ? 0 : (int32_t)(loom_k_hash64(i + 100) % V);
+	int c1 = loom_k_crossentropy_fwd(lg, loss1, tg, N, V, 0);
+	int c2 = loom_k_crossentropy_fwd_naive(l2, loss2, tg, N, V, 0);
+	is_int(c1, c2, "crossentropy counts (N=%d V=%d)", N, V);
+	ok(close_arr(loss1, loss2, N, 1e-5, 1e-5, "loss") &&
+	   close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "probs"), "crossentropy fwd N=%d V=%d", N, V);
+	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0.25f);
+	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0.25f);
+	ok(close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "dlogits"), "crossentropy bwd N=%d V=%d",
+	   N, V);
+	free(lg); free(l2);
+}
+
+static void test_adamw(size_t n)
+{
+	float *p1 = rnd(n, 1), *g = rnd(n, 1), *m1 = rnd(n, 0.1f), *v1 = rnd(n, 0.1f);
+	for (size_t i = 0; i < n; i++)
+		v1[i] = fabsf(v1[i]);
+	float *p2 = dup(p1, n), *m2 = dup(m1, n), *v2 = dup(v1, n);
+	for (int t = 1; t <= 3; t++) {
+		loom_k_adamw(p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+		loom_k_adamw_naive(p2, g, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+	}
+	ok(close_arr(p1, p2, n, 1e-6, 1e-5, "p") && close_arr(m1, m2, n, 1e-7, 1e-5, "m") &&
+	   close_arr(v1, v2, n, 1e-7, 1e-5, "v"), "adamw n=%zu", n);
+	free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2);
+}
+
+int main(void)
+{
+	static const int mm[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 33, 64, 96 }, { 16, 17, 129 } };
+	for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+		test_matmul(mm[i][0], mm[i][1], mm[i][2]);
+	test_layernorm(1, 1);
+	test_layernorm(5, 7);
+	test_layernorm(40, 130);
+	static const int at[][4] = { { 1, 1, 4, 1 }, { 2, 5, 12, 3 }, { 3, 17, 32, 4 }, { 1, 64, 16, 2 } };
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+		test_attention(at[i][0], at[i][1], at[i][2], at[i][3]);
+	test_encoder(2, 3, 5, 7);
+	test_encoder(3, 11, 70, 13);
+	test_elementwise(1);
+	test_elementwise(1001);
+	test_elementwise(200003);
+	test_crossentropy(1, 2);
+	test_crossentropy(13, 37);
+	test_crossentropy(40, 1001);
+	test_adamw(1);
+	test_adamw(10007);
+	return done_testing();
+}
