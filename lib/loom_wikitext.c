@@ -1,0 +1,1282 @@
+/* loom_wikitext.c - see loom_wikitext.h
+ *
+ * Five passes, each linear, ping-ponging between two scratch buffers:
+ *   1 sanitize UTF-8, drop \r, comments and extension tags (<ref> ...),
+ *     escape <nowiki>/<pre> content as numeric entities (decoded in 5);
+ *   2 templates: MediaWiki-style brace matching with a stack of brace
+ *     runs ({{ and {{{ matched greedily), matched spans deleted;
+ *   3 tables: line based, {| ... |} with a depth counter;
+ *   4 links: [[ ]] matched with a stack, edits collected and sorted;
+ *     external links [url text];
+ *   5 lines: headings, lists, quotes, tags, entities, magic words,
+ *     whitespace, paragraphs.
+ * Searches that could be repeated from many start positions (a closing
+ * tag, '>' or ']' on a line) are memoized so that each byte is scanned a
+ * bounded number of times.
+ */
+#include "loom_wikitext.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* buffers */
+
+int loom_wt_buf_reserve(struct loom_wt_buf *b, size_t extra)
+{
+	if (b->cap - b->len >= extra)
+		return 0;
+	size_t need = b->len + extra;
+	if (need < b->len)
+		return LOOM_ENOMEM;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2)
+			return LOOM_ENOMEM;
+		cap *= 2;
+	}
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return LOOM_ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int loom_wt_buf_add(struct loom_wt_buf *b, const void *p, size_t n)
+{
+	if (loom_wt_buf_reserve(b, n))
+		return LOOM_ENOMEM;
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+void loom_wt_buf_free(struct loom_wt_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* UTF-8 */
+
+/* Length of the valid sequence at s (1-4), 0 if s[0] starts no valid
+ * sequence, -1 if the n available bytes are a valid but incomplete prefix. */
+static int u8seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], c1;
+	if (c < 0x80)
+		return 1;
+	if (c < 0xC2)
+		return 0;
+	if (n < 2)
+		return -1;
+	c1 = s[1];
+	if ((c1 & 0xC0) != 0x80)
+		return 0;
+	if (c < 0xE0)
+		return 2;
+	if (c < 0xF0) {
+		if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
+			return 0;
+		if (n < 3)
+			return -1;
+		return (s[2] & 0xC0) == 0x80 ? 3 : 0;
+	}
+	if (c >= 0xF5 || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))
+		return 0;
+	if (n < 3)
+		return -1;
+	if ((s[2] & 0xC0) != 0x80)
+		return 0;
+	if (n < 4)
+		return -1;
+	return (s[3] & 0xC0) == 0x80 ? 4 : 0;
+}
+
+static const char FFFD[3] = { (char)0xEF, (char)0xBF, (char)0xBD };
+
+int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
+			   unsigned char carry[4], int *ncarry, int more)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	int64_t bad = 0;
+	size_t i = 0;
+	if (n > (SIZE_MAX - 32) / 3 || loom_wt_buf_reserve(out, 3 * n + 16))
+		return LOOM_ENOMEM;
+	char *o = out->p + out->len;
+	if (*ncarry) {
+		unsigned char tmp[8];
+		int k = *ncarry;
+		size_t take = n < (size_t)(4 - k) ? n : (size_t)(4 - k);
+		memcpy(tmp, carry, k);
+		memcpy(tmp + k, s, take);
+		int r = u8seq(tmp, k + take);
+		if (r > 0) {
+			memcpy(o, tmp, r);
+			o += r;
+			i = r - k;
+			*ncarry = 0;
+		} else if (r < 0 && more) {
+			memcpy(carry + k, s, take); /* take == n here */
+			*ncarry = k + (int)take;
+			out->len = o - out->p;
+			return 0;
+		} else {
+			/* lead byte and its continuation bytes are all bad */
+			size_t m = r < 0 ? k + take : (size_t)k;
+			for (size_t j = 0; j < m; j++, o += 3)
+				memcpy(o, FFFD, 3);
+			bad += m;
+			i = r < 0 ? take : 0;
+			*ncarry = 0;
+		}
+	}
+	while (i < n) {
+		if (s[i] < 0x80) {
+			size_t j = i + 1;
+			while (j + 8 <= n) {
+				uint64_t w;
+				memcpy(&w, s + j, 8);
+				if (w & 0x8080808080808080ull)
+					break;
+				j += 8;
+			}
+			while (j < n && s[j] < 0x80)
+				j++;
+			memcpy(o, s + i, j - i);
+			o += j - i;
+			i = j;
+			continue;
+		}
+		int r = u8seq(s + i, n - i);
+		if (r > 0) {
+			memcpy(o, s + i, r);
+			o += r;
+			i += r;
+		} else if (r == 0) {
+			memcpy(o, FFFD, 3);
+			o += 3;
+			bad++;
+			i++;
+		} else if (more) {
+			*ncarry = (int)(n - i);
+			memcpy(carry, s + i, n - i);
+			break;
+		} else {
+			for (; i < n; i++, o += 3, bad++)
+				memcpy(o, FFFD, 3);
+		}
+	}
+	out->len = o - out->p;
+	return bad;
+}
+
+/* ------------------------------------------------------------------ */
+/* object */
+
+struct span {
+	size_t s, e;
+};
+
+struct vec {
+	void *p;
+	size_t n, cap, size;
+};
+
+static int vec_push(struct vec *v, const void *x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *p = realloc(v->p, cap * v->size);
+		if (!p)
+			return LOOM_ENOMEM;
+		v->p = p;
+		v->cap = cap;
+	}
+	memcpy((char *)v->p + v->n * v->size, x, v->size);
+	v->n++;
+	return 0;
+}
+
+struct prefix {
+	char *s;
+	size_t len;
+};
+
+struct loom_wikitext {
+	struct loom_wikitext_opts opts;
+	struct loom_wt_buf a, b;
+	struct vec stack, dels;
+	struct prefix *drop;
+	size_t ndrop;
+	struct loom_wikitext_info info;
+	struct loom_err err;
+};
+
+const char *loom_wikitext_error(const struct loom_wikitext *w)
+{
+	return w->err.msg;
+}
+
+int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len)
+{
+	if (!len)
+		return 0;
+	struct prefix *d = realloc(w->drop, (w->ndrop + 1) * sizeof *d);
+	if (!d)
+		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+	w->drop = d;
+	d[w->ndrop].s = malloc(len);
+	if (!d[w->ndrop].s)
+		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+	memcpy(d[w->ndrop].s, name, len);
+	d[w->ndrop].len = len;
+	w->ndrop++;
+	return 0;
+}
+
+struct loom_wikitext *loom_wikitext_new(const struct loom_wikitext_opts *opts)
+{
+	static const char *const defaults[] = {
+		"File", "Image", "Category", "Media",
+		"\xe3\x83\x95\xe3\x82\xa1\xe3\x82\xa4\xe3\x83\xab",	/* ファイル */
+		"\xe7\x94\xbb\xe5\x83\x8f",				/* 画像 */
+		"\xe3\x82\xab\xe3\x83\x86\xe3\x82\xb4\xe3\x83\xaa",	/* カテゴリ */
+	};
+	struct loom_wikitext *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	if (opts)
+		w->opts = *opts;
+	w->stack.size = sizeof(struct span);
+	w->dels.size = sizeof(struct span);
+	for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+		if (loom_wikitext_drop_prefix(w, defaults[i], strlen(defaults[i]))) {
+			loom_wikitext_free(w);
+			return NULL;
+		}
+	return w;
+}
+
+void loom_wikitext_free(struct loom_wikitext *w)
+{
+	if (!w)
+		return;
+	loom_wt_buf_free(&w->a);
+	loom_wt_buf_free(&w->b);
+	free(w->stack.p);
+	free(w->dels.p);
+	for (size_t i = 0; i < w->ndrop; i++)
+		free(w->drop[i].s);
+	free(w->drop);
+	free(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static int is_alpha(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_alnum(int c)
+{
+	return is_alpha(c) || (c >= '0' && c <= '9');
+}
+
+static int ieq(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
+			return 0;
+	return 1;
+}
+
+/* First position >= from of byte c1 (or c2), or n.  Memoized: for any
+ * `from` inside the last scanned range the answer is known, so repeated
+ * searches from increasing positions scan every byte at most once. */
+struct memo {
+	size_t from, at;
+	int valid;
+};
+
+static size_t memo_find(struct memo *m, const char *s, size_t n, size_t from, char c1, char c2)
+{
+	if (m->valid && m->from <= from && from <= m->at)
+		return m->at;
+	size_t j = from;
+	while (j < n && s[j] != c1 && s[j] != c2)
+		j++;
+	m->from = from;
+	m->at = j;
+	m->valid = 1;
+	return j;
+}
+
+/* ------------------------------------------------------------------ */
+/* pass 1: comments, extension tags, nowiki */
+
+enum { TAG_DROP, TAG_LITERAL };
+static const struct {
+	const char *name;
+	int action;
+} ext_tags[] = {
+	{ "ref", TAG_DROP }, { "references", TAG_DROP }, { "math", TAG_DROP },
+	{ "chem", TAG_DROP }, { "ce", TAG_DROP }, { "gallery", TAG_DROP },
+	{ "timeline", TAG_DROP }, { "syntaxhighlight", TAG_DROP },
+	{ "source", TAG_DROP }, { "score", TAG_DROP }, { "graph", TAG_DROP },
+	{ "mapframe", TAG_DROP }, { "maplink", TAG_DROP },
+	{ "templatedata", TAG_DROP }, { "templatestyles", TAG_DROP },
+	{ "imagemap", TAG_DROP }, { "hiero", TAG_DROP }, { "inputbox", TAG_DROP },
+	{ "categorytree", TAG_DROP }, { "includeonly", TAG_DROP },
+	{ "indicator", TAG_DROP }, { "charinsert", TAG_DROP },
+	{ "section", TAG_DROP }, { "timedmedia", TAG_DROP },
+	{ "nowiki", TAG_LITERAL }, { "pre", TAG_LITERAL },
+};
+#define N_EXT (sizeof ext_tags / sizeof ext_tags[0])
+
+struct close_memo {
+	size_t from, at, end; /* first "</name" at or after from: [at, end) */
+	int valid;
+};
+
+/* Find the closing tag of ext_tags[k] at or after from. */
+static size_t find_close(struct close_memo *m, int k, const char *s, size_t n,
+			 size_t from, size_t *end)
+{
+	if (m->valid && m->from <= from && from <= m->at) {
+		*end = m->end;
+		return m->at;
+	}
+	const char *name = ext_tags[k].name;
+	size_t len = strlen(name), j = from;
+	size_t at = n, e = n;
+	while (j + 2 <= n) {
+		const char *p = memmem(s + j, n - j, "</", 2);
+		if (!p)
+			break;
+		j = p - s;
+		if (j + 2 + len <= n && ieq(s + j + 2, name, len) &&
+		    (j + 2 + len == n || !is_alnum((unsigned char)s[j + 2 + len]))) {
+			const char *g = memchr(s + j + 2 + len, '>', n - (j + 2 + len));
+			at = j;
+			e = g ? (size_t)(g - s) + 1 : n;
+			break;
+		}
+		j += 2;
+	}
+	m->from = from;
+	m->at = at;
+	m->end = e;
+	m->valid = 1;
+	*end = e;
+	return at;
+}
+
+static int ext_lookup(const char *name, size_t len)
+{
+	for (size_t k = 0; k < N_EXT; k++)
+		if (strlen(ext_tags[k].name) == len && ieq(name, ext_tags[k].name, len))
+			return (int)k;
+	return -1;
+}
+
+/* Literal text: markup characters become numeric entities that pass 5
+ * decodes back, so no later pass sees them as markup. */
+static void put_literal(char **op, const char *s, size_t n)
+{
+	char *o = *op;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (c == '[' || c == ']' || c == '{' || c == '}' || c == '|' ||
+		    c == '\'' || c == '<' || c == '>' || c == '=' || c == '*' ||
+		    c == '#' || c == ':' || c == ';' || c == '&' || c == '_' ||
+		    c == '!' || c == '-') {
+			*o++ = '&';
+			*o++ = '#';
+			*o++ = '0' + c / 100;
+			*o++ = '0' + c / 10 % 10;
+			*o++ = '0' + c % 10;
+			*o++ = ';';
+		} else if (c == '\r') {
+			*o++ = '\n';
+		} else {
+			*o++ = c;
+		}
+	}
+	*op = o;
+}
+
+static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
+{
+	struct close_memo cm[N_EXT];
+	struct memo gt = { 0, 0, 0 };
+	memset(cm, 0, sizeof cm);
+	out->len = 0;
+	if (n > (SIZE_MAX - 16) / 6 || loom_wt_buf_reserve(out, 6 * n + 16))
+		return LOOM_ENOMEM;
+	char *o = out->p;
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && s[j] != '<' && s[j] != '\r')
+			j++;
+		memcpy(o, s + i, j - i);
+		o += j - i;
+		i = j;
+		if (i >= n)
+			break;
+		if (s[i] == '\r') {
+			if (i + 1 < n && s[i + 1] == '\n')
+				i++;
+			else
+				*o++ = '\n', i++;
+			continue;
+		}
+		/* s[i] == '<' */
+		if (i + 4 <= n && memcmp(s + i, "<!--", 4) == 0) {
+			const char *e = memmem(s + i + 4, n - i - 4, "-->", 3);
+			i = e ? (size_t)(e - s) + 3 : n;
+			continue;
+		}
+		size_t k = i + 1;
+		while (k < n && is_alnum((unsigned char)s[k]) && k - i <= 20)
+			k++;
+		int t = -1;
+		if (k > i + 1 && k < n && (s[k] == ' ' || s[k] == '>' || s[k] == '/' ||
+					   s[k] == '\t' || s[k] == '\n'))
+			t = ext_lookup(s + i + 1, k - i - 1);
+		if (t < 0) {
+			*o++ = '<';
+			i++;
+			continue;
+		}
+		size_t g = memo_find(&gt, s, n, k, '>', '>');
+		if (g >= n) {
+			*o++ = '<';
+			i++;
+			continue;
+		}
+		if (s[g - 1] == '/') { /* <ref name=x/> */
+			i = g + 1;
+			continue;
+		}
+		size_t end;
+		size_t c = find_close(&cm[t], t, s, n, g + 1, &end);
+		if (c >= n) { /* unclosed: drop the opening tag only */
+			i = g + 1;
+			continue;
+		}
+		if (ext_tags[t].action == TAG_LITERAL)
+			put_literal(&o, s + g + 1, c - g - 1);
+		i = end;
+	}
+	out->len = o - out->p;
+	(void)w;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pass 2: templates */
+
+static int is_disambig_name(const char *s, size_t n)
+{
+	static const char *const names[] = {
+		"disambiguation", "disambig", "dab", "disamb", "dbig", "hndis",
+		"geodis", "aimai", "set index", "surname", "given name",
+	};
+	/* "set index"/"surname"/"given name" are list pages, not dabs */
+	while (n && (s[0] == ' ' || s[0] == '_'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '_'))
+		n--;
+	for (size_t i = 0; i < 8; i++)
+		if (strlen(names[i]) == n && ieq(s, names[i], n))
+			return 1;
+	if (n > 15 && ieq(s + n - 15, " disambiguation", 15))
+		return 1;
+	/* 曖昧さ回避 anywhere in the name (人名の曖昧さ回避, ...) */
+	if (memmem(s, n, "\xe6\x9b\x96\xe6\x98\xa7\xe3\x81\x95\xe5\x9b\x9e\xe9\x81\xbf", 15))
+		return 1;
+	return 0;
+}
+
+static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
+{
+	struct vec *st = &w->stack, *dl = &w->dels;
+	st->n = dl->n = 0;
+	size_t i = 0;
+	while (i < n) {
+		char c = s[i];
+		if (c != '{' && c != '}') {
+			i++;
+			continue;
+		}
+		size_t j = i;
+		while (j < n && s[j] == c)
+			j++;
+		size_t m = j - i;
+		if (c == '{') {
+			if (m >= 2) {
+				struct span e = { i, m }; /* s = run start, e = braces left */
+				if (vec_push(st, &e))
+					return LOOM_ENOMEM;
+				if (m == 2) {
+					size_t k = j, lim = j + 80 < n ? j + 80 : n;
+					while (k < lim && s[k] != '|' && s[k] != '}' && s[k] != '{' &&
+					       s[k] != '\n')
+						k++;
+					if (k < n && (s[k] == '|' || s[k] == '}' || s[k] == '\n') &&
+					    is_disambig_name(s + j, k - j))
+						w->info.disambiguation = 1;
+				}
+			}
+			i = j;
+			continue;
+		}
+		/* run of m closing braces at i */
+		size_t p = i;
+		while (m >= 2 && st->n) {
+			struct span *top = (struct span *)st->p + st->n - 1;
+			size_t take = (m >= 3 && top->e >= 3) ? 3 : 2;
+			top->e -= take;
+			p += take;
+			m -= take;
+			struct span d = { top->s + top->e, p };
+			if (top->e < 2)
+				st->n--;
+			/* spans close inner-first: drop those this one contains */
+			while (dl->n && ((struct span *)dl->p)[dl->n - 1].s >= d.s)
+				dl->n--;
+			if (vec_push(dl, &d))
+				return LOOM_ENOMEM;
+		}
+		i = j;
+	}
+	/* output: skip matched spans (sorted, disjoint) and the braces of
+	 * unmatched openers (stack, sorted, outside every matched span) */
+	out->len = 0;
+	if (loom_wt_buf_reserve(out, n + 1))
+		return LOOM_ENOMEM;
+	char *o = out->p;
+	const struct span *d = dl->p, *u = st->p;
+	size_t nd = dl->n, nu = st->n, a = 0, b = 0, cur = 0;
+	while (a < nd || b < nu) {
+		size_t s0, e0;
+		if (b >= nu || (a < nd && d[a].s < u[b].s)) {
+			s0 = d[a].s;
+			e0 = d[a].e;
+			a++;
+		} else {
+			s0 = u[b].s;
+			e0 = u[b].s + u[b].e;
+			b++;
+		}
+		if (s0 > cur) {
+			memcpy(o, s + cur, s0 - cur);
+			o += s0 - cur;
+		}
+		if (e0 > cur)
+			cur = e0;
+	}
+	if (cur < n) {
+		memcpy(o, s + cur, n - cur);
+		o += n - cur;
+	}
+	out->len = o - out->p;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pass 3: tables */
+
+/* Text of one table cell: after the attribute separator '|' if any. */
+static void put_cell(char **op, const char *s, size_t n, int *ncell)
+{
+	size_t k = 0, depth = 0, bar = n;
+	for (k = 0; k < n; k++) {
+		if (s[k] == '[' && k + 1 < n && s[k + 1] == '[')
+			depth++, k++;
+		else if (s[k] == ']' && k + 1 < n && s[k + 1] == ']' && depth)
+			depth--, k++;
+		else if (s[k] == '|' && !depth) {
+			bar = k;
+			break;
+		}
+	}
+	if (bar < n) {
+		s += bar + 1;
+		n -= bar + 1;
+	}
+	while (n && (s[0] == ' ' || s[0] == '\t'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (!n)
+		return;
+	char *o = *op;
+	if ((*ncell)++) {
+		memcpy(o, " | ", 3);
+		o += 3;
+	}
+	memcpy(o, s, n);
+	*op = o + n;
+}
+
+static int pass_tables(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
+{
+	out->len = 0;
+	if (n > (SIZE_MAX - 16) / 3 || loom_wt_buf_reserve(out, 3 * n + 16))
+		return LOOM_ENOMEM;
+	char *o = out->p;
+	size_t depth = 0, i = 0;
+	int ncell = 0, keep = w->opts.keep_tables;
+	while (i < n) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t e = nl ? (size_t)(nl - s) : n, t = i;
+		while (t < e && (s[t] == ' ' || s[t] == '\t'))
+			t++;
+		size_t len = e - t;
+		const char *l = s + t;
+		if (len >= 2 && l[0] == '{' && l[1] == '|') {
+			if (depth++ == 0)
+				*o++ = '\n'; /* a table ends the paragraph */
+		} else if (len >= 2 && l[0] == '|' && l[1] == '}') {
+			if (depth) {
+				depth--;
+				if (keep && ncell)
+					*o++ = '\n', *o++ = '\n';
+				ncell = 0;
+			}
+		} else if (!depth) {
+			memcpy(o, s + i, e - i);
+			o += e - i;
+			*o++ = '\n';
+		} else if (keep) {
+			if (len >= 2 && l[0] == '|' && l[1] == '-') {
+				if (ncell)
+					*o++ = '\n', *o++ = '\n';
+				ncell = 0;
+			} else if (len >= 2 && l[0] == '|' && l[1] == '+') {
+				if (ncell)
+					*o++ = '\n', *o++ = '\n';
+				ncell = 0;
+				put_cell(&o, l + 2, len - 2, &ncell);
+				*o++ = '\n';
+				*o++ = '\n';
+				ncell = 0;
+			} else if (len && (l[0] == '|' || l[0] == '!')) {
+				const char *sep = l[0] == '!' ? "!!" : "||";
+				size_t a = 1;
+				for (;;) {
+					const char *x = memmem(l + a, len - a, sep, 2);
+					if (!x && l[0] == '!')
+						x = memmem(l + a, len - a, "||", 2);
+					size_t b = x ? (size_t)(x - l) : len;
+					put_cell(&o, l + a, b - a, &ncell);
+					if (!x)
+						break;
+					a = b + 2;
+				}
+			} else if (len) {
+				/* continuation of the previous cell */
+				if (ncell) {
+					*o++ = ' ';
+				} else {
+					ncell = 1;
+				}
+				memcpy(o, l, len);
+				o += len;
+			}
+		}
+		i = e + 1;
+	}
+	if (keep && ncell)
+		*o++ = '\n';
+	out->len = o - out->p;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pass 4: links */
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	return x->e < y->e ? 1 : x->e > y->e ? -1 : 0;
+}
+
+static int same_prefix(const char *t, size_t n, const struct prefix *p)
+{
+	if (n != p->len)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		int a = (unsigned char)t[i], b = (unsigned char)p->s[i];
+		if (a == '_')
+			a = ' ';
+		if (b == '_')
+			b = ' ';
+		if (i == 0 || (a < 0x80 && b < 0x80)) {
+			a = lower(a);
+			b = lower(b);
+		}
+		if (a != b)
+			return 0;
+	}
+	return 1;
+}
+
+/* Does the link target t (n bytes, before any '|') name a file, category
+ * or interlanguage link? */
+static int drop_target(struct loom_wikitext *w, const char *t, size_t n, int piped)
+{
+	if (n > 128)
+		n = 128;
+	const char *c = memchr(t, ':', n);
+	if (!c)
+		return 0;
+	size_t pl = c - t;
+	while (pl && (t[pl - 1] == ' ' || t[pl - 1] == '_'))
+		pl--;
+	if (!pl)
+		return 0;
+	for (size_t i = 0; i < w->ndrop; i++)
+		if (same_prefix(t, pl, &w->drop[i]))
+			return 1;
+	if (piped || pl < 2 || pl > 12)
+		return 0;
+	for (size_t i = 0; i < pl; i++)
+		if (!((t[i] >= 'a' && t[i] <= 'z') || t[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static size_t url_scheme(const char *s, size_t n)
+{
+	static const char *const schemes[] = {
+		"http://", "https://", "ftp://", "ftps://", "sftp://", "//",
+		"mailto:", "news:", "irc://", "ircs://", "git://", "svn://",
+		"gopher://", "telnet://", "urn:", "tel:", "geo:",
+	};
+	for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
+		size_t l = strlen(schemes[k]);
+		if (n > l && ieq(s, schemes[k], l))
+			return l;
+	}
+	return 0;
+}
+
+#define NOPIPE ((size_t)-1)
+
+static int add_del(struct vec *dl, size_t s, size_t e)
+{
+	struct span d = { s, e };
+	return e > s ? vec_push(dl, &d) : 0;
+}
+
+static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
+{
+	struct vec *st = &w->stack, *dl = &w->dels;
+	struct memo br = { 0, 0, 0 };
+	st->n = dl->n = 0;
+	size_t i = 0;
+	while (i < n) {
+		char c = s[i];
+		if (c == '[') {
+			if (i + 1 < n && s[i + 1] == '[') {
+				struct span e = { i, NOPIPE };
+				if (vec_push(st, &e))
+					return LOOM_ENOMEM;
+				i += 2;
+				continue;
+			}
+			size_t sl = url_scheme(s + i + 1, n - i - 1);
+			if (!sl) {
+				i++;
+				continue;
+			}
+			size_t k = memo_find(&br, s, n, i + 1, ']', '\n');
+			if (k >= n || s[k] != ']') {
+				i++;
+				continue;
+			}
+			size_t sp = i + 1 + sl;
+			while (sp < k && s[sp] != ' ' && s[sp] != '\t')
+				sp++;
+			size_t ls = sp;
+			while (ls < k && (s[ls] == ' ' || s[ls] == '\t'))
+				ls++;
+			if (ls < k) {
+				if (add_del(dl, i, ls) || add_del(dl, k, k + 1))
+					return LOOM_ENOMEM;
+				i = ls;
+			} else {
+				if (add_del(dl, i, k + 1))
+					return LOOM_ENOMEM;
+				i = k + 1;
+			}
+			continue;
+		}
+		if (c == '|' && st->n) {
+			struct span *top = (struct span *)st->p + st->n - 1;
+			if (top->e == NOPIPE)
+				top->e = i;
+			i++;
+			continue;
+		}
+		if (c == ']' && i + 1 < n && s[i + 1] == ']') {
+			if (!st->n) {
+				if (add_del(dl, i, i + 2))
+					return LOOM_ENOMEM;
+				i += 2;
+				continue;
+			}
+			struct span e = ((struct span *)st->p)[--st->n];
+			size_t close = i, ts = e.s + 2, te = e.e != NOPIPE ? e.e : close;
+			while (ts < te && (s[ts] == ' ' || s[ts] == '_'))
+				ts++;
+			int r = 0;
+			if (ts < te && s[ts] == ':') {
+				ts++;
+			} else if (drop_target(w, s + ts, te - ts, e.e != NOPIPE)) {
+				r = add_del(dl, e.s, close + 2);
+				i += 2;
+				if (r)
+					return LOOM_ENOMEM;
+				continue;
+			}
+			if (e.e != NOPIPE) {
+				size_t l = e.e + 1;
+				while (l < close && (s[l] == ' ' || s[l] == '\t'))
+					l++;
+				if (l == close) /* [[target|]]: show the target */
+					r = add_del(dl, e.s, ts) || add_del(dl, e.e, close + 2);
+				else
+					r = add_del(dl, e.s, e.e + 1) || add_del(dl, close, close + 2);
+			} else {
+				r = add_del(dl, e.s, ts) || add_del(dl, close, close + 2);
+			}
+			if (r)
+				return LOOM_ENOMEM;
+			i += 2;
+			continue;
+		}
+		i++;
+	}
+	for (size_t k = 0; k < st->n; k++) /* unmatched [[ */
+		if (add_del(dl, ((struct span *)st->p)[k].s, ((struct span *)st->p)[k].s + 2))
+			return LOOM_ENOMEM;
+	out->len = 0;
+	if (loom_wt_buf_reserve(out, n + 1))
+		return LOOM_ENOMEM;
+	char *o = out->p;
+	const struct span *d = dl->p;
+	size_t cur = 0;
+	if (dl->n > 65536 && n < INT32_MAX) {
+		/* very many edits (deeply nested links): a difference array
+		 * keeps this linear where sorting would not be */
+		int32_t *cnt = calloc(n + 1, sizeof *cnt);
+		if (!cnt)
+			return LOOM_ENOMEM;
+		for (size_t k = 0; k < dl->n; k++) {
+			cnt[d[k].s]++;
+			cnt[d[k].e]--;
+		}
+		int32_t depth = 0;
+		for (size_t k = 0; k < n; k++) {
+			depth += cnt[k];
+			if (!depth)
+				*o++ = s[k];
+		}
+		free(cnt);
+		out->len = o - out->p;
+		return 0;
+	}
+	qsort(dl->p, dl->n, sizeof(struct span), cmp_span);
+	for (size_t k = 0; k < dl->n; k++) {
+		if (d[k].s > cur) {
+			memcpy(o, s + cur, d[k].s - cur);
+			o += d[k].s - cur;
+		}
+		if (d[k].e > cur)
+			cur = d[k].e;
+	}
+	if (cur < n) {
+		memcpy(o, s + cur, n - cur);
+		o += n - cur;
+	}
+	out->len = o - out->p;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pass 5: lines, inline markup, entities */
+
+/* HTML 4 entities: Latin-1 (160..255) in order, then the rest. */
+static const char *const latin1[96] = {
+	"nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect",
+	"uml", "copy", "ordf", "laquo", "not", "shy", "reg", "macr", "deg",
+	"plusmn", "sup2", "sup3", "acute", "micro", "para", "middot", "cedil",
+	"sup1", "ordm", "raquo", "frac14", "frac12", "frac34", "iquest",
+	"Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig",
+	"Ccedil", "Egrave", "Eacute", "Ecirc", "Euml", "Igrave", "Iacute",
+	"Icirc", "Iuml", "ETH", "Ntilde", "Ograve", "Oacute", "Ocirc", "Otilde",
+	"Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute",
+	"THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring",
+	"aelig", "ccedil", "egrave", "eacute", "ecirc", "euml", "igrave",
+	"iacute", "icirc", "iuml", "eth", "ntilde", "ograve", "oacute", "ocirc",
+	"otilde", "ouml", "divide", "oslash", "ugrave", "uacute", "ucirc", "uuml",
+	"yacute", "thorn", "yuml",
+};
+
+static const struct {
+	const char *name;
+	uint32_t cp;
+} entities[] = {
+	{ "amp", '&' }, { "lt", '<' }, { "gt", '>' }, { "quot", '"' },
+	{ "apos", '\'' }, { "OElig", 0x152 }, { "oelig", 0x153 },
+	{ "Scaron", 0x160 }, { "scaron", 0x161 }, { "Yuml", 0x178 },
+	{ "fnof", 0x192 }, { "circ", 0x2C6 }, { "tilde", 0x2DC },
+	{ "ensp", 0x2002 }, { "emsp", 0x2003 }, { "thinsp", 0x2009 },
+	{ "zwnj", 0x200C }, { "zwj", 0x200D }, { "lrm", 0x200E }, { "rlm", 0x200F },
+	{ "ndash", 0x2013 }, { "mdash", 0x2014 }, { "lsquo", 0x2018 },
+	{ "rsquo", 0x2019 }, { "sbquo", 0x201A }, { "ldquo", 0x201C },
+	{ "rdquo", 0x201D }, { "bdquo", 0x201E }, { "dagger", 0x2020 },
+	{ "Dagger", 0x2021 }, { "bull", 0x2022 }, { "hellip", 0x2026 },
+	{ "permil", 0x2030 }, { "prime", 0x2032 }, { "Prime", 0x2033 },
+	{ "lsaquo", 0x2039 }, { "rsaquo", 0x203A }, { "oline", 0x203E },
+	{ "frasl", 0x2044 }, { "euro", 0x20AC }, { "trade", 0x2122 },
+	{ "larr", 0x2190 }, { "uarr", 0x2191 }, { "rarr", 0x2192 },
+	{ "darr", 0x2193 }, { "harr", 0x2194 }, { "lArr", 0x21D0 },
+	{ "rArr", 0x21D2 }, { "hArr", 0x21D4 }, { "forall", 0x2200 },
+	{ "part", 0x2202 }, { "exist", 0x2203 }, { "empty", 0x2205 },
+	{ "nabla", 0x2207 }, { "isin", 0x2208 }, { "notin", 0x2209 },
+	{ "ni", 0x220B }, { "prod", 0x220F }, { "sum", 0x2211 },
+	{ "minus", 0x2212 }, { "lowast", 0x2217 }, { "radic", 0x221A },
+	{ "prop", 0x221D }, { "infin", 0x221E }, { "ang", 0x2220 },
+	{ "and", 0x2227 }, { "or", 0x2228 }, { "cap", 0x2229 }, { "cup", 0x222A },
+	{ "int", 0x222B }, { "there4", 0x2234 }, { "sim", 0x223C },
+	{ "cong", 0x2245 }, { "asymp", 0x2248 }, { "ne", 0x2260 },
+	{ "equiv", 0x2261 }, { "le", 0x2264 }, { "ge", 0x2265 }, { "sub", 0x2282 },
+	{ "sup", 0x2283 }, { "nsub", 0x2284 }, { "sube", 0x2286 },
+	{ "supe", 0x2287 }, { "oplus", 0x2295 }, { "otimes", 0x2297 },
+	{ "perp", 0x22A5 }, { "sdot", 0x22C5 }, { "loz", 0x25CA },
+	{ "spades", 0x2660 }, { "clubs", 0x2663 }, { "hearts", 0x2665 },
+	{ "diams", 0x2666 }, { "Alpha", 0x391 }, { "Beta", 0x392 },
+	{ "Gamma", 0x393 }, { "Delta", 0x394 }, { "Epsilon", 0x395 },
+	{ "Zeta", 0x396 }, { "Eta", 0x397 }, { "Theta", 0x398 }, { "Iota", 0x399 },
+	{ "Kappa", 0x39A }, { "Lambda", 0x39B }, { "Mu", 0x39C }, { "Nu", 0x39D },
+	{ "Xi", 0x39E }, { "Omicron", 0x39F }, { "Pi", 0x3A0 }, { "Rho", 0x3A1 },
+	{ "Sigma", 0x3A3 }, { "Tau", 0x3A4 }, { "Upsilon", 0x3A5 },
+	{ "Phi", 0x3A6 }, { "Chi", 0x3A7 }, { "Psi", 0x3A8 }, { "Omega", 0x3A9 },
+	{ "alpha", 0x3B1 }, { "beta", 0x3B2 }, { "gamma", 0x3B3 },
+	{ "delta", 0x3B4 }, { "epsilon", 0x3B5 }, { "zeta", 0x3B6 },
+	{ "eta", 0x3B7 }, { "theta", 0x3B8 }, { "iota", 0x3B9 }, { "kappa", 0x3BA },
+	{ "lambda", 0x3BB }, { "mu", 0x3BC }, { "nu", 0x3BD }, { "xi", 0x3BE },
+	{ "omicron", 0x3BF }, { "pi", 0x3C0 }, { "rho", 0x3C1 },
+	{ "sigmaf", 0x3C2 }, { "sigma", 0x3C3 }, { "tau", 0x3C4 },
+	{ "upsilon", 0x3C5 }, { "phi", 0x3C6 }, { "chi", 0x3C7 }, { "psi", 0x3C8 },
+	{ "omega", 0x3C9 }, { "thetasym", 0x3D1 }, { "upsih", 0x3D2 },
+	{ "piv", 0x3D6 },
+};
+
+/* Decode the entity at s[0] == '&'; returns its length (0 if none). */
+static size_t entity(const char *s, size_t n, uint32_t *cp)
+{
+	size_t k = 1;
+	if (n > 2 && s[1] == '#') {
+		uint32_t v = 0;
+		int hex = s[2] == 'x' || s[2] == 'X', digits = 0;
+		for (k = hex ? 3 : 2; k < n && k < 12; k++) {
+			int c = (unsigned char)s[k], d;
+			if (c >= '0' && c <= '9')
+				d = c - '0';
+			else if (hex && lower(c) >= 'a' && lower(c) <= 'f')
+				d = lower(c) - 'a' + 10;
+			else
+				break;
+			v = v * (hex ? 16 : 10) + d;
+			digits++;
+		}
+		if (!digits || k >= n || s[k] != ';' || digits > 7)
+			return 0;
+		if (v == 0 || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+			v = 0xFFFD;
+		*cp = v;
+		return k + 1;
+	}
+	while (k < n && k < 12 && is_alnum((unsigned char)s[k]))
+		k++;
+	if (k == 1 || k >= n || s[k] != ';')
+		return 0;
+	size_t len = k - 1;
+	for (int i = 0; i < 96; i++)
+		if (strlen(latin1[i]) == len && memcmp(latin1[i], s + 1, len) == 0) {
+			*cp = 160 + i;
+			return k + 1;
+		}
+	for (size_t i = 0; i < sizeof entities / sizeof entities[0]; i++)
+		if (strlen(entities[i].name) == len && memcmp(entities[i].name, s + 1, len) == 0) {
+			*cp = entities[i].cp;
+			return k + 1;
+		}
+	return 0;
+}
+
+static char *put_cp(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		*o++ = c;
+	} else if (c < 0x800) {
+		*o++ = 0xC0 | c >> 6;
+		*o++ = 0x80 | (c & 0x3F);
+	} else if (c < 0x10000) {
+		*o++ = 0xE0 | c >> 12;
+		*o++ = 0x80 | (c >> 6 & 0x3F);
+		*o++ = 0x80 | (c & 0x3F);
+	} else {
+		*o++ = 0xF0 | c >> 18;
+		*o++ = 0x80 | (c >> 12 & 0x3F);
+		*o++ = 0x80 | (c >> 6 & 0x3F);
+		*o++ = 0x80 | (c & 0x3F);
+	}
+	return o;
+}
+
+static const char *const block_tags[] = {
+	"br", "p", "div", "li", "ul", "ol", "dl", "dd", "dt", "tr", "table",
+	"blockquote", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "center",
+};
+
+/* Paragraph writer state for pass 5. */
+struct para {
+	char *o;
+	char *start;     /* start of the output of this call */
+	int has;         /* current paragraph has text */
+	int space;       /* a space is pending */
+};
+
+static void para_break(struct para *p)
+{
+	if (p->has)
+		*p->o++ = '\n';
+	p->has = 0;
+	p->space = 0;
+}
+
+static void para_text(struct para *p, const char *s, size_t n)
+{
+	if (!n)
+		return;
+	if (p->space && p->has)
+		*p->o++ = ' ';
+	p->space = 0;
+	memcpy(p->o, s, n);
+	p->o += n;
+	p->has = 1;
+}
+
+/* Inline markup of one line (or heading/list item text). */
+static void inline_text(struct para *p, const char *s, size_t n, struct memo *gt)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t j = i;
+		while (j < n && s[j] != '\'' && s[j] != '<' && s[j] != '&' && s[j] != ' ' &&
+		       s[j] != '\t' && s[j] != '_')
+			j++;
+		para_text(p, s + i, j - i);
+		i = j;
+		if (i >= n)
+			break;
+		char c = s[i];
+		if (c == ' ' || c == '\t') {
+			p->space = 1;
+			i++;
+		} else if (c == '\'') {
+			size_t k = i;
+			while (k < n && s[k] == '\'')
+				k++;
+			size_t m = k - i;
+			if (m == 1)
+				para_text(p, "'", 1);
+			else if (m == 4)
+				para_text(p, "'", 1);
+			else if (m > 5)
+				para_text(p, s + i, m - 5);
+			i = k;
+		} else if (c == '_') {
+			/* __MAGICWORD__ */
+			size_t k = i + 2;
+			if (i + 1 < n && s[i + 1] == '_') {
+				while (k < n && k - i < 40 && s[k] >= 'A' && s[k] <= 'Z')
+					k++;
+				if (k > i + 2 && k + 1 < n && s[k] == '_' && s[k + 1] == '_') {
+					i = k + 2;
+					continue;
+				}
+			}
+			para_text(p, "_", 1);
+			i++;
+		} else if (c == '&') {
+			uint32_t cp;
+			size_t l = entity(s + i, n - i, &cp);
+			if (!l) {
+				para_text(p, "&", 1);
+				i++;
+				continue;
+			}
+			i += l;
+			if (cp == 0xA0 || cp == ' ' || cp == '\t') {
+				p->space = 1;
+			} else if (cp == '\n') {
+				para_break(p);
+			} else {
+				char tmp[4];
+				para_text(p, tmp, put_cp(tmp, cp) - tmp);
+			}
+		} else { /* '<' */
+			size_t k = i + 1;
+			if (k < n && s[k] == '/')
+				k++;
+			size_t ns = k;
+			while (k < n && is_alnum((unsigned char)s[k]))
+				k++;
+			size_t g = n;
+			if (k > ns && is_alpha((unsigned char)s[ns]) &&
+			    (k == n || s[k] == ' ' || s[k] == '>' || s[k] == '/' || s[k] == '\t'))
+				g = memo_find(gt, s, n, k, '>', '<');
+			if (g >= n || s[g] != '>') {
+				para_text(p, "<", 1);
+				i++;
+				continue;
+			}
+			int block = 0;
+			for (size_t t = 0; t < sizeof block_tags / sizeof block_tags[0]; t++)
+				if (strlen(block_tags[t]) == k - ns && ieq(s + ns, block_tags[t], k - ns))
+					block = 1;
+			if (block)
+				para_break(p); /* inline tags just vanish */
+			i = g + 1;
+		}
+	}
+}
+
+static int pass_lines(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
+{
+	/* entities never grow; separators replace consumed bytes */
+	if (n > (SIZE_MAX - 16) / 2 || loom_wt_buf_reserve(out, 2 * n + 16))
+		return LOOM_ENOMEM;
+	struct para p = { out->p + out->len, out->p + out->len, 0, 0 };
+	struct memo gt = { 0, 0, 0 };
+	size_t i = 0;
+	while (i < n) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t e = nl ? (size_t)(nl - s) : n, a = i;
+		while (a < e && (s[a] == ' ' || s[a] == '\t'))
+			a++;
+		size_t b = e;
+		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+			b--;
+		i = e + 1;
+		if (a == b) {
+			para_break(&p);
+			continue;
+		}
+		const char *l = s + a;
+		size_t len = b - a;
+		if (l[0] == '=' && l[len - 1] == '=' && len >= 3) {
+			size_t h = 0, t = 0;
+			while (h < len && l[h] == '=')
+				h++;
+			while (t < len - h && l[len - 1 - t] == '=')
+				t++;
+			if (h < len) {
+				size_t lv = h < t ? h : t;
+				para_break(&p);
+				if (w->opts.headings) {
+					gt.valid = 0;
+					inline_text(&p, l + lv, len - 2 * lv, &gt);
+					para_break(&p);
+				}
+				gt.valid = 0;
+				continue;
+			}
+		}
+		if (len >= 4 && memcmp(l, "----", 4) == 0) {
+			size_t k = 0;
+			while (k < len && l[k] == '-')
+				k++;
+			para_break(&p);
+			l += k;
+			len -= k;
+		}
+		if (len && (l[0] == '*' || l[0] == '#' || l[0] == ':' || l[0] == ';')) {
+			size_t k = 0;
+			while (k < len && (l[k] == '*' || l[k] == '#' || l[k] == ':' ||
+					   l[k] == ';' || l[k] == ' ' || l[k] == '\t'))
+				k++;
+			para_break(&p);
+			gt.valid = 0;
+			inline_text(&p, l + k, len - k, &gt);
+			para_break(&p);
+			gt.valid = 0;
+			continue;
+		}
+		gt.valid = 0;
+		p.space = 1;
+		inline_text(&p, l, len, &gt);
+		gt.valid = 0;
+	}
+	char *o = p.o;
+	while (o > p.start && o[-1] == '\n')
+		o--;
+	out->len = o - out->p;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
+			struct loom_wt_buf *out, struct loom_wikitext_info *info)
+{
+	unsigned char carry[4];
+	int ncarry = 0, r;
+	memset(&w->info, 0, sizeof w->info);
+	w->a.len = 0;
+	int64_t bad = loom_utf8_sanitize(in, n, &w->a, carry, &ncarry, 0);
+	if (bad < 0)
+		goto nomem;
+	w->info.invalid_utf8 = bad;
+	if ((r = pass_tags(w, w->a.p, w->a.len, &w->b)) ||
+	    (r = pass_templates(w, w->b.p, w->b.len, &w->a)) ||
+	    (r = pass_tables(w, w->a.p, w->a.len, &w->b)) ||
+	    (r = pass_links(w, w->b.p, w->b.len, &w->a)))
+		goto nomem;
+	size_t start = out->len;
+	if ((r = pass_lines(w, w->a.p, w->a.len, out)))
+		goto nomem;
+	uint64_t chars = 0;
+	for (size_t i = start; i < out->len; i++) {
+		unsigned char c = out->p[i];
+		chars += (c & 0xC0) != 0x80 && c != '\n';
+	}
+	w->info.chars = chars;
+	if (info)
+		*info = w->info;
+	return 0;
+nomem:
+	return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory cleaning %zu bytes of wikitext", n);
+}
