@@ -1,0 +1,887 @@
+/* loom_ckpt.c - see loom_ckpt.h */
+#include "loom_ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_file.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "loom_ckpt copies float32 tensors as little-endian bytes"
+#endif
+
+#define STEP_FMT "step-%08" PRIu64
+
+struct loom_ckpt {
+	char dir[PATH_MAX];
+	char model_path[PATH_MAX + 32];
+	struct loom_ckpt_hf hf;
+	struct loom_ckpt_state state;
+	char *loom_config;
+	struct loom_st *model;
+	struct loom_st *optim;
+	struct loom_err err;
+};
+
+/* --- small helpers ---------------------------------------------------------- */
+
+static json_t *json_u64(uint64_t v)
+{
+	if (v <= (uint64_t)INT64_MAX)
+		return json_integer((json_int_t)v);
+	char buf[32];
+	snprintf(buf, sizeof buf, "%" PRIu64, v);
+	return json_string(buf);
+}
+
+/* Integer >= 0, or a decimal / 0x-hex string (for values above 2^63). */
+static int json_get_u64(json_t *v, uint64_t *out)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v))
+		return loom_parse_u64(json_string_value(v), 0, UINT64_MAX, out) < 0 ? -1 : 0;
+	return -1;
+}
+
+static int mkdir_p(const char *path, struct loom_err *err)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return loom_err_set(err, LOOM_EINVAL, "path too long: '%s'", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", buf);
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", buf);
+	return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)f;
+	return flag == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+static int rm_tree(const char *path)
+{
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *s64, const uint64_t *su)
+{
+	size_t at = 0;
+	at += (size_t)snprintf(buf + at, n - at, "[");
+	for (int i = 0; i < ndim && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? ", " : "",
+				       s64 ? (long long)s64[i] : (long long)su[i]);
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+}
+
+static int write_json(const char *path, json_t *j, struct loom_err *err)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!s)
+		return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	int rc = loom_write_file_atomic(path, t, n + 1, err);
+	free(t);
+	return rc;
+}
+
+/* --- saving ----------------------------------------------------------------- */
+
+static int to_st(const struct loom_ckpt_tensor *t, const float *data, const char *name,
+		 struct loom_st_tensor *o)
+{
+	memset(o, 0, sizeof *o);
+	o->name = name;
+	o->dtype = LOOM_ST_F32;
+	if (t->ndim < 0 || t->ndim > LOOM_ST_MAX_DIMS)
+		return -1;
+	o->ndim = t->ndim;
+	for (int d = 0; d < t->ndim; d++) {
+		if (t->shape[d] < 0)
+			return -1;
+		o->shape[d] = (uint64_t)t->shape[d];
+	}
+	o->data = data;
+	return 0;
+}
+
+static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
+{
+	json_t *loom = NULL;
+	if (s->loom_config_json) {
+		json_error_t je;
+		loom = json_loads(s->loom_config_json, 0, &je);
+		if (!json_is_object(loom)) {
+			json_decref(loom);
+			loom_err_set(err, LOOM_EINVAL, "loom config is not a JSON object: %s",
+				     je.text);
+			return NULL;
+		}
+	}
+	json_t *c = json_pack("{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:n, s:f, "
+			      "s:f, s:f, s:f, s:f, s:b, s:s}",
+			      "architectures", "GPT2LMHeadModel",
+			      "model_type", "gpt2",
+			      "activation_function", "gelu_new",
+			      "vocab_size", (json_int_t)s->hf.vocab_size,
+			      "n_positions", (json_int_t)s->hf.n_positions,
+			      "n_ctx", (json_int_t)s->hf.n_positions,
+			      "n_embd", (json_int_t)s->hf.n_embd,
+			      "n_layer", (json_int_t)s->hf.n_layer,
+			      "n_head", (json_int_t)s->hf.n_head,
+			      "n_inner",
+			      "layer_norm_epsilon", s->hf.layer_norm_epsilon,
+			      "initializer_range", 0.02,
+			      "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0,
+			      "tie_word_embeddings", 1,
+			      "torch_dtype", "float32");
+	if (!c) {
+		json_decref(loom);
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (loom)
+		json_object_set_new(c, "loom", loom);
+	return c;
+}
+
+static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
+			  struct loom_err *err)
+{
+	char r[4][20];
+	for (int i = 0; i < 4; i++)
+		snprintf(r[i], sizeof r[i], "0x%016" PRIx64, st->rng[i]);
+	json_t *j = json_pack("{s:o, s:o, s:o, s:[s,s,s,s], s:{s:o, s:I, s:o, s:I, s:I, s:I}}",
+			      "step", json_u64(st->step),
+			      "samples", json_u64(st->samples),
+			      "tokens", json_u64(st->tokens),
+			      "rng", r[0], r[1], r[2], r[3],
+			      "data", "next_seq", json_u64(st->data_seq),
+			      "epoch", (json_int_t)st->data_epoch,
+			      "seed", json_u64(st->data_seed),
+			      "batch", (json_int_t)st->data_batch,
+			      "seq_len", (json_int_t)st->data_seq_len,
+			      "world", (json_int_t)st->data_world);
+	if (!j) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (extra) {
+		json_error_t je;
+		json_t *x = json_loads(extra, 0, &je);
+		if (!json_is_object(x)) {
+			json_decref(x);
+			json_decref(j);
+			loom_err_set(err, LOOM_EINVAL, "state extra is not a JSON object: %s", je.text);
+			return NULL;
+		}
+		json_object_set_new(j, "extra", x);
+	}
+	return j;
+}
+
+/* Checks that the caller's HF numbers agree with its tensors before
+ * anything is written (a bug here would make an unloadable checkpoint). */
+static int check_save_table(const struct loom_ckpt_save *s, struct loom_err *err)
+{
+	const struct loom_ckpt_hf *h = &s->hf;
+	if (h->n_layer <= 0 || h->n_embd <= 0 || h->n_head <= 0 || h->n_positions <= 0 ||
+	    h->vocab_size <= 0 || h->n_embd % h->n_head)
+		return loom_err_set(err, LOOM_EINVAL,
+				    "checkpoint: bad model dimensions (n_layer %lld, n_embd %lld, "
+				    "n_head %lld, n_positions %lld, vocab_size %lld)",
+				    (long long)h->n_layer, (long long)h->n_embd,
+				    (long long)h->n_head, (long long)h->n_positions,
+				    (long long)h->vocab_size);
+	for (size_t i = 0; i < s->n_tensors; i++) {
+		const struct loom_ckpt_tensor *t = &s->tensors[i];
+		if (!t->name || !t->data || t->ndim < 0 || t->ndim > LOOM_ST_MAX_DIMS)
+			return loom_err_set(err, LOOM_EINVAL, "checkpoint: bad tensor table entry %zu",
+					    i);
+		if (s->adam_m && (!s->adam_m[i] || !s->adam_v || !s->adam_v[i]))
+			return loom_err_set(err, LOOM_EINVAL,
+					    "checkpoint: missing AdamW moments for '%s'", t->name);
+	}
+	return 0;
+}
+
+static int opt_names(const struct loom_ckpt_save *s, char ***names)
+{
+	char **n = calloc(2 * s->n_tensors + 1, sizeof *n);
+	if (!n)
+		return -1;
+	for (size_t i = 0; i < s->n_tensors; i++) {
+		if (asprintf(&n[2 * i], "%s.exp_avg", s->tensors[i].name) < 0 ||
+		    asprintf(&n[2 * i + 1], "%s.exp_avg_sq", s->tensors[i].name) < 0) {
+			for (size_t k = 0; k < 2 * s->n_tensors; k++)
+				free(n[k]);
+			free(n);
+			return -1;
+		}
+	}
+	*names = n;
+	return 0;
+}
+
+static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct loom_err *err)
+{
+	char path[PATH_MAX + 64];
+	char step[32];
+	int rc = 0;
+	struct loom_st_tensor *st = calloc(2 * s->n_tensors + 1, sizeof *st);
+	char **on = NULL;
+	if (!st)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	snprintf(step, sizeof step, "%" PRIu64, s->state.step);
+	const char *meta[] = {"format", "pt", "loom_step", step, NULL};
+
+	for (size_t i = 0; i < s->n_tensors; i++)
+		if (to_st(&s->tensors[i], s->tensors[i].data, s->tensors[i].name, &st[i]) < 0) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad shape for '%s'",
+					  s->tensors[i].name);
+			goto out;
+		}
+	snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+	if ((rc = loom_st_write(path, st, s->n_tensors, meta, err)) < 0)
+		goto out;
+
+	if (s->adam_m) {
+		if (opt_names(s, &on) < 0) {
+			rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < s->n_tensors; i++) {
+			to_st(&s->tensors[i], s->adam_m[i], on[2 * i], &st[2 * i]);
+			to_st(&s->tensors[i], s->adam_v[i], on[2 * i + 1], &st[2 * i + 1]);
+		}
+		snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
+		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, err)) < 0)
+			goto out;
+	}
+
+	json_t *cfg = hf_config(s, err);
+	if (!cfg) {
+		rc = err->code;
+		goto out;
+	}
+	snprintf(path, sizeof path, "%s/config.json", tmp);
+	rc = write_json(path, cfg, err);
+	json_decref(cfg);
+	if (rc < 0)
+		goto out;
+
+	json_t *sj = state_json(&s->state, s->state_extra_json, err);
+	if (!sj) {
+		rc = err->code;
+		goto out;
+	}
+	snprintf(path, sizeof path, "%s/state.json", tmp);
+	rc = write_json(path, sj, err);
+	json_decref(sj);
+	if (rc < 0)
+		goto out;
+	rc = loom_fsync_dir_of(tmp, err);
+out:
+	if (on) {
+		for (size_t k = 0; k < 2 * s->n_tensors; k++)
+			free(on[k]);
+		free(on);
+	}
+	free(st);
+	return rc;
+}
+
+static int switch_latest(const char *dir, const char *target, struct loom_err *err)
+{
+	char tmp[PATH_MAX], latest[PATH_MAX];
+	static unsigned counter;
+	snprintf(latest, sizeof latest, "%s/latest", dir);
+	for (int tries = 0;; tries++) {
+		snprintf(tmp, sizeof tmp, "%s/.latest.tmp-%ld-%u", dir, (long)getpid(),
+			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		if (symlink(target, tmp) == 0)
+			break;
+		if (errno != EEXIST || tries > 100)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot create symlink '%s'",
+					      tmp);
+	}
+	if (rename(tmp, latest) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return loom_err_errno(err, LOOM_EIO, e, "cannot switch '%s'", latest);
+	}
+	return loom_fsync_dir_of(dir, err);
+}
+
+int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
+		    struct loom_err *err)
+{
+	char tmp[PATH_MAX], final[PATH_MAX], name[32], old[PATH_MAX];
+	int rc;
+	if ((rc = check_save_table(s, err)) < 0)
+		return rc;
+	if ((rc = mkdir_p(s->dir, err)) < 0)
+		return rc;
+	snprintf(name, sizeof name, STEP_FMT, s->state.step);
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", s->dir, name) >= (int)sizeof tmp ||
+	    snprintf(final, sizeof final, "%s/%s", s->dir, name) >= (int)sizeof final)
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint path too long: '%s'", s->dir);
+	if (!mkdtemp(tmp))
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", tmp);
+	{	/* mkdtemp makes 0700; give the mode mkdir(2) would */
+		mode_t um = umask(0);
+		umask(um);
+		chmod(tmp, 0777 & ~um);
+	}
+	if ((rc = write_files(s, tmp, err)) < 0)
+		goto fail;
+	/* Replace an existing directory of the same step: move it aside. */
+	old[0] = '\0';
+	if (rename(tmp, final) < 0) {
+		if (errno != ENOTEMPTY && errno != EEXIST) {
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot rename to '%s'", final);
+			goto fail;
+		}
+		snprintf(old, sizeof old, "%s/.%s.old-XXXXXX", s->dir, name);
+		if (!mkdtemp(old) || rename(final, old) < 0 || rename(tmp, final) < 0) {
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot replace '%s'", final);
+			goto fail;
+		}
+	}
+	if ((rc = loom_fsync_dir_of(s->dir, err)) < 0)
+		return rc;
+	if ((rc = switch_latest(s->dir, name, err)) < 0)
+		return rc;
+	if (old[0])
+		rm_tree(old);
+	if (out_path && n)
+		snprintf(out_path, n, "%s", final);
+	if (s->keep && (rc = loom_ckpt_prune(s->dir, s->keep, err)) < 0)
+		return rc;
+	return 0;
+fail:
+	rm_tree(tmp);
+	return rc;
+}
+
+static int parse_step_name(const char *s, uint64_t *step)
+{
+	if (strncmp(s, "step-", 5) != 0 || strlen(s + 5) < 8)
+		return -1;
+	uint64_t v = 0;
+	for (const char *p = s + 5; *p; p++) {
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*step = v;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int loom_ckpt_prune(const char *dir, unsigned keep, struct loom_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t *steps = NULL, latest_step = UINT64_MAX, st;
+	size_t n = 0, cap = 0;
+	int removed = 0;
+	char path[PATH_MAX], link[PATH_MAX];
+	if (!d)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", dir);
+	snprintf(path, sizeof path, "%s/latest", dir);
+	ssize_t ll = readlink(path, link, sizeof link - 1);
+	if (ll > 0) {
+		link[ll] = '\0';
+		const char *base = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
+		if (parse_step_name(base, &st) == 0)
+			latest_step = st;
+	}
+	while ((e = readdir(d))) {
+		if (parse_step_name(e->d_name, &st) == 0) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 16;
+				uint64_t *q = realloc(steps, cap * sizeof *q);
+				if (!q) {
+					closedir(d);
+					free(steps);
+					return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+				}
+				steps = q;
+			}
+			steps[n++] = st;
+		} else if (e->d_name[0] == '.' && strncmp(e->d_name, ".step-", 6) == 0 &&
+			   (strstr(e->d_name, ".tmp-") || strstr(e->d_name, ".old-"))) {
+			/* debris of an interrupted save */
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			if (rm_tree(path) == 0)
+				removed++;
+		}
+	}
+	closedir(d);
+	qsort(steps, n, sizeof *steps, cmp_u64);
+	for (size_t i = 0; keep && i + keep < n; i++) {
+		if (steps[i] == latest_step)
+			continue;
+		snprintf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]);
+		if (rm_tree(path) < 0) {
+			int e2 = errno;
+			free(steps);
+			return loom_err_errno(err, LOOM_EIO, e2, "cannot remove '%s'", path);
+		}
+		removed++;
+	}
+	free(steps);
+	if (removed)
+		loom_fsync_dir_of(dir, err);
+	return removed;
+}
+
+/* --- loading ---------------------------------------------------------------- */
+
+int loom_ckpt_resolve(const char *path, char *out, size_t n, struct loom_err *err)
+{
+	char buf[PATH_MAX + 32], real[PATH_MAX];
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "checkpoint '%s'", path);
+	if (!S_ISDIR(sb.st_mode))
+		return loom_err_set(err, LOOM_EINVAL,
+				    "checkpoint '%s' is not a directory", path);
+	snprintf(buf, sizeof buf, "%s/config.json", path);
+	if (stat(buf, &sb) == 0) {
+		snprintf(buf, sizeof buf, "%s", path);
+	} else {
+		snprintf(buf, sizeof buf, "%s/latest", path);
+		if (stat(buf, &sb) < 0)
+			return loom_err_set(err, LOOM_EINVAL,
+					    "'%s' is not a checkpoint (no config.json, no latest)",
+					    path);
+	}
+	if (!realpath(buf, real))
+		return loom_err_errno(err, LOOM_EIO, errno, "checkpoint '%s'", buf);
+	if (strlen(real) >= n)
+		return loom_err_set(err, LOOM_EINVAL, "path too long: '%s'", real);
+	memcpy(out, real, strlen(real) + 1);
+	return 0;
+}
+
+static json_t *load_json(const char *path, struct loom_err *err)
+{
+	char *buf;
+	size_t len;
+	json_error_t je;
+	if (loom_read_file(path, &buf, &len, err) < 0)
+		return NULL;
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	free(buf);
+	if (!j) {
+		loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, je.text);
+		return NULL;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		loom_err_set(err, LOOM_EFORMAT, "%s: not a JSON object", path);
+		return NULL;
+	}
+	return j;
+}
+
+static int parse_state(json_t *j, const char *path, struct loom_ckpt_state *st,
+		       struct loom_err *err)
+{
+	json_t *d = json_object_get(j, "data"), *r = json_object_get(j, "rng");
+	uint64_t v[6];
+	memset(st, 0, sizeof *st);
+	if (json_get_u64(json_object_get(j, "step"), &st->step) < 0)
+		return loom_err_set(err, LOOM_EFORMAT, "%s: 'step' missing or not a count", path);
+	json_t *x;
+	if ((x = json_object_get(j, "samples")) && json_get_u64(x, &st->samples) < 0)
+		return loom_err_set(err, LOOM_EFORMAT, "%s: 'samples' is not a count", path);
+	if ((x = json_object_get(j, "tokens")) && json_get_u64(x, &st->tokens) < 0)
+		return loom_err_set(err, LOOM_EFORMAT, "%s: 'tokens' is not a count", path);
+	if (r) {
+		if (!json_is_array(r) || json_array_size(r) != 4)
+			return loom_err_set(err, LOOM_EFORMAT, "%s: 'rng' must be 4 values", path);
+		for (size_t i = 0; i < 4; i++)
+			if (json_get_u64(json_array_get(r, i), &st->rng[i]) < 0)
+				return loom_err_set(err, LOOM_EFORMAT, "%s: rng[%zu] is not a u64",
+						    path, i);
+	}
+	if (d) {
+		static const char *const keys[6] = {"next_seq", "epoch", "seed", "batch",
+						    "seq_len", "world"};
+		if (!json_is_object(d))
+			return loom_err_set(err, LOOM_EFORMAT, "%s: 'data' is not an object", path);
+		for (int i = 0; i < 6; i++) {
+			v[i] = 0;
+			x = json_object_get(d, keys[i]);
+			if (x && (json_get_u64(x, &v[i]) < 0 || (i != 0 && i != 2 && v[i] > UINT32_MAX)))
+				return loom_err_set(err, LOOM_EFORMAT, "%s: data.%s is out of range",
+						    path, keys[i]);
+		}
+		st->data_seq = v[0];
+		st->data_epoch = (uint32_t)v[1];
+		st->data_seed = v[2];
+		st->data_batch = (uint32_t)v[3];
+		st->data_seq_len = (uint32_t)v[4];
+		st->data_world = (uint32_t)v[5];
+	}
+	return 0;
+}
+
+int loom_ckpt_read_state(const char *path, struct loom_ckpt_state *st, struct loom_err *err)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 32];
+	int rc = loom_ckpt_resolve(path, dir, sizeof dir, err);
+	if (rc < 0)
+		return rc;
+	snprintf(p, sizeof p, "%s/state.json", dir);
+	json_t *j = load_json(p, err);
+	if (!j)
+		return err->code;
+	rc = parse_state(j, p, st, err);
+	json_decref(j);
+	return rc;
+}
+
+static int hf_int(json_t *cfg, const char *key, const char *path, int64_t *out,
+		  struct loom_err *err)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+	    json_integer_value(v) > (json_int_t)1 << 40)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: '%s' missing or not a positive integer", path, key);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int parse_hf(json_t *cfg, const char *path, struct loom_ckpt_hf *h, struct loom_err *err)
+{
+	json_t *v = json_object_get(cfg, "model_type");
+	if (v && (!json_is_string(v) || strcmp(json_string_value(v), "gpt2") != 0))
+		return loom_err_set(err, LOOM_EFORMAT, "%s: model_type is not \"gpt2\"", path);
+	if (hf_int(cfg, "n_layer", path, &h->n_layer, err) < 0 ||
+	    hf_int(cfg, "n_embd", path, &h->n_embd, err) < 0 ||
+	    hf_int(cfg, "n_head", path, &h->n_head, err) < 0 ||
+	    hf_int(cfg, "vocab_size", path, &h->vocab_size, err) < 0)
+		return err->code;
+	if (json_object_get(cfg, "n_positions")) {
+		if (hf_int(cfg, "n_positions", path, &h->n_positions, err) < 0)
+			return err->code;
+	} else if (hf_int(cfg, "n_ctx", path, &h->n_positions, err) < 0) {
+		return err->code;
+	}
+	if (h->n_embd % h->n_head)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: n_embd %lld is not divisible by n_head %lld", path,
+				    (long long)h->n_embd, (long long)h->n_head);
+	v = json_object_get(cfg, "n_inner");
+	if (v && !json_is_null(v) &&
+	    (!json_is_integer(v) || json_integer_value(v) != 4 * h->n_embd))
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: n_inner must be null or 4 x n_embd (%lld)", path,
+				    (long long)(4 * h->n_embd));
+	v = json_object_get(cfg, "activation_function");
+	if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "gelu_new") &&
+					 strcmp(json_string_value(v), "gelu_pytorch_tanh"))))
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: activation_function must be gelu_new (tanh GELU)", path);
+	h->layer_norm_epsilon = 1e-5;
+	v = json_object_get(cfg, "layer_norm_epsilon");
+	if (v) {
+		if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) >= 1)
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "%s: layer_norm_epsilon must be a number in (0, 1)", path);
+		h->layer_norm_epsilon = json_number_value(v);
+	}
+	return 0;
+}
+
+/* Find a tensor by its HF name, also without the "transformer." prefix
+ * (HF's GPT2Model files name them "h.0.attn..."). */
+static const struct loom_st_tensor *st_find(const struct loom_st *st, const char *name)
+{
+	const struct loom_st_tensor *t = loom_st_find(st, name);
+	if (!t && strncmp(name, "transformer.", 12) == 0)
+		t = loom_st_find(st, name + 12);
+	return t;
+}
+
+/* Check the GPT-2 tensors named by the config exist with their shapes. */
+static int check_config_vs_tensors(struct loom_ckpt *c)
+{
+	const struct loom_ckpt_hf *h = &c->hf;
+	const int64_t C = h->n_embd;
+	struct {
+		const char *fmt;
+		int ndim;
+		int64_t s0, s1;
+	} want[] = {
+		{"transformer.h.%d.ln_1.weight", 1, C, 0},
+		{"transformer.h.%d.ln_1.bias", 1, C, 0},
+		{"transformer.h.%d.attn.c_attn.weight", 2, C, 3 * C},
+		{"transformer.h.%d.attn.c_attn.bias", 1, 3 * C, 0},
+		{"transformer.h.%d.attn.c_proj.weight", 2, C, C},
+		{"transformer.h.%d.attn.c_proj.bias", 1, C, 0},
+		{"transformer.h.%d.ln_2.weight", 1, C, 0},
+		{"transformer.h.%d.ln_2.bias", 1, C, 0},
+		{"transformer.h.%d.mlp.c_fc.weight", 2, C, 4 * C},
+		{"transformer.h.%d.mlp.c_fc.bias", 1, 4 * C, 0},
+		{"transformer.h.%d.mlp.c_proj.weight", 2, 4 * C, C},
+		{"transformer.h.%d.mlp.c_proj.bias", 1, C, 0},
+	}, top[] = {
+		{"transformer.wte.weight", 2, h->vocab_size, C},
+		{"transformer.wpe.weight", 2, h->n_positions, C},
+		{"transformer.ln_f.weight", 1, C, 0},
+		{"transformer.ln_f.bias", 1, C, 0},
+	};
+	char name[128], got[160], need[160];
+	const size_t nw = sizeof want / sizeof *want, nt = sizeof top / sizeof *top;
+	for (int64_t l = -1; l <= h->n_layer; l++) {
+		size_t cnt = l < 0 ? nt : nw;
+		for (size_t i = 0; i < cnt; i++) {
+			const char *fmt = l < 0 ? top[i].fmt : want[i].fmt;
+			int ndim = l < 0 ? top[i].ndim : want[i].ndim;
+			int64_t s[2] = {l < 0 ? top[i].s0 : want[i].s0, l < 0 ? top[i].s1 : want[i].s1};
+			snprintf(name, sizeof name, fmt, (int)l);
+			const struct loom_st_tensor *t = st_find(c->model, name);
+			if (l == h->n_layer) {
+				if (t)
+					return loom_err_set(&c->err, LOOM_EFORMAT,
+							    "%s: has tensor '%s' but config.json says "
+							    "n_layer %lld", c->model_path, name,
+							    (long long)h->n_layer);
+				continue;
+			}
+			if (!t)
+				return loom_err_set(&c->err, LOOM_EFORMAT,
+						    "%s: tensor '%s' is missing (config.json: "
+						    "n_layer %lld)", c->model_path, name,
+						    (long long)h->n_layer);
+			int okay = t->ndim == ndim;
+			for (int d = 0; okay && d < ndim; d++)
+				okay = t->shape[d] == (uint64_t)s[d];
+			if (!okay) {
+				shape_str(got, sizeof got, t->ndim, NULL, t->shape);
+				shape_str(need, sizeof need, ndim, s, NULL);
+				return loom_err_set(&c->err, LOOM_EFORMAT,
+						    "%s: tensor '%s' is %s but config.json (n_embd "
+						    "%lld, vocab_size %lld, n_positions %lld) needs %s",
+						    c->model_path, name, got, (long long)C,
+						    (long long)h->vocab_size,
+						    (long long)h->n_positions, need);
+			}
+			if (t->dtype != LOOM_ST_F32)
+				return loom_err_set(&c->err, LOOM_EFORMAT,
+						    "%s: tensor '%s' is %s; loom reads F32 only",
+						    c->model_path, name, loom_st_dtype_name(t->dtype));
+		}
+	}
+	return 0;
+}
+
+struct loom_ckpt *loom_ckpt_open(const char *path, struct loom_err *err)
+{
+	struct loom_ckpt *c = calloc(1, sizeof *c);
+	char p[PATH_MAX + 32];
+	json_t *cfg = NULL;
+	struct stat sb;
+	if (!c) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (loom_ckpt_resolve(path, c->dir, sizeof c->dir, err) < 0)
+		goto fail;
+	snprintf(p, sizeof p, "%s/config.json", c->dir);
+	if (!(cfg = load_json(p, err)) || parse_hf(cfg, p, &c->hf, err) < 0)
+		goto fail;
+	json_t *loom = json_object_get(cfg, "loom");
+	if (loom) {
+		if (!json_is_object(loom)) {
+			loom_err_set(err, LOOM_EFORMAT, "%s: 'loom' is not an object", p);
+			goto fail;
+		}
+		c->loom_config = json_dumps(loom, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (!c->loom_config) {
+			loom_err_set(err, LOOM_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	snprintf(c->model_path, sizeof c->model_path, "%s/model.safetensors", c->dir);
+	if (!(c->model = loom_st_open(c->model_path, err)))
+		goto fail;
+	if (check_config_vs_tensors(c) < 0) {
+		*err = c->err;
+		goto fail;
+	}
+	snprintf(p, sizeof p, "%s/state.json", c->dir);
+	if (stat(p, &sb) == 0) {
+		json_t *sj = load_json(p, err);
+		if (!sj)
+			goto fail;
+		int rc = parse_state(sj, p, &c->state, err);
+		json_decref(sj);
+		if (rc < 0)
+			goto fail;
+	}
+	snprintf(p, sizeof p, "%s/optimizer.safetensors", c->dir);
+	if (stat(p, &sb) == 0 && !(c->optim = loom_st_open(p, err)))
+		goto fail;
+	json_decref(cfg);
+	return c;
+fail:
+	json_decref(cfg);
+	loom_ckpt_free(c);
+	return NULL;
+}
+
+void loom_ckpt_free(struct loom_ckpt *c)
+{
+	if (!c)
+		return;
+	loom_st_free(c->model);
+	loom_st_free(c->optim);
+	free(c->loom_config);
+	free(c);
+}
+
+const char *loom_ckpt_dir(const struct loom_ckpt *c)
+{
+	return c->dir;
+}
+
+const struct loom_ckpt_hf *loom_ckpt_hf(const struct loom_ckpt *c)
+{
+	return &c->hf;
+}
+
+const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c)
+{
+	return &c->state;
+}
+
+const char *loom_ckpt_loom_config(const struct loom_ckpt *c)
+{
+	return c->loom_config;
+}
+
+int loom_ckpt_has_optimizer(const struct loom_ckpt *c)
+{
+	return c->optim != NULL;
+}
+
+const char *loom_ckpt_error(const struct loom_ckpt *c)
+{
+	return c->err.msg;
+}
+
+static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
+		       const struct loom_ckpt_tensor *t, const char *name, float *dst)
+{
+	const struct loom_st_tensor *f = st_find(st, name);
+	char got[160], need[160];
+	if (!f)
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s: tensor '%s' is missing",
+				    loom_st_name(st), name);
+	int okay = f->ndim == t->ndim && f->dtype == LOOM_ST_F32;
+	for (int d = 0; okay && d < t->ndim; d++)
+		okay = t->shape[d] >= 0 && f->shape[d] == (uint64_t)t->shape[d];
+	if (!okay) {
+		shape_str(got, sizeof got, f->ndim, NULL, f->shape);
+		shape_str(need, sizeof need, t->ndim, t->shape, NULL);
+		return loom_err_set(&c->err, LOOM_EFORMAT,
+				    "%s: tensor '%s' is %s %s but the model needs F32 %s",
+				    loom_st_name(st), name, loom_st_dtype_name(f->dtype), got, need);
+	}
+	if (f->nbytes)
+		memcpy(dst, f->data, f->nbytes);
+	return 0;
+}
+
+static int tolerated_extra(const char *name)
+{
+	size_t n = strlen(name);
+	return strcmp(name, "lm_head.weight") == 0 ||
+	       (n > 10 && strcmp(name + n - 10, ".attn.bias") == 0) ||
+	       (n > 17 && strcmp(name + n - 17, ".attn.masked_bias") == 0);
+}
+
+int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n)
+{
+	int rc;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = copy_tensor(c, c->model, &t[i], t[i].name, t[i].data)) < 0)
+			return rc;
+	for (size_t k = 0; k < loom_st_count(c->model); k++) {
+		const char *fn = loom_st_get(c->model, k)->name;
+		int found = tolerated_extra(fn);
+		for (size_t i = 0; !found && i < n; i++)
+			found = strcmp(t[i].name, fn) == 0 ||
+				(strncmp(t[i].name, "transformer.", 12) == 0 &&
+				 strcmp(t[i].name + 12, fn) == 0);
+		if (!found)
+			return loom_err_set(&c->err, LOOM_EFORMAT,
+					    "%s: tensor '%s' is not part of the model",
+					    c->model_path, fn);
+	}
+	return 0;
+}
+
+int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+			     size_t n, float *const *adam_m, float *const *adam_v)
+{
+	char name[512];
+	int rc;
+	if (!c->optim)
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "%s: no optimizer.safetensors (weights-only checkpoint)", c->dir);
+	if (loom_st_count(c->optim) != 2 * n)
+		return loom_err_set(&c->err, LOOM_EFORMAT,
+				    "%s/optimizer.safetensors: %zu tensors, the model needs %zu",
+				    c->dir, loom_st_count(c->optim), 2 * n);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "%s.exp_avg", t[i].name);
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_m[i])) < 0)
+			return rc;
+		snprintf(name, sizeof name, "%s.exp_avg_sq", t[i].name);
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_v[i])) < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,347 @@
+/* Unit tests for loom_ckpt: atomic step directories, the latest switch,
+ * --keep pruning, validated loading and each refusal. */
+#include <dirent.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_ckpt.h"
+#include "loom_file.h"
+#include "tap.h"
+
+#define L 2
+#define C 8
+#define V 16
+#define P 4
+#define MAXT (4 + 12 * L)
+
+static struct loom_ckpt_tensor tab[MAXT];
+static char names[MAXT][64];
+static float *param, *adam_m, *adam_v;
+static float *mp[MAXT], *vp[MAXT];
+static size_t nt, total;
+
+static void add(const char *name, int ndim, int64_t s0, int64_t s1)
+{
+	snprintf(names[nt], sizeof names[nt], "%s", name);
+	tab[nt].name = names[nt];
+	tab[nt].ndim = ndim;
+	tab[nt].shape[0] = s0;
+	tab[nt].shape[1] = s1;
+	tab[nt].data = (float *)(uintptr_t)total;	/* offset, fixed up below */
+	total += (size_t)(s0 * (ndim > 1 ? s1 : 1));
+	nt++;
+}
+
+/* The GPT-2 tensor table of a tiny model, HF names and layouts. */
+static void build_table(void)
+{
+	char n[64];
+	add("transformer.wte.weight", 2, V, C);
+	add("transformer.wpe.weight", 2, P, C);
+	for (int l = 0; l < L; l++) {
+#define A(suffix, nd, a, b) \
+	snprintf(n, sizeof n, "transformer.h.%d." suffix, l), add(n, nd, a, b)
+		A("ln_1.weight", 1, C, 0);
+		A("ln_1.bias", 1, C, 0);
+		A("attn.c_attn.weight", 2, C, 3 * C);
+		A("attn.c_attn.bias", 1, 3 * C, 0);
+		A("attn.c_proj.weight", 2, C, C);
+		A("attn.c_proj.bias", 1, C, 0);
+		A("ln_2.weight", 1, C, 0);
+		A("ln_2.bias", 1, C, 0);
+		A("mlp.c_fc.weight", 2, C, 4 * C);
+		A("mlp.c_fc.bias", 1, 4 * C, 0);
+		A("mlp.c_proj.weight", 2, 4 * C, C);
+		A("mlp.c_proj.bias", 1, C, 0);
+	}
+	add("transformer.ln_f.weight", 1, C, 0);
+	add("transformer.ln_f.bias", 1, C, 0);
+	param = malloc(total * sizeof *param);
+	adam_m = malloc(total * sizeof *param);
+	adam_v = malloc(total * sizeof *param);
+	for (size_t i = 0; i < total; i++) {
+		param[i] = (float)i * 0.5f - 3;
+		adam_m[i] = (float)i * 1e-3f;
+		adam_v[i] = (float)i * 1e-6f;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		size_t off = (size_t)(uintptr_t)tab[i].data;
+		tab[i].data = param + off;
+		mp[i] = adam_m + off;
+		vp[i] = adam_v + off;
+	}
+}
+
+static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
+{
+	struct loom_ckpt_save s = {
+		.dir = dir, .tensors = tab, .n_tensors = nt, .adam_m = mp, .adam_v = vp,
+		.hf = {.n_layer = L, .n_embd = C, .n_head = 2, .n_positions = P,
+		       .vocab_size = V, .layer_norm_epsilon = 1e-5},
+		.loom_config_json = "{\"preset\":\"tiny\",\"n_layer\":2}",
+		.state = {.step = step, .samples = step * 4, .tokens = step * 20,
+			  .rng = {1, 2, 0xfedcba9876543210ull, 4},
+			  .data_seq = step * 2, .data_epoch = 1, .data_seed = 99,
+			  .data_batch = 2, .data_seq_len = 5, .data_world = 1},
+		.state_extra_json = "{\"loss\":1.5}",
+	};
+	return s;
+}
+
+static int count_steps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strncmp(e->d_name, "step-", 5) == 0;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int count_hidden(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static char root[] = "/tmp/loom-ckpt-XXXXXX";
+
+static void sh(const char *fmt, const char *arg)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, fmt, arg, arg, arg);
+	if (system(cmd) != 0)
+		diag("command failed: %s", cmd);
+}
+
+/* Open a checkpoint expecting a refusal containing `want`. */
+static void refuse_open(const char *name, const char *path, const char *want)
+{
+	struct loom_err err = {0};
+	struct loom_ckpt *c = loom_ckpt_open(path, &err);
+	ok(c == NULL, "%s: refused", name);
+	ok(strstr(err.msg, want) != NULL && !strchr(err.msg, '\n'),
+	   "%s: one line '%s' has '%s'", name, err.msg, want);
+	loom_ckpt_free(c);
+}
+
+int main(void)
+{
+	struct loom_err err = {0};
+	char dir[512], out[512], p[600], link[512];
+	build_table();
+	ok(mkdtemp(root) != NULL, "scratch dir");
+	snprintf(dir, sizeof dir, "%s/run/ckpt", root);
+
+	struct loom_ckpt_save s = base_save(dir, 100);
+	is_int(loom_ckpt_write(&s, out, sizeof out, &err), 0, "save step 100: %s", err.msg);
+	snprintf(p, sizeof p, "%s/step-00000100", dir);
+	is_str(out, p, "returns the step directory");
+	const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json",
+			       "state.json"};
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/step-00000100/%s", dir, files[i]);
+		ok(access(p, R_OK) == 0, "has %s", files[i]);
+	}
+	snprintf(p, sizeof p, "%s/latest", dir);
+	ssize_t ll = readlink(p, link, sizeof link - 1);
+	link[ll > 0 ? ll : 0] = '\0';
+	is_str(link, "step-00000100", "latest is a relative symlink to the step dir");
+	is_int(count_hidden(dir), 0, "no temporary debris");
+
+	/* config.json: HF keys and loom's own */
+	snprintf(p, sizeof p, "%s/latest/config.json", dir);
+	json_error_t je;
+	json_t *cfg = json_load_file(p, 0, &je);
+	ok(cfg != NULL, "config.json parses");
+	is_str(json_string_value(json_object_get(cfg, "model_type")), "gpt2", "model_type gpt2");
+	is_str(json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0)),
+	       "GPT2LMHeadModel", "architectures");
+	is_str(json_string_value(json_object_get(cfg, "activation_function")), "gelu_new",
+	       "activation gelu_new");
+	is_int(json_integer_value(json_object_get(cfg, "n_embd")), C, "n_embd");
+	is_int(json_integer_value(json_object_get(cfg, "n_ctx")), P, "n_ctx");
+	is_str(json_string_value(json_object_get(json_object_get(cfg, "loom"), "preset")), "tiny",
+	       "loom config stored under 'loom'");
+	json_decref(cfg);
+
+	/* load it back */
+	struct loom_ckpt *c = loom_ckpt_open(dir, &err);
+	ok(c != NULL, "open DIR (via latest): %s", c ? "" : err.msg);
+	if (!c)
+		return done_testing();
+	ok(strstr(loom_ckpt_dir(c), "step-00000100") != NULL, "resolved to the step dir");
+	const struct loom_ckpt_state *st = loom_ckpt_state(c);
+	ok(st->step == 100 && st->samples == 400 && st->tokens == 2000 && st->data_seq == 200 &&
+	   st->data_epoch == 1 && st->data_seed == 99 && st->data_batch == 2 &&
+	   st->data_seq_len == 5 && st->data_world == 1, "state round-trips");
+	ok(st->rng[2] == 0xfedcba9876543210ull && st->rng[3] == 4, "64-bit RNG state round-trips");
+	ok(loom_ckpt_hf(c)->n_layer == L && loom_ckpt_hf(c)->vocab_size == V, "hf keys");
+	ok(strstr(loom_ckpt_loom_config(c), "\"preset\":\"tiny\"") != NULL, "loom config text");
+	ok(loom_ckpt_has_optimizer(c), "has optimizer");
+	float *save_p = malloc(total * 4), *save_m = malloc(total * 4), *save_v = malloc(total * 4);
+	memcpy(save_p, param, total * 4);
+	memcpy(save_m, adam_m, total * 4);
+	memcpy(save_v, adam_v, total * 4);
+	memset(param, 0, total * 4);
+	memset(adam_m, 0, total * 4);
+	memset(adam_v, 0, total * 4);
+	is_int(loom_ckpt_load_model(c, tab, nt), 0, "load model");
+	ok(memcmp(param, save_p, total * 4) == 0, "weights bit-identical");
+	is_int(loom_ckpt_load_optimizer(c, tab, nt, mp, vp), 0, "load optimizer");
+	ok(memcmp(adam_m, save_m, total * 4) == 0 && memcmp(adam_v, save_v, total * 4) == 0,
+	   "AdamW moments bit-identical");
+	/* a model of a different shape is refused with a clear line */
+	tab[0].shape[1] = C + 1;
+	is_int(loom_ckpt_load_model(c, tab, nt), LOOM_EFORMAT, "wrong model shape refused");
+	ok(strstr(loom_ckpt_error(c), "tensor 'transformer.wte.weight' is F32 [16, 8] but the "
+		  "model needs F32 [16, 9]") != NULL, "shape message: %s", loom_ckpt_error(c));
+	tab[0].shape[1] = C;
+	is_int(loom_ckpt_load_model(c, tab, nt - 1), LOOM_EFORMAT, "smaller model refused");
+	ok(strstr(loom_ckpt_error(c), "'transformer.ln_f.bias' is not part of the model") != NULL,
+	   "extra tensor message: %s", loom_ckpt_error(c));
+	loom_ckpt_free(c);
+
+	struct loom_ckpt_state rs;
+	is_int(loom_ckpt_read_state(dir, &rs, &err), 0, "read_state");
+	is_int(rs.data_seq, 200, "read_state data position");
+
+	/* more saves, keep 2 */
+	for (uint64_t k = 200; k <= 400; k += 100) {
+		s = base_save(dir, k);
+		s.keep = 2;
+		is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save step %d", (int)k);
+	}
+	is_int(count_steps(dir), 2, "keep 2 pruned older step dirs");
+	snprintf(p, sizeof p, "%s/step-00000300", dir);
+	ok(access(p, F_OK) == 0, "step 300 kept");
+	snprintf(p, sizeof p, "%s/step-00000200", dir);
+	ok(access(p, F_OK) != 0, "step 200 removed");
+	snprintf(p, sizeof p, "%s/latest", dir);
+	ll = readlink(p, link, sizeof link - 1);
+	link[ll > 0 ? ll : 0] = '\0';
+	is_str(link, "step-00000400", "latest switched to 400");
+
+	/* re-saving the same step replaces it */
+	param[0] = 42;
+	s = base_save(dir, 400);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "re-save step 400");
+	is_int(count_hidden(dir), 0, "no debris after replacing");
+	c = loom_ckpt_open(dir, &err);
+	param[0] = 0;
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 && param[0] == 42, "replaced contents");
+	loom_ckpt_free(c);
+
+	/* a failing save leaves the previous checkpoint and no debris */
+	s = base_save(dir, 500);
+	s.loom_config_json = "[not json";
+	ok(loom_ckpt_write(&s, NULL, 0, &err) < 0, "bad config JSON fails the save");
+	is_int(count_hidden(dir), 0, "failed save leaves no temp dir");
+	ll = readlink(p, link, sizeof link - 1);
+	link[ll > 0 ? ll : 0] = '\0';
+	is_str(link, "step-00000400", "latest untouched by a failed save");
+	s = base_save(dir, 500);
+	s.hf.n_head = 3;
+	ok(loom_ckpt_write(&s, NULL, 0, &err) == LOOM_EINVAL, "n_embd %% n_head refused at save");
+
+	/* stale temp dirs are pruned */
+	snprintf(p, sizeof p, "%s/.step-00000600.tmp-abcdef", dir);
+	mkdir(p, 0777);
+	ok(loom_ckpt_prune(dir, 0, &err) >= 1, "prune removes interrupted saves");
+	is_int(count_hidden(dir), 0, "debris gone");
+
+	/* refusals: build broken copies of a good checkpoint */
+	snprintf(p, sizeof p, "%s/step-00000400", dir);
+	refuse_open("not a checkpoint", root, "is not a checkpoint (no config.json, no latest)");
+	refuse_open("missing dir", "/nonexistent/ckpt", "No such file");
+
+	char bad[600];
+	snprintf(bad, sizeof bad, "%s/bad", root);
+	char cmd[4096];
+#define FRESH() do { \
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", bad, p, bad); \
+	if (system(cmd)) diag("cp failed"); } while (0)
+
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
+	ok(truncate(cmd, 4000) == 0, "truncate model.safetensors");
+	refuse_open("truncated model", bad, "file truncated?");
+
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
+	FILE *f = fopen(cmd, "r+b");
+	fseek(f, 8, SEEK_SET);
+	fputs("@@@", f);
+	fclose(f);
+	refuse_open("bad header", bad, "bad JSON header at byte");
+
+	FRESH();
+	sh("sed -i 's/\"n_embd\": 8/\"n_embd\": 4/' '%s/config.json'", bad);
+	refuse_open("config n_embd vs tensors", bad,
+		    "tensor 'transformer.wte.weight' is [16, 8] but config.json (n_embd 4, "
+		    "vocab_size 16, n_positions 4) needs [16, 4]");
+
+	FRESH();
+	sh("sed -i 's/\"n_layer\": 2/\"n_layer\": 3/' '%s/config.json'", bad);
+	refuse_open("config n_layer vs tensors", bad,
+		    "tensor 'transformer.h.2.ln_1.weight' is missing (config.json: n_layer 3)");
+
+	FRESH();
+	sh("sed -i 's/\"n_layer\": 2/\"n_layer\": 1/' '%s/config.json'", bad);
+	refuse_open("fewer layers in config", bad,
+		    "has tensor 'transformer.h.1.ln_1.weight' but config.json says n_layer 1");
+
+	FRESH();
+	sh("sed -i 's/\"n_head\": 2/\"n_head\": 3/' '%s/config.json'", bad);
+	refuse_open("n_head", bad, "n_embd 8 is not divisible by n_head 3");
+
+	FRESH();
+	sh("sed -i 's/\"vocab_size\": 16/\"vocab_size\": \"x\"/' '%s/config.json'", bad);
+	refuse_open("typed keys", bad, "'vocab_size' missing or not a positive integer");
+
+	FRESH();
+	sh("echo '{' > '%s/config.json'", bad);
+	refuse_open("bad config.json", bad, "config.json: line");
+
+	FRESH();
+	sh("sed -i 's/\"step\": 400/\"step\": -4/' '%s/state.json'", bad);
+	refuse_open("bad state.json", bad, "'step' missing or not a count");
+
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/optimizer.safetensors", bad);
+	ok(truncate(cmd, 100) == 0, "truncate optimizer");
+	refuse_open("truncated optimizer", bad, "optimizer.safetensors: truncated");
+
+	/* a weights-only checkpoint (no state.json, no optimizer) opens */
+	FRESH();
+	sh("rm '%s/state.json' '%s/optimizer.safetensors'", bad);
+	c = loom_ckpt_open(bad, &err);
+	ok(c && loom_ckpt_state(c)->step == 0 && !loom_ckpt_has_optimizer(c),
+	   "weights-only checkpoint opens as step 0");
+	ok(c && loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EINVAL,
+	   "loading missing optimizer is an error");
+	loom_ckpt_free(c);
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	if (system(cmd))
+		diag("cleanup failed");
+	free(save_p);
+	free(save_m);
+	free(save_v);
+	free(param);
+	free(adam_m);
+	free(adam_v);
+	return done_testing();
+}
