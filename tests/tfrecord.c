@@ -1,0 +1,384 @@
+/* Unit tests for loom_tfrecord: framing, writer (sync/async, sha256,
+ * index), streaming reader (files and pipes) with every corruption the
+ * format can suffer, index parse/format, random access through the index. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loom_crc32c.h"
+#include "loom_file.h"
+#include "loom_hash.h"
+#include "loom_tfrecord.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/loom-tfrecord-XXXXXX";
+
+static const char *path_of(const char *name)
+{
+	static char buf[4][512];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+	return buf[k];
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	char *b;
+	struct loom_err e;
+	if (loom_read_file(path, &b, len, &e) < 0)
+		return NULL;
+	return (uint8_t *)b;
+}
+
+static void spit(const char *path, const void *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		if (write(fd, b, n) != (ssize_t)n)
+			diag("short write");
+		close(fd);
+	}
+}
+
+/* Read a whole file with the streaming reader; returns the first error
+ * (or LOOM_EOF) and the number of good records, message in msg. */
+static int read_all(const char *path, int flags, uint64_t *nrec, char *msg)
+{
+	struct loom_err e;
+	struct loom_tfr_reader *r = loom_tfr_reader_open(path, flags, &e);
+	struct loom_tfr_record rec;
+	int rc;
+	*nrec = 0;
+	if (!r) {
+		snprintf(msg, LOOM_ERR_MAX, "%s", e.msg);
+		return e.code;
+	}
+	while ((rc = loom_tfr_reader_next(r, &rec)) == 0)
+		(*nrec)++;
+	snprintf(msg, LOOM_ERR_MAX, "%s", loom_tfr_reader_error(r));
+	loom_tfr_reader_free(r);
+	return rc;
+}
+
+static int count_dir(void)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+	if (p) {
+		if (fscanf(p, "%d", &n) != 1)
+			n = -1;
+		pclose(p);
+	}
+	return n;
+}
+
+int main(void)
+{
+	struct loom_err e;
+	if (!mkdtemp(dir))
+		skip_all("no temp dir");
+
+	/* ---- three records of 34, 40, 35 bytes: the index vector ---- */
+	uint8_t pay[3][40];
+	size_t plen[3] = { 34, 40, 35 };
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 40; i++)
+			pay[r][i] = (uint8_t)(r * 40 + i);
+	char *f3 = strdup(path_of("three.tfrecord"));
+	struct loom_tfr_writer *w = loom_tfr_writer_new(f3, 0, LOOM_TFW_SHA256, &e);
+	ok(w != NULL, "writer opens");
+	for (int r = 0; r < 3; r++)
+		is_int(loom_tfr_writer_write(w, pay[r], plen[r]), 0, "write record %d", r);
+	ok(access(f3, F_OK) != 0, "nothing under the final name before commit");
+	is_int(loom_tfr_writer_commit(w), 0, "commit");
+	is_int(loom_tfr_writer_records(w), 3, "3 records");
+	is_int(loom_tfr_writer_bytes(w), 157, "157 bytes");
+	char hex[LOOM_HASH_HEX_MAX];
+	loom_hash_file_hex("sha256", f3, hex, &e);
+	is_str(loom_tfr_writer_sha256(w), hex, "sha256 computed while writing == file sha256");
+	is_int(loom_tfr_writer_write_index(w, path_of("three.tfrecord.index")), 0,
+	       "write index");
+	loom_tfr_writer_free(w);
+	size_t ilen, flen;
+	char *itext = (char *)slurp(path_of("three.tfrecord.index"), &ilen);
+	is_str(itext, "0 50\n50 56\n106 51\n", "index is exactly tfrecord2idx's");
+	free(itext);
+
+	/* Framing by hand: u64 LE length, masked CRC of it, payload, masked CRC. */
+	uint8_t *fb = slurp(f3, &flen);
+	is_int(flen, 157, "file size");
+	ok(fb[0] == 34 && fb[1] == 0 && fb[7] == 0, "length is u64 little-endian");
+	uint32_t lc = (uint32_t)fb[8] | (uint32_t)fb[9] << 8 | (uint32_t)fb[10] << 16 |
+		      (uint32_t)fb[11] << 24;
+	is_int(lc, loom_crc32c_mask(loom_crc32c(0, fb, 8)), "length CRC is masked crc32c");
+	uint32_t pc = (uint32_t)fb[46] | (uint32_t)fb[47] << 8 | (uint32_t)fb[48] << 16 |
+		      (uint32_t)fb[49] << 24;
+	is_int(pc, loom_crc32c_masked(pay[0], 34), "payload CRC is masked crc32c");
+	ok(memcmp(fb + 12, pay[0], 34) == 0, "payload in place");
+	uint8_t framed[34 + 16];
+	loom_tfr_frame(framed, pay[0], 34);
+	ok(memcmp(framed, fb, 50) == 0, "loom_tfr_frame == writer's framing");
+
+	/* ---- streaming reader ---- */
+	struct loom_tfr_reader *rd = loom_tfr_reader_open(f3, 0, &e);
+	struct loom_tfr_record rec;
+	int good = 1;
+	for (int r = 0; r < 3; r++) {
+		good &= loom_tfr_reader_next(rd, &rec) == 0 && rec.len == plen[r] &&
+			memcmp(rec.data, pay[r], plen[r]) == 0 && rec.index == (uint64_t)r;
+	}
+	ok(good, "reader returns the 3 payloads");
+	is_int(rec.offset, 106, "offset of record 2");
+	is_int(loom_tfr_reader_next(rd, &rec), LOOM_EOF, "then LOOM_EOF");
+	is_int(loom_tfr_reader_offset(rd), 157, "reader consumed 157 bytes");
+	loom_tfr_reader_free(rd);
+
+	rd = loom_tfr_reader_open(f3, LOOM_TFR_SKIP_PAYLOAD, &e);
+	uint64_t offs[3];
+	for (int r = 0; r < 3; r++)
+		if (loom_tfr_reader_next(rd, &rec) == 0)
+			offs[r] = rec.offset;
+	ok(offs[0] == 0 && offs[1] == 50 && offs[2] == 106 && rec.data == NULL,
+	   "skip-payload mode yields offsets only");
+	loom_tfr_reader_free(rd);
+
+	/* Through a pipe. */
+	int pfd[2];
+	if (pipe(pfd) == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(pfd[0]);
+			(void)!write(pfd[1], fb, 157 - 5); /* truncated final record */
+			_exit(0);
+		}
+		close(pfd[1]);
+		rd = loom_tfr_reader_fdopen(pfd[0], "(pipe)", 0, &e);
+		int rc1 = loom_tfr_reader_next(rd, &rec);
+		int rc2 = loom_tfr_reader_next(rd, &rec);
+		int rc3 = loom_tfr_reader_next(rd, &rec);
+		ok(rc1 == 0 && rc2 == 0, "pipe: two good records");
+		is_int(rc3, LOOM_ETRUNC, "pipe: truncated last record");
+		is_str(loom_tfr_reader_error(rd),
+		       "(pipe): record 2 at byte 106: truncated record (payload of 35 bytes, "
+		       "46 of 51 bytes present)", "pipe: message");
+		loom_tfr_reader_free(rd);
+		close(pfd[0]);
+		waitpid(pid, NULL, 0);
+	}
+
+	/* ---- corruptions ---- */
+	char msg[LOOM_ERR_MAX];
+	uint64_t n;
+	uint8_t *bad = malloc(flen);
+	char *fb_path = strdup(path_of("bad.tfrecord"));
+
+	memcpy(bad, fb, flen);
+	bad[50 + 12 + 7] ^= 0x10; /* payload of record 1 */
+	spit(fb_path, bad, flen);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ECHECKSUM, "flipped payload byte: checksum error");
+	ok(strstr(msg, "bad.tfrecord: record 1 at byte 50: payload CRC mismatch") != NULL,
+	   "  message names file, record, offset: %s", msg);
+	is_int(n, 1, "  one good record before it");
+	is_int(read_all(fb_path, LOOM_TFR_NO_PAYLOAD_CRC, &n, msg), LOOM_EOF,
+	       "  not detected when payload CRCs are off");
+
+	memcpy(bad, fb, flen);
+	bad[106 + 1] ^= 0x01; /* length of record 2 */
+	spit(fb_path, bad, flen);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ECHECKSUM, "flipped length byte");
+	ok(strstr(msg, "record 2 at byte 106: length CRC mismatch") != NULL, "  %s", msg);
+	is_int(read_all(fb_path, LOOM_TFR_SKIP_PAYLOAD, &n, msg), LOOM_ECHECKSUM,
+	       "  also caught when skipping payloads");
+
+	memcpy(bad, fb, flen);
+	bad[157 - 2] ^= 0x80; /* payload CRC of the last record */
+	spit(fb_path, bad, flen);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ECHECKSUM, "flipped CRC byte");
+
+	spit(fb_path, fb, 157 - 5);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ETRUNC, "truncated final record");
+	ok(strstr(msg, "record 2 at byte 106: truncated record") != NULL, "  %s", msg);
+	spit(fb_path, fb, 106 + 7);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ETRUNC, "truncated inside a header");
+	ok(strstr(msg, "record 2 at byte 106: truncated record header (7 of 12 bytes)") != NULL,
+	   "  %s", msg);
+
+	/* A valid length CRC over a length larger than the file. */
+	memcpy(bad, fb, flen);
+	uint8_t hdr[12];
+	memset(hdr, 0, 12);
+	hdr[0] = 0x00;
+	hdr[2] = 0x10; /* 1 MiB */
+	uint32_t m = loom_crc32c_masked(hdr, 8);
+	memcpy(hdr + 8, &m, 4);
+	memcpy(bad + 50, hdr, 12);
+	spit(fb_path, bad, flen);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ETRUNC, "length larger than the file");
+	ok(strstr(msg, "record 1 at byte 50: truncated record: length field says 1048576") != NULL,
+	   "  %s", msg);
+	/* Huge length (2^62) must not allocate. */
+	hdr[2] = 0;
+	hdr[7] = 0x40;
+	m = loom_crc32c_masked(hdr, 8);
+	memcpy(hdr + 8, &m, 4);
+	memcpy(bad + 50, hdr, 12);
+	spit(fb_path, bad, flen);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_ETRUNC, "length 2^62 rejected");
+
+	spit(fb_path, "", 0);
+	is_int(read_all(fb_path, 0, &n, msg), LOOM_EOF, "empty file: no records, clean EOF");
+	is_int(read_all(path_of("missing"), 0, &n, msg), LOOM_EIO, "missing file");
+	ok(strstr(msg, "cannot open") != NULL, "  %s", msg);
+
+	/* ---- index parse / format ---- */
+	uint64_t *off, cnt;
+	is_int(loom_tfr_index_parse("0 50\n50 56\n106 51\n", 18, "x", &off, &cnt, &e), 0,
+	       "parse index");
+	ok(cnt == 3 && off[0] == 0 && off[1] == 50 && off[2] == 106 && off[3] == 157,
+	   "  offsets 0 50 106 157");
+	char *txt;
+	size_t tl;
+	loom_tfr_index_format(off, cnt, &txt, &tl, &e);
+	is_str(txt, "0 50\n50 56\n106 51\n", "format(parse(x)) == x");
+	free(txt);
+	free(off);
+	is_int(loom_tfr_index_parse("0 50\n50 56", 10, "x", &off, &cnt, &e), 0,
+	       "missing final newline accepted");
+	free(off);
+	is_int(loom_tfr_index_parse("", 0, "x", &off, &cnt, &e), 0, "empty index");
+	is_int(cnt, 0, "  0 records");
+	free(off);
+	is_int(loom_tfr_index_parse("0 50\n51 56\n", 11, "x.index", &off, &cnt, &e), LOOM_EFORMAT,
+	       "gap between records");
+	is_str(e.msg, "x.index: line 2: offset 51 but the previous record ends at 50", "  message");
+	is_int(loom_tfr_index_parse("0 5\n", 4, "x", &off, &cnt, &e), LOOM_EFORMAT,
+	       "size below 16");
+	is_int(loom_tfr_index_parse("0 50 \n", 6, "x", &off, &cnt, &e), LOOM_EFORMAT, "junk");
+	is_int(loom_tfr_index_parse("0x0 50\n", 7, "x", &off, &cnt, &e), LOOM_EFORMAT, "hex");
+	is_int(loom_tfr_index_parse("0 99999999999999999999\n", 23, "x", &off, &cnt, &e),
+	       LOOM_EFORMAT, "overflow");
+
+	/* ---- random access ---- */
+	struct loom_tfr_file *tf = loom_tfr_file_open(f3, NULL, &e);
+	ok(tf != NULL, "open shard + index%s%s", tf ? "" : ": ", tf ? "" : e.msg);
+	is_int(loom_tfr_file_count(tf), 3, "  3 records");
+	is_int(loom_tfr_file_payload_len(tf, 1), 40, "  payload 1 is 40 bytes");
+	is_int(loom_tfr_file_max_payload(tf), 40, "  max payload 40");
+	is_int(loom_tfr_file_offset(tf, 2), 106, "  offset 2");
+	uint8_t rb[64];
+	size_t got;
+	good = 1;
+	for (int r = 2; r >= 0; r--)
+		good &= loom_tfr_file_read(tf, (uint64_t)r, rb, sizeof rb, &got, NULL) == 0 &&
+			got == plen[r] && memcmp(rb, pay[r], got) == 0;
+	ok(good, "  reads every record (backwards)");
+	is_int(loom_tfr_file_read(tf, 1, rb, 39, &got, NULL), LOOM_ERANGE, "  small buffer");
+	is_int(loom_tfr_file_read(tf, 3, rb, 64, &got, NULL), LOOM_EINVAL, "  out of range");
+	loom_tfr_file_free(tf);
+
+	/* Corrupt payload, read through the index. */
+	memcpy(bad, fb, flen);
+	bad[106 + 20] ^= 1;
+	spit(fb_path, bad, flen);
+	spit(path_of("bad.tfrecord.index"), "0 50\n50 56\n106 51\n", 18);
+	tf = loom_tfr_file_open(fb_path, NULL, &e);
+	is_int(loom_tfr_file_read(tf, 2, rb, 64, &got, &e), LOOM_ECHECKSUM,
+	       "random access: payload CRC checked");
+	ok(strstr(e.msg, "bad.tfrecord: record 2 at byte 106: payload CRC mismatch") != NULL,
+	   "  %s", e.msg);
+	is_int(loom_tfr_file_read(tf, 0, rb, 64, &got, NULL), 0, "  record 0 still fine");
+	loom_tfr_file_free(tf);
+
+	/* Index disagreeing with its file. */
+	spit(fb_path, fb, flen);
+	spit(path_of("bad.tfrecord.index"), "0 50\n50 56\n", 11);
+	tf = loom_tfr_file_open(fb_path, NULL, &e);
+	ok(tf == NULL, "index covering too little is rejected on open");
+	ok(strstr(e.msg, "index disagrees with its file: it covers 106 bytes in 2 records, the "
+			 "file has 157 bytes") != NULL, "  %s", e.msg);
+	spit(path_of("bad.tfrecord.index"), "0 56\n56 50\n106 51\n", 18);
+	tf = loom_tfr_file_open(fb_path, NULL, &e);
+	ok(tf != NULL, "index with the right total opens");
+	is_int(loom_tfr_file_read(tf, 0, rb, 64, &got, &e), LOOM_EFORMAT,
+	       "  but a record boundary disagrees");
+	ok(strstr(e.msg, "record 0 at byte 0: index disagrees with its file: index says a payload "
+			 "of 40 bytes, the record header says 34") != NULL, "  %s", e.msg);
+	loom_tfr_file_free(tf);
+	tf = loom_tfr_file_open(fb_path, path_of("nonexistent.index"), &e);
+	ok(tf == NULL && strstr(e.msg, "cannot open") != NULL, "missing index: %s", e.msg);
+
+	/* ---- writer: async + tiny buffer + record larger than the buffer ---- */
+	size_t nrec = 2000;
+	uint8_t *big = malloc(20000);
+	for (int i = 0; i < 20000; i++)
+		big[i] = (uint8_t)(i * 7 + 3);
+	char *fa = strdup(path_of("async.tfrecord")), *fs = strdup(path_of("sync.tfrecord"));
+	struct loom_tfr_writer *wa = loom_tfr_writer_new(fa, 4096, LOOM_TFW_ASYNC | LOOM_TFW_SHA256,
+							 &e);
+	struct loom_tfr_writer *ws = loom_tfr_writer_new(fs, 1 << 20, 0, &e);
+	int wrc = 0;
+	for (size_t i = 0; i < nrec; i++) {
+		size_t l = i == 777 ? 20000 : (i * 37) % 1000;
+		wrc |= loom_tfr_writer_write(ws, big, l);
+		uint8_t *dst = loom_tfr_writer_reserve(wa, l + 5);
+		if (!dst) {
+			wrc = -1;
+			break;
+		}
+		memcpy(dst, big, l);
+		wrc |= loom_tfr_writer_finish(wa, l);
+	}
+	is_int(wrc, 0, "async and sync writers accept %zu records", nrec);
+	is_int(loom_tfr_writer_commit(wa), 0, "async commit");
+	is_int(loom_tfr_writer_commit(ws), 0, "sync commit");
+	size_t la, ls;
+	uint8_t *ba = slurp(fa, &la), *bs = slurp(fs, &ls);
+	ok(ba && bs && la == ls && memcmp(ba, bs, la) == 0, "async == sync output (%zu bytes)", la);
+	loom_hash_file_hex("sha256", fa, hex, &e);
+	is_str(loom_tfr_writer_sha256(wa), hex, "async sha256 == file sha256");
+	is_int(loom_tfr_writer_bytes(wa), la, "bytes() == file size");
+	is_int(loom_tfr_writer_write_index(wa, path_of("async.tfrecord.index")), 0, "async index");
+	tf = loom_tfr_file_open(fa, NULL, &e);
+	ok(tf && loom_tfr_file_count(tf) == nrec && loom_tfr_file_payload_len(tf, 777) == 20000,
+	   "index of the async file opens, 20000-byte record 777");
+	uint8_t *rbig = malloc(20000);
+	ok(tf && loom_tfr_file_read(tf, 777, rbig, 20000, &got, NULL) == 0 &&
+	   memcmp(rbig, big, 20000) == 0, "  and reads it back");
+	loom_tfr_file_free(tf);
+	loom_tfr_writer_free(wa);
+	loom_tfr_writer_free(ws);
+	free(ba);
+	free(bs);
+	free(rbig);
+
+	/* Abandoned writer: no final file, no temporary left. */
+	int before = count_dir();
+	w = loom_tfr_writer_new(path_of("abandoned.tfrecord"), 0, LOOM_TFW_ASYNC, &e);
+	for (int i = 0; i < 3000; i++)
+		loom_tfr_writer_write(w, big, 5000);
+	loom_tfr_writer_free(w);
+	ok(access(path_of("abandoned.tfrecord"), F_OK) != 0, "abandoned writer: no output");
+	is_int(count_dir(), before, "  no temporary left");
+
+	w = loom_tfr_writer_new(path_of("no/such/dir/x.tfrecord"), 0, 0, &e);
+	ok(w == NULL && strstr(e.msg, "No such file or directory"), "unwritable path: %s", e.msg);
+
+	free(big);
+	free(f3);
+	free(fb_path);
+	free(fa);
+	free(fs);
+	free(bad);
+	free(fb);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (getenv("KEEP") || system(cmd) != 0)
+		diag("cleanup failed");
+	return done_testing();
+}
