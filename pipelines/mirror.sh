@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# mirror.sh - serve a directory over HTTP on 127.0.0.1 with lighttpd (which
+# answers Range requests), e.g. a dump mirror laid out by make-mirror.sh.
+#
+#   mirror.sh start DIR STATE_DIR [PORT]   start; prints the base URL
+#   mirror.sh stop STATE_DIR               stop the server started there
+#   mirror.sh flush STATE_DIR              write out buffered access.log lines
+#                                          (lighttpd buffers them a few seconds)
+#
+# STATE_DIR (created) holds lighttpd.conf, the server's pid, url,
+# access.log (one line per request: status, body bytes sent, Range header)
+# and error.log.  Without PORT a free port is chosen.  MIRROR_KBPS=N in
+# the environment throttles each connection to N kB/s (to watch progress).  lighttpd runs in
+# the foreground (-D) as a child in the background, so it dies with `stop`.
+set -euo pipefail
+prog=mirror.sh
+die() { echo "$prog: $*" >&2; exit 1; }
+usage() { sed -n '2,16s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+free_port() {
+	"$PY" -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+listening() { # port
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+start() {
+	local dir=$1 state=$2 want_port=${3:-} port pid tries
+	[ -d "$dir" ] || die "'$dir' is not a directory"
+	command -v lighttpd >/dev/null || die "lighttpd is not installed (make deps)"
+	mkdir -p "$state"
+	dir=$(cd "$dir" && pwd)
+	state=$(cd "$state" && pwd)
+	for tries in 1 2 3 4 5; do
+		port=${want_port:-$(free_port)}
+		cat >"$state/lighttpd.conf" <<-EOF
+		server.document-root = "$dir"
+		server.bind = "127.0.0.1"
+		server.port = $port
+		server.errorlog = "$state/error.log"
+		server.modules = ( "mod_accesslog" )
+		accesslog.filename = "$state/access.log"
+		accesslog.format = "%h %t \"%r\" %s %b \"%{Range}i\""
+		mimetype.assign = ( ".json" => "application/json", ".txt" => "text/plain",
+		                    "" => "application/octet-stream" )
+		EOF
+		if [ -n "${MIRROR_KBPS:-}" ]; then
+			[[ $MIRROR_KBPS =~ ^[0-9]+$ ]] || die "MIRROR_KBPS: '$MIRROR_KBPS' is not a number"
+			echo "connection.kbytes-per-second = $MIRROR_KBPS" >>"$state/lighttpd.conf"
+		fi
+		: >"$state/access.log"
+		lighttpd -D -f "$state/lighttpd.conf" </dev/null >>"$state/error.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 50); do
+			listening "$port" && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		if kill -0 "$pid" 2>/dev/null && listening "$port"; then
+			echo "$pid" >"$state/pid"
+			echo "http://127.0.0.1:$port" >"$state/url"
+			echo "http://127.0.0.1:$port"
+			return 0
+		fi
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		[ -z "$want_port" ] || break
+	done
+	die "lighttpd did not start (see $state/error.log)"
+}
+
+stop() {
+	local state=$1 pid
+	[ -f "$state/pid" ] || return 0
+	pid=$(cat "$state/pid")
+	if kill "$pid" 2>/dev/null; then
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$state/pid"
+}
+
+flush() {
+	local state=$1
+	[ -f "$state/pid" ] || die "no server running in '$state'"
+	kill -HUP "$(cat "$state/pid")"
+}
+
+case ${1:-} in
+start) [ $# -ge 3 ] && [ $# -le 4 ] || usage; start "$2" "$3" "${4:-}" ;;
+stop) [ $# -eq 2 ] || usage; stop "$2" ;;
+flush) [ $# -eq 2 ] || usage; flush "$2" ;;
+-h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) usage ;;
+esac
