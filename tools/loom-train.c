@@ -1,0 +1,639 @@
+/* loom-train - batches on stdin -> GPT training -> checkpoints.
+ *
+ *   loom-feed --batch 8 --seq 64 shards/s-0.tfrecord | loom-train --config small --save ckpt
+ *
+ * Reads binary batch frames (formats/batch.md, lib/loom_batch.h), trains
+ * the GPT of lib/loom_gpt.h with AdamW, logs, evaluates and checkpoints
+ * (lib/loom_ckpt.h).  SIGINT/SIGTERM finish the current step, save and
+ * exit 0; --resume continues bit-exactly.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "cli.h"
+#include "loom_batch.h"
+#include "loom_ckpt.h"
+#include "loom_config.h"
+#include "loom_file.h"
+#include "loom_gpt.h"
+#include "loom_kernels.h"
+
+static const char usage[] =
+	"usage: loom-train [options] < frames\n"
+	"Train a GPT on batch frames read from stdin (loom-feed ... | loom-train).\n"
+	"\n"
+	"configuration (applied in this order):\n"
+	"  -c, --config NAME|FILE   preset (share/presets/NAME.json) or JSON file [tiny]\n"
+	"      --set K=V,...        override keys (repeatable); see --print-config\n"
+	"      --steps N            optimizer steps (= --set steps=N)\n"
+	"      --seed N             seed for init and dropout (= --set seed=N)\n"
+	"      --recompute          activation checkpointing (= --set recompute=true)\n"
+	"      --print-config       print the resolved configuration as JSON and exit\n"
+	"      --dry-run            print parameters, memory plan, FLOPs per token; exit\n"
+	"checkpoints:\n"
+	"      --save DIR           write DIR/step-NNNNNNNN and DIR/latest\n"
+	"      --save-every N       also every N steps (default: only at the end)\n"
+	"      --keep N             keep the newest N checkpoints (default: all)\n"
+	"      --resume DIR|latest  continue exactly from a checkpoint (latest: of --save)\n"
+	"      --init-from DIR      start from a checkpoint's weights only\n"
+	"logging and evaluation:\n"
+	"      --log FILE           one JSON line per step\n"
+	"      --log-every N        human progress line on stderr every N steps [10]\n"
+	"      --eval-every N       evaluate on --eval-data every N steps\n"
+	"      --eval-data FILE     held-out batch frames\n"
+	"other:\n"
+	"      --threads N          threads for OpenMP and OpenBLAS [all cores]\n"
+	"      --bench-sgemm        measure the best sgemm GFLOP/s and exit\n"
+	"  -v, --verbose            more detail on stderr\n"
+	"  -q, --quiet              no progress lines\n"
+	"  -h, --help               this help\n"
+	"      --version            versions\n";
+
+enum {
+	O_SET = 256, O_STEPS, O_SEED, O_RECOMPUTE, O_PRINT, O_DRY, O_SAVE, O_SAVE_EVERY, O_KEEP,
+	O_RESUME, O_INIT, O_LOG, O_LOG_EVERY, O_EVAL_EVERY, O_EVAL_DATA, O_THREADS, O_BENCH,
+	O_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "config", required_argument, 0, 'c' },
+	{ "set", required_argument, 0, O_SET },
+	{ "steps", required_argument, 0, O_STEPS },
+	{ "seed", required_argument, 0, O_SEED },
+	{ "recompute", no_argument, 0, O_RECOMPUTE },
+	{ "print-config", no_argument, 0, O_PRINT },
+	{ "dry-run", no_argument, 0, O_DRY },
+	{ "save", required_argument, 0, O_SAVE },
+	{ "save-every", required_argument, 0, O_SAVE_EVERY },
+	{ "keep", required_argument, 0, O_KEEP },
+	{ "resume", required_argument, 0, O_RESUME },
+	{ "init-from", required_argument, 0, O_INIT },
+	{ "log", required_argument, 0, O_LOG },
+	{ "log-every", required_argument, 0, O_LOG_EVERY },
+	{ "eval-every", required_argument, 0, O_EVAL_EVERY },
+	{ "eval-data", required_argument, 0, O_EVAL_DATA },
+	{ "threads", required_argument, 0, O_THREADS },
+	{ "bench-sgemm", no_argument, 0, O_BENCH },
+	{ "verbose", no_argument, 0, 'v' },
+	{ "quiet", no_argument, 0, 'q' },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, O_VERSION },
+	{ 0, 0, 0, 0 },
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	if (stop_sig) { /* second signal: give up now */
+		loom_outfile_unlink_all();
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	stop_sig = sig;
+}
+
+/* Debian's OpenBLAS picks its SSE3 "Prescott" kernels on CPUs it does not
+ * know; re-exec with OPENBLAS_CORETYPE set (the choice is made at load). */
+static void fix_openblas(char **argv, int verbose)
+{
+	const char *core = openblas_get_corename();
+	const char *prev = getenv("LOOM_OPENBLAS_DETECTED");
+	if (prev && verbose)
+		cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
+			 prev, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "?", core);
+	if (prev || getenv("OPENBLAS_CORETYPE") || !core)
+		goto report;
+	if (strcasecmp(core, "Prescott") && strcasecmp(core, "Core2") &&
+	    strcasecmp(core, "Penryn") && strcasecmp(core, "Nehalem") &&
+	    strcasecmp(core, "Atom") && strcasecmp(core, "Unknown"))
+		goto report;
+	__builtin_cpu_init();
+	const char *want = NULL;
+	if (__builtin_cpu_supports("avx512f"))
+		want = "SkylakeX";
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		want = "Haswell";
+	else if (__builtin_cpu_supports("avx"))
+		want = "Sandybridge";
+	if (!want)
+		goto report;
+	setenv("OPENBLAS_CORETYPE", want, 1);
+	setenv("LOOM_OPENBLAS_DETECTED", core, 1);
+	if (verbose)
+		cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
+			 core, want);
+	execv("/proc/self/exe", argv);
+	cli_warn("cannot re-execute with OPENBLAS_CORETYPE=%s (%s); continuing on '%s' kernels",
+		 want, strerror(errno), core);
+	return;
+report:
+	if (verbose && !prev)
+		cli_warn("OpenBLAS core '%s'", core ? core : "?");
+}
+
+static double bench_sgemm(int verbose)
+{
+	static const int sizes[] = { 1024, 2048 };
+	double best = 0;
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+		int n = sizes[s];
+		float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n);
+		float *c = malloc(sizeof(float) * n * n);
+		if (!a || !b || !c)
+			cli_die("out of memory");
+		for (long i = 0; i < (long)n * n; i++) {
+			a[i] = (float)(i % 17) * 0.01f;
+			b[i] = (float)(i % 13) * 0.01f;
+		}
+		for (int r = 0; r < 4; r++) {
+			double t0 = cli_now();
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b,
+				    n, 0.0f, c, n);
+			double dt = cli_now() - t0, gf = 2.0 * n * n * (double)n / dt / 1e9;
+			if (r && gf > best) /* first run warms up */
+				best = gf;
+			if (verbose)
+				cli_warn("sgemm %d: %.1f GFLOP/s", n, gf);
+		}
+		free(a);
+		free(b);
+		free(c);
+	}
+	return best;
+}
+
+static void print_dry_run(const struct loom_config *c)
+{
+	struct loom_gpt_mem m0, m1;
+	char b0[32], b1[32], b2[32], b3[32], b4[32];
+	uint64_t np = loom_config_n_params(c);
+	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, 0, &m0);
+	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, 1, &m1);
+	printf("config: %s (n_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
+	       c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
+	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
+	printf("memory plan at micro_batch %d x seq_len %d (fp32):\n", c->micro_batch, c->seq_len);
+	printf("  parameters      %s\n", cli_bytes((double)m0.params, b0, sizeof b0));
+	printf("  gradients       %s\n", cli_bytes((double)m0.grads, b1, sizeof b1));
+	printf("  AdamW m + v     %s\n", cli_bytes((double)m0.adam, b2, sizeof b2));
+	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
+	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
+	       cli_bytes((double)m1.total, b1, sizeof b1));
+	printf("FLOPs per token: %.4g training (6N + 12 L T C), %.4g forward\n",
+	       loom_config_flops_per_token(c), loom_config_fwd_flops_per_token(c));
+	printf("tokens per step: %lld (global_batch %d x seq_len %d)\n",
+	       (long long)c->global_batch * c->seq_len, c->global_batch, c->seq_len);
+	printf("FLOPs per step: %.4g\n",
+	       loom_config_flops_per_token(c) * c->global_batch * (double)c->seq_len);
+}
+
+struct trainer {
+	struct loom_config cfg;
+	struct loom_gpt *g;
+	const char *save_dir;
+	unsigned keep;
+	uint64_t step;          /* optimizer steps done */
+	uint64_t samples, tokens;
+	uint64_t data_seq;      /* next frame seq to consume */
+	uint32_t data_epoch;
+	uint64_t data_seed;
+	uint32_t data_batch, data_seq_len, data_world;
+	int verbose, quiet;
+};
+
+static void save_ckpt(struct trainer *t)
+{
+	struct loom_gpt *g = t->g;
+	struct loom_ckpt_tensor *tp = calloc(g->n_tensors, sizeof *tp);
+	float **mm = calloc(g->n_tensors, sizeof *mm), **vv = calloc(g->n_tensors, sizeof *vv);
+	if (!tp || !mm || !vv)
+		cli_die("out of memory");
+	loom_gpt_ckpt_tensors(g, g->params, tp);
+	for (int i = 0; i < g->n_tensors; i++) {
+		mm[i] = g->m + g->tensors[i].offset;
+		vv[i] = g->v + g->tensors[i].offset;
+	}
+	json_t *cj = loom_config_to_json(&t->cfg);
+	char *ctxt = cj ? json_dumps(cj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+	json_decref(cj);
+	if (!ctxt)
+		cli_die("out of memory");
+	struct loom_ckpt_save s = {
+		.dir = t->save_dir,
+		.tensors = tp,
+		.n_tensors = (size_t)g->n_tensors,
+		.adam_m = mm,
+		.adam_v = vv,
+		.hf = { t->cfg.n_layer, t->cfg.n_embd, t->cfg.n_head, t->cfg.n_positions,
+			t->cfg.vocab_size, t->cfg.layer_norm_epsilon },
+		.loom_config_json = ctxt,
+		.state = {
+			.step = t->step, .samples = t->samples, .tokens = t->tokens,
+			.rng = { t->cfg.seed, 0, 0, 0 },
+			.data_seq = t->data_seq, .data_epoch = t->data_epoch,
+			.data_seed = t->data_seed, .data_batch = t->data_batch,
+			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
+		},
+		.keep = t->keep,
+	};
+	char path[4096];
+	struct loom_err err = { 0 };
+	double t0 = cli_now();
+	if (loom_ckpt_write(&s, path, sizeof path, &err))
+		cli_die("%s", err.msg);
+	if (t->verbose)
+		cli_warn("saved %s (%.2f s)", path, cli_now() - t0);
+	free(ctxt);
+	free(tp);
+	free(mm);
+	free(vv);
+}
+
+/* Open a checkpoint and check it. */
+static struct loom_ckpt *open_ckpt(const char *path)
+{
+	struct loom_err err = { 0 };
+	struct loom_ckpt *ck = loom_ckpt_open(path, &err);
+	if (!ck)
+		cli_die("%s", err.msg);
+	return ck;
+}
+
+static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_optimizer)
+{
+	struct loom_ckpt_tensor *tp = calloc(g->n_tensors, sizeof *tp);
+	float **mm = calloc(g->n_tensors, sizeof *mm), **vv = calloc(g->n_tensors, sizeof *vv);
+	if (!tp || !mm || !vv)
+		cli_die("out of memory");
+	loom_gpt_ckpt_tensors(g, g->params, tp);
+	if (loom_ckpt_load_model(ck, tp, (size_t)g->n_tensors))
+		cli_die("%s", loom_ckpt_error(ck));
+	if (with_optimizer) {
+		if (!loom_ckpt_has_optimizer(ck))
+			cli_die("%s: no optimizer state to resume from (use --init-from for weights only)",
+				loom_ckpt_dir(ck));
+		for (int i = 0; i < g->n_tensors; i++) {
+			mm[i] = g->m + g->tensors[i].offset;
+			vv[i] = g->v + g->tensors[i].offset;
+		}
+		if (loom_ckpt_load_optimizer(ck, tp, (size_t)g->n_tensors, mm, vv))
+			cli_die("%s", loom_ckpt_error(ck));
+	}
+	free(tp);
+	free(mm);
+	free(vv);
+}
+
+/* Held-out evaluation over every frame of `path`. */
+static void evaluate(struct trainer *t, const char *path, FILE *log)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	struct loom_batch_reader *r = loom_batch_reader_new(fd, path);
+	if (!r)
+		cli_die("out of memory");
+	struct loom_batch_hdr h;
+	const uint32_t *tok;
+	int rc, T = t->cfg.seq_len;
+	double nll = 0;
+	int64_t ntok = 0, ncorr = 0;
+	int32_t *in = NULL, *tg = NULL;
+	double t0 = cli_now();
+	while ((rc = loom_batch_read(r, &h, &tok)) == 1) {
+		if ((int)h.seq_len < T + 1)
+			cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %u", path,
+				T, T + 1, h.seq_len);
+		if (!in) {
+			in = malloc(sizeof(int32_t) * h.batch * T);
+			tg = malloc(sizeof(int32_t) * h.batch * T);
+			if (!in || !tg)
+				cli_die("out of memory");
+		}
+		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
+		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
+			cli_die("%s: frame %llu: %s", path,
+				(unsigned long long)loom_batch_reader_frames(r) - 1,
+				loom_gpt_error(t->g));
+		double a;
+		int64_t b, c;
+		loom_gpt_eval_counts(t->g, &a, &b, &c);
+		nll += a;
+		ntok += b;
+		ncorr += c;
+	}
+	if (rc < 0)
+		cli_die("%s", loom_batch_reader_error(r));
+	loom_batch_reader_free(r);
+	close(fd);
+	free(in);
+	free(tg);
+	double loss = ntok ? nll / ntok : 0;
+	if (!t->quiet)
+		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld tokens, %.1f s)",
+			 (unsigned long long)t->step, loss, exp(loss),
+			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok, cli_now() - t0);
+	if (log) {
+		fprintf(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
+			(unsigned long long)t->step, loss, exp(loss),
+			ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
+		fflush(log);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *config = NULL, *save = NULL, *resume = NULL, *init_from = NULL;
+	const char *logpath = NULL, *eval_data = NULL;
+	char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	int nsets = 0, print = 0, dry = 0, verbose = 0, quiet = 0, recompute = 0, bench = 0;
+	uint64_t steps = 0, seed = 0, save_every = 0, keep = 0, log_every = 10, eval_every = 0;
+	int have_steps = 0, have_seed = 0, threads = 0, o;
+
+	cli_init("loom-train", usage);
+	if (!sets)
+		cli_die("out of memory");
+	while ((o = getopt_long(argc, argv, "c:vqh", longopts, NULL)) != -1) {
+		switch (o) {
+		case 'c': config = optarg; break;
+		case O_SET: sets[nsets++] = optarg; break;
+		case O_STEPS: steps = cli_u64("--steps", optarg, 0, 1ull << 50); have_steps = 1; break;
+		case O_SEED: seed = cli_u64("--seed", optarg, 0, UINT64_MAX); have_seed = 1; break;
+		case O_RECOMPUTE: recompute = 1; break;
+		case O_PRINT: print = 1; break;
+		case O_DRY: dry = 1; break;
+		case O_SAVE: save = optarg; break;
+		case O_SAVE_EVERY: save_every = cli_u64("--save-every", optarg, 1, 1ull << 50); break;
+		case O_KEEP: keep = cli_u64("--keep", optarg, 1, 1u << 30); break;
+		case O_RESUME: resume = optarg; break;
+		case O_INIT: init_from = optarg; break;
+		case O_LOG: logpath = optarg; break;
+		case O_LOG_EVERY: log_every = cli_u64("--log-every", optarg, 0, 1ull << 50); break;
+		case O_EVAL_EVERY: eval_every = cli_u64("--eval-every", optarg, 1, 1ull << 50); break;
+		case O_EVAL_DATA: eval_data = optarg; break;
+		case O_THREADS: threads = (int)cli_u64("--threads", optarg, 1, 1024); break;
+		case O_BENCH: bench = 1; break;
+		case 'v': verbose = 1; break;
+		case 'q': quiet = 1; break;
+		case 'h': cli_help();
+		case O_VERSION: {
+			char extra[256];
+			snprintf(extra, sizeof extra, "OpenBLAS %s (%s), jansson %s",
+				 openblas_get_config(), openblas_get_corename(), JANSSON_VERSION);
+			cli_version(extra);
+		}
+		default: cli_bad_option();
+		}
+	}
+	if (optind < argc)
+		cli_usage_error("unexpected argument '%s' (batches are read from stdin)", argv[optind]);
+	if (resume && init_from)
+		cli_usage_error("--resume and --init-from exclude each other");
+	if (eval_every && !eval_data)
+		cli_usage_error("--eval-every needs --eval-data");
+	if (resume && !strcmp(resume, "latest")) {
+		if (!save)
+			cli_usage_error("--resume latest needs --save DIR");
+		resume = save;
+	}
+	if (save_every && !save)
+		cli_usage_error("--save-every needs --save DIR");
+
+	if (!print && !dry)
+		fix_openblas(argv, verbose);
+	if (threads) {
+		omp_set_num_threads(threads);
+		openblas_set_num_threads(threads);
+	}
+	if (bench) {
+		double gf = bench_sgemm(verbose);
+		printf("sgemm_gflops %.2f threads %d core %s\n", gf, omp_get_max_threads(),
+		       openblas_get_corename());
+		return 0;
+	}
+
+	struct trainer t = { .verbose = verbose, .quiet = quiet, .save_dir = save,
+			     .keep = (unsigned)keep };
+	struct loom_config *c = &t.cfg;
+	struct loom_ckpt *ck = NULL;
+	loom_config_defaults(c);
+	if (resume) {
+		if (config)
+			cli_usage_error("--resume takes the configuration from the checkpoint; drop --config");
+		ck = open_ckpt(resume);
+		if (loom_gpt_ckpt_config(ck, c))
+			cli_die("%s", loom_config_error(c));
+	} else if (loom_config_apply_named(c, config ? config : "tiny")) {
+		cli_die("%s", loom_config_error(c));
+	}
+	for (int i = 0; i < nsets; i++)
+		if (loom_config_apply_sets(c, sets[i]))
+			cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	if (have_steps)
+		c->steps = (int64_t)steps;
+	if (have_seed)
+		c->seed = seed;
+	if (recompute)
+		c->recompute = 1;
+	if (nsets || have_steps)
+		c->global_batch = c->global_batch == 0 ? 0 : c->global_batch;
+	if (loom_config_validate(c))
+		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	if (c->data_parallel != 1 && !print && !dry)
+		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
+			 c->data_parallel);
+	if (print) {
+		char *s = loom_config_dump(c);
+		if (!s)
+			cli_die("out of memory");
+		fputs(s, stdout);
+		free(s);
+		return fflush(stdout) ? 1 : 0;
+	}
+	if (dry) {
+		print_dry_run(c);
+		return fflush(stdout) ? 1 : 0;
+	}
+	if (isatty(STDIN_FILENO))
+		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
+
+	/* model */
+	struct loom_gpt *g = loom_gpt_new(c);
+	if (!g)
+		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
+	t.g = g;
+	if (resume) {
+		const struct loom_ckpt_state *st = loom_ckpt_state(ck);
+		load_weights(g, ck, 1);
+		t.step = st->step;
+		t.samples = st->samples;
+		t.tokens = st->tokens;
+		t.data_seq = st->data_seq;
+		if (verbose)
+			cli_warn("resumed from %s at step %llu (next frame %llu)", loom_ckpt_dir(ck),
+				 (unsigned long long)t.step, (unsigned long long)t.data_seq);
+		loom_ckpt_free(ck);
+	} else if (init_from) {
+		ck = open_ckpt(init_from);
+		load_weights(g, ck, 0);
+		if (verbose)
+			cli_warn("weights from %s", loom_ckpt_dir(ck));
+		loom_ckpt_free(ck);
+	} else {
+		loom_gpt_init_weights(g, c->seed);
+	}
+	if (verbose)
+		cli_warn("%s: %llu parameters, %d threads, B=%d T=%d grad_accum %d, %lld steps",
+			 c->preset, (unsigned long long)g->n_params, omp_get_max_threads(),
+			 c->micro_batch, c->seq_len, c->grad_accum, (long long)c->steps);
+
+	FILE *log = NULL;
+	if (logpath && !(log = fopen(logpath, t.step ? "a" : "w")))
+		cli_die("cannot open '%s': %s", logpath, strerror(errno));
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
+	if (!r)
+		cli_die("out of memory");
+	int B = c->micro_batch, T = c->seq_len;
+	int32_t *in = malloc(sizeof(int32_t) * B * T), *tg = malloc(sizeof(int32_t) * B * T);
+	if (!in || !tg)
+		cli_die("out of memory");
+	struct loom_batch_hdr h;
+	const uint32_t *tok;
+	int first = 1, ended = 0, rc;
+	double t_start = cli_now();
+	uint64_t start_step = t.step;
+	float loss = 0, norm = 0;
+	struct cli_progress prog;
+	cli_progress_init(&prog, 0);
+
+	while (t.step < (uint64_t)c->steps && !stop_sig && !ended) {
+		double t0 = cli_now();
+		double lsum = 0;
+		int micro;
+		loom_gpt_zero_grad(g);
+		for (micro = 0; micro < c->grad_accum; micro++) {
+			for (;;) {
+				rc = loom_batch_read(r, &h, &tok);
+				if (rc < 0)
+					cli_die("%s", loom_batch_reader_error(r));
+				if (rc == 0 || h.seq >= t.data_seq)
+					break;
+				/* resuming: skip frames consumed before the checkpoint */
+			}
+			if (rc == 0) {
+				ended = 1;
+				break;
+			}
+			if (first) {
+				if (loom_config_check_data(c, (int)h.batch, (int)h.seq_len))
+					cli_die("stdin: frame %llu: %s",
+						(unsigned long long)loom_batch_reader_frames(r) - 1,
+						loom_config_error(c));
+				loom_batch_reader_expect(r, h.batch, h.seq_len);
+				if (t.data_seq && h.seq != t.data_seq)
+					cli_warn("resuming at frame seq %llu, but the stream starts at %llu: not an exact continuation",
+						 (unsigned long long)t.data_seq, (unsigned long long)h.seq);
+				first = 0;
+			}
+			loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
+			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro));
+			float l;
+			if (loom_gpt_forward(g, in, tg, B, T, 1, key, &l) || loom_gpt_backward(g, 1.0f / c->grad_accum))
+				cli_die("stdin: frame %llu: %s",
+					(unsigned long long)loom_batch_reader_frames(r) - 1, loom_gpt_error(g));
+			lsum += l;
+			t.data_seq = h.seq + 1;
+			t.data_epoch = h.epoch;
+			t.data_seed = h.seed;
+			t.data_batch = h.batch;
+			t.data_seq_len = h.seq_len;
+			t.data_world = h.world;
+		}
+		if (ended) {
+			if (micro)
+				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
+					 (unsigned long long)t.step + 1, micro, c->grad_accum);
+			break;
+		}
+		t.step++;
+		float lr = (float)loom_config_lr(c, (int64_t)t.step);
+		loom_gpt_step(g, lr, (int64_t)t.step, &norm);
+		loss = (float)(lsum / c->grad_accum);
+		uint64_t ntok = (uint64_t)c->grad_accum * B * T;
+		t.samples += (uint64_t)c->grad_accum * B;
+		t.tokens += ntok;
+		double dt = cli_now() - t0;
+		if (!isfinite(loss))
+			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
+				(unsigned long long)t.step, loss);
+		if (log) {
+			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f}\n",
+				(unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
+				ntok / dt, dt);
+			fflush(log);
+		}
+		if (!quiet && log_every && (t.step % log_every == 0 || t.step == (uint64_t)c->steps)) {
+			cli_progress_done(&prog);
+			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s",
+				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt);
+		} else if (!quiet && cli_progress_due(&prog)) {
+			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s",
+					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt);
+		}
+		if (eval_every && t.step % eval_every == 0)
+			evaluate(&t, eval_data, log);
+		if (save && save_every && t.step % save_every == 0 && t.step < (uint64_t)c->steps &&
+		    !stop_sig)
+			save_ckpt(&t);
+	}
+	cli_progress_done(&prog);
+	if (stop_sig && !quiet)
+		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),
+			 (unsigned long long)t.step);
+	if (first && !stop_sig && t.step < (uint64_t)c->steps)
+		cli_die("stdin: no batches (an empty stream)");
+	if (save && t.step > start_step)
+		save_ckpt(&t);
+	else if (save && t.step == start_step && !resume)
+		save_ckpt(&t);
+	double el = cli_now() - t_start;
+	if (!quiet) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		char mb[32];
+		cli_warn("done: %llu steps, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
+			 (unsigned long long)t.step, loss, el,
+			 el > 0 ? (t.tokens - start_step * (uint64_t)c->grad_accum * B * T) / el : 0.0,
+			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
+	}
+	if (log && fclose(log))
+		cli_die("cannot write '%s': %s", logpath, strerror(errno));
+	loom_batch_reader_free(r);
+	loom_gpt_free(g);
+	free(in);
+	free(tg);
+	free(sets);
+	return 0;
+}
