@@ -296,6 +296,24 @@ int loom_tfr_writer_write(struct loom_tfr_writer *w, const void *payload, size_t
 	return loom_tfr_writer_finish(w, n);
 }
 
+int loom_tfr_writer_rename(struct loom_tfr_writer *w, const char *path)
+{
+	if (w->committed || !w->out.tmp)
+		return loom_err_set(&w->err, LOOM_EINVAL, "cannot rename '%s'",
+				    w->out.path ? w->out.path : "-");
+	if (w->async && w->thread_started) {
+		int rc = async_drain(w); /* the thread may be using the name */
+		if (rc < 0)
+			return rc;
+	}
+	char *p = strdup(path);
+	if (!p)
+		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+	free(w->out.path);
+	w->out.path = p;
+	return 0;
+}
+
 static void stop_thread(struct loom_tfr_writer *w)
 {
 	if (!w->thread_started)

@@ -70,6 +70,9 @@ int loom_tfr_writer_write(struct loom_tfr_writer *w, const void *payload, size_t
  * loom_tfr_writer_finish() with the actual length (<= max). */
 uint8_t *loom_tfr_writer_reserve(struct loom_tfr_writer *w, size_t max);
 int loom_tfr_writer_finish(struct loom_tfr_writer *w, size_t n);
+/* Change the final name before commit (same directory: the temporary
+ * file stays where it is), e.g. once the number of shards is known. */
+int loom_tfr_writer_rename(struct loom_tfr_writer *w, const char *path);
 /* Flush, fsync and rename to the final name. */
 int loom_tfr_writer_commit(struct loom_tfr_writer *w);
 /* Write the index of what was written so far to `path` atomically. */

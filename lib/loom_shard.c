@@ -1,0 +1,1050 @@
+/* loom_shard.c - see loom_shard.h */
+#include "loom_shard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "loom_example.h"
+#include "loom_file.h"
+#include "loom_tfrecord.h"
+
+/* ======================================================================
+ * Token input
+ * ====================================================================== */
+
+int loom_tokfmt_parse(const char *s, enum loom_tokfmt *fmt)
+{
+	if (!strcmp(s, "u16"))
+		*fmt = LOOM_TOK_U16;
+	else if (!strcmp(s, "u32"))
+		*fmt = LOOM_TOK_U32;
+	else if (!strcmp(s, "text"))
+		*fmt = LOOM_TOK_TEXT;
+	else
+		return LOOM_EINVAL;
+	return 0;
+}
+
+const char *loom_tokfmt_name(enum loom_tokfmt fmt)
+{
+	return fmt == LOOM_TOK_U16 ? "u16" : fmt == LOOM_TOK_U32 ? "u32" : "text";
+}
+
+#define TOKIN_BUF (1u << 20)
+
+struct loom_tokin {
+	int fd, own;
+	char *name;
+	enum loom_tokfmt fmt;
+	uint8_t *buf;
+	size_t start, end;
+	int eof;
+	uint64_t consumed;   /* bytes before buf[start] */
+	uint64_t size;
+	uint64_t line;       /* text: current line (1-based) */
+	struct loom_err err;
+};
+
+struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
+				   struct loom_err *err)
+{
+	struct loom_tokin *t = calloc(1, sizeof *t);
+	if (!t || !(t->buf = malloc(TOKIN_BUF + 1)) ||
+	    !(t->name = strdup(strcmp(path, "-") ? path : "(stdin)"))) {
+		if (t)
+			free(t->buf);
+		free(t);
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	t->fmt = fmt;
+	t->line = 1;
+	if (strcmp(path, "-") == 0) {
+		t->fd = STDIN_FILENO;
+	} else {
+		t->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->fd < 0) {
+			loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+			loom_tokin_free(t);
+			return NULL;
+		}
+		t->own = 1;
+	}
+	struct stat st;
+	if (fstat(t->fd, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			loom_err_set(err, LOOM_EIO, "cannot read '%s': Is a directory", path);
+			loom_tokin_free(t);
+			return NULL;
+		}
+		if (S_ISREG(st.st_mode)) {
+			t->size = (uint64_t)st.st_size;
+#ifdef POSIX_FADV_SEQUENTIAL
+			posix_fadvise(t->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+		}
+	}
+	return t;
+}
+
+/* Refill: keep buf[start..end), read more after it. */
+static int tokin_fill(struct loom_tokin *t)
+{
+	if (t->start) {
+		memmove(t->buf, t->buf + t->start, t->end - t->start);
+		t->end -= t->start;
+		t->consumed += t->start;
+		t->start = 0;
+	}
+	while (!t->eof && t->end < TOKIN_BUF) {
+		ssize_t n = read(t->fd, t->buf + t->end, TOKIN_BUF - t->end);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return loom_err_errno(&t->err, LOOM_EIO, errno, "cannot read '%s'", t->name);
+		}
+		if (n == 0) {
+			t->eof = 1;
+			break;
+		}
+		t->end += (size_t)n;
+		if (t->end - t->start >= 65536)
+			break;
+	}
+	return 0;
+}
+
+static ssize_t tokin_binary(struct loom_tokin *t, uint32_t *out, size_t cap)
+{
+	size_t w = t->fmt == LOOM_TOK_U16 ? 2 : 4;
+	if (t->end - t->start < w && !t->eof) {
+		int rc = tokin_fill(t);
+		if (rc < 0)
+			return rc;
+	}
+	size_t avail = (t->end - t->start) / w;
+	if (avail == 0) {
+		if (t->end > t->start)
+			return loom_err_set(&t->err, LOOM_ETRUNC,
+					    "%s: input ends inside a %s token (%zu stray byte%s at"
+					    " byte %" PRIu64 ")", t->name,
+					    loom_tokfmt_name(t->fmt), t->end - t->start,
+					    t->end - t->start == 1 ? "" : "s",
+					    t->consumed + t->start);
+		return 0;
+	}
+	if (avail > cap)
+		avail = cap;
+	const uint8_t *p = t->buf + t->start;
+	if (w == 2)
+		for (size_t i = 0; i < avail; i++)
+			out[i] = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
+	else
+		for (size_t i = 0; i < avail; i++)
+			out[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+				 (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+	t->start += avail * w;
+	return (ssize_t)avail;
+}
+
+static inline int is_space(uint8_t c)
+{
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static ssize_t tokin_text(struct loom_tokin *t, uint32_t *out, size_t cap)
+{
+	size_t n = 0;
+	while (n < cap) {
+		/* Skip whitespace. */
+		while (t->start < t->end && is_space(t->buf[t->start]))
+			t->line += t->buf[t->start++] == '\n';
+		if (t->start == t->end) {
+			if (t->eof || n)
+				break;
+			int rc = tokin_fill(t);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		/* A token must be complete in the buffer: refill if it may continue. */
+		size_t e = t->start;
+		while (e < t->end && !is_space(t->buf[e]))
+			e++;
+		if (e == t->end && !t->eof) {
+			if (t->start == 0 && t->end >= TOKIN_BUF)
+				return loom_err_set(&t->err, LOOM_EFORMAT,
+						    "%s: line %" PRIu64 ": token longer than 1 MiB",
+						    t->name, t->line);
+			if (n)
+				break; /* return what we have; next call refills */
+			int rc = tokin_fill(t);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		const uint8_t *p = t->buf + t->start;
+		size_t len = e - t->start;
+		uint64_t v = 0;
+		int digits = 1;
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] < '0' || p[i] > '9') {
+				digits = 0;
+				break;
+			}
+			if (v <= UINT32_MAX)
+				v = v * 10 + (p[i] - '0');
+		}
+		if (!digits || v > UINT32_MAX) {
+			char shown[40];
+			size_t sl = len < 32 ? len : 32;
+			memcpy(shown, p, sl);
+			shown[sl] = 0;
+			for (size_t i = 0; i < sl; i++)
+				if ((uint8_t)shown[i] < 0x20 || (uint8_t)shown[i] >= 0x7f)
+					shown[i] = '?';
+			return loom_err_set(&t->err, digits ? LOOM_ERANGE : LOOM_EFORMAT,
+					    "%s: line %" PRIu64 ": token '%s%s' %s", t->name, t->line,
+					    shown, len > sl ? "..." : "",
+					    digits ? "is >= 2^32" : "is not a number");
+		}
+		out[n++] = (uint32_t)v;
+		t->start = e;
+	}
+	return (ssize_t)n;
+}
+
+ssize_t loom_tokin_read(struct loom_tokin *t, uint32_t *out, size_t cap)
+{
+	if (t->err.code)
+		return t->err.code;
+	if (!cap)
+		return 0;
+	return t->fmt == LOOM_TOK_TEXT ? tokin_text(t, out, cap) : tokin_binary(t, out, cap);
+}
+
+uint64_t loom_tokin_bytes(const struct loom_tokin *t)
+{
+	return t->consumed + t->start;
+}
+
+uint64_t loom_tokin_size(const struct loom_tokin *t)
+{
+	return t->size;
+}
+
+void loom_tokin_free(struct loom_tokin *t)
+{
+	if (!t)
+		return;
+	if (t->own)
+		close(t->fd);
+	free(t->name);
+	free(t->buf);
+	free(t);
+}
+
+const char *loom_tokin_error(const struct loom_tokin *t)
+{
+	return t->err.msg;
+}
+
+/* ======================================================================
+ * Sample rules
+ * ====================================================================== */
+
+uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int keep_tail,
+			  uint64_t *tail)
+{
+	uint64_t L = seq_len, S = stride ? stride : seq_len, k = 0;
+	if (n > L)
+		k = (n - L - 1) / S + 1; /* starts 0, S, ... < n - L */
+	uint64_t next = k * S, t = 0;
+	if (keep_tail && next < n && (n - next) * 2 >= L)
+		t = n - next;
+	if (tail)
+		*tail = t;
+	return k + (t ? 1 : 0);
+}
+
+uint64_t loom_shard_key(uint64_t seed, uint64_t i)
+{
+	/* A bijection of i for a fixed seed: no two samples share a key. */
+	uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64_t total)
+{
+	snprintf(out, n, "%s-%05" PRIu64 "-of-%05" PRIu64 ".tfrecord", prefix, i, total);
+}
+
+/* ======================================================================
+ * Sharder
+ * ====================================================================== */
+
+#define NBUCKET 256
+#define REC_HDR 12 /* bucket record: u64 key, u32 payload length */
+
+struct ent {
+	uint64_t key;
+	uint64_t off;
+	uint32_t len;
+};
+
+struct bucket {
+	int fd;
+	uint8_t *buf;
+	size_t used;
+	uint64_t bytes;
+};
+
+struct loom_shard {
+	struct loom_shard_opts o;
+	char *prefix, *tmpdir, *feature, *vocab_sha256, *input_format;
+	char **argv;
+	uint64_t L, S;
+
+	/* window state */
+	uint32_t *tb;
+	size_t tcap, tlen;
+	uint64_t tb0;        /* stream index of tb[0] */
+	uint64_t next;       /* next window start */
+	uint64_t total;      /* tokens seen */
+	uint64_t nsamples;
+	uint64_t tail;
+
+	uint8_t *enc;        /* scratch for one encoded sample */
+	size_t enc_cap;
+
+	/* shuffle: in memory */
+	uint8_t *arena;
+	size_t alen, acap;
+	struct ent *ents;
+	size_t nents, ecap;
+	/* shuffle: spilled */
+	int spilled;
+	struct bucket *bk;   /* NBUCKET */
+	size_t bk_bufsize;
+	uint64_t spill_bytes;
+
+	/* writers */
+	struct loom_tfr_writer **w;
+	uint64_t nw, wcap;
+	uint64_t written;    /* records handed to writers */
+	size_t wbuf;
+
+	/* committed outputs (removed again on failure) */
+	char **done;
+	size_t ndone;
+	int finished;
+	struct loom_shard_stats st;
+	struct loom_err err;
+};
+
+static char *dupz(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int nomem(struct loom_shard *s)
+{
+	return loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+}
+
+struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_err *err)
+{
+	if (!o->prefix || !*o->prefix || o->seq_len == 0 ||
+	    (o->shards == 0 && o->records_per_shard == 0)) {
+		loom_err_set(err, LOOM_EINVAL, "invalid sharding options");
+		return NULL;
+	}
+	struct loom_shard *s = calloc(1, sizeof *s);
+	if (!s) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->o = *o;
+	s->L = o->seq_len;
+	s->S = o->stride ? o->stride : o->seq_len;
+	s->prefix = dupz(o->prefix);
+	s->feature = dupz(o->feature ? o->feature : LOOM_EXAMPLE_IDS);
+	s->vocab_sha256 = dupz(o->vocab_sha256);
+	s->input_format = dupz(o->input_format);
+	if (o->tmpdir) {
+		s->tmpdir = dupz(o->tmpdir);
+	} else {
+		char *c = dupz(o->prefix);
+		s->tmpdir = c ? dupz(dirname(c)) : NULL;
+		free(c);
+	}
+	s->argv = calloc((size_t)o->argc + 1, sizeof *s->argv);
+	int bad = !s->prefix || !s->feature || !s->tmpdir || !s->argv ||
+		  (o->vocab_sha256 && !s->vocab_sha256) || (o->input_format && !s->input_format);
+	for (int i = 0; !bad && i < o->argc; i++)
+		bad = !(s->argv[i] = strdup(o->argv[i]));
+	s->o.prefix = s->prefix;
+	s->o.feature = s->feature;
+	s->o.tmpdir = s->tmpdir;
+	s->o.vocab_sha256 = s->vocab_sha256;
+	s->o.input_format = s->input_format;
+	s->o.argv = s->argv;
+	if (!s->o.memory)
+		s->o.memory = 512ull << 20;
+	/* The window buffer holds a sample plus a read chunk. */
+	s->tcap = (size_t)s->L + (1u << 18);
+	s->tb = malloc(s->tcap * sizeof *s->tb);
+	s->enc_cap = loom_example_bound(strlen(s->feature), (size_t)s->L);
+	s->enc = malloc(s->enc_cap);
+	if (bad || !s->tb || !s->enc) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		loom_shard_free(s);
+		return NULL;
+	}
+	/* Per-writer buffer: an eighth of the budget over the writers. */
+	uint64_t nwriters = o->shards ? o->shards : 1;
+	uint64_t wb = s->o.memory / 8 / nwriters;
+	s->wbuf = (size_t)(wb < (64u << 10) ? (64u << 10) : wb > (4u << 20) ? (4u << 20) : wb);
+	uint64_t bb = s->o.memory / 4 / NBUCKET;
+	s->bk_bufsize = (size_t)(bb < (16u << 10) ? (16u << 10) : bb > (1u << 20) ? (1u << 20) : bb);
+	return s;
+}
+
+/* ---- writers ---- */
+
+static int writer_path(struct loom_shard *s, uint64_t j, uint64_t total, char *out, size_t n)
+{
+	loom_shard_name(out, n, s->prefix, j, total);
+	if (strlen(out) + 8 >= n)
+		return loom_err_set(&s->err, LOOM_EINVAL, "output prefix too long");
+	return 0;
+}
+
+static int open_writer(struct loom_shard *s, uint64_t j, uint64_t total)
+{
+	char path[4096];
+	struct loom_err e;
+	int rc = writer_path(s, j, total, path, sizeof path);
+	if (rc < 0)
+		return rc;
+	if (j >= s->wcap) {
+		uint64_t nc = s->wcap ? s->wcap * 2 : 16;
+		while (nc <= j)
+			nc *= 2;
+		struct loom_tfr_writer **p = realloc(s->w, nc * sizeof *p);
+		if (!p)
+			return nomem(s);
+		memset(p + s->wcap, 0, (nc - s->wcap) * sizeof *p);
+		s->w = p;
+		s->wcap = nc;
+	}
+	s->w[j] = loom_tfr_writer_new(path, s->wbuf, LOOM_TFW_SHA256 | LOOM_TFW_ASYNC, &e);
+	if (!s->w[j])
+		return loom_err_set(&s->err, e.code, "%s", e.msg);
+	if (j + 1 > s->nw)
+		s->nw = j + 1;
+	return 0;
+}
+
+/* The writer for the next output record. */
+static struct loom_tfr_writer *next_writer(struct loom_shard *s)
+{
+	uint64_t r = s->written, j;
+	if (s->o.shards) {
+		if (!s->nw)
+			for (uint64_t k = 0; k < s->o.shards; k++)
+				if (open_writer(s, k, s->o.shards) < 0)
+					return NULL;
+		j = r % s->o.shards;
+	} else {
+		j = r / s->o.records_per_shard;
+		if (j >= s->nw && open_writer(s, j, 0) < 0)
+			return NULL;
+	}
+	return s->w[j];
+}
+
+static int put_payload(struct loom_shard *s, const uint8_t *p, size_t n)
+{
+	struct loom_tfr_writer *w = next_writer(s);
+	if (!w)
+		return s->err.code ? s->err.code : LOOM_EIO;
+	if (loom_tfr_writer_write(w, p, n) < 0)
+		return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
+	s->written++;
+	return 0;
+}
+
+/* ---- buckets ---- */
+
+static int tmp_fd(struct loom_shard *s)
+{
+	size_t n = strlen(s->tmpdir) + 32;
+	char *path = malloc(n);
+	if (!path)
+		return nomem(s);
+	snprintf(path, n, "%s/.loom-shard-XXXXXX", s->tmpdir);
+	int fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		int rc = loom_err_errno(&s->err, LOOM_EIO, errno,
+					"cannot create a temporary file in '%s'", s->tmpdir);
+		free(path);
+		return rc;
+	}
+	unlink(path); /* anonymous from now on: nothing to clean up */
+	free(path);
+	return fd;
+}
+
+static int bucket_flush(struct loom_shard *s, struct bucket *b)
+{
+	if (!b->used)
+		return 0;
+	int rc = loom_write_all(b->fd, b->buf, b->used);
+	if (rc < 0)
+		return loom_err_errno(&s->err, LOOM_EIO, -rc, "cannot write a temporary file in '%s'",
+				      s->tmpdir);
+	s->spill_bytes += b->used;
+	b->bytes += b->used;
+	b->used = 0;
+	return 0;
+}
+
+static int bucket_put(struct loom_shard *s, struct bucket *b, uint64_t key, const uint8_t *p,
+		      size_t n)
+{
+	size_t need = REC_HDR + n;
+	if (b->used + need > s->bk_bufsize) {
+		int rc = bucket_flush(s, b);
+		if (rc < 0)
+			return rc;
+	}
+	if (need > s->bk_bufsize) { /* larger than the buffer: write through */
+		uint8_t h[REC_HDR];
+		memcpy(h, &key, 8);
+		uint32_t l = (uint32_t)n;
+		memcpy(h + 8, &l, 4);
+		int rc = loom_write_all(b->fd, h, REC_HDR);
+		if (rc == 0)
+			rc = loom_write_all(b->fd, p, n);
+		if (rc < 0)
+			return loom_err_errno(&s->err, LOOM_EIO, -rc,
+					      "cannot write a temporary file in '%s'", s->tmpdir);
+		b->bytes += need;
+		s->spill_bytes += need;
+		return 0;
+	}
+	uint8_t *d = b->buf + b->used;
+	uint32_t l = (uint32_t)n;
+	memcpy(d, &key, 8);
+	memcpy(d + 8, &l, 4);
+	memcpy(d + REC_HDR, p, n);
+	b->used += need;
+	return 0;
+}
+
+static void buckets_free(struct bucket *bk)
+{
+	if (!bk)
+		return;
+	for (int i = 0; i < NBUCKET; i++) {
+		if (bk[i].fd > 0)
+			close(bk[i].fd);
+		free(bk[i].buf);
+	}
+	free(bk);
+}
+
+static struct bucket *buckets_new(struct loom_shard *s)
+{
+	struct bucket *bk = calloc(NBUCKET, sizeof *bk);
+	if (!bk) {
+		nomem(s);
+		return NULL;
+	}
+	for (int i = 0; i < NBUCKET; i++) {
+		bk[i].fd = tmp_fd(s);
+		bk[i].buf = malloc(s->bk_bufsize);
+		if (bk[i].fd < 0 || !bk[i].buf) {
+			if (bk[i].fd >= 0 && !bk[i].buf)
+				nomem(s);
+			if (bk[i].fd < 0)
+				bk[i].fd = 0;
+			buckets_free(bk);
+			return NULL;
+		}
+	}
+	return bk;
+}
+
+static int spill(struct loom_shard *s)
+{
+	s->bk = buckets_new(s);
+	if (!s->bk)
+		return s->err.code;
+	for (size_t i = 0; i < s->nents; i++) {
+		struct ent *e = &s->ents[i];
+		int rc = bucket_put(s, &s->bk[e->key >> 56], e->key, s->arena + e->off, e->len);
+		if (rc < 0)
+			return rc;
+	}
+	free(s->arena);
+	free(s->ents);
+	s->arena = NULL;
+	s->ents = NULL;
+	s->alen = s->acap = s->nents = s->ecap = 0;
+	s->spilled = 1;
+	return 0;
+}
+
+/* ---- samples ---- */
+
+static int emit(struct loom_shard *s, const uint32_t *tok, size_t n)
+{
+	uint64_t i = s->nsamples++;
+	if (!s->o.shuffle) {
+		struct loom_tfr_writer *w = next_writer(s);
+		if (!w)
+			return s->err.code ? s->err.code : LOOM_EIO;
+		uint8_t *d = loom_tfr_writer_reserve(w, s->enc_cap);
+		if (!d)
+			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
+		size_t l = loom_example_encode_u32(s->feature, tok, n, d);
+		if (loom_tfr_writer_finish(w, l) < 0)
+			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
+		s->written++;
+		return 0;
+	}
+	uint64_t key = loom_shard_key(s->o.seed, i);
+	if (s->spilled) {
+		size_t l = loom_example_encode_u32(s->feature, tok, n, s->enc);
+		return bucket_put(s, &s->bk[key >> 56], key, s->enc, l);
+	}
+	if (s->acap - s->alen < s->enc_cap) {
+		size_t nc = s->acap ? s->acap * 2 : (1u << 20);
+		while (nc - s->alen < s->enc_cap)
+			nc *= 2;
+		uint8_t *p = realloc(s->arena, nc);
+		if (!p)
+			return nomem(s);
+		s->arena = p;
+		s->acap = nc;
+	}
+	if (s->nents == s->ecap) {
+		size_t nc = s->ecap ? s->ecap * 2 : 1024;
+		struct ent *p = realloc(s->ents, nc * sizeof *p);
+		if (!p)
+			return nomem(s);
+		s->ents = p;
+		s->ecap = nc;
+	}
+	size_t l = loom_example_encode_u32(s->feature, tok, n, s->arena + s->alen);
+	s->ents[s->nents++] = (struct ent){ key, s->alen, (uint32_t)l };
+	s->alen += l;
+	if (s->acap + s->ecap * sizeof(struct ent) > s->o.memory / 2)
+		return spill(s);
+	return 0;
+}
+
+int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n)
+{
+	if (s->err.code)
+		return s->err.code;
+	if (s->o.vocab_size)
+		for (size_t i = 0; i < n; i++)
+			if (tok[i] >= s->o.vocab_size)
+				return loom_err_set(&s->err, LOOM_ERANGE,
+						    "token %u at position %" PRIu64
+						    " is not below the vocabulary size %" PRIu64,
+						    tok[i], s->total + i, s->o.vocab_size);
+	while (n) {
+		/* Drop tokens before the next window start. */
+		if (s->next > s->tb0) {
+			uint64_t drop = s->next - s->tb0;
+			if (drop >= s->tlen) {
+				uint64_t skip_in = drop - s->tlen; /* not yet received */
+				s->tb0 += s->tlen;
+				s->tlen = 0;
+				if (skip_in) {
+					size_t k = skip_in < n ? (size_t)skip_in : n;
+					tok += k;
+					n -= k;
+					s->total += k;
+					s->tb0 += k;
+					continue;
+				}
+			} else {
+				memmove(s->tb, s->tb + drop, (s->tlen - drop) * sizeof *s->tb);
+				s->tlen -= (size_t)drop;
+				s->tb0 += drop;
+			}
+		}
+		size_t k = s->tcap - s->tlen;
+		if (k > n)
+			k = n;
+		memcpy(s->tb + s->tlen, tok, k * sizeof *tok);
+		s->tlen += k;
+		s->total += k;
+		tok += k;
+		n -= k;
+		/* Emit every window that has a token after it (start < n - L). */
+		while (s->next + s->L < s->total) {
+			int rc = emit(s, s->tb + (s->next - s->tb0), (size_t)s->L);
+			if (rc < 0)
+				return rc;
+			s->next += s->S;
+		}
+	}
+	return 0;
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int write_sorted(struct loom_shard *s, const uint8_t *base, struct ent *e, size_t n)
+{
+	qsort(e, n, sizeof *e, cmp_ent);
+	for (size_t i = 0; i < n; i++) {
+		int rc = put_payload(s, base + e[i].off, e[i].len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Load a bucket file (size bytes) and write it in key order, or split it
+ * by the key byte at `depth` when it does not fit the budget. */
+static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int depth)
+{
+	if (!size)
+		return 0;
+	uint64_t nrec_est = size / (REC_HDR + 64);
+	if (size + nrec_est * sizeof(struct ent) > s->o.memory / 2 && depth < 8) {
+		struct bucket *sub = buckets_new(s);
+		if (!sub)
+			return s->err.code;
+		size_t cap = 1u << 20, have = 0;
+		uint8_t *buf = malloc(cap);
+		uint64_t off = 0;
+		int rc = buf ? 0 : nomem(s);
+		int shift = 56 - 8 * depth;
+		while (rc == 0 && (off < size || have)) {
+			if (off < size && have < cap) {
+				size_t want = cap - have;
+				if (want > size - off)
+					want = (size_t)(size - off);
+				if (loom_pread_all(fd, buf + have, want, (off_t)off) != 0) {
+					rc = loom_err_errno(&s->err, LOOM_EIO, errno,
+							    "cannot read a temporary file");
+					break;
+				}
+				have += want;
+				off += want;
+			}
+			size_t pos = 0;
+			while (have - pos >= REC_HDR) {
+				uint64_t key;
+				uint32_t l;
+				memcpy(&key, buf + pos, 8);
+				memcpy(&l, buf + pos + 8, 4);
+				if (have - pos < REC_HDR + (size_t)l) {
+					if (REC_HDR + (size_t)l > cap) {
+						uint8_t *nb = realloc(buf, REC_HDR + (size_t)l);
+						if (!nb) {
+							rc = nomem(s);
+							break;
+						}
+						buf = nb;
+						cap = REC_HDR + (size_t)l;
+					}
+					break;
+				}
+				rc = bucket_put(s, &sub[(key >> shift) & 0xff], key,
+						buf + pos + REC_HDR, l);
+				if (rc < 0)
+					break;
+				pos += REC_HDR + l;
+			}
+			memmove(buf, buf + pos, have - pos);
+			have -= pos;
+			if (off >= size && have && pos == 0 && rc == 0) {
+				rc = loom_err_set(&s->err, LOOM_EFORMAT, "corrupt temporary file");
+				break;
+			}
+		}
+		free(buf);
+		for (int i = 0; rc == 0 && i < NBUCKET; i++)
+			rc = bucket_flush(s, &sub[i]);
+		for (int i = 0; rc == 0 && i < NBUCKET; i++)
+			rc = do_bucket(s, sub[i].fd, sub[i].bytes, depth + 1);
+		buckets_free(sub);
+		return rc;
+	}
+	uint8_t *buf = malloc((size_t)size);
+	if (!buf)
+		return nomem(s);
+	if (loom_pread_all(fd, buf, (size_t)size, 0) != 0) {
+		free(buf);
+		return loom_err_errno(&s->err, LOOM_EIO, errno, "cannot read a temporary file");
+	}
+	size_t n = 0, cap = 1024;
+	struct ent *e = malloc(cap * sizeof *e);
+	int rc = e ? 0 : nomem(s);
+	for (uint64_t pos = 0; rc == 0 && pos < size;) {
+		uint64_t key;
+		uint32_t l;
+		memcpy(&key, buf + pos, 8);
+		memcpy(&l, buf + pos + 8, 4);
+		if (n == cap) {
+			struct ent *p = realloc(e, cap * 2 * sizeof *e);
+			if (!p) {
+				rc = nomem(s);
+				break;
+			}
+			e = p;
+			cap *= 2;
+		}
+		e[n++] = (struct ent){ key, pos + REC_HDR, l };
+		pos += REC_HDR + l;
+	}
+	if (rc == 0)
+		rc = write_sorted(s, buf, e, n);
+	free(e);
+	free(buf);
+	return rc;
+}
+
+/* ---- finish ---- */
+
+static int remember(struct loom_shard *s, const char *path)
+{
+	char **p = realloc(s->done, (s->ndone + 1) * sizeof *p);
+	if (!p)
+		return nomem(s);
+	s->done = p;
+	if (!(s->done[s->ndone] = strdup(path)))
+		return nomem(s);
+	s->ndone++;
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+static int write_manifest(struct loom_shard *s, json_t *shards)
+{
+	json_t *m = json_object();
+	json_t *cmd = json_array();
+	if (!m || !cmd) {
+		json_decref(m);
+		json_decref(cmd);
+		json_decref(shards);
+		return nomem(s);
+	}
+	for (int i = 0; i < s->o.argc; i++)
+		json_array_append_new(cmd, json_string(s->argv[i]));
+	json_object_set_new(m, "format", json_string("loom-tfrecord-shards"));
+	json_object_set_new(m, "schema_version", json_integer(1));
+	json_object_set_new(m, "feature", json_string(s->feature));
+	json_object_set_new(m, "seq_len", json_integer((json_int_t)s->L));
+	json_object_set_new(m, "stride", json_integer((json_int_t)s->S));
+	json_object_set_new(m, "keep_tail", json_boolean(s->o.keep_tail));
+	json_object_set_new(m, "input_format",
+			    s->input_format ? json_string(s->input_format) : json_null());
+	json_object_set_new(m, "vocab_size",
+			    s->o.vocab_size ? json_integer((json_int_t)s->o.vocab_size) : json_null());
+	json_object_set_new(m, "vocab_sha256",
+			    s->vocab_sha256 ? json_string(s->vocab_sha256) : json_null());
+	json_object_set_new(m, "tokens", json_integer((json_int_t)s->total));
+	json_object_set_new(m, "records", json_integer((json_int_t)s->nsamples));
+	json_object_set_new(m, "tail_tokens", json_integer((json_int_t)s->tail));
+	json_object_set_new(m, "shuffle", json_boolean(s->o.shuffle));
+	json_object_set_new(m, "seed", json_integer((json_int_t)s->o.seed));
+	json_object_set_new(m, "sharding", json_string(s->o.shards ? "round-robin"
+							: "contiguous"));
+	json_object_set_new(m, "shards", shards);
+	json_object_set_new(m, "command", cmd);
+	char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(m);
+	if (!text)
+		return nomem(s);
+	size_t tl = strlen(text);
+	char *t2 = realloc(text, tl + 2);
+	if (!t2) {
+		free(text);
+		return nomem(s);
+	}
+	t2[tl] = '\n';
+	t2[tl + 1] = 0;
+	snprintf(s->st.manifest, sizeof s->st.manifest, "%s.manifest.json", s->prefix);
+	int rc = loom_write_file_atomic(s->st.manifest, t2, tl + 1, &s->err);
+	free(t2);
+	if (rc == 0)
+		rc = remember(s, s->st.manifest);
+	return rc;
+}
+
+static void rollback(struct loom_shard *s)
+{
+	for (size_t i = 0; i < s->ndone; i++) {
+		unlink(s->done[i]);
+		free(s->done[i]);
+	}
+	free(s->done);
+	s->done = NULL;
+	s->ndone = 0;
+}
+
+static int finish(struct loom_shard *s)
+{
+	int rc;
+	uint64_t tail = 0;
+	if (s->o.keep_tail && s->next < s->total && (s->total - s->next) * 2 >= s->L) {
+		tail = s->total - s->next;
+		rc = emit(s, s->tb + (s->next - s->tb0), (size_t)tail);
+		if (rc < 0)
+			return rc;
+	}
+	s->tail = tail;
+	if (!s->nsamples)
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    "no samples: the input has %" PRIu64 " tokens; a sample needs more"
+				    " than --seq-len %" PRIu64 " (or --keep-tail and at least %" PRIu64
+				    ")", s->total, s->L, (s->L + 1) / 2);
+	if (s->o.shuffle && !s->spilled) {
+		rc = write_sorted(s, s->arena, s->ents, s->nents);
+		if (rc < 0)
+			return rc;
+	} else if (s->o.shuffle) {
+		for (int i = 0; i < NBUCKET; i++)
+			if ((rc = bucket_flush(s, &s->bk[i])) < 0)
+				return rc;
+		for (int i = 0; i < NBUCKET; i++) {
+			rc = do_bucket(s, s->bk[i].fd, s->bk[i].bytes, 1);
+			if (rc < 0)
+				return rc;
+			close(s->bk[i].fd); /* free its disk space early */
+			s->bk[i].fd = 0;
+		}
+	}
+	/* Commit every shard and its index, then the manifest. */
+	json_t *shards = json_array();
+	if (!shards)
+		return nomem(s);
+	for (uint64_t j = 0; j < s->nw; j++) {
+		char path[4096], ipath[4200];
+		struct loom_tfr_writer *w = s->w[j];
+		writer_path(s, j, s->nw, path, sizeof path);
+		snprintf(ipath, sizeof ipath, "%s.index", path);
+		if (loom_tfr_writer_rename(w, path) < 0 || loom_tfr_writer_commit(w) < 0) {
+			json_decref(shards);
+			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
+		}
+		if ((rc = remember(s, path)) < 0) {
+			json_decref(shards);
+			return rc;
+		}
+		if (loom_tfr_writer_write_index(w, ipath) < 0) {
+			json_decref(shards);
+			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
+		}
+		if ((rc = remember(s, ipath)) < 0) {
+			json_decref(shards);
+			return rc;
+		}
+		json_array_append_new(shards, json_pack("{s:s, s:s, s:I, s:I, s:s}",
+						       "file", base_name(path),
+						       "index", base_name(ipath),
+						       "records", (json_int_t)loom_tfr_writer_records(w),
+						       "bytes", (json_int_t)loom_tfr_writer_bytes(w),
+						       "sha256", loom_tfr_writer_sha256(w)));
+		s->st.bytes += loom_tfr_writer_bytes(w);
+	}
+	rc = write_manifest(s, shards);
+	if (rc < 0)
+		return rc;
+	s->st.tokens = s->total;
+	s->st.samples = s->nsamples;
+	s->st.tail_tokens = s->tail;
+	s->st.shards = s->nw;
+	s->st.spilled = s->spill_bytes;
+	return 0;
+}
+
+int loom_shard_finish(struct loom_shard *s)
+{
+	if (s->err.code)
+		return s->err.code;
+	if (s->finished)
+		return 0;
+	int rc = finish(s);
+	if (rc < 0) {
+		rollback(s);
+		return rc;
+	}
+	for (size_t i = 0; i < s->ndone; i++)
+		free(s->done[i]);
+	free(s->done);
+	s->done = NULL;
+	s->ndone = 0;
+	s->finished = 1;
+	return 0;
+}
+
+void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st)
+{
+	*st = s->st;
+	if (!s->finished) {
+		st->tokens = s->total;
+		st->samples = s->nsamples;
+		st->spilled = s->spill_bytes;
+	}
+}
+
+void loom_shard_free(struct loom_shard *s)
+{
+	if (!s)
+		return;
+	if (!s->finished)
+		rollback(s);
+	for (uint64_t j = 0; j < s->nw; j++)
+		loom_tfr_writer_free(s->w[j]);
+	free(s->w);
+	buckets_free(s->bk);
+	free(s->arena);
+	free(s->ents);
+	free(s->tb);
+	free(s->enc);
+	free(s->prefix);
+	free(s->tmpdir);
+	free(s->feature);
+	free(s->vocab_sha256);
+	free(s->input_format);
+	if (s->argv)
+		for (int i = 0; i < s->o.argc; i++)
+			free(s->argv[i]);
+	free(s->argv);
+	free(s);
+}
+
+const char *loom_shard_error(const struct loom_shard *s)
+{
+	return s->err.msg;
+}

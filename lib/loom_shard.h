@@ -1,0 +1,122 @@
+/*
+ * loom_shard.h - token streams -> windowed, shuffled TFRecord shards with
+ * indexes and a JSON manifest (the engine of loom-shard).
+ *
+ * Purpose:
+ *  - loom_tokin: read a token stream ("-" = stdin) as u16 / u32
+ *    little-endian binary or whitespace-separated decimal text, with errors
+ *    that name the file and the line (text) or byte offset (binary).
+ *  - loom_shard: cut samples of seq_len tokens every stride tokens
+ *    (Graphcore write_into_tfrecord.py semantics: windows start at
+ *    0, S, 2S, ... while start < n - L; with keep_tail one final shorter
+ *    sample of the tokens from the next start on, when at least L/2
+ *    remain), encode each as Example{"input_ids": int64 list}, order them
+ *    and write the shards, their .index files and PREFIX.manifest.json.
+ *
+ * Order: with shuffle, sample i gets the 64-bit key splitmix64(seed, i) and
+ * the output is the samples sorted by (key, i): a uniform permutation that
+ * depends only on the input and the seed - not on the memory limit, the
+ * thread count, or whether the data fit in memory.  Samples are kept in
+ * memory (encoded) up to about memory/2 bytes; beyond that they go to 256
+ * anonymous (already unlinked) bucket files by the key's top byte, and a
+ * second pass loads each bucket, sorts it and writes it out; a bucket that
+ * is still larger than the limit is split again by the next key byte.
+ * Without shuffle, samples go straight to the writers in stream order.
+ * Sample r goes to shard r mod N with `shards`, or to shard r / R with
+ * `records_per_shard`.
+ *
+ * Outputs: PREFIX-00000-of-0000N.tfrecord (+ ".index" beside each) and
+ * PREFIX.manifest.json (formats/manifest.md), all written under temporary
+ * names and renamed only when everything is complete; on any failure
+ * nothing is left under a final name (already renamed outputs of this run
+ * are removed again).
+ *
+ * Ownership: _new/_open return objects freed with _free (accepts NULL);
+ * strings in the options are copied.  Errors: negative LOOM_E* with the
+ * message from loom_shard_error()/loom_tokin_error().
+ */
+#ifndef LOOM_SHARD_H
+#define LOOM_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "loom_common.h"
+
+/* ---- token input --------------------------------------------------------- */
+
+enum loom_tokfmt { LOOM_TOK_U16, LOOM_TOK_U32, LOOM_TOK_TEXT };
+
+/* "u16", "u32", "text" -> format; LOOM_EINVAL otherwise. */
+int loom_tokfmt_parse(const char *s, enum loom_tokfmt *fmt);
+const char *loom_tokfmt_name(enum loom_tokfmt fmt);
+
+struct loom_tokin;
+
+struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
+				   struct loom_err *err);
+/* Up to cap tokens into out: returns the count (> 0), 0 at the end, or an
+ * error (bad text token, token >= 2^32, binary input cut mid-token). */
+ssize_t loom_tokin_read(struct loom_tokin *t, uint32_t *out, size_t cap);
+/* Bytes consumed so far, and the input's size (0 if unknown, e.g. a pipe). */
+uint64_t loom_tokin_bytes(const struct loom_tokin *t);
+uint64_t loom_tokin_size(const struct loom_tokin *t);
+void loom_tokin_free(struct loom_tokin *t);
+const char *loom_tokin_error(const struct loom_tokin *t);
+
+/* ---- sharder ------------------------------------------------------------- */
+
+struct loom_shard_opts {
+	const char *prefix;          /* output prefix (directory must exist) */
+	uint32_t seq_len;            /* L >= 1 */
+	uint32_t stride;             /* S >= 1 (0 = L) */
+	int keep_tail;
+	int shuffle;
+	uint64_t seed;
+	uint64_t shards;             /* N >= 1, or 0 to use records_per_shard */
+	uint64_t records_per_shard;  /* R >= 1 when shards == 0 */
+	uint64_t memory;             /* byte budget for samples and buffers */
+	const char *tmpdir;          /* for bucket files (NULL = prefix's dir) */
+	const char *feature;         /* NULL = "input_ids" */
+	/* Manifest only: */
+	uint64_t vocab_size;         /* 0 = unknown; else every token must be < it */
+	const char *vocab_sha256;    /* NULL = unknown */
+	const char *input_format;    /* "u16", ... (NULL = not recorded) */
+	int argc;                    /* command line that made the shards */
+	char **argv;
+};
+
+struct loom_shard_stats {
+	uint64_t tokens;       /* tokens consumed */
+	uint64_t samples;      /* records written (incl. a tail) */
+	uint64_t tail_tokens;  /* length of the tail sample, 0 if none */
+	uint64_t shards;
+	uint64_t bytes;        /* bytes of all shards */
+	uint64_t spilled;      /* bytes written to bucket files (0 = in memory) */
+	char manifest[4096];   /* path of the manifest */
+};
+
+struct loom_shard;
+
+struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_err *err);
+/* Feed the next n tokens of the stream. */
+int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n);
+/* End of stream: write the tail, the second pass, commit every output.
+ * LOOM_EFORMAT if the stream yields no sample at all. */
+int loom_shard_finish(struct loom_shard *s);
+void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st);
+/* Frees; before a successful finish, removes every output of the run. */
+void loom_shard_free(struct loom_shard *s);
+const char *loom_shard_error(const struct loom_shard *s);
+
+/* Number of samples a stream of n tokens yields (same rule as above), and
+ * the tail length (0 if none) in *tail. */
+uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int keep_tail,
+			  uint64_t *tail);
+/* The shuffle key of sample i. */
+uint64_t loom_shard_key(uint64_t seed, uint64_t i);
+/* Shard file name: PREFIX-%05d-of-%05d.tfrecord into out. */
+void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64_t total);
+
+#endif
