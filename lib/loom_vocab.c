@@ -260,21 +260,179 @@ static int finish(struct loom_vocab *v, const char *file, uint8_t *made)
 
 /* ---- GPT-2 encoder.json + vocab.bpe ----------------------------------- */
 
-int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
-			     const char *enc_name, const char *merges, size_t merges_len,
-			     const char *merges_name)
+/* encoder.json entries: key (decoded UTF-8, in `keys`) and id. */
+struct entries {
+	char *keys;
+	size_t klen, kcap;
+	uint64_t *koff;   /* n + 1 */
+	uint32_t *id;
+	size_t n, cap;
+};
+
+static int ent_add(struct entries *E, const char *k, size_t kl, uint32_t id)
+{
+	if (E->n + 1 >= E->cap) {
+		size_t c = E->cap ? E->cap * 2 : 65536;
+		uint64_t *o = realloc(E->koff, (c + 1) * sizeof *o);
+		if (o)
+			E->koff = o;
+		uint32_t *i = realloc(E->id, c * sizeof *i);
+		if (i)
+			E->id = i;
+		if (!o || !i)
+			return -1;
+		E->cap = c;
+	}
+	if (E->kcap - E->klen < kl + 1) {
+		size_t c = E->kcap ? E->kcap : 1 << 20;
+		while (c - E->klen < kl + 1)
+			c *= 2;
+		char *p = realloc(E->keys, c);
+		if (!p)
+			return -1;
+		E->keys = p;
+		E->kcap = c;
+	}
+	if (E->n == 0)
+		E->koff[0] = 0;
+	memcpy(E->keys + E->klen, k, kl);
+	E->klen += kl;
+	E->keys[E->klen++] = 0;
+	E->id[E->n++] = id;
+	E->koff[E->n] = E->klen;
+	return 0;
+}
+
+static int hexv(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	     : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Fast path for the common shape {"token": id, ...} (jansson takes ~90 ms
+ * for GPT-2's 50k entries, most of it building its own hash table).
+ * Returns 0, or -1 on anything unusual: the caller then parses with
+ * jansson, which also produces the error messages. */
+static int fast_entries(const char *s, size_t n, struct entries *E)
+{
+	size_t i = 0;
+	char key[1024];
+#define WS() while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) i++
+	WS();
+	if (i >= n || s[i++] != '{')
+		return -1;
+	WS();
+	if (i < n && s[i] == '}')
+		return -1; /* empty: let jansson and the checks speak */
+	for (;;) {
+		size_t kl = 0;
+		WS();
+		if (i >= n || s[i++] != '"')
+			return -1;
+		for (;;) {
+			if (i >= n || kl + 4 >= sizeof key)
+				return -1;
+			unsigned char c = (unsigned char)s[i++];
+			if (c == '"')
+				break;
+			if (c < 0x20)
+				return -1;
+			if (c != '\\') {
+				key[kl++] = (char)c;
+				continue;
+			}
+			if (i >= n)
+				return -1;
+			c = (unsigned char)s[i++];
+			switch (c) {
+			case '"': case '\\': case '/': key[kl++] = (char)c; break;
+			case 'b': key[kl++] = '\b'; break;
+			case 'f': key[kl++] = '\f'; break;
+			case 'n': key[kl++] = '\n'; break;
+			case 'r': key[kl++] = '\r'; break;
+			case 't': key[kl++] = '\t'; break;
+			case 'u': {
+				uint32_t cp = 0;
+				for (int k = 0; k < 4; k++) {
+					int h = i < n ? hexv((unsigned char)s[i++]) : -1;
+					if (h < 0)
+						return -1;
+					cp = cp << 4 | (uint32_t)h;
+				}
+				if (cp >= 0xd800 && cp < 0xdc00) {
+					uint32_t lo = 0;
+					if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u')
+						return -1;
+					i += 2;
+					for (int k = 0; k < 4; k++) {
+						int h = hexv((unsigned char)s[i++]);
+						if (h < 0)
+							return -1;
+						lo = lo << 4 | (uint32_t)h;
+					}
+					if (lo < 0xdc00 || lo > 0xdfff)
+						return -1;
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				} else if (cp >= 0xdc00 && cp < 0xe000) {
+					return -1;
+				}
+				if (cp == 0)
+					return -1;
+				if (cp < 0x80) {
+					key[kl++] = (char)cp;
+				} else if (cp < 0x800) {
+					key[kl++] = (char)(0xc0 | cp >> 6);
+					key[kl++] = (char)(0x80 | (cp & 0x3f));
+				} else if (cp < 0x10000) {
+					key[kl++] = (char)(0xe0 | cp >> 12);
+					key[kl++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					key[kl++] = (char)(0x80 | (cp & 0x3f));
+				} else {
+					key[kl++] = (char)(0xf0 | cp >> 18);
+					key[kl++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+					key[kl++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					key[kl++] = (char)(0x80 | (cp & 0x3f));
+				}
+				break;
+			}
+			default:
+				return -1;
+			}
+		}
+		WS();
+		if (i >= n || s[i++] != ':')
+			return -1;
+		WS();
+		uint64_t v = 0;
+		size_t st = i;
+		while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
+			v = v * 10 + (uint64_t)(s[i++] - '0');
+		if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID)
+			return -1;
+		if (ent_add(E, key, kl, (uint32_t)v))
+			return -1;
+		WS();
+		if (i >= n)
+			return -1;
+		if (s[i] == ',') {
+			i++;
+			continue;
+		}
+		if (s[i++] != '}')
+			return -1;
+		WS();
+		return i == n ? 0 : -1;
+	}
+#undef WS
+}
+
+static int json_entries(struct loom_vocab *v, const char *enc, size_t enc_len,
+			const char *enc_name, struct entries *E)
 {
 	json_error_t je;
-	json_t *root;
 	const char *key;
-	json_t *val;
-	uint64_t nbytes = 0;
-	uint32_t max_id = 0;
-	uint8_t *made = NULL;
+	json_t *val, *root;
 	int rc = 0;
-
-	vocab_clear(v);
-	loom_err_clear(&v->err);
 	root = json_loadb(enc, enc_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!root) {
 		int trunc = strstr(je.text, "end of") || strstr(je.text, "premature") ||
@@ -297,20 +455,46 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 					  enc_name, key, LOOM_VOCAB_MAX_ID);
 			goto out;
 		}
-		uint32_t id = (uint32_t)json_integer_value(val);
-		if (id > max_id)
-			max_id = id;
+		if (ent_add(E, key, strlen(key), (uint32_t)json_integer_value(val))) {
+			rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
-	json_object_foreach(root, key, val)
-		nbytes += strlen(key) + 1;
-	if (json_object_size(root) == 0) {
+out:
+	json_decref(root);
+	return rc;
+}
+
+int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
+			     const char *enc_name, const char *merges, size_t merges_len,
+			     const char *merges_name)
+{
+	struct entries E = { 0 };
+	uint64_t nbytes = 0;
+	uint32_t max_id = 0;
+	uint8_t *made = NULL;
+	int rc = 0;
+
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	if (fast_entries(enc, enc_len, &E)) {
+		E.n = E.klen = 0;
+		if ((rc = json_entries(v, enc, enc_len, enc_name, &E)))
+			goto out;
+	}
+	if (E.n == 0) {
 		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': empty vocabulary", enc_name);
 		goto out;
 	}
+	for (size_t k = 0; k < E.n; k++) {
+		if (E.id[k] > max_id)
+			max_id = E.id[k];
+		nbytes += E.koff[k + 1] - E.koff[k];
+	}
 	/* count merge lines for the pair table size */
 	uint64_t nlines = 0;
-	for (size_t i = 0; i < merges_len; i++)
-		nlines += merges[i] == '\n';
+	for (const char *p = merges; (p = memchr(p, '\n', (size_t)(merges + merges_len - p))); p++)
+		nlines++;
 	if ((rc = alloc_ids(v, max_id + 1, nbytes, nlines + 1)))
 		goto out;
 	made = calloc(v->n_ids, 1);
@@ -321,25 +505,22 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 	/* token bytes: first pass sizes (ids may come in any order) */
 	{
 		uint64_t *len = calloc(v->n_ids, sizeof *len);
-		uint8_t *tmp = malloc(nbytes + 1);
-		if (!len || !tmp) {
-			free(len);
-			free(tmp);
+		if (!len) {
 			rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
 			goto out;
 		}
-		json_object_foreach(root, key, val) {
-			uint32_t id = (uint32_t)json_integer_value(val);
+		for (size_t k = 0; k < E.n; k++) {
+			uint32_t id = E.id[k];
+			const char *key = E.keys + E.koff[k];
 			if (v->present[id]) {
 				free(len);
-				free(tmp);
 				rc = loom_err_set(&v->err, LOOM_EFORMAT,
 						  "'%s': entry \"%.60s\": duplicate id %u", enc_name,
 						  key, id);
 				goto out;
 			}
 			v->present[id] = 1;
-			len[id] = strlen(key); /* upper bound; fixed below */
+			len[id] = E.koff[k + 1] - E.koff[k] - 1; /* upper bound; fixed below */
 		}
 		uint64_t o = 0;
 		for (uint32_t i = 0; i < v->n_ids; i++) {
@@ -348,9 +529,10 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 		}
 		v->off[v->n_ids] = o;
 		/* second pass: decode into place, then compact */
-		json_object_foreach(root, key, val) {
-			uint32_t id = (uint32_t)json_integer_value(val);
-			size_t klen = strlen(key), bad = 0;
+		for (size_t k = 0; k < E.n; k++) {
+			uint32_t id = E.id[k];
+			const char *key = E.keys + E.koff[k];
+			size_t klen = E.koff[k + 1] - E.koff[k] - 1, bad = 0;
 			long bl = loom_gpt2_str_to_bytes(key, klen, v->bytes + v->off[id], &bad);
 			if (bl < 0) {
 				/* special tokens (<...>, [...]) may be printed verbatim */
@@ -361,7 +543,6 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 					made[id] = 2; /* verbatim */
 				} else {
 					free(len);
-					free(tmp);
 					rc = loom_err_set(&v->err, LOOM_EFORMAT,
 							  "'%s': entry \"%.60s\": character at offset %zu is not in GPT-2's byte alphabet",
 							  enc_name, key, bad);
@@ -369,7 +550,6 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 				}
 			} else if (bl == 0) {
 				free(len);
-				free(tmp);
 				rc = loom_err_set(&v->err, LOOM_EFORMAT,
 						  "'%s': entry \"\" (id %u): empty token", enc_name, id);
 				goto out;
@@ -385,7 +565,6 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 		}
 		v->off[v->n_ids] = w;
 		free(len);
-		free(tmp);
 	}
 	for (uint32_t i = 0; i < v->n_ids; i++) {
 		if (!v->present[i])
@@ -393,14 +572,13 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 		v->n_tokens++;
 		uint32_t o = tok_insert(v, i);
 		if (o != LOOM_VOCAB_NONE) {
-			char a[130], b2[130];
+			char a[130];
 			size_t la = v->off[i + 1] - v->off[i];
 			la = la > 60 ? 60 : la;
 			a[loom_gpt2_bytes_to_str(v->bytes + v->off[i], la, a)] = 0;
-			snprintf(b2, sizeof b2, "%s", a);
 			rc = loom_err_set(&v->err, LOOM_EFORMAT,
 					  "'%s': ids %u and %u are the same token \"%s\"", enc_name,
-					  o, i, b2);
+					  o, i, a);
 			goto out;
 		}
 		made[i] = made[i] == 2 ? 0 : (v->off[i + 1] - v->off[i] == 1);
@@ -482,7 +660,9 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 	rc = finish(v, enc_name, made);
 out:
 	free(made);
-	json_decref(root);
+	free(E.keys);
+	free(E.koff);
+	free(E.id);
 	if (rc)
 		vocab_clear(v);
 	return rc;
