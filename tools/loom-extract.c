@@ -1,0 +1,404 @@
+/* loom-extract - MediaWiki XML dump -> clean article text (lines, text,
+ * jsonl, doc), in dump order, with parallel workers. */
+#include <archive.h>
+#include <expat.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loom_dump.h"
+#include "loom_file.h"
+#include "loom_wikitext.h"
+
+static const char usage[] =
+	"usage: loom-extract [options] [DUMP.xml.bz2|.xml.gz|.xml|-]\n"
+	"Extract clean article text from a MediaWiki XML dump (stdin if no file).\n"
+	"  -o, --output FILE        write to FILE atomically (default: stdout)\n"
+	"  -f, --format FMT         lines (one article per line, default), text\n"
+	"                           (paragraph lines, articles end with an empty\n"
+	"                           line), jsonl ({id,revid,url,title,text}), doc\n"
+	"                           (WikiExtractor's <doc id url title> ... </doc>)\n"
+	"  -z, --null               lines/text: end each article with NUL instead\n"
+	"  -n, --namespaces LIST    namespaces to keep, e.g. 0,14 (default 0)\n"
+	"      --keep-redirects     list redirects too (text = the target title)\n"
+	"      --skip-disambiguation  drop disambiguation pages\n"
+	"      --min-length N       drop articles shorter than N characters\n"
+	"      --keep-tables        keep table cell text (a row per line)\n"
+	"      --headings           keep section headings as lines\n"
+	"  -j, --jobs N             worker threads (default: CPUs online)\n"
+	"      --index FILE         multistream index (default: NAME-index.txt.bz2\n"
+	"                           beside NAME.xml.bz2 if it exists)\n"
+	"      --no-index           read a multistream dump as one stream\n"
+	"      --progress           progress even when stderr is not a terminal\n"
+	"  -q, --quiet              no summary line\n"
+	"  -h, --help               this help\n"
+	"  -V, --version            version\n"
+	"Templates are removed, not expanded.  A summary line goes to stderr.  A\n"
+	"truncated or corrupt dump: the articles before the damage are written\n"
+	"(with -o to FILE.incomplete, FILE is untouched) and the exit status is 1.\n";
+
+enum { FMT_LINES, FMT_TEXT, FMT_JSONL, FMT_DOC };
+enum { S_ARTICLES, S_REDIRECTS, S_NS, S_DAB, S_SHORT, S_NOTEXT, S_BYTES_OUT, S_KEPT_REDIRECTS };
+
+#define MAX_NS 64
+
+struct worker {
+	struct loom_wikitext *wt;
+	struct loom_wt_buf text;
+};
+
+struct ctx {
+	int format, nul, keep_redirects, skip_dab;
+	uint64_t min_length;
+	struct loom_wikitext_opts wopts;
+	int64_t ns[MAX_NS];
+	int nns;
+	struct worker *w;
+	struct loom_outfile out;
+	struct loom_dump *dump;
+	struct cli_progress prog;
+	double t0;
+};
+
+static int keep_ns(const struct ctx *c, int64_t ns)
+{
+	for (int i = 0; i < c->nns; i++)
+		if (c->ns[i] == ns)
+			return 1;
+	return 0;
+}
+
+static int ends_with(const char *s, size_t n, const char *suf)
+{
+	size_t k = strlen(suf);
+	return n >= k && memcmp(s + n - k, suf, k) == 0;
+}
+
+/* XML attribute / text escaping for the doc format. */
+static int put_escaped(struct loom_wt_buf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *e = NULL;
+		switch (s[i]) {
+		case '&': e = "&amp;"; break;
+		case '<': e = "&lt;"; break;
+		case '>': e = "&gt;"; break;
+		case '"': e = "&quot;"; break;
+		}
+		if (e ? loom_wt_buf_add(b, e, strlen(e)) : loom_wt_buf_add(b, s + i, 1))
+			return LOOM_ENOMEM;
+	}
+	return 0;
+}
+
+static int emit(struct ctx *c, const struct loom_dump_site *site, const struct loom_page *pg,
+		const char *text, size_t len, struct loom_dump_out *out)
+{
+	struct loom_wt_buf *b = &out->buf;
+	size_t start = b->len;
+	char id[24], revid[24];
+	snprintf(id, sizeof id, "%llu", (unsigned long long)pg->id);
+	snprintf(revid, sizeof revid, "%llu", (unsigned long long)pg->revid);
+	const char *prefix = site && site->url_prefix ? site->url_prefix : "";
+	switch (c->format) {
+	case FMT_LINES:
+		if (loom_wt_buf_reserve(b, len + 1))
+			return LOOM_ENOMEM;
+		for (size_t i = 0; i < len; i++)
+			b->p[b->len + i] = text[i] == '\n' ? ' ' : text[i];
+		b->len += len;
+		b->p[b->len++] = c->nul ? '\0' : '\n';
+		break;
+	case FMT_TEXT:
+		if (loom_wt_buf_add(b, text, len) ||
+		    loom_wt_buf_add(b, c->nul ? "\0" : "\n\n", c->nul ? 1 : 2))
+			return LOOM_ENOMEM;
+		break;
+	case FMT_JSONL: {
+		char *url = NULL;
+		if (asprintf(&url, "%s?curid=%s", prefix, id) < 0)
+			return LOOM_ENOMEM;
+		json_t *o = json_object();
+		json_object_set_new(o, "id", json_string(id));
+		json_object_set_new(o, "revid", json_string(revid));
+		json_object_set_new(o, "url", json_string(url));
+		json_object_set_new(o, "title", json_stringn(pg->title, pg->title_len));
+		json_object_set_new(o, "text", json_stringn(text, len));
+		if (pg->redirect)
+			json_object_set_new(o, "redirect", json_string(pg->redirect_title));
+		char *s = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		free(url);
+		if (!s || loom_wt_buf_add(b, s, strlen(s)) || loom_wt_buf_add(b, "\n", 1)) {
+			free(s);
+			return LOOM_ENOMEM;
+		}
+		free(s);
+		break;
+	}
+	case FMT_DOC: {
+		char head[128];
+		int r = 0;
+		snprintf(head, sizeof head, "<doc id=\"%s\" url=\"", id);
+		r |= loom_wt_buf_add(b, head, strlen(head));
+		r |= put_escaped(b, prefix, strlen(prefix));
+		snprintf(head, sizeof head, "?curid=%s\" title=\"", id);
+		r |= loom_wt_buf_add(b, head, strlen(head));
+		r |= put_escaped(b, pg->title, pg->title_len);
+		if (pg->redirect) {
+			r |= loom_wt_buf_add(b, "\" redirect=\"", 12);
+			r |= put_escaped(b, pg->redirect_title, strlen(pg->redirect_title));
+		}
+		r |= loom_wt_buf_add(b, "\">\n", 3);
+		r |= loom_wt_buf_add(b, pg->title, pg->title_len);
+		r |= loom_wt_buf_add(b, "\n\n", 2);
+		r |= loom_wt_buf_add(b, text, len);
+		r |= loom_wt_buf_add(b, "\n</doc>\n", 8);
+		if (r)
+			return LOOM_ENOMEM;
+		break;
+	}
+	}
+	out->stat[S_ARTICLES]++;
+	out->stat[S_BYTES_OUT] += b->len - start;
+	return 0;
+}
+
+static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
+		   const struct loom_page *pg, struct loom_dump_out *out)
+{
+	struct ctx *c = vc;
+	struct worker *w = &c->w[worker];
+	if (!keep_ns(c, pg->ns)) {
+		out->stat[S_NS]++;
+		return 0;
+	}
+	if (pg->redirect) {
+		out->stat[S_REDIRECTS]++;
+		if (!c->keep_redirects)
+			return 0;
+		out->stat[S_KEPT_REDIRECTS]++;
+		return emit(c, site, pg, pg->redirect_title, strlen(pg->redirect_title), out);
+	}
+	if (!pg->has_text) {
+		out->stat[S_NOTEXT]++;
+		cli_warn("page %llu '%.*s' (line %llu) has no <text>: skipped",
+			 (unsigned long long)pg->id, (int)pg->title_len, pg->title,
+			 (unsigned long long)pg->line);
+		return 0;
+	}
+	if (!w->wt) {
+		w->wt = loom_wikitext_new(&c->wopts);
+		if (!w->wt)
+			return LOOM_ENOMEM;
+		/* the dump's own names for File (6), Category (14), Media (-2) */
+		static const int64_t drop_ns[] = { 6, 14, -2 };
+		for (size_t i = 0; i < 3; i++) {
+			const char *n = loom_dump_ns_name(site, drop_ns[i]);
+			if (loom_wikitext_drop_prefix(w->wt, n, strlen(n)))
+				return LOOM_ENOMEM;
+		}
+	}
+	struct loom_wikitext_info info;
+	w->text.len = 0;
+	if (loom_wikitext_clean(w->wt, pg->text, pg->text_len, &w->text, &info))
+		return LOOM_ENOMEM;
+	if (c->skip_dab &&
+	    (info.disambiguation || ends_with(pg->title, pg->title_len, "(disambiguation)") ||
+	     ends_with(pg->title, pg->title_len, "(\xe6\x9b\x96\xe6\x98\xa7\xe3\x81\x95\xe5\x9b\x9e\xe9\x81\xbf)"))) {
+		out->stat[S_DAB]++;
+		return 0;
+	}
+	if (info.chars == 0 || info.chars < c->min_length) {
+		out->stat[S_SHORT]++;
+		return 0;
+	}
+	return emit(c, site, pg, w->text.p, w->text.len, out);
+}
+
+static void show_progress(struct ctx *c, int force)
+{
+	if (!c->prog.enabled || (!force && !cli_progress_due(&c->prog)))
+		return;
+	struct loom_dump_stats st;
+	char a[32], b[32];
+	loom_dump_stats(c->dump, &st);
+	double dt = cli_now() - c->t0, rate = dt > 0 ? st.bytes_in / dt : 0;
+	char eta[32] = "";
+	if (st.size_in && rate > 0 && st.bytes_in <= st.size_in)
+		snprintf(eta, sizeof eta, ", ETA %.0f s", (st.size_in - st.bytes_in) / rate);
+	cli_progress_show(&c->prog, "%llu pages, %llu articles, %s of %s, %.1f MB/s%s",
+			  (unsigned long long)st.pages, (unsigned long long)st.stat[S_ARTICLES],
+			  cli_bytes(st.bytes_in, a, sizeof a),
+			  st.size_in ? cli_bytes(st.size_in, b, sizeof b) : "?", rate / 1e6, eta);
+}
+
+static int write_fn(void *vc, const struct loom_dump_out *out)
+{
+	struct ctx *c = vc;
+	if (out->buf.len && loom_outfile_write(&c->out, out->buf.p, out->buf.len))
+		return LOOM_EIO;
+	show_progress(c, 0);
+	return 0;
+}
+
+static void parse_namespaces(struct ctx *c, const char *arg)
+{
+	char *s = strdup(arg), *save = NULL;
+	c->nns = 0;
+	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		int neg = t[0] == '-';
+		if (loom_parse_u64(t + neg, 0, 1u << 30, &v))
+			cli_usage_error("--namespaces: '%s' is not a namespace number", t);
+		if (c->nns == MAX_NS)
+			cli_usage_error("--namespaces: at most %d", MAX_NS);
+		c->ns[c->nns++] = neg ? -(int64_t)v : (int64_t)v;
+	}
+	free(s);
+	if (!c->nns)
+		cli_usage_error("--namespaces: empty list");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "null", no_argument, NULL, 'z' },
+		{ "namespaces", required_argument, NULL, 'n' },
+		{ "keep-redirects", no_argument, NULL, 1 },
+		{ "skip-disambiguation", no_argument, NULL, 2 },
+		{ "min-length", required_argument, NULL, 3 },
+		{ "keep-tables", no_argument, NULL, 4 },
+		{ "headings", no_argument, NULL, 5 },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "index", required_argument, NULL, 6 },
+		{ "no-index", no_argument, NULL, 7 },
+		{ "progress", no_argument, NULL, 8 },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	static struct ctx c;
+	const char *output = "-";
+	struct loom_dump_opts dopts = { 0 };
+	int quiet = 0, force_progress = 0, ch;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char ver[160];
+
+	c.nns = 1;
+	c.ns[0] = 0;
+	dopts.threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
+	cli_init("loom-extract", usage);
+	while ((ch = getopt_long(argc, argv, "o:f:zn:j:qhV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'o': output = optarg; break;
+		case 'f':
+			if (!strcmp(optarg, "lines")) c.format = FMT_LINES;
+			else if (!strcmp(optarg, "text")) c.format = FMT_TEXT;
+			else if (!strcmp(optarg, "jsonl")) c.format = FMT_JSONL;
+			else if (!strcmp(optarg, "doc")) c.format = FMT_DOC;
+			else cli_usage_error("--format: '%s' is not lines, text, jsonl or doc", optarg);
+			break;
+		case 'z': c.nul = 1; break;
+		case 'n': parse_namespaces(&c, optarg); break;
+		case 1: c.keep_redirects = 1; break;
+		case 2: c.skip_dab = 1; break;
+		case 3: c.min_length = cli_u64("--min-length", optarg, 0, UINT64_MAX); break;
+		case 4: c.wopts.keep_tables = 1; break;
+		case 5: c.wopts.headings = 1; break;
+		case 'j': dopts.threads = (int)cli_u64("-j", optarg, 1, 256); break;
+		case 6: dopts.index = optarg; break;
+		case 7: dopts.no_index = 1; break;
+		case 8: force_progress = 1; break;
+		case 'q': quiet = 1; break;
+		case 'h': cli_help();
+		case 'V':
+			snprintf(ver, sizeof ver, "%s, expat %d.%d.%d, jansson %s",
+				 archive_version_string(), XML_MAJOR_VERSION, XML_MINOR_VERSION,
+				 XML_MICRO_VERSION, JANSSON_VERSION);
+			cli_version(ver);
+		default: cli_bad_option();
+		}
+	}
+	if (argc - optind > 1)
+		cli_usage_error("one dump at a time (got %d)", argc - optind);
+	if (c.nul && (c.format == FMT_JSONL || c.format == FMT_DOC))
+		cli_usage_error("-z applies to --format lines and text only");
+	const char *input = optind < argc ? argv[optind] : "-";
+	if (!strcmp(input, "-") && isatty(0))
+		cli_usage_error("no dump given and stdin is a terminal");
+
+	struct loom_err err = { 0 };
+	c.dump = loom_dump_open(input, &dopts, &err);
+	if (!c.dump)
+		cli_die("%s", err.msg);
+	c.w = calloc(dopts.threads, sizeof *c.w);
+	if (!c.w)
+		cli_die("out of memory");
+	if (loom_outfile_open(&c.out, output))
+		cli_die("%s", loom_outfile_error(&c.out));
+	cli_progress_init(&c.prog, force_progress);
+	c.t0 = cli_now();
+
+	int r = loom_dump_run(c.dump, page_fn, write_fn, &c);
+	show_progress(&c, 1);
+	cli_progress_done(&c.prog);
+	struct loom_dump_stats st;
+	loom_dump_stats(c.dump, &st);
+	int status = 0;
+	char *incomplete = NULL;
+	if (r) {
+		status = 1;
+		if (r == LOOM_EIO && c.out.err.msg[0]) {
+			cli_warn("%s", loom_outfile_error(&c.out));
+			loom_outfile_abort(&c.out);
+		} else {
+			cli_warn("%s", loom_dump_error(c.dump));
+			if (strcmp(output, "-") != 0) {
+				if (asprintf(&incomplete, "%s.incomplete", output) < 0)
+					cli_die("out of memory");
+				free(c.out.path);
+				c.out.path = strdup(incomplete);
+			}
+			if (loom_outfile_commit(&c.out))
+				cli_warn("%s", loom_outfile_error(&c.out));
+			cli_warn("output is INCOMPLETE: %llu articles before the error%s%s",
+				 (unsigned long long)st.stat[S_ARTICLES],
+				 incomplete ? " written to " : "", incomplete ? incomplete : "");
+		}
+	} else if (loom_outfile_commit(&c.out)) {
+		cli_die("%s", loom_outfile_error(&c.out));
+	}
+	if (!quiet) {
+		char a[32], b[32], o[32];
+		fprintf(stderr,
+			"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
+			"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
+			"%llu without text, %s in (%s XML), %s out, %llu invalid UTF-8, %.2f s%s%s\n",
+			cli_prog, (unsigned long long)st.pages,
+			(unsigned long long)st.stat[S_ARTICLES],
+			(unsigned long long)st.stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
+			(unsigned long long)st.stat[S_NS], (unsigned long long)st.stat[S_DAB],
+			c.skip_dab ? " skipped" : "", (unsigned long long)st.stat[S_SHORT],
+			(unsigned long long)st.stat[S_NOTEXT], cli_bytes(st.bytes_in, a, sizeof a),
+			cli_bytes(st.bytes_xml, b, sizeof b),
+			cli_bytes(st.stat[S_BYTES_OUT], o, sizeof o),
+			(unsigned long long)st.invalid_utf8, cli_now() - c.t0,
+			st.multistream ? ", multistream" : "", r ? ", INCOMPLETE" : "");
+	}
+	for (int i = 0; i < dopts.threads; i++) {
+		loom_wikitext_free(c.w[i].wt);
+		loom_wt_buf_free(&c.w[i].text);
+	}
+	free(c.w);
+	free(incomplete);
+	loom_dump_free(c.dump);
+	return status;
+}
