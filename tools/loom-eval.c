@@ -1,0 +1,323 @@
+/* loom-eval - a checkpoint + batch frames -> loss, perplexity, accuracy as
+ * one JSON line; `loom-eval generate` -> sampled text.
+ *
+ *   loom-feed --manifest val.manifest.json --batch 8 --seq 64 --seed 0 \
+ *     | loom-eval --checkpoint ckpt
+ *   loom-eval generate --checkpoint ckpt --vocab gpt2 --prompt 'The history of'
+ *
+ * The checkpoint is validated completely before use (lib/loom_ckpt.h:
+ * safetensors structure, config.json against the tensors, the model's own
+ * tensor table); each refusal is one line on stderr and exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loom_batch.h"
+#include "loom_bpe.h"
+#include "loom_ckpt.h"
+#include "loom_config.h"
+#include "loom_gpt.h"
+#include "loom_vocab.h"
+
+static const char usage[] =
+	"usage: loom-eval --checkpoint DIR [options] < frames\n"
+	"       loom-eval generate --checkpoint DIR --vocab V --prompt TEXT [options]\n"
+	"Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
+	"one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
+	"seconds.  `generate` prints the prompt and a sampled continuation.\n"
+	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
+	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
+	"  -j, --threads N       threads (default: all cores)\n"
+	"generate:\n"
+	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
+	"                        vocab.bpe, ENC.json,VOCAB.bpe, or a .tiktoken file\n"
+	"  -p, --prompt TEXT     the text to continue (empty: start of a document)\n"
+	"  -n, --tokens N        tokens to generate (default 200)\n"
+	"      --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
+	"      --top-k K         sample among the K most likely tokens, 0 = all (default 200)\n"
+	"      --seed S          sampling seed (default 1)\n"
+	"      --no-prompt       print only the continuation\n"
+	"      --no-stop         do not stop at <|endoftext|>\n"
+	"  -h, --help            this help\n"
+	"  -V, --version         version\n";
+
+struct model {
+	struct loom_config cfg;
+	struct loom_gpt *g;
+	struct loom_ckpt *ck;
+};
+
+static void load_model(struct model *m, const char *path)
+{
+	struct loom_err err = {0};
+	m->ck = loom_ckpt_open(path, &err);
+	if (!m->ck)
+		cli_die("%s", err.msg);
+	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
+		cli_die("%s", loom_config_error(&m->cfg));
+	m->g = loom_gpt_new(&m->cfg);
+	if (!m->g)
+		cli_die("out of memory for %llu parameters",
+			(unsigned long long)loom_config_n_params(&m->cfg));
+	struct loom_ckpt_tensor *tp = calloc((size_t)m->g->n_tensors, sizeof *tp);
+	if (!tp)
+		cli_die("out of memory");
+	loom_gpt_ckpt_tensors(m->g, m->g->params, tp);
+	if (loom_ckpt_load_model(m->ck, tp, (size_t)m->g->n_tensors) < 0)
+		cli_die("%s", loom_ckpt_error(m->ck));
+	free(tp);
+}
+
+static void free_model(struct model *m)
+{
+	loom_gpt_free(m->g);
+	loom_ckpt_free(m->ck);
+}
+
+static int do_eval(const char *ckpt, uint64_t max_frames)
+{
+	struct model m = {0};
+	if (isatty(STDIN_FILENO))
+		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-eval)");
+	load_model(&m, ckpt);
+	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
+	if (!r)
+		cli_die("out of memory");
+	struct loom_batch_hdr h;
+	const uint32_t *tok;
+	int32_t *in = NULL, *tg = NULL;
+	double nll = 0, t0 = cli_now();
+	int64_t ntok = 0, ncorr = 0;
+	uint64_t frames = 0;
+	int rc;
+	while (frames < max_frames && (rc = loom_batch_read(r, &h, &tok)) == 1) {
+		int T = (int)h.seq_len - 1, B = (int)h.batch;
+		if (T > m.cfg.n_positions)
+			cli_die("stdin: frame %llu: records of %u tokens need T = %d positions, the "
+				"model has n_positions %d (use loom-feed --seq %d)",
+				(unsigned long long)frames, h.seq_len, T, m.cfg.n_positions,
+				m.cfg.n_positions);
+		if (!in) {
+			in = malloc(sizeof *in * (size_t)B * T);
+			tg = malloc(sizeof *tg * (size_t)B * T);
+			if (!in || !tg)
+				cli_die("out of memory");
+		}
+		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
+		if (h.flags & LOOM_BATCH_F_PAD) {
+			/* padded targets are ignored; padded inputs only feed
+			 * positions whose targets are ignored (causal), so any
+			 * valid id will do there */
+			m.g->cfg.ignore_id = (int)h.pad_id;
+			for (int i = 0; i < B * T; i++)
+				if ((uint32_t)in[i] == h.pad_id)
+					in[i] = 0;
+		}
+		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
+			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
+				loom_gpt_error(m.g));
+		double a;
+		int64_t b, c;
+		loom_gpt_eval_counts(m.g, &a, &b, &c);
+		nll += a;
+		ntok += b;
+		ncorr += c;
+		frames++;
+	}
+	if (frames < max_frames && rc < 0)
+		cli_die("%s", loom_batch_reader_error(r));
+	if (frames == 0)
+		cli_die("stdin: no batch frames to evaluate");
+	if (ntok == 0)
+		cli_die("stdin: every target is padding: nothing to evaluate");
+	double loss = nll / (double)ntok;
+	json_t *j = json_pack("{s:s, s:I, s:f, s:f, s:f, s:I, s:I, s:f}",
+			      "checkpoint", loom_ckpt_dir(m.ck),
+			      "step", (json_int_t)loom_ckpt_state(m.ck)->step,
+			      "loss", loss, "perplexity", exp(loss),
+			      "accuracy", (double)ncorr / (double)ntok,
+			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
+			      "seconds", round((cli_now() - t0) * 1000) / 1000);
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
+		    : NULL;
+	if (!s)
+		cli_die("out of memory");
+	printf("%s\n", s);
+	free(s);
+	json_decref(j);
+	loom_batch_reader_free(r);
+	free(in);
+	free(tg);
+	free_model(&m);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		cli_die("cannot write to stdout: %s", strerror(errno));
+	return 0;
+}
+
+struct gen_opts {
+	const char *ckpt, *vocab, *prompt;
+	uint64_t n, seed;
+	double temperature;
+	uint64_t top_k;
+	int no_prompt, no_stop, have_prompt;
+};
+
+static void out_bytes(const uint8_t *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, stdout) != n) {
+		if (errno == EPIPE)
+			exit(0);
+		cli_die("cannot write to stdout: %s", strerror(errno));
+	}
+}
+
+static int do_generate(const struct gen_opts *o)
+{
+	struct model m = {0};
+	struct loom_vocab *v = loom_vocab_new();
+	if (!v)
+		cli_die("out of memory");
+	if (loom_vocab_load_spec(v, o->vocab) < 0)
+		cli_die("%s", loom_vocab_error(v));
+	load_model(&m, o->ckpt);
+	struct loom_bpe *e = loom_bpe_new(v);
+	if (!e)
+		cli_die("out of memory");
+	const int V = m.cfg.vocab_size, P = m.cfg.n_positions;
+	struct loom_ids ids = {0};
+	const char *prompt = o->prompt ? o->prompt : "";
+	if (loom_bpe_encode(e, (const uint8_t *)prompt, strlen(prompt), 1, &ids) < 0)
+		cli_die("--prompt: %s", loom_bpe_error(e));
+	if (ids.n == 0) {
+		if (v->eot == LOOM_VOCAB_NONE)
+			cli_usage_error("--prompt is empty and the vocabulary has no <|endoftext|> to start from");
+		if (loom_ids_reserve(&ids, 1) < 0)
+			cli_die("out of memory");
+		ids.v[ids.n++] = v->eot;
+	}
+	for (size_t i = 0; i < ids.n; i++)
+		if (ids.v[i] >= (uint32_t)V)
+			cli_die("--prompt: token %u (position %zu) is outside the model's vocabulary "
+				"of %d ids: is --vocab the one the model was trained with?",
+				ids.v[i], i, V);
+	if (loom_ids_reserve(&ids, o->n) < 0)
+		cli_die("out of memory");
+	int32_t *ctx = malloc(sizeof *ctx * (size_t)P);
+	float *logits = malloc(sizeof *logits * (size_t)V);
+	if (!ctx || !logits)
+		cli_die("out of memory");
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (!o->no_prompt && o->prompt) {
+		out_bytes((const uint8_t *)prompt, strlen(prompt));
+		fflush(stdout);
+	}
+	uint64_t rng = o->seed;
+	for (uint64_t k = 0; k < o->n; k++) {
+		size_t n = ids.n < (size_t)P ? ids.n : (size_t)P;
+		for (size_t i = 0; i < n; i++)
+			ctx[i] = (int32_t)ids.v[ids.n - n + i];
+		if (loom_gpt_logits_last(m.g, ctx, (int)n, logits) < 0)
+			cli_die("%s", loom_gpt_error(m.g));
+		int t = loom_gpt_sample(logits, V, (float)o->temperature, (int)o->top_k, &rng);
+		if (t < 0)
+			cli_die("sampling failed");
+		if (!o->no_stop && (uint32_t)t == v->eot)
+			break;
+		ids.v[ids.n++] = (uint32_t)t;
+		uint32_t id = (uint32_t)t;
+		len = 0;
+		if (loom_bpe_decode(e, &id, 1, ids.n - 1, &buf, &len, &cap) < 0)
+			cli_die("token %u is not in the vocabulary '%s': %s", id, o->vocab,
+				loom_bpe_error(e));
+		out_bytes(buf, len);
+		fflush(stdout);
+	}
+	out_bytes((const uint8_t *)"\n", 1);
+	if (fflush(stdout) != 0) {
+		if (errno == EPIPE)
+			exit(0);
+		cli_die("cannot write to stdout: %s", strerror(errno));
+	}
+	free(buf);
+	free(ctx);
+	free(logits);
+	loom_ids_release(&ids);
+	loom_bpe_free(e);
+	loom_vocab_free(v);
+	free_model(&m);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"checkpoint", required_argument, NULL, 'c'},
+		{"batches", required_argument, NULL, 1},
+		{"threads", required_argument, NULL, 'j'},
+		{"vocab", required_argument, NULL, 2},
+		{"prompt", required_argument, NULL, 'p'},
+		{"tokens", required_argument, NULL, 'n'},
+		{"temperature", required_argument, NULL, 3},
+		{"top-k", required_argument, NULL, 4},
+		{"seed", required_argument, NULL, 5},
+		{"no-prompt", no_argument, NULL, 6},
+		{"no-stop", no_argument, NULL, 7},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0}
+	};
+	struct gen_opts o = {.n = 200, .seed = 1, .temperature = 0.8, .top_k = 200};
+	uint64_t max_frames = UINT64_MAX, threads = 0;
+	int generate = 0, c;
+
+	cli_init("loom-eval", usage);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
+		generate = 1;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	while ((c = getopt_long(argc, argv, "c:j:p:n:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o.ckpt = optarg; break;
+		case 1: max_frames = cli_u64("--batches", optarg, 1, UINT64_MAX); break;
+		case 'j': threads = cli_u64("--threads", optarg, 1, 1024); break;
+		case 2: o.vocab = optarg; break;
+		case 'p': o.prompt = optarg; o.have_prompt = 1; break;
+		case 'n': o.n = cli_u64("--tokens", optarg, 0, 1u << 20); break;
+		case 3: o.temperature = cli_double("--temperature", optarg, 0, 100); break;
+		case 4: o.top_k = cli_u64("--top-k", optarg, 0, 1u << 24); break;
+		case 5: o.seed = cli_u64("--seed", optarg, 0, UINT64_MAX); break;
+		case 6: o.no_prompt = 1; break;
+		case 7: o.no_stop = 1; break;
+		case 'h': cli_help();
+		case 'V': cli_version("jansson " JANSSON_VERSION);
+		default: cli_bad_option();
+		}
+	}
+	if (optind < argc)
+		cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!o.ckpt)
+		cli_usage_error("--checkpoint DIR is required");
+	if (threads)
+		omp_set_num_threads((int)threads);
+	if (!generate) {
+		if (o.vocab || o.have_prompt)
+			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
+		return do_eval(o.ckpt, max_frames);
+	}
+	if (!o.vocab)
+		cli_usage_error("generate: --vocab V is required");
+	return do_generate(&o);
+}
