@@ -1,0 +1,280 @@
+/* loom-cat - print TFRecord records of tf.train.Example as JSON lines or bare
+ * token ids, streaming or by record range through the index. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loom_example.h"
+#include "loom_tfrecord.h"
+
+static const char usage[] =
+	"usage: loom-cat [options] FILE...\n"
+	"Print the records of TFRecord files of tf.train.Example, one per line:\n"
+	"as JSON ({\"input_ids\":[...]}, any feature types) or, with --ids, as bare\n"
+	"space-separated ids.  FILE - reads stdin.\n"
+	"      --ids            bare ids of the int64 feature (see --feature)\n"
+	"      --feature NAME   feature for --ids (default input_ids)\n"
+	"  -r, --range A:B      records A (inclusive) to B (exclusive), numbered\n"
+	"                       across all FILEs, read through FILE.index; A: and :B\n"
+	"                       are open ends, A alone is one record\n"
+	"  -h, --help           this help\n"
+	"  -V, --version        version\n"
+	"Every record's CRCs are checked; errors name the file, record and byte\n"
+	"offset.  Records in a file: `loom-index --stats FILE`.\n";
+
+static int ids_only;
+static const char *feature = LOOM_EXAMPLE_IDS;
+
+static int64_t *vals;
+static size_t vcap;
+static uint8_t *renc;
+static size_t rcap;
+
+static void out_fail(void)
+{
+	if (errno == EPIPE)
+		exit(0); /* the reader went away (| head): not an error */
+	cli_die("cannot write to stdout: %s", strerror(errno));
+}
+
+static inline char *put_i64(char *p, int64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Print the values as "a b c\n" or "{"key":[a,b,c]}\n". */
+static void print_ids(const char *key, const int64_t *v, size_t n, int json)
+{
+	static char *buf;
+	static size_t cap;
+	size_t need = n * 21 + strlen(key) + 16;
+	if (need > cap) {
+		free(buf);
+		cap = need * 2;
+		buf = malloc(cap);
+		if (!buf)
+			cli_die("out of memory");
+	}
+	char *p = buf;
+	if (json) {
+		p += sprintf(p, "{\"%s\":[", key);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = json ? ',' : ' ';
+		p = put_i64(p, v[i]);
+	}
+	if (json) {
+		*p++ = ']';
+		*p++ = '}';
+	}
+	*p++ = '\n';
+	if (fwrite(buf, 1, (size_t)(p - buf), stdout) != (size_t)(p - buf))
+		out_fail();
+}
+
+static int plain_key(const char *k)
+{
+	for (; *k; k++)
+		if (*k == '"' || *k == '\\' || (unsigned char)*k < 0x20 || (unsigned char)*k >= 0x7f)
+			return 0;
+	return 1;
+}
+
+/* Print one payload; returns 0 or -1 after printing the error. */
+static int print_record(const char *path, uint64_t idx, uint64_t off, const uint8_t *p,
+			size_t len)
+{
+	struct loom_err e;
+	size_t n = 0;
+	const char *key = feature;
+	if (vcap < len + 1) { /* a payload of len bytes holds at most len values */
+		free(vals);
+		vcap = len + 1;
+		vals = malloc(vcap * sizeof *vals);
+		if (!vals)
+			cli_die("out of memory");
+	}
+	int rc = loom_example_decode_i64(p, len, key, vals, vcap, &n, &e);
+	if (ids_only) {
+		if (rc < 0) {
+			cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, idx, off,
+				 e.msg);
+			return -1;
+		}
+		print_ids(key, vals, n, 0);
+		return 0;
+	}
+	/* JSON: fast path when the Example is exactly {feature: int64 list}. */
+	if (rc == 0 && plain_key(key)) {
+		size_t bound = loom_example_bound(strlen(key), n);
+		if (bound > rcap) {
+			free(renc);
+			rcap = bound * 2;
+			renc = malloc(rcap);
+			if (!renc)
+				cli_die("out of memory");
+		}
+		size_t l = loom_example_encode_i64(key, vals, n, renc);
+		if (l == len && memcmp(renc, p, len) == 0) {
+			print_ids(key, vals, n, 1);
+			return 0;
+		}
+	}
+	char *js;
+	size_t jl;
+	if (loom_example_to_json(p, len, &js, &jl, &e) < 0) {
+		cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, idx, off, e.msg);
+		return -1;
+	}
+	js[jl] = '\n';
+	if (fwrite(js, 1, jl + 1, stdout) != jl + 1)
+		out_fail();
+	free(js);
+	return 0;
+}
+
+static int cat_stream(const char *path)
+{
+	struct loom_err e;
+	struct loom_tfr_reader *r = loom_tfr_reader_open(path, 0, &e);
+	if (!r) {
+		cli_warn("%s", e.msg);
+		return -1;
+	}
+	struct loom_tfr_record rec;
+	int rc;
+	while ((rc = loom_tfr_reader_next(r, &rec)) == 0)
+		if (print_record(path, rec.index, rec.offset, rec.data, rec.len) < 0) {
+			loom_tfr_reader_free(r);
+			return -1;
+		}
+	if (rc != LOOM_EOF)
+		cli_warn("%s", loom_tfr_reader_error(r));
+	loom_tfr_reader_free(r);
+	return rc == LOOM_EOF ? 0 : -1;
+}
+
+static void parse_range(const char *s, uint64_t *a, uint64_t *b)
+{
+	const char *colon = strchr(s, ':');
+	char left[32];
+	if (!colon) {
+		*a = cli_u64("--range", s, 0, UINT64_MAX - 1);
+		*b = *a + 1;
+		return;
+	}
+	size_t ll = (size_t)(colon - s);
+	if (ll >= sizeof left)
+		cli_usage_error("--range: '%s' is not A:B", s);
+	memcpy(left, s, ll);
+	left[ll] = 0;
+	*a = ll ? cli_u64("--range", left, 0, UINT64_MAX) : 0;
+	*b = colon[1] ? cli_u64("--range", colon + 1, 0, UINT64_MAX) : UINT64_MAX;
+	if (*b < *a)
+		cli_usage_error("--range: end %" PRIu64 " is before start %" PRIu64, *b, *a);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ids", no_argument, NULL, 'i' },
+		{ "feature", required_argument, NULL, 'F' },
+		{ "range", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	int c, ranged = 0;
+	uint64_t a = 0, b = UINT64_MAX;
+	cli_init("loom-cat", usage);
+	while ((c = getopt_long(argc, argv, "r:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			ids_only = 1;
+			break;
+		case 'F':
+			feature = optarg;
+			break;
+		case 'r':
+			parse_range(optarg, &a, &b);
+			ranged = 1;
+			break;
+		case 'h':
+			cli_help();
+		case 'V':
+			cli_version(NULL);
+		default:
+			cli_bad_option();
+		}
+	}
+	if (optind >= argc)
+		cli_usage_error("no input file");
+	static char obuf[1 << 20];
+	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	int failed = 0;
+	if (!ranged) {
+		for (int i = optind; i < argc && !failed; i++)
+			failed = cat_stream(argv[i]) < 0;
+	} else {
+		uint64_t base = 0; /* global number of the file's first record */
+		uint8_t *buf = NULL;
+		size_t cap = 0;
+		for (int i = optind; i < argc && !failed && base < b; i++) {
+			struct loom_err e;
+			if (!strcmp(argv[i], "-"))
+				cli_usage_error("--range needs files with an index, not stdin");
+			struct loom_tfr_file *f = loom_tfr_file_open(argv[i], NULL, &e);
+			if (!f) {
+				cli_warn("%s", e.msg);
+				failed = 1;
+				break;
+			}
+			uint64_t n = loom_tfr_file_count(f);
+			uint64_t lo = a > base ? a - base : 0;
+			uint64_t hi = b - base < n ? b - base : n;
+			if (loom_tfr_file_max_payload(f) > cap) {
+				free(buf);
+				cap = loom_tfr_file_max_payload(f);
+				buf = malloc(cap ? cap : 1);
+				if (!buf)
+					cli_die("out of memory");
+			}
+			for (uint64_t k = lo; k < hi && !failed; k++) {
+				size_t len;
+				if (loom_tfr_file_read(f, k, buf, cap, &len, &e) < 0) {
+					cli_warn("%s", e.msg);
+					failed = 1;
+				} else {
+					failed = print_record(argv[i], k, loom_tfr_file_offset(f, k),
+							      buf, len) < 0;
+				}
+			}
+			base += n;
+			loom_tfr_file_free(f);
+		}
+		free(buf);
+	}
+	if (fflush(stdout) != 0)
+		out_fail();
+	free(vals);
+	free(renc);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,228 @@
+/* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
+ * statistics (lib/loom_tfrecord.h, lib/loom_example.h). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loom_example.h"
+#include "loom_file.h"
+#include "loom_tfrecord.h"
+
+static const char usage[] =
+	"usage: loom-index [options] FILE...\n"
+	"Write FILE.index for each TFRecord FILE, byte-identical to the `tfrecord`\n"
+	"package's tfrecord2idx: one line \"<offset> <record size>\\n\" per record.\n"
+	"  -o, --output PATH    index path (one FILE only; - = stdout)\n"
+	"      --verify         check both CRCs of every record and that every\n"
+	"                       payload is a tf.train.Example\n"
+	"  -c, --check          compare with the existing index instead of writing\n"
+	"      --stats          print records, bytes and payload min/max/mean (stdout)\n"
+	"  -n, --no-write       write no index (with --verify / --stats)\n"
+	"      --progress       show progress even when stderr is not a TTY\n"
+	"  -q, --quiet          no summary line\n"
+	"  -h, --help           this help\n"
+	"  -V, --version        version\n"
+	"Errors name the file, record and byte offset; a file with an error gets no\n"
+	"index, and the exit status is 1.\n";
+
+struct stats {
+	uint64_t records, bytes, pmin, pmax, psum;
+};
+
+static int verify, check, do_stats, no_write, quiet;
+static struct cli_progress pr;
+
+/* Index (and verify) one file; 0 or -1 after printing the error. */
+static int do_file(const char *path, const char *out, struct stats *st)
+{
+	struct loom_err e;
+	int flags = verify ? 0 : LOOM_TFR_SKIP_PAYLOAD;
+	struct loom_tfr_reader *r = loom_tfr_reader_open(path, flags, &e);
+	if (!r) {
+		cli_warn("%s", e.msg);
+		return -1;
+	}
+	size_t cap = 1 << 16;
+	uint64_t n = 0, *off = malloc(cap * sizeof *off);
+	struct stats s = { 0, 0, UINT64_MAX, 0, 0 };
+	struct loom_tfr_record rec;
+	int rc;
+	if (!off)
+		cli_die("out of memory");
+	off[0] = 0;
+	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
+		if (verify && loom_example_check(rec.data, rec.len, &e) < 0) {
+			cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, rec.index,
+				 rec.offset, e.msg);
+			rc = 1; /* reported */
+			break;
+		}
+		if (n + 2 > cap) {
+			cap *= 2;
+			uint64_t *p = realloc(off, cap * sizeof *off);
+			if (!p)
+				cli_die("out of memory");
+			off = p;
+		}
+		off[n] = rec.offset;
+		off[++n] = rec.offset + rec.len + LOOM_TFR_OVERHEAD;
+		s.records++;
+		s.psum += rec.len;
+		if (rec.len < s.pmin)
+			s.pmin = rec.len;
+		if (rec.len > s.pmax)
+			s.pmax = rec.len;
+		if ((n & 1023) == 0 && cli_progress_due(&pr)) {
+			char b[32];
+			cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", path, n,
+					  cli_bytes((double)loom_tfr_reader_offset(r), b, sizeof b));
+		}
+	}
+	s.bytes = loom_tfr_reader_offset(r);
+	if (rc != LOOM_EOF) {
+		if (rc != 1)
+			cli_warn("%s", loom_tfr_reader_error(r));
+		loom_tfr_reader_free(r);
+		free(off);
+		return -1;
+	}
+	loom_tfr_reader_free(r);
+	if (check) {
+		char ipath[4200], *have = NULL, *want = NULL;
+		size_t hl, wl;
+		snprintf(ipath, sizeof ipath, "%s", out);
+		rc = loom_read_file(ipath, &have, &hl, &e);
+		if (rc == 0)
+			rc = loom_tfr_index_format(off, n, &want, &wl, &e);
+		if (rc < 0) {
+			cli_warn("%s", e.msg);
+		} else if (hl != wl || memcmp(have, want, wl)) {
+			/* Name the first line that differs. */
+			size_t line = 1, i = 0;
+			while (i < hl && i < wl && have[i] == want[i])
+				line += have[i++] == '\n';
+			cli_warn("%s: index disagrees with its file '%s' from line %zu on", ipath,
+				 path, line);
+			rc = -1;
+		}
+		free(have);
+		free(want);
+		free(off);
+		if (rc < 0)
+			return -1;
+	} else if (!no_write) {
+		rc = loom_tfr_index_write(out, off, n, &e);
+		free(off);
+		if (rc < 0) {
+			cli_warn("%s", e.msg);
+			return -1;
+		}
+	} else {
+		free(off);
+	}
+	if (do_stats) {
+		printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
+		       " max %" PRIu64 " mean %.1f\n", path, s.records, s.bytes,
+		       s.records ? s.pmin : 0, s.pmax,
+		       s.records ? (double)s.psum / (double)s.records : 0.0);
+	}
+	st->records += s.records;
+	st->bytes += s.bytes;
+	st->psum += s.psum;
+	if (s.records && s.pmin < st->pmin)
+		st->pmin = s.pmin;
+	if (s.pmax > st->pmax)
+		st->pmax = s.pmax;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "verify", no_argument, NULL, 'v' },
+		{ "check", no_argument, NULL, 'c' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "no-write", no_argument, NULL, 'n' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	const char *output = NULL;
+	int c, progress = 0;
+	cli_init("loom-index", usage);
+	atexit(loom_outfile_unlink_all);
+	while ((c = getopt_long(argc, argv, "o:cnqhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'v':
+			verify = 1;
+			break;
+		case 'c':
+			check = 1;
+			break;
+		case 's':
+			do_stats = 1;
+			break;
+		case 'n':
+			no_write = 1;
+			break;
+		case 'P':
+			progress = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			cli_help();
+		case 'V':
+			cli_version(NULL);
+		default:
+			cli_bad_option();
+		}
+	}
+	int nfiles = argc - optind;
+	if (nfiles < 1)
+		cli_usage_error("no input file");
+	if (output && nfiles != 1)
+		cli_usage_error("-o works with one FILE only");
+	if (check && no_write)
+		cli_usage_error("--check and --no-write exclude each other");
+	cli_progress_init(&pr, progress);
+	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
+	int failed = 0;
+	double t0 = cli_now();
+	for (int i = optind; i < argc; i++) {
+		char ipath[4200];
+		if (output)
+			snprintf(ipath, sizeof ipath, "%s", output);
+		else if (!strcmp(argv[i], "-"))
+			snprintf(ipath, sizeof ipath, "-");
+		else
+			snprintf(ipath, sizeof ipath, "%s.index", argv[i]);
+		if (do_file(argv[i], ipath, &tot) < 0)
+			failed++;
+	}
+	cli_progress_done(&pr);
+	double dt = cli_now() - t0;
+	if (fflush(stdout) != 0)
+		cli_die("cannot write to stdout");
+	if (!quiet && !failed) {
+		char b1[32], b2[32];
+		fprintf(stderr, "loom-index: %d file%s, %" PRIu64 " records, %s%s%s, %.2f s (%s/s)\n",
+			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,
+			cli_bytes((double)tot.bytes, b1, sizeof b1),
+			verify ? ", CRCs and Examples verified" : "",
+			check ? ", indexes match" : no_write ? "" : ", indexes written", dt,
+			cli_bytes(dt > 0 ? (double)tot.bytes / dt : 0, b2, sizeof b2));
+	}
+	return failed ? 1 : 0;
+}
