@@ -84,6 +84,7 @@ static struct {
 	uint32_t pad_id;
 	int dtype;			/* 0 = auto */
 	int text;			/* --text: lines instead of frames */
+	char feature[128];		/* the Example feature holding the ids */
 	uint64_t start, end;		/* seq range [start, end) */
 	size_t max_payload;
 	/* Feistel permutation domain: 2^(2*half_bits) >= N */
@@ -168,7 +169,7 @@ static int fill(struct wbuf *w, struct slot *sl, uint64_t seq)
 			snprintf(sl->msg, sizeof sl->msg, "%s", err.msg);
 			return rc;
 		}
-		rc = loom_example_decode_u32(w->payload, len, LOOM_EXAMPLE_IDS, w->ids,
+		rc = loom_example_decode_u32(w->payload, len, F.feature, w->ids,
 					     w->ids_cap, &n, &err);
 		if (rc < 0) {
 			snprintf(sl->msg, sizeof sl->msg, "%s: record %llu: %s",
@@ -263,10 +264,10 @@ static void *worker(void *arg)
 
 /* --- inputs ----------------------------------------------------------------- */
 
-static void add_shard(const char *path)
+static void add_shard(const char *path, const char *index)
 {
 	struct loom_err err;
-	struct loom_tfr_file *f = loom_tfr_file_open(path, NULL, &err);
+	struct loom_tfr_file *f = loom_tfr_file_open(path, index, &err);
 	if (!f)
 		cli_die("%s", err.msg);
 	struct shard *s = realloc(F.shards, (F.nshards + 1) * sizeof *s);
@@ -282,8 +283,9 @@ static void add_shard(const char *path)
 	F.nshards++;
 }
 
-/* Manifest (formats/manifest.md): {"shards": [{"file": NAME, ...}, ...]}
- * with names relative to the manifest's directory. */
+/* Manifest (formats/manifest.md): {"feature": NAME, "seq_len": L,
+ * "shards": [{"file": NAME, "index": NAME, "records": N, ...}, ...]} with
+ * names relative to the manifest's directory. */
 static void read_manifest(const char *path)
 {
 	json_error_t je;
@@ -309,9 +311,13 @@ static void read_manifest(const char *path)
 		if (!json_is_string(name))
 			cli_die("%s: shards[%zu] has no \"file\"", path, i);
 		const char *n = json_string_value(name);
-		char full[PATH_MAX * 2];
+		char full[PATH_MAX * 2], idx[PATH_MAX * 2];
 		snprintf(full, sizeof full, "%s%s", n[0] == '/' ? "" : dir, n);
-		add_shard(full);
+		json_t *ji = json_object_get(e, "index");
+		if (json_is_string(ji))
+			snprintf(idx, sizeof idx, "%s%s", json_string_value(ji)[0] == '/' ? "" : dir,
+				 json_string_value(ji));
+		add_shard(full, json_is_string(ji) ? idx : NULL);
 		json_t *recs = json_object_get(e, "records");
 		if (json_is_integer(recs) &&
 		    (uint64_t)json_integer_value(recs) != F.shards[F.nshards - 1].count)
@@ -319,6 +325,15 @@ static void read_manifest(const char *path)
 				full, (unsigned long long)F.shards[F.nshards - 1].count,
 				(long long)json_integer_value(recs));
 	}
+	json_t *feat = json_object_get(m, "feature");
+	if (json_is_string(feat)) {
+		snprintf(F.feature, sizeof F.feature, "%s", json_string_value(feat));
+	}
+	json_t *L = json_object_get(m, "seq_len");
+	if (json_is_integer(L) && json_integer_value(L) < (json_int_t)F.T1 && !F.pad)
+		cli_die("%s: records have seq_len %lld tokens but --seq %u needs %u "
+			"(use --pad ID or --seq %lld)", path, (long long)json_integer_value(L),
+			F.T1 - 1, F.T1, (long long)json_integer_value(L) - 1);
 	json_decref(m);
 }
 
@@ -358,6 +373,7 @@ int main(int argc, char **argv)
 
 	cli_init("loom-feed", usage);
 	F.world = 1;
+	snprintf(F.feature, sizeof F.feature, "%s", LOOM_EXAMPLE_IDS);
 	while ((c = getopt_long(argc, argv, "m:b:t:s:e:j:fqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': manifest = optarg; break;
@@ -411,7 +427,7 @@ int main(int argc, char **argv)
 	if (manifest)
 		read_manifest(manifest);
 	for (int i = optind; i < argc; i++)
-		add_shard(argv[i]);
+		add_shard(argv[i], NULL);
 	F.G = (uint64_t)F.B * F.world;
 	if (F.N < F.G)
 		cli_die("%llu records are fewer than one global batch of %llu (--batch %u x --world %u)",
