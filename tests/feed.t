@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# loom-feed: determinism, epochs, rank/world slices, skipping and resuming,
+# padding, short records, bad shards, quiet under | head.
+. "$(dirname "$0")/lib.sh"
+
+# 2001 tokens -> 222 records of 9 tokens: record i holds 9i .. 9i+8, so a
+# record is named by its first token / 9.
+seq 0 2000 | tr '\n' ' ' > "$T/tok.txt"
+run loom-shard -q -f text -L 9 --no-shuffle -n 2 -o "$T/d" "$T/tok.txt"
+is_rc 0 "loom-shard makes the test shards"
+M="$T/d.manifest.json"
+
+run loom-feed --help
+is_rc 0 "--help exits 0"
+like "$out" 'usage: loom-feed' "--help prints usage on stdout"
+run loom-feed -m "$M" --batch 4 --seq 8
+is_rc 2 "missing --seed is a usage error"
+like "$err" 'required' "usage error says what is required"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --rank 2 --world 2
+is_rc 2 "--rank must be below --world"
+
+# --- frames -------------------------------------------------------------
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1
+is_rc 0 "feed one epoch"
+cp "$out" "$T/a.bin"
+like "$err" '^loom-feed: 55 batches of 4x9 \(rank 0 of 1\) from 222 records in 2 shards' \
+	"summary on stderr: 222 records -> 55 batches of 4"
+is "$(stat -c %s "$T/a.bin")" $((55 * (64 + 4 * 9 * 2) + 64)) \
+	"55 u16 frames + end-of-stream frame"
+is "$(python3 - "$T/a.bin" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+off, seqs, end = 0, [], None
+while off < len(d):
+    magic, ver, hs, dt, fl, b, s = struct.unpack_from('<4sHHHHII', d, off)
+    seq, = struct.unpack_from('<Q', d, off + 24)
+    pay, = struct.unpack_from('<Q', d, off + 40)
+    if fl & 1: end = seq
+    else: seqs.append(seq)
+    off += 64 + pay
+print(magic.decode(), dt, b, s, seqs == list(range(55)), end)
+EOF
+)" "LMBF 1 4 9 True 55" "frames: magic, u16, 4x9, seq 0..54, END says 55"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1
+same_file "$out" "$T/a.bin" "same seed: byte-identical stream"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 -j 1
+same_file "$out" "$T/a.bin" "one read-ahead thread: same bytes"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 -j 5
+same_file "$out" "$T/a.bin" "five read-ahead threads: same bytes"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 2
+ok "another seed: another order" sh -c '! cmp -s "$1" "$2"' _ "$out" "$T/a.bin"
+run loom-feed "$T"/d-0000[01]-of-00002.tfrecord --batch 4 --seq 8 --seed 1
+same_file "$out" "$T/a.bin" "shards on the command line = the manifest's"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --dtype u32
+is "$(stat -c %s "$out")" $((55 * (64 + 4 * 9 * 4) + 64)) "--dtype u32 frames"
+run loom-feed -m "$M" --batch 4 --seq 7 --seed 1 --text -q
+is "$(head -1 "$out" | awk '{print NF}')" 11 "records longer than T+1 are cut (--seq 7: 8 ids)"
+
+# --- epochs and the permutation -----------------------------------------
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 2 --text -q
+cp "$out" "$T/e2.txt"
+is "$(wc -l < "$T/e2.txt")" 440 "two epochs: 2 x 55 x 4 records"
+is "$(awk '$2 == "0" {print $4}' "$T/e2.txt" | sort -u | wc -l)" 220 \
+	"epoch 0: 220 distinct records"
+is "$(awk '$2 == "1" {print $4}' "$T/e2.txt" | sort -u | wc -l)" 220 \
+	"epoch 1: 220 distinct records"
+ok "epoch 1 has another order" \
+	test "$(awk '$2 == "0" {print $4}' "$T/e2.txt" | head -20)" != \
+	     "$(awk '$2 == "1" {print $4}' "$T/e2.txt" | head -20)"
+ok "records are whole: 9 consecutive ids" \
+	awk '{ for (i = 5; i <= NF; i++) if ($i != $4 + i - 4) exit 1 }' "$T/e2.txt"
+ok "records start at multiples of 9" awk '$4 % 9 { exit 1 }' "$T/e2.txt"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --text -q
+ok "epoch 0 of a 2-epoch run = the 1-epoch run" \
+	test "$(awk '$2 == "0"' "$T/e2.txt")" = "$(cat "$out")"
+
+# --- rank / world -------------------------------------------------------
+run loom-feed -m "$M" --batch 2 --seq 8 --seed 1 --rank 0 --world 2 --text -q
+cp "$out" "$T/r0.txt"
+run loom-feed -m "$M" --batch 2 --seq 8 --seed 1 --rank 1 --world 2 --text -q
+cp "$out" "$T/r1.txt"
+is "$(wc -l < "$T/r0.txt") $(wc -l < "$T/r1.txt")" "110 110" "each rank: 55 frames of 2"
+is "$(cat "$T/r0.txt" "$T/r1.txt" | awk '{print $4}' | sort | uniq -d | wc -l)" 0 \
+	"rank slices are disjoint"
+# rank 0's rows then rank 1's rows of each seq = the world=1 frame
+python3 - "$T/r0.txt" "$T/r1.txt" "$T/w1.txt" <<'EOF'
+import sys
+def rows(p):
+    d = {}
+    for line in open(p):
+        head, ids = line.split(':')
+        d.setdefault(int(head.split()[0]), []).append(ids)
+    return d
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+with open(sys.argv[3], 'w') as f:
+    for s in sorted(a):
+        for r, ids in enumerate(a[s] + b[s]):
+            f.write('%d 0 %d:%s' % (s, r, ids))
+EOF
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --text -q
+same_file "$T/w1.txt" "$out" "union of the ranks' frames = the world=1 frames, in order"
+run loom-feed -m "$M" --batch 2 --seq 8 --seed 1 --rank 1 --world 2
+like "$err" 'rank 1 of 2' "summary names the rank"
+
+# --- skipping and resuming ---------------------------------------------
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 2 --skip-batches 50 --text -q
+ok "--skip-batches 50 = the stream from seq 50 on" \
+	test "$(cat "$out")" = "$(awk '$1 >= 50' "$T/e2.txt")"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --skip-batches 55
+is_rc 0 "skipping everything is fine"
+is "$(stat -c %s "$out")" 64 "only the end-of-stream frame"
+mkdir -p "$T/ck/step-00000007"
+echo '{}' > "$T/ck/step-00000007/config.json"
+cat > "$T/ck/step-00000007/state.json" <<'EOF'
+{"step": 7, "data": {"next_seq": 60, "epoch": 1, "seed": 1, "batch": 4, "seq_len": 9, "world": 1}}
+EOF
+ln -s step-00000007 "$T/ck/latest"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 2 --resume "$T/ck" --text -q
+is_rc 0 "--resume CKPT"
+ok "--resume starts at the checkpoint's next_seq" \
+	test "$(cat "$out")" = "$(awk '$1 >= 60' "$T/e2.txt")"
+run loom-feed -m "$M" --batch 2 --seq 8 --seed 1 --rank 1 --world 2 --epochs 2 --resume "$T/ck" --text -q
+is_rc 0 "--resume on 2 ranks (same global batch)"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 2 --resume "$T/ck"
+is_rc 1 "--resume with another seed is refused"
+like "$err" 'trained on --seed 1, not 2' "seed mismatch message"
+run loom-feed -m "$M" --batch 8 --seq 8 --seed 1 --resume "$T/ck"
+is_rc 1 "--resume with another global batch is refused"
+like "$err" "global batch is 4 records" "batch mismatch message"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/nope"
+is_rc 1 "--resume of a missing checkpoint"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck" --skip-batches 3
+is_rc 2 "--resume and --skip-batches exclude each other"
+
+# --- short records and --pad --------------------------------------------
+run loom-shard -q -f text -L 5 --no-shuffle -o "$T/s" "$T/tok.txt"
+run loom-feed -m "$T/s.manifest.json" --batch 4 --seq 8 --seed 1
+is_rc 1 "records shorter than T+1 are an error"
+like "$err" 's.manifest.json: records have seq_len 5 tokens but --seq 8 needs 9' \
+	"error names the manifest and the lengths"
+run loom-feed "$T"/s-00000-of-00001.tfrecord --batch 4 --seq 8 --seed 1
+is_rc 1 "short records given as shards: error too"
+like "$err" "s-00000-of-00001.tfrecord: record [0-9]+ has 5 tokens but --seq 8 needs 9 \\(use --pad ID" \
+	"error names the shard, the record and the fix"
+run loom-feed -m "$T/s.manifest.json" --batch 4 --seq 8 --seed 1 --pad 50256 --text -q
+is_rc 0 "--pad ID pads short records"
+ok "padded records: 5 ids then 4 x the pad id" \
+	awk '{ if (NF != 12 || $9 != 50256 || $12 != 50256 || $8 == 50256) exit 1 }' "$out"
+run loom-feed -m "$T/s.manifest.json" --batch 4 --seq 8 --seed 1 --pad 50256
+python3 - "$out" > "$T/pad.txt" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+fl, = struct.unpack_from('<H', d, 10)
+pad, = struct.unpack_from('<I', d, 20)
+print(fl & 2, pad)
+EOF
+is "$(cat "$T/pad.txt")" "2 50256" "frames carry the PAD flag and pad id"
+
+# --- bad input ------------------------------------------------------------
+cp "$T/d-00000-of-00002.tfrecord" "$T/bad.tfrecord"
+cp "$T/d-00000-of-00002.tfrecord.index" "$T/bad.tfrecord.index"
+printf '\xff' | dd of="$T/bad.tfrecord" bs=1 seek=30 conv=notrunc 2>/dev/null
+run loom-feed "$T/bad.tfrecord" --batch 4 --seq 8 --seed 1
+is_rc 1 "a corrupt shard is an error"
+like "$err" 'bad.tfrecord: record [0-9]+ at byte [0-9]+: .*CRC' "error names shard, record, byte, CRC"
+run loom-feed "$T/nope.tfrecord" --batch 4 --seq 8 --seed 1
+is_rc 1 "missing shard"
+like "$err" "nope.tfrecord" "missing shard named"
+run loom-feed -m "$M" --batch 300 --seq 8 --seed 1
+is_rc 1 "fewer records than one global batch"
+like "$err" '222 records are fewer than one global batch of 300' \
+	"says so"
+echo '{"shards": 3}' > "$T/m.json"
+run loom-feed -m "$T/m.json" --batch 4 --seq 8 --seed 1
+is_rc 1 "manifest without shards"
+
+# --- pipes ----------------------------------------------------------------
+rc=0
+loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 0 2>"$T/head.err" | head -c 1000 > /dev/null
+is "${PIPESTATUS[0]}" 0 "endless feed | head -c: exit 0"
+is "$(cat "$T/head.err")" "" "| head -c: nothing on stderr"
+loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --text 2>"$T/head.err" | head -2 > "$T/two.txt"
+is "$(wc -l < "$T/two.txt")" 2 "--text | head -2"
+is "$(cat "$T/head.err")" "" "--text | head: quiet"
+
+done_testing
