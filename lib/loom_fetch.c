@@ -702,8 +702,13 @@ int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 	rc = loom_fsync_dir_of(path, &f->err);
 	res->size = x->written;
 out:
-	if (x->fd >= 0)
+	if (x->fd >= 0) {
+		/* a failure before any byte arrived leaves no empty .part */
+		struct stat pst;
+		if (rc < 0 && fstat(x->fd, &pst) == 0 && pst.st_size == 0)
+			unlink(fc.part);
 		close(x->fd);
+	}
 	for (int i = 0; i < H_N; i++)
 		loom_hash_free(x->h[i]);
 	free(fc.part);

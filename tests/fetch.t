@@ -232,7 +232,7 @@ same_file "$T/r/replace.bz2" "$T/src/$DUMP" "stale file replaced"
 run loom-fetch "${FAST[@]}" "$M/$W/$D/nothing.bz2" -o "$T/r/x"
 is_rc 1 "404: exit 1"
 like "$err" "^loom-fetch: $M/$W/$D/nothing\.bz2: HTTP 404 Not Found\$" "404 names URL and status"
-ok "404 leaves no file" test ! -e "$T/r/x"
+ok "404 leaves no file and no empty .part" test ! -e "$T/r/x" -a ! -e "$T/r/x.part"
 
 run loom-fetch "${FAST[@]}" --mirror "$M" --wiki $W --date 20240101 -o "$T/out7"
 is_rc 1 "missing dump date: exit 1"

@@ -39,8 +39,8 @@ static const char usage[] =
 	"      --retries N      retries after a temporary failure (default 5)\n"
 	"      --retry-delay S  first wait before a retry, doubled each time up to\n"
 	"                       60 s (default 1)\n"
-	"      --timeout S      connect timeout, and give up on a transfer stalled\n"
-	"                       this long (default 30)\n"
+	"      --timeout S      connect timeout (default 30); a transfer without\n"
+	"                       data for twice as long counts as failed\n"
 	"      --progress       show progress even when stderr is not a terminal\n"
 	"  -q, --quiet          no progress, no summary lines\n"
 	"  -h, --help           this help\n"
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 		case O_DELAY: fo.retry_delay = cli_double("--retry-delay", optarg, 0, 3600); break;
 		case O_TIMEOUT:
 			fo.connect_timeout = (long)cli_u64("--timeout", optarg, 1, 86400);
-			fo.stall_timeout = fo.connect_timeout;
+			fo.stall_timeout = 2 * fo.connect_timeout;
 			break;
 		case O_PROGRESS: force_progress = 1; break;
 		case 'q': g.quiet = 1; break;
