@@ -979,21 +979,16 @@ fail:
 	return NULL;
 }
 
-int loom_bpe_trainer_write(struct loom_bpe_trainer *t, const char *dir)
+int loom_bpe_trainer_render(struct loom_bpe_trainer *t, char *data[3], size_t len[3])
 {
-	static const char *const names[3] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
-	struct loom_outfile out[3];
-	char *data[3] = { NULL, NULL, NULL };
-	size_t len[3] = { 0, 0, 0 };
 	struct texts x = { NULL, 0 };
-	int rc = 0, created = 0, opened = 0;
-	struct stat sb;
-
+	data[0] = data[1] = data[2] = NULL;
+	len[0] = len[1] = len[2] = 0;
 	if (!t->learned)
 		return loom_err_set(&t->err, LOOM_EINVAL, "write before learn");
 	if (make_texts(t, &x) < 0) {
-		rc = loom_err_set(&t->err, LOOM_ENOMEM, "out of memory");
-		goto done;
+		texts_free(&x);
+		return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory");
 	}
 	json_t *enc = vocab_object(t, &x);
 	data[0] = enc ? json_dumps(enc, JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
@@ -1002,13 +997,30 @@ int loom_bpe_trainer_write(struct loom_bpe_trainer *t, const char *dir)
 	json_t *hf = hf_tokenizer(t, &x);
 	data[2] = hf ? json_dumps(hf, JSON_PRESERVE_ORDER | JSON_INDENT(2)) : NULL;
 	json_decref(hf);
+	texts_free(&x);
 	if (!data[0] || !data[1] || !data[2]) {
-		rc = loom_err_set(&t->err, LOOM_ENOMEM, "out of memory while writing JSON");
-		goto done;
+		for (int i = 0; i < 3; i++) {
+			free(data[i]);
+			data[i] = NULL;
+		}
+		return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory while writing JSON");
 	}
 	len[0] = strlen(data[0]);
 	len[2] = strlen(data[2]);
+	return 0;
+}
 
+int loom_bpe_trainer_write(struct loom_bpe_trainer *t, const char *dir)
+{
+	static const char *const names[3] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
+	struct loom_outfile out[3];
+	char *data[3];
+	size_t len[3];
+	int rc, created = 0, opened = 0;
+	struct stat sb;
+
+	if ((rc = loom_bpe_trainer_render(t, data, len)) < 0)
+		return rc;
 	if (mkdir(dir, 0777) == 0) {
 		created = 1;
 	} else if (errno != EEXIST || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
@@ -1046,6 +1058,5 @@ done:
 		rmdir(dir);
 	for (int i = 0; i < 3; i++)
 		free(data[i]);
-	texts_free(&x);
 	return rc;
 }

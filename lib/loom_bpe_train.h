@@ -115,6 +115,11 @@ const uint8_t *loom_bpe_trainer_token(const struct loom_bpe_trainer *t, size_t i
 int loom_bpe_trainer_merge(const struct loom_bpe_trainer *t, size_t rank, uint32_t *left,
 			   uint32_t *right, uint32_t *result);
 
+/* The three files in memory (malloc'd, NUL-terminated; len without the
+ * NUL; the JSON files lack the final newline write adds): data[0] =
+ * encoder.json, data[1] = vocab.bpe, data[2] = tokenizer.json. */
+int loom_bpe_trainer_render(struct loom_bpe_trainer *t, char *data[3], size_t len[3]);
+
 /* Write DIR/encoder.json, DIR/vocab.bpe, DIR/tokenizer.json (see above). */
 int loom_bpe_trainer_write(struct loom_bpe_trainer *t, const char *dir);
 
