@@ -389,6 +389,19 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 		s->tmpdir = c ? dupz(dirname(c)) : NULL;
 		free(c);
 	}
+	if (s->tmpdir && !o->tmpdir) {
+		struct stat st;
+		if (stat(s->tmpdir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			loom_err_set(err, LOOM_EIO, "output directory '%s' does not exist", s->tmpdir);
+			loom_shard_free(s);
+			return NULL;
+		}
+		if (access(s->tmpdir, W_OK) < 0) {
+			loom_err_errno(err, LOOM_EIO, errno, "cannot write to '%s'", s->tmpdir);
+			loom_shard_free(s);
+			return NULL;
+		}
+	}
 	s->argv = calloc((size_t)o->argc + 1, sizeof *s->argv);
 	int bad = !s->prefix || !s->feature || !s->tmpdir || !s->argv ||
 		  (o->vocab_sha256 && !s->vocab_sha256) || (o->input_format && !s->input_format);
