@@ -389,8 +389,9 @@ int loom_pagexml_feed(struct loom_pagexml *px, const char *buf, size_t n)
 	return px_parse(px, buf, n, 0);
 }
 
-int loom_pagexml_finish(struct loom_pagexml *px, int open_root_ok)
+int loom_pagexml_finish(struct loom_pagexml *px, int mode)
 {
+	int open_root_ok = mode == LOOM_PAGEXML_END_OPEN;
 	int r = loom_pagexml_feed(px, "", 0);
 	if (r)
 		return r;
@@ -401,6 +402,9 @@ int loom_pagexml_finish(struct loom_pagexml *px, int open_root_ok)
 	if (px->depth == 1 && (open_root_ok || px->synthetic)) {
 		if (open_root_ok)
 			return 0;
+		if (mode == LOOM_PAGEXML_END_DOC)
+			return loom_err_set(&px->err, LOOM_ETRUNC,
+					    "the dump ends without </mediawiki> (truncated?)");
 		return px_parse(px, "</mediawiki>", 12, 1);
 	}
 	return px_parse(px, "", 0, 1);
@@ -758,7 +762,9 @@ static void *reader_main(void *arg)
 			goto nomem;
 		b->err = LOOM_EFORMAT;
 		b->final = 1;
-		if (asprintf(&b->msg, "cannot read '%s': %s", d->path, archive_error_string(a)) < 0)
+		if (asprintf(&b->msg, "cannot read '%s' (at byte %llu): %s", d->path,
+			     (unsigned long long)archive_filter_bytes(a, -1),
+			     archive_error_string(a)) < 0)
 			b->msg = NULL;
 		goto done;
 	}
@@ -913,7 +919,7 @@ static void *parser_main(void *arg)
 				msg = b->msg;
 				b->msg = NULL;
 			} else if (!err) {
-				err = loom_pagexml_finish(px, 0);
+				err = loom_pagexml_finish(px, LOOM_PAGEXML_END_DOC);
 				if (err && asprintf(&msg, "'%s': %s", d->path, loom_pagexml_error(px)) < 0)
 					msg = NULL;
 			}
@@ -975,6 +981,14 @@ static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
 			j->msg = NULL;
 		goto out;
 	}
+	if (j->end > d->size || j->off >= d->size) {
+		r = LOOM_ETRUNC;
+		if (asprintf(&j->msg, "'%s' is truncated at byte %llu: the index has a bz2 stream at bytes %llu..%llu",
+			     d->path, (unsigned long long)d->size, (unsigned long long)j->off,
+			     (unsigned long long)j->end) < 0)
+			j->msg = NULL;
+		goto out;
+	}
 	int pr = loom_pread_all(d->fd, comp, len, j->off);
 	if (pr) {
 		r = pr == LOOM_ETRUNC ? LOOM_ETRUNC : LOOM_EIO;
@@ -1011,7 +1025,9 @@ static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
 		}
 		j->invalid += bad;
 		j->bytes_xml += n;
-		r = n ? loom_pagexml_feed(px, clean.p, clean.len) : loom_pagexml_finish(px, first);
+		r = n ? loom_pagexml_feed(px, clean.p, clean.len) :
+			loom_pagexml_finish(px, first ? LOOM_PAGEXML_END_OPEN :
+					    j->last ? LOOM_PAGEXML_END_DOC : LOOM_PAGEXML_END_STREAM);
 		if (r) {
 			if (asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
 				     (unsigned long long)j->off, loom_pagexml_error(px)) < 0)
@@ -1061,6 +1077,8 @@ static void *worker_main(void *arg)
 						j->seq = k;
 						j->off = d->offs[k];
 						j->end = k + 1 < d->noffs ? d->offs[k + 1] : d->size;
+						if (j->end < j->off)
+							j->end = j->off;
 						j->last = k + 1 == d->total_jobs;
 					}
 					break;
@@ -1196,11 +1214,6 @@ int loom_dump_run(struct loom_dump *d, loom_dump_page_fn page, loom_dump_write_f
 	if (!d->slots)
 		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
 	if (d->noffs) {
-		if (d->offs[d->noffs - 1] >= d->size)
-			return loom_err_set(&d->err, LOOM_ETRUNC,
-					    "'%s' is truncated: the index lists a stream at byte %llu, the file has %llu bytes",
-					    d->path, (unsigned long long)d->offs[d->noffs - 1],
-					    (unsigned long long)d->size);
 		/* stream 0: <mediawiki> + <siteinfo>, read here first */
 		struct job *j0 = job_new();
 		if (!j0)

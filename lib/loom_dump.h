@@ -85,9 +85,13 @@ void loom_pagexml_free(struct loom_pagexml *px);
 /* Parse more input.  Returns 0, LOOM_EFORMAT (message: line, column,
  * reason), LOOM_ENOMEM, or the page function's own negative code. */
 int loom_pagexml_feed(struct loom_pagexml *px, const char *buf, size_t n);
-/* End of input.  `open_root_ok`: the document may stop inside the root
- * element (stream 0 of a multistream dump). */
-int loom_pagexml_finish(struct loom_pagexml *px, int open_root_ok);
+/* End of input.  mode: */
+enum {
+	LOOM_PAGEXML_END_DOC,    /* the document (or last stream) is complete */
+	LOOM_PAGEXML_END_OPEN,   /* may stop inside the root (stream 0) */
+	LOOM_PAGEXML_END_STREAM, /* a middle stream: close the synthetic root */
+};
+int loom_pagexml_finish(struct loom_pagexml *px, int mode);
 const char *loom_pagexml_error(const struct loom_pagexml *px);
 const struct loom_dump_site *loom_pagexml_site(const struct loom_pagexml *px);
 uint64_t loom_pagexml_pages(const struct loom_pagexml *px);

@@ -861,10 +861,27 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 				size_t l = e.e + 1;
 				while (l < close && (s[l] == ' ' || s[l] == '\t'))
 					l++;
-				if (l == close) /* [[target|]]: show the target */
-					r = add_del(dl, e.s, ts) || add_del(dl, e.e, close + 2);
-				else
+				if (l == close) { /* pipe trick: [[ns:Target (x)|]] -> Target */
+					size_t ds = ts, de = te, lim = te - ts > 128 ? ts + 128 : te;
+					const char *colon = memchr(s + ts, ':', lim - ts);
+					if (colon)
+						ds = colon - s + 1;
+					while (de > ds && (s[de - 1] == ' ' || s[de - 1] == '_'))
+						de--;
+					if (de > ds && s[de - 1] == ')') {
+						size_t k = de - 1;
+						while (k > ds && k + 128 > de && s[k] != '(')
+							k--;
+						if (s[k] == '(' && k > ds)
+							de = k;
+					}
+					while (de > ds && (s[de - 1] == ' ' || s[de - 1] == '_'))
+						de--;
+					r = add_del(dl, e.s, ds) || add_del(dl, de, close + 2);
+				} else
+				{
 					r = add_del(dl, e.s, e.e + 1) || add_del(dl, close, close + 2);
+				}
 			} else {
 				r = add_del(dl, e.s, ts) || add_del(dl, close, close + 2);
 			}
@@ -1248,6 +1265,68 @@ static int pass_lines(struct loom_wikitext *w, const char *s, size_t n, struct l
 }
 
 /* ------------------------------------------------------------------ */
+/* tidy: what removed templates leave behind, in place (only shrinks):
+ * "by , and" -> "by, and", "x ()" / "x (; )" / "（、）" -> "x",
+ * "(kana、)" -> "(kana)". */
+
+static size_t close_paren(const char *s, size_t n)
+{
+	if (n >= 1 && s[0] == ')')
+		return 1;
+	if (n >= 3 && memcmp(s, "\xef\xbc\x89", 3) == 0) /* ） */
+		return 3;
+	return 0;
+}
+
+static size_t filler(const char *s, size_t n)
+{
+	if (n >= 1 && (s[0] == ' ' || s[0] == ',' || s[0] == ';'))
+		return 1;
+	if (n >= 3 && (memcmp(s, "\xe3\x80\x81", 3) == 0 ||   /* 、 */
+		       memcmp(s, "\xef\xbc\x8c", 3) == 0))    /* ， */
+		return 3;
+	return 0;
+}
+
+static size_t tidy(char *s, size_t n)
+{
+	size_t r = 0, w = 0;
+	while (r < n) {
+		char c = s[r];
+		size_t op = c == '(' ? 1 : (n - r >= 3 && memcmp(s + r, "\xef\xbc\x88", 3) == 0) ? 3 : 0;
+		if (op) { /* an empty group: drop it and the space before */
+			size_t k = r + op, f;
+			while (k < n && k - r < 24 && (f = filler(s + k, n - k)))
+				k += f;
+			size_t cl = close_paren(s + k, n - k);
+			if (cl) {
+				if (w && s[w - 1] == ' ')
+					w--;
+				r = k + cl;
+				continue;
+			}
+		}
+		size_t f = filler(s + r, n - r);
+		if (f && c != ' ') { /* "x、)" -> "x)" */
+			size_t k = r;
+			while (k < n && k - r < 24 && (f = filler(s + k, n - k)))
+				k += f;
+			if (close_paren(s + k, n - k)) {
+				r = k;
+				continue;
+			}
+		}
+		if (c == ' ' && r + 1 < n && (s[r + 1] == ',' || s[r + 1] == '.' ||
+					      s[r + 1] == ';' || s[r + 1] == ')')) {
+			r++;
+			continue;
+		}
+		s[w++] = s[r++];
+	}
+	return w;
+}
+
+/* ------------------------------------------------------------------ */
 
 int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 			struct loom_wt_buf *out, struct loom_wikitext_info *info)
@@ -1268,6 +1347,7 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 	size_t start = out->len;
 	if ((r = pass_lines(w, w->a.p, w->a.len, out)))
 		goto nomem;
+	out->len = start + tidy(out->p + start, out->len - start);
 	uint64_t chars = 0;
 	for (size_t i = start; i < out->len; i++) {
 		unsigned char c = out->p[i];
