@@ -289,7 +289,13 @@ static void add_shard(const char *path, const char *index)
 static void read_manifest(const char *path)
 {
 	json_error_t je;
-	json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	struct loom_err err;
+	char *text;
+	size_t len;
+	if (loom_read_file(path, &text, &len, &err) < 0)
+		cli_die("%s", err.msg);
+	json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!m)
 		cli_die("%s: line %d: %s", path, je.line, je.text);
 	json_t *shards = json_object_get(m, "shards");
