@@ -288,7 +288,11 @@ static int st_validate(struct loom_st *st, struct loom_err *err)
 					    "data (%llu bytes, file truncated?)", nm, key,
 					    (unsigned long long)b, (unsigned long long)e,
 					    (unsigned long long)dlen);
-		if (tensor_bytes(t->dtype, t->ndim, t->shape, &want) < 0 || want != e - b)
+		if (tensor_bytes(t->dtype, t->ndim, t->shape, &want) < 0)
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "%s: tensor '%s': shape x %s overflows 64 bits", nm, key,
+					    loom_st_dtype_name(t->dtype));
+		if (want != e - b)
 			return loom_err_set(err, LOOM_EFORMAT,
 					    "%s: tensor '%s': %llu bytes at [%llu, %llu] but shape x %s "
 					    "needs %llu", nm, key, (unsigned long long)(e - b),

@@ -142,7 +142,7 @@ int main(void)
 	       LOOM_EFORMAT, "8 bytes at [0, 8] but shape x F32 needs 12");
 	refuse("shape overflow",
 	       "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}",
-	       8, LOOM_EFORMAT, "needs");
+	       8, LOOM_EFORMAT, "shape x F32 overflows 64 bits");
 	refuse("overlap",
 	       "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
 	       "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}", 6,
