@@ -9,3 +9,12 @@ mkdir -p "$OUT"
 stage() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 stage "build: $(ls build/bin 2>/dev/null | wc -l) tools in build/bin"
+
+# loom-fetch: the bundled sample dump laid out like dumps.wikimedia.org,
+# served by lighttpd on 127.0.0.1 (stopped on exit, even on failure).
+stage "loom-fetch: samplewiki --date latest from a local HTTP mirror"
+pipelines/make-mirror.sh share/sample samplewiki 20260101 "$OUT/mirror" >/dev/null
+trap 'pipelines/mirror.sh stop "$OUT/mirror-state"' EXIT
+MIRROR=$(pipelines/mirror.sh start "$OUT/mirror" "$OUT/mirror-state")
+loom-fetch --mirror "$MIRROR" --wiki samplewiki --date latest -o "$OUT/dumps" >"$OUT/dumps.list"
+pipelines/mirror.sh stop "$OUT/mirror-state"
