@@ -392,9 +392,6 @@ int loom_config_validate(struct loom_config *c)
 	if (c->warmup_steps && c->warmup_proportion > 0)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "warmup_steps: set either warmup_steps or warmup_proportion, not both");
-	if (c->warmup_steps > c->steps)
-		return loom_err_set(e, LOOM_EINVAL, "warmup_steps: %lld is more than steps (%lld)",
-				    (long long)c->warmup_steps, (long long)c->steps);
 	if (c->ignore_id >= c->vocab_size)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "ignore_id: %d is not below vocab_size (%d) and -1 (none)",

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,43 +106,76 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
-/* Debian's OpenBLAS picks its SSE3 "Prescott" kernels on CPUs it does not
- * know; re-exec with OPENBLAS_CORETYPE set (the choice is made at load). */
-static void fix_openblas(char **argv, int verbose)
+/* Wait until fd has data (or EOF); 0 if a stop signal came first. */
+static int wait_input(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (!stop_sig) {
+		int n = poll(&p, 1, 250);
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return 1; /* let the read report it */
+	}
+	return 0;
+}
+
+/* Fix the environment the OpenMP runtime and OpenBLAS read when they load
+ * (before main), re-executing ourselves once if anything changes:
+ *  - Debian's OpenBLAS picks its SSE3 "Prescott" kernels on CPUs it does
+ *    not know (about 5x slower): set OPENBLAS_CORETYPE from the CPU flags.
+ *  - OpenMP threads that spin at barriers lose badly on a shared machine
+ *    (a descheduled thread stalls every barrier): default
+ *    OMP_WAIT_POLICY=passive (costs microseconds per parallel region). */
+static void fix_env(char **argv, int verbose)
 {
 	const char *core = openblas_get_corename();
-	const char *prev = getenv("LOOM_OPENBLAS_DETECTED");
-	if (prev && verbose)
-		cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
-			 prev, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "?", core);
-	if (prev || getenv("OPENBLAS_CORETYPE") || !core)
-		goto report;
-	if (strcasecmp(core, "Prescott") && strcasecmp(core, "Core2") &&
-	    strcasecmp(core, "Penryn") && strcasecmp(core, "Nehalem") &&
-	    strcasecmp(core, "Atom") && strcasecmp(core, "Unknown"))
-		goto report;
-	__builtin_cpu_init();
+	const char *prev = getenv("LOOM_TRAIN_REEXEC");
+	if (prev) {
+		if (verbose && *prev)
+			cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
+				 prev, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "?",
+				 core ? core : "?");
+		else if (verbose)
+			cli_warn("OpenBLAS core '%s'", core ? core : "?");
+		unsetenv("LOOM_TRAIN_REEXEC");
+		return;
+	}
+	int change = 0;
 	const char *want = NULL;
-	if (__builtin_cpu_supports("avx512f"))
-		want = "SkylakeX";
-	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		want = "Haswell";
-	else if (__builtin_cpu_supports("avx"))
-		want = "Sandybridge";
-	if (!want)
-		goto report;
-	setenv("OPENBLAS_CORETYPE", want, 1);
-	setenv("LOOM_OPENBLAS_DETECTED", core, 1);
-	if (verbose)
-		cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
-			 core, want);
+	if (!getenv("OPENBLAS_CORETYPE") && core &&
+	    (!strcasecmp(core, "Prescott") || !strcasecmp(core, "Core2") ||
+	     !strcasecmp(core, "Penryn") || !strcasecmp(core, "Nehalem") ||
+	     !strcasecmp(core, "Atom") || !strcasecmp(core, "Unknown"))) {
+		__builtin_cpu_init();
+		if (__builtin_cpu_supports("avx512f"))
+			want = "SkylakeX";
+		else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+			want = "Haswell";
+		else if (__builtin_cpu_supports("avx"))
+			want = "Sandybridge";
+		if (want) {
+			setenv("OPENBLAS_CORETYPE", want, 1);
+			if (verbose)
+				cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
+					 core, want);
+			change = 1;
+		}
+	}
+	if (!getenv("OMP_WAIT_POLICY")) {
+		setenv("OMP_WAIT_POLICY", "passive", 1);
+		change = 1;
+	}
+	if (!change) {
+		if (verbose)
+			cli_warn("OpenBLAS core '%s'", core ? core : "?");
+		return;
+	}
+	setenv("LOOM_TRAIN_REEXEC", want ? core : "", 1);
 	execv("/proc/self/exe", argv);
-	cli_warn("cannot re-execute with OPENBLAS_CORETYPE=%s (%s); continuing on '%s' kernels",
-		 want, strerror(errno), core);
-	return;
-report:
-	if (verbose && !prev)
-		cli_warn("OpenBLAS core '%s'", core ? core : "?");
+	cli_warn("cannot re-execute with a fixed environment (%s); continuing on OpenBLAS core '%s'",
+		 strerror(errno), core ? core : "?");
+	unsetenv("LOOM_TRAIN_REEXEC");
 }
 
 static double bench_sgemm(int verbose)
@@ -414,7 +448,7 @@ int main(int argc, char **argv)
 		cli_usage_error("--save-every needs --save DIR");
 
 	if (!print && !dry)
-		fix_openblas(argv, verbose);
+		fix_env(argv, verbose);
 	if (threads) {
 		omp_set_num_threads(threads);
 		openblas_set_num_threads(threads);
@@ -534,6 +568,8 @@ int main(int argc, char **argv)
 		int micro;
 		loom_gpt_zero_grad(g);
 		for (micro = 0; micro < c->grad_accum; micro++) {
+			if (micro == 0 && !wait_input(STDIN_FILENO))
+				break; /* stop requested between steps */
 			for (;;) {
 				rc = loom_batch_read(r, &h, &tok);
 				if (rc < 0)
@@ -571,6 +607,8 @@ int main(int argc, char **argv)
 			t.data_seq_len = h.seq_len;
 			t.data_world = h.world;
 		}
+		if (stop_sig && micro == 0)
+			break;
 		if (ended) {
 			if (micro)
 				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
