@@ -632,8 +632,13 @@ static int cmd_encode(int argc, char **argv)
 				big = i;
 				break;
 			}
-		cli_die("--format u16: vocabulary '%s' has id %u, beyond 65535; use --format u32",
-			vspec, big);
+		size_t tl;
+		const uint8_t *tb = loom_vocab_token(v, big, &tl);
+		char name[130];
+		tl = tl > 60 ? 60 : tl;
+		name[loom_gpt2_bytes_to_str(tb, tl, name)] = 0;
+		cli_die("--format u16: vocabulary '%s': entry \"%s\" has id %u, beyond 65535; use --format u32",
+			vspec, name, big);
 	}
 	if (c.fmt != FMT_TEXT && !output)
 		cli_no_binary_tty(1, force);
