@@ -49,7 +49,7 @@ static const struct key keys[] = {
 	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay" },
 	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)" },
 	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
-	{ "seed", K_U64, O(seed), 0, 0, NULL, "initialisation/dropout seed" },
+	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)" },
 	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
 	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)" },
 	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset" },
@@ -314,7 +314,7 @@ int loom_config_set(struct loom_config *c, const char *name, const char *v)
 	}
 	case K_U64: {
 		uint64_t x;
-		if (loom_parse_u64(v, 0, UINT64_MAX, &x))
+		if (loom_parse_u64(v, 0, INT64_MAX, &x))
 			return bad_type(c, k, q);
 		*(uint64_t *)((char *)c + k->off) = x;
 		return 0;

@@ -406,7 +406,7 @@ int main(int argc, char **argv)
 		case 'c': config = optarg; break;
 		case O_SET: sets[nsets++] = optarg; break;
 		case O_STEPS: steps = cli_u64("--steps", optarg, 0, 1ull << 50); have_steps = 1; break;
-		case O_SEED: seed = cli_u64("--seed", optarg, 0, UINT64_MAX); have_seed = 1; break;
+		case O_SEED: seed = cli_u64("--seed", optarg, 0, INT64_MAX); have_seed = 1; break;
 		case O_RECOMPUTE: recompute = 1; break;
 		case O_PRINT: print = 1; break;
 		case O_DRY: dry = 1; break;

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# loom-train's configuration: presets, files, --set, every rejection rule,
+# --print-config JSON, --dry-run arithmetic.
+. "$(dirname "$0")/lib.sh"
+
+reject() { # name regex args...
+	local name=$1 re=$2; shift 2
+	run loom-train --print-config "$@"
+	is_rc 2 "$name: exit 2"
+	like "$err" "$re" "$name: message names the key and rule"
+	is "$(wc -l < "$err")" 1 "$name: one line"
+}
+
+run loom-train --print-config
+is_rc 0 "--print-config (default preset tiny)"
+ok "--print-config is JSON" /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out"
+like "$out" '"preset": "tiny"' "tiny is the default preset"
+like "$out" '"global_batch": 4' "global_batch derived"
+run loom-train --print-config -c gpt2 --set lr=0.001,decay=linear --set recompute=true --steps 7
+is_rc 0 "gpt2 with overrides"
+/usr/bin/python3 - "$out" > "$T/vals" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["n_layer"], d["n_embd"], d["n_head"], d["vocab_size"], d["n_positions"], d["lr"], d["decay"], d["recompute"], d["steps"])
+PY
+is "$(cat "$T/vals")" "12 768 12 50257 1024 0.001 linear True 7" "preset then --set then --steps"
+
+cat > "$T/my.json" <<'JSON'
+{ "n_layer": 3, "n_embd": 48, "n_head": 6, "dropout": 0.1 }
+JSON
+run loom-train --print-config -c "$T/my.json" --set n_layer=4
+like "$out" '"n_layer": 4' "config file then --set"
+like "$out" '"n_embd": 48' "config file applied"
+like "$out" '"preset": "default"' "a file starts from the defaults"
+
+reject "unknown key" '^loom-train: frobs: unknown configuration key' --set frobs=1
+reject "wrong type (--set int)" '^loom-train: n_layer: must be an integer, not .abc.$' --set n_layer=abc
+reject "wrong type (--set float)" '^loom-train: lr: must be a number' --set lr=fast
+reject "wrong type (--set bool)" '^loom-train: recompute: must be a boolean' --set recompute=maybe
+reject "bad enum" '^loom-train: decay: must be one of linear\|cosine\|inverse_sqrt\|constant' --set decay=exp
+reject "out of range" '^loom-train: dropout: 2 is outside' --set dropout=2
+reject "hidden % heads" '^loom-train: n_embd: 100 is not divisible by n_head \(3\)$' --set n_embd=100,n_head=3
+reject "global batch rule" '^loom-train: global_batch: 7 != micro_batch \(4\) x grad_accum \(2\) x data_parallel \(1\) = 8$' \
+	--set global_batch=7,grad_accum=2
+reject "seq_len > n_positions" '^loom-train: seq_len: 9 is larger than n_positions \(8\)$' --set seq_len=9
+reject "seq_len > records" '^loom-train: seq_len: 8 needs records of 9 tokens, records have 8$' --set record_len=8
+reject "min_lr > lr" '^loom-train: min_lr: .* is larger than lr' --set lr=1e-4,min_lr=1e-3
+reject "both warmups" '^loom-train: warmup_steps: set either' --set warmup_steps=3,warmup_proportion=0.1
+reject "ignore_id >= vocab" '^loom-train: ignore_id: 500 is not below vocab_size' --set ignore_id=500
+reject "--set without =" "^loom-train: --set 'lr': expected key=value" --set lr
+
+echo '{ "lr": "high" }' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+is_rc 1 "file with a wrong type: exit 1"
+like "$err" "^loom-train: $T/bad.json: lr: must be a number, not a string$" "file type error names file and key"
+echo '{ "recompute": 1 }' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+like "$err" 'recompute: must be a boolean, not a number' "bool key refuses numbers"
+echo '{ "n_layer": 2.5 }' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+like "$err" 'n_layer: must be an integer, not a fraction' "int key refuses fractions"
+echo '{ "whatever": 1 }' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+like "$err" 'whatever: unknown configuration key' "unknown key in a file"
+printf '{ "n_layer": 2,\n  "n_embd": }\n' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+is_rc 1 "JSON syntax error: exit 1"
+like "$err" "$T/bad.json:2: " "syntax error names file and line"
+echo '[1, 2]' > "$T/bad.json"
+run loom-train --print-config -c "$T/bad.json"
+like "$err" 'must be a JSON object' "a config must be an object"
+run loom-train --print-config -c nosuchpreset
+is_rc 1 "unknown preset: exit 1"
+like "$err" "preset 'nosuchpreset': no such preset" "unknown preset named"
+
+for p in tiny test small gpt2 gpt3-125M gpt3-2.7B gpt3-175B; do
+	run loom-train --print-config -c "$p"
+	is_rc 0 "preset $p is valid"
+done
+
+run loom-train --dry-run -c gpt3-175B
+is_rc 0 "--dry-run gpt3-175B"
+like "$out" '^parameters: 174604259328 \(174\.604B\)$' "gpt3-175B: ~175B parameters"
+like "$out" 'activations +[0-9.]+ GB \([0-9.]+ GB with recompute\)' "memory plan with and without recompute"
+like "$out" 'AdamW m \+ v +1\.4 TB' "AdamW moments in the plan"
+like "$out" '^FLOPs per token: 1\.077e\+12 training' "FLOPs per token"
+run loom-train --dry-run -c gpt2
+like "$out" '^parameters: 124439808 ' "gpt2: 124439808 parameters (as HuggingFace's GPT-2)"
+run loom-train --dry-run -c gpt3-2.7B
+like "$out" '^parameters: 26[0-9]{8} \(2\.6[0-9]*B\)' "gpt3-2.7B: ~2.65B parameters"
+done_testing

@@ -1,0 +1,67 @@
+/* loom_config: learning-rate schedules, JSON round trip, arithmetic. */
+#include <jansson.h>
+#include <math.h>
+
+#include "loom_config.h"
+#include "tap.h"
+
+#define near(a, b) (fabs((a) - (b)) < 1e-12 * (1 + fabs(b)))
+
+int main(void)
+{
+	struct loom_config c, d;
+	loom_config_defaults(&c);
+	c.steps = 110;
+	c.lr = 1.0;
+	c.min_lr = 0.1;
+	c.warmup_steps = 10;
+	c.decay = LOOM_DECAY_COSINE;
+	is_int(loom_config_validate(&c), 0, "valid");
+	ok(near(loom_config_lr(&c, 1), 0.1), "warm-up step 1: lr/10");
+	ok(near(loom_config_lr(&c, 5), 0.5), "warm-up step 5");
+	ok(near(loom_config_lr(&c, 10), 1.0), "end of warm-up: peak");
+	ok(near(loom_config_lr(&c, 60), 0.55), "cosine half way: (lr+min)/2");
+	ok(near(loom_config_lr(&c, 110), 0.1), "cosine end: min_lr");
+	ok(near(loom_config_lr(&c, 500), 0.1), "after the end: min_lr");
+	c.decay = LOOM_DECAY_LINEAR;
+	ok(near(loom_config_lr(&c, 35), 0.775), "linear quarter way");
+	c.decay = LOOM_DECAY_INVSQRT;
+	ok(near(loom_config_lr(&c, 40), 0.5), "inverse sqrt: lr*sqrt(10/40)");
+	ok(near(loom_config_lr(&c, 100000), 0.1), "inverse sqrt floored at min_lr");
+	c.decay = LOOM_DECAY_CONSTANT;
+	ok(near(loom_config_lr(&c, 77), 1.0), "constant");
+	c.warmup_steps = 0;
+	c.warmup_proportion = 0.1;
+	c.steps = 200;
+	ok(near(loom_config_lr(&c, 10), 0.5), "warm-up proportion 0.1 of 200 steps = 20");
+
+	/* JSON round trip */
+	c.seed = 0x7eedfacecafebeefull;
+	c.dropout = 0.125;
+	json_t *j = loom_config_to_json(&c);
+	ok(j != NULL, "to_json");
+	loom_config_defaults(&d);
+	is_int(loom_config_apply_json(&d, j), 0, "apply_json of to_json");
+	json_decref(j);
+	ok(d.seed == c.seed && d.dropout == c.dropout && d.decay == c.decay &&
+	   d.warmup_proportion == c.warmup_proportion && d.steps == c.steps,
+	   "round trip keeps every value (seed %llx)", (unsigned long long)d.seed);
+	is_int(loom_config_set(&d, "seed", "-1"), LOOM_EINVAL, "seed refuses negatives");
+	is_int(loom_config_set(&d, "steps", "99999999999999999999"), LOOM_EINVAL, "steps overflow");
+	is_int(loom_config_apply_sets(&d, "n_layer=3,n_head=2,n_embd=10"), 0, "apply_sets");
+	ok(d.n_layer == 3 && d.n_head == 2 && d.n_embd == 10, "apply_sets values");
+
+	loom_config_defaults(&d);
+	d.n_layer = 12; d.n_embd = 768; d.n_head = 12; d.vocab_size = 50257; d.n_positions = 1024;
+	d.seq_len = 1024;
+	is_int((long long)loom_config_n_params(&d), 124439808, "GPT-2 small parameter count");
+	ok(near(loom_config_flops_per_token(&d), 6.0 * 124439808 + 12.0 * 12 * 1024 * 768),
+	   "training FLOPs per token");
+	is_int(loom_config_check_data(&d, 8, 1025), LOOM_EINVAL, "micro_batch vs frames");
+	d.micro_batch = 4;
+	is_int(loom_config_check_data(&d, 4, 1025), 0, "frames of T+1 tokens fit");
+	is_int(loom_config_check_data(&d, 4, 1024), LOOM_EINVAL, "records one token short");
+	is_str(loom_config_error(&d), "seq_len: 1024 needs records of 1025 tokens, the batches have 1024",
+	       "message");
+	return done_testing();
+}
