@@ -1,0 +1,46 @@
+/* Fuzz target: the vocabulary loaders (GPT-2 encoder.json + vocab.bpe,
+ * tiktoken rank files).  Input: first byte selects the loader; for GPT-2
+ * the rest is split at the first "\n--\n" into encoder.json and vocab.bpe.
+ * A vocabulary that loads must encode and decode a text byte-exactly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_bpe.h"
+#include "loom_vocab.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	struct loom_vocab *v = loom_vocab_new();
+	const char *s = (const char *)data + 1;
+	size_t n = size - 1;
+	int rc;
+	if (data[0] & 1) {
+		rc = loom_vocab_load_tiktoken_mem(v, s, n, "fuzz.tiktoken");
+	} else {
+		const char *sep = memmem(s, n, "\n--\n", 4);
+		size_t el = sep ? (size_t)(sep - s) : n;
+		const char *m = sep ? sep + 4 : s + n;
+		rc = loom_vocab_load_gpt2_mem(v, s, el, "enc.json", m, (size_t)(s + n - m),
+					      "vocab.bpe");
+	}
+	if (rc == 0) {
+		static const char text[] = "Hello, world! it's 2024\n\n  日本語\xff\x00z";
+		struct loom_bpe *e = loom_bpe_new(v);
+		struct loom_ids ids = { 0 };
+		uint8_t *b = NULL;
+		size_t len = 0, cap = 0;
+		if (e && loom_bpe_encode(e, (const uint8_t *)text, sizeof text, 1, &ids) == 0 &&
+		    loom_bpe_decode(e, ids.v, ids.n, 0, &b, &len, &cap) == 0 &&
+		    (len != sizeof text || memcmp(b, text, len)))
+			abort();
+		free(b);
+		loom_ids_release(&ids);
+		loom_bpe_free(e);
+	} else if (!loom_vocab_error(v)[0]) {
+		abort(); /* a failure always has a message */
+	}
+	loom_vocab_free(v);
+	return 0;
+}
