@@ -97,6 +97,11 @@ size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uin
 			p[0] = (uint8_t)(x | 0x80);
 			p[1] = (uint8_t)(x >> 7);
 			p += 2;
+		} else if (x < 0x200000) {
+			p[0] = (uint8_t)(x | 0x80);
+			p[1] = (uint8_t)((x >> 7) | 0x80);
+			p[2] = (uint8_t)(x >> 14);
+			p += 3;
 		} else {
 			p = put_varint(p, x);
 		}
@@ -214,6 +219,89 @@ static int unexpected(struct rd *r, const uint8_t *at, const char *msg, uint32_t
 		   at - r->base);
 }
 
+/* Check that [b, be) is a sequence of varints of at most 10 bytes and count
+ * them, 8 bytes at a time: a byte < 0x80 ends a varint; a run of 10 or more
+ * bytes >= 0x80 is too long, and the last byte must end one. */
+static int packed_check(struct rd *r, const uint8_t *b, const uint8_t *be, size_t *count)
+{
+	const uint64_t H = 0x8080808080808080ull;
+	unsigned run = 0;
+	size_t n = 0;
+	while (be - b >= 8) {
+		uint64_t w;
+		memcpy(&w, b, 8);
+		uint64_t t = ~w & H; /* terminators */
+		if (!t) {
+			run += 8;
+			if (run >= 10)
+				goto toolong;
+		} else {
+			if (run + (unsigned)(__builtin_ctzll(t) >> 3) >= 10)
+				goto toolong;
+			run = (unsigned)(__builtin_clzll(t) >> 3);
+			n += (size_t)__builtin_popcountll(t);
+		}
+		b += 8;
+	}
+	for (; b < be; b++) {
+		if (*b & 0x80) {
+			if (++run >= 10)
+				goto toolong;
+		} else {
+			run = 0;
+			n++;
+		}
+	}
+	if (run)
+		return BAD(r, be, "truncated varint at byte %td", be - r->base);
+	*count += n;
+	return 0;
+toolong:
+	return BAD(r, b, "varint longer than 10 bytes near byte %td", b - r->base);
+}
+
+/* Decode packed token ids (each < 2^32) into o32 + *count. */
+static int packed_u32(struct rd *r, const uint8_t *b, const uint8_t *be, uint32_t *o32,
+		      size_t *count)
+{
+	uint32_t *o = o32 + *count;
+	while (b < be) {
+		uint32_t x = b[0];
+		if (x < 0x80) {
+			*o++ = x;
+			b++;
+			continue;
+		}
+		if (be - b >= 3) {
+			uint32_t y = b[1];
+			if (y < 0x80) {
+				*o++ = (x & 0x7f) | y << 7;
+				b += 2;
+				continue;
+			}
+			uint32_t z = b[2];
+			if (z < 0x80) {
+				*o++ = (x & 0x7f) | (y & 0x7f) << 7 | z << 14;
+				b += 3;
+				continue;
+			}
+		}
+		uint64_t v;
+		const uint8_t *vat = b;
+		if (get_varint(&b, be, &v) < 0)
+			return BAD(r, vat, "truncated varint at byte %td", vat - r->base);
+		if (v > UINT32_MAX) {
+			loom_err_set(r->err, LOOM_ERANGE,
+				     "value %" PRId64 " at byte %td is not a token id (0 <= id < 2^32)",
+				     (int64_t)v, vat - r->base);
+			return LOOM_ERANGE;
+		}
+		*o++ = (uint32_t)v;
+	}
+	*count = (size_t)(o - o32);
+	return 0;
+}
+
 /* Validate (and, when out != NULL, decode into out/cap/count) an Int64List. */
 static int int64_list(struct rd *r, const uint8_t *p, const uint8_t *end, int64_t *o64,
 		      uint32_t *o32, size_t cap, size_t *count)
@@ -231,6 +319,19 @@ static int int64_list(struct rd *r, const uint8_t *p, const uint8_t *end, int64_
 		if (wt == 2) {
 			if ((rc = get_len(r, &p, end, &b, &be)) < 0)
 				return rc;
+			if (!o64 && !o32) { /* validate only: word at a time */
+				rc = packed_check(r, b, be, count);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			if (o32 && *count + (size_t)(be - b) <= cap) {
+				/* Room for as many values as bytes: no bounds checks. */
+				rc = packed_u32(r, b, be, o32, count);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
 		} else {
 			be = end; /* one varint */
 		}
