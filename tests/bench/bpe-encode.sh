@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# loom-bpe encode throughput against tiktoken's native core (npm
+# tiktoken-node) and HuggingFace tokenizers (npm tokenizers), single thread,
+# on ~100 MB of real text, after checking that the ids are equal to
+# tiktoken's (npm tiktoken, the Rust core as WASM).  Also -j 2 vs -j 1,
+# vocabulary load time and linearity on a run of one character.
+# Figures are noisy: the machine is shared.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${LOOM_BUILD:-$ROOT/build}
+SHARED=${LOOM_SHARED:-$ROOT/../shared}
+W=$BUILD/bench-bpe
+NPM=$BUILD/bench-npm
+MB=${BPE_BENCH_MB:-100}
+mkdir -p "$W"
+command -v loom-bpe >/dev/null || { echo "bpe-encode: loom-bpe not on PATH (make first)"; exit 1; }
+
+fig() { # name value target-op target unit
+	local ok
+	ok=$(awk -v v="$2" -v op="$3" -v t="$4" 'BEGIN { print ((op == ">=" && v >= t) || (op == "<=" && v <= t)) ? "ok" : "MISSED" }')
+	printf 'FIGURE %s: %s%s (target %s %s%s) %s\n' "$1" "$2" "$5" "$3" "$4" "$5" "$ok"
+}
+
+# --- corpus: Wikipedia samples (extracted when loom-extract exists), then
+# the machine's own documentation, valid UTF-8, ~$MB MB, one document per line
+CORPUS=$W/corpus-$MB.txt
+if [ ! -s "$CORPUS" ]; then
+	echo "bpe-encode: building a ${MB} MB corpus in $CORPUS"
+	{
+		for f in "$SHARED"/data/wiki/*.xml.bz2; do
+			[ -e "$f" ] || continue
+			case $f in *multistream*) continue ;; esac
+			if command -v loom-extract >/dev/null && loom-extract "$f" 2>/dev/null; then :
+			else bzcat "$f"; fi
+		done
+		find /usr/share/doc /usr/share/man -name '*.gz' 2>/dev/null | sort | xargs -r zcat 2>/dev/null
+		find /usr/share/perl* /usr/lib/python3* -name '*.pod' -o -name '*.py' 2>/dev/null | sort | xargs -r cat 2>/dev/null
+	} | head -c $((MB * 1000000)) |
+		python3 -c 'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8", "ignore").encode("utf-8"))' \
+		> "$CORPUS.tmp"
+	mv "$CORPUS.tmp" "$CORPUS"
+fi
+BYTES=$(wc -c < "$CORPUS")
+echo "bpe-encode: corpus $BYTES bytes, $(wc -l < "$CORPUS") lines"
+
+# --- reference encoders from npm
+have_npm=1
+if [ ! -d "$NPM/node_modules/tiktoken" ] || [ ! -d "$NPM/node_modules/tiktoken-node" ] ||
+   [ ! -d "$NPM/node_modules/tokenizers" ]; then
+	echo "bpe-encode: installing tiktoken, tiktoken-node, tokenizers from npm into $NPM"
+	mkdir -p "$NPM"
+	( cd "$NPM" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+	  npm install --no-audit --no-fund tiktoken tiktoken-node tokenizers >/dev/null 2>&1 ) ||
+		{ echo "bpe-encode: cannot install the npm reference encoders (no network or npm?); reference figures skipped"; have_npm=0; }
+fi
+export NODE_PATH=$NPM/node_modules
+
+# --- ids equal first
+loom-bpe encode -q -j 2 --format u32 "$CORPUS" > "$W/loom.u32"
+if [ "$have_npm" = 1 ]; then
+	node tests/bench/bpe-ref.js ids "$CORPUS" "$W/ref.u32"
+	if cmp -s "$W/loom.u32" "$W/ref.u32"; then
+		echo "bpe-encode: ids equal to tiktoken gpt2 on all $(($(wc -c < "$W/ref.u32") / 4)) tokens"
+	else
+		echo "bpe-encode: IDS DIFFER from tiktoken: $(cmp "$W/loom.u32" "$W/ref.u32" | head -1)"
+		exit 1
+	fi
+fi
+
+# --- throughput (encoding to /dev/null; best of 2)
+best() { # command... -> best MB/s from the summary line
+	local b=0 r
+	for _ in 1 2; do
+		r=$("$@" 2>&1 >/dev/null | sed -n 's/.* \([0-9.]*\) MB\/s$/\1/p')
+		b=$(awk -v a="$b" -v r="$r" 'BEGIN { print (r > a) ? r : a }')
+	done
+	echo "$b"
+}
+J1=$(best loom-bpe encode -j 1 "$CORPUS")
+J2=$(best loom-bpe encode -j 2 "$CORPUS")
+echo "bpe-encode: loom-bpe -j 1: $J1 MB/s, -j 2: $J2 MB/s"
+if [ "$have_npm" = 1 ]; then
+	TK=$(node tests/bench/bpe-ref.js tiktoken "$CORPUS" | awk '/^MBPS/ { print $2 }')
+	HF=$(RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false \
+		node tests/bench/bpe-ref.js hf "$CORPUS" share/vocab/gpt2 | awk '/^MBPS/ { print $2 }')
+	echo "bpe-encode: tiktoken-node: $TK MB/s, HuggingFace tokenizers: $HF MB/s (encode only)"
+	fig "loom-bpe encode -j 1 vs tiktoken-node" "$(awk -v a="$J1" -v b="$TK" 'BEGIN { printf "%.2f", a / b }')" ">=" 2 x
+	fig "loom-bpe encode -j 1 vs HuggingFace tokenizers" "$(awk -v a="$J1" -v b="$HF" 'BEGIN { printf "%.2f", a / b }')" ">=" 5 x
+fi
+fig "loom-bpe encode -j 2 vs -j 1" "$(awk -v a="$J2" -v b="$J1" 'BEGIN { printf "%.2f", a / b }')" ">=" 1.8 x
+
+# --- vocabulary load: a whole run on empty input
+: > "$W/empty"
+t0=$(date +%s.%N)
+for _ in 1 2 3 4 5; do loom-bpe encode -q --format text "$W/empty"; done
+t1=$(date +%s.%N)
+fig "loom-bpe GPT-2 vocabulary load (whole process)" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) / 5 * 1000 }')" "<=" 100 " ms"
+
+# --- linear time on a run of one character
+head -c 1000000 /dev/zero | tr '\0' a > "$W/run1"
+head -c 2000000 /dev/zero | tr '\0' a > "$W/run2"
+tm() { local t0 t1; t0=$(date +%s.%N); loom-bpe encode -q --docs whole --format u32 "$1" > /dev/null; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'; }
+T1=$(tm "$W/run1"); T2=$(tm "$W/run2")
+fig "loom-bpe 2 MB vs 1 MB run of one letter" "$(awk -v a="$T2" -v b="$T1" 'BEGIN { printf "%.2f", a / b }')" "<=" 2.5 x
+rm -f "$W/loom.u32" "$W/ref.u32"
