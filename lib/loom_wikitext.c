@@ -329,19 +329,20 @@ static size_t memo_find(struct memo *m, const char *s, size_t n, size_t from, ch
 enum { TAG_DROP, TAG_LITERAL };
 static const struct {
 	const char *name;
+	size_t len;
 	int action;
 } ext_tags[] = {
-	{ "ref", TAG_DROP }, { "references", TAG_DROP }, { "math", TAG_DROP },
-	{ "chem", TAG_DROP }, { "ce", TAG_DROP }, { "gallery", TAG_DROP },
-	{ "timeline", TAG_DROP }, { "syntaxhighlight", TAG_DROP },
-	{ "source", TAG_DROP }, { "score", TAG_DROP }, { "graph", TAG_DROP },
-	{ "mapframe", TAG_DROP }, { "maplink", TAG_DROP },
-	{ "templatedata", TAG_DROP }, { "templatestyles", TAG_DROP },
-	{ "imagemap", TAG_DROP }, { "hiero", TAG_DROP }, { "inputbox", TAG_DROP },
-	{ "categorytree", TAG_DROP }, { "includeonly", TAG_DROP },
-	{ "indicator", TAG_DROP }, { "charinsert", TAG_DROP },
-	{ "section", TAG_DROP }, { "timedmedia", TAG_DROP },
-	{ "nowiki", TAG_LITERAL }, { "pre", TAG_LITERAL },
+	{ "ref", 3, TAG_DROP }, { "references", 10, TAG_DROP }, { "math", 4, TAG_DROP },
+	{ "chem", 4, TAG_DROP }, { "ce", 2, TAG_DROP }, { "gallery", 7, TAG_DROP },
+	{ "timeline", 8, TAG_DROP }, { "syntaxhighlight", 15, TAG_DROP },
+	{ "source", 6, TAG_DROP }, { "score", 5, TAG_DROP }, { "graph", 5, TAG_DROP },
+	{ "mapframe", 8, TAG_DROP }, { "maplink", 7, TAG_DROP },
+	{ "templatedata", 12, TAG_DROP }, { "templatestyles", 14, TAG_DROP },
+	{ "imagemap", 8, TAG_DROP }, { "hiero", 5, TAG_DROP }, { "inputbox", 8, TAG_DROP },
+	{ "categorytree", 12, TAG_DROP }, { "includeonly", 11, TAG_DROP },
+	{ "indicator", 9, TAG_DROP }, { "charinsert", 10, TAG_DROP },
+	{ "section", 7, TAG_DROP }, { "timedmedia", 10, TAG_DROP },
+	{ "nowiki", 6, TAG_LITERAL }, { "pre", 3, TAG_LITERAL },
 };
 #define N_EXT (sizeof ext_tags / sizeof ext_tags[0])
 
@@ -359,7 +360,7 @@ static size_t find_close(struct close_memo *m, int k, const char *s, size_t n,
 		return m->at;
 	}
 	const char *name = ext_tags[k].name;
-	size_t len = strlen(name), j = from;
+	size_t len = ext_tags[k].len, j = from;
 	size_t at = n, e = n;
 	while (j + 2 <= n) {
 		const char *p = memmem(s + j, n - j, "</", 2);
@@ -386,7 +387,7 @@ static size_t find_close(struct close_memo *m, int k, const char *s, size_t n,
 static int ext_lookup(const char *name, size_t len)
 {
 	for (size_t k = 0; k < N_EXT; k++)
-		if (strlen(ext_tags[k].name) == len && ieq(name, ext_tags[k].name, len))
+		if (ext_tags[k].len == len && ieq(name, ext_tags[k].name, len))
 			return (int)k;
 	return -1;
 }
@@ -1040,12 +1041,13 @@ static size_t entity(const char *s, size_t n, uint32_t *cp)
 		return 0;
 	size_t len = k - 1;
 	for (int i = 0; i < 96; i++)
-		if (strlen(latin1[i]) == len && memcmp(latin1[i], s + 1, len) == 0) {
+		if (latin1[i][0] == s[1] && strncmp(latin1[i], s + 1, len) == 0 && !latin1[i][len]) {
 			*cp = 160 + i;
 			return k + 1;
 		}
 	for (size_t i = 0; i < sizeof entities / sizeof entities[0]; i++)
-		if (strlen(entities[i].name) == len && memcmp(entities[i].name, s + 1, len) == 0) {
+		if (entities[i].name[0] == s[1] && strncmp(entities[i].name, s + 1, len) == 0 &&
+		    !entities[i].name[len]) {
 			*cp = entities[i].cp;
 			return k + 1;
 		}
@@ -1181,9 +1183,9 @@ static void inline_text(struct para *p, const char *s, size_t n, struct memo *gt
 				continue;
 			}
 			int block = 0;
-			for (size_t t = 0; t < sizeof block_tags / sizeof block_tags[0]; t++)
-				if (strlen(block_tags[t]) == k - ns && ieq(s + ns, block_tags[t], k - ns))
-					block = 1;
+			for (size_t t = 0; t < sizeof block_tags / sizeof block_tags[0] && !block; t++)
+				block = lower((unsigned char)s[ns]) == block_tags[t][0] &&
+					k - ns == strlen(block_tags[t]) && ieq(s + ns, block_tags[t], k - ns);
 			if (block)
 				para_break(p); /* inline tags just vanish */
 			i = g + 1;

@@ -1,0 +1,196 @@
+/* Unit tests of the wikitext cleaner (lib/loom_wikitext.h), one per
+ * construct, plus UTF-8 repair and the linear-time guarantees. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loom_wikitext.h"
+#include "tap.h"
+
+#define TABLES 1
+#define HEADINGS 2
+
+static struct loom_wikitext_info info;
+
+static char *clean(const char *in, size_t n, int flags)
+{
+	struct loom_wikitext_opts o = { flags & TABLES, (flags & HEADINGS) != 0 };
+	struct loom_wikitext *w = loom_wikitext_new(&o);
+	struct loom_wt_buf out = { 0 };
+	loom_wikitext_drop_prefix(w, "Fichier", 7);
+	if (loom_wikitext_clean(w, in, n, &out, &info) || loom_wt_buf_add(&out, "", 1)) {
+		loom_wikitext_free(w);
+		return strdup("(error)");
+	}
+	loom_wikitext_free(w);
+	return out.p;
+}
+
+static void t(const char *in, const char *want, int flags, const char *name)
+{
+	char *got = clean(in, strlen(in), flags);
+	is_str(got, want, "%s", name);
+	free(got);
+}
+
+/* CPU seconds of this process: the machine may be shared, the property
+ * tested is linear time, not a wall-clock race. */
+static double now(void)
+{
+	return (double)clock() / CLOCKS_PER_SEC;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LIMIT 10.0 /* sanitizers slow everything down ~5x */
+#else
+#define LIMIT 1.0
+#endif
+
+int main(void)
+{
+	/* templates, parser functions, magic words */
+	t("a {{cite|x=1}} b", "a b", 0, "template removed");
+	t("a {{outer|{{inner|{{deep}}}}|y}} b", "a b", 0, "nested templates removed");
+	t("a {{Infobox\n| name = X\n| born = {{date|1}}\n}}\nb", "a b", 0, "multi-line template removed");
+	t("x {{{1|default}}} y", "x y", 0, "template parameter removed");
+	t("{{#if: a | b | c}}text{{PAGENAME}}", "text", 0, "parser function and magic word removed");
+	t("{{DEFAULTSORT:X}}__NOTOC__ body __TOC__", "body", 0, "behaviour switches removed");
+	t("a {{x b", "a x b", 0, "unterminated template: opener dropped");
+	t("a }} b", "a }} b", 0, "stray closer kept");
+	t("{{{{{x}}}}} y", "y", 0, "five-brace run matched");
+	/* tables */
+	t("p\n{| class=x\n! A !! B\n|-\n| 1 || 2\n|}\nq", "p\nq", 0, "table removed");
+	t("{| class=x\n|+ Cap\n! A !! B\n|-\n| 1 || style=\"c\" | 2\n|}", "Cap\nA | B\n1 | 2", TABLES,
+	  "--keep-tables: caption and rows");
+	t("a\n{|\n| cell\nnever closed", "a", 0, "unterminated table runs to the end");
+	t("{|\n|\n{|\n| inner\n|}\n| outer\n|}\nafter", "after", 0, "nested tables removed");
+	/* extension tags, comments */
+	t("a<ref name=\"x\">cite {{y}}</ref> b<ref name=x/>.", "a b.", 0, "refs removed");
+	t("a<REF>x</REF>b", "ab", 0, "tags case-insensitive");
+	t("a <!-- hidden\nstill --> b", "a b", 0, "comment removed");
+	t("a <!-- never closed", "a", 0, "unclosed comment runs to the end");
+	t("x <math>e^{i\\pi}</math> y", "x y", 0, "math removed");
+	t("<gallery>\nFile:a.jpg|A\n</gallery>t", "t", 0, "gallery removed");
+	t("<timeline>\nx\n</timeline>t", "t", 0, "timeline removed");
+	t("<syntaxhighlight lang=c>int x;</syntaxhighlight>t", "t", 0, "syntaxhighlight removed");
+	t("<score>c d</score><templatestyles src=a/>t", "t", 0, "score, templatestyles removed");
+	t("a <ref>unclosed b", "a unclosed b", 0, "unclosed ref: only the tag dropped");
+	t("<nowiki>[[a]] {{b}} ''c''</nowiki>", "[[a]] {{b}} ''c''", 0, "nowiki kept literally");
+	t("<pre>\n* x\n</pre>", "* x", 0, "pre kept literally");
+	/* links */
+	t("[[Target|text]]", "text", 0, "piped link");
+	t("[[Target]]", "Target", 0, "plain link");
+	t("[[Target]]s", "Targets", 0, "link trail");
+	t("[[File:a.jpg|thumb|cap [[x|y]]]] after", "after", 0, "file link with nested link removed");
+	t("[[Image:a.jpg]][[Category:C|k]][[media:x.ogg]]t", "t", 0, "image, category, media removed");
+	t("[[Fichier:a.jpg|x]]t", "t", 0, "extra drop prefix (localized File)");
+	t("[[ファイル:a.jpg|x]][[Category:日本]]本文", "本文", 0, "Japanese file link removed");
+	t("a [[de:Foo]] [[zh-yue:Bar]] b", "a b", 0, "interlanguage links removed");
+	t("[[wikt:weft|weft]]", "weft", 0, "interwiki with label kept");
+	t("[[:Category:X]]", "Category:X", 0, "leading-colon link shown");
+	t("[[Help:Editing (x)|]]", "Editing", 0, "pipe trick");
+	t("[[a [[b]] c", "a b c", 0, "unmatched [[ dropped");
+	t("[http://x.org text here]", "text here", 0, "external link with text");
+	t("a [https://x.org] b", "a b", 0, "external link without text removed");
+	t("see http://bare.example.org/x now", "see http://bare.example.org/x now", 0, "bare URL kept");
+	t("[not a link] [http://unclosed", "[not a link] [http://unclosed", 0, "brackets kept");
+	/* quotes, headings, lists */
+	t("'''bold''' ''it'' '''''both''''' ''''four''''", "bold it both 'four'", 0, "quotes");
+	t("don't", "don't", 0, "apostrophe kept");
+	t("== H ==\ntext", "text", 0, "heading dropped");
+	t("== H ==\ntext\n=== Sub ''x'' ===\nmore", "H\ntext\nSub x\nmore", HEADINGS,
+	  "--headings: heading lines");
+	t("intro\n* one\n** two\n# three\n#: four\n; term\n: def\nend", "intro\none\ntwo\nthree\nfour\nterm\ndef\nend",
+	  0, "list items as lines without markers");
+	t("a\nb\n\nc", "a b\nc", 0, "paragraphs: lines joined, blank line splits");
+	t("a\n----\nb", "a\nb", 0, "horizontal rule");
+	/* entities and tags */
+	t("&amp; &lt;b&gt; &quot;q&quot; &#8212; &#x2014; &eacute; &euro;", "& <b> \"q\" — — é €", 0, "entities");
+	t("1&nbsp;km &#160;x", "1 km x", 0, "nbsp is a space");
+	t("&bogus; &#xZZ; & x", "&bogus; &#xZZ; & x", 0, "non-entities kept");
+	t("&#0; &#xD800;", "\xef\xbf\xbd \xef\xbf\xbd", 0, "invalid code points -> U+FFFD");
+	t("a<br>b<br/>c<br />d", "a\nb\nc\nd", 0, "<br> is a line break");
+	t("<span style=\"x\">in</span> <b>bold</b> <small>s</small>", "in bold s", 0, "other tags stripped, text kept");
+	t("a < b > c <3", "a < b > c <3", 0, "lone angle brackets kept");
+	/* tidy */
+	t("by {{lang|fr|X}}, and", "by, and", 0, "space before comma after removed template");
+	t("X ({{lang-en|x}}) is", "X is", 0, "empty parentheses removed");
+	t("織機（しょっき、{{lang-en|loom}}）は", "織機（しょっき）は", 0, "Japanese: trailing 、 before ） removed");
+	/* disambiguation */
+	free(clean("x {{Disambiguation}}", 20, 0));
+	ok(info.disambiguation, "{{Disambiguation}} detected");
+	free(clean("x {{曖昧さ回避}}", strlen("x {{曖昧さ回避}}"), 0));
+	ok(info.disambiguation, "{{曖昧さ回避}} detected");
+	free(clean("x {{Place name disambiguation|y}}", 33, 0));
+	ok(info.disambiguation, "{{... disambiguation}} detected");
+	free(clean("x {{cite}}", 10, 0));
+	ok(!info.disambiguation, "ordinary template is not a disambiguation");
+	/* UTF-8 */
+	{
+		const char in[] = "ok \xff \xc3( \xe2\x82 \xf0\x9f\x98\x80 \xed\xa0\x80 \xc0\xaf end";
+		char *got = clean(in, sizeof in - 1, 0);
+		is_str(got, "ok \xef\xbf\xbd \xef\xbf\xbd( \xef\xbf\xbd\xef\xbf\xbd \xf0\x9f\x98\x80 "
+			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd end",
+		       "invalid UTF-8 replaced, valid kept");
+		is_int(info.invalid_utf8, 9, "invalid bytes counted");
+		is_int(info.chars, 23, "characters counted");
+		free(got);
+	}
+	{
+		/* streaming sanitizer: a sequence split across calls */
+		struct loom_wt_buf out = { 0 };
+		unsigned char carry[4];
+		int nc = 0;
+		const char *s = "a\xe6\x97\xa5" "b";
+		int64_t bad = 0;
+		for (size_t i = 0; i < 5; i++)
+			bad += loom_utf8_sanitize(s + i, 1, &out, carry, &nc, 1);
+		bad += loom_utf8_sanitize("", 0, &out, carry, &nc, 0);
+		ok(out.len == 5 && memcmp(out.p, s, 5) == 0 && bad == 0, "sanitize: split sequence joined");
+		out.len = 0;
+		bad = loom_utf8_sanitize("\xe6\x97", 2, &out, carry, &nc, 1);
+		bad += loom_utf8_sanitize("", 0, &out, carry, &nc, 0);
+		ok(out.len == 6 && bad == 2, "sanitize: truncated sequence at the end is bad");
+		loom_wt_buf_free(&out);
+	}
+	t("日本語の[[記事|文章]]は'''そのまま'''。", "日本語の文章はそのまま。", 0, "Japanese text unharmed");
+	/* linear time on hostile input */
+	{
+		size_t n = 10u << 20;
+		char *big = malloc(n + 1);
+		const char *pat[] = { "{", "[[", "{{a|", "<ref>", "[http://a ", "{|\n", "<b ", "&#" };
+		for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++) {
+			size_t l = strlen(pat[p]);
+			for (size_t i = 0; i < n; i++)
+				big[i] = pat[p][i % l];
+			double t0 = now();
+			char *got = clean(big, n, 0);
+			double dt = now() - t0;
+			ok(dt < LIMIT, "10 MB of '%s'...: %.3f s", p == 5 ? "{|\\n" : pat[p], dt);
+			free(got);
+		}
+		/* deeply nested, balanced */
+		size_t d = 1u << 20, k = 0;
+		for (size_t i = 0; i < d; i++)
+			big[k++] = '[', big[k++] = '[';
+		big[k++] = 'x';
+		for (size_t i = 0; i < d; i++)
+			big[k++] = ']', big[k++] = ']';
+		double t0 = now();
+		char *got = clean(big, k, 0);
+		double dt = now() - t0;
+		is_str(got, "x", "1M nested links -> x");
+		ok(dt < LIMIT, "1M nested links: %.3f s", dt);
+		free(got);
+		k = 0;
+		for (size_t i = 0; i < d; i++)
+			big[k++] = '{', big[k++] = '{';
+		for (size_t i = 0; i < d; i++)
+			big[k++] = '}', big[k++] = '}';
+		got = clean(big, k, 0);
+		is_str(got, "", "1M nested templates removed");
+		free(got);
+		free(big);
+	}
+	return done_testing();
+}
