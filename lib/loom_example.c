@@ -153,6 +153,10 @@ int loom_example_encode_pbc(const char *key, const int64_t *v, size_t n, uint8_t
 struct rd {
 	const uint8_t *base; /* start of the whole payload (for offsets) */
 	struct loom_err *err;
+	/* u32 decoding: first value >= 2^32 of the current values (a later
+	 * map entry or oneof switch replaces them, and clears this). */
+	const uint8_t *bad_at;
+	uint64_t bad_val;
 };
 
 #define BAD(r, at, ...) \
@@ -290,11 +294,9 @@ static int packed_u32(struct rd *r, const uint8_t *b, const uint8_t *be, uint32_
 		const uint8_t *vat = b;
 		if (get_varint(&b, be, &v) < 0)
 			return BAD(r, vat, "truncated varint at byte %td", vat - r->base);
-		if (v > UINT32_MAX) {
-			loom_err_set(r->err, LOOM_ERANGE,
-				     "value %" PRId64 " at byte %td is not a token id (0 <= id < 2^32)",
-				     (int64_t)v, vat - r->base);
-			return LOOM_ERANGE;
+		if (v > UINT32_MAX && !r->bad_at) {
+			r->bad_at = vat;
+			r->bad_val = v;
 		}
 		*o++ = (uint32_t)v;
 	}
@@ -346,12 +348,9 @@ static int int64_list(struct rd *r, const uint8_t *p, const uint8_t *end, int64_
 				if (o64)
 					o64[i] = (int64_t)v;
 				if (o32) {
-					if (v > UINT32_MAX) {
-						loom_err_set(r->err, LOOM_ERANGE,
-							     "value %" PRId64 " at byte %td is not a"
-							     " token id (0 <= id < 2^32)",
-							     (int64_t)v, vat - r->base);
-						return LOOM_ERANGE;
+					if (v > UINT32_MAX && !r->bad_at) {
+						r->bad_at = vat;
+						r->bad_val = v;
 					}
 					o32[i] = (uint32_t)v;
 				}
@@ -427,8 +426,10 @@ static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind
 		if ((rc = get_len(r, &p, end, &b, &be)) < 0)
 			return rc;
 		if (num == 3) {
-			if (*kind != 3)
+			if (*kind != 3) {
 				*count = 0; /* the oneof switched: values start over */
+				r->bad_at = NULL;
+			}
 			rc = int64_list(r, b, be, o64, o32, cap, count);
 		} else {
 			rc = num == 1 ? bytes_list(r, b, be) : float_list(r, b, be);
@@ -487,6 +488,8 @@ static int walk(struct rd *r, const uint8_t *p, const uint8_t *end, const char *
 				match = 1;
 			int kind = 0;
 			size_t cnt = 0;
+			if (match)
+				r->bad_at = NULL;
 			for (q = eb; q < ee;) {
 				const uint8_t *b, *be;
 				get_key(r, &q, ee, &num, &wt);
@@ -513,7 +516,7 @@ static int decode(const uint8_t *p, size_t len, const char *key, int64_t *o64, u
 		  size_t cap, size_t *n, struct loom_err *err)
 {
 	struct loom_err scratch;
-	struct rd r = { p, err ? err : &scratch };
+	struct rd r = { p, err ? err : &scratch, NULL, 0 };
 	int found = 0;
 	size_t count = 0;
 	int rc = walk(&r, p, p + len, key, o64, o32, cap, &count, &found);
@@ -528,6 +531,12 @@ static int decode(const uint8_t *p, size_t len, const char *key, int64_t *o64, u
 				    key, kinds[-found - 1]);
 	}
 	*n = count;
+	if (o32 && r.bad_at && count <= cap) {
+		loom_err_set(r.err, LOOM_ERANGE,
+			     "value %" PRId64 " at byte %td is not a token id (0 <= id < 2^32)",
+			     (int64_t)r.bad_val, r.bad_at - p);
+		return LOOM_ERANGE;
+	}
 	if (count > cap)
 		return loom_err_set(r.err, LOOM_ERANGE, "feature '%s' has %zu values, room for %zu",
 				    key, count, cap);
@@ -597,7 +606,7 @@ static Tensorflow__Example *pbc_unpack(const uint8_t *p, size_t len, struct loom
 int loom_example_check(const uint8_t *p, size_t len, struct loom_err *err)
 {
 	struct loom_err scratch;
-	struct rd r = { p, err ? err : &scratch };
+	struct rd r = { p, err ? err : &scratch, NULL, 0 };
 	int found = 0;
 	size_t count = 0;
 	return walk(&r, p, p + len, NULL, NULL, NULL, 0, &count, &found);
