@@ -130,7 +130,7 @@ static long strtab_find(struct strtab *t, const uint8_t *s, size_t n, int add)
 		t->cap = cap;
 	}
 	if (t->nbytes + n > t->bytescap) {
-		size_t cap = t->bytescap ? t->bytescap * 2 : 65536;
+		size_t cap = t->bytescap ? t->bytescap * 2 : 4096;
 		while (cap < t->nbytes + n)
 			cap *= 2;
 		uint8_t *b = realloc(t->bytes, cap);
@@ -228,7 +228,7 @@ struct loom_bpe_trainer *loom_bpe_trainer_new(void)
 	struct loom_bpe_trainer *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
-	if (strtab_init(&t->words, 1 << 16) < 0) {
+	if (strtab_init(&t->words, 1 << 10) < 0) {
 		free(t);
 		return NULL;
 	}
@@ -362,7 +362,7 @@ static uint64_t key_hash(uint64_t k)
 
 static int pmap_grow(struct loom_bpe_trainer *t)
 {
-	size_t nslots = t->pmask ? (t->pmask + 1) * 2 : 1 << 16;
+	size_t nslots = t->pmask ? (t->pmask + 1) * 2 : 1 << 10;
 	uint64_t *ks = malloc(nslots * sizeof *ks);
 	uint32_t *is = calloc(nslots, sizeof *is);
 	if (!ks || !is) {
@@ -398,7 +398,7 @@ static long pair_get(struct loom_bpe_trainer *t, uint64_t key)
 		j = (j + 1) & t->pmask;
 	}
 	if (t->npairs == t->pairscap) {
-		size_t cap = t->pairscap ? t->pairscap * 2 : 65536;
+		size_t cap = t->pairscap ? t->pairscap * 2 : 1024;
 		struct pair *p = realloc(t->pairs, cap * sizeof *p);
 		if (!p)
 			return LOOM_ENOMEM;
@@ -494,7 +494,7 @@ static void heap_sift_down(struct heap_ent *h, size_t n, size_t i)
 static int heap_push(struct loom_bpe_trainer *t, uint64_t cnt, uint64_t key)
 {
 	if (t->nheap == t->heapcap) {
-		size_t cap = t->heapcap ? t->heapcap * 2 : 65536;
+		size_t cap = t->heapcap ? t->heapcap * 2 : 1024;
 		struct heap_ent *h = realloc(t->heap, cap * sizeof *h);
 		if (!h)
 			return LOOM_ENOMEM;
