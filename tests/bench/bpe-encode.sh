@@ -27,6 +27,7 @@ fig() { # name value target-op target unit
 CORPUS=$W/corpus-$MB.txt
 if [ ! -s "$CORPUS" ]; then
 	echo "bpe-encode: building a ${MB} MB corpus in $CORPUS"
+	set +o pipefail # head ends the producers early
 	{
 		for f in "$SHARED"/data/wiki/*.xml.bz2; do
 			[ -e "$f" ] || continue
@@ -39,6 +40,7 @@ if [ ! -s "$CORPUS" ]; then
 	} | head -c $((MB * 1000000)) |
 		python3 -c 'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8", "ignore").encode("utf-8"))' \
 		> "$CORPUS.tmp"
+	set -o pipefail
 	mv "$CORPUS.tmp" "$CORPUS"
 fi
 BYTES=$(wc -c < "$CORPUS")
