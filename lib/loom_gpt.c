@@ -434,14 +434,15 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 	float n = (float)sqrt(loom_k_sumsq(g->grads, g->n_params));
 	if (norm)
 		*norm = n;
+	float gscale = 1.0f;
 	if (g->cfg.grad_clip > 0 && n > g->cfg.grad_clip)
-		loom_k_scale(g->grads, g->n_params, (float)(g->cfg.grad_clip / n));
+		gscale = (float)(g->cfg.grad_clip / n);
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct loom_gpt_tensor *tt = &g->tensors[i];
 		size_t o = tt->offset;
 		loom_k_adamw(g->params + o, g->grads + o, g->m + o, g->v + o, tt->numel, lr,
 			     (float)g->cfg.beta1, (float)g->cfg.beta2, (float)g->cfg.eps,
-			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t);
+			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t, gscale);
 	}
 }
 
