@@ -296,6 +296,8 @@ int loom_bpe_trainer_feed(struct loom_bpe_trainer *t, const void *buf, size_t n)
 {
 	if (t->learned)
 		return loom_err_set(&t->err, LOOM_EINVAL, "feed after learn");
+	if (!n)
+		return 0;
 	if (t->doclen + n > t->doccap) {
 		size_t cap = t->doccap ? t->doccap : 65536;
 		while (cap < t->doclen + n)
