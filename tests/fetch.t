@@ -294,6 +294,20 @@ is_rc 0 "throttled download"
 like "$err" $'\rloom-fetch: slow\.bz2  [0-9.]+ kB / 300\.0 kB \([0-9]+%\)  [0-9.]+ kB/s  ETA 0:0[0-9]' \
 	"--progress shows bytes, total, percent, rate, ETA"
 like "$err" "loom-fetch: slow\.bz2: 300\.0 kB, sha1 $SHA verified" "summary after progress"
+# killed half way (as by cron's timeout): the .part stays and is resumed
+loom-fetch -q "$M2/$W/$D/$DUMP" -o "$T/r/int.bz2" --sha1 "$SHA" >/dev/null 2>&1 & kpid=$!
+sleep 0.7
+kill -TERM $kpid
+rc=0; wait $kpid || rc=$?
+is "$rc" 143 "SIGTERM ends loom-fetch"
+psize=$(stat -c %s "$T/r/int.bz2.part" 2>/dev/null || echo 0)
+ok "killed download keeps its .part ($psize bytes)" test "$psize" -gt 0 -a "$psize" -lt 300000
+ok "no final file after the kill" test ! -e "$T/r/int.bz2"
+run loom-fetch "$M2/$W/$D/$DUMP" -o "$T/r/int.bz2" --sha1 "$SHA"
+is_rc 0 "rerun after the kill"
+like "$err" "int\.bz2: 300\.0 kB \(resumed at [0-9.]+ kB\), sha1 $SHA verified" "rerun resumed"
+same_file "$T/r/int.bz2" "$T/src/$DUMP" "resumed after kill: intact"
+
 run loom-fetch "$M2/$W/$D/$INDEX" -o "$T/r/idx.bz2"
 is_rc 0 "no progress when stderr is not a terminal"
 unlike "$err" $'\r' "no progress lines in a file"
