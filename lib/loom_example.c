@@ -428,7 +428,8 @@ static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind
 		if (num == 3) {
 			if (*kind != 3) {
 				*count = 0; /* the oneof switched: values start over */
-				r->bad_at = NULL;
+				if (o64 || o32)
+					r->bad_at = NULL;
 			}
 			rc = int64_list(r, b, be, o64, o32, cap, count);
 		} else {
