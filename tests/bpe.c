@@ -31,6 +31,13 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+static double cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 static struct loom_bpe *E;
 static struct loom_vocab *V;
 
@@ -272,13 +279,17 @@ static void test_long_pieces(void)
 static double time_run(size_t n, int c)
 {
 	uint8_t *s = malloc(n);
+	double best = 1e9;
 	memset(s, c, n);
-	double t0 = now();
-	struct loom_ids ids = enc(s, n, 0);
-	double t = now() - t0;
-	loom_ids_release(&ids);
+	for (int k = 0; k < 2; k++) { /* CPU time, best of 2: the machine is shared */
+		double t0 = cpu();
+		struct loom_ids ids = enc(s, n, 0);
+		double t = cpu() - t0;
+		loom_ids_release(&ids);
+		best = t < best ? t : best;
+	}
 	free(s);
-	return t;
+	return best;
 }
 
 static void test_linear(void)

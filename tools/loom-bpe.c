@@ -117,6 +117,8 @@ struct out {
 
 static void out_open(struct out *o, const char *path)
 {
+	/* cli_die exits: remove an unfinished output on any exit */
+	atexit(loom_outfile_unlink_all);
 	o->to_stdout = !path || !strcmp(path, "-");
 	if (loom_outfile_open(&o->f, o->to_stdout ? "-" : path))
 		cli_die("%s", loom_outfile_error(&o->f));
@@ -390,7 +392,8 @@ static int reader_fill(struct reader *r, struct chunk *ch)
 			return 0;
 		ch->in.n = 0;
 		buf_need(&ch->in, r->carry.n + want + 1);
-		memcpy(ch->in.p, r->carry.p, r->carry.n);
+		if (r->carry.n)
+			memcpy(ch->in.p, r->carry.p, r->carry.n);
 		ch->in.n = r->carry.n;
 		r->carry.n = 0;
 		ch->file = r->name;
