@@ -421,6 +421,8 @@ struct job {
 	size_t nrec, caprec;
 	/* multistream: a bz2 stream */
 	uint64_t off, end;
+	struct loom_wt_buf xml;       /* the decompressed stream */
+	int state;                    /* J_DECOMP, J_READY, J_PARSE */
 	int last;                     /* the final job: nothing after it */
 	int done;
 	int err;                      /* error of this job (or of the input) */
@@ -429,6 +431,8 @@ struct job {
 	uint64_t pages, bytes_xml, invalid;
 	struct job *next;
 };
+
+enum { J_DECOMP, J_READY, J_PARSE };
 
 struct prec {
 	struct loom_page pg;
@@ -498,6 +502,7 @@ static void job_free(struct job *j)
 	free(j->recs);
 	free(j->msg);
 	loom_wt_buf_free(&j->out.buf);
+	loom_wt_buf_free(&j->xml);
 	free(j);
 }
 
@@ -964,21 +969,18 @@ static int stream_page(void *ctx, const struct loom_page *pg)
 	return do_page(sc->d, sc->worker, pg, sc->j);
 }
 
-static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
+/* Decompress bz2 stream j (bytes off..end) into j->xml, UTF-8 repaired.
+ * On failure j->err/msg are set and j->xml holds what came out before. */
+static int stream_decompress(struct loom_dump *d, struct job *j)
 {
-	struct stream_ctx sc = { d, j, worker };
-	struct loom_pagexml *px = loom_pagexml_new(!first, stream_page, first ? set_site : NULL, &sc);
 	struct archive *a = raw_reader();
 	struct archive_entry *ent;
-	struct loom_wt_buf clean = { 0 };
 	unsigned char carry[4];
 	int ncarry = 0, r = 0;
 	size_t len = j->end - j->off;
 	char *comp = malloc(len ? len : 1), *raw = malloc(READ_BLOCK);
-	if (!px || !a || !comp || !raw) {
+	if (!a || !comp || !raw) {
 		r = LOOM_ENOMEM;
-		if (asprintf(&j->msg, "out of memory") < 0)
-			j->msg = NULL;
 		goto out;
 	}
 	if (j->end > d->size || j->off >= d->size) {
@@ -1017,23 +1019,13 @@ static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
 				j->msg = NULL;
 			goto out;
 		}
-		clean.len = 0;
-		int64_t bad = loom_utf8_sanitize(raw, n, &clean, carry, &ncarry, n > 0);
+		int64_t bad = loom_utf8_sanitize(raw, n, &j->xml, carry, &ncarry, n > 0);
 		if (bad < 0) {
 			r = LOOM_ENOMEM;
 			goto out;
 		}
 		j->invalid += bad;
 		j->bytes_xml += n;
-		r = n ? loom_pagexml_feed(px, clean.p, clean.len) :
-			loom_pagexml_finish(px, first ? LOOM_PAGEXML_END_OPEN :
-					    j->last ? LOOM_PAGEXML_END_DOC : LOOM_PAGEXML_END_STREAM);
-		if (r) {
-			if (asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
-				     (unsigned long long)j->off, loom_pagexml_error(px)) < 0)
-				j->msg = NULL;
-			goto out;
-		}
 		if (!n)
 			break;
 	}
@@ -1041,13 +1033,50 @@ out:
 	if (r && !j->msg)
 		j->msg = strdup("out of memory");
 	j->err = r;
-	loom_pagexml_free(px);
 	if (a)
 		archive_read_free(a);
 	free(comp);
 	free(raw);
-	loom_wt_buf_free(&clean);
 	return r;
+}
+
+/* Parse j->xml (a decompressed stream) and run the page function. */
+static int stream_parse(struct loom_dump *d, struct job *j, int worker, int first)
+{
+	struct stream_ctx sc = { d, j, worker };
+	struct loom_pagexml *px = loom_pagexml_new(!first, stream_page, first ? set_site : NULL, &sc);
+	int r;
+	if (!px) {
+		r = LOOM_ENOMEM;
+		goto fail;
+	}
+	r = loom_pagexml_feed(px, j->xml.p ? j->xml.p : "", j->xml.len);
+	if (!r && !j->err) /* after a decompression error: keep the whole pages only */
+		r = loom_pagexml_finish(px, first ? LOOM_PAGEXML_END_OPEN :
+					j->last ? LOOM_PAGEXML_END_DOC : LOOM_PAGEXML_END_STREAM);
+	if (r && !j->err) {
+		free(j->msg);
+		if (asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
+			     (unsigned long long)j->off, loom_pagexml_error(px)) < 0)
+			j->msg = NULL;
+		goto fail;
+	}
+	loom_pagexml_free(px);
+	loom_wt_buf_free(&j->xml);
+	return j->err;
+fail:
+	loom_pagexml_free(px);
+	loom_wt_buf_free(&j->xml);
+	if (!j->msg)
+		j->msg = strdup("out of memory");
+	j->err = r;
+	return r;
+}
+
+static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
+{
+	stream_decompress(d, j);
+	return stream_parse(d, j, worker, first);
 }
 
 /* --- workers --------------------------------------------------------- */
@@ -1057,77 +1086,121 @@ struct worker_arg {
 	int id;
 };
 
-static void *worker_main(void *arg)
+/* Multistream: tasks are "decompress stream k" and "parse + clean a
+ * decompressed stream".  Decompression (the long pole) goes first while
+ * the window of in-flight streams allows; streams are parsed independently
+ * of each other, so the tail of the dump keeps both threads busy. */
+static void multistream_worker(struct loom_dump *d, int id)
 {
-	struct worker_arg *wa = arg;
-	struct loom_dump *d = wa->d;
 	for (;;) {
 		struct job *j = NULL;
+		int parse = 0;
 		pthread_mutex_lock(&d->mu);
 		for (;;) {
 			if (d->stop)
 				break;
-			if (d->noffs) {
-				if (d->next_take >= d->total_jobs)
-					break;
-				if (d->next_take < d->next_write + d->window) {
-					j = job_new();
-					if (j) {
-						uint64_t k = d->next_take++;
-						j->seq = k;
-						j->off = d->offs[k];
-						j->end = k + 1 < d->noffs ? d->offs[k + 1] : d->size;
-						if (j->end < j->off)
-							j->end = j->off;
-						j->last = k + 1 == d->total_jobs;
-					}
+			if (d->next_take < d->total_jobs && d->next_take < d->next_write + d->window) {
+				j = job_new();
+				if (!j) {
+					d->stop = 1;
+					loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
+					pthread_cond_broadcast(&d->cv);
 					break;
 				}
-			} else if (d->todo_head) {
-				j = d->todo_head;
-				d->todo_head = j->next;
-				if (!d->todo_head)
-					d->todo_tail = NULL;
-				j->next = NULL;
+				uint64_t k = d->next_take++;
+				j->seq = k;
+				j->off = d->offs[k];
+				j->end = k + 1 < d->noffs ? d->offs[k + 1] : d->size;
+				if (j->end < j->off)
+					j->end = j->off;
+				j->last = k + 1 == d->total_jobs;
+				j->state = J_DECOMP;
+				d->slots[k % d->window] = j;
 				break;
+			}
+			for (uint64_t s = d->next_write; s < d->next_take; s++) {
+				struct job *c = d->slots[s % d->window];
+				if (c && c->seq == s && c->state == J_READY && !c->done) {
+					j = c;
+					break;
+				}
+			}
+			if (j) {
+				j->state = J_PARSE;
+				parse = 1;
+				break;
+			}
+			if (d->next_take >= d->total_jobs) {
+				int busy = 0;
+				for (uint64_t s = d->next_write; s < d->next_take; s++) {
+					struct job *c = d->slots[s % d->window];
+					busy |= c && c->state == J_DECOMP;
+				}
+				if (!busy)
+					break; /* nothing left that could become work */
 			}
 			pthread_cond_wait(&d->cv, &d->mu);
 		}
-		int stop = d->stop;
 		pthread_mutex_unlock(&d->mu);
-		if (!j) {
-			if (!stop && d->noffs && d->next_take < d->total_jobs) {
-				pthread_mutex_lock(&d->mu);
-				d->stop = 1;
-				loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
-				pthread_cond_broadcast(&d->cv);
-				pthread_mutex_unlock(&d->mu);
-			}
-			break;
-		}
-		if (d->noffs) {
-			run_stream(d, j, wa->id, 0);
+		if (!j)
+			return;
+		if (parse) {
+			stream_parse(d, j, id, 0);
 		} else {
-			for (size_t i = 0; i < j->nrec; i++) {
-				struct prec *r = &j->recs[i];
-				struct loom_page pg = r->pg;
-				pg.title = j->data.p + r->title;
-				pg.redirect_title = j->data.p + r->rtitle;
-				pg.text = j->data.p + r->text;
-				int e = do_page(d, wa->id, &pg, j);
-				if (e) {
-					if (!j->err) {
-						j->err = e;
-						free(j->msg);
-						j->msg = NULL;
-					}
-					break;
-				}
-			}
-			loom_wt_buf_free(&j->data);
-			free(j->recs);
-			j->recs = NULL;
+			stream_decompress(d, j);
 		}
+		pthread_mutex_lock(&d->mu);
+		if (parse)
+			j->done = 1;
+		else
+			j->state = J_READY;
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker_arg *wa = arg;
+	struct loom_dump *d = wa->d;
+	if (d->noffs) {
+		multistream_worker(d, wa->id);
+		return NULL;
+	}
+	for (;;) {
+		struct job *j = NULL;
+		pthread_mutex_lock(&d->mu);
+		while (!d->stop && !d->todo_head)
+			pthread_cond_wait(&d->cv, &d->mu);
+		if (!d->stop) {
+			j = d->todo_head;
+			d->todo_head = j->next;
+			if (!d->todo_head)
+				d->todo_tail = NULL;
+			j->next = NULL;
+		}
+		pthread_mutex_unlock(&d->mu);
+		if (!j)
+			break;
+		for (size_t i = 0; i < j->nrec; i++) {
+			struct prec *r = &j->recs[i];
+			struct loom_page pg = r->pg;
+			pg.title = j->data.p + r->title;
+			pg.redirect_title = j->data.p + r->rtitle;
+			pg.text = j->data.p + r->text;
+			int e = do_page(d, wa->id, &pg, j);
+			if (e) {
+				if (!j->err) {
+					j->err = e;
+					free(j->msg);
+					j->msg = NULL;
+				}
+				break;
+			}
+		}
+		loom_wt_buf_free(&j->data);
+		free(j->recs);
+		j->recs = NULL;
 		pthread_mutex_lock(&d->mu);
 		j->done = 1;
 		d->slots[j->seq % d->window] = j;
