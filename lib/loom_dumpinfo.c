@@ -139,16 +139,17 @@ static int parse_file(struct loom_dumpinfo *d, const char *src, const char *jobn
 	struct loom_dumpfile *f = entry(d, name);
 	if (!f)
 		return loom_err_set(&d->err, LOOM_ENOMEM, "%s: out of memory", src);
-	if (f->job && strcmp(f->job, jobname))
-		return loom_err_set(&d->err, LOOM_EFORMAT,
-				    "%s: '%s' is listed by two jobs (%s and %s)", src, name,
-				    f->job, jobname);
-	free(f->job);
-	free(f->status);
-	f->job = strdup(jobname);
-	f->status = strdup(status);
-	if (!f->job || !f->status)
-		return loom_err_set(&d->err, LOOM_ENOMEM, "%s: out of memory", src);
+	/* A file listed by two jobs (a job and its "recombine" twin, say)
+	 * keeps the job that is done, else the first one; digests listed by
+	 * both must agree (checked below). */
+	if (!f->job || (strcmp(f->status, "done") && !strcmp(status, "done"))) {
+		free(f->job);
+		free(f->status);
+		f->job = strdup(jobname);
+		f->status = strdup(status);
+		if (!f->job || !f->status)
+			return loom_err_set(&d->err, LOOM_ENOMEM, "%s: out of memory", src);
+	}
 
 	json_t *v = json_object_get(fo, "size");
 	if (v) {

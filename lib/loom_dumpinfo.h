@@ -16,7 +16,8 @@
  * job status).  Every field is validated: a file name must be a plain
  * name (no '/', no "..", no control bytes), sizes non-negative integers,
  * digests the right number of hex digits; unknown keys are ignored.  The
- * same file listed with different digests in the two sources is an error.
+ * same file listed with different digests (by two jobs or in the two
+ * sources) is an error; listed by two jobs, it keeps the job that is done.
  *
  * Ownership: loom_dumpinfo_init/_release; the table owns its strings.
  * Errors: 0 or negative LOOM_E* (LOOM_EFORMAT for malformed input), with a

@@ -8,6 +8,7 @@
 #define W "enwiki-20250801-"
 #define DUMP W "pages-articles-multistream.xml.bz2"
 #define SHA "0123456789abcdef0123456789abcdef01234567"
+#define SHA2 "1123456789abcdef0123456789abcdef01234567"
 
 static int parse_json(struct loom_dumpinfo *d, const char *s)
 {
@@ -114,9 +115,19 @@ int main(void)
 		 "ds.json: jobs.a.files: '..' is not a plain file name", "dot-dot name");
 	bad_json("{\"jobs\": {\"a\": {\"status\": \"done\", \"files\": {\"x\": {\"url\": \"/w/d/y\"}}}}}",
 		 "ds.json: jobs.a.files.x.url: not a path ending in '/x'", "url for another file");
-	bad_json("{\"jobs\": {\"a\": {\"status\": \"done\", \"files\": {\"x\": {}}},"
-		 " \"b\": {\"status\": \"done\", \"files\": {\"x\": {}}}}}",
-		 "ds.json: 'x' is listed by two jobs (a and b)", "file in two jobs");
+	bad_json("{\"jobs\": {\"a\": {\"status\": \"done\", \"files\": {\"x\": {\"sha1\": \"" SHA "\"}}},"
+		 " \"b\": {\"status\": \"done\", \"files\": {\"x\": {\"sha1\": \"" SHA2 "\"}}}}}",
+		 "ds.json: sha1 of 'x' is " SHA2 ", but another listing says " SHA,
+		 "two jobs, two digests");
+	loom_dumpinfo_init(&d);
+	is_int(parse_json(&d, "{\"jobs\": {\"a\": {\"status\": \"in-progress\", \"files\": {\"x\": {}}},"
+			  " \"b\": {\"status\": \"done\", \"files\": {\"x\": {\"size\": 3}}},"
+			  " \"c\": {\"status\": \"failed\", \"files\": {\"x\": {}}}}}"), 0,
+	       "a file listed by three jobs");
+	f = loom_dumpinfo_find(&d, "x");
+	ok(f && !strcmp(f->job, "b") && !strcmp(f->status, "done") && f->size == 3,
+	   "it keeps the job that is done");
+	loom_dumpinfo_release(&d);
 	bad_json("{\"jobs\": {}, \"jobs\": {}}",
 		 "ds.json: line 1, column 19: duplicate object key near '\"jobs\"'", "duplicate key");
 
