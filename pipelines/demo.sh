@@ -18,3 +18,10 @@ trap 'pipelines/mirror.sh stop "$OUT/mirror-state"' EXIT
 MIRROR=$(pipelines/mirror.sh start "$OUT/mirror" "$OUT/mirror-state")
 loom-fetch --mirror "$MIRROR" --wiki samplewiki --date latest -o "$OUT/dumps" >"$OUT/dumps.list"
 pipelines/mirror.sh stop "$OUT/mirror-state"
+
+# loom-extract: the dump (as fetched, else the bundled one) -> one article per line.
+stage "loom-extract: wikitext -> $OUT/sample.txt (one article per line)"
+DUMP=$(find "$OUT/dumps" -name '*-pages-articles-multistream.xml.bz2' 2>/dev/null | head -n 1)
+[ -n "$DUMP" ] || DUMP=share/sample/samplewiki-20260101-pages-articles-multistream.xml.bz2
+loom-extract -j 2 -o "$OUT/sample.txt" "$DUMP"
+head -n 3 "$OUT/sample.txt" | cut -c 1-100
