@@ -116,14 +116,17 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g);
 }
 
-/* Box-Muller normal from two counter hashes. */
-static float normal_at(uint64_t key, size_t i)
+/* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
+static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
 {
-	uint64_t a = loom_k_hash64(key ^ loom_k_hash64(2 * (uint64_t)i));
-	uint64_t b = loom_k_hash64(key ^ loom_k_hash64(2 * (uint64_t)i + 1));
-	double u1 = ((a >> 11) + 1.0) * (1.0 / 9007199254740993.0);
-	double u2 = (b >> 11) * (1.0 / 9007199254740992.0);
-	return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+	uint64_t a = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
+	uint64_t b = loom_k_hash64(a);
+	float u1 = ((a >> 40) + 1.0f) * (1.0f / 16777217.0f);
+	float u2 = (b >> 40) * (1.0f / 16777216.0f);
+	float r = sqrtf(-2.0f * logf(u1)), s, c;
+	sincosf(2.0f * (float)M_PI * u2, &s, &c);
+	*z0 = r * c;
+	*z1 = r * s;
 }
 
 void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
@@ -140,9 +143,19 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 			continue;
 		}
 		float std = strstr(t->name, "c_proj.weight") ? resid_std : 0.02f;
+		size_t half = t->numel / 2;
 		#pragma omp parallel for schedule(static)
-		for (size_t j = 0; j < t->numel; j++)
-			p[j] = std * normal_at(key, j);
+		for (size_t j = 0; j < half; j++) {
+			float z0, z1;
+			normal_pair(key, j, &z0, &z1);
+			p[2 * j] = std * z0;
+			p[2 * j + 1] = std * z1;
+		}
+		if (t->numel & 1) {
+			float z0, z1;
+			normal_pair(key, half, &z0, &z1);
+			p[t->numel - 1] = std * z0;
+		}
 	}
 	memset(g->m, 0, g->n_params * sizeof(float));
 	memset(g->v, 0, g->n_params * sizeof(float));

@@ -105,7 +105,9 @@ int loom_gpt_backward(struct loom_gpt *g, float scale);
 void loom_gpt_zero_grad(struct loom_gpt *g);
 /* Global gradient norm (before clipping) into *norm; clip to cfg.grad_clip
  * (if > 0); AdamW step `t` (1-based) at learning rate lr, weight decay only
- * on tensors with decay set. */
+ * on tensors with decay set.  Leaves the gradients zeroed (gradients start
+ * zeroed after loom_gpt_new/init_weights), so a training loop needs no
+ * loom_gpt_zero_grad(). */
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted

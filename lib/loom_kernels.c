@@ -594,7 +594,7 @@ void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, 
 
 /* ---- optimizer --------------------------------------------------------- */
 
-void loom_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
 {
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
@@ -606,17 +606,19 @@ void loom_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float 
 		float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
 		m[i] = mi;
 		v[i] = vi;
+		g[i] = 0.0f;
 		p[i] -= lr * (mi * c1 / (sqrtf(vi * c2) + eps) + wd * p[i]);
 	}
 }
 
-void loom_k_adamw_naive(float *p, const float *g, float *m, float *v, size_t n, float lr,
+void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float lr,
 			float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
 {
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gscale;
 		m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
 		v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+		g[i] = 0.0f;
 		double mh = m[i] / (1.0 - pow(beta1, (double)t));
 		double vh = v[i] / (1.0 - pow(beta2, (double)t));
 		p[i] = (float)(p[i] - lr * (mh / (sqrt(vh) + eps) + wd * p[i]));

@@ -104,10 +104,11 @@ void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, 
 				   int ignore_id, float dloss);
 
 /* AdamW step t (1-based) with bias correction; decoupled weight decay wd;
- * the gradient is used as g * gscale (gradient clipping folded in). */
-void loom_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+ * the gradient is used as g * gscale (gradient clipping folded in) and
+ * then zeroed (saving a separate pass over the gradients). */
+void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
-void loom_k_adamw_naive(float *p, const float *g, float *m, float *v, size_t n, float lr,
+void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float lr,
 			float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
 
 /* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */

@@ -182,12 +182,21 @@ static void test_adamw(size_t n)
 	for (size_t i = 0; i < n; i++)
 		v1[i] = fabsf(v1[i]);
 	float *p2 = dup(p1, n), *m2 = dup(m1, n), *v2 = dup(v1, n);
+	float *g1 = dup(g, n), *g2 = dup(g, n);
 	for (int t = 1; t <= 3; t++) {
-		loom_k_adamw(p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, t == 2 ? 0.5f : 1.0f);
-		loom_k_adamw_naive(p2, g, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, t == 2 ? 0.5f : 1.0f);
+		memcpy(g1, g, sizeof(float) * n);
+		memcpy(g2, g, sizeof(float) * n);
+		loom_k_adamw(p1, g1, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, t == 2 ? 0.5f : 1.0f);
+		loom_k_adamw_naive(p2, g2, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, t == 2 ? 0.5f : 1.0f);
 	}
 	ok(close_arr(p1, p2, n, 1e-6, 1e-5, "p") && close_arr(m1, m2, n, 1e-7, 1e-5, "m") &&
 	   close_arr(v1, v2, n, 1e-7, 1e-5, "v"), "adamw n=%zu", n);
+	int zeroed = 1;
+	for (size_t i = 0; i < n; i++)
+		zeroed &= g1[i] == 0.0f;
+	ok(zeroed, "adamw leaves the gradients zeroed");
+	free(g1);
+	free(g2);
 	free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2);
 }
 

@@ -566,7 +566,7 @@ int main(int argc, char **argv)
 		double t0 = cli_now();
 		double lsum = 0;
 		int micro;
-		loom_gpt_zero_grad(g);
+		/* gradients are zero here: loom_gpt_step() leaves them so */
 		for (micro = 0; micro < c->grad_accum; micro++) {
 			if (micro == 0 && !wait_input(STDIN_FILENO))
 				break; /* stop requested between steps */
