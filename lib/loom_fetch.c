@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -591,6 +592,44 @@ static int verify(struct xfer *x, const struct loom_fetch_expect *exp, uint64_t 
 	return 0;
 }
 
+/* The verification record: "<algo> <hex> <size> <mtime s>.<ns>". */
+#define VERIFIED_XATTR "user.loom.verified"
+
+static int record_text(char *buf, size_t n, const char *algo, const char *hex,
+		       const struct stat *st)
+{
+	int k = snprintf(buf, n, "%s %s %lld %lld.%09ld", algo, hex, (long long)st->st_size,
+			 (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+	for (char *p = buf; *p; p++)
+		if (*p >= 'A' && *p <= 'F')
+			*p = (char)(*p - 'A' + 'a');
+	return k;
+}
+
+/* Best effort: a file system without user xattrs just rehashes later. */
+static void record_verified(int fd, const char *algo, const char *hex)
+{
+	struct stat st;
+	char v[256];
+	if (fstat(fd, &st) == 0) {
+		int k = record_text(v, sizeof v, algo, hex, &st);
+		if (k > 0 && (size_t)k < sizeof v)
+			(void)fsetxattr(fd, VERIFIED_XATTR, v, (size_t)k, 0);
+	}
+}
+
+static int recorded_verified(const char *path, const struct stat *st, const char *algo,
+			     const char *hex)
+{
+	char got[256], want[256];
+	ssize_t n = getxattr(path, VERIFIED_XATTR, got, sizeof got - 1);
+	if (n <= 0)
+		return 0;
+	got[n] = 0;
+	record_text(want, sizeof want, algo, hex, st);
+	return !strcmp(got, want);
+}
+
 static int valid_hex(const char *s, size_t n)
 {
 	if (!s)
@@ -644,20 +683,35 @@ int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 	struct stat st;
 	if (any_digest && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (exp->size < 0 || (uint64_t)st.st_size == (uint64_t)exp->size)) {
+		int s = exp->sha256 && exp->sha256[0] ? H_SHA256
+			: exp->sha1 && exp->sha1[0] ? H_SHA1 : H_MD5;
+		const char *shex = s == H_SHA256 ? exp->sha256 : s == H_SHA1 ? exp->sha1
+									  : exp->md5;
+		if (!f->o.recheck && recorded_verified(path, &st, halgo[s], shex)) {
+			res->already = res->cached = res->verified = 1;
+			res->size = (uint64_t)st.st_size;
+			snprintf(res->algo, sizeof res->algo, "%s", halgo[s]);
+			for (size_t i = 0; shex[i] && i < sizeof res->hex - 1; i++)
+				res->hex[i] = (char)(shex[i] >= 'A' && shex[i] <= 'F'
+						     ? shex[i] - 'A' + 'a' : shex[i]);
+			goto out;
+		}
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rc = loom_err_errno(&f->err, LOOM_EIO, errno, "cannot open '%s'", path);
 			goto out;
 		}
 		rc = hash_prefix(x, fd, (uint64_t)st.st_size, path);
-		close(fd);
-		if (rc < 0)
-			goto out;
-		if (verify(x, exp, (uint64_t)st.st_size, path, res) == 0) {
+		if (rc == 0 && verify(x, exp, (uint64_t)st.st_size, path, res) == 0) {
+			record_verified(fd, res->algo, res->hex);
+			close(fd);
 			res->already = 1;
 			res->size = (uint64_t)st.st_size;
 			goto out;
 		}
+		close(fd);
+		if (rc < 0)
+			goto out;
 		loom_err_clear(&f->err); /* present but different: fetch it anew */
 	}
 
@@ -684,6 +738,8 @@ int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 			goto out;
 		}
 	}
+	if (res->verified)
+		record_verified(x->fd, res->algo, res->hex);
 	if (fsync(x->fd) < 0) {
 		rc = loom_err_errno(&f->err, LOOM_EIO, errno, "cannot fsync '%s'", fc.part);
 		goto out;

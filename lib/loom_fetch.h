@@ -22,6 +22,11 @@
  *     earlier .part, the file is fetched once more from scratch first.
  *   - if `path` already exists and matches every expected digest (at
  *     least one must be given), nothing is fetched (res->already = 1).
+ *     Verified files carry a record of it (extended attribute
+ *     user.loom.verified: digest, size, mtime); a present file whose record
+ *     matches the expected digest, its size and mtime is trusted without
+ *     rehashing (res->cached = 1) unless opts.recheck is set.  Where the
+ *     file system has no extended attributes the file is always rehashed.
  * It never prints: progress goes to an optional callback.
  *
  * Ownership: loom_fetch_new/_free (free accepts NULL); one object per
@@ -54,6 +59,7 @@ struct loom_fetch_opts {
 	long connect_timeout;   /* seconds to connect (30) */
 	long stall_timeout;     /* abort an attempt after this many seconds
 				 * without data (60) */
+	int recheck;            /* rehash present files even if recorded verified */
 	loom_fetch_progress_fn progress; /* may be NULL */
 	void *progress_ud;
 };
@@ -76,6 +82,7 @@ struct loom_fetch_result {
 	double seconds;       /* wall time of the call */
 	unsigned attempts;    /* transfer attempts made (0 if already) */
 	int already;          /* 1: `path` was present and verified */
+	int cached;           /* 1: ... by its verification record, not rehashed */
 	int verified;         /* 1: every expected digest and size matched */
 	char algo[8];         /* strongest expected digest; "sha1" if none given */
 	char hex[129];        /* its value (computed, also when unverified) */

@@ -101,13 +101,24 @@ wait_log "GET /$W/$D/$INDEX"
 n_before=$(grep -c "$DUMP" "$T/state/access.log")
 run loom-fetch --mirror "$M" --wiki $W -o "$T/out"
 is_rc 0 "second run exits 0"
-like "$err" "^loom-fetch: $DUMP: already complete \(300\.0 kB, sha1 $SHA verified\)\$" \
-	"second run says already complete"
+like "$err" "^loom-fetch: $DUMP: already complete \(300\.0 kB, sha1 $SHA verified earlier\)\$" \
+	"second run says already complete (trusting its verification record)"
 like "$err" "^loom-fetch: $INDEX: already complete" "index already complete"
 "$PIPE/mirror.sh" flush "$T/state"; sleep 0.2
 is "$(grep -c "GET /$W/latest/dumpstatus.json" "$T/state/access.log")" 2 "second run asked for dumpstatus.json"
 is "$(grep -c "$DUMP" "$T/state/access.log")" "$n_before" "second run did not download the dump again"
 is "$(stat -c %Y.%s "$T/out/$DUMP")" "$mtime" "file untouched"
+
+run loom-fetch --recheck --mirror "$M" --wiki $W -o "$T/out"
+is_rc 0 "--recheck exits 0"
+like "$err" "^loom-fetch: $DUMP: already complete \(300\.0 kB, sha1 $SHA verified\)\$" \
+	"--recheck rehashes the present file"
+# a file changed since it was verified (same size) is rehashed and replaced
+"$PY" -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(1000); f.write(b"X" * 10)' "$T/out/$DUMP"
+run loom-fetch --mirror "$M" --wiki $W -o "$T/out"
+is_rc 0 "changed file: exits 0"
+like "$err" "^loom-fetch: $DUMP: 300\.0 kB, sha1 $SHA verified" "changed file fetched again"
+same_file "$T/out/$DUMP" "$T/src/$DUMP" "changed file replaced by the verified one"
 
 run loom-fetch -q --mirror "$M" --wiki $W -o "$T/out"
 is_rc 0 "-q exits 0"

@@ -67,6 +67,13 @@ int main(void)
 
 	is_int(loom_fetch_file(f, url, dst, &exp, &res), 0, "second call");
 	ok(res.already && res.transferred == 0 && res.attempts == 0, "already complete, nothing transferred");
+	ok(res.cached && !strcmp(res.hex, sha), "trusted its verification record");
+	struct loom_fetch_opts o2 = o;
+	o2.recheck = 1;
+	struct loom_fetch *f2 = loom_fetch_new(&o2);
+	is_int(loom_fetch_file(f2, url, dst, &exp, &res), 0, "recheck");
+	ok(res.already && !res.cached && res.verified && !strcmp(res.hex, sha), "rehashed");
+	loom_fetch_free(f2);
 
 	/* resume: a .part with the first 300000 bytes */
 	unlink(dst);

@@ -41,6 +41,8 @@ static const char usage[] =
 	"                       60 s (default 1)\n"
 	"      --timeout S      connect timeout (default 30); a transfer without\n"
 	"                       data for twice as long counts as failed\n"
+	"      --recheck        rehash files already present even when they are\n"
+	"                       recorded as verified (xattr user.loom.verified)\n"
 	"      --progress       show progress even when stderr is not a terminal\n"
 	"  -q, --quiet          no progress, no summary lines\n"
 	"  -h, --help           this help\n"
@@ -109,8 +111,9 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	if (!g.quiet) {
 		cli_bytes((double)res.size, sz, sizeof sz);
 		if (res.already) {
-			fprintf(stderr, "%s: %s: already complete (%s, %s %s verified)\n", cli_prog,
-				g.name, sz, res.algo, res.hex);
+			fprintf(stderr, "%s: %s: already complete (%s, %s %s %s)\n", cli_prog,
+				g.name, sz, res.algo, res.hex,
+				res.cached ? "verified earlier" : "verified");
 		} else {
 			double mbs = res.seconds > 0 ? res.transferred / res.seconds / 1e6 : 0;
 			char resumed[64] = "";
@@ -333,7 +336,7 @@ out:
 int main(int argc, char **argv)
 {
 	enum { O_MIRROR = 256, O_WIKI, O_DATE, O_WHAT, O_SHA1, O_MD5, O_SHA256, O_SIZE,
-	       O_RETRIES, O_DELAY, O_TIMEOUT, O_PROGRESS, O_VERSION };
+	       O_RETRIES, O_DELAY, O_TIMEOUT, O_RECHECK, O_PROGRESS, O_VERSION };
 	static const struct option lo[] = {
 		{ "mirror", required_argument, 0, O_MIRROR },
 		{ "wiki", required_argument, 0, O_WIKI },
@@ -347,6 +350,7 @@ int main(int argc, char **argv)
 		{ "retries", required_argument, 0, O_RETRIES },
 		{ "retry-delay", required_argument, 0, O_DELAY },
 		{ "timeout", required_argument, 0, O_TIMEOUT },
+		{ "recheck", no_argument, 0, O_RECHECK },
 		{ "progress", no_argument, 0, O_PROGRESS },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },
@@ -380,6 +384,7 @@ int main(int argc, char **argv)
 			fo.connect_timeout = (long)cli_u64("--timeout", optarg, 1, 86400);
 			fo.stall_timeout = 2 * fo.connect_timeout;
 			break;
+		case O_RECHECK: fo.recheck = 1; break;
 		case O_PROGRESS: force_progress = 1; break;
 		case 'q': g.quiet = 1; break;
 		case 'h': cli_help();
