@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# loom-train figures (issue 5), all measured in this one run:
+#  - MFU of the gpt2 preset at B=4,T=64 and B=8,T=256: training FLOP/s
+#    (6 x params x tokens/s + 12 x layers x T x hidden x tokens/s) over the
+#    best sgemm FLOP/s measured here (loom-train --bench-sgemm); target >= 0.6
+#  - tokens/s against PyTorch (python3-torch, same model fp32, AdamW,
+#    torch.set_num_threads(2)); targets >= 1.5x at B=4,T=64, >= 1.2x at B=8,T=256
+#  - peak memory of gpt2 at B=8,T=256 with and without --recompute
+# The gpt2 preset is heavy on 2 cores: a warm-up step, then a few timed
+# steps.  Figures are noisy on a shared machine.
+# Env: STEPS (timed steps, default 2), THREADS (default 2).
+set -u
+cd "$(dirname "$0")/../.."
+STEPS=${STEPS:-2}
+THREADS=${THREADS:-2}
+PY=/usr/bin/python3
+W=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-train.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+command -v loom-train >/dev/null || { echo "loom-train not on PATH (make bench)"; exit 1; }
+
+if ! $PY -c 'import torch' 2>/dev/null; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "installing python3-torch for the reference run ..."
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null 2>&1 ||
+			{ apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null 2>&1; }
+	fi
+fi
+have_torch=0
+$PY -c 'import torch' 2>/dev/null && have_torch=1
+
+peak=$(loom-train --threads "$THREADS" --bench-sgemm | awk '{print $2}')
+echo "sgemm peak: $peak GFLOP/s ($THREADS threads)"
+
+figure() { # name value target-op target unit
+	local ok
+	ok=$($PY -c "import sys; v,t=float(sys.argv[1]),float(sys.argv[3]); print('ok' if (v>=t if sys.argv[2]=='>=' else v<=t) else 'MISSED')" "$2" "$3" "$4")
+	echo "FIGURE $1: $2$5 (target $3 $4$5) $ok"
+}
+
+# run_loom B T [extra args] -> prints "tokens_per_s maxrss_kb"
+run_loom() {
+	local b=$1 t=$2; shift 2
+	$PY tests/mkframes.py "$b" $((t + 1)) $((STEPS + 1)) 50257 1 > "$W/frames"
+	$PY - "$W" "$b" "$t" "$THREADS" "$@" <<'PY'
+import json, resource, subprocess, sys
+w, b, t, th = sys.argv[1:5]
+cmd = ["loom-train", "-q", "-c", "gpt2", "--threads", th, "--log", w + "/log",
+       "--set", "micro_batch=%s,seq_len=%s,grad_accum=1,warmup_steps=0" % (b, t)] + sys.argv[5:]
+with open(w + "/frames", "rb") as f:
+    subprocess.run(cmd, stdin=f, check=True)
+rows = [json.loads(l) for l in open(w + "/log")]
+timed = rows[1:] if len(rows) > 1 else rows
+secs = sum(r["seconds"] for r in timed)
+ntok = int(b) * int(t) * len(timed)
+print("%.3f %d" % (ntok / secs, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+PY
+}
+
+params=$(loom-train --dry-run -c gpt2 | awk '/^parameters:/ {print $2}')
+for shape in "4 64 1.5" "8 256 1.2"; do
+	set -- $shape
+	b=$1 t=$2 want=$3
+	read -r tps rss < <(run_loom "$b" "$t")
+	flops=$($PY -c "print(6*$params + 12*12*$t*768)")
+	mfu=$($PY -c "print('%.2f' % ($flops * $tps / ($peak * 1e9)))")
+	echo "loom-train gpt2 B=$b T=$t: $tps tokens/s, peak RSS $((rss / 1024)) MB"
+	figure "loom-train gpt2 B=$b,T=$t MFU" "$mfu" ">=" 0.6 ""
+	if [ "$b" = 8 ]; then
+		read -r tps_r rss_r < <(run_loom "$b" "$t" --recompute)
+		echo "loom-train gpt2 B=$b T=$t --recompute: $tps_r tokens/s, peak RSS $((rss_r / 1024)) MB"
+		echo "FIGURE loom-train gpt2 B=8,T=256 peak memory: $((rss / 1024)) MB, with --recompute $((rss_r / 1024)) MB ($($PY -c "print('%.2f' % ($rss_r / $rss))")x), recompute time cost $($PY -c "print('%.2f' % ($tps / $tps_r))")x"
+	fi
+	if [ $have_torch = 1 ]; then
+		ttps=$($PY tests/bench/train_torch.py "$b" "$t" $((STEPS + 1)) "$THREADS" 2>/dev/null | awk '{print $2}')
+		echo "pytorch gpt2 B=$b T=$t: $ttps tokens/s"
+		figure "loom-train vs PyTorch gpt2 B=$b,T=$t tokens/s" "$($PY -c "print('%.2f' % ($tps / $ttps))")" ">=" "$want" "x"
+	else
+		echo "FIGURE loom-train vs PyTorch gpt2 B=$b,T=$t: skipped (python3-torch not installed)"
+	fi
+done
