@@ -430,7 +430,7 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	uint64_t wb = s->o.memory / 8 / nwriters;
 	s->wbuf = (size_t)(wb < (64u << 10) ? (64u << 10) : wb > (4u << 20) ? (4u << 20) : wb);
 	uint64_t bb = s->o.memory / 4 / NBUCKET;
-	s->bk_bufsize = (size_t)(bb < (16u << 10) ? (16u << 10) : bb > (1u << 20) ? (1u << 20) : bb);
+	s->bk_bufsize = (size_t)(bb < (4u << 10) ? (4u << 10) : bb > (1u << 20) ? (1u << 20) : bb);
 	return s;
 }
 
@@ -567,11 +567,11 @@ static int bucket_put(struct loom_shard *s, struct bucket *b, uint64_t key, cons
 	return 0;
 }
 
-static void buckets_free(struct bucket *bk)
+static void buckets_free(struct bucket *bk, int nb)
 {
 	if (!bk)
 		return;
-	for (int i = 0; i < NBUCKET; i++) {
+	for (int i = 0; i < nb; i++) {
 		if (bk[i].fd > 0)
 			close(bk[i].fd);
 		free(bk[i].buf);
@@ -579,14 +579,14 @@ static void buckets_free(struct bucket *bk)
 	free(bk);
 }
 
-static struct bucket *buckets_new(struct loom_shard *s)
+static struct bucket *buckets_new(struct loom_shard *s, int nb)
 {
-	struct bucket *bk = calloc(NBUCKET, sizeof *bk);
+	struct bucket *bk = calloc((size_t)nb, sizeof *bk);
 	if (!bk) {
 		nomem(s);
 		return NULL;
 	}
-	for (int i = 0; i < NBUCKET; i++) {
+	for (int i = 0; i < nb; i++) {
 		bk[i].fd = tmp_fd(s);
 		bk[i].buf = malloc(s->bk_bufsize);
 		if (bk[i].fd < 0 || !bk[i].buf) {
@@ -594,7 +594,7 @@ static struct bucket *buckets_new(struct loom_shard *s)
 				nomem(s);
 			if (bk[i].fd < 0)
 				bk[i].fd = 0;
-			buckets_free(bk);
+			buckets_free(bk, nb);
 			return NULL;
 		}
 	}
@@ -603,7 +603,7 @@ static struct bucket *buckets_new(struct loom_shard *s)
 
 static int spill(struct loom_shard *s)
 {
-	s->bk = buckets_new(s);
+	s->bk = buckets_new(s, NBUCKET);
 	if (!s->bk)
 		return s->err.code;
 	for (size_t i = 0; i < s->nents; i++) {
@@ -739,22 +739,32 @@ static int write_sorted(struct loom_shard *s, const uint8_t *base, struct ent *e
 	return 0;
 }
 
-/* Load a bucket file (size bytes) and write it in key order, or split it
- * by the key byte at `depth` when it does not fit the budget. */
-static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int depth)
+/* Load a bucket file (size bytes) and write it in key order, or, when it
+ * does not fit the budget, split it into 2..256 sub-buckets by the next
+ * key bits after the `used` top bits (sub-bucket order = key order). */
+static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int used)
 {
 	if (!size)
 		return 0;
 	uint64_t nrec_est = size / (REC_HDR + 64);
-	if (size + nrec_est * sizeof(struct ent) > s->o.memory / 2 && depth < 8) {
-		struct bucket *sub = buckets_new(s);
+	uint64_t half = s->o.memory / 2;
+	if (size + nrec_est * sizeof(struct ent) > half && used < 64) {
+		/* Fan-out: enough that a part fits twice over, at most 256. */
+		int bits = 1;
+		while (bits < 8 && (size >> bits) * 2 > half)
+			bits++;
+		if (bits > 64 - used)
+			bits = 64 - used;
+		int nb = 1 << bits;
+		struct bucket *sub = buckets_new(s, nb);
 		if (!sub)
 			return s->err.code;
 		size_t cap = 1u << 20, have = 0;
 		uint8_t *buf = malloc(cap);
 		uint64_t off = 0;
 		int rc = buf ? 0 : nomem(s);
-		int shift = 56 - 8 * depth;
+		int shift = 64 - used - bits;
+		uint64_t mask = (uint64_t)nb - 1;
 		while (rc == 0 && (off < size || have)) {
 			if (off < size && have < cap) {
 				size_t want = cap - have;
@@ -776,17 +786,17 @@ static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int depth)
 				memcpy(&l, buf + pos + 8, 4);
 				if (have - pos < REC_HDR + (size_t)l) {
 					if (REC_HDR + (size_t)l > cap) {
-						uint8_t *nb = realloc(buf, REC_HDR + (size_t)l);
-						if (!nb) {
+						uint8_t *nb2 = realloc(buf, REC_HDR + (size_t)l);
+						if (!nb2) {
 							rc = nomem(s);
 							break;
 						}
-						buf = nb;
+						buf = nb2;
 						cap = REC_HDR + (size_t)l;
 					}
 					break;
 				}
-				rc = bucket_put(s, &sub[(key >> shift) & 0xff], key,
+				rc = bucket_put(s, &sub[(key >> shift) & mask], key,
 						buf + pos + REC_HDR, l);
 				if (rc < 0)
 					break;
@@ -800,11 +810,14 @@ static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int depth)
 			}
 		}
 		free(buf);
-		for (int i = 0; rc == 0 && i < NBUCKET; i++)
+		for (int i = 0; rc == 0 && i < nb; i++)
 			rc = bucket_flush(s, &sub[i]);
-		for (int i = 0; rc == 0 && i < NBUCKET; i++)
-			rc = do_bucket(s, sub[i].fd, sub[i].bytes, depth + 1);
-		buckets_free(sub);
+		for (int i = 0; rc == 0 && i < nb; i++) {
+			rc = do_bucket(s, sub[i].fd, sub[i].bytes, used + bits);
+			close(sub[i].fd);
+			sub[i].fd = 0;
+		}
+		buckets_free(sub, nb);
 		return rc;
 	}
 	uint8_t *buf = malloc((size_t)size);
@@ -950,7 +963,7 @@ static int finish(struct loom_shard *s)
 			if ((rc = bucket_flush(s, &s->bk[i])) < 0)
 				return rc;
 		for (int i = 0; i < NBUCKET; i++) {
-			rc = do_bucket(s, s->bk[i].fd, s->bk[i].bytes, 1);
+			rc = do_bucket(s, s->bk[i].fd, s->bk[i].bytes, 8);
 			if (rc < 0)
 				return rc;
 			close(s->bk[i].fd); /* free its disk space early */
@@ -1040,7 +1053,7 @@ void loom_shard_free(struct loom_shard *s)
 	for (uint64_t j = 0; j < s->nw; j++)
 		loom_tfr_writer_free(s->w[j]);
 	free(s->w);
-	buckets_free(s->bk);
+	buckets_free(s->bk, NBUCKET);
 	free(s->arena);
 	free(s->ents);
 	free(s->tb);

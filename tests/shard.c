@@ -1,0 +1,213 @@
+/* Unit tests for loom_shard: the window rule against a brute-force model,
+ * shuffle keys, token input across buffer boundaries, chunking invariance,
+ * and the external shuffle (including recursive bucket splits) producing
+ * exactly the in-memory result. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_file.h"
+#include "loom_shard.h"
+#include "loom_tfrecord.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/loom-shardtest-XXXXXX";
+
+/* Brute force: starts 0, S, 2S ... while start < n - L, then the tail. */
+static uint64_t model(uint64_t n, uint64_t L, uint64_t S, int keep, uint64_t *tail)
+{
+	uint64_t k = 0, start = 0;
+	while ((int64_t)start < (int64_t)n - (int64_t)L) {
+		k++;
+		start += S;
+	}
+	*tail = keep && start < n && (n - start) * 2 >= L ? n - start : 0;
+	return k + (*tail ? 1 : 0);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	char *b;
+	struct loom_err e;
+	if (loom_read_file(path, &b, len, &e) < 0)
+		return NULL;
+	return (uint8_t *)b;
+}
+
+/* Shard tokens[0..n) with the given memory and chunking; returns 0/err. */
+static int run(const char *name, const uint32_t *tok, size_t n, uint64_t memory, size_t chunk,
+	       uint64_t shards, uint64_t rps, int shuffle, struct loom_shard_stats *st)
+{
+	char prefix[256];
+	snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
+	struct loom_shard_opts o = { .prefix = prefix, .seq_len = 24, .stride = 10,
+				     .keep_tail = 1, .shuffle = shuffle, .seed = 99,
+				     .shards = shards, .records_per_shard = rps,
+				     .memory = memory };
+	struct loom_err e;
+	struct loom_shard *s = loom_shard_new(&o, &e);
+	if (!s) {
+		diag("%s", e.msg);
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i += chunk)
+		rc = loom_shard_tokens(s, tok + i, n - i < chunk ? n - i : chunk);
+	if (rc == 0)
+		rc = loom_shard_finish(s);
+	if (rc)
+		diag("%s", loom_shard_error(s));
+	if (st)
+		loom_shard_get_stats(s, st);
+	loom_shard_free(s);
+	return rc;
+}
+
+static int same(const char *a, const char *b)
+{
+	char pa[512], pb[512];
+	size_t la, lb;
+	snprintf(pa, sizeof pa, "%s/%s", dir, a);
+	snprintf(pb, sizeof pb, "%s/%s", dir, b);
+	uint8_t *x = slurp(pa, &la), *y = slurp(pb, &lb);
+	int r = x && y && la == lb && memcmp(x, y, la) == 0;
+	free(x);
+	free(y);
+	return r;
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		skip_all("no temp dir");
+
+	/* ---- the window rule ---- */
+	int bad = 0;
+	for (uint64_t n = 0; n < 60; n++)
+		for (uint32_t L = 1; L < 20; L++)
+			for (uint32_t S = 1; S < 25; S++)
+				for (int keep = 0; keep < 2; keep++) {
+					uint64_t t1, t2;
+					uint64_t a = loom_shard_count(n, L, S, keep, &t1);
+					uint64_t b = model(n, L, S, keep, &t2);
+					bad += a != b || t1 != t2;
+				}
+	is_int(bad, 0, "loom_shard_count == brute-force model (n<60, L<20, S<25, tail)");
+	uint64_t t;
+	is_int(loom_shard_count(100, 10, 10, 0, &t), 9, "100 tokens, L=S=10: 9 samples");
+	is_int(loom_shard_count(10, 10, 10, 1, &t), 1, "n == L with tail: 1 sample");
+	is_int(t, 10, "  the tail is the whole stream");
+	is_int(loom_shard_count(1000000000ull, 2049, 2049, 0, &t), 488042, "1e9 tokens, L=2049");
+
+	/* ---- shuffle keys: a bijection for a fixed seed ---- */
+	size_t nk = 1 << 20;
+	uint64_t *keys = malloc(nk * sizeof *keys);
+	for (size_t i = 0; i < nk; i++)
+		keys[i] = loom_shard_key(5, i);
+	int dup = 0, topb[256] = { 0 };
+	for (size_t i = 0; i < nk; i++)
+		topb[keys[i] >> 56]++;
+	for (int i = 0; i < 256; i++)
+		dup += topb[i] < 3500 || topb[i] > 4700; /* expected 4096 each */
+	is_int(dup, 0, "top key bytes spread evenly over the 256 buckets");
+	ok(loom_shard_key(5, 0) != loom_shard_key(6, 0), "the seed changes keys");
+	free(keys);
+	char nm[256];
+	loom_shard_name(nm, sizeof nm, "out/x", 3, 12);
+	is_str(nm, "out/x-00003-of-00012.tfrecord", "shard name");
+
+	/* ---- token input ---- */
+	char path[512];
+	snprintf(path, sizeof path, "%s/tok.txt", dir);
+	FILE *f = fopen(path, "w");
+	/* ~1.5 MB: tokens straddle the 1 MiB read buffer. */
+	uint64_t sum = 0, cnt = 0;
+	for (uint32_t i = 0; ftell(f) < 1500000; i++) {
+		uint32_t v = i * 2654435761u;
+		fprintf(f, i % 7 ? "%u " : "%u\n", v);
+		sum += v;
+		cnt++;
+	}
+	fclose(f);
+	struct loom_err e;
+	struct loom_tokin *in = loom_tokin_open(path, LOOM_TOK_TEXT, &e);
+	uint32_t buf[1000];
+	ssize_t r;
+	uint64_t gsum = 0, gcnt = 0;
+	while ((r = loom_tokin_read(in, buf, 1000)) > 0)
+		for (ssize_t i = 0; i < r; i++) {
+			gsum += buf[i];
+			gcnt++;
+		}
+	is_int(r, 0, "text input read to the end");
+	ok(gsum == sum && gcnt == cnt, "all %" PRIu64 " tokens, across buffer boundaries", cnt);
+	ok(loom_tokin_bytes(in) == loom_tokin_size(in), "bytes consumed == file size");
+	loom_tokin_free(in);
+	enum loom_tokfmt fmt;
+	ok(loom_tokfmt_parse("u32", &fmt) == 0 && fmt == LOOM_TOK_U32, "format u32");
+	ok(loom_tokfmt_parse("i32", &fmt) == LOOM_EINVAL, "format i32 rejected");
+
+	/* ---- sharding ---- */
+	size_t n = 200000;
+	uint32_t *tok = malloc(n * sizeof *tok);
+	for (size_t i = 0; i < n; i++)
+		tok[i] = (uint32_t)((i * 2654435761u) % 50257);
+	struct loom_shard_stats st;
+	is_int(run("mem", tok, n, 1ull << 30, n, 3, 0, 1, &st), 0, "in-memory shuffle");
+	is_int(st.spilled, 0, "  nothing spilled");
+	is_int(st.samples, loom_shard_count(n, 24, 10, 1, NULL), "  sample count");
+	is_int(run("chunk", tok, n, 1ull << 30, 7, 3, 0, 1, NULL), 0, "fed 7 tokens at a time");
+	ok(same("mem-00000-of-00003.tfrecord", "chunk-00000-of-00003.tfrecord") &&
+	   same("mem-00002-of-00003.tfrecord", "chunk-00002-of-00003.tfrecord"),
+	   "  identical output");
+	is_int(run("spill", tok, n, 256 << 10, 4096, 3, 0, 1, &st), 0, "spilling shuffle (256K)");
+	ok(st.spilled > 0, "  spilled %" PRIu64 " bytes", st.spilled);
+	ok(same("mem-00000-of-00003.tfrecord", "spill-00000-of-00003.tfrecord") &&
+	   same("mem-00001-of-00003.tfrecord", "spill-00001-of-00003.tfrecord") &&
+	   same("mem-00002-of-00003.tfrecord", "spill-00002-of-00003.tfrecord"),
+	   "  identical to the in-memory shuffle");
+	is_int(run("deep", tok, n, 4 << 10, 4096, 3, 0, 1, &st), 0,
+	       "4K budget: buckets split again");
+	ok(st.spilled > 3 * (uint64_t)st.bytes / 2, "  spilled twice over (%" PRIu64 " of %" PRIu64 ")",
+	   st.spilled, st.bytes);
+	ok(same("mem-00000-of-00003.tfrecord", "deep-00000-of-00003.tfrecord") &&
+	   same("mem-00002-of-00003.tfrecord", "deep-00002-of-00003.tfrecord"),
+	   "  still identical");
+	ok(same("mem-00000-of-00003.tfrecord.index", "deep-00000-of-00003.tfrecord.index"),
+	   "  indexes too");
+	is_int(run("rps", tok, n, 1ull << 30, n, 0, 5000, 0, &st), 0, "records per shard 5000");
+	is_int(st.shards, (st.samples + 4999) / 5000, "  %" PRIu64 " shards", st.shards);
+	snprintf(path, sizeof path, "%s/rps-00002-of-%05" PRIu64 ".tfrecord", dir, st.shards);
+	struct loom_tfr_file *tf = loom_tfr_file_open(path, NULL, &e);
+	ok(tf && loom_tfr_file_count(tf) == 5000, "  shard 2 has 5000 records");
+	loom_tfr_file_free(tf);
+
+	/* A failing run leaves nothing. */
+	char prefix[256];
+	snprintf(prefix, sizeof prefix, "%s/fail", dir);
+	struct loom_shard_opts o = { .prefix = prefix, .seq_len = 24, .shards = 2,
+				     .vocab_size = 1000, .memory = 1 << 20 };
+	struct loom_shard *s = loom_shard_new(&o, &e);
+	uint32_t okt[100];
+	for (int i = 0; i < 100; i++)
+		okt[i] = (uint32_t)i;
+	is_int(loom_shard_tokens(s, okt, 100), 0, "tokens below the vocabulary size");
+	is_int(loom_shard_tokens(s, tok, 1000), LOOM_ERANGE, "a token >= vocab size");
+	loom_shard_free(s);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "ls -A %s | grep -c fail", dir);
+	FILE *p = popen(cmd, "r");
+	int left = -1;
+	if (p) {
+		if (fscanf(p, "%d", &left) != 1)
+			left = -1;
+		pclose(p);
+	}
+	is_int(left, 0, "  nothing left of the failed run");
+
+	free(tok);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		diag("cleanup failed");
+	return done_testing();
+}
