@@ -180,6 +180,18 @@ struct pair {
 	uint32_t stamp;     /* merge step that last touched it */
 };
 
+struct word {
+	uint64_t start;     /* first symbol in sym[] */
+	uint64_t count;     /* occurrences of the pre-token */
+	uint32_t len;       /* symbols now */
+	uint32_t stamp;     /* merge step that last visited it */
+};
+
+struct pslot {
+	uint64_t key;
+	uint32_t idx;       /* pair index + 1; 0 = empty */
+};
+
 struct heap_ent {
 	uint64_t cnt;
 	uint64_t key;
@@ -197,13 +209,10 @@ struct loom_bpe_trainer {
 	uint8_t id2byte[256];
 	uint16_t byte2id[256];
 	uint32_t *sym;            /* all words' symbols */
-	uint64_t *wstart;
-	uint32_t *wlen;
-	uint32_t *wstamp;
+	struct word *w;           /* per distinct pre-token */
 	struct pair *pairs;
 	size_t npairs, pairscap;
-	uint64_t *pslot;          /* pair map: key slots */
-	uint32_t *pidx;           /* pair map: index + 1, 0 empty */
+	struct pslot *pmap;       /* pair map: key -> index (open addressing) */
 	size_t pmask;
 	struct heap_ent *heap;
 	size_t nheap, heapcap;
@@ -245,14 +254,11 @@ void loom_bpe_trainer_free(struct loom_bpe_trainer *t)
 	strtab_release(&t->toks);
 	free(t->doc);
 	free(t->sym);
-	free(t->wstart);
-	free(t->wlen);
-	free(t->wstamp);
+	free(t->w);
 	for (size_t i = 0; i < t->npairs; i++)
 		free(t->pairs[i].occ);
 	free(t->pairs);
-	free(t->pslot);
-	free(t->pidx);
+	free(t->pmap);
 	free(t->heap);
 	free(t->touched);
 	free(t->tokent);
@@ -365,24 +371,18 @@ static uint64_t key_hash(uint64_t k)
 static int pmap_grow(struct loom_bpe_trainer *t)
 {
 	size_t nslots = t->pmask ? (t->pmask + 1) * 2 : 1 << 10;
-	uint64_t *ks = malloc(nslots * sizeof *ks);
-	uint32_t *is = calloc(nslots, sizeof *is);
-	if (!ks || !is) {
-		free(ks);
-		free(is);
+	struct pslot *m = calloc(nslots, sizeof *m);
+	if (!m)
 		return LOOM_ENOMEM;
-	}
 	for (size_t i = 0; i < t->npairs; i++) {
 		size_t j = key_hash(t->pairs[i].key) & (nslots - 1);
-		while (is[j])
+		while (m[j].idx)
 			j = (j + 1) & (nslots - 1);
-		ks[j] = t->pairs[i].key;
-		is[j] = (uint32_t)i + 1;
+		m[j].key = t->pairs[i].key;
+		m[j].idx = (uint32_t)i + 1;
 	}
-	free(t->pslot);
-	free(t->pidx);
-	t->pslot = ks;
-	t->pidx = is;
+	free(t->pmap);
+	t->pmap = m;
 	t->pmask = nslots - 1;
 	return 0;
 }
@@ -392,10 +392,10 @@ static long pair_get(struct loom_bpe_trainer *t, uint64_t key)
 {
 	size_t j = key_hash(key) & t->pmask;
 	for (;;) {
-		uint32_t i = t->pidx[j];
+		uint32_t i = t->pmap[j].idx;
 		if (!i)
 			break;
-		if (t->pslot[j] == key)
+		if (t->pmap[j].key == key)
 			return i - 1;
 		j = (j + 1) & t->pmask;
 	}
@@ -412,8 +412,8 @@ static long pair_get(struct loom_bpe_trainer *t, uint64_t key)
 	memset(p, 0, sizeof *p);
 	p->key = key;
 	p->stamp = UINT32_MAX;
-	t->pslot[j] = key;
-	t->pidx[j] = (uint32_t)idx + 1;
+	t->pmap[j].key = key;
+	t->pmap[j].idx = (uint32_t)idx + 1;
 	if (t->npairs * 2 > t->pmask + 1 && pmap_grow(t) < 0)
 		return LOOM_ENOMEM;
 	return (long)idx;
@@ -423,10 +423,10 @@ static long pair_find(const struct loom_bpe_trainer *t, uint64_t key)
 {
 	size_t j = key_hash(key) & t->pmask;
 	for (;;) {
-		uint32_t i = t->pidx[j];
+		uint32_t i = t->pmap[j].idx;
 		if (!i)
 			return -1;
-		if (t->pslot[j] == key)
+		if (t->pmap[j].key == key)
 			return i - 1;
 		j = (j + 1) & t->pmask;
 	}
@@ -569,9 +569,10 @@ static long tok_concat(struct loom_bpe_trainer *t, uint32_t a, uint32_t b)
 static int merge_word(struct loom_bpe_trainer *t, uint32_t w, uint32_t a, uint32_t b,
 		      uint32_t z)
 {
-	uint32_t *s = t->sym + t->wstart[w];
-	uint32_t n = t->wlen[w], i = 0, j = 0;
-	uint64_t c = t->words.val[w];
+	struct word *wd = &t->w[w];
+	uint32_t *s = t->sym + wd->start;
+	uint32_t n = wd->len, i = 0, j = 0;
+	uint64_t c = wd->count;
 	int rc = 0;
 	while (i < n) {
 		if (i + 1 < n && s[i] == a && s[i + 1] == b) {
@@ -591,7 +592,7 @@ static int merge_word(struct loom_bpe_trainer *t, uint32_t w, uint32_t a, uint32
 			s[j++] = s[i++];
 		}
 	}
-	t->wlen[w] = j;
+	t->w[w].len = j;
 	return 0;
 }
 
@@ -668,16 +669,15 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 
 	/* words as symbol arrays */
 	t->sym = malloc((t->words.nbytes ? t->words.nbytes : 1) * sizeof *t->sym);
-	t->wstart = malloc(nw * sizeof *t->wstart);
-	t->wlen = malloc(nw * sizeof *t->wlen);
-	t->wstamp = malloc(nw * sizeof *t->wstamp);
-	if (!t->sym || !t->wstart || !t->wlen || !t->wstamp)
+	t->w = malloc(nw * sizeof *t->w);
+	if (!t->sym || !t->w)
 		return LOOM_ENOMEM;
 	for (size_t w = 0; w < nw; w++) {
 		const uint8_t *s = t->words.bytes + t->words.off[w];
-		t->wstart[w] = t->words.off[w];
-		t->wlen[w] = t->words.len[w];
-		t->wstamp[w] = UINT32_MAX;
+		t->w[w].start = t->words.off[w];
+		t->w[w].len = t->words.len[w];
+		t->w[w].stamp = UINT32_MAX;
+		t->w[w].count = t->words.val[w];
 		for (uint32_t i = 0; i < t->words.len[w]; i++)
 			t->sym[t->words.off[w] + i] = t->byte2id[s[i]];
 	}
@@ -688,6 +688,10 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 	t->words.slot = NULL;
 	free(t->words.off);
 	t->words.off = NULL;
+	free(t->words.len);
+	t->words.len = NULL;
+	free(t->words.val);
+	t->words.val = NULL;
 
 	/* base tokens */
 	if ((rc = strtab_init(&t->toks, 1 << 12)) < 0)
@@ -706,10 +710,10 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 		return rc;
 	t->step = 0;
 	for (size_t w = 0; w < nw; w++) {
-		const uint32_t *s = t->sym + t->wstart[w];
-		for (uint32_t i = 0; i + 1 < t->wlen[w]; i++)
+		const uint32_t *s = t->sym + t->w[w].start;
+		for (uint32_t i = 0; i + 1 < t->w[w].len; i++)
 			if ((rc = pair_add(t, s[i], s[i + 1], 1, (uint32_t)w,
-					   t->words.val[w])) < 0)
+					   t->w[w].count)) < 0)
 				return rc;
 	}
 	for (size_t i = 0; i < t->npairs; i++)
@@ -753,9 +757,9 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 		t->ntouched = 0;
 		for (uint32_t k = 0; k < t->pairs[pi].n; k++) {
 			uint32_t w = t->pairs[pi].occ[k];
-			if (t->wstamp[w] == t->step)
+			if (t->w[w].stamp == t->step)
 				continue;
-			t->wstamp[w] = t->step;
+			t->w[w].stamp = t->step;
 			if ((rc = merge_word(t, w, a, b, (uint32_t)z)) < 0)
 				return rc;
 		}
