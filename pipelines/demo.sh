@@ -25,3 +25,16 @@ DUMP=$(find "$OUT/dumps" -name '*-pages-articles-multistream.xml.bz2' 2>/dev/nul
 [ -n "$DUMP" ] || DUMP=share/sample/samplewiki-20260101-pages-articles-multistream.xml.bz2
 loom-extract -j 2 -o "$OUT/sample.txt" "$DUMP"
 head -n 3 "$OUT/sample.txt" | cut -c 1-100
+
+# loom-shard / loom-index / loom-cat on a generated token stream (self-contained:
+# 400k pseudo-random GPT-2-sized ids, u16 little-endian).
+stage "loom-shard: 400k generated tokens -> $OUT/shards/demo-*.tfrecord"
+mkdir -p "$OUT/shards"
+python3 -c 'import random, struct, sys
+r = random.Random(1)
+sys.stdout.buffer.write(struct.pack("<400000H", *(min(int(r.paretovariate(0.6)) - 1, 50256) for _ in range(400000))))' > "$OUT/tokens.u16"
+loom-shard -o "$OUT/shards/demo" -n 2 --seq-len 1025 --seed 1 --vocab-size 50257 "$OUT/tokens.u16"
+stage "loom-index: --verify --stats"
+loom-index --verify --stats "$OUT"/shards/demo-*-of-00002.tfrecord
+stage "loom-cat: --range 0:2"
+loom-cat --range 0:2 "$OUT/shards/demo-00000-of-00002.tfrecord" | cut -c 1-100 | head -n 2
