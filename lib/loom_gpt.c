@@ -429,11 +429,15 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 			layer_fwd(g, l, x, &g->layer[l]);
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
 			return rc;
+		if (g->grad_ready)
+			g->grad_ready(g->grad_ready_ctx, l);
 	}
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       site_key(g->key, -1, 0));
 	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
 	g->have_targets = 0; /* logits now hold gradients */
+	if (g->grad_ready)
+		g->grad_ready(g->grad_ready_ctx, -1);
 	return 0;
 }
 

@@ -80,6 +80,12 @@ struct loom_gpt {
 	float loss;                         /* mean loss of the last forward */
 	int train;                          /* last forward used dropout */
 	uint64_t key;                       /* dropout key of the last forward */
+	/* Optional (data parallelism, lib/loom_dist.h): backward calls
+	 * grad_ready(ctx, l) as soon as layer l's gradients are final (l = L-1
+	 * .. 0; layer L-1's call also covers ln_f), then grad_ready(ctx, -1)
+	 * after the embeddings.  Not called when every target was ignored. */
+	void (*grad_ready)(void *ctx, int l);
+	void *grad_ready_ctx;
 	struct loom_err err;
 };
 
