@@ -10,12 +10,13 @@
 # STATE_DIR (created) holds lighttpd.conf, the server's pid, url,
 # access.log (one line per request: status, body bytes sent, Range header)
 # and error.log.  Without PORT a free port is chosen.  MIRROR_KBPS=N in
-# the environment throttles each connection to N kB/s (to watch progress).  lighttpd runs in
-# the foreground (-D) as a child in the background, so it dies with `stop`.
+# the environment throttles each connection to N kB/s (to watch progress).
+# lighttpd runs in the foreground (-D) as a background child of this
+# script, so `stop` (or killing its pid) ends it.
 set -euo pipefail
 prog=mirror.sh
 die() { echo "$prog: $*" >&2; exit 1; }
-usage() { sed -n '2,16s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '2,17s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
@@ -98,6 +99,6 @@ case ${1:-} in
 start) [ $# -ge 3 ] && [ $# -le 4 ] || usage; start "$2" "$3" "${4:-}" ;;
 stop) [ $# -eq 2 ] || usage; stop "$2" ;;
 flush) [ $# -eq 2 ] || usage; flush "$2" ;;
--h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) usage ;;
 esac
