@@ -922,7 +922,8 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 		out->len = o - out->p;
 		return 0;
 	}
-	qsort(dl->p, dl->n, sizeof(struct span), cmp_span);
+	if (dl->n)
+		qsort(dl->p, dl->n, sizeof(struct span), cmp_span);
 	for (size_t k = 0; k < dl->n; k++) {
 		if (d[k].s > cur) {
 			memcpy(o, s + cur, d[k].s - cur);
