@@ -588,7 +588,7 @@ static int verify(struct xfer *x, const struct loom_fetch_expect *exp, uint64_t 
 		return loom_err_set(&x->f->err, LOOM_ECHECKSUM,
 				    "%s: %s mismatch: expected %s, got %s", what, halgo[bad],
 				    want[bad], got[bad]);
-	res->verified = strongest >= 0 || (exp && exp->size >= 0);
+	res->verified = strongest >= 0; /* a digest, not only the size */
 	return 0;
 }
 

@@ -229,6 +229,10 @@ like "$err" "badwiki-$D-pages-articles-multistream.xml.bz2: sha1 mismatch: expec
 ok "bad dump file removed" test ! -e "$T/out6/badwiki-$D-pages-articles-multistream.xml.bz2" \
 	-a ! -e "$T/out6/badwiki-$D-pages-articles-multistream.xml.bz2.part"
 
+run loom-fetch "$M/$W/$D/$DUMP" -o "$T/r/sizeonly.bz2" --size 300000
+is_rc 0 "--size alone: downloaded"
+like "$err" "sizeonly\.bz2: 300\.0 kB, sha1 $SHA \(not verified: no checksum given\)" \
+	"a size check alone is not called verified"
 run loom-fetch "$M/$W/$D/$DUMP" -o "$T/r/size.bz2" --size 12345
 is_rc 1 "size mismatch: exit 1"
 like "$err" "the server sends 300000 bytes, expected 12345" "size mismatch found before downloading"
@@ -284,6 +288,8 @@ is_rc 2 "bad --date: exit 2"
 like "$err" "^loom-fetch: --date: '2025-08-01' is not 'latest' or YYYYMMDD" "--date message"
 run loom-fetch --mirror "$M"
 is_rc 2 "missing -o: exit 2"
+run loom-fetch --mirror "$M" -o ""
+is_rc 2 "empty -o: exit 2"
 run loom-fetch "$M/x" --sha1 abc
 is_rc 2 "bad --sha1: exit 2"
 run loom-fetch --what nonsense -o "$T/x"

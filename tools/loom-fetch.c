@@ -428,6 +428,8 @@ int main(int argc, char **argv)
 		struct stat st;
 		if (!name)
 			cli_die("out of memory");
+		if (out && !*out)
+			cli_usage_error("-o: empty file name");
 		if (out && !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
 			path = xasprintf("%s", out);
 		} else {
@@ -442,7 +444,7 @@ int main(int argc, char **argv)
 	} else {
 		if (sha1 || md5 || sha256 || size >= 0)
 			cli_usage_error("--sha1/--md5/--sha256/--size need a URL");
-		if (!out)
+		if (!out || !*out)
 			cli_usage_error("missing -o DIR");
 		if (!mirror || !*mirror)
 			mirror = DEFAULT_MIRROR;
