@@ -174,6 +174,15 @@ echo '{"shards": 3}' > "$T/m.json"
 run loom-feed -m "$T/m.json" --batch 4 --seq 8 --seed 1
 is_rc 1 "manifest without shards"
 
+# --- terminals ----------------------------------------------------------
+if command -v script >/dev/null; then
+	script -qec "loom-feed -m '$M' --batch 4 --seq 8 --seed 1" /dev/null > "$T/tty.out" 2>&1
+	is "$?" 2 "binary frames to a terminal: refused (exit 2)"
+	like "$T/tty.out" 'refusing to write binary data to a terminal' "says why"
+	script -qec "loom-feed -m '$M' --batch 4 --seq 8 --seed 1 --text -q | head -1" /dev/null > "$T/tty.out" 2>&1
+	like "$T/tty.out" '^0 0 0:' "--text may go to a terminal"
+fi
+
 # --- pipes ----------------------------------------------------------------
 rc=0
 loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 0 2>"$T/head.err" | head -c 1000 > /dev/null

@@ -39,7 +39,7 @@ static const char usage[] =
 	"(formats/batch.md) on stdout, for loom-train and loom-eval.\n"
 	"  -m, --manifest FILE   shards listed in loom-shard's manifest (paths relative to it)\n"
 	"  -b, --batch B         records per frame (per rank)\n"
-	"  -t, --seq T           tokens per position; each record gives T+1 tokens\n"
+	"  -t, --seq T           sequence length T; each record gives T+1 tokens\n"
 	"  -s, --seed S          shuffle seed (same seed = same bytes)\n"
 	"  -e, --epochs E        passes over the data (default 1; 0 = endless)\n"
 	"      --rank R          this rank's slice of each global batch (default 0)\n"
