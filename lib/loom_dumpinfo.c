@@ -151,8 +151,9 @@ static int parse_file(struct loom_dumpinfo *d, const char *src, const char *jobn
 			return loom_err_set(&d->err, LOOM_ENOMEM, "%s: out of memory", src);
 	}
 
+	/* absent or null: unknown (files of jobs still running) */
 	json_t *v = json_object_get(fo, "size");
-	if (v) {
+	if (v && !json_is_null(v)) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return loom_err_set(&d->err, LOOM_EFORMAT,
 					    "%s: jobs.%s.files.%s.size: not a non-negative integer",
@@ -163,7 +164,7 @@ static int parse_file(struct loom_dumpinfo *d, const char *src, const char *jobn
 	for (int k = 0; k < 2; k++) {
 		char hex[41];
 		v = json_object_get(fo, dg[k].key);
-		if (!v)
+		if (!v || json_is_null(v))
 			continue;
 		if (!json_is_string(v) ||
 		    !hex_digits(json_string_value(v), json_string_length(v), dg[k].n, hex))
@@ -175,7 +176,7 @@ static int parse_file(struct loom_dumpinfo *d, const char *src, const char *jobn
 			return rc;
 	}
 	v = json_object_get(fo, "url");
-	if (v) {
+	if (v && !json_is_null(v)) {
 		/* "/<wiki>/<date>/<name>": must at least end in "/<name>" */
 		const char *u = json_is_string(v) ? json_string_value(v) : NULL;
 		size_t ul = u ? json_string_length(v) : 0, nl = strlen(name);
@@ -226,7 +227,7 @@ int loom_dumpinfo_parse_status(struct loom_dumpinfo *d, const char *json, size_t
 			goto out;
 		}
 		json_t *files = json_object_get(job, "files");
-		if (!files)
+		if (!files || json_is_null(files))
 			continue; /* jobs that have not run yet list no files */
 		if (!json_is_object(files)) {
 			rc = loom_err_set(&d->err, LOOM_EFORMAT, "%s: jobs.%s.files: not an object",

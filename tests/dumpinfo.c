@@ -128,6 +128,14 @@ int main(void)
 	ok(f && !strcmp(f->job, "b") && !strcmp(f->status, "done") && f->size == 3,
 	   "it keeps the job that is done");
 	loom_dumpinfo_release(&d);
+	loom_dumpinfo_init(&d);
+	is_int(parse_json(&d, "{\"jobs\": {\"a\": {\"status\": \"in-progress\", \"files\": {\"x\":"
+			  " {\"size\": null, \"md5\": null, \"sha1\": null, \"url\": null}}},"
+			  " \"b\": {\"status\": \"waiting\", \"files\": null}}}"), 0,
+	       "null fields mean unknown");
+	f = loom_dumpinfo_find(&d, "x");
+	ok(f && f->size == -1 && !f->sha1[0] && !f->md5[0], "null fields left unknown");
+	loom_dumpinfo_release(&d);
 	bad_json("{\"jobs\": {}, \"jobs\": {}}",
 		 "ds.json: line 1, column 19: duplicate object key near '\"jobs\"'", "duplicate key");
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# pipelines/retrain against a local HTTP mirror serving the bundled sample dump:
+# build + train, nothing new, lock held, a newer dump (rebuild + resume),
+# dry run, mirror down, bad config.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS/.." && pwd)
+P=$ROOT/pipelines
+command -v lighttpd >/dev/null || skip_all "lighttpd is not installed (make deps)"
+
+"$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
+URL=$("$P/mirror.sh" start "$T/mirror" "$T/ms")
+trap '"$P/mirror.sh" stop "$T/ms" 2>/dev/null; rm -rf "$T"' EXIT
+cat > "$T/retrain.conf" <<CONF
+# test configuration
+WIKI=samplewiki
+MIRROR=$URL
+STATE=state          # relative to this file
+VOCAB=train
+VOCAB_SIZE=300
+SEQ=9
+SHARDS=2
+PRESET=tiny
+STEPS=10
+BATCH=4
+KEEP=2
+THREADS=1
+LOOM_BIN=$(dirname "$(command -v loom-train)")
+CONF
+
+run "$P/retrain" --config "$T/retrain.conf" -q
+is_rc 0 "first run builds and trains"
+like "$out" '^retrain: samplewiki-20260101: data rebuilt, train from scratch: loss [0-9.]+ -> [0-9.]+, eval [0-9.]+, promoted samplewiki-20260101-step-00000010' "one summary line"
+is "$(wc -l < "$out")" 1 "exactly one line"
+is "$(cat "$T/state/data.date")" 20260101 "data date recorded"
+ok "best points at the promoted checkpoint" test -f "$T/state/best/model.safetensors"
+ok "verified shards" test -f "$T/state/data/samplewiki-20260101/verified"
+ok "trained vocabulary kept" test -f "$T/state/vocab/encoder.json"
+
+t0=$(date +%s)
+run "$P/retrain" --config "$T/retrain.conf"
+is_rc 0 "second run: nothing new"
+like "$out" 'no dump newer than 20260101; nothing to do' "says nothing is new"
+ok "and is quick" test $(( $(date +%s) - t0 )) -le 5
+
+flock "$T/state/retrain.lock" sleep 2 &
+holder=$!
+sleep 0.3
+t0=$(date +%s)
+run "$P/retrain" --config "$T/retrain.conf"
+is_rc 75 "lock held: try later"
+like "$err" 'another run holds .*retrain.lock' "clear message"
+ok "exits at once" test $(( $(date +%s) - t0 )) -le 1
+wait $holder   # the holder lets go after 2 s
+
+mkdir "$T/src2"
+for f in "$SHARE"/sample/samplewiki-20260101-*.bz2; do
+	b=${f##*/}; cp "$f" "$T/src2/${b/20260101/20260201}"
+done
+"$P/make-mirror.sh" "$T/src2" samplewiki 20260201 "$T/mirror" >/dev/null
+
+run "$P/retrain" --config "$T/retrain.conf" --dry-run
+is_rc 0 "dry run"
+like "$out" 'would build samplewiki-20260201 \(newer than 20260101\)' "dry run names the new dump"
+like "$out" 'would resume .*runs/latest \(step 10\) for 10 steps' "and the training plan"
+ok "dry run changes nothing" test "$(cat "$T/state/data.date")" = 20260101
+
+run "$P/retrain" --config "$T/retrain.conf" -q
+is_rc 0 "third run after a newer dump"
+like "$out" '^retrain: samplewiki-20260201: data rebuilt, resume .*\(step 10\): loss' "rebuilds and resumes"
+is "$(cat "$T/state/data.date")" 20260201 "new data date"
+ok "training continued to step 20" test -d "$T/state/runs/step-00000020"
+ok "the resumed run's log starts at step 11" \
+	grep -q '"step": *11[,}]' "$(ls -t "$T"/state/logs/train-samplewiki-20260201-*.jsonl | head -1)"
+like "$out" '(promoted|kept best)' "promotion verdict"
+ok "best is valid" test -f "$T/state/best/model.safetensors"
+
+"$P/mirror.sh" stop "$T/ms"
+run "$P/retrain" --config "$T/retrain.conf"
+is_rc 75 "mirror down: try later"
+like "$err" 'not reachable; try later' "says so"
+
+printf 'WIKI=x\nBOGUS=1\n' > "$T/bad.conf"
+run "$P/retrain" --config "$T/bad.conf"
+is_rc 1 "unknown key"
+like "$err" "bad.conf: line 2: unknown key 'BOGUS'" "names file, line and key"
+run "$P/retrain"
+is_rc 2 "no --config: usage"
+like "$err" 'usage: ' "usage shown"
+done_testing
