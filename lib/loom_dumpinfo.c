@@ -164,8 +164,8 @@ static int parse_file(struct loom_dumpinfo *d, const char *src, const char *jobn
 	for (int k = 0; k < 2; k++) {
 		char hex[41];
 		v = json_object_get(fo, dg[k].key);
-		if (!v || json_is_null(v))
-			continue;
+		if (!v || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+			continue; /* not computed yet */
 		if (!json_is_string(v) ||
 		    !hex_digits(json_string_value(v), json_string_length(v), dg[k].n, hex))
 			return loom_err_set(&d->err, LOOM_EFORMAT,

@@ -130,9 +130,9 @@ int main(void)
 	loom_dumpinfo_release(&d);
 	loom_dumpinfo_init(&d);
 	is_int(parse_json(&d, "{\"jobs\": {\"a\": {\"status\": \"in-progress\", \"files\": {\"x\":"
-			  " {\"size\": null, \"md5\": null, \"sha1\": null, \"url\": null}}},"
+			  " {\"size\": null, \"md5\": \"\", \"sha1\": null, \"url\": null}}},"
 			  " \"b\": {\"status\": \"waiting\", \"files\": null}}}"), 0,
-	       "null fields mean unknown");
+	       "null (or empty digest) fields mean unknown");
 	f = loom_dumpinfo_find(&d, "x");
 	ok(f && f->size == -1 && !f->sha1[0] && !f->md5[0], "null fields left unknown");
 	loom_dumpinfo_release(&d);
