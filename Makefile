@@ -22,6 +22,10 @@ PROVE_J ?= 2
 PKGS := libarchive expat libcurl jansson libprotobuf-c openblas libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# OpenMPI, when mpicc is installed: only lib/loom_dist.c includes mpi.h and
+# only loom-train links it (other tools never pull loom_dist.o from libloom.a).
+MPI_CFLAGS := $(if $(shell command -v mpicc 2>/dev/null),$(shell mpicc --showme:compile 2>/dev/null) -DLOOM_HAVE_MPI)
+MPI_LIBS   := $(if $(MPI_CFLAGS),$(shell mpicc --showme:link 2>/dev/null))
 
 ALL_CFLAGS  = -std=gnu11 -Wall -Wextra $(WERROR) -pthread -fopenmp $(CFLAGS) $(SAN)
 ALL_CPPFLAGS = -Ilib -Itools -I$(B)/gen -D_GNU_SOURCE \
@@ -115,6 +119,9 @@ $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
 	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
 
+$(B)/obj/lib/loom_dist.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
+$(B)/bin/loom-train: LIBS += $(MPI_LIBS)
+
 -include $(shell find $(B)/obj $(B)/gen -name '*.d' 2>/dev/null)
 
 # --- tests ---------------------------------------------------------------
@@ -157,8 +164,11 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/loom
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)
-	cd share && find . -path ./man -prune -o -type f -print | while read -r f; do \
-	  install -D -m 644 "$$f" "$(DESTDIR)$(PREFIX)/share/loom/$$f"; done
+	cd share && find . \( -path ./man -o -path ./bash-completion \) -prune -o -type f -print | \
+	  while read -r f; do install -D -m 644 "$$f" "$(DESTDIR)$(PREFIX)/share/loom/$$f"; done
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(TOOLS); do install -m 644 share/bash-completion/loom \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 
 clean:
 	rm -rf build build-asan build-fuzz
