@@ -1,0 +1,516 @@
+/* loom_dist.c - data parallelism over MPI, ZeRO-1; see loom_dist.h. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef LOOM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "loom_dist.h"
+#include "loom_gpt.h"
+#include "loom_kernels.h"
+
+/* Largest bucket (floats): keeps every MPI count far below INT_MAX. */
+#define MAX_BUCKET ((size_t)1 << 26)
+
+struct bucket {
+	int tag;                /* layer whose backward completes it; -1 embeddings */
+	size_t b0, b1;          /* [b0, b1) of the flat parameter array */
+	size_t c0, c1;          /* this rank's chunk of it */
+	size_t soff;            /* where the chunk sits in the shard arrays */
+	int *counts, *displs;   /* [world], relative to b0 */
+	int started;
+#ifdef LOOM_HAVE_MPI
+	MPI_Request req;
+#endif
+};
+
+struct loom_dist {
+	int rank, world, joined;
+	struct loom_gpt *g;
+	int nb;
+	struct bucket *b;       /* in the order backward completes them */
+	size_t shard_n;
+	float *gs, *ms, *vs;    /* gradient and moment shards [shard_n] */
+	float *gm, *gv;         /* gathered moments (rank 0, during a save) */
+	int armed;
+	uint64_t bytes_step, bytes_total;
+	struct loom_err err;
+};
+
+const char *loom_dist_error(const struct loom_dist *d)
+{
+	return d->err.msg;
+}
+
+int loom_dist_rank(const struct loom_dist *d)
+{
+	return d->rank;
+}
+
+int loom_dist_world(const struct loom_dist *d)
+{
+	return d->world;
+}
+
+int loom_dist_buckets(const struct loom_dist *d)
+{
+	return d->nb;
+}
+
+uint64_t loom_dist_moment_bytes(const struct loom_dist *d)
+{
+	if (d->world == 1)
+		return d->g ? (uint64_t)d->g->n_params * 8 : 0;
+	return (uint64_t)d->shard_n * 8;
+}
+
+uint64_t loom_dist_gradshard_bytes(const struct loom_dist *d)
+{
+	return d->world == 1 ? 0 : (uint64_t)d->shard_n * 4;
+}
+
+uint64_t loom_dist_bytes_step(const struct loom_dist *d)
+{
+	return d->bytes_step;
+}
+
+uint64_t loom_dist_bytes_total(const struct loom_dist *d)
+{
+	return d->bytes_total;
+}
+
+static int env_int(const char *name)
+{
+	const char *s = getenv(name);
+	return s && *s ? atoi(s) : -1;
+}
+
+#ifdef LOOM_HAVE_MPI
+
+const char *loom_dist_backend(void)
+{
+	static char buf[64];
+	if (!buf[0]) {
+		char v[MPI_MAX_LIBRARY_VERSION_STRING];
+		int n = 0;
+		if (MPI_Get_library_version(v, &n) != MPI_SUCCESS)
+			snprintf(v, sizeof v, "MPI");
+		v[strcspn(v, ",\n")] = 0;
+		snprintf(buf, sizeof buf, "%.63s", v);
+	}
+	return buf;
+}
+
+static int mpi_fail(struct loom_dist *d, int rc, const char *what)
+{
+	char s[MPI_MAX_ERROR_STRING];
+	int n = 0;
+	if (MPI_Error_string(rc, s, &n) != MPI_SUCCESS)
+		snprintf(s, sizeof s, "error %d", rc);
+	return loom_err_set(&d->err, LOOM_EIO, "rank %d: %s: %s", d->rank, what, s);
+}
+
+#define MPI_TRY(d, call, what) do { int rc_ = (call); \
+	if (rc_ != MPI_SUCCESS) return mpi_fail(d, rc_, what); } while (0)
+
+struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
+{
+	struct loom_dist *d = calloc(1, sizeof *d);
+	if (!d) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	d->world = 1;
+	if (env_int("OMPI_COMM_WORLD_SIZE") < 0 && env_int("PMIX_RANK") < 0 &&
+	    env_int("PMI_SIZE") < 0)
+		return d; /* not launched by mpirun: one process, no MPI at all */
+	int prov = 0;
+	if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &prov) != MPI_SUCCESS) {
+		loom_err_set(err, LOOM_EIO, "MPI_Init failed");
+		free(d);
+		return NULL;
+	}
+	d->joined = 1;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+	return d;
+}
+
+void loom_dist_free(struct loom_dist *d)
+{
+	if (!d)
+		return;
+	if (d->g && d->g->grad_ready_ctx == d) {
+		d->g->grad_ready = NULL;
+		d->g->grad_ready_ctx = NULL;
+	}
+	for (int k = 0; k < d->nb; k++) {
+		free(d->b[k].counts);
+		free(d->b[k].displs);
+	}
+	free(d->b);
+	free(d->gs);
+	free(d->ms);
+	free(d->vs);
+	free(d->gm);
+	free(d->gv);
+	if (d->joined)
+		MPI_Finalize();
+	free(d);
+}
+
+_Noreturn void loom_dist_abort(struct loom_dist *d, int code)
+{
+	if (d && d->joined)
+		MPI_Abort(MPI_COMM_WORLD, code);
+	exit(code);
+}
+
+int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int32_t *all)
+{
+	if (d->world == 1) {
+		memcpy(all, mine, sizeof(int32_t) * n);
+		return 0;
+	}
+	MPI_TRY(d, MPI_Allgather(mine, n, MPI_INT32_T, all, n, MPI_INT32_T, MPI_COMM_WORLD),
+		"allgather of step flags");
+	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
+	return 0;
+}
+
+static int bucket_start(struct loom_dist *d, struct bucket *b)
+{
+	if (b->started)
+		return 0;
+	b->started = 1;
+	MPI_TRY(d, MPI_Ireduce_scatter(d->g->grads + b->b0, d->gs + b->soff, b->counts, MPI_FLOAT,
+				       MPI_SUM, MPI_COMM_WORLD, &b->req),
+		"reduce-scatter of gradients");
+	return 0;
+}
+
+/* Let outstanding requests move (MPI progresses only inside MPI calls). */
+static void progress(struct loom_dist *d)
+{
+	for (int k = 0; k < d->nb; k++) {
+		int flag = 0;
+		if (d->b[k].started && d->b[k].req != MPI_REQUEST_NULL)
+			MPI_Test(&d->b[k].req, &flag, MPI_STATUS_IGNORE);
+	}
+}
+
+static void on_grad_ready(void *ctx, int l)
+{
+	struct loom_dist *d = ctx;
+	if (!d->armed)
+		return;
+	for (int k = 0; k < d->nb; k++)
+		if (d->b[k].tag == l && bucket_start(d, &d->b[k]))
+			return; /* reported again by loom_dist_step */
+	progress(d);
+}
+
+static int bcast_params(struct loom_dist *d)
+{
+	float *p = d->g->params;
+	for (size_t o = 0; o < d->g->n_params; o += MAX_BUCKET) {
+		size_t n = d->g->n_params - o < MAX_BUCKET ? d->g->n_params - o : MAX_BUCKET;
+		MPI_TRY(d, MPI_Bcast(p + o, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD),
+			"broadcast of the parameters");
+	}
+	return 0;
+}
+
+/* AdamW on this rank's chunk of bucket b, tensor by tensor (decay flags). */
+static void adamw_chunk(struct loom_dist *d, const struct bucket *b, float lr, int64_t t,
+			float gscale)
+{
+	struct loom_gpt *g = d->g;
+	const struct loom_config *c = &g->cfg;
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct loom_gpt_tensor *tt = &g->tensors[i];
+		size_t lo = tt->offset > b->c0 ? tt->offset : b->c0;
+		size_t hi = tt->offset + tt->numel < b->c1 ? tt->offset + tt->numel : b->c1;
+		if (lo >= hi)
+			continue;
+		size_t s = b->soff + (lo - b->c0);
+		loom_k_adamw(g->params + lo, d->gs + s, d->ms + s, d->vs + s, hi - lo, lr,
+			     (float)c->beta1, (float)c->beta2, (float)c->eps,
+			     tt->decay ? (float)c->weight_decay : 0.0f, t, gscale);
+	}
+}
+
+int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
+{
+	struct loom_gpt *g = d->g;
+	d->bytes_step = 0;
+	if (d->world == 1) {
+		loom_gpt_step(g, lr, t, norm);
+		return 0;
+	}
+	int rc;
+	for (int k = 0; k < d->nb; k++)
+		if ((rc = bucket_start(d, &d->b[k])))
+			return rc;
+	d->armed = 0;
+	for (int k = 0; k < d->nb; k++) {
+		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
+		d->b[k].started = 0;
+		d->bytes_step += (uint64_t)(d->b[k].b1 - d->b[k].b0 - (d->b[k].c1 - d->b[k].c0)) * 4;
+	}
+	memset(g->grads, 0, g->n_params * sizeof(float));
+	double red[2] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0 };
+	MPI_TRY(d, MPI_Allreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+		"allreduce of the gradient norm");
+	d->bytes_step += 16 * (uint64_t)(d->world - 1);
+	/* the shards hold sums over ranks: the mean gradient is 1/world of it */
+	float n = (float)(sqrt(red[0]) / d->world);
+	if (norm)
+		*norm = n;
+	if (lsum)
+		*lsum = red[1] / d->world;
+	float gscale = 1.0f / (float)d->world;
+	if (g->cfg.grad_clip > 0 && n > g->cfg.grad_clip)
+		gscale = (float)(g->cfg.grad_clip / n) / (float)d->world;
+	for (int k = 0; k < d->nb; k++) {
+		struct bucket *b = &d->b[k];
+		adamw_chunk(d, b, lr, t, gscale);
+		MPI_TRY(d, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g->params + b->b0,
+					   b->counts, b->displs, MPI_FLOAT, MPI_COMM_WORLD, &b->req),
+			"all-gather of parameters");
+		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
+		progress(d);
+	}
+	for (int k = 0; k < d->nb; k++)
+		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
+	d->bytes_total += d->bytes_step;
+	return 0;
+}
+
+int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
+{
+	struct loom_gpt *g = d->g;
+	*m = *v = NULL;
+	if (d->world == 1) {
+		*m = g->m;
+		*v = g->v;
+		return 0;
+	}
+	if (d->rank == 0) {
+		free(d->gm);
+		free(d->gv);
+		d->gm = malloc(g->n_params * sizeof(float));
+		d->gv = malloc(g->n_params * sizeof(float));
+		if (!d->gm || !d->gv) /* the others still send: abort, not hang */
+			return loom_err_set(&d->err, LOOM_ENOMEM,
+					    "rank 0: out of memory gathering the optimizer state");
+	}
+	for (int k = 0; k < d->nb; k++) {
+		struct bucket *b = &d->b[k];
+		int cnt = (int)(b->c1 - b->c0);
+		MPI_TRY(d, MPI_Gatherv(d->ms + b->soff, cnt, MPI_FLOAT, d->gm ? d->gm + b->b0 : NULL,
+				       b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD),
+			"gather of the optimizer state");
+		MPI_TRY(d, MPI_Gatherv(d->vs + b->soff, cnt, MPI_FLOAT, d->gv ? d->gv + b->b0 : NULL,
+				       b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD),
+			"gather of the optimizer state");
+	}
+	*m = d->gm;
+	*v = d->gv;
+	return 0;
+}
+
+#else /* !LOOM_HAVE_MPI: a world of one */
+
+const char *loom_dist_backend(void)
+{
+	return "no MPI (single process)";
+}
+
+struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
+{
+	(void)argc;
+	(void)argv;
+	int w = env_int("OMPI_COMM_WORLD_SIZE");
+	if (w < 0)
+		w = env_int("PMI_SIZE");
+	if (w > 1) {
+		loom_err_set(err, LOOM_EINVAL,
+			     "launched as one of %d ranks, but this loom-train was built without MPI "
+			     "(install libopenmpi-dev and rebuild)", w);
+		return NULL;
+	}
+	struct loom_dist *d = calloc(1, sizeof *d);
+	if (!d) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	d->world = 1;
+	return d;
+}
+
+void loom_dist_free(struct loom_dist *d)
+{
+	free(d);
+}
+
+_Noreturn void loom_dist_abort(struct loom_dist *d, int code)
+{
+	(void)d;
+	exit(code);
+}
+
+int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int32_t *all)
+{
+	(void)d;
+	memcpy(all, mine, sizeof(int32_t) * n);
+	return 0;
+}
+
+int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
+{
+	(void)lsum;
+	d->bytes_step = 0;
+	loom_gpt_step(d->g, lr, t, norm);
+	return 0;
+}
+
+int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g)
+{
+	d->g = g;
+	return 0;
+}
+
+int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
+{
+	*m = d->g->m;
+	*v = d->g->v;
+	return 0;
+}
+
+#endif
+
+void loom_dist_arm(struct loom_dist *d)
+{
+	if (d->world > 1)
+		d->armed = 1;
+}
+
+void loom_dist_gather_done(struct loom_dist *d)
+{
+	free(d->gm);
+	free(d->gv);
+	d->gm = d->gv = NULL;
+}
+
+#ifdef LOOM_HAVE_MPI
+/* Layer index of a tensor name: transformer.h.{l}. -> l; ln_f -> L-1 (its
+ * gradient is final before layer L-1's backward ends); embeddings -> -1. */
+static int tensor_tag(const struct loom_gpt *g, const char *name)
+{
+	int l;
+	if (sscanf(name, "transformer.h.%d.", &l) == 1)
+		return l;
+	if (strstr(name, "ln_f"))
+		return g->L - 1;
+	return -1;
+}
+
+/* Buckets: per tag, the contiguous range of its tensors, split into pieces
+ * of at most MAX_BUCKET floats; ordered L-1 .. 0, then -1. */
+static int plan_buckets(struct loom_dist *d)
+{
+	struct loom_gpt *g = d->g;
+	int W = d->world, cap = 0;
+	for (int tag = g->L - 1; tag >= -1; tag--) {
+		size_t lo = SIZE_MAX, hi = 0, sum = 0;
+		for (int i = 0; i < g->n_tensors; i++) {
+			const struct loom_gpt_tensor *t = &g->tensors[i];
+			if (tensor_tag(g, t->name) != tag)
+				continue;
+			lo = t->offset < lo ? t->offset : lo;
+			hi = t->offset + t->numel > hi ? t->offset + t->numel : hi;
+			sum += t->numel;
+		}
+		if (!sum)
+			continue;
+		if (sum != hi - lo)
+			return loom_err_set(&d->err, LOOM_EINVAL,
+					    "layer %d's tensors are not contiguous", tag);
+		for (size_t o = lo; o < hi; o += MAX_BUCKET) {
+			if (d->nb == cap) {
+				cap = cap ? cap * 2 : 16;
+				struct bucket *nbk = realloc(d->b, sizeof *nbk * cap);
+				if (!nbk)
+					return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
+				d->b = nbk;
+			}
+			struct bucket *b = &d->b[d->nb++];
+			memset(b, 0, sizeof *b);
+			b->tag = tag;
+			b->b0 = o;
+			b->b1 = hi - o < MAX_BUCKET ? hi : o + MAX_BUCKET;
+			b->counts = calloc(W, sizeof(int));
+			b->displs = calloc(W, sizeof(int));
+			if (!b->counts || !b->displs)
+				return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
+			size_t n = b->b1 - b->b0;
+			for (int r = 0; r < W; r++) {
+				size_t s = n * r / W, e = n * (r + 1) / W;
+				b->counts[r] = (int)(e - s);
+				b->displs[r] = (int)s;
+			}
+			b->c0 = b->b0 + n * d->rank / W;
+			b->c1 = b->b0 + n * (d->rank + 1) / W;
+			b->soff = d->shard_n;
+			d->shard_n += b->c1 - b->c0;
+#ifdef LOOM_HAVE_MPI
+			b->req = MPI_REQUEST_NULL;
+#endif
+		}
+	}
+	return 0;
+}
+
+static float *shard_alloc(size_t n)
+{
+	float *p = NULL;
+	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
+		return NULL;
+	memset(p, 0, (n ? n : 1) * sizeof(float));
+	return p;
+}
+
+int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g)
+{
+	int rc;
+	d->g = g;
+	if (d->world == 1)
+		return 0;
+	if ((rc = bcast_params(d)))
+		return rc;
+	if ((rc = plan_buckets(d)))
+		return rc;
+	d->gs = shard_alloc(d->shard_n);
+	d->ms = shard_alloc(d->shard_n);
+	d->vs = shard_alloc(d->shard_n);
+	if (!d->gs || !d->ms || !d->vs)
+		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the optimizer shard");
+	for (int k = 0; k < d->nb; k++) {
+		const struct bucket *b = &d->b[k];
+		memcpy(d->ms + b->soff, g->m + b->c0, (b->c1 - b->c0) * sizeof(float));
+		memcpy(d->vs + b->soff, g->v + b->c0, (b->c1 - b->c0) * sizeof(float));
+	}
+	free(g->m);
+	free(g->v);
+	g->m = g->v = NULL;
+	g->grad_ready = on_grad_ready;
+	g->grad_ready_ctx = d;
+	return 0;
+}
+#endif

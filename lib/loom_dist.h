@@ -1,0 +1,93 @@
+/*
+ * loom_dist.h - data-parallel training over MPI with ZeRO stage 1
+ * (optimizer state sharded across ranks, like Graphcore's replicated
+ * tensor sharding).
+ *
+ * Purpose: N processes (ranks) each run the same model on a disjoint
+ * slice of every global batch.  After the last micro-batch's backward,
+ * the gradients are reduce-scattered in buckets (one per layer, the
+ * embeddings last), each bucket started from the model's grad_ready hook
+ * as soon as backward has finished that layer, so communication overlaps
+ * the backward of the layers below.  Each rank then owns 1/N of every
+ * bucket: it clips by the global gradient norm (one small allreduce),
+ * runs AdamW (loom_k_adamw, no weight decay for norm/bias tensors) on its
+ * slice of the parameters with its slice of the moments, and the
+ * parameters are all-gathered.  Memory per rank for the AdamW moments
+ * falls by N.  Bytes sent per step follow a ring schedule:
+ * 2 (N-1)/N x parameter bytes, plus a few control bytes.
+ *
+ * Built with MPI (LOOM_HAVE_MPI, the Makefile compiles this file with
+ * mpicc's flags when OpenMPI is installed) and launched by mpirun, the
+ * world is MPI_COMM_WORLD; otherwise every function works for a single
+ * process (world 1: loom_dist_step is loom_gpt_step, nothing is sharded).
+ *
+ * Checkpoints stay unsharded: loom_dist_gather_moments() collects the full
+ * moments on rank 0, so a checkpoint written by N ranks resumes on any
+ * number of ranks (every rank loads the full state and keeps its slice).
+ *
+ * Ownership: struct loom_dist owns its shards and MPI state; the model is
+ * borrowed from loom_dist_attach() until loom_dist_free().  With world >
+ * 1, attach frees g->m and g->v (set to NULL): the moments live here.
+ * Errors: 0 or negative LOOM_E*, message in loom_dist_error().  Nothing
+ * prints or exits (except loom_dist_abort()).
+ */
+#ifndef LOOM_DIST_H
+#define LOOM_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+
+struct loom_gpt;
+struct loom_dist;
+
+/* Join the MPI job when launched by an MPI launcher (OMPI_COMM_WORLD_SIZE,
+ * PMIX_RANK or PMI_SIZE in the environment), else a world of 1.  NULL on
+ * failure with the reason in *err. */
+struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err);
+/* MPI_Finalize (if joined); accepts NULL. */
+void loom_dist_free(struct loom_dist *d);
+/* Kill every rank of the job now (MPI_Abort), exit code `code`. */
+_Noreturn void loom_dist_abort(struct loom_dist *d, int code);
+const char *loom_dist_error(const struct loom_dist *d);
+int loom_dist_rank(const struct loom_dist *d);
+int loom_dist_world(const struct loom_dist *d);
+/* "Open MPI v4.1.4" or "no MPI (single process)": what this build has. */
+const char *loom_dist_backend(void);
+
+/* Take the model: parameters broadcast from rank 0, buckets laid out, the
+ * moments sharded, the grad_ready hook installed.  World 1: nothing. */
+int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g);
+/* Bytes of AdamW moments (m + v) this rank holds, and of its gradient
+ * shard buffer. */
+uint64_t loom_dist_moment_bytes(const struct loom_dist *d);
+uint64_t loom_dist_gradshard_bytes(const struct loom_dist *d);
+int loom_dist_buckets(const struct loom_dist *d);
+
+/* The next backward is the last micro-batch of a step: start each bucket's
+ * reduce-scatter as its layer finishes. */
+void loom_dist_arm(struct loom_dist *d);
+
+/* Every rank contributes n int32 values; all[world * n] receives them in
+ * rank order on every rank (a collective). */
+int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int32_t *all);
+
+/* Optimizer step t (1-based) at learning rate lr: finish the gradient
+ * reduction, global-norm clip (cfg.grad_clip), AdamW on this rank's shard,
+ * all-gather the parameters; leaves the gradients zeroed.  *norm gets the
+ * norm of the averaged gradient; *lsum (this rank's loss sum) becomes the
+ * mean over ranks.  World 1: loom_gpt_step(). */
+int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum);
+
+/* Collective: the full AdamW moments on rank 0 (*m, *v: n_params floats
+ * owned by d until loom_dist_gather_done()); NULL on the other ranks.
+ * World 1: the model's own g->m, g->v. */
+int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v);
+void loom_dist_gather_done(struct loom_dist *d);
+
+/* Payload bytes this rank sent in the last step / in all steps. */
+uint64_t loom_dist_bytes_step(const struct loom_dist *d);
+uint64_t loom_dist_bytes_total(const struct loom_dist *d);
+
+#endif
