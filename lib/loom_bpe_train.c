@@ -180,8 +180,18 @@ struct pair {
 	uint32_t stamp;     /* merge step that last touched it */
 };
 
+/* Words longer than this many bytes are merged through position lists
+ * (a linked list of symbols) instead of being rescanned: a pair's
+ * occurrence list then holds (word | OCC_POS, position | OCC_POS) entries
+ * for them, so a merge costs its occurrences, not the word's length, and a
+ * huge single pre-token is not quadratic. */
+#define LONG_WORD 256
+#define OCC_POS 0x80000000u
+#define NOPOS UINT32_MAX
+
 struct word {
 	uint64_t start;     /* first symbol in sym[] */
+	uint64_t links;     /* long words: first entry in lnext/lprev */
 	uint64_t count;     /* occurrences of the pre-token */
 	uint32_t len;       /* symbols now */
 	uint32_t stamp;     /* merge step that last visited it */
@@ -210,6 +220,8 @@ struct loom_bpe_trainer {
 	uint16_t byte2id[256];
 	uint32_t *sym;            /* all words' symbols */
 	struct word *w;           /* per distinct pre-token */
+	uint32_t *lnext, *lprev;  /* long words: symbol links (NOPOS = none) */
+	size_t long_word;         /* threshold (bytes) for position lists */
 	struct pair *pairs;
 	size_t npairs, pairscap;
 	struct pslot *pmap;       /* pair map: key -> index (open addressing) */
@@ -242,6 +254,7 @@ struct loom_bpe_trainer *loom_bpe_trainer_new(void)
 		return NULL;
 	}
 	t->cut_at = DOC_CUT;
+	t->long_word = LONG_WORD;
 	byte_order(t->id2byte, t->byte2id);
 	return t;
 }
@@ -255,6 +268,8 @@ void loom_bpe_trainer_free(struct loom_bpe_trainer *t)
 	free(t->doc);
 	free(t->sym);
 	free(t->w);
+	free(t->lnext);
+	free(t->lprev);
 	for (size_t i = 0; i < t->npairs; i++)
 		free(t->pairs[i].occ);
 	free(t->pairs);
@@ -435,7 +450,7 @@ static long pair_find(const struct loom_bpe_trainer *t, uint64_t key)
 /* Add delta * count(w) to pair (x, y); a positive delta also records that
  * w contains the pair and marks the pair as touched in this step. */
 static int pair_add(struct loom_bpe_trainer *t, uint32_t x, uint32_t y, int delta,
-		    uint32_t w, uint64_t wcount)
+		    uint32_t w, uint64_t wcount, uint32_t pos)
 {
 	long i = pair_get(t, (uint64_t)x << 32 | y);
 	if (i < 0)
@@ -444,8 +459,11 @@ static int pair_add(struct loom_bpe_trainer *t, uint32_t x, uint32_t y, int delt
 	p->cnt += delta * (int64_t)wcount;
 	if (delta < 0)
 		return 0;
-	if (!p->n || p->occ[p->n - 1] != w) {
-		if (p->n == p->cap) {
+	int add = pos != NOPOS ? 2 : !p->n || p->occ[p->n - 1] != w;
+	if (add) {
+		if (p->n + 2 > p->cap) {
+			if (p->cap > UINT32_MAX / 2)
+				return LOOM_ERANGE;
 			uint32_t cap = p->cap ? p->cap * 2 : 4;
 			uint32_t *o = realloc(p->occ, (size_t)cap * sizeof *o);
 			if (!o)
@@ -453,7 +471,12 @@ static int pair_add(struct loom_bpe_trainer *t, uint32_t x, uint32_t y, int delt
 			p->occ = o;
 			p->cap = cap;
 		}
-		p->occ[p->n++] = w;
+		if (pos == NOPOS) {
+			p->occ[p->n++] = w;
+		} else { /* a long word: (word, position), both tagged */
+			p->occ[p->n++] = w | OCC_POS;
+			p->occ[p->n++] = pos | OCC_POS;
+		}
 	}
 	if (p->stamp != t->step) {
 		p->stamp = t->step;
@@ -563,6 +586,41 @@ static long tok_concat(struct loom_bpe_trainer *t, uint32_t a, uint32_t b)
 	return (long)t->toks.val[e];
 }
 
+/* Merge (a, b) -> z at position pos of long word w if the pair still is
+ * there.  Positions of a pair are visited in increasing order, so this is
+ * the same left-to-right, non-overlapping merge as merge_word. */
+static int merge_at(struct loom_bpe_trainer *t, uint32_t w, uint32_t pos, uint32_t a,
+		    uint32_t b, uint32_t z)
+{
+	struct word *wd = &t->w[w];
+	uint32_t *s = t->sym + wd->start;
+	uint32_t *nx = t->lnext + wd->links, *pv = t->lprev + wd->links;
+	if (s[pos] != a)
+		return 0;
+	uint32_t n = nx[pos];
+	if (n == NOPOS || s[n] != b)
+		return 0;
+	uint32_t p = pv[pos], nn = nx[n];
+	uint64_t c = wd->count;
+	int rc;
+	if (p != NOPOS) {
+		if ((rc = pair_add(t, s[p], a, -1, w, c, NOPOS)) < 0 ||
+		    (rc = pair_add(t, s[p], z, 1, w, c, p)) < 0)
+			return rc;
+	}
+	if (nn != NOPOS) {
+		if ((rc = pair_add(t, b, s[nn], -1, w, c, NOPOS)) < 0 ||
+		    (rc = pair_add(t, z, s[nn], 1, w, c, pos)) < 0)
+			return rc;
+		pv[nn] = pos;
+	}
+	s[pos] = z;
+	s[n] = NOPOS;
+	nx[pos] = nn;
+	wd->len--;
+	return 0;
+}
+
 /* Merge (a, b) -> z in word w, HuggingFace's Word::merge: left to right,
  * non-overlapping; each merge removes the neighbour pairs it breaks and
  * adds the ones it makes. */
@@ -577,13 +635,13 @@ static int merge_word(struct loom_bpe_trainer *t, uint32_t w, uint32_t a, uint32
 	while (i < n) {
 		if (i + 1 < n && s[i] == a && s[i + 1] == b) {
 			if (j > 0) {
-				if ((rc = pair_add(t, s[j - 1], a, -1, w, c)) < 0 ||
-				    (rc = pair_add(t, s[j - 1], z, 1, w, c)) < 0)
+				if ((rc = pair_add(t, s[j - 1], a, -1, w, c, NOPOS)) < 0 ||
+				    (rc = pair_add(t, s[j - 1], z, 1, w, c, NOPOS)) < 0)
 					return rc;
 			}
 			if (i + 2 < n) {
-				if ((rc = pair_add(t, b, s[i + 2], -1, w, c)) < 0 ||
-				    (rc = pair_add(t, z, s[i + 2], 1, w, c)) < 0)
+				if ((rc = pair_add(t, b, s[i + 2], -1, w, c, NOPOS)) < 0 ||
+				    (rc = pair_add(t, z, s[i + 2], 1, w, c, NOPOS)) < 0)
 					return rc;
 			}
 			s[j++] = z;
@@ -672,14 +730,40 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 	t->w = malloc(nw * sizeof *t->w);
 	if (!t->sym || !t->w)
 		return LOOM_ENOMEM;
+	if (nw >= OCC_POS)
+		return LOOM_ERANGE;
+	size_t nlinks = 0;
 	for (size_t w = 0; w < nw; w++) {
 		const uint8_t *s = t->words.bytes + t->words.off[w];
+		uint32_t len = t->words.len[w];
 		t->w[w].start = t->words.off[w];
-		t->w[w].len = t->words.len[w];
+		t->w[w].len = len;
 		t->w[w].stamp = UINT32_MAX;
 		t->w[w].count = t->words.val[w];
-		for (uint32_t i = 0; i < t->words.len[w]; i++)
+		t->w[w].links = UINT64_MAX;
+		if (len > t->long_word) {
+			if (len >= OCC_POS)
+				return LOOM_ERANGE;
+			t->w[w].links = nlinks;
+			nlinks += len;
+		}
+		for (uint32_t i = 0; i < len; i++)
 			t->sym[t->words.off[w] + i] = t->byte2id[s[i]];
+	}
+	if (nlinks) {
+		t->lnext = malloc(nlinks * sizeof *t->lnext);
+		t->lprev = malloc(nlinks * sizeof *t->lprev);
+		if (!t->lnext || !t->lprev)
+			return LOOM_ENOMEM;
+		for (size_t w = 0; w < nw; w++) {
+			if (t->w[w].links == UINT64_MAX)
+				continue;
+			uint32_t *nx = t->lnext + t->w[w].links, *pv = t->lprev + t->w[w].links;
+			for (uint32_t i = 0; i < t->w[w].len; i++) {
+				nx[i] = i + 1 < t->w[w].len ? i + 1 : NOPOS;
+				pv[i] = i ? i - 1 : NOPOS;
+			}
+		}
 	}
 	/* the byte strings are now only needed as symbols */
 	free(t->words.bytes);
@@ -711,9 +795,10 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 	t->step = 0;
 	for (size_t w = 0; w < nw; w++) {
 		const uint32_t *s = t->sym + t->w[w].start;
+		int lw = t->w[w].links != UINT64_MAX;
 		for (uint32_t i = 0; i + 1 < t->w[w].len; i++)
-			if ((rc = pair_add(t, s[i], s[i + 1], 1, (uint32_t)w,
-					   t->w[w].count)) < 0)
+			if ((rc = pair_add(t, s[i], s[i + 1], 1, (uint32_t)w, t->w[w].count,
+					   lw ? i : NOPOS)) < 0)
 				return rc;
 	}
 	for (size_t i = 0; i < t->npairs; i++)
@@ -757,6 +842,12 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 		t->ntouched = 0;
 		for (uint32_t k = 0; k < t->pairs[pi].n; k++) {
 			uint32_t w = t->pairs[pi].occ[k];
+			if (w & OCC_POS) { /* long word: one position */
+				uint32_t pos = t->pairs[pi].occ[++k] & ~OCC_POS;
+				if ((rc = merge_at(t, w & ~OCC_POS, pos, a, b, (uint32_t)z)) < 0)
+					return rc;
+				continue;
+			}
 			if (t->w[w].stamp == t->step)
 				continue;
 			t->w[w].stamp = t->step;
@@ -780,6 +871,11 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 		o->progress(o->progress_ctx, t->ntok - 256, done_target);
 	t->st.merges = t->nmerges;
 	return add_specials(t, o);
+}
+
+void loom_bpe_trainer_set_long_word(struct loom_bpe_trainer *t, size_t bytes)
+{
+	t->long_word = bytes;
 }
 
 int loom_bpe_trainer_check(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o)

@@ -98,6 +98,11 @@ int loom_bpe_trainer_end_doc(struct loom_bpe_trainer *t);
 /* feed + end_doc, without copying when no document is pending. */
 int loom_bpe_trainer_add_doc(struct loom_bpe_trainer *t, const void *buf, size_t n);
 
+/* Pre-tokens longer than `bytes` (default 256) are merged through
+ * per-position occurrence lists instead of being rescanned at each merge
+ * that touches them (same result; for tests and tuning). */
+void loom_bpe_trainer_set_long_word(struct loom_bpe_trainer *t, size_t bytes);
+
 /* Validate options without learning (the checks learn does first). */
 int loom_bpe_trainer_check(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o);
 

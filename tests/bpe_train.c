@@ -322,6 +322,36 @@ int main(void)
 	loom_bpe_trainer_free(b);
 	free(doc);
 
+	/* --- position lists (long words) give exactly the rescanning result */
+	{
+		static const char *docs[] = {
+			"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab aaaa aaa", "abababababababa bab",
+			"the cat sat on the mat", "the cat ate the rat", "that hat",
+			"xyxyxyxyyyyyxxxxyxyxyyxyxyxxyyxyxyyxyyyxxyxyxyxyxyxxxyyyxyx",
+			"mississippi missing misses", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+		};
+		char *ref = NULL;
+		for (int mode = 0; mode < 3; mode++) {
+			struct loom_bpe_trainer *u = loom_bpe_trainer_new();
+			loom_bpe_trainer_set_long_word(u, mode == 0 ? (size_t)-1 : mode == 1 ? 0 : 5);
+			for (size_t i = 0; i < sizeof docs / sizeof *docs; i++)
+				loom_bpe_trainer_add_doc(u, docs[i], strlen(docs[i]));
+			struct loom_bpe_train_opts lo = { .vocab_size = 400, .min_frequency = 1 };
+			is_int(loom_bpe_trainer_learn(u, &lo), 0, "long-word mode %d learns", mode);
+			if (!mode) {
+				ref = strdup(merges_str(u));
+				loom_bpe_trainer_stats(u, &st);
+				ok(st.merges > 40, "rescanning: %llu merges",
+				   (unsigned long long)st.merges);
+			} else {
+				is_str(merges_str(u), ref, "position lists (threshold %s) = rescanning",
+				       mode == 1 ? "0" : "5");
+			}
+			loom_bpe_trainer_free(u);
+		}
+		free(ref);
+	}
+
 	rmdir(tmp);
 	return done_testing();
 }

@@ -4,7 +4,9 @@
  * min_frequency).  Whatever is learned must render to files that the
  * vocabulary loader accepts (encoder.json + vocab.bpe), whose
  * tokenizer.json is valid JSON with as many merges, and with which every
- * training document encodes and decodes back to its exact bytes.
+ * training document encodes and decodes back to its exact bytes.  A second
+ * trainer that merges every word through position lists (the long-word
+ * path) must render byte-identical files.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +45,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		p += k + 1;
 	}
-	if (loom_bpe_trainer_learn(t, &o) < 0) {
+	/* the same text once more, every word merged through position lists:
+	 * the result must be byte-identical */
+	struct loom_bpe_trainer *t2 = loom_bpe_trainer_new();
+	if (!t2)
+		abort();
+	loom_bpe_trainer_set_long_word(t2, 0);
+	if (loom_bpe_trainer_add_doc(t2, "", 0) < 0)
+		abort();
+	for (size_t p = 0; p < n;) {
+		const uint8_t *e = memchr(text + p, '\n', n - p);
+		size_t k = e ? (size_t)(e - (text + p)) : n - p;
+		if (loom_bpe_trainer_add_doc(t2, text + p, k) < 0)
+			abort();
+		p += k + 1;
+	}
+	int rc1 = loom_bpe_trainer_learn(t, &o), rc2 = loom_bpe_trainer_learn(t2, &o);
+	if (rc1 != rc2)
+		abort();
+	if (rc1 < 0) {
 		loom_bpe_trainer_free(t);
+		loom_bpe_trainer_free(t2);
 		return 0; /* empty text */
 	}
-	char *files[3];
-	size_t len[3];
-	if (loom_bpe_trainer_render(t, files, len) < 0)
+	char *files[3], *files2[3];
+	size_t len[3], len2[3];
+	if (loom_bpe_trainer_render(t, files, len) < 0 ||
+	    loom_bpe_trainer_render(t2, files2, len2) < 0)
 		abort();
+	for (int i = 0; i < 3; i++) {
+		if (len[i] != len2[i] || memcmp(files[i], files2[i], len[i]))
+			abort();
+		free(files2[i]);
+	}
+	loom_bpe_trainer_free(t2);
 	struct loom_bpe_train_stats st;
 	loom_bpe_trainer_stats(t, &st);
 	if (st.vocab > o.vocab_size)
