@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "loom_batch.h"
+#include "loom_blas.h"
 #include "loom_bpe.h"
 #include "loom_ckpt.h"
 #include "loom_config.h"
@@ -37,6 +38,7 @@ static const char usage[] =
 	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
 	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
 	"  -j, --threads N       threads (default: all cores)\n"
+	"  -v, --verbose         say which OpenBLAS kernels run (and fix a slow choice)\n"
 	"generate:\n"
 	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
 	"                        vocab.bpe, ENC.json,VOCAB.bpe, or a .tiktoken file\n"
@@ -274,13 +276,20 @@ int main(int argc, char **argv)
 		{"no-stop", no_argument, NULL, 7},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"verbose", no_argument, NULL, 'v'},
 		{0}
 	};
 	struct gen_opts o = {.n = 200, .seed = 1, .temperature = 0.8, .top_k = 200};
 	uint64_t max_frames = UINT64_MAX, threads = 0;
-	int generate = 0, c;
+	int generate = 0, verbose = 0, c;
 
 	cli_init("loom-eval", usage);
+	/* before any thread: OpenBLAS picks its kernels when it loads */
+	const char *core = loom_blas_better_core();
+	int brc = core ? loom_blas_reexec(argv, core) : 0;
+	if (brc < 0)
+		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
+			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
 		generate = 1;
@@ -288,7 +297,7 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
-	while ((c = getopt_long(argc, argv, "c:j:p:n:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:j:p:n:hVv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': o.ckpt = optarg; break;
 		case 1: max_frames = cli_u64("--batches", optarg, 1, UINT64_MAX); break;
@@ -302,7 +311,13 @@ int main(int argc, char **argv)
 		case 6: o.no_prompt = 1; break;
 		case 7: o.no_stop = 1; break;
 		case 'h': cli_help();
-		case 'V': cli_version("jansson " JANSSON_VERSION);
+		case 'V': {
+			char v[256];
+			snprintf(v, sizeof v, "jansson %s, OpenBLAS core %s", JANSSON_VERSION,
+				 loom_blas_core());
+			cli_version(v);
+		}
+		case 'v': verbose = 1; break;
 		default: cli_bad_option();
 		}
 	}
@@ -312,6 +327,15 @@ int main(int argc, char **argv)
 		cli_usage_error("--checkpoint DIR is required");
 	if (threads)
 		omp_set_num_threads((int)threads);
+	if (verbose) {
+		const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
+		if (was)
+			cli_warn("OpenBLAS chose '%s' for this CPU; re-executed with OPENBLAS_CORETYPE=%s",
+				 was, loom_blas_core());
+		else
+			cli_warn("OpenBLAS core '%s', %d threads", loom_blas_core(),
+				 omp_get_max_threads());
+	}
 	if (!generate) {
 		if (o.vocab || o.have_prompt)
 			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
