@@ -457,6 +457,7 @@ int main(int argc, char **argv)
 		double gf = bench_sgemm(verbose);
 		printf("sgemm_gflops %.2f threads %d core %s\n", gf, omp_get_max_threads(),
 		       openblas_get_corename());
+		free(sets);
 		return 0;
 	}
 
@@ -496,10 +497,12 @@ int main(int argc, char **argv)
 			cli_die("out of memory");
 		fputs(s, stdout);
 		free(s);
+		free(sets);
 		return fflush(stdout) ? 1 : 0;
 	}
 	if (dry) {
 		print_dry_run(c);
+		free(sets);
 		return fflush(stdout) ? 1 : 0;
 	}
 	if (isatty(STDIN_FILENO))
