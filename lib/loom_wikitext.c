@@ -601,6 +601,38 @@ static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, stru
 /* ------------------------------------------------------------------ */
 /* pass 3: tables */
 
+/* Is s only HTML attributes (colspan="2" style=x)?  What is left of a
+ * cell whose content came from a removed template. */
+static int only_attributes(const char *s, size_t n)
+{
+	size_t i = 0;
+	int any = 0;
+	while (i < n) {
+		while (i < n && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		if (i == n)
+			break;
+		size_t k = i;
+		while (k < n && (is_alpha((unsigned char)s[k]) || s[k] == '-'))
+			k++;
+		if (k == i || k == n || s[k] != '=')
+			return 0;
+		k++;
+		if (k < n && (s[k] == '"' || s[k] == '\'')) {
+			const char *q = memchr(s + k + 1, s[k], n - k - 1);
+			if (!q)
+				return 0;
+			k = q - s + 1;
+		} else {
+			while (k < n && s[k] != ' ' && s[k] != '\t')
+				k++;
+		}
+		i = k;
+		any = 1;
+	}
+	return any;
+}
+
 /* Text of one table cell: after the attribute separator '|' if any. */
 static void put_cell(char **op, const char *s, size_t n, int *ncell)
 {
@@ -623,7 +655,7 @@ static void put_cell(char **op, const char *s, size_t n, int *ncell)
 		s++, n--;
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
-	if (!n)
+	if (!n || only_attributes(s, n))
 		return;
 	char *o = *op;
 	if ((*ncell)++) {
@@ -659,6 +691,10 @@ static int pass_tables(struct loom_wikitext *w, const char *s, size_t n, struct 
 					*o++ = '\n', *o++ = '\n';
 				ncell = 0;
 			}
+		} else if (!depth && len && l[0] == '|' &&
+			   (len == 1 || l[1] == '-' || strspn(l + 1, " \t") == len - 1)) {
+			/* a lone "|" or "|-": table markup of a table a removed
+			 * template opened ({{multicol}} ... {{multicol-end}}) */
 		} else if (!depth) {
 			memcpy(o, s + i, e - i);
 			o += e - i;
