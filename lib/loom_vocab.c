@@ -117,14 +117,17 @@ uint32_t loom_vocab_lookup(const struct loom_vocab *v, const uint8_t *s, size_t 
 {
 	if (!v->tok_slot)
 		return LOOM_VOCAB_NONE;
-	uint32_t h = (uint32_t)hash_bytes(s, n) & v->tok_mask;
+	uint64_t hv = hash_bytes(s, n);
+	uint32_t h = (uint32_t)hv & v->tok_mask, tag = (uint32_t)(hv >> 32);
 	for (;;) {
-		uint32_t e = v->tok_slot[h];
+		uint64_t e = v->tok_slot[h];
 		if (!e)
 			return LOOM_VOCAB_NONE;
-		uint32_t id = e - 1;
-		if (v->off[id + 1] - v->off[id] == n && !memcmp(v->bytes + v->off[id], s, n))
-			return id;
+		if ((uint32_t)(e >> 32) == tag) {
+			uint32_t id = (uint32_t)e - 1;
+			if (v->off[id + 1] - v->off[id] == n && !memcmp(v->bytes + v->off[id], s, n))
+				return id;
+		}
 		h = (h + 1) & v->tok_mask;
 	}
 }
@@ -143,15 +146,17 @@ static uint32_t tok_insert(struct loom_vocab *v, uint32_t id)
 {
 	const uint8_t *s = v->bytes + v->off[id];
 	size_t n = v->off[id + 1] - v->off[id];
-	uint32_t h = (uint32_t)hash_bytes(s, n) & v->tok_mask;
+	uint64_t hv = hash_bytes(s, n);
+	uint32_t h = (uint32_t)hv & v->tok_mask, tag = (uint32_t)(hv >> 32);
 	for (;;) {
-		uint32_t e = v->tok_slot[h];
+		uint64_t e = v->tok_slot[h];
 		if (!e) {
-			v->tok_slot[h] = id + 1;
+			v->tok_slot[h] = (uint64_t)tag << 32 | (id + 1);
 			return LOOM_VOCAB_NONE;
 		}
-		uint32_t o = e - 1;
-		if (v->off[o + 1] - v->off[o] == n && !memcmp(v->bytes + v->off[o], s, n))
+		uint32_t o = (uint32_t)e - 1;
+		if ((uint32_t)(e >> 32) == tag && v->off[o + 1] - v->off[o] == n &&
+		    !memcmp(v->bytes + v->off[o], s, n))
 			return o;
 		h = (h + 1) & v->tok_mask;
 	}

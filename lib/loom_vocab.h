@@ -67,7 +67,8 @@ struct loom_vocab {
 	uint8_t *bytes;
 	uint8_t *present;       /* n_ids: 1 if id is a token, 2 if special */
 	uint32_t byte_id[256];  /* id of each single-byte token */
-	uint32_t *tok_slot;     /* bytes -> id hash (open addressing), ids+1 */
+	uint64_t *tok_slot;     /* bytes -> id hash (open addressing):
+	                           hash tag << 32 | (id + 1), 0 = empty */
 	uint32_t tok_mask;
 	struct loom_vocab_pair *pair;
 	uint32_t pair_mask;
