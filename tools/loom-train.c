@@ -24,11 +24,13 @@
 
 #include "cli.h"
 #include "loom_batch.h"
+#include "loom_blas.h"
 #include "loom_ckpt.h"
 #include "loom_config.h"
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "train_dist.h"
 
 static const char usage[] =
 	"usage: loom-train [options] < frames\n"
@@ -129,52 +131,36 @@ static int wait_input(int fd)
  *    OMP_WAIT_POLICY=passive (costs microseconds per parallel region). */
 static void fix_env(char **argv, int verbose)
 {
-	const char *core = openblas_get_corename();
-	const char *prev = getenv("LOOM_TRAIN_REEXEC");
-	if (prev) {
-		if (verbose && *prev)
-			cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
-				 prev, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "?",
-				 core ? core : "?");
-		else if (verbose)
-			cli_warn("OpenBLAS core '%s'", core ? core : "?");
+	const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
+	if (getenv("LOOM_TRAIN_REEXEC")) { /* we are the re-executed process */
 		unsetenv("LOOM_TRAIN_REEXEC");
+		if (verbose && was)
+			cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
+				 was, getenv("OPENBLAS_CORETYPE"), loom_blas_core());
+		else if (verbose)
+			cli_warn("OpenBLAS core '%s'", loom_blas_core());
 		return;
 	}
-	int change = 0;
-	const char *want = NULL;
-	if (!getenv("OPENBLAS_CORETYPE") && core &&
-	    (!strcasecmp(core, "Prescott") || !strcasecmp(core, "Core2") ||
-	     !strcasecmp(core, "Penryn") || !strcasecmp(core, "Nehalem") ||
-	     !strcasecmp(core, "Atom") || !strcasecmp(core, "Unknown"))) {
-		__builtin_cpu_init();
-		if (__builtin_cpu_supports("avx512f"))
-			want = "SkylakeX";
-		else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-			want = "Haswell";
-		else if (__builtin_cpu_supports("avx"))
-			want = "Sandybridge";
-		if (want) {
-			setenv("OPENBLAS_CORETYPE", want, 1);
-			if (verbose)
-				cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
-					 core, want);
-			change = 1;
-		}
-	}
-	if (!getenv("OMP_WAIT_POLICY")) {
-		setenv("OMP_WAIT_POLICY", "passive", 1);
-		change = 1;
-	}
-	if (!change) {
+	const char *core = loom_blas_better_core();
+	int wait = !getenv("OMP_WAIT_POLICY");
+	if (!core && !wait) {
 		if (verbose)
-			cli_warn("OpenBLAS core '%s'", core ? core : "?");
+			cli_warn("OpenBLAS core '%s'", loom_blas_core());
 		return;
 	}
-	setenv("LOOM_TRAIN_REEXEC", want ? core : "", 1);
-	execv("/proc/self/exe", argv);
-	cli_warn("cannot re-execute with a fixed environment (%s); continuing on OpenBLAS core '%s'",
-		 strerror(errno), core ? core : "?");
+	if (wait)
+		setenv("OMP_WAIT_POLICY", "passive", 1);
+	setenv("LOOM_TRAIN_REEXEC", "1", 1);
+	if (core) {
+		if (verbose)
+			cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
+				 loom_blas_core(), core);
+		int rc = loom_blas_reexec(argv, core);
+		cli_warn("cannot re-execute with OPENBLAS_CORETYPE=%s (%s); continuing on OpenBLAS core '%s'",
+			 core, strerror(-rc), loom_blas_core());
+	} else {
+		execv("/proc/self/exe", argv);
+	}
 	unsetenv("LOOM_TRAIN_REEXEC");
 }
 
@@ -252,6 +238,8 @@ struct trainer {
 static void save_ckpt(struct trainer *t)
 {
 	struct loom_gpt *g = t->g;
+	if (!train_dist_save_begin(g))
+		return; /* ranks > 0: sent their moment shards to rank 0 */
 	struct loom_ckpt_tensor *tp = calloc(g->n_tensors, sizeof *tp);
 	float **mm = calloc(g->n_tensors, sizeof *mm), **vv = calloc(g->n_tensors, sizeof *vv);
 	if (!tp || !mm || !vv)
@@ -295,6 +283,7 @@ static void save_ckpt(struct trainer *t)
 	free(tp);
 	free(mm);
 	free(vv);
+	train_dist_save_end(g);
 }
 
 /* Open a checkpoint and check it. */
@@ -428,6 +417,8 @@ int main(int argc, char **argv)
 			char extra[256];
 			snprintf(extra, sizeof extra, "OpenBLAS %s (%s), jansson %s",
 				 openblas_get_config(), openblas_get_corename(), JANSSON_VERSION);
+			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", %s",
+				 train_dist_version());
 			cli_version(extra);
 		}
 		default: cli_bad_option();
@@ -449,6 +440,15 @@ int main(int argc, char **argv)
 
 	if (!print && !dry)
 		fix_env(argv, verbose);
+	if (!print && !dry) {
+		train_dist_init(&argc, &argv); /* mpirun: one process per rank */
+		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
+			logpath = NULL;
+			eval_every = 0;
+			quiet = 1;
+			verbose = 0;
+		}
+	}
 	if (threads) {
 		omp_set_num_threads(threads);
 		openblas_set_num_threads(threads);
@@ -486,9 +486,11 @@ int main(int argc, char **argv)
 		c->recompute = 1;
 	if (nsets || have_steps)
 		c->global_batch = c->global_batch == 0 ? 0 : c->global_batch;
+	if (!print && !dry)
+		train_dist_config(c, sets, nsets);
 	if (loom_config_validate(c))
 		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
-	if (c->data_parallel != 1 && !print && !dry)
+	if (c->data_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
 	if (print) {
@@ -533,6 +535,7 @@ int main(int argc, char **argv)
 	} else {
 		loom_gpt_init_weights(g, c->seed);
 	}
+	train_dist_attach(g, quiet, verbose);
 	if (verbose)
 		cli_warn("%s: %llu parameters, %d threads, B=%d T=%d grad_accum %d, %lld steps",
 			 c->preset, (unsigned long long)g->n_params, omp_get_max_threads(),
@@ -548,6 +551,7 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL); /* mpirun forwards SIGUSR1 to every rank */
 
 	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
 	if (!r)
@@ -571,12 +575,12 @@ int main(int argc, char **argv)
 		int micro;
 		/* gradients are zero here: loom_gpt_step() leaves them so */
 		for (micro = 0; micro < c->grad_accum; micro++) {
-			if (micro == 0 && !wait_input(STDIN_FILENO))
+			if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
 				break; /* stop requested between steps */
 			for (;;) {
 				rc = loom_batch_read(r, &h, &tok);
 				if (rc < 0)
-					cli_die("%s", loom_batch_reader_error(r));
+					train_dist_fail(t.step + 1, "%s", loom_batch_reader_error(r));
 				if (rc == 0 || h.seq >= t.data_seq)
 					break;
 				/* resuming: skip frames consumed before the checkpoint */
@@ -585,6 +589,10 @@ int main(int argc, char **argv)
 				ended = 1;
 				break;
 			}
+			if (first)
+				train_dist_check_frame(h.rank, h.world);
+			if (micro == c->grad_accum - 1) /* all ranks agree before the last backward */
+				train_dist_sync(t.step + 1, 0, &stop_sig);
 			if (first) {
 				if (loom_config_check_data(c, (int)h.batch, (int)h.seq_len))
 					cli_die("stdin: frame %llu: %s",
@@ -612,6 +620,8 @@ int main(int argc, char **argv)
 		}
 		if (stop_sig && micro == 0)
 			break;
+		if (ended)
+			train_dist_sync(t.step + 1, 1, &stop_sig);
 		if (ended) {
 			if (micro)
 				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
@@ -620,10 +630,10 @@ int main(int argc, char **argv)
 		}
 		t.step++;
 		float lr = (float)loom_config_lr(c, (int64_t)t.step);
-		loom_gpt_step(g, lr, (int64_t)t.step, &norm);
+		train_dist_step(g, lr, (int64_t)t.step, &norm, &lsum);
 		loss = (float)(lsum / c->grad_accum);
-		uint64_t ntok = (uint64_t)c->grad_accum * B * T;
-		t.samples += (uint64_t)c->grad_accum * B;
+		uint64_t ntok = (uint64_t)c->global_batch * T; /* all ranks */
+		t.samples += (uint64_t)c->global_batch;
 		t.tokens += ntok;
 		double dt = cli_now() - t0;
 		if (!isfinite(loss))
@@ -666,7 +676,7 @@ int main(int argc, char **argv)
 		char mb[32];
 		cli_warn("done: %llu steps, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
 			 (unsigned long long)t.step, loss, el,
-			 el > 0 ? (t.tokens - start_step * (uint64_t)c->grad_accum * B * T) / el : 0.0,
+			 el > 0 ? (t.tokens - start_step * (uint64_t)c->global_batch * T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}
 	if (log && fclose(log))
