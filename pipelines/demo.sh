@@ -26,6 +26,10 @@ DUMP=$(find "$OUT/dumps" -name '*-pages-articles-multistream.xml.bz2' 2>/dev/nul
 loom-extract -j 2 -o "$OUT/sample.txt" "$DUMP"
 head -n 3 "$OUT/sample.txt" | cut -c 1-100
 
+# loom-bpe: GPT-2 token ids (u16), <|endoftext|> after each article.
+stage "loom-bpe encode --vocab gpt2: $OUT/sample.txt -> $OUT/sample.tokens (u16)"
+loom-bpe encode --vocab gpt2 -j 2 -o "$OUT/sample.tokens" "$OUT/sample.txt"
+
 # loom-shard / loom-index / loom-cat on a generated token stream (self-contained:
 # 400k pseudo-random GPT-2-sized ids, u16 little-endian).
 stage "loom-shard: 400k generated tokens -> $OUT/shards/demo-*.tfrecord"
