@@ -1,0 +1,232 @@
+/* train_dist.c - loom-train's side of data parallelism; see train_dist.h. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "loom_config.h"
+#include "loom_dist.h"
+#include "loom_gpt.h"
+#include "train_dist.h"
+
+static struct loom_dist *dist;
+static int d_rank, d_world = 1, d_quiet;
+static int agreed_exit;                 /* every rank exits 1 together */
+static uint64_t synced_step = UINT64_MAX, steps_done;
+static int synced_result;
+static sigset_t stop_set;
+static uint64_t n_params;
+
+int train_dist_rank(void)
+{
+	return d_rank;
+}
+
+int train_dist_world(void)
+{
+	return d_world;
+}
+
+const char *train_dist_version(void)
+{
+	static char buf[96];
+	if (!strncmp(loom_dist_backend(), "no MPI", 6))
+		return loom_dist_backend();
+	snprintf(buf, sizeof buf, "%s (data-parallel)", loom_dist_backend());
+	return buf;
+}
+
+/* Leave MPI the way the exit demands: finalize when every rank ends the
+ * same way, abort the whole job when this rank fails alone (mpirun then
+ * stops the others at once instead of leaving them in a collective). */
+static void on_exit_dist(int status, void *arg)
+{
+	(void)arg;
+	if (!dist)
+		return;
+	if (status == 0 && d_rank == 0 && d_world > 1 && !d_quiet && steps_done) {
+		char a[32], b[32];
+		uint64_t bound = (uint64_t)(2.0 * (d_world - 1) / d_world * n_params * 4);
+		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
+		cli_warn("data parallel: %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
+			 cli_bytes((double)per, a, sizeof a), cli_bytes((double)bound, b, sizeof b),
+			 bound ? (double)per / bound : 0.0);
+	}
+	if (status == 0 || agreed_exit) {
+		loom_dist_free(dist);
+		dist = NULL;
+		return;
+	}
+	loom_dist_abort(dist, status);
+}
+
+void train_dist_init(int *argc, char ***argv)
+{
+	struct loom_err err = { 0 };
+	dist = loom_dist_new(argc, argv, &err);
+	if (!dist)
+		cli_die("%s", err.msg);
+	d_rank = loom_dist_rank(dist);
+	d_world = loom_dist_world(dist);
+	on_exit(on_exit_dist, NULL);
+	if (d_world == 1)
+		return;
+	static char prog[64];
+	snprintf(prog, sizeof prog, "%s: rank %d", cli_prog, d_rank);
+	cli_prog = prog;
+	/* stop signals are taken only at train_dist_sync(), on every rank alike */
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGINT);
+	sigaddset(&stop_set, SIGTERM);
+	sigaddset(&stop_set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &stop_set, NULL);
+}
+
+void train_dist_config(struct loom_config *c, char **sets, int nsets)
+{
+	for (int i = 0; i < nsets; i++)
+		if (strstr(sets[i], "data_parallel") && c->data_parallel != d_world)
+			cli_exit(EXIT_USAGE,
+				 "data_parallel: %d, but loom-train runs as %d rank%s (set by mpirun -np)",
+				 c->data_parallel, d_world, d_world == 1 ? "" : "s");
+	c->data_parallel = d_world;
+}
+
+void train_dist_attach(struct loom_gpt *g, int quiet, int verbose)
+{
+	d_quiet = quiet;
+	n_params = g->n_params;
+	if (loom_dist_attach(dist, g))
+		cli_die("%s", loom_dist_error(dist));
+	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
+		return;
+	char a[32], b[32], c[32];
+	cli_warn("data parallel: %d rank%s (%s); AdamW state per rank %s (1/%d of %s), gradient shard %s, %d buckets",
+		 d_world, d_world == 1 ? "" : "s", loom_dist_backend(),
+		 cli_bytes((double)loom_dist_moment_bytes(dist), a, sizeof a), d_world,
+		 cli_bytes((double)g->n_params * 8, b, sizeof b),
+		 cli_bytes((double)loom_dist_gradshard_bytes(dist), c, sizeof c),
+		 loom_dist_buckets(dist));
+}
+
+void train_dist_check_frame(unsigned rank, unsigned world)
+{
+	if (d_world == 1 || (rank == (unsigned)d_rank && world == (unsigned)d_world))
+		return;
+	train_dist_fail(synced_step == UINT64_MAX ? 1 : synced_step + 1,
+			"stdin: frames from loom-feed --rank %u --world %u, but this is rank %d of %d",
+			rank, world, d_rank, d_world);
+}
+
+static void list_ranks(char *buf, size_t len, const int32_t *all, int want)
+{
+	size_t o = 0;
+	int n = 0;
+	buf[0] = 0;
+	for (int r = 0; r < d_world && o + 16 < len; r++)
+		if (all[2 * r] == want)
+			o += (size_t)snprintf(buf + o, len - o, "%s%d", n++ ? ", " : "", r);
+}
+
+int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
+{
+	if (d_world == 1)
+		return status == 1;
+	if (step == synced_step)
+		return synced_result;
+	/* let pending stop signals in, here and only here */
+	sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
+	sigprocmask(SIG_BLOCK, &stop_set, NULL);
+	int32_t mine[2] = { status, *stop }, *all = calloc((size_t)d_world * 2, sizeof *all);
+	if (!all)
+		cli_die("out of memory");
+	if (loom_dist_allgather_i32(dist, mine, 2, all)) {
+		cli_warn("%s", loom_dist_error(dist));
+		loom_dist_abort(dist, 1);
+	}
+	int nend = 0, nfail = 0, sig = 0;
+	for (int r = 0; r < d_world; r++) {
+		nend += all[2 * r] == 1;
+		nfail += all[2 * r] == 2;
+		if (all[2 * r + 1] && !sig)
+			sig = all[2 * r + 1];
+	}
+	if (sig && !*stop)
+		*stop = sig;
+	synced_step = step;
+	synced_result = nend == d_world;
+	if (nfail || (nend && nend < d_world)) {
+		agreed_exit = 1;
+		if (d_rank == 0) {
+			char fl[256], en[256];
+			list_ranks(fl, sizeof fl, all, 2);
+			list_ranks(en, sizeof en, all, 1);
+			cli_prog = "loom-train";
+			if (nfail)
+				cli_warn("stopping all %d ranks at step %llu: rank%s %s failed (message above)%s%s%s",
+					 d_world, (unsigned long long)step, nfail > 1 ? "s" : "", fl,
+					 nend ? "; input ended early on rank " : "", en,
+					 nend ? " (its feeder closed the pipe)" : "");
+			else
+				cli_warn("stopping all %d ranks at step %llu: the input of rank%s %s ended early (its loom-feed closed the pipe) while the others still had data; the last checkpoint is unchanged",
+					 d_world, (unsigned long long)step, nend > 1 ? "s" : "", en);
+		}
+		free(all);
+		exit(1);
+	}
+	free(all);
+	if (!synced_result && status == 0)
+		loom_dist_arm(dist);
+	return synced_result;
+}
+
+_Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (d_world == 1)
+		exit(1);
+	volatile sig_atomic_t dummy = 0;
+	train_dist_sync(step, 2, &dummy);
+	exit(1); /* not reached: a failure always stops every rank */
+}
+
+void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum)
+{
+	(void)g; /* attached at train_dist_attach() */
+	if (loom_dist_step(dist, lr, t, norm, lsum)) {
+		cli_warn("%s", loom_dist_error(dist));
+		loom_dist_abort(dist, 1);
+	}
+	steps_done++;
+}
+
+int train_dist_save_begin(struct loom_gpt *g)
+{
+	float *m, *v;
+	if (d_world == 1)
+		return 1;
+	if (loom_dist_gather_moments(dist, &m, &v)) {
+		cli_warn("%s", loom_dist_error(dist));
+		loom_dist_abort(dist, 1);
+	}
+	if (d_rank != 0)
+		return 0;
+	g->m = m;
+	g->v = v;
+	return 1;
+}
+
+void train_dist_save_end(struct loom_gpt *g)
+{
+	if (d_world == 1)
+		return;
+	g->m = g->v = NULL;
+	loom_dist_gather_done(dist);
+}

@@ -1,0 +1,57 @@
+/*
+ * train_dist.h - loom-train's side of data parallelism (lib/loom_dist.h):
+ * joining the MPI job, the per-step agreement of the ranks on stop/end/
+ * failure, the sharded optimizer step, and checkpoint gathering.  These
+ * print (rank-prefixed messages) and exit; with one process (no mpirun, or
+ * a build without MPI) every call reduces to loom-train's single-process
+ * behaviour.
+ *
+ * Step protocol (every rank, once per optimizer step): read the frames of
+ * the step; right after the last micro-batch's frame was read, or as soon
+ * as the input ended or failed, train_dist_sync() exchanges each rank's
+ * status and stop signal.  All ranks then do the same thing: train the
+ * step (and stop after it if any rank got SIGINT/SIGTERM/SIGUSR1), end
+ * normally (every input ended at the same step), or exit 1 with one
+ * message from rank 0 naming the ranks at fault.  Stop signals are held
+ * blocked between syncs so every rank sees the same ones.
+ */
+#ifndef TRAIN_DIST_H
+#define TRAIN_DIST_H
+
+#include <signal.h>
+#include <stdint.h>
+
+struct loom_gpt;
+struct loom_config;
+
+/* Join the job (MPI_Init under mpirun); messages become "loom-train: rank N". */
+void train_dist_init(int *argc, char ***argv);
+int train_dist_rank(void);
+int train_dist_world(void);
+/* For --version: "Open MPI v4.1.4 (data-parallel)" or "no MPI (single process)". */
+const char *train_dist_version(void);
+/* data_parallel = the number of ranks (a --set data_parallel=K that
+ * disagrees with it is a usage error). */
+void train_dist_config(struct loom_config *c, char **sets, int nsets);
+/* Share the model: parameters from rank 0, moments sharded; prints the world
+ * and the optimizer memory per rank (rank 0, unless quiet). */
+void train_dist_attach(struct loom_gpt *g, int quiet, int verbose);
+/* The frames of this rank must come from loom-feed --rank r --world w. */
+void train_dist_check_frame(unsigned rank, unsigned world);
+/* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.
+ * Returns 1 if every rank's input ended (a normal end), 0 to train the
+ * step; exits 1 when some ranks ended or failed.  Sets *stop to a stop
+ * signal any rank received.  Once per step (later calls for the same
+ * step return the first answer). */
+int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop);
+/* A data failure on this rank: the message, then the agreement (exit 1). */
+_Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* loom_gpt_step over the ranks; *lsum becomes the mean over ranks. */
+void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum);
+/* Around a checkpoint save (every rank calls both): gathers the moments on
+ * rank 0; returns 1 on the rank that writes. */
+int train_dist_save_begin(struct loom_gpt *g);
+void train_dist_save_end(struct loom_gpt *g);
+
+#endif
