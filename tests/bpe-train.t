@@ -38,7 +38,8 @@ is_rc 2 "bad number: usage error"
 run loom-bpe train --vocab-size 300 --special '<a>' --special '<a>' -o "$T/x" "$T/corpus.txt"
 is_rc 2 "duplicate special: usage error"
 
-run loom-bpe train --vocab-size 300 -o "$T/x" </dev/null
+: >"$T/empty"
+run loom-bpe train --vocab-size 300 -o "$T/x" <"$T/empty"
 is_rc 1 "empty input: exit 1"
 like "$err" 'empty input' "says the input is empty"
 ok "no output directory for empty input" test ! -e "$T/x"
