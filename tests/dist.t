@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Data-parallel loom-train under mpirun (2 ranks on this machine): the same
+# loss curve as one process with the same global batch, checkpoints that
+# move between 1 and 2 ranks, per-rank start-up report, and faults (a
+# feeder closing early, a killed rank, a wrong --rank) that stop every rank
+# with one error naming the rank and leave `latest` valid.
+. "$(dirname "$0")/lib.sh"
+
+command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
+loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
+	skip_all "loom-train was built without MPI (install libopenmpi-dev and rebuild)"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+# OpenMPI keeps allocations until exit; leak reports under ASan are its own
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export OMP_NUM_THREADS=1
+
+# 400 records of 9 learnable tokens (next = 3 x prev + 1 mod 128)
+/usr/bin/python3 -c '
+import random
+r = random.Random(1); out = []
+for i in range(400):
+    x = r.randrange(128)
+    for j in range(9):
+        out.append(x); x = (3 * x + 1) % 128
+print(" ".join(map(str, out)))' > "$T/tok.txt"
+run loom-shard -q -f text -L 9 --no-shuffle -n 2 -o "$T/d" "$T/tok.txt"
+is_rc 0 "test shards"
+M="$T/d.manifest.json"
+FEED="loom-feed -q -m $M --seq 8 --seed 1"
+TRAIN="loom-train -c tiny --set decay=constant --threads 1"
+
+# np N 'shell command' : one command per rank, $R = rank, $W = world.  A
+# trainer killed by a signal re-raises it, so mpirun names the rank.
+np() {
+	local n=$1; shift
+	run timeout 60 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
+}
+
+# max relative difference of the losses of log $1 (steps $3..$4) vs log $2
+maxrel() { /usr/bin/python3 - "$@" <<'EOF'
+import json, sys
+def load(p):
+    return {d["step"]: d["loss"] for d in map(json.loads, open(p)) if "loss" in d}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+lo, hi = int(sys.argv[3]), int(sys.argv[4])
+steps = range(lo, hi + 1)
+if any(s not in a or s not in b for s in steps):
+    print("missing steps"); sys.exit()
+print("%.3g" % max(abs(a[s] - b[s]) / abs(b[s]) for s in steps))
+EOF
+}
+small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= 1e-5))" 2>/dev/null; }
+
+# --- same global batch, same seed: the same curve ----------------------------
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 --log $T/one.json"
+is_rc 0 "1 rank x micro-batch 8"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4 --steps 20 --log-every 10 --log two.json"
+is_rc 0 "2 ranks x micro-batch 4 under mpirun"
+is "$(wc -l < "$T/two.json")" 20 "rank 0 writes the log, one line per step"
+d=$(maxrel "$T/two.json" "$T/one.json" 1 20)
+ok "2 x 4 vs 1 x 8: losses within 1e-5 relative over 20 steps (max $d)" small "$d"
+like "$T/two.json" '"step":20,.*"tokens":1280,' "tokens count all ranks"
+like "$err" '^loom-train: rank 0: data parallel: 2 ranks \(Open MPI [^)]*\); AdamW state per rank [0-9.]+ kB \(1/2 of [0-9.]+ kB\)' \
+	"start-up: world size and optimizer memory per rank"
+like "$err" 'rank 0: step 20/20 loss' "rank 0 logs progress"
+unlike "$err" 'rank 1: step' "other ranks stay quiet"
+like "$err" 'sent per step per rank \(ring all-reduce lower bound .*; 1\.0[0-9]*x\)' \
+	"bytes per step reported against the ring lower bound"
+run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2 --steps 20 --log $T/acc.json"
+d=$(maxrel "$T/two.json" "$T/acc.json" 1 20)
+ok "2 x 4 vs 1 x 4 x accumulation 2: within 1e-5 (max $d)" small "$d"
+
+# --- checkpoints move between rank counts: 1 -> 2 -> 1 -----------------------
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 6 --save $T/ck --log $T/r1.json"
+is_rc 0 "1 rank: steps 1-6, checkpoint"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W --resume ck/latest | loom-train -q --threads 1 --resume ck --save ck --set micro_batch=4 --steps 13 --log r2.json"
+is_rc 0 "2 ranks resume it: steps 7-13, checkpoint"
+is "$(readlink "$T/ck/latest")" step-00000013 "rank 0 wrote step 13"
+ok "the 2-rank checkpoint is complete" test -s "$T/ck/latest/optimizer.safetensors" -a -s "$T/ck/latest/state.json"
+like "$T/ck/latest/state.json" '"samples": *104' "state counts samples of all ranks"
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/ck/latest | loom-train -q --threads 1 --resume $T/ck --save $T/ck --set micro_batch=8 --steps 20 --log $T/r3.json"
+is_rc 0 "1 rank resumes the 2-rank checkpoint: steps 14-20"
+cat "$T/r1.json" "$T/r2.json" "$T/r3.json" > "$T/r.json"
+d=$(maxrel "$T/r.json" "$T/one.json" 1 20)
+ok "1 -> 2 -> 1 ranks: the uninterrupted curve within 1e-5 (max $d)" small "$d"
+run sh -c "$FEED --batch 4 --epochs 0 | loom-train -q --threads 1 --resume $T/ck --set micro_batch=4 --steps 21"
+is_rc 2 "resume with another global batch is refused"
+like "$err" 'global_batch: 8 != micro_batch \(4\) x grad_accum \(1\) x data_parallel \(1\)' "and says why"
+no_tmp_left "$T/ck" "no temporary checkpoint debris"
+
+# --- every input ends together: a normal end --------------------------------
+np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 1000 --save e"
+is_rc 0 "all feeders end at the same step: exit 0"
+is "$(readlink "$T/e/latest")" step-00000049 "checkpoint at the last full step (49 global batches of 8 per epoch)"
+
+# --- faults -----------------------------------------------------------------
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | { if [ \$R = 1 ]; then head -c 3000; else cat; fi; } | $TRAIN -q --set micro_batch=4 --steps 100 --save f --save-every 5"
+ok "a feeder that closes its pipe mid-frame stops every rank (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+like "$err" '^loom-train: rank 1: stdin: frame 22 at byte 2992: stream ends inside the frame header' \
+	"the rank says what broke"
+like "$err" '^loom-train: stopping all 2 ranks at step 23: rank 1 failed' "rank 0: one line naming the rank"
+is "$(readlink "$T/f/latest")" step-00000020 "latest stays at the last complete checkpoint"
+ok "and it is complete" test -s "$T/f/latest/model.safetensors" -a -s "$T/f/latest/state.json"
+no_tmp_left "$T/f" "no half-written checkpoint"
+
+np 2 "$FEED --batch 4 --rank \$R --world \$W --epochs \$((R + 1)) | $TRAIN -q --set micro_batch=4 --steps 1000"
+is_rc 1 "a feeder that ends early (END frame) while others have data: exit 1"
+like "$err" 'stopping all 2 ranks at step 50: the input of rank 0 ended early' "names the rank"
+
+mkdir -p "$T/k"
+start=$(date +%s)
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 100000 --save k --save-every 10 & p=\$!; echo \$p > k/pid.\$R; wait \$p; s=\$?; [ \$s -gt 128 ] && kill -\$((s - 128)) \$\$; exit \$s" &
+mp=$!
+for _ in $(seq 1 200); do [ -L "$T/k/latest" ] && [ -s "$T/k/pid.1" ] && break; sleep 0.1; done
+kill -9 "$(cat "$T/k/pid.1")"
+killed=$(date +%s)
+wait $mp
+took=$(($(date +%s) - killed))
+ok "a killed rank stops every rank within seconds (${took}s)" test "$took" -le 10
+st=$(ps -o stat= -p "$(cat "$T/k/pid.0")" 2>/dev/null)
+ok "no rank left running (rank 0: '${st}')" test -z "$st" -o "${st#Z}" != "$st"
+like "$err" 'rank 1 .*exited on signal 9' "mpirun names the killed rank"
+ok "latest still points at a complete checkpoint" test -s "$T/k/latest/model.safetensors" -a -s "$T/k/latest/optimizer.safetensors"
+
+np 2 "$FEED --batch 4 --epochs 0 --rank 0 --world \$W | $TRAIN -q --set micro_batch=4 --steps 5"
+ok "frames for the wrong rank are refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+like "$err" 'rank 1: stdin: frames from loom-feed --rank 0 --world 2, but this is rank 1 of 2' \
+	"and the message names both"
+
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,data_parallel=3 --steps 5"
+ok "--set data_parallel disagreeing with mpirun -np is refused" test "$rc" -ne 0 -a "$rc" -ne 124
+like "$err" 'data_parallel: 3, but loom-train runs as 2 ranks' "naming both numbers"
+
+done_testing
