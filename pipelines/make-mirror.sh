@@ -6,12 +6,12 @@
 #
 # Takes every SRC_DIR/WIKI-DATE-* file (e.g. samplewiki-20260101-pages-
 # articles-multistream.xml.bz2 and its -index.txt.bz2) and writes:
-#   OUT_DIR/WIKI/DATE/WIKI-DATE-*             the files (hard links or copies)
+#   OUT_DIR/WIKI/DATE/WIKI-DATE-*             copies of the files
 #   OUT_DIR/WIKI/DATE/WIKI-DATE-sha1sums.txt  "<sha1>  <name>" lines
 #   OUT_DIR/WIKI/DATE/WIKI-DATE-md5sums.txt   "<md5>  <name>" lines
 #   OUT_DIR/WIKI/DATE/dumpstatus.json         {"jobs": {JOB: {"status": "done",
 #                                              "files": {NAME: {size,url,md5,sha1}}}}}
-#   OUT_DIR/WIKI/latest/                      WIKI-latest-* copies of the files,
+#   OUT_DIR/WIKI/latest/                      WIKI-latest-* links to those,
 #       dumpstatus.json and WIKI-latest-{sha1,md5}sums.txt listing the DATED
 #       names, as Wikimedia publishes them.
 # Jobs are named as Wikimedia names them (articlesmultistreamdump, ...).
@@ -36,8 +36,10 @@ for f in "${files[@]}"; do
 	n=${f##*/}
 	case $n in *-sha1sums.txt|*-md5sums.txt|*.part) continue ;; esac
 	[ -f "$f" ] || continue
+	# a copy (cheap with reflinks), so that nothing done to the mirror
+	# (a test corrupting a file, say) can touch the source
 	rm -f "$d/$n"
-	ln "$f" "$d/$n" 2>/dev/null || cp "$f" "$d/$n"
+	cp --reflink=auto "$f" "$d/$n"
 	rm -f "$l/$wiki-latest-${n#"$wiki-$date-"}"
 	ln "$d/$n" "$l/$wiki-latest-${n#"$wiki-$date-"}" 2>/dev/null ||
 		cp "$d/$n" "$l/$wiki-latest-${n#"$wiki-$date-"}"
