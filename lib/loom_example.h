@@ -41,7 +41,9 @@
 size_t loom_example_bound(size_t keylen, size_t n);
 
 /* Fast path: encode Example{key: int64_list(v[0..n))} into out (room for
- * loom_example_bound(strlen(key), n) bytes); returns the encoded length. */
+ * loom_example_bound(strlen(key), n) bytes: the encoder may scribble a few
+ * bytes past the returned length, within that bound); returns the encoded
+ * length. */
 size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uint8_t *out);
 size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out);
 

@@ -462,7 +462,8 @@ static int open_writer(struct loom_shard *s, uint64_t j, uint64_t total)
 		s->w = p;
 		s->wcap = nc;
 	}
-	s->w[j] = loom_tfr_writer_new(path, s->wbuf, LOOM_TFW_SHA256 | LOOM_TFW_ASYNC, &e);
+	s->w[j] = loom_tfr_writer_new(path, s->wbuf,
+				      (s->o.no_sha256 ? 0 : LOOM_TFW_SHA256) | LOOM_TFW_ASYNC, &e);
 	if (!s->w[j])
 		return loom_err_set(&s->err, e.code, "%s", e.msg);
 	if (j + 1 > s->nw)
@@ -995,12 +996,13 @@ static int finish(struct loom_shard *s)
 			json_decref(shards);
 			return rc;
 		}
-		json_array_append_new(shards, json_pack("{s:s, s:s, s:I, s:I, s:s}",
+		json_array_append_new(shards, json_pack("{s:s, s:s, s:I, s:I, s:o}",
 						       "file", base_name(path),
 						       "index", base_name(ipath),
 						       "records", (json_int_t)loom_tfr_writer_records(w),
 						       "bytes", (json_int_t)loom_tfr_writer_bytes(w),
-						       "sha256", loom_tfr_writer_sha256(w)));
+						       "sha256", s->o.no_sha256 ? json_null()
+						       : json_string(loom_tfr_writer_sha256(w))));
 		s->st.bytes += loom_tfr_writer_bytes(w);
 	}
 	rc = write_manifest(s, shards);

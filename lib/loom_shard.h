@@ -83,6 +83,7 @@ struct loom_shard_opts {
 	uint64_t vocab_size;         /* 0 = unknown; else every token must be < it */
 	const char *vocab_sha256;    /* NULL = unknown */
 	const char *input_format;    /* "u16", ... (NULL = not recorded) */
+	int no_sha256;               /* skip the shards' sha256 (null in the manifest) */
 	int argc;                    /* command line that made the shards */
 	char **argv;
 };

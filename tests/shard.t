@@ -115,6 +115,12 @@ print("\n".join(errs) or "ok")
 EOF
 is "$(cat "$out")" "ok" "manifest: schema, options, per-shard records/bytes/sha256 all true"
 
+run loom-shard -f text -L 10 --no-sha256 --vocab-sha256 ${H^^} -o nosha t1000.txt
+is_rc 0 "--no-sha256"
+is "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["shards"][0]["sha256"], m["vocab_sha256"] == "0123456789abcdef" * 4)' nosha.manifest.json)" "None True" "  sha256 null in the manifest; --vocab-sha256 stored lower-case"
+loom-shard -q -f text -L 10 -o withsha t1000.txt
+same_file nosha-00000-of-00001.tfrecord withsha-00000-of-00001.tfrecord "  same shard bytes as with hashing"
+
 # --- shuffle ----------------------------------------------------------------
 ids 20000 > t20k.txt
 run loom-shard -f text -L 16 --seed 42 -n 2 -o s1 t20k.txt

@@ -1,5 +1,6 @@
 /* loom-shard - token stream -> TFRecord shards of tf.train.Example{"input_ids"}
  * with an index beside each shard and a JSON manifest (lib/loom_shard.h). */
+#include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ static const char usage[] =
 	"      --vocab-sha256 HEX     vocabulary checksum recorded in the manifest\n"
 	"      --feature NAME         feature name (default input_ids)\n"
 	"      --tmpdir DIR           for spill files (default: the output directory)\n"
+	"      --no-sha256            do not hash the shards (sha256 null in the\n"
+	"                             manifest; SHA-256 is the costliest step)\n"
 	"      --progress             show progress even when stderr is not a TTY\n"
 	"  -q, --quiet                no summary line\n"
 	"  -h, --help                 this help\n"
@@ -77,6 +80,7 @@ int main(int argc, char **argv)
 		{ "vocab-sha256", required_argument, NULL, 'H' },
 		{ "feature", required_argument, NULL, 'F' },
 		{ "tmpdir", required_argument, NULL, 't' },
+		{ "no-sha256", no_argument, NULL, 'C' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -132,6 +136,8 @@ int main(int argc, char **argv)
 		case 'H':
 			if (!is_hex64(optarg))
 				cli_usage_error("--vocab-sha256: expected 64 hex digits");
+			for (char *q = optarg; *q; q++)
+				*q = (char)tolower((unsigned char)*q);
 			o.vocab_sha256 = optarg;
 			break;
 		case 'F':
@@ -141,6 +147,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			o.tmpdir = optarg;
+			break;
+		case 'C':
+			o.no_sha256 = 1;
 			break;
 		case 'P':
 			progress = 1;

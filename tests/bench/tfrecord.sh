@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Benchmarks of the TFRecord toolchain, each a ratio against a reference run
+# in the same invocation (figures on a shared machine are noisy):
+#   - loom-shard --no-shuffle on 1 GB of u16 tokens vs `cat` copying the same
+#     number of output bytes to the same disk, both made durable (fsync, as
+#     loom-shard does): target <= 1.5x; with the shuffle: target <= 3x
+#   - loom-index --verify throughput on a warm cache: target >= 1 GB/s
+#   - loom-index --verify finds one bad byte in a ~100 MB file
+# BENCH_TFRECORD_MB=1024 sets the input size; BENCH_DIR where files go
+# (default: a temporary directory under the build directory).
+set -euo pipefail
+MB=${BENCH_TFRECORD_MB:-1024}
+BASE=${BENCH_DIR:-${LOOM_BUILD:-build}}
+mkdir -p "$BASE"
+D=$(mktemp -d "$BASE/bench-tfrecord.XXXXXX")
+trap 'rm -rf "$D"' EXIT
+cd "$D"
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+figure() { # name value unit target-op target
+	awk -v n="$1" -v v="$2" -v u="$3" -v op="$4" -v t="$5" 'BEGIN {
+		ok = (op == "<=") ? (v <= t) : (v >= t);
+		printf "FIGURE %s: %.2f%s (target %s %s%s) %s\n", n, v, u, op, t, u, ok ? "ok" : "MISSED" }'
+}
+
+echo "input: $MB MB of random u16 tokens (ids 0..65535, mostly 3-byte varints) in $D"
+head -c $((MB * 1024 * 1024)) /dev/urandom > tokens.u16
+cat tokens.u16 > /dev/null # warm
+
+# --- loom-shard --no-shuffle vs cat --------------------------------------
+t0=$(now)
+loom-shard --no-shuffle -n 4 -o ns tokens.u16
+t1=$(now)
+out_bytes=$(cat ns-*.tfrecord | wc -c)
+t_shard=$(secs "$t0" "$t1")
+# reference: cat the same number of bytes (the shards, cached) to the same disk
+t0=$(now)
+cat ns-*.tfrecord > copy.bin
+sync copy.bin
+t1=$(now)
+t_cat=$(secs "$t0" "$t1")
+rm -f copy.bin
+echo "loom-shard --no-shuffle: ${t_shard}s for $out_bytes output bytes; cat + fsync: ${t_cat}s"
+figure "loom-shard --no-shuffle vs cat" "$(awk -v a="$t_shard" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 1.5
+
+# --- loom-index --verify, warm cache ---------------------------------------
+loom-index -q --verify -n ns-*.tfrecord
+t0=$(now)
+loom-index -q --verify -n ns-*.tfrecord
+t1=$(now)
+t_idx=$(secs "$t0" "$t1")
+echo "loom-index --verify: ${t_idx}s for $out_bytes bytes"
+figure "loom-index --verify throughput" "$(awk -v a="$t_idx" -v b="$out_bytes" 'BEGIN{print b/a/1e9}')" " GB/s" ">=" 1
+rm -f ns-*
+
+# --- loom-shard with the shuffle (default 512M memory: spills) ------------
+t0=$(now)
+loom-shard -n 4 -o sh tokens.u16
+t1=$(now)
+t_sh=$(secs "$t0" "$t1")
+echo "loom-shard (shuffled): ${t_sh}s"
+figure "loom-shard shuffled vs cat" "$(awk -v a="$t_sh" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 3
+rm -f sh-* tokens.u16
+
+# --- one bad byte in ~100 MB -------------------------------------------------
+head -c $((72 * 1024 * 1024)) /dev/urandom > t100.u16
+loom-shard -q --no-shuffle -o big t100.u16
+f=big-00000-of-00001.tfrecord
+size=$(wc -c < $f)
+pos=$((size * 7 / 10))
+python3 -c "import sys; f=open(sys.argv[1],'r+b'); o=int(sys.argv[2]); f.seek(o); b=f.read(1)[0]; f.seek(o); f.write(bytes([b^1]))" $f $pos
+t0=$(now)
+msg=$(loom-index --verify -n $f 2>&1 || true)
+t1=$(now)
+echo "$msg"
+if echo "$msg" | grep -q 'CRC mismatch'; then
+	echo "FIGURE loom-index --verify finds 1 bad byte in $size bytes: $(secs "$t0" "$t1")s ok"
+else
+	echo "FIGURE loom-index --verify finds 1 bad byte in $size bytes: MISSED"
+fi
