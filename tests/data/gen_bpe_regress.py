@@ -172,6 +172,33 @@ def markup():
     ])
 
 
+SOUP_SPECIAL = [0x85, 0xa0, 0x1680, 0x2000, 0x2005, 0x200a, 0x2028, 0x2029, 0x202f,
+                0x205f, 0x3000, 0x180e, 0x200b, 0xfeff, 0x1c, 0x1d, 0x1e, 0x1f, 0x9,
+                0xa, 0xb, 0xc, 0xd, 0x20, 0x20, 0x20, 0x27]
+
+
+def soup():
+    """Random characters: the class boundaries (white space that is and is not
+    White_Space, marks, letters and digits of every plane) in every order."""
+    out = []
+    for _ in range(R.randint(1, 40)):
+        r = R.random()
+        if r < 0.3:
+            out.append(chr(R.choice(SOUP_SPECIAL)))
+        elif r < 0.6:
+            out.append(chr(R.randint(0x20, 0x7e)))
+        elif r < 0.7:
+            out.append(R.choice(CONTR))
+        else:
+            while True:
+                cp = R.randint(0xa0, 0x10ffff) if R.random() < 0.5 else R.randint(0xa0, 0x3000)
+                if 0xd800 <= cp < 0xe000 or unicodedata.category(chr(cp)) == "Cn":
+                    continue
+                out.append(chr(cp))
+                break
+    return "".join(out)
+
+
 def doc():
     parts = []
     kind = R.random()
@@ -199,6 +226,7 @@ def main():
             continue
         docs.append(d)
         size += len(d.encode("utf-8"))
+    docs += [d for d in (soup() for _ in range(1500)) if "\n\x1e\n" not in d]
     # a few long runs (long-piece path) and edge documents
     docs += ["a" * 3000, " " * 2000 + "x", "x" + "\n" * 500, "1" * 999,
              "ab" * 700, "!" * 800, "日" * 900, "😀" * 300, ""]
