@@ -136,28 +136,38 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 		}
 	}
 	while (i < n) {
-		if (s[i] < 0x80) {
-			size_t j = i + 1;
-			while (j + 8 <= n) {
-				uint64_t w;
-				memcpy(&w, s + j, 8);
-				if (w & 0x8080808080808080ull)
-					break;
-				j += 8;
-			}
-			while (j < n && s[j] < 0x80)
+		/* find the run of valid UTF-8 starting at i, copy it at once */
+		size_t j = i;
+		int r = 1;
+		while (j < n) {
+			if (s[j] < 0x80) {
 				j++;
-			memcpy(o, s + i, j - i);
-			o += j - i;
-			i = j;
-			continue;
+				while (j + 8 <= n) {
+					uint64_t w;
+					memcpy(&w, s + j, 8);
+					if (w & 0x8080808080808080ull)
+						break;
+					j += 8;
+				}
+				continue;
+			}
+			/* common 3-byte case (CJK) inline */
+			if (s[j] >= 0xE1 && s[j] <= 0xEC && j + 2 < n && (s[j + 1] & 0xC0) == 0x80 &&
+			    (s[j + 2] & 0xC0) == 0x80) {
+				j += 3;
+				continue;
+			}
+			r = u8seq(s + j, n - j);
+			if (r <= 0)
+				break;
+			j += r;
 		}
-		int r = u8seq(s + i, n - i);
-		if (r > 0) {
-			memcpy(o, s + i, r);
-			o += r;
-			i += r;
-		} else if (r == 0) {
+		memcpy(o, s + i, j - i);
+		o += j - i;
+		i = j;
+		if (i >= n)
+			break;
+		if (r == 0) {
 			memcpy(o, FFFD, 3);
 			o += 3;
 			bad++;
@@ -1332,6 +1342,11 @@ static size_t tidy(char *s, size_t n)
 	size_t r = 0, w = 0;
 	while (r < n) {
 		char c = s[r];
+		unsigned char u = (unsigned char)c;
+		if (u != '(' && u != ' ' && u != ',' && u != ';' && u != 0xE3 && u != 0xEF) {
+			s[w++] = s[r++];
+			continue;
+		}
 		size_t op = c == '(' ? 1 : (n - r >= 3 && memcmp(s + r, "\xef\xbc\x88", 3) == 0) ? 3 : 0;
 		if (op) { /* an empty group: drop it and the space before */
 			size_t k = r + op, f;
