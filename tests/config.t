@@ -73,7 +73,7 @@ run loom-train --print-config -c nosuchpreset
 is_rc 1 "unknown preset: exit 1"
 like "$err" "preset 'nosuchpreset': no such preset" "unknown preset named"
 
-for p in tiny test small gpt2 gpt3-125M gpt3-2.7B gpt3-175B; do
+for p in tiny test small mini gpt2 gpt3-125M gpt3-2.7B gpt3-175B; do
 	run loom-train --print-config -c "$p"
 	is_rc 0 "preset $p is valid"
 done

@@ -57,6 +57,13 @@ class GPT(nn.Module):
 
 
 model = GPT()
+for name, p in model.named_parameters():  # GPT-2 initialisation
+    if p.dim() == 2:
+        nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L) if "c_proj" in name else 0.02)
+    elif "ln" in name and name.endswith("weight"):
+        nn.init.ones_(p)
+    else:
+        nn.init.zeros_(p)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1)
 g = torch.Generator().manual_seed(1)
 times = []
