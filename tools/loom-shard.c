@@ -45,11 +45,15 @@ static const char usage[] =
 	"Outputs appear only when complete; on error nothing is left behind.\n";
 
 static struct loom_shard *g_shard;
+static uint32_t *tok; /* read buffer */
 
 static _Noreturn void fail(const char *msg)
 {
+	char copy[LOOM_ERR_MAX + 300]; /* msg may live in g_shard */
+	snprintf(copy, sizeof copy, "%s", msg);
 	loom_shard_free(g_shard); /* removes every output of this run */
-	cli_die("%s", msg);
+	free(tok);
+	cli_die("%s", copy);
 }
 
 static int is_hex64(const char *s)
@@ -197,7 +201,7 @@ int main(int argc, char **argv)
 				cli_usage_error("refusing to read binary tokens from a terminal");
 
 	size_t cap = 1u << 18;
-	uint32_t *tok = malloc(cap * sizeof *tok);
+	tok = malloc(cap * sizeof *tok);
 	if (!tok)
 		fail("out of memory");
 	struct cli_progress pr;
@@ -244,6 +248,7 @@ int main(int argc, char **argv)
 		loom_tokin_free(in);
 	}
 	free(tok);
+	tok = NULL;
 	if (pr.enabled)
 		cli_progress_show(&pr, "writing shards...");
 	int rc = loom_shard_finish(g_shard);
