@@ -42,15 +42,15 @@ is_rc 0 "second run: nothing new"
 like "$out" 'no dump newer than 20260101; nothing to do' "says nothing is new"
 ok "and is quick" test $(( $(date +%s) - t0 )) -le 5
 
-flock "$T/state/retrain.lock" sleep 2 &
+flock "$T/state/retrain.lock" sleep 3 &
 holder=$!
-sleep 0.3
+while flock -n "$T/state/retrain.lock" true; do sleep 0.05; done   # until it holds it
 t0=$(date +%s)
 run "$P/retrain" --config "$T/retrain.conf"
 is_rc 75 "lock held: try later"
 like "$err" 'another run holds .*retrain.lock' "clear message"
 ok "exits at once" test $(( $(date +%s) - t0 )) -le 1
-wait $holder   # the holder lets go after 2 s
+wait $holder   # the holder lets go after 3 s
 
 mkdir "$T/src2"
 for f in "$SHARE"/sample/samplewiki-20260101-*.bz2; do

@@ -22,6 +22,7 @@ run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -q
 is_rc 0 "make -q: nothing left to do"
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a"
 is "$(cat "$out" "$err")" "" "a finished run does nothing"
+[ -s "$out" ] && { diag "make -d says:"; make -d -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 DATE=20260101 DUMP="$DUMP" OUT="$T/a" -n 2>&1 | grep -i 'newer\|must remake' | head -5 | sed 's/^/# /'; }
 
 rm "$d/verified"
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -n
