@@ -421,8 +421,10 @@ struct job {
 	size_t nrec, caprec;
 	/* multistream: a bz2 stream */
 	uint64_t off, end;
-	struct loom_wt_buf xml;       /* the decompressed stream */
-	int state;                    /* J_DECOMP, J_READY, J_PARSE */
+	struct block *xb_head, *xb_tail; /* decompressed blocks not parsed yet */
+	int state;                    /* J_DECOMP, J_READY (decompressed) */
+	int parsing;                  /* a worker parses it (maybe while the
+				       * decompression is still running) */
 	int last;                     /* the final job: nothing after it */
 	int done;
 	int err;                      /* error of this job (or of the input) */
@@ -432,7 +434,7 @@ struct job {
 	struct job *next;
 };
 
-enum { J_DECOMP, J_READY, J_PARSE };
+enum { J_DECOMP, J_READY };
 
 struct prec {
 	struct loom_page pg;
@@ -502,7 +504,12 @@ static void job_free(struct job *j)
 	free(j->recs);
 	free(j->msg);
 	loom_wt_buf_free(&j->out.buf);
-	loom_wt_buf_free(&j->xml);
+	while (j->xb_head) {
+		struct block *b = j->xb_head;
+		j->xb_head = b->next;
+		loom_wt_buf_free(&b->b);
+		free(b);
+	}
 	free(j);
 }
 
@@ -969,8 +976,10 @@ static int stream_page(void *ctx, const struct loom_page *pg)
 	return do_page(sc->d, sc->worker, pg, sc->j);
 }
 
-/* Decompress bz2 stream j (bytes off..end) into j->xml, UTF-8 repaired.
- * On failure j->err/msg are set and j->xml holds what came out before. */
+/* Decompress bz2 stream j (bytes off..end) into blocks appended to j's
+ * list (UTF-8 repaired), which a parser may consume at the same time.  On
+ * failure j->err/msg are set; the blocks before the failure stay.  Sets
+ * j->state = J_READY under the lock at the end and then never touches j. */
 static int stream_decompress(struct loom_dump *d, struct job *j)
 {
 	struct archive *a = raw_reader();
@@ -979,98 +988,134 @@ static int stream_decompress(struct loom_dump *d, struct job *j)
 	int ncarry = 0, r = 0;
 	size_t len = j->end - j->off;
 	char *comp = malloc(len ? len : 1), *raw = malloc(READ_BLOCK);
+	char *msg = NULL;
+	uint64_t bytes = 0, invalid = 0;
 	if (!a || !comp || !raw) {
 		r = LOOM_ENOMEM;
 		goto out;
 	}
 	if (j->end > d->size || j->off >= d->size) {
 		r = LOOM_ETRUNC;
-		if (asprintf(&j->msg, "'%s' is truncated at byte %llu: the index has a bz2 stream at bytes %llu..%llu",
+		if (asprintf(&msg, "'%s' is truncated at byte %llu: the index has a bz2 stream at bytes %llu..%llu",
 			     d->path, (unsigned long long)d->size, (unsigned long long)j->off,
 			     (unsigned long long)j->end) < 0)
-			j->msg = NULL;
+			msg = NULL;
 		goto out;
 	}
 	int pr = loom_pread_all(d->fd, comp, len, j->off);
 	if (pr) {
 		r = pr == LOOM_ETRUNC ? LOOM_ETRUNC : LOOM_EIO;
-		if (asprintf(&j->msg, "'%s': cannot read bytes %llu..%llu: %s", d->path,
+		if (asprintf(&msg, "'%s': cannot read bytes %llu..%llu: %s", d->path,
 			     (unsigned long long)j->off, (unsigned long long)j->end,
 			     pr == LOOM_ETRUNC ? "file is truncated" : strerror(errno)) < 0)
-			j->msg = NULL;
+			msg = NULL;
 		goto out;
 	}
 	if (archive_read_open_memory(a, comp, len) != ARCHIVE_OK ||
 	    archive_read_next_header(a, &ent) != ARCHIVE_OK) {
 		r = LOOM_EFORMAT;
-		if (asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
+		if (asprintf(&msg, "'%s': bz2 stream at byte %llu: %s", d->path,
 			     (unsigned long long)j->off, archive_error_string(a)) < 0)
-			j->msg = NULL;
+			msg = NULL;
 		goto out;
 	}
 	for (;;) {
 		la_ssize_t n = archive_read_data(a, raw, READ_BLOCK);
 		if (n < 0) {
 			r = LOOM_ETRUNC;
-			if (asprintf(&j->msg, "'%s': compressed data ends or is corrupt at byte %llu: %s",
+			if (asprintf(&msg, "'%s': compressed data ends or is corrupt at byte %llu: %s",
 				     d->path,
 				     (unsigned long long)(j->off + archive_filter_bytes(a, -1)),
 				     archive_error_string(a)) < 0)
-				j->msg = NULL;
+				msg = NULL;
 			goto out;
 		}
-		int64_t bad = loom_utf8_sanitize(raw, n, &j->xml, carry, &ncarry, n > 0);
+		struct block *b = calloc(1, sizeof *b);
+		int64_t bad = b ? loom_utf8_sanitize(raw, n, &b->b, carry, &ncarry, n > 0) : -1;
 		if (bad < 0) {
+			if (b)
+				loom_wt_buf_free(&b->b);
+			free(b);
 			r = LOOM_ENOMEM;
 			goto out;
 		}
-		j->invalid += bad;
-		j->bytes_xml += n;
+		invalid += bad;
+		bytes += n;
+		if (b->b.len) {
+			pthread_mutex_lock(&d->mu);
+			if (j->xb_tail)
+				j->xb_tail->next = b;
+			else
+				j->xb_head = b;
+			j->xb_tail = b;
+			pthread_cond_broadcast(&d->cv);
+			pthread_mutex_unlock(&d->mu);
+		} else {
+			loom_wt_buf_free(&b->b);
+			free(b);
+		}
 		if (!n)
 			break;
 	}
 out:
-	if (r && !j->msg)
-		j->msg = strdup("out of memory");
-	j->err = r;
+	if (r && !msg)
+		msg = strdup("out of memory");
 	if (a)
 		archive_read_free(a);
 	free(comp);
 	free(raw);
+	pthread_mutex_lock(&d->mu);
+	j->err = r;
+	j->msg = msg;
+	j->bytes_xml = bytes;
+	j->invalid = invalid;
+	j->state = J_READY;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
 	return r;
 }
 
-/* Parse j->xml (a decompressed stream) and run the page function. */
+/* Parse the blocks of stream j as they come and run the page function.
+ * Returns once the decompression has finished too. */
 static int stream_parse(struct loom_dump *d, struct job *j, int worker, int first)
 {
 	struct stream_ctx sc = { d, j, worker };
 	struct loom_pagexml *px = loom_pagexml_new(!first, stream_page, first ? set_site : NULL, &sc);
-	int r;
-	if (!px) {
-		r = LOOM_ENOMEM;
-		goto fail;
+	int r = px ? 0 : LOOM_ENOMEM;
+	for (;;) {
+		pthread_mutex_lock(&d->mu);
+		while (!j->xb_head && j->state != J_READY)
+			pthread_cond_wait(&d->cv, &d->mu);
+		struct block *b = j->xb_head;
+		if (b) {
+			j->xb_head = b->next;
+			if (!j->xb_head)
+				j->xb_tail = NULL;
+		}
+		pthread_mutex_unlock(&d->mu);
+		if (!b)
+			break; /* decompressed and all parsed */
+		if (!r)
+			r = loom_pagexml_feed(px, b->b.p, b->b.len);
+		loom_wt_buf_free(&b->b);
+		free(b);
 	}
-	r = loom_pagexml_feed(px, j->xml.p ? j->xml.p : "", j->xml.len);
+	/* j->err is the decompression's outcome (final now) */
 	if (!r && !j->err) /* after a decompression error: keep the whole pages only */
 		r = loom_pagexml_finish(px, first ? LOOM_PAGEXML_END_OPEN :
 					j->last ? LOOM_PAGEXML_END_DOC : LOOM_PAGEXML_END_STREAM);
 	if (r && !j->err) {
 		free(j->msg);
-		if (asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
-			     (unsigned long long)j->off, loom_pagexml_error(px)) < 0)
+		j->msg = NULL;
+		if (px && asprintf(&j->msg, "'%s': bz2 stream at byte %llu: %s", d->path,
+				   (unsigned long long)j->off, loom_pagexml_error(px)) < 0)
 			j->msg = NULL;
-		goto fail;
+		if (!j->msg)
+			j->msg = strdup("out of memory");
+		j->err = r;
 	}
 	loom_pagexml_free(px);
-	loom_wt_buf_free(&j->xml);
 	return j->err;
-fail:
-	loom_pagexml_free(px);
-	loom_wt_buf_free(&j->xml);
-	if (!j->msg)
-		j->msg = strdup("out of memory");
-	j->err = r;
-	return r;
 }
 
 static int run_stream(struct loom_dump *d, struct job *j, int worker, int first)
@@ -1118,42 +1163,36 @@ static void multistream_worker(struct loom_dump *d, int id)
 				d->slots[k % d->window] = j;
 				break;
 			}
-			for (uint64_t s = d->next_write; s < d->next_take; s++) {
-				struct job *c = d->slots[s % d->window];
-				if (c && c->seq == s && c->state == J_READY && !c->done) {
-					j = c;
-					break;
+			/* parse: a decompressed stream first, else one still being
+			 * decompressed (its blocks are parsed as they come) */
+			for (int pass = 0; pass < 2 && !j; pass++)
+				for (uint64_t s = d->next_write; s < d->next_take; s++) {
+					struct job *c = d->slots[s % d->window];
+					if (c && c->seq == s && !c->parsing &&
+					    (pass || c->state == J_READY)) {
+						j = c;
+						break;
+					}
 				}
-			}
 			if (j) {
-				j->state = J_PARSE;
+				j->parsing = 1;
 				parse = 1;
 				break;
 			}
-			if (d->next_take >= d->total_jobs) {
-				int busy = 0;
-				for (uint64_t s = d->next_write; s < d->next_take; s++) {
-					struct job *c = d->slots[s % d->window];
-					busy |= c && c->state == J_DECOMP;
-				}
-				if (!busy)
-					break; /* nothing left that could become work */
-			}
+			if (d->next_take >= d->total_jobs)
+				break; /* every stream taken and being parsed */
 			pthread_cond_wait(&d->cv, &d->mu);
 		}
 		pthread_mutex_unlock(&d->mu);
 		if (!j)
 			return;
-		if (parse) {
-			stream_parse(d, j, id, 0);
-		} else {
-			stream_decompress(d, j);
+		if (!parse) {
+			stream_decompress(d, j); /* sets J_READY, then j is not ours */
+			continue;
 		}
+		stream_parse(d, j, id, 0);
 		pthread_mutex_lock(&d->mu);
-		if (parse)
-			j->done = 1;
-		else
-			j->state = J_READY;
+		j->done = 1;
 		pthread_cond_broadcast(&d->cv);
 		pthread_mutex_unlock(&d->mu);
 	}
