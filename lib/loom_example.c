@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include <jansson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <openssl/evp.h>
 
 #include "tensorflow/example.pb-c.h"
@@ -237,6 +240,27 @@ static int packed_check(struct rd *r, const uint8_t *b, const uint8_t *be, size_
 	const uint64_t H = 0x8080808080808080ull;
 	unsigned run = 0;
 	size_t n = 0;
+#if defined(__SSE2__)
+	/* 16 bytes at a time: bit j of m = byte j continues a varint.  With the
+	 * previous block's bits below, a run of 10 set bits ending in this
+	 * block means a varint longer than 10 bytes. */
+	uint32_t prev = 0;
+	while (be - b >= 16) {
+		uint32_t m = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)b));
+		uint32_t c = prev | m << 16;
+		uint32_t a2 = c & c << 1, a4 = a2 & a2 << 2, a8 = a4 & a4 << 4;
+		if ((a8 & a2 << 8) >> 16)
+			goto toolong;
+		prev = m;
+		b += 16;
+	}
+	{
+		uint32_t t = ~prev & 0xffff;
+		run = t ? (unsigned)__builtin_clz(t << 16) : 16;
+		if (run >= 10)
+			goto toolong;
+	}
+#endif
 	while (be - b >= 8) {
 		uint64_t w;
 		memcpy(&w, b, 8);

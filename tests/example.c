@@ -220,6 +220,43 @@ int main(void)
 		       "float feature is not an int64 list");
 	}
 
+	/* Long varints at every position of a packed body (the check looks at
+	 * 16 and 8 bytes at a time): 10 bytes is the limit, 11 is too long. */
+	{
+		int agree = 1, valid10 = 1;
+		for (int len = 10; len <= 11; len++)
+			for (int at = 0; at + len <= 60; at++) {
+				uint8_t body[60];
+				memset(body, 0x05, sizeof body);
+				memset(body + at, 0xff, (size_t)len - 1);
+				body[at + len - 1] = 0x01;
+				uint8_t m[128];
+				/* Example{ features{ "k": int64_list{ packed body } } } */
+				uint8_t *q = m;
+				*q++ = 0x0a; *q++ = 2 + 69; /* Features */
+				*q++ = 0x0a; *q++ = 3 + 2 + 64; /* entry */
+				*q++ = 0x0a; *q++ = 1; *q++ = 'k';
+				*q++ = 0x12; *q++ = 2 + 2 + 60;
+				*q++ = 0x1a; *q++ = 2 + 60;
+				*q++ = 0x0a; *q++ = 60;
+				memcpy(q, body, 60);
+				q += 60;
+				size_t ml = (size_t)(q - m);
+				int a = loom_example_check(m, ml, NULL) == 0;
+				int b = loom_example_check_pbc(m, ml, NULL) == 0;
+				size_t got;
+				int64_t vals[64];
+				int c = loom_example_decode_i64(m, ml, "k", vals, 64, &got, NULL) == 0;
+				agree &= a == b && a == c;
+				if (len == 10)
+					valid10 &= a;
+				else
+					valid10 &= !a;
+			}
+		ok(valid10, "10-byte varints pass, 11-byte ones fail, at every offset");
+		ok(agree, "  check == protobuf-c == decoder on all of them");
+	}
+
 	/* Non-Examples are rejected cleanly, and the hand-written check agrees
 	 * with protobuf-c (no unknown fields) on random mutations. */
 	{
