@@ -51,3 +51,11 @@ mkdir -p "$OUT/train"
 loom-shard -q -o "$OUT/train/sample" -L 33 --stride 8 --seed 1 --vocab-size 50257 "$OUT/sample.tokens"
 loom-feed -q -m "$OUT/train/sample.manifest.json" --batch 4 --seq 32 --seed 1 --epochs 0 |
 	loom-train -c mini --steps 150 --log-every 25 --save "$OUT/ckpt" --log "$OUT/train.jsonl"
+
+# loom-eval: the trained checkpoint on the same records, in another order
+# (the sample is too small to hold data out), then a sampled continuation.
+stage "loom-eval: $OUT/ckpt on the sample's records"
+loom-feed -q -m "$OUT/train/sample.manifest.json" --batch 4 --seq 32 --seed 0 |
+	loom-eval --checkpoint "$OUT/ckpt"
+stage "loom-eval generate: 40 tokens after 'Augusta Ada'"
+loom-eval generate --checkpoint "$OUT/ckpt" --vocab gpt2 --prompt 'Augusta Ada' -n 40 --seed 1
