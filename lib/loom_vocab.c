@@ -735,6 +735,46 @@ static long b64dec(const char *s, size_t n, uint8_t *out)
 	return o;
 }
 
+/* One line of a tiktoken file. */
+struct tk_line {
+	const char *ls;     /* the line */
+	size_t ll, lineno;
+	size_t b64len;      /* base64 = ls[0..b64len) */
+	uint64_t rank;
+	int ok;             /* 0: not "BASE64 RANK" (rank = ~0 if unparsable) */
+};
+
+/* The next non-empty line from *pos (the buffer ends with '\n'); 0 at the end. */
+static int tk_next(const char *buf, size_t len, size_t *pos, size_t *lineno, struct tk_line *t)
+{
+	while (*pos < len) {
+		const char *ls = buf + *pos, *le = memchr(ls, '\n', len - *pos);
+		size_t ll = (size_t)(le - ls);
+		*pos += ll + 1;
+		++*lineno;
+		if (ll == 0)
+			continue;
+		const char *sp = memchr(ls, ' ', ll);
+		char num[24];
+		size_t nl = sp ? (size_t)(ls + ll - sp - 1) : 0;
+		t->ls = ls;
+		t->ll = ll;
+		t->lineno = *lineno;
+		t->ok = 0;
+		t->rank = UINT64_MAX;
+		if (!sp || sp == ls || nl == 0 || nl >= sizeof num)
+			return 1;
+		t->b64len = (size_t)(sp - ls);
+		memcpy(num, sp + 1, nl);
+		num[nl] = 0;
+		if (loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID - 1, &t->rank))
+			return 1;
+		t->ok = 1;
+		return 1;
+	}
+	return 0;
+}
+
 int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t len,
 				 const char *name)
 {
@@ -742,6 +782,8 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
 	uint32_t max_rank = 0;
 	uint8_t *made = NULL;
 	uint64_t *tl = NULL;
+	struct tk_line t;
+	size_t pos, lineno;
 	int rc = 0;
 	vocab_clear(v);
 	loom_err_clear(&v->err);
@@ -753,29 +795,19 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
 				    name, (unsigned long long)nl);
 	}
 	/* pass 1: syntax, sizes, max rank */
-	for (size_t pos = 0, line = 1; pos < len; line++) {
-		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
-		size_t ll = (size_t)(le - ls);
-		pos += ll + 1;
-		if (ll == 0)
-			continue;
-		const char *sp = memchr(ls, ' ', ll);
-		uint64_t r;
-		char num[24];
-		size_t nl = sp ? (size_t)(ls + ll - sp - 1) : 0;
-		if (!sp || sp == ls || nl == 0 || nl >= sizeof num)
+	for (pos = 0, lineno = 0; tk_next(buf, len, &pos, &lineno, &t);) {
+		if (!t.ok && t.rank == UINT64_MAX && !memchr(t.ls, ' ', t.ll))
 			return loom_err_set(&v->err, LOOM_EFORMAT,
-					    "'%s' line %zu: \"%.*s\": not \"BASE64 RANK\"", name, line,
-					    (int)(ll > 80 ? 80 : ll), ls);
-		memcpy(num, sp + 1, nl);
-		num[nl] = 0;
-		if (loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID - 1, &r))
+					    "'%s' line %zu: \"%.*s\": not \"BASE64 RANK\"", name,
+					    t.lineno, (int)(t.ll > 80 ? 80 : t.ll), t.ls);
+		if (!t.ok)
 			return loom_err_set(&v->err, LOOM_EFORMAT,
-					    "'%s' line %zu: rank \"%s\" is not a number in [0, %u]",
-					    name, line, num, LOOM_VOCAB_MAX_ID - 1);
-		if (r > max_rank)
-			max_rank = (uint32_t)r;
-		nbytes += (size_t)(sp - ls);
+					    "'%s' line %zu: \"%.*s\": rank is not a number in [0, %u]",
+					    name, t.lineno, (int)(t.ll > 80 ? 80 : t.ll), t.ls,
+					    LOOM_VOCAB_MAX_ID - 1);
+		if (t.rank > max_rank)
+			max_rank = (uint32_t)t.rank;
+		nbytes += t.b64len;
 		nlines++;
 	}
 	if (!nlines)
@@ -789,33 +821,21 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
 		rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* pass 2: lengths per rank (decode into a scratch area) */
-	for (size_t pos = 0, line = 1; pos < len; line++) {
-		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
-		size_t ll = (size_t)(le - ls);
-		pos += ll + 1;
-		if (ll == 0)
-			continue;
-		const char *sp = memchr(ls, ' ', ll);
-		uint64_t r;
-		char num[24];
-		size_t nl = (size_t)(ls + ll - sp - 1);
-		memcpy(num, sp + 1, nl);
-		num[nl] = 0;
-		loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID, &r);
-		long bl = b64dec(ls, (size_t)(sp - ls), v->bytes);
+	/* pass 2: token lengths per rank (decoded into a scratch area) */
+	for (pos = 0, lineno = 0; tk_next(buf, len, &pos, &lineno, &t);) {
+		long bl = b64dec(t.ls, t.b64len, v->bytes);
 		if (bl <= 0) {
 			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s' line %zu: \"%.*s\": bad base64",
-					  name, line, (int)(sp - ls > 80 ? 80 : sp - ls), ls);
+					  name, t.lineno, (int)(t.b64len > 80 ? 80 : t.b64len), t.ls);
 			goto out;
 		}
-		if (v->present[r]) {
+		if (v->present[t.rank]) {
 			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s' line %zu: duplicate rank %llu",
-					  name, line, (unsigned long long)r);
+					  name, t.lineno, (unsigned long long)t.rank);
 			goto out;
 		}
-		v->present[r] = 1;
-		tl[r] = (uint64_t)bl;
+		v->present[t.rank] = 1;
+		tl[t.rank] = (uint64_t)bl;
 	}
 	tl[n_ids - 1] = 13;
 	v->present[n_ids - 1] = 1;
@@ -827,21 +847,9 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
 		}
 		v->off[n_ids] = o;
 	}
-	for (size_t pos = 0; pos < len;) {
-		const char *ls = buf + pos, *le = memchr(ls, '\n', len - pos);
-		size_t ll = (size_t)(le - ls);
-		pos += ll + 1;
-		if (ll == 0)
-			continue;
-		const char *sp = memchr(ls, ' ', ll);
-		uint64_t r;
-		char num[24];
-		size_t nl = (size_t)(ls + ll - sp - 1);
-		memcpy(num, sp + 1, nl);
-		num[nl] = 0;
-		loom_parse_u64(num, 0, LOOM_VOCAB_MAX_ID, &r);
-		b64dec(ls, (size_t)(sp - ls), v->bytes + v->off[r]);
-	}
+	/* pass 3: the bytes in place */
+	for (pos = 0, lineno = 0; tk_next(buf, len, &pos, &lineno, &t);)
+		b64dec(t.ls, t.b64len, v->bytes + v->off[t.rank]);
 	memcpy(v->bytes + v->off[n_ids - 1], "<|endoftext|>", 13);
 	for (uint32_t i = 0; i < n_ids; i++) {
 		if (!v->present[i])
