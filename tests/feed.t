@@ -132,6 +132,21 @@ is_rc 1 "--resume of a missing checkpoint"
 run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck" --skip-batches 3
 is_rc 2 "--resume and --skip-batches exclude each other"
 
+# The whole contract: train 20 steps saving at 10; resume from step 10 with
+# loom-feed --resume | loom-train --resume: steps 11..20 are bit-identical.
+python3 -c "print(' '.join(str((i * 7) % 128) for i in range(3000)))" > "$T/r.txt"
+loom-shard -q -f text -L 9 -o "$T/r" "$T/r.txt"
+loom-feed -q -m "$T/r.manifest.json" -b 4 -t 8 -s 3 -e 0 |
+	loom-train -c tiny --steps 20 --threads 1 -q --save "$T/rck" --save-every 10 \
+		--log "$T/full.jsonl" 2>"$T/train.err"
+is "$?" 0 "feed | train 20 steps, checkpoint at 10"
+loom-feed -q -m "$T/r.manifest.json" -b 4 -t 8 -s 3 -e 0 --resume "$T/rck/step-00000010" |
+	loom-train --resume "$T/rck/step-00000010" --threads 1 -q --log "$T/res.jsonl" 2>>"$T/train.err"
+is "$?" 0 "loom-feed --resume | loom-train --resume"
+is "$(grep -o '"step":[0-9]*,"loss":[0-9.e-]*' "$T/res.jsonl")" \
+	"$(grep -o '"step":[0-9]*,"loss":[0-9.e-]*' "$T/full.jsonl" | tail -n 10)" \
+	"resumed steps 11..20 have the uninterrupted run's losses, bit for bit"
+
 # --- short records and --pad --------------------------------------------
 run loom-shard -q -f text -L 5 --no-shuffle -o "$T/s" "$T/tok.txt"
 run loom-feed -m "$T/s.manifest.json" --batch 4 --seq 8 --seed 1
