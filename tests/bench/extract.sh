@@ -39,6 +39,15 @@ r=$(ratio "$s1" "$bz")
 printf 'single-stream: bzip2 -dc %.3f s, loom-extract -j 1 %.3f s\n' "$bz" "$s1"
 echo "FIGURE loom-extract -j 1 (single stream) vs bzip2 -dc: ${r}x (target <= 1.5x) $(verdict "$r" '<=' 1.5)"
 
+cpu() { # command... -> user+sys CPU seconds (independent of other load)
+	local tf; tf=$(mktemp)
+	/usr/bin/time -o "$tf" -f '%U %S' "$@" >/dev/null 2>&1
+	awk '{ print $1 + $2 }' "$tf"; rm -f "$tf"
+}
+cbz=$(cpu bzip2 -dc "$SINGLE")
+cex=$(cpu "$EXTRACT" -q -j 1 -o /dev/null "$SINGLE")
+echo "cpu time: bzip2 -dc $cbz s, loom-extract -j 1 $cex s (all threads): $(ratio "$cex" "$cbz")x of the decompression floor"
+
 m1=$(best "$EXTRACT" -q -j 1 -o /dev/null "$MULTI")
 m2=$(best "$EXTRACT" -q -j 2 -o /dev/null "$MULTI")
 r=$(ratio "$m1" "$m2")
