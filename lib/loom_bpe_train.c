@@ -237,7 +237,7 @@ struct loom_bpe_trainer {
 	size_t ntok, tokcap;
 	uint32_t (*merges)[3];
 	size_t nmerges, mergescap;
-	char **special;           /* special texts, by id - first_special */
+	char **special;           /* special texts, in the order given */
 	uint32_t *special_id;
 	size_t nspecial;
 };
@@ -587,8 +587,10 @@ static long tok_concat(struct loom_bpe_trainer *t, uint32_t a, uint32_t b)
 }
 
 /* Merge (a, b) -> z at position pos of long word w if the pair still is
- * there.  Positions of a pair are visited in increasing order, so this is
- * the same left-to-right, non-overlapping merge as merge_word. */
+ * there.  A pair's positions in a word are recorded in increasing order
+ * (a pair is new in the step that makes it, and that step walks each word
+ * left to right), so this is the same left-to-right, non-overlapping merge
+ * as merge_word. */
 static int merge_at(struct loom_bpe_trainer *t, uint32_t w, uint32_t pos, uint32_t a,
 		    uint32_t b, uint32_t z)
 {
@@ -908,6 +910,16 @@ int loom_bpe_trainer_learn(struct loom_bpe_trainer *t, const struct loom_bpe_tra
 	free(t->heap);
 	t->heap = NULL;
 	t->nheap = t->heapcap = 0;
+	free(t->w);
+	t->w = NULL;
+	free(t->lnext);
+	free(t->lprev);
+	t->lnext = t->lprev = NULL;
+	free(t->pmap);
+	t->pmap = NULL;
+	free(t->touched);
+	t->touched = NULL;
+	t->ntouched = t->touchedcap = 0;
 	if (rc < 0)
 		return loom_err_set(&t->err, rc, "learning merges: %s", loom_strerror(rc));
 	t->st.vocab = t->ntok;
