@@ -14,10 +14,13 @@
  *       UTF-8 repair) | a parser thread (expat, batches of pages) | N
  *       workers (the page function) | the caller (in-order write).
  *     multistream + index (--index FILE, or NAME-index.txt.bz2 beside
- *       NAME.xml.bz2): stream 0 (<siteinfo>) is read first, then N
- *       workers each take whole bz2 streams [offset_k, offset_k+1),
- *       decompress them from memory with libarchive and parse them with
- *       their own expat parser; results are written in stream order.
+ *       NAME.xml.bz2): stream 0 (<siteinfo>) is read first; then N
+ *       workers share two kinds of task: decompress bz2 stream k (bytes
+ *       offset_k..offset_k+1, read with pread, libarchive on memory) into
+ *       a list of blocks, and parse + clean stream k with its own expat
+ *       parser, consuming those blocks as they come (even while another
+ *       worker is still decompressing it).  Results are written in stream
+ *       order.
  *   Memory is bounded by a window of in-flight batches/streams (2N+2),
  *   whatever the dump size.
  *
