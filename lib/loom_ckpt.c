@@ -385,7 +385,8 @@ int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		rm_tree(old);
 	if (out_path && n)
 		snprintf(out_path, n, "%s", final);
-	if (s->keep && (rc = loom_ckpt_prune(s->dir, s->keep, err)) < 0)
+	/* always: removes debris of interrupted saves; with keep, old steps */
+	if ((rc = loom_ckpt_prune(s->dir, s->keep, err)) < 0)
 		return rc;
 	return 0;
 fail:

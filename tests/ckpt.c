@@ -256,6 +256,14 @@ int main(void)
 	s.hf.n_head = 3;
 	ok(loom_ckpt_write(&s, NULL, 0, &err) == LOOM_EINVAL, "n_embd %% n_head refused at save");
 
+	/* a save removes debris of an interrupted one, even without keep */
+	snprintf(p, sizeof p, "%s/.step-00000450.tmp-zzzzzz", dir);
+	mkdir(p, 0777);
+	s = base_save(dir, 450);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save after an interrupted save");
+	is_int(count_hidden(dir), 0, "interrupted save's temp dir removed");
+	is_int(count_steps(dir), 3, "no step pruned without keep");
+
 	/* stale temp dirs are pruned */
 	snprintf(p, sizeof p, "%s/.step-00000600.tmp-abcdef", dir);
 	mkdir(p, 0777);
