@@ -13,6 +13,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <jansson.h>
+#include <protobuf-c/protobuf-c.h>
+
 #include "loom_crc32c.h"
 #include "loom_file.h"
 #include "loom_hash.h"
@@ -46,6 +49,14 @@ static void frame_header(uint8_t *h, uint64_t n)
 {
 	put_u64(h, n);
 	put_u32(h + 8, loom_crc32c_masked(h, 8));
+}
+
+const char *loom_tfr_versions(void)
+{
+	static char v[160];
+	snprintf(v, sizeof v, "protobuf-c %s, jansson %s, CRC-32C %s", protobuf_c_version(),
+		 JANSSON_VERSION, loom_crc32c_hw_available() ? "SSE4.2" : "table");
+	return v;
 }
 
 void loom_tfr_frame(uint8_t *out, const void *payload, size_t n)

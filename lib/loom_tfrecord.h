@@ -47,6 +47,10 @@
 /* Largest payload accepted where the file size is unknown (pipes): 1 GiB. */
 #define LOOM_TFR_MAX_RECORD (1ull << 30)
 
+/* "protobuf-c 1.4.1, jansson 2.14, CRC-32C SSE4.2": the libraries behind the
+ * TFRecord tools, for their --version. */
+const char *loom_tfr_versions(void);
+
 /* ---- writer ------------------------------------------------------------ */
 
 enum {

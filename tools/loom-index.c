@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 		case 'h':
 			cli_help();
 		case 'V':
-			cli_version(NULL);
+			cli_version(loom_tfr_versions());
 		default:
 			cli_bad_option();
 		}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "loom_tfrecord.h"
 #include "loom_file.h"
 #include "loom_shard.h"
 
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
 		case 'h':
 			cli_help();
 		case 'V':
-			cli_version(NULL);
+			cli_version(loom_tfr_versions());
 		default:
 			cli_bad_option();
 		}
