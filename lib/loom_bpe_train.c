@@ -14,6 +14,23 @@
 #include "loom_pretok.h"
 #include "loom_vocab.h"
 
+/* Make room for `need` elements of `size` bytes in the array *pp of *cap
+ * elements (doubling, at least `first`): 0 or LOOM_ENOMEM. */
+static int grow(void *pp, size_t *cap, size_t need, size_t size, size_t first)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : first;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(*(void **)pp, c * size);
+	if (!q)
+		return LOOM_ENOMEM;
+	*(void **)pp = q;
+	*cap = c;
+	return 0;
+}
+
 /* ---- a string -> u64 hash table (pre-token counts, token lookup) ------- */
 
 struct strtab {
@@ -115,30 +132,15 @@ static long strtab_find(struct strtab *t, const uint8_t *s, size_t n, int add)
 	if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)
 		return LOOM_ERANGE;
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		uint64_t *off = realloc(t->off, cap * sizeof *off);
-		if (off)
-			t->off = off;
-		uint32_t *len = realloc(t->len, cap * sizeof *len);
-		if (len)
-			t->len = len;
-		uint64_t *val = realloc(t->val, cap * sizeof *val);
-		if (val)
-			t->val = val;
-		if (!off || !len || !val)
+		size_t c1 = t->cap, c2 = t->cap, c3 = t->cap;
+		if (grow(&t->off, &c1, t->n + 1, sizeof *t->off, 1024) < 0 ||
+		    grow(&t->len, &c2, t->n + 1, sizeof *t->len, 1024) < 0 ||
+		    grow(&t->val, &c3, t->n + 1, sizeof *t->val, 1024) < 0)
 			return LOOM_ENOMEM;
-		t->cap = cap;
+		t->cap = c1;
 	}
-	if (t->nbytes + n > t->bytescap) {
-		size_t cap = t->bytescap ? t->bytescap * 2 : 4096;
-		while (cap < t->nbytes + n)
-			cap *= 2;
-		uint8_t *b = realloc(t->bytes, cap);
-		if (!b)
-			return LOOM_ENOMEM;
-		t->bytes = b;
-		t->bytescap = cap;
-	}
+	if (grow(&t->bytes, &t->bytescap, t->nbytes + n, 1, 4096) < 0)
+		return LOOM_ENOMEM;
 	size_t idx = t->n++;
 	memcpy(t->bytes + t->nbytes, s, n);
 	t->off[idx] = t->nbytes;
@@ -319,16 +321,8 @@ int loom_bpe_trainer_feed(struct loom_bpe_trainer *t, const void *buf, size_t n)
 		return loom_err_set(&t->err, LOOM_EINVAL, "feed after learn");
 	if (!n)
 		return 0;
-	if (t->doclen + n > t->doccap) {
-		size_t cap = t->doccap ? t->doccap : 65536;
-		while (cap < t->doclen + n)
-			cap *= 2;
-		uint8_t *d = realloc(t->doc, cap);
-		if (!d)
-			return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory");
-		t->doc = d;
-		t->doccap = cap;
-	}
+	if (grow(&t->doc, &t->doccap, t->doclen + n, 1, 65536) < 0)
+		return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory");
 	memcpy(t->doc + t->doclen, buf, n);
 	t->doclen += n;
 	t->st.bytes += n;
@@ -414,14 +408,8 @@ static long pair_get(struct loom_bpe_trainer *t, uint64_t key)
 			return i - 1;
 		j = (j + 1) & t->pmask;
 	}
-	if (t->npairs == t->pairscap) {
-		size_t cap = t->pairscap ? t->pairscap * 2 : 1024;
-		struct pair *p = realloc(t->pairs, cap * sizeof *p);
-		if (!p)
-			return LOOM_ENOMEM;
-		t->pairs = p;
-		t->pairscap = cap;
-	}
+	if (grow(&t->pairs, &t->pairscap, t->npairs + 1, sizeof *t->pairs, 1024) < 0)
+		return LOOM_ENOMEM;
 	size_t idx = t->npairs++;
 	struct pair *p = &t->pairs[idx];
 	memset(p, 0, sizeof *p);
@@ -480,14 +468,9 @@ static int pair_add(struct loom_bpe_trainer *t, uint32_t x, uint32_t y, int delt
 	}
 	if (p->stamp != t->step) {
 		p->stamp = t->step;
-		if (t->ntouched == t->touchedcap) {
-			size_t cap = t->touchedcap ? t->touchedcap * 2 : 1024;
-			uint32_t *tt = realloc(t->touched, cap * sizeof *tt);
-			if (!tt)
-				return LOOM_ENOMEM;
-			t->touched = tt;
-			t->touchedcap = cap;
-		}
+		if (grow(&t->touched, &t->touchedcap, t->ntouched + 1, sizeof *t->touched,
+			 1024) < 0)
+			return LOOM_ENOMEM;
 		t->touched[t->ntouched++] = (uint32_t)i;
 	}
 	return 0;
@@ -518,14 +501,8 @@ static void heap_sift_down(struct heap_ent *h, size_t n, size_t i)
 
 static int heap_push(struct loom_bpe_trainer *t, uint64_t cnt, uint64_t key)
 {
-	if (t->nheap == t->heapcap) {
-		size_t cap = t->heapcap ? t->heapcap * 2 : 1024;
-		struct heap_ent *h = realloc(t->heap, cap * sizeof *h);
-		if (!h)
-			return LOOM_ENOMEM;
-		t->heap = h;
-		t->heapcap = cap;
-	}
+	if (grow(&t->heap, &t->heapcap, t->nheap + 1, sizeof *t->heap, 1024) < 0)
+		return LOOM_ENOMEM;
 	struct heap_ent e = { cnt, key };
 	size_t i = t->nheap++;
 	while (i) {
@@ -550,14 +527,8 @@ static void heap_pop(struct loom_bpe_trainer *t)
 
 static int tok_push(struct loom_bpe_trainer *t, uint32_t entry)
 {
-	if (t->ntok == t->tokcap) {
-		size_t cap = t->tokcap ? t->tokcap * 2 : 1024;
-		uint32_t *e = realloc(t->tokent, cap * sizeof *e);
-		if (!e)
-			return LOOM_ENOMEM;
-		t->tokent = e;
-		t->tokcap = cap;
-	}
+	if (grow(&t->tokent, &t->tokcap, t->ntok + 1, sizeof *t->tokent, 1024) < 0)
+		return LOOM_ENOMEM;
 	t->tokent[t->ntok++] = entry;
 	return 0;
 }
@@ -828,14 +799,8 @@ static int learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o
 		long z = tok_concat(t, a, b);
 		if (z < 0)
 			return (int)z;
-		if (t->nmerges == t->mergescap) {
-			size_t cap = t->mergescap ? t->mergescap * 2 : 1024;
-			uint32_t (*m)[3] = realloc(t->merges, cap * sizeof *m);
-			if (!m)
-				return LOOM_ENOMEM;
-			t->merges = m;
-			t->mergescap = cap;
-		}
+		if (grow(&t->merges, &t->mergescap, t->nmerges + 1, sizeof *t->merges, 1024) < 0)
+			return LOOM_ENOMEM;
 		t->merges[t->nmerges][0] = a;
 		t->merges[t->nmerges][1] = b;
 		t->merges[t->nmerges][2] = (uint32_t)z;
