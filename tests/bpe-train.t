@@ -105,6 +105,8 @@ run loom-bpe train --vocab-size 400 --min-frequency 1000 -o "$T/v5" "$T/corpus.t
 is_rc 0 "--min-frequency above every count"
 is "$(cat "$T/v5/vocab.bpe")" "#version: 0.2" "no merges learned"
 like "$err" ' 0 merges, vocabulary 257;' "vocabulary is 256 bytes + <|endoftext|>"
+like "$err" 'vocabulary is 257, not 400: no pair left that occurs at least 1000 times' \
+	"says why the vocabulary is smaller than asked"
 
 run loom-bpe train --vocab-size 300 --special '' -o "$T/v6" "$T/corpus.txt"
 is_rc 0 "--special '' for no specials"

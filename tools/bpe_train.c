@@ -225,18 +225,23 @@ int bpe_train_main(int argc, char **argv)
 	if (loom_bpe_trainer_write(c.t, outdir) < 0)
 		fail_trainer(&c);
 
+	struct loom_bpe_train_stats st;
+	loom_bpe_trainer_stats(c.t, &st);
+	if (!quiet && st.merges + 256 + nspecials < o.vocab_size)
+		cli_warn("train: vocabulary is %llu, not %zu: no pair left that occurs at least "
+			 "%llu times", (unsigned long long)st.vocab, o.vocab_size,
+			 (unsigned long long)(o.min_frequency ? o.min_frequency : 1));
 	if (!quiet) {
-		struct loom_bpe_train_stats s;
+		const struct loom_bpe_train_stats *s = &st;
 		struct rusage ru;
 		char b1[32], b2[32];
-		loom_bpe_trainer_stats(c.t, &s);
 		getrusage(RUSAGE_SELF, &ru);
 		cli_warn("train: %llu documents, %s, %llu pre-tokens (%llu distinct), "
 			 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
 			 "peak memory %s",
-			 (unsigned long long)s.docs, cli_bytes((double)s.bytes, b1, sizeof b1),
-			 (unsigned long long)s.pretokens, (unsigned long long)s.distinct,
-			 (unsigned long long)s.merges, (unsigned long long)s.vocab,
+			 (unsigned long long)s->docs, cli_bytes((double)s->bytes, b1, sizeof b1),
+			 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
+			 (unsigned long long)s->merges, (unsigned long long)s->vocab,
 			 cli_now() - t0, t1 - t0, t2 - t1,
 			 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
 	}
