@@ -35,6 +35,8 @@ run loom-index --verify --stats sh-00000-of-00002.tfrecord
 is_rc 0 "--verify --stats"
 like "$out" '^sh-00000-of-00002.tfrecord: 147 records, [0-9]+ bytes, payload min [0-9]+ max [0-9]+ mean [0-9.]+$' "  stats line on stdout"
 like "$err" 'CRCs and Examples verified' "  summary says verified"
+run loom-index --stats -n -j 2 sh-00001-of-00002.tfrecord three.tfrecord sh-00000-of-00002.tfrecord
+is "$(cut -d: -f1 "$out" | tr '\n' ' ')" "sh-00001-of-00002.tfrecord three.tfrecord sh-00000-of-00002.tfrecord " "-j 2: results in argument order"
 run loom-index -o custom.idx three.tfrecord
 same_file custom.idx want.index "-o PATH"
 run loom-index -o - three.tfrecord

@@ -1,6 +1,7 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
  * statistics (lib/loom_tfrecord.h, lib/loom_example.h). */
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ static const char usage[] =
 	"  -c, --check          compare with the existing index instead of writing\n"
 	"      --stats          print records, bytes and payload min/max/mean (stdout)\n"
 	"  -n, --no-write       write no index (with --verify / --stats)\n"
+	"  -j, --jobs N         files verified in parallel (default: CPU count)\n"
 	"      --progress       show progress even when stderr is not a TTY\n"
 	"  -q, --quiet          no summary line\n"
 	"  -h, --help           this help\n"
@@ -33,12 +35,26 @@ struct stats {
 	uint64_t records, bytes, pmin, pmax, psum;
 };
 
-static int verify, check, do_stats, no_write, quiet;
+static int verify, check, do_stats, no_write, quiet, show_progress;
 static struct cli_progress pr;
 
-/* Index (and verify) one file; 0 or -1 after printing the error. */
-static int do_file(const char *path, const char *out, struct stats *st)
+/* One input file: its results are printed in argument order by main. */
+struct job {
+	const char *path;
+	char out[4200];          /* index path */
+	struct stats st;
+	int failed;
+	char msg[LOOM_ERR_MAX + 8800]; /* the error line */
+	char statline[4400];
+};
+
+#define cli_warn(...) snprintf(jb->msg, sizeof jb->msg, __VA_ARGS__)
+
+/* Index (and verify) one file; 0, or -1 with the error in jb->msg. */
+static int do_file(struct job *jb)
 {
+	const char *path = jb->path, *out = jb->out;
+	struct stats *st = &jb->st;
 	struct loom_err e;
 	int flags = verify ? 0 : LOOM_TFR_SKIP_PAYLOAD;
 	struct loom_tfr_reader *r = loom_tfr_reader_open(path, flags, &e);
@@ -76,7 +92,7 @@ static int do_file(const char *path, const char *out, struct stats *st)
 			s.pmin = rec.len;
 		if (rec.len > s.pmax)
 			s.pmax = rec.len;
-		if ((n & 1023) == 0 && cli_progress_due(&pr)) {
+		if (show_progress && (n & 1023) == 0 && cli_progress_due(&pr)) {
 			char b[32];
 			cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", path, n,
 					  cli_bytes((double)loom_tfr_reader_offset(r), b, sizeof b));
@@ -124,20 +140,34 @@ static int do_file(const char *path, const char *out, struct stats *st)
 	} else {
 		free(off);
 	}
-	if (do_stats) {
-		printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
-		       " max %" PRIu64 " mean %.1f\n", path, s.records, s.bytes,
-		       s.records ? s.pmin : 0, s.pmax,
-		       s.records ? (double)s.psum / (double)s.records : 0.0);
-	}
-	st->records += s.records;
-	st->bytes += s.bytes;
-	st->psum += s.psum;
-	if (s.records && s.pmin < st->pmin)
-		st->pmin = s.pmin;
-	if (s.pmax > st->pmax)
-		st->pmax = s.pmax;
+	if (do_stats)
+		snprintf(jb->statline, sizeof jb->statline,
+			 "%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
+			 " max %" PRIu64 " mean %.1f\n", path, s.records, s.bytes,
+			 s.records ? s.pmin : 0, s.pmax,
+			 s.records ? (double)s.psum / (double)s.records : 0.0);
+	*st = s;
 	return 0;
+}
+
+#undef cli_warn
+
+static struct job *jobs;
+static int njobs;
+static int next_job;
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&job_lock);
+		int i = next_job++;
+		pthread_mutex_unlock(&job_lock);
+		if (i >= njobs)
+			return NULL;
+		jobs[i].failed = do_file(&jobs[i]) < 0;
+	}
 }
 
 int main(int argc, char **argv)
@@ -149,16 +179,17 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "no-write", no_argument, NULL, 'n' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	const char *output = NULL;
-	int c, progress = 0;
+	int c, progress = 0, threads = 0;
 	cli_init("loom-index", usage);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:cnqhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:cnj:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			output = optarg;
@@ -177,6 +208,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			progress = 1;
+			break;
+		case 'j':
+			threads = (int)cli_u64("--jobs", optarg, 1, 1024);
 			break;
 		case 'q':
 			quiet = 1;
@@ -198,20 +232,56 @@ int main(int argc, char **argv)
 		cli_usage_error("--check and --no-write exclude each other");
 	cli_progress_init(&pr, progress);
 	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
-	int failed = 0;
+	int failed = 0, stdin_used = 0;
 	double t0 = cli_now();
-	for (int i = optind; i < argc; i++) {
-		char ipath[4200];
+	njobs = nfiles;
+	jobs = calloc((size_t)nfiles, sizeof *jobs);
+	if (!jobs)
+		cli_die("out of memory");
+	for (int i = 0; i < nfiles; i++) {
+		const char *a = argv[optind + i];
+		jobs[i].path = a;
 		if (output)
-			snprintf(ipath, sizeof ipath, "%s", output);
-		else if (!strcmp(argv[i], "-"))
-			snprintf(ipath, sizeof ipath, "-");
+			snprintf(jobs[i].out, sizeof jobs[i].out, "%s", output);
+		else if (!strcmp(a, "-"))
+			snprintf(jobs[i].out, sizeof jobs[i].out, "-");
 		else
-			snprintf(ipath, sizeof ipath, "%s.index", argv[i]);
-		if (do_file(argv[i], ipath, &tot) < 0)
-			failed++;
+			snprintf(jobs[i].out, sizeof jobs[i].out, "%s.index", a);
+		stdin_used |= !strcmp(a, "-") || !strcmp(jobs[i].out, "-");
 	}
+	/* Files are independent: verify them in parallel (one thread each up to
+	 * the CPU count), print the results in argument order. */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int nthreads = threads ? threads : ncpu > 0 ? (int)ncpu : 1;
+	if (nthreads > nfiles || stdin_used)
+		nthreads = stdin_used ? 1 : nfiles;
+	show_progress = nthreads == 1;
+	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
+	int started = 0;
+	for (int i = 1; tid && i < nthreads; i++)
+		started += pthread_create(&tid[i], NULL, worker, NULL) == 0;
+	worker(NULL);
+	for (int i = 1; i <= started; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
 	cli_progress_done(&pr);
+	for (int i = 0; i < nfiles; i++) {
+		struct job *jb = &jobs[i];
+		if (jb->failed) {
+			failed++;
+			cli_warn("%s", jb->msg);
+			continue;
+		}
+		fputs(jb->statline, stdout);
+		tot.records += jb->st.records;
+		tot.bytes += jb->st.bytes;
+		tot.psum += jb->st.psum;
+		if (jb->st.records && jb->st.pmin < tot.pmin)
+			tot.pmin = jb->st.pmin;
+		if (jb->st.pmax > tot.pmax)
+			tot.pmax = jb->st.pmax;
+	}
+	free(jobs);
 	double dt = cli_now() - t0;
 	if (fflush(stdout) != 0)
 		cli_die("cannot write to stdout");
