@@ -69,6 +69,13 @@ is_rc 0 "-o: exit 0"
 same_file "$T/o/sample.txt" "$GOLD/sample.lines" "-o: golden"
 is "$(wc -c < "$out")" "0" "-o: nothing on stdout"
 no_tmp_left "$T/o" "-o: no temporary left"
+mkfifo "$T/fifo"
+timeout 30 cat "$T/fifo" > "$T/from-fifo" &
+run loom-extract -o "$T/fifo" "$SINGLE"
+wait
+is_rc 0 "-o FIFO: exit 0"
+ok "-o FIFO: still a FIFO (written in place, not renamed over)" test -p "$T/fifo"
+same_file "$T/from-fifo" "$GOLD/sample.lines" "-o FIFO: golden"
 run loom-extract -z "$SINGLE"
 is "$(tr -cd '\0' < "$out" | wc -c)" "9" "-z: 9 NUL-terminated articles"
 is "$(tr '\0' '\n' < "$out" | cmp - "$GOLD/sample.lines" && echo same)" "same" "-z: same articles"

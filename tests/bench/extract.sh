@@ -34,7 +34,7 @@ verdict() { # value op target
 }
 
 bz=$(best bzip2 -dc "$SINGLE")
-s1=$(best "$EXTRACT" -q -j 1 -o /dev/null "$SINGLE")
+s1=$(best "$EXTRACT" -q -j 1 "$SINGLE")
 r=$(ratio "$s1" "$bz")
 printf 'single-stream: bzip2 -dc %.3f s, loom-extract -j 1 %.3f s\n' "$bz" "$s1"
 echo "FIGURE loom-extract -j 1 (single stream) vs bzip2 -dc: ${r}x (target <= 1.5x) $(verdict "$r" '<=' 1.5)"
@@ -45,11 +45,11 @@ cpu() { # command... -> user+sys CPU seconds (independent of other load)
 	awk '{ print $1 + $2 }' "$tf"; rm -f "$tf"
 }
 cbz=$(cpu bzip2 -dc "$SINGLE")
-cex=$(cpu "$EXTRACT" -q -j 1 -o /dev/null "$SINGLE")
+cex=$(cpu "$EXTRACT" -q -j 1 "$SINGLE")
 echo "cpu time: bzip2 -dc $cbz s, loom-extract -j 1 $cex s (all threads): $(ratio "$cex" "$cbz")x of the decompression floor"
 
-m1=$(best "$EXTRACT" -q -j 1 -o /dev/null "$MULTI")
-m2=$(best "$EXTRACT" -q -j 2 -o /dev/null "$MULTI")
+m1=$(best "$EXTRACT" -q -j 1 "$MULTI")
+m2=$(best "$EXTRACT" -q -j 2 "$MULTI")
 r=$(ratio "$m1" "$m2")
 printf 'multistream: -j 1 %.3f s, -j 2 %.3f s\n' "$m1" "$m2"
 echo "FIGURE loom-extract multistream -j 2 vs -j 1: ${r}x faster (target >= 1.7x) $(verdict "$r" '>=' 1.7)"
@@ -57,7 +57,7 @@ echo "FIGURE loom-extract multistream -j 2 vs -j 1: ${r}x faster (target >= 1.7x
 peak=0
 for f in "$SINGLE" "$MULTI"; do
 	tf=$(mktemp)
-	/usr/bin/time -o "$tf" -f '%M' "$EXTRACT" -q -j 2 -o /dev/null "$f" >/dev/null 2>&1
+	/usr/bin/time -o "$tf" -f '%M' "$EXTRACT" -q -j 2 "$f" >/dev/null 2>&1
 	kb=$(tail -n 1 "$tf"); rm -f "$tf"
 	[ "$kb" -gt "$peak" ] && peak=$kb
 done
