@@ -64,7 +64,7 @@ t0=$(date +%s.%N)
 loom-bpe train --vocab-size 30000 --min-frequency 0 -o "$work/loom" "$corpus" 2>"$work/loom.err" \
 	|| { cat "$work/loom.err"; echo "bpe-train: loom-bpe train failed"; exit 1; }
 t1=$(date +%s.%N)
-loom_s=$(echo "$t1 - $t0" | bc -l)
+loom_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 cat "$work/loom.err"
 loom_mem=$(sed -n 's/.*peak memory \(.*\)$/\1/p' "$work/loom.err")
 printf 'loom-bpe train: %.2f s (whole process), peak memory %s\n' "$loom_s" "$loom_mem"
@@ -107,8 +107,8 @@ hf_kb=$(sed -n 's/^HFMAXRSS //p' "$work/hf.err")
 printf 'HF tokenizers BpeTrainer (1 thread): %.2f s (training only), peak memory %s\n' "$hf_s" \
 	"${hf_kb:+$((hf_kb / 1024)) MB}"
 
-ratio=$(echo "$hf_s / $loom_s" | bc -l)
-verdict=$(echo "$ratio >= 2" | bc -l)
+ratio=$(awk -v a="$hf_s" -v b="$loom_s" 'BEGIN { print a / b }')
+verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 2) ? 1 : 0 }')
 printf 'FIGURE loom-bpe train vs HF tokenizers BpeTrainer (vocab 30000, %s MB, 1 thread): %.2fx faster (target >= 2x) %s\n' \
 	"$mb" "$ratio" "$([ "$verdict" = 1 ] && echo ok || echo FAIL)"
 echo "FIGURE loom-bpe train peak memory: $loom_mem (HF: ${hf_kb:+$((hf_kb / 1024)) MB})"
