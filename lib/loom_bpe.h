@@ -26,8 +26,8 @@
  * also for invalid UTF-8 (see loom_pretok.h).
  *
  * Ownership: one struct loom_bpe per thread; it borrows the vocabulary,
- * which must outlive it and may be shared.  Memory: constant plus about
- * 40 bytes per byte of the longest piece encoded so far.
+ * which must outlive it and may be shared.  Memory: about 1.1 MB plus
+ * 28 bytes per byte of the longest piece (> LOOM_BPE_SHORT) encoded so far.
  * Errors: 0 or a negative LOOM_E* code; message in loom_bpe_error().
  */
 #ifndef LOOM_BPE_H

@@ -11,8 +11,12 @@
  *    is an optional "#version..." first line, then one merge "A B" per
  *    line in rank order (rank 0 first).  Both parts and their concatenation
  *    must be tokens.  Tokens that are neither single bytes nor the result
- *    of a merge are the special tokens (GPT-2: <|endoftext|> = 50256); they
- *    are printed verbatim in encoder.json.
+ *    of a merge are the special tokens (GPT-2: <|endoftext|> = 50256).  A
+ *    key with characters outside the byte alphabet is accepted verbatim
+ *    only when it looks like a special token (<...> or [...]).
+ *    encoder.json is parsed by a fast path for the plain {"token": id}
+ *    shape (about 4x faster than jansson on GPT-2's 50k entries); anything
+ *    else goes through jansson, which also words the JSON errors.
  *  - tiktoken format: lines "BASE64 RANK"; the id of a token is its rank and
  *    a pair of tokens merges when its concatenation is a token, the lowest
  *    rank first (tiktoken's rule).  One special token <|endoftext|> is added
