@@ -78,6 +78,10 @@ is "$(ls rr-*.tfrecord | tr '\n' ' ')" "rr-00000-of-00003.tfrecord rr-00001-of-0
 is "$(loom-cat --ids rr-00001-of-00003.tfrecord | head -2 | cut -d' ' -f1 | tr '\n' ' ')" "11 41 " "round robin: shard 1 has samples 1, 4, ..."
 n=0; for f in rr-*.tfrecord; do n=$((n + $(loom-cat --ids "$f" | wc -l))); done
 is "$n" 99 "99 samples over 3 shards"
+run loom-shard -f text -L 10 --no-shuffle -n 12 -o many t100.txt
+is_rc 0 "more shards than records"
+like "$err" '^loom-shard: warning: 9 records for 12 shards: 3 shards are empty$' "  warns about the empty shards"
+is "$(ls many-*-of-00012.tfrecord | wc -l)" 12 "  all 12 shards exist (3 empty)"
 run loom-shard -f text -L 10 --no-shuffle -r 40 -o rp t1000.txt
 is "$(ls rp-*.tfrecord | tr '\n' ' ')" "rp-00000-of-00003.tfrecord rp-00001-of-00003.tfrecord rp-00002-of-00003.tfrecord " "--records-per-shard 40: 3 shards"
 is "$(for f in rp-*.tfrecord; do loom-cat --ids $f | wc -l; done | tr '\n' ' ')" "40 40 19 " "  of 40, 40, 19 records, in order"

@@ -259,6 +259,9 @@ int main(int argc, char **argv)
 	struct loom_shard_stats st;
 	loom_shard_get_stats(g_shard, &st);
 	double dt = cli_now() - t0;
+	if (o.shards && st.samples < o.shards)
+		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
+			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
 	if (!quiet) {
 		char b1[32], b2[32], sp[64] = "";
 		if (st.spilled)
