@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef LOOM_HAVE_MPI
 #include <mpi.h>
@@ -38,6 +39,7 @@ struct loom_dist {
 	float *gm, *gv;         /* gathered moments (rank 0, during a save) */
 	int armed;
 	uint64_t bytes_step, bytes_total;
+	double wait_s;           /* seconds blocked in communication */
 	struct loom_err err;
 };
 
@@ -81,6 +83,18 @@ uint64_t loom_dist_bytes_step(const struct loom_dist *d)
 uint64_t loom_dist_bytes_total(const struct loom_dist *d)
 {
 	return d->bytes_total;
+}
+
+double loom_dist_wait_seconds(const struct loom_dist *d)
+{
+	return d->wait_s;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int env_int(const char *name)
@@ -258,6 +272,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		if ((rc = bucket_start(d, &d->b[k])))
 			return rc;
 	d->armed = 0;
+	double t0 = now();
 	for (int k = 0; k < d->nb; k++) {
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
 		d->b[k].started = 0;
@@ -268,6 +283,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	MPI_TRY(d, MPI_Allreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
 		"allreduce of the gradient norm");
 	d->bytes_step += 16 * (uint64_t)(d->world - 1);
+	d->wait_s += now() - t0;
 	/* the shards hold sums over ranks: the mean gradient is 1/world of it */
 	float n = (float)(sqrt(red[0]) / d->world);
 	if (norm)
@@ -286,8 +302,10 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 		progress(d);
 	}
+	t0 = now();
 	for (int k = 0; k < d->nb; k++)
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
+	d->wait_s += now() - t0;
 	d->bytes_total += d->bytes_step;
 	return 0;
 }

@@ -89,5 +89,8 @@ void loom_dist_gather_done(struct loom_dist *d);
 /* Payload bytes this rank sent in the last step / in all steps. */
 uint64_t loom_dist_bytes_step(const struct loom_dist *d);
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
+/* Seconds this rank spent blocked in the step's collectives (the gradient
+ * reduction left after backward, the norm allreduce, the all-gather). */
+double loom_dist_wait_seconds(const struct loom_dist *d);
 
 #endif

@@ -50,7 +50,8 @@ static void on_exit_dist(int status, void *arg)
 		char a[32], b[32];
 		uint64_t bound = (uint64_t)(2.0 * (d_world - 1) / d_world * n_params * 4);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
-		cli_warn("data parallel: %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
+		cli_warn("data parallel: %.3f s per step blocked in communication; %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
+			 loom_dist_wait_seconds(dist) / steps_done,
 			 cli_bytes((double)per, a, sizeof a), cli_bytes((double)bound, b, sizeof b),
 			 bound ? (double)per / bound : 0.0);
 	}

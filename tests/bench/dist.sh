@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Bench: data-parallel loom-train on the gpt2 preset (124M parameters, T=64),
+# the same global batch of 8 records: 2 ranks x 1 thread x micro-batch 4
+# under mpirun vs 1 rank x 1 thread x micro-batch 8, in the same run.
+#   scaling efficiency = (tokens/s of 2 ranks / tokens/s of 1 rank) / 2
+# (target >= 0.85), and the bytes each rank sends per step against the ring
+# all-reduce lower bound 2 (N-1)/N x parameter bytes (the "2 x parameter
+# bytes" of large N).  Tokens/s is the median over the steps after
+# warm-up.  A short run on a shared 2-core machine: figures are noisy.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+command -v mpirun >/dev/null || { echo "dist bench: mpirun not installed; skipped"; exit 0; }
+loom-train --version | grep -q 'Open MPI' || { echo "dist bench: loom-train built without MPI; skipped"; exit 0; }
+STEPS=${DIST_BENCH_STEPS:-8}
+WARM=3
+T=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-dist.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+
+python3 - "$T/tok.u16" <<'EOF'
+import array, os, sys
+n = 400 * 65
+a = array.array('H', (x % 50257 for x in array.array('H', os.urandom(2 * n))))
+open(sys.argv[1], 'wb').write(a.tobytes())
+EOF
+loom-shard -q -f u16 -L 65 -n 2 --vocab-size 50257 -o "$T/d" "$T/tok.u16"
+FEED="loom-feed -q -m $T/d.manifest.json --seq 64 --seed 1 --epochs 0"
+TRAIN="loom-train -c gpt2 --threads 1 --steps $STEPS --set seq_len=64,grad_accum=1,warmup_steps=0"
+
+# median tokens/s of a log's steps after warm-up
+med() { python3 - "$1" "$WARM" <<'EOF'
+import json, statistics, sys
+r = [d["tokens_per_s"] for d in map(json.loads, open(sys.argv[1])) if "loss" in d and d["step"] > int(sys.argv[2])]
+print("%.2f" % statistics.median(r))
+EOF
+}
+
+sh -c "$FEED --batch 8 | $TRAIN -q --set micro_batch=8 --log $T/one.json"
+mpirun --oversubscribe --bind-to none -np 2 sh -c \
+	"$FEED --batch 4 --rank \$OMPI_COMM_WORLD_RANK --world \$OMPI_COMM_WORLD_SIZE | $TRAIN --log-every 1000 --set micro_batch=4 --log $T/two.json" \
+	2> "$T/two.err"
+grep -E 'data parallel' "$T/two.err" | sed 's/^/  /'
+one=$(med "$T/one.json")
+two=$(med "$T/two.json")
+eff=$(echo "$two / $one / 2" | bc -l)
+printf 'gpt2, T=64, global batch 8, 1 thread per rank: 1 rank %.1f tokens/s, 2 ranks %.1f tokens/s\n' "$one" "$two"
+printf 'FIGURE data-parallel scaling efficiency, 2 ranks vs 1 (gpt2): %.2f (target >= 0.85) %s\n' \
+	"$eff" "$([ "$(echo "$eff >= 0.85" | bc -l)" = 1 ] && echo ok || echo MISS)"
+
+# bytes per step: loom-train's own count of what each rank sends
+line=$(grep -E 'sent per step per rank' "$T/two.err" || true)
+ratio=$(echo "$line" | sed -nE 's/.*; ([0-9.]+)x\)$/\1/p')
+NP=$(loom-train -c gpt2 --dry-run | sed -nE 's/^parameters: ([0-9]+).*/\1/p')
+printf 'FIGURE bytes sent per step per rank vs ring all-reduce lower bound 2(N-1)/N x %d x 4 bytes (N=2): %sx (target <= 1.05) %s\n' \
+	"$NP" "${ratio:-?}" "$([ -n "$ratio" ] && [ "$(echo "$ratio <= 1.05" | bc -l)" = 1 ] && echo ok || echo MISS)"
