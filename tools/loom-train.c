@@ -51,7 +51,7 @@ static const char usage[] =
 	"      --resume DIR|latest  continue exactly from a checkpoint (latest: of --save)\n"
 	"      --init-from DIR      start from a checkpoint's weights only\n"
 	"logging and evaluation:\n"
-	"      --log FILE           one JSON line per step\n"
+	"      --log FILE           one JSON line per step (- = stdout)\n"
 	"      --log-every N        human progress line on stderr every N steps [10]\n"
 	"      --eval-every N       evaluate on --eval-data every N steps\n"
 	"      --eval-data FILE     held-out batch frames\n"
@@ -321,6 +321,38 @@ static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_opti
 	free(vv);
 }
 
+/* Resuming at `step`: drop log lines of later steps (written by the run
+ * that died after its last checkpoint), so the log reads as one run. */
+static void trim_log(const char *path, uint64_t step)
+{
+	char *buf = NULL;
+	size_t len = 0, o = 0;
+	struct loom_err err = { 0 };
+	if (access(path, F_OK))
+		return;
+	if (loom_read_file(path, &buf, &len, &err))
+		cli_die("%s", err.msg);
+	char *keep = malloc(len + 1);
+	if (!keep)
+		cli_die("out of memory");
+	for (char *line = buf, *nl; line < buf + len; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!nl)
+			break; /* a torn last line is dropped */
+		json_t *j = json_loadb(line, (size_t)(nl - line), 0, NULL);
+		json_t *st = j ? json_object_get(j, "step") : NULL;
+		if (st && json_is_integer(st) && (uint64_t)json_integer_value(st) <= step) {
+			memcpy(keep + o, line, (size_t)(nl - line) + 1);
+			o += (size_t)(nl - line) + 1;
+		}
+		json_decref(j);
+	}
+	if (o != len && loom_write_file_atomic(path, keep, o, &err))
+		cli_die("%s", err.msg);
+	free(keep);
+	free(buf);
+}
+
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
@@ -542,8 +574,14 @@ int main(int argc, char **argv)
 			 c->micro_batch, c->seq_len, c->grad_accum, (long long)c->steps);
 
 	FILE *log = NULL;
-	if (logpath && !(log = fopen(logpath, t.step ? "a" : "w")))
-		cli_die("cannot open '%s': %s", logpath, strerror(errno));
+	if (logpath && !strcmp(logpath, "-")) {
+		log = stdout;
+	} else if (logpath) {
+		if (t.step)
+			trim_log(logpath, t.step);
+		if (!(log = fopen(logpath, t.step ? "a" : "w")))
+			cli_die("cannot open '%s': %s", logpath, strerror(errno));
+	}
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -679,7 +717,7 @@ int main(int argc, char **argv)
 			 el > 0 ? (t.tokens - start_step * (uint64_t)c->global_batch * T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}
-	if (log && fclose(log))
+	if (log && (log == stdout ? fflush(log) : fclose(log)))
 		cli_die("cannot write '%s': %s", logpath, strerror(errno));
 	loom_batch_reader_free(r);
 	loom_gpt_free(g);
