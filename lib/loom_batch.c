@@ -320,6 +320,9 @@ int loom_batch_read(struct loom_batch_reader *r, struct loom_batch_hdr *h,
 	if (r->frames && h->seq != r->last_seq + 1)
 		return FAIL(LOOM_EFORMAT, "sequence number %llu, expected %llu",
 			    (unsigned long long)h->seq, (unsigned long long)(r->last_seq + 1));
+	if (r->fd < 0 && h->payload_bytes > r->mem_len - r->mem_pos)
+		return FAIL(LOOM_ETRUNC, "stream ends inside the payload (%zu of %llu bytes)",
+			    r->mem_len - r->mem_pos, (unsigned long long)h->payload_bytes);
 	if (h->payload_bytes > r->raw_cap) {
 		unsigned char *p = realloc(r->raw, h->payload_bytes);
 		if (!p)
