@@ -691,6 +691,13 @@ static int pass_tables(struct loom_wikitext *w, const char *s, size_t n, struct 
 			t++;
 		size_t len = e - t;
 		const char *l = s + t;
+		size_t c = t; /* ":{|" is an indented table */
+		while (c < e && (s[c] == ':' || s[c] == ' ' || s[c] == '\t'))
+			c++;
+		if (c > t && e - c >= 2 && s[c] == '{' && s[c + 1] == '|') {
+			l = s + c;
+			len = e - c;
+		}
 		if (len >= 2 && l[0] == '{' && l[1] == '|') {
 			if (depth++ == 0)
 				*o++ = '\n'; /* a table ends the paragraph */

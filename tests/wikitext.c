@@ -63,6 +63,7 @@ int main(void)
 	t("{| class=x\n|+ Cap\n! A !! B\n|-\n| 1 || style=\"c\" | 2\n|}", "Cap\nA | B\n1 | 2", TABLES,
 	  "--keep-tables: caption and rows");
 	t("a\n{|\n| cell\nnever closed", "a", 0, "unterminated table runs to the end");
+	t("a\n: {| class=x\n| c\n|}\nb", "a\nb", 0, "indented table (:{|) removed");
 	t("{|\n| a || colspan=\"2\" {{yes}} || b\n|}", "a | b", TABLES, "--keep-tables: attribute-only cell dropped");
 	t("x\n{{multicol}}\n* a\n|\n* b\n{{multicol-end}}\ny", "x\na\nb\ny", 0, "lone | of a template-made table dropped");
 	t("{|\n|\n{|\n| inner\n|}\n| outer\n|}\nafter", "after", 0, "nested tables removed");
