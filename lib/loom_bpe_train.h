@@ -22,7 +22,9 @@
  *    the current count).  A merge only visits the words that contain the
  *    pair and updates the counts of the neighbouring pairs incrementally,
  *    so the whole run costs about the total size of the affected words, not
- *    merges x corpus.
+ *    merges x corpus.  Pre-tokens longer than 256 bytes keep a linked list
+ *    of symbols and per-position occurrences instead of being rescanned,
+ *    so one huge pre-token (a 100 MB line of letters) is not quadratic.
  *
  * Token ids: ids 0..255 are the 256 bytes in the order of GPT-2's
  * bytes_to_unicode table (printable bytes 33..126, 161..172, 174..255, then
