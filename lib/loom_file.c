@@ -96,6 +96,22 @@ int loom_outfile_open(struct loom_outfile *o, const char *path)
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
+	/* An existing non-regular target (/dev/null, a FIFO, a terminal) is
+	 * written in place: there is nothing to rename over it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		o->path = strdup(path);
+		if (!o->path)
+			return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (o->fd < 0) {
+			int e = errno;
+			free(o->path);
+			o->path = NULL;
+			return loom_err_errno(&o->err, LOOM_EIO, e, "cannot open '%s'", path);
+		}
+		return 0;
+	}
 	char *copy = strdup(path);
 	o->path = strdup(path);
 	if (!copy || !o->path) {
@@ -160,9 +176,13 @@ int loom_outfile_commit(struct loom_outfile *o)
 {
 	if (!o->path)
 		return 0;
-	if (!o->tmp) { /* stdout */
+	if (!o->tmp) { /* stdout or a non-regular file: written in place */
+		int rc = 0;
+		if (o->fd != STDOUT_FILENO && close(o->fd) < 0)
+			rc = loom_err_errno(&o->err, LOOM_EIO, errno, "cannot write '%s'",
+					    o->path);
 		outfile_release(o);
-		return 0;
+		return rc;
 	}
 	if (fsync(o->fd) < 0) {
 		int e = errno;
@@ -197,6 +217,8 @@ void loom_outfile_abort(struct loom_outfile *o)
 		if (o->fd >= 0)
 			close(o->fd);
 		unlink(o->tmp);
+	} else if (o->fd >= 0 && o->fd != STDOUT_FILENO) {
+		close(o->fd);
 	}
 	outfile_release(o);
 }

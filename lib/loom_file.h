@@ -6,8 +6,9 @@
  * written, fsynced, and renamed to its final name only by
  * loom_outfile_commit(), after which the directory is fsynced too.  Until
  * then the final name is untouched, so a crash, a full disk or bad input
- * never leaves a half-written output.  The path "-" means stdout (no
- * atomicity, no fsync).
+ * never leaves a half-written output.  The path "-" means stdout, and an
+ * existing non-regular file (/dev/null, a FIFO) is written in place: no
+ * atomicity, no fsync, nothing renamed over it.
  *
  * Live temporary names are kept in a small process-wide table so that a
  * tool's fatal-signal handler can remove them: loom_outfile_unlink_all()

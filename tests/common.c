@@ -1,6 +1,7 @@
 /* Unit tests for loom_common (parsing, errors) and loom_file (atomic output). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -85,6 +86,24 @@ int main(void)
 	ok(strstr(o.err.msg, "no/such/dir/x") != NULL, "message names the file");
 	is_int(loom_read_file(path, &buf, &len, &err), LOOM_EIO, "read missing");
 	ok(strstr(err.msg, "No such file") != NULL, "read message has strerror");
+
+	/* a FIFO (like /dev/null, a non-regular file) is written in place */
+	snprintf(path, sizeof path, "%s/fifo", dir);
+	ok(mkfifo(path, 0600) == 0, "make a FIFO");
+	int rfd = open(path, O_RDONLY | O_NONBLOCK);
+	is_int(loom_outfile_open(&o, path), 0, "open a FIFO as output");
+	is_int(loom_outfile_write(&o, "abc", 3), 0, "write to the FIFO");
+	is_int(loom_outfile_commit(&o), 0, "commit on a FIFO");
+	char got[8] = { 0 };
+	is_int(read(rfd, got, sizeof got), 3, "the reader got the bytes");
+	close(rfd);
+	struct stat fst;
+	ok(lstat(path, &fst) == 0 && S_ISFIFO(fst.st_mode), "the FIFO is still a FIFO");
+	unlink(path);
+	is_int(loom_outfile_open(&o, "/dev/null"), 0, "open /dev/null");
+	loom_outfile_write(&o, "x", 1);
+	is_int(loom_outfile_commit(&o), 0, "commit /dev/null");
+	ok(stat("/dev/null", &fst) == 0 && S_ISCHR(fst.st_mode), "/dev/null is still a device");
 
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	unlink(path);
