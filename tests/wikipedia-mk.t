@@ -21,8 +21,8 @@ like "$err" '^loom-index: .*verified' "verify summary"
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -q
 is_rc 0 "make -q: nothing left to do"
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a"
-is "$(cat "$out" "$err")" "" "a finished run does nothing"
-[ -s "$out" ] && { diag "make -d says:"; make -d -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 DATE=20260101 DUMP="$DUMP" OUT="$T/a" -n 2>&1 | grep -i 'newer\|must remake' | head -5 | sed 's/^/# /'; }
+# (make may warn about clock skew on files written a moment ago; no stage may run)
+is "$(cat "$out"; grep -v -e 'in the future' -e 'Clock skew' "$err")" "" "a finished run does nothing"
 
 rm "$d/verified"
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -n
