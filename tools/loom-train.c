@@ -97,6 +97,15 @@ static const struct option longopts[] = {
 
 static volatile sig_atomic_t stop_sig;
 
+/* Freed at exit, after the data-parallel layer let go of it. */
+static struct loom_gpt *the_model;
+
+static void free_model(void)
+{
+	loom_gpt_free(the_model);
+	the_model = NULL;
+}
+
 static void on_stop(int sig)
 {
 	if (stop_sig) { /* second signal: give up now */
@@ -473,6 +482,9 @@ int main(int argc, char **argv)
 	if (!print && !dry)
 		fix_env(argv, verbose);
 	if (!print && !dry) {
+		/* the model outlives train_dist's exit handler (registered next,
+		 * so it runs before ours), which still looks at it */
+		atexit(free_model);
 		train_dist_init(&argc, &argv); /* mpirun: one process per rank */
 		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
 			logpath = NULL;
@@ -543,7 +555,7 @@ int main(int argc, char **argv)
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
 
 	/* model */
-	struct loom_gpt *g = loom_gpt_new(c);
+	struct loom_gpt *g = the_model = loom_gpt_new(c);
 	if (!g)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
 	t.g = g;
@@ -720,7 +732,6 @@ int main(int argc, char **argv)
 	if (log && (log == stdout ? fflush(log) : fclose(log)))
 		cli_die("cannot write '%s': %s", logpath, strerror(errno));
 	loom_batch_reader_free(r);
-	loom_gpt_free(g);
 	free(in);
 	free(tg);
 	free(sets);
