@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include "loom_example.h"
 #include "loom_file.h"
@@ -295,6 +296,8 @@ void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64
  * ====================================================================== */
 
 #define NBUCKET 256
+#define BATCH_TOKENS (1u << 20) /* a batch of windows encoded together */
+#define BATCH_MAX 4096
 #define REC_HDR 12 /* bucket record: u64 key, u32 payload length */
 
 struct ent {
@@ -308,6 +311,11 @@ struct bucket {
 	uint8_t *buf;
 	size_t used;
 	uint64_t bytes;
+};
+
+struct encoder_arg {
+	struct loom_shard *s;
+	int k;
 };
 
 struct loom_shard {
@@ -327,6 +335,17 @@ struct loom_shard {
 
 	uint8_t *enc;        /* scratch for one encoded sample */
 	size_t enc_cap;
+	/* windows waiting to be encoded: start offsets into tb */
+	size_t *bstart, *blen, bn, batch;
+	uint8_t *bbuf;       /* batch x enc_cap */
+	int threads;
+	/* encoder threads (see encoder()) */
+	pthread_mutex_t mu;
+	pthread_cond_t go, cv_done;
+	unsigned gen;
+	int pending, quit, nenc, enc_failed;
+	pthread_t *enc_tid;
+	struct encoder_arg *enc_arg;
 
 	/* shuffle: in memory */
 	uint8_t *arena;
@@ -415,12 +434,29 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	s->o.argv = s->argv;
 	if (!s->o.memory)
 		s->o.memory = 512ull << 20;
-	/* The window buffer holds a sample plus a read chunk. */
-	s->tcap = (size_t)s->L + (1u << 18);
+	/* The window buffer holds a sample plus a batch of tokens; a batch is
+	 * about BATCH_TOKENS tokens of windows (fewer, larger parallel steps). */
+	s->tcap = (size_t)s->L + BATCH_TOKENS;
+	s->batch = BATCH_TOKENS / s->L;
+	s->batch = s->batch < 4 ? 4 : s->batch > BATCH_MAX ? BATCH_MAX : s->batch;
 	s->tb = malloc(s->tcap * sizeof *s->tb);
 	s->enc_cap = loom_example_bound(strlen(s->feature), (size_t)s->L);
 	s->enc = malloc(s->enc_cap);
-	if (bad || !s->tb || !s->enc) {
+	s->bbuf = malloc(s->batch * s->enc_cap);
+	s->bstart = malloc(s->batch * sizeof *s->bstart);
+	s->blen = malloc(s->batch * sizeof *s->blen);
+	if (o->threads > 0) {
+		s->threads = o->threads;
+	} else {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		s->threads = n > 0 ? (int)n : 1;
+	}
+	if (s->threads > 64)
+		s->threads = 64;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->go, NULL);
+	pthread_cond_init(&s->cv_done, NULL);
+	if (bad || !s->tb || !s->enc || !s->bbuf || !s->bstart || !s->blen) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		loom_shard_free(s);
 		return NULL;
@@ -624,51 +660,137 @@ static int spill(struct loom_shard *s)
 
 /* ---- samples ---- */
 
-static int emit(struct loom_shard *s, const uint32_t *tok, size_t n)
+/* Place the next sample (already encoded) in output order. */
+static int place(struct loom_shard *s, const uint8_t *p, size_t l)
 {
 	uint64_t i = s->nsamples++;
-	if (!s->o.shuffle) {
-		struct loom_tfr_writer *w = next_writer(s);
-		if (!w)
-			return s->err.code ? s->err.code : LOOM_EIO;
-		uint8_t *d = loom_tfr_writer_reserve(w, s->enc_cap);
-		if (!d)
-			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
-		size_t l = loom_example_encode_u32(s->feature, tok, n, d);
-		if (loom_tfr_writer_finish(w, l) < 0)
-			return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
-		s->written++;
-		return 0;
-	}
+	if (!s->o.shuffle)
+		return put_payload(s, p, l);
 	uint64_t key = loom_shard_key(s->o.seed, i);
-	if (s->spilled) {
-		size_t l = loom_example_encode_u32(s->feature, tok, n, s->enc);
-		return bucket_put(s, &s->bk[key >> 56], key, s->enc, l);
-	}
-	if (s->acap - s->alen < s->enc_cap) {
+	if (s->spilled)
+		return bucket_put(s, &s->bk[key >> 56], key, p, l);
+	if (s->acap - s->alen < l) {
 		size_t nc = s->acap ? s->acap * 2 : (1u << 20);
-		while (nc - s->alen < s->enc_cap)
+		while (nc - s->alen < l)
 			nc *= 2;
-		uint8_t *p = realloc(s->arena, nc);
-		if (!p)
+		uint8_t *q = realloc(s->arena, nc);
+		if (!q)
 			return nomem(s);
-		s->arena = p;
+		s->arena = q;
 		s->acap = nc;
 	}
 	if (s->nents == s->ecap) {
 		size_t nc = s->ecap ? s->ecap * 2 : 1024;
-		struct ent *p = realloc(s->ents, nc * sizeof *p);
-		if (!p)
+		struct ent *q = realloc(s->ents, nc * sizeof *q);
+		if (!q)
 			return nomem(s);
-		s->ents = p;
+		s->ents = q;
 		s->ecap = nc;
 	}
-	size_t l = loom_example_encode_u32(s->feature, tok, n, s->arena + s->alen);
+	memcpy(s->arena + s->alen, p, l);
 	s->ents[s->nents++] = (struct ent){ key, s->alen, (uint32_t)l };
 	s->alen += l;
 	if (s->acap + s->ecap * sizeof(struct ent) > s->o.memory / 2)
 		return spill(s);
 	return 0;
+}
+
+/* Encode windows [i0, i1) of the batch into their slots. */
+static void encode_slice(struct loom_shard *s, size_t i0, size_t i1)
+{
+	for (size_t i = i0; i < i1; i++)
+		s->blen[i] = loom_example_encode_u32(s->feature, s->tb + s->bstart[i],
+						     (size_t)s->L, s->bbuf + i * s->enc_cap);
+}
+
+/* Encoding helpers: worker k (1..threads-1) encodes slice k of each batch;
+ * they sleep on a condition variable between batches (no spinning). */
+static void *encoder(void *arg)
+{
+	struct loom_shard *s = ((struct encoder_arg *)arg)->s;
+	int k = ((struct encoder_arg *)arg)->k;
+	unsigned seen = 0;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->gen == seen && !s->quit)
+			pthread_cond_wait(&s->go, &s->mu);
+		if (s->quit)
+			break;
+		seen = s->gen;
+		size_t nb = s->bn, T = (size_t)s->threads;
+		pthread_mutex_unlock(&s->mu);
+		encode_slice(s, nb * (size_t)k / T, nb * (size_t)(k + 1) / T);
+		pthread_mutex_lock(&s->mu);
+		if (--s->pending == 0)
+			pthread_cond_signal(&s->cv_done);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static void encoders_stop(struct loom_shard *s)
+{
+	if (!s->nenc)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->quit = 1;
+	pthread_cond_broadcast(&s->go);
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < s->nenc; i++)
+		pthread_join(s->enc_tid[i], NULL);
+	s->nenc = 0;
+}
+
+/* Encode the batched windows (in parallel, each into its own slot), then
+ * place them in order: the output does not depend on the thread count. */
+static int flush_batch(struct loom_shard *s)
+{
+	size_t nb = s->bn;
+	if (!nb)
+		return 0;
+	if (s->threads > 1 && !s->nenc && !s->enc_failed) {
+		s->enc_tid = calloc((size_t)s->threads, sizeof *s->enc_tid);
+		s->enc_arg = calloc((size_t)s->threads, sizeof *s->enc_arg);
+		for (int k = 1; s->enc_tid && s->enc_arg && k < s->threads; k++) {
+			s->enc_arg[k] = (struct encoder_arg){ s, k };
+			if (pthread_create(&s->enc_tid[s->nenc], NULL, encoder, &s->enc_arg[k]))
+				break;
+			s->nenc++;
+		}
+		if (s->nenc != s->threads - 1) { /* run with what we have: none */
+			encoders_stop(s);
+			s->enc_failed = 1;
+		}
+	}
+	if (s->nenc && nb >= 4) {
+		size_t T = (size_t)s->threads;
+		pthread_mutex_lock(&s->mu);
+		s->pending = s->nenc;
+		s->gen++;
+		pthread_cond_broadcast(&s->go);
+		pthread_mutex_unlock(&s->mu);
+		encode_slice(s, 0, nb / T);
+		pthread_mutex_lock(&s->mu);
+		while (s->pending)
+			pthread_cond_wait(&s->cv_done, &s->mu);
+		pthread_mutex_unlock(&s->mu);
+	} else {
+		encode_slice(s, 0, nb);
+	}
+	s->bn = 0;
+	for (size_t i = 0; i < nb; i++) {
+		int rc = place(s, s->bbuf + (size_t)i * s->enc_cap, s->blen[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* One sample straight away (the tail). */
+static int emit(struct loom_shard *s, const uint32_t *tok, size_t n)
+{
+	size_t l = loom_example_encode_u32(s->feature, tok, n, s->enc);
+	return place(s, s->enc, l);
 }
 
 int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n)
@@ -714,11 +836,17 @@ int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n)
 		n -= k;
 		/* Emit every window that has a token after it (start < n - L). */
 		while (s->next + s->L < s->total) {
-			int rc = emit(s, s->tb + (s->next - s->tb0), (size_t)s->L);
-			if (rc < 0)
-				return rc;
+			s->bstart[s->bn++] = (size_t)(s->next - s->tb0);
+			if (s->bn == s->batch) {
+				int rc = flush_batch(s);
+				if (rc < 0)
+					return rc;
+			}
 			s->next += s->S;
 		}
+		int rc = flush_batch(s); /* before the buffer moves */
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -1060,6 +1188,12 @@ void loom_shard_free(struct loom_shard *s)
 	free(s->ents);
 	free(s->tb);
 	free(s->enc);
+	encoders_stop(s);
+	free(s->enc_tid);
+	free(s->enc_arg);
+	free(s->bbuf);
+	free(s->bstart);
+	free(s->blen);
 	free(s->prefix);
 	free(s->tmpdir);
 	free(s->feature);

@@ -79,6 +79,8 @@ struct loom_shard_opts {
 	uint64_t memory;             /* byte budget for samples and buffers */
 	const char *tmpdir;          /* for bucket files (NULL = prefix's dir) */
 	const char *feature;         /* NULL = "input_ids" */
+	int threads;                 /* encoding threads (0 = OpenMP default);
+					the output is the same for any count */
 	/* Manifest only: */
 	uint64_t vocab_size;         /* 0 = unknown; else every token must be < it */
 	const char *vocab_sha256;    /* NULL = unknown */

@@ -130,6 +130,11 @@ ids 20000 > t20k.txt
 run loom-shard -f text -L 16 --seed 42 -n 2 -o s1 t20k.txt
 run loom-shard -f text -L 16 --seed 42 -n 2 -o s2 t20k.txt
 ok "same seed: byte-identical shards" cmp -s s1-00000-of-00002.tfrecord s2-00000-of-00002.tfrecord
+run loom-shard -f text -L 16 --seed 42 -n 2 -j 1 -o sj t20k.txt
+ok "  --threads 1 gives the same bytes" cmp -s s1-00000-of-00002.tfrecord sj-00000-of-00002.tfrecord
+run loom-shard -f text -L 16 --seed 42 -n 2 -j 3 --no-shuffle -o sk t20k.txt
+run loom-shard -f text -L 16 --seed 42 -n 2 -j 1 --no-shuffle -o sl t20k.txt
+ok "  --no-shuffle: --threads 3 == --threads 1" cmp -s sk-00001-of-00002.tfrecord sl-00001-of-00002.tfrecord
 run loom-shard -f text -L 16 --seed 42 -n 2 --memory 1M -o s3 t20k.txt
 is_rc 0 "--memory 1M run"
 like "$err" 'spilled' "  spills to bucket files"

@@ -35,6 +35,8 @@ static const char usage[] =
 	"      --vocab-size N         reject tokens >= N; recorded in the manifest\n"
 	"      --vocab-sha256 HEX     vocabulary checksum recorded in the manifest\n"
 	"      --feature NAME         feature name (default input_ids)\n"
+	"  -j, --threads N            encoding threads (default: all CPUs; the\n"
+	"                             output is the same for any N)\n"
 	"      --tmpdir DIR           for spill files (default: the output directory)\n"
 	"      --no-sha256            do not hash the shards (sha256 null in the\n"
 	"                             manifest; SHA-256 is the costliest step)\n"
@@ -86,6 +88,7 @@ int main(int argc, char **argv)
 		{ "feature", required_argument, NULL, 'F' },
 		{ "tmpdir", required_argument, NULL, 't' },
 		{ "no-sha256", no_argument, NULL, 'C' },
+		{ "threads", required_argument, NULL, 'j' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 
 	cli_init("loom-shard", usage);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:f:L:s:m:n:r:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:L:s:m:n:r:j:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.prefix = optarg;
@@ -155,6 +158,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			o.no_sha256 = 1;
+			break;
+		case 'j':
+			o.threads = (int)cli_u64("--threads", optarg, 1, 256);
 			break;
 		case 'P':
 			progress = 1;
