@@ -50,6 +50,38 @@ like "$err" "14 pages seen, 9 articles written, 2 redirects, 2 skipped by namesp
 run loom-extract --skip-disambiguation "$MULTI"
 like "$err" "8 articles written, .* 1 disambiguation skipped" "summary: disambiguation skipped"
 
+# many streams (more than the window of in-flight streams): same output for
+# any -j, same as reading it as one stream
+python3 - "$T/many-multistream.xml.bz2" "$T/many-multistream-index.txt.bz2" <<'PY'
+import bz2, sys
+head = b'<mediawiki version="0.11">\n  <siteinfo><base>https://m.example/wiki/Main</base></siteinfo>\n'
+pages = [('  <page><title>P%d</title><ns>%d</ns><id>%d</id><revision><id>%d</id><text>'
+          "Page %d is '''about''' [[topic %d|things]]{{cite|x}}.\n\nSecond paragraph %s.</text>"
+          '</revision></page>\n' % (i, 0 if i % 7 else 4, i, 5000 + i, i, i, "x" * (i % 50))).encode()
+         for i in range(1, 401)]
+streams, index = [bz2.compress(head)], []
+off = len(streams[0])
+for k in range(0, len(pages), 9):
+    for i in range(k, min(k + 9, len(pages))):
+        index.append(b"%d:%d:P%d\n" % (off, i + 1, i + 1))
+    streams.append(bz2.compress(b"".join(pages[k:k + 9])))
+    off += len(streams[-1])
+streams.append(bz2.compress(b"</mediawiki>\n"))
+open(sys.argv[1], "wb").write(b"".join(streams))
+open(sys.argv[2], "wb").write(bz2.compress(b"".join(index)))
+PY
+run loom-extract -j 1 --no-index "$T/many-multistream.xml.bz2"
+cp "$out" "$T/many.ref"
+is "$(wc -l < "$T/many.ref")" "343" "many streams: 343 articles in namespace 0"
+like "$T/many.ref" "^Page 399 is about things\. Second paragraph x{49}\.$" "many streams: article 399"
+is "$(tail -n 1 "$T/many.ref")" "Page 400 is about things. Second paragraph." "many streams: last article"
+for j in 1 2 3 8; do
+	run loom-extract -j $j "$T/many-multistream.xml.bz2"
+	is_rc 0 "many streams -j $j: exit 0"
+	same_file "$out" "$T/many.ref" "many streams -j $j: same output as one stream"
+	like "$err" "400 pages seen, 343 articles written, .*multistream" "many streams -j $j: summary"
+done
+
 # explicit index, --no-index
 cp "$MULTI" "$T/renamed.xml.bz2"
 run loom-extract --format text --headings --keep-tables "$T/renamed.xml.bz2"
