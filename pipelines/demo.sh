@@ -8,7 +8,8 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 stage() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-stage "build: $(ls build/bin 2>/dev/null | wc -l) tools in build/bin"
+BIN=$(dirname "$(command -v loom-fetch)")
+stage "build: $(ls "$BIN" | grep -c '^loom-') tools in $BIN"
 
 # loom-fetch: the bundled sample dump laid out like dumps.wikimedia.org,
 # served by lighttpd on 127.0.0.1 (stopped on exit, even on failure).
@@ -59,3 +60,8 @@ loom-feed -q -m "$OUT/train/sample.manifest.json" --batch 4 --seq 32 --seed 0 |
 	loom-eval --checkpoint "$OUT/ckpt"
 stage "loom-eval generate: 40 tokens after 'Augusta Ada'"
 loom-eval generate --checkpoint "$OUT/ckpt" --vocab gpt2 --prompt 'Augusta Ada' -n 40 --seed 1
+
+# loom-plot: the training log as a chart a person can open, and a sparkline here.
+stage "loom-plot: the loss curve -> $OUT/loss.svg"
+loom-plot "$OUT/train.jsonl" -o "$OUT/loss.svg" --title "loom demo: training loss"
+echo "open $OUT/loss.svg in a browser to see the chart"
