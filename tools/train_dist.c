@@ -55,7 +55,7 @@ static void on_exit_dist(int status, void *arg)
 			 cli_bytes((double)per, a, sizeof a), cli_bytes((double)bound, b, sizeof b),
 			 bound ? (double)per / bound : 0.0);
 	}
-	if (status == 0 || agreed_exit) {
+	if (status == 0 || agreed_exit || d_world == 1) {
 		loom_dist_free(dist);
 		dist = NULL;
 		return;
