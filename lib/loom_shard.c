@@ -408,10 +408,11 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 		s->tmpdir = c ? dupz(dirname(c)) : NULL;
 		free(c);
 	}
-	if (s->tmpdir && !o->tmpdir) {
+	if (s->tmpdir) {
 		struct stat st;
 		if (stat(s->tmpdir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			loom_err_set(err, LOOM_EIO, "output directory '%s' does not exist", s->tmpdir);
+			loom_err_set(err, LOOM_EIO, "%s directory '%s' does not exist",
+				     o->tmpdir ? "temporary" : "output", s->tmpdir);
 			loom_shard_free(s);
 			return NULL;
 		}

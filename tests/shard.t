@@ -182,6 +182,10 @@ run loom-shard -f text -L 10 -o no/such/dir/x t100.txt
 is_rc 1 "missing output directory: exit 1"
 is "$(cat "$err")" "loom-shard: output directory 'no/such/dir' does not exist" "  said before reading any input"
 
+run loom-shard -f text -L 10 --tmpdir no/such/tmp -o x t100.txt
+is_rc 1 "missing --tmpdir: exit 1"
+is "$(cat "$err")" "loom-shard: temporary directory 'no/such/tmp' does not exist" "  said before reading any input"
+
 # --- usage ------------------------------------------------------------------
 run loom-shard --help
 is_rc 0 "--help exits 0"
