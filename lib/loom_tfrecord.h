@@ -29,9 +29,10 @@
  * Errors: 0 (or a count) on success, negative LOOM_E* on failure, with a
  * one-line message naming the file, the record number and byte offset,
  * e.g. "shard-00001.tfrecord: record 17 at byte 88412: payload CRC mismatch",
- * from loom_tfr_*_error().  CRC failures are LOOM_ECHECKSUM, framing and
- * size problems LOOM_EFORMAT, a record cut short LOOM_ETRUNC, system errors
- * LOOM_EIO.  A clean end of a stream is LOOM_EOF.
+ * from loom_tfr_*_error().  CRC failures are LOOM_ECHECKSUM; a record cut
+ * short or a length running past the end of the file LOOM_ETRUNC; a bad
+ * index, or an index that disagrees with its file, LOOM_EFORMAT; system
+ * errors LOOM_EIO.  A clean end of a stream is LOOM_EOF.
  */
 #ifndef LOOM_TFRECORD_H
 #define LOOM_TFRECORD_H
