@@ -48,6 +48,11 @@ cbz=$(cpu bzip2 -dc "$SINGLE")
 cex=$(cpu "$EXTRACT" -q -j 1 "$SINGLE")
 echo "cpu time: bzip2 -dc $cbz s, loom-extract -j 1 $cex s (all threads): $(ratio "$cex" "$cbz")x of the decompression floor"
 
+# what two cores give right now: two independent bzip2 -dc at once vs one
+two() { bzip2 -dc "$SINGLE" >/dev/null & bzip2 -dc "$SINGLE" >/dev/null; wait; }
+b2=$(best two)
+cap=$(echo "scale=2; 2 * $bz / $b2" | bc -l)
+echo "machine: 2 x bzip2 -dc at once ${b2} s vs one ${bz} s: ${cap}x the throughput of one core (the ceiling for -j 2)"
 m1=$(best "$EXTRACT" -q -j 1 "$MULTI")
 m2=$(best "$EXTRACT" -q -j 2 "$MULTI")
 r=$(ratio "$m1" "$m2")
