@@ -1,15 +1,12 @@
 /* loom-extract - MediaWiki XML dump -> clean article text (lines, text,
  * jsonl, doc), in dump order, with parallel workers. */
 #include <archive.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <expat.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -345,16 +342,6 @@ int main(int argc, char **argv)
 	c.w = calloc(dopts.threads, sizeof *c.w);
 	if (!c.w)
 		cli_die("out of memory");
-	/* -o /dev/null, a FIFO, a terminal: write to it in place (renaming a
-	 * temporary file over a device would replace the device) */
-	struct stat sb;
-	if (strcmp(output, "-") != 0 && stat(output, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		int fd = open(output, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || dup2(fd, 1) < 0)
-			cli_die("cannot open '%s': %s", output, strerror(errno));
-		close(fd);
-		output = "-";
-	}
 	if (loom_outfile_open(&c.out, output))
 		cli_die("%s", loom_outfile_error(&c.out));
 	cli_progress_init(&c.prog, force_progress);
@@ -374,7 +361,7 @@ int main(int argc, char **argv)
 			loom_outfile_abort(&c.out);
 		} else {
 			cli_warn("%s", loom_dump_error(c.dump));
-			if (strcmp(output, "-") != 0) {
+			if (c.out.tmp) { /* a regular file: FILE.incomplete */
 				if (asprintf(&incomplete, "%s.incomplete", output) < 0)
 					cli_die("out of memory");
 				free(c.out.path);
