@@ -1395,12 +1395,18 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 	unsigned char carry[4];
 	int ncarry = 0, r;
 	memset(&w->info, 0, sizeof w->info);
-	w->a.len = 0;
-	int64_t bad = loom_utf8_sanitize(in, n, &w->a, carry, &ncarry, 0);
-	if (bad < 0)
-		goto nomem;
-	w->info.invalid_utf8 = bad;
-	if ((r = pass_tags(w, w->a.p, w->a.len, &w->b)) ||
+	const char *src = in;
+	size_t len = n;
+	if (!w->opts.valid_utf8) {
+		w->a.len = 0;
+		int64_t bad = loom_utf8_sanitize(in, n, &w->a, carry, &ncarry, 0);
+		if (bad < 0)
+			goto nomem;
+		w->info.invalid_utf8 = bad;
+		src = w->a.p;
+		len = w->a.len;
+	}
+	if ((r = pass_tags(w, src, len, &w->b)) ||
 	    (r = pass_templates(w, w->b.p, w->b.len, &w->a)) ||
 	    (r = pass_tables(w, w->a.p, w->a.len, &w->b)) ||
 	    (r = pass_links(w, w->b.p, w->b.len, &w->a)))

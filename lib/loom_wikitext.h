@@ -56,6 +56,9 @@ void loom_wt_buf_free(struct loom_wt_buf *b);
 struct loom_wikitext_opts {
 	int keep_tables;  /* keep table cell text */
 	int headings;     /* keep section headings as lines */
+	int valid_utf8;   /* the caller guarantees valid UTF-8 (e.g. text from
+			   * loom_dump, repaired before parsing): skip the
+			   * repair pass */
 };
 
 struct loom_wikitext_info {

@@ -14,7 +14,7 @@ static struct loom_wikitext_info info;
 
 static char *clean(const char *in, size_t n, int flags)
 {
-	struct loom_wikitext_opts o = { flags & TABLES, (flags & HEADINGS) != 0 };
+	struct loom_wikitext_opts o = { flags & TABLES, (flags & HEADINGS) != 0, 0 };
 	struct loom_wikitext *w = loom_wikitext_new(&o);
 	struct loom_wt_buf out = { 0 };
 	loom_wikitext_drop_prefix(w, "Fichier", 7);
@@ -155,6 +155,19 @@ int main(void)
 		bad += loom_utf8_sanitize("", 0, &out, carry, &nc, 0);
 		ok(out.len == 6 && bad == 2, "sanitize: truncated sequence at the end is bad");
 		loom_wt_buf_free(&out);
+	}
+	{
+		/* valid_utf8 skips the repair pass: same output on valid text */
+		const char *in = "''日本'' [[a|b]] {{c}} &amp; <ref>x</ref>\n* item";
+		struct loom_wikitext_opts o = { 0, 0, 1 };
+		struct loom_wikitext *w = loom_wikitext_new(&o);
+		struct loom_wt_buf out = { 0 };
+		char *want = clean(in, strlen(in), 0);
+		ok(loom_wikitext_clean(w, in, strlen(in), &out, NULL) == 0 && out.len == strlen(want) &&
+		   memcmp(out.p, want, out.len) == 0, "valid_utf8: same output");
+		free(want);
+		loom_wt_buf_free(&out);
+		loom_wikitext_free(w);
 	}
 	t("日本語の[[記事|文章]]は'''そのまま'''。", "日本語の文章はそのまま。", 0, "Japanese text unharmed");
 	/* linear time on hostile input */

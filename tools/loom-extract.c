@@ -294,6 +294,7 @@ int main(int argc, char **argv)
 
 	c.nns = 1;
 	c.ns[0] = 0;
+	c.wopts.valid_utf8 = 1; /* loom_dump repairs UTF-8 before expat */
 	dopts.threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
 	cli_init("loom-extract", usage);
 	while ((ch = getopt_long(argc, argv, "o:f:zn:j:qhV", opts, NULL)) != -1) {

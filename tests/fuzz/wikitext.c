@@ -10,7 +10,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	for (int mode = 0; mode < 2; mode++) {
-		struct loom_wikitext_opts o = { mode, mode };
+		struct loom_wikitext_opts o = { mode, mode, 0 };
 		struct loom_wikitext *w = loom_wikitext_new(&o);
 		struct loom_wt_buf out = { 0 }, check = { 0 };
 		struct loom_wikitext_info info;
