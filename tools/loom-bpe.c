@@ -169,12 +169,18 @@ static void fmt_ids(struct buf *b, int fmt, const uint32_t *ids, size_t n, int *
 {
 	if (fmt == FMT_U16) {
 		buf_need(b, 2 * n);
+		uint8_t *p = b->p + b->n;
 		for (size_t i = 0; i < n; i++) {
-			b->p[b->n++] = (uint8_t)ids[i];
-			b->p[b->n++] = (uint8_t)(ids[i] >> 8);
+			p[2 * i] = (uint8_t)ids[i];
+			p[2 * i + 1] = (uint8_t)(ids[i] >> 8);
 		}
+		b->n += 2 * n;
 	} else if (fmt == FMT_U32) {
 		buf_need(b, 4 * n);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(b->p + b->n, ids, 4 * n);
+		b->n += 4 * n;
+#else
 		for (size_t i = 0; i < n; i++) {
 			uint32_t x = ids[i];
 			b->p[b->n++] = (uint8_t)x;
@@ -182,6 +188,7 @@ static void fmt_ids(struct buf *b, int fmt, const uint32_t *ids, size_t n, int *
 			b->p[b->n++] = (uint8_t)(x >> 16);
 			b->p[b->n++] = (uint8_t)(x >> 24);
 		}
+#endif
 	} else {
 		buf_need(b, 11 * n);
 		for (size_t i = 0; i < n; i++) {
