@@ -71,6 +71,12 @@ same_file "$T/long1.ids" "$T/long3.ids" "a 4 MB line: -j 3 == -j 1"
 loom-bpe decode -q --format u32 --docs lines "$T/long1.ids" > "$T/long.out"
 printf '\n' >> "$T/long.txt"
 same_file "$T/long.out" "$T/long.txt" "a 4 MB line round-trips"
+awk 'BEGIN { for (i = 0; i < 200000; i++) printf "word%d <|endoftext|>", i % 7 }' > "$T/sp-long.txt"
+for j in 1 2; do
+	n=$(loom-bpe encode -q -j $j --docs whole --eos none --allow-special -f text "$T/sp-long.txt" |
+		tr ' ' '\n' | grep -c '^50256$')
+	is "$n" 200000 "a 3.8 MB document cut into chunks never splits a special token (-j $j)"
+done
 head -c 1048576 /dev/zero | tr '\0' a > "$T/aaa.txt"
 run loom-bpe encode --docs whole --format text "$T/aaa.txt"
 is_rc 0 "1 MB run of one letter"

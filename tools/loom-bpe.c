@@ -372,7 +372,31 @@ struct reader {
 	struct buf carry;
 	int cont;
 	uint64_t line, bytes;
+	const struct loom_vocab *special; /* with --allow-special: its specials */
 };
+
+/* With --allow-special a cut must not split a special token: move it to
+ * the start of one that straddles it (a special's start always separates
+ * independently encoded text).  Returns the new cut, 0 if none is left. */
+static size_t cut_before_special(const struct loom_vocab *v, const uint8_t *s, size_t n,
+				 size_t cut)
+{
+	for (int again = 1; again && cut;) {
+		again = 0;
+		for (uint32_t k = 0; k < v->n_specials; k++) {
+			size_t tl;
+			const uint8_t *t = loom_vocab_token(v, v->specials[k], &tl);
+			size_t lo = cut >= tl ? cut - tl + 1 : 0;
+			size_t hi = cut + tl - 1 < n ? cut + tl - 1 : n;
+			const uint8_t *f = hi > lo ? memmem(s + lo, hi - lo, t, tl) : NULL;
+			if (f && (size_t)(f - s) < cut) {
+				cut = (size_t)(f - s);
+				again = 1;
+			}
+		}
+	}
+	return cut;
+}
 
 static int reader_open_next(struct reader *r)
 {
@@ -442,6 +466,8 @@ static int reader_fill(struct reader *r, struct chunk *ch)
 			}
 			if (!cut && r->docs != DOCS_JSONL) {
 				cut = loom_pretok_safe_cut(ch->in.p, ch->in.n, 1 << 16);
+				if (cut && r->special)
+					cut = cut_before_special(r->special, ch->in.p, ch->in.n, cut);
 				open_doc = cut > 0;
 			}
 			if (cut) {
@@ -654,7 +680,7 @@ static int cmd_encode(int argc, char **argv)
 		cli_no_binary_tty(1, force);
 
 	struct reader r = { .files = argv + optind, .nfiles = argc - optind, .fd = -1,
-			    .docs = c.docs };
+			    .docs = c.docs, .special = c.allow_special ? v : NULL };
 	static char *stdin_only[] = { "-" };
 	if (r.nfiles == 0) {
 		r.files = stdin_only;
