@@ -504,14 +504,13 @@ static int is_disambig_name(const char *s, size_t n)
 {
 	static const char *const names[] = {
 		"disambiguation", "disambig", "dab", "disamb", "dbig", "hndis",
-		"geodis", "aimai", "set index", "surname", "given name",
+		"geodis", "aimai",
 	};
-	/* "set index"/"surname"/"given name" are list pages, not dabs */
 	while (n && (s[0] == ' ' || s[0] == '_'))
 		s++, n--;
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '_'))
 		n--;
-	for (size_t i = 0; i < 8; i++)
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strlen(names[i]) == n && ieq(s, names[i], n))
 			return 1;
 	if (n > 15 && ieq(s + n - 15, " disambiguation", 15))
