@@ -545,6 +545,8 @@ static struct loom_tfr_writer *next_writer(struct loom_shard *s)
 
 static int put_payload(struct loom_shard *s, const uint8_t *p, size_t n)
 {
+	if (s->o.progress && s->o.shuffle && (s->written & 4095) == 0)
+		s->o.progress(s->o.progress_ctx, s->written, s->nsamples);
 	struct loom_tfr_writer *w = next_writer(s);
 	if (!w)
 		return s->err.code ? s->err.code : LOOM_EIO;

@@ -88,6 +88,10 @@ struct loom_shard_opts {
 	int no_sha256;               /* skip the shards' sha256 (null in the manifest) */
 	int argc;                    /* command line that made the shards */
 	char **argv;
+	/* Called now and then while loom_shard_finish() writes the shards:
+	 * `done` of `total` records written (may be NULL). */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 };
 
 struct loom_shard_stats {

@@ -59,6 +59,14 @@ static _Noreturn void fail(const char *msg)
 	cli_die("%s", copy);
 }
 
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct cli_progress *pr = ctx;
+	if (cli_progress_due(pr))
+		cli_progress_show(pr, "writing shards: %" PRIu64 " of %" PRIu64 " records (%.0f%%)",
+				  done, total, total ? 100.0 * (double)done / (double)total : 0.0);
+}
+
 static int is_hex64(const char *s)
 {
 	size_t n = strlen(s);
@@ -195,6 +203,10 @@ int main(int argc, char **argv)
 	}
 
 	struct loom_err err;
+	struct cli_progress pr;
+	cli_progress_init(&pr, progress);
+	o.progress = on_progress;
+	o.progress_ctx = &pr;
 	g_shard = loom_shard_new(&o, &err);
 	if (!g_shard)
 		cli_die("%s", err.msg);
@@ -211,8 +223,6 @@ int main(int argc, char **argv)
 	tok = malloc(cap * sizeof *tok);
 	if (!tok)
 		fail("out of memory");
-	struct cli_progress pr;
-	cli_progress_init(&pr, progress);
 	double t0 = cli_now();
 	uint64_t in_bytes = 0;
 	for (int i = 0; i < ninputs; i++) {
