@@ -238,6 +238,7 @@ struct trainer {
 	uint64_t step;          /* optimizer steps done */
 	uint64_t samples, tokens;
 	uint64_t data_seq;      /* next frame seq to consume */
+	uint64_t saved;         /* step of the last checkpoint written + 1 */
 	uint32_t data_epoch;
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
@@ -286,6 +287,7 @@ static void save_ckpt(struct trainer *t)
 	double t0 = cli_now();
 	if (loom_ckpt_write(&s, path, sizeof path, &err))
 		cli_die("%s", err.msg);
+	t->saved = t->step + 1;
 	if (t->verbose)
 		cli_warn("saved %s (%.2f s)", path, cli_now() - t0);
 	free(ctxt);
@@ -715,9 +717,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)t.step);
 	if (first && !stop_sig && t.step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
-	if (save && t.step > start_step)
-		save_ckpt(&t);
-	else if (save && t.step == start_step && !resume)
+	if (save && t.saved != t.step + 1 && (t.step > start_step || !resume))
 		save_ckpt(&t);
 	double el = cli_now() - t_start;
 	if (!quiet) {
