@@ -130,6 +130,30 @@ run loom-bpe encode --vocab "$T/nonexistent" "$T/a.txt"
 is_rc 1 "missing vocabulary"
 like "$err" "nonexistent" "named"
 
+# a tiktoken rank file made from GPT-2's vocabulary gives GPT-2's ids
+python3 - "$V/encoder.json" "$T/gpt2.tiktoken" <<'PY'
+import base64, json, sys
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs:
+        bs.append(b); cs.append(256 + n); n += 1
+dec = {chr(c): b for b, c in zip(bs, cs)}
+enc = json.load(open(sys.argv[1], encoding="utf-8"))
+with open(sys.argv[2], "w") as f:
+    for tok, i in sorted(enc.items(), key=lambda kv: kv[1]):
+        if tok != "<|endoftext|>":
+            f.write("%s %d\n" % (base64.b64encode(bytes(dec[c] for c in tok)).decode(), i))
+PY
+loom-bpe encode -q --format u32 "$T/long.txt" > "$T/long-gpt2.ids"
+run loom-bpe encode -q --vocab "$T/gpt2.tiktoken" --format u32 "$T/long.txt"
+is_rc 0 "--vocab FILE.tiktoken"
+same_file "$out" "$T/long-gpt2.ids" "the same ids as encoder.json + vocab.bpe (<|endoftext|> added as 50256)"
+printf 'YQ== 0\nnot base64!! 1\n' > "$T/bad.tiktoken"
+run loom-bpe encode --vocab "$T/bad.tiktoken" "$T/a.txt"
+is_rc 1 "bad .tiktoken file"
+like "$err" "bad.tiktoken' line 2" "names the file and line"
+
 # usage
 run loom-bpe encode --help
 is_rc 0 "--help"
