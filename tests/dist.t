@@ -95,6 +95,22 @@ np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_
 is_rc 0 "all feeders end at the same step: exit 0"
 is "$(readlink "$T/e/latest")" step-00000049 "checkpoint at the last full step (49 global batches of 8 per epoch)"
 
+# --- SIGUSR1 to mpirun (pipelines/train-mpi.sh passes it on): clean stop ---
+WRAP="$TESTS/../pipelines/train-mpi.sh"
+(cd "$T" && BATCH=4 SEQ=8 EPOCHS=0 THREADS=1 exec "$WRAP" -np 2 "$M" tiny u --steps 100000 --log-every 0 >"$T/u.out" 2>"$T/u.err") &
+mp=$!
+for _ in $(seq 1 300); do grep -q 'data parallel: 2 ranks' "$T/u.err" 2>/dev/null && break; sleep 0.1; done
+sleep 1
+kill -USR1 $mp
+rc=0; wait $mp || rc=$?
+is "$rc" 0 "SIGUSR1 to mpirun: every rank stops after the same step, exit 0"
+like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+' "rank 0 says so"
+step=$(sed -nE 's/.*stopping after step ([0-9]+).*/\1/p' "$T/u.err")
+is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' "${step:-0}")" "checkpoint of that step"
+(cd "$T" && BATCH=8 SEQ=8 EPOCHS=0 THREADS=1 timeout 60 "$WRAP" -np 1 "$M" tiny u --steps $((step + 3)) -q >"$T/u.out" 2>"$T/u.err")
+is "$?" 0 "the wrapper resumes it on 1 rank (micro-batch 8)"
+is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' $((step + 3)))" "and saves 3 steps later"
+
 # --- faults -----------------------------------------------------------------
 np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | { if [ \$R = 1 ]; then head -c 3000; else cat; fi; } | $TRAIN -q --set micro_batch=4 --steps 100 --save f --save-every 5"
 ok "a feeder that closes its pipe mid-frame stops every rank (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124

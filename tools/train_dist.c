@@ -66,23 +66,27 @@ static void on_exit_dist(int status, void *arg)
 void train_dist_init(int *argc, char ***argv)
 {
 	struct loom_err err = { 0 };
+	/* Stop signals are taken only at train_dist_sync(), on every rank
+	 * alike.  Block them before MPI_Init: the threads MPI (and later
+	 * OpenMP) start inherit the mask, so no thread takes one in between. */
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGINT);
+	sigaddset(&stop_set, SIGTERM);
+	sigaddset(&stop_set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &stop_set, NULL);
 	dist = loom_dist_new(argc, argv, &err);
 	if (!dist)
 		cli_die("%s", err.msg);
 	d_rank = loom_dist_rank(dist);
 	d_world = loom_dist_world(dist);
 	on_exit(on_exit_dist, NULL);
-	if (d_world == 1)
+	if (d_world == 1) {
+		sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
 		return;
+	}
 	static char prog[64];
 	snprintf(prog, sizeof prog, "%s: rank %d", cli_prog, d_rank);
 	cli_prog = prog;
-	/* stop signals are taken only at train_dist_sync(), on every rank alike */
-	sigemptyset(&stop_set);
-	sigaddset(&stop_set, SIGINT);
-	sigaddset(&stop_set, SIGTERM);
-	sigaddset(&stop_set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &stop_set, NULL);
 }
 
 void train_dist_config(struct loom_config *c, char **sets, int nsets)
