@@ -657,7 +657,9 @@ int main(int argc, char **argv)
 				first = 0;
 			}
 			loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
-			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro));
+			/* dropout masks: independent per rank (rank 0 as a single process) */
+			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro) ^
+						     ((uint64_t)train_dist_rank() << 48));
 			float l;
 			if (loom_gpt_forward(g, in, tg, B, T, 1, key, &l) || loom_gpt_backward(g, 1.0f / c->grad_accum))
 				cli_die("stdin: frame %llu: %s",
