@@ -149,7 +149,7 @@ FUZZ    ?=
 SECONDS ?= 60
 fuzz:
 	@test -n "$(FUZZ)" || { echo "make fuzz FUZZ=NAME (one of: $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC)))"; exit 2; }
-	@$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
+	@$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 WERROR=-Wno-pass-failed \
 	  SAN='-fsanitize=fuzzer-no-link,address,undefined' build-fuzz/libloom.a
 	clang $(ALL_CPPFLAGS:$(B)/%=build-fuzz/%) -std=gnu11 -O1 -g -fopenmp -pthread \
 	  -fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz-$(FUZZ) tests/fuzz/$(FUZZ).c \
