@@ -312,6 +312,13 @@ void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64
  * Sharder
  * ====================================================================== */
 
+uint64_t loom_shard_default_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t m = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 4 : 0;
+	return m > (512ull << 20) ? m : 512ull << 20;
+}
+
 #define NBUCKET 256
 #define BATCH_TOKENS (1u << 20) /* a batch of windows encoded together */
 #define BATCH_MAX 4096
@@ -352,8 +359,11 @@ struct loom_shard {
 
 	uint8_t *enc;        /* scratch for one encoded sample */
 	size_t enc_cap;
-	/* windows waiting to be encoded: start offsets into tb */
-	size_t *bstart, *blen, bn, batch;
+	/* samples waiting to be encoded: their tokens and counts */
+	const uint32_t **bptr;
+	size_t *bcnt, *blen, bn, batch;
+	uint32_t *stage;     /* shuffle: batch x L tokens widened for encoding */
+	unsigned width;      /* shuffle: bytes per stored token (2 or 4) */
 	uint8_t *bbuf;       /* batch x enc_cap */
 	int threads;
 	/* encoder threads (see encoder()) */
@@ -451,7 +461,11 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	s->o.input_format = s->input_format;
 	s->o.argv = s->argv;
 	if (!s->o.memory)
-		s->o.memory = 512ull << 20;
+		s->o.memory = loom_shard_default_memory();
+	/* Raw samples kept for the shuffle: 2 bytes a token when every id is
+	 * known to fit (u16 input, or a vocabulary of at most 2^16). */
+	s->width = (o->input_format && !strcmp(o->input_format, "u16")) ||
+			   (o->vocab_size && o->vocab_size <= 65536) ? 2 : 4;
 	/* The window buffer holds a sample plus a batch of tokens; a batch is
 	 * about BATCH_TOKENS tokens of windows (fewer, larger parallel steps). */
 	s->tcap = (size_t)s->L + BATCH_TOKENS;
@@ -461,7 +475,8 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	s->enc_cap = loom_example_bound(strlen(s->feature), (size_t)s->L);
 	s->enc = malloc(s->enc_cap);
 	s->bbuf = malloc(s->batch * s->enc_cap);
-	s->bstart = malloc(s->batch * sizeof *s->bstart);
+	s->bptr = malloc(s->batch * sizeof *s->bptr);
+	s->bcnt = malloc(s->batch * sizeof *s->bcnt);
 	s->blen = malloc(s->batch * sizeof *s->blen);
 	if (o->threads > 0) {
 		s->threads = o->threads;
@@ -474,7 +489,7 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->go, NULL);
 	pthread_cond_init(&s->cv_done, NULL);
-	if (bad || !s->tb || !s->enc || !s->bbuf || !s->bstart || !s->blen) {
+	if (bad || !s->tb || !s->enc || !s->bbuf || !s->bptr || !s->bcnt || !s->blen) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		loom_shard_free(s);
 		return NULL;
@@ -658,6 +673,34 @@ static struct bucket *buckets_new(struct loom_shard *s, int nb)
 	return bk;
 }
 
+/* Raw tokens, width (2 or 4) bytes each, native byte order. */
+static void pack_tokens(uint8_t *restrict d, const uint32_t *restrict tok, size_t n,
+			unsigned width)
+{
+	if (width == 4) {
+		memcpy(d, tok, n * 4);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint16_t v = (uint16_t)tok[i];
+		memcpy(d + 2 * i, &v, 2);
+	}
+}
+
+static void unpack_tokens(uint32_t *restrict d, const uint8_t *restrict p, size_t n,
+			  unsigned width)
+{
+	if (width == 4) {
+		memcpy(d, p, n * 4);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint16_t v;
+		memcpy(&v, p + 2 * i, 2);
+		d[i] = v;
+	}
+}
+
 static int spill(struct loom_shard *s)
 {
 	s->bk = buckets_new(s, NBUCKET);
@@ -680,47 +723,71 @@ static int spill(struct loom_shard *s)
 
 /* ---- samples ---- */
 
-/* Place the next sample (already encoded) in output order. */
-static int place(struct loom_shard *s, const uint8_t *p, size_t l)
+/* Spilled: the sample's raw tokens (width bytes each) into its bucket. */
+static int store_raw_spilled(struct loom_shard *s, uint64_t key, const uint32_t *tok, size_t n)
 {
-	uint64_t i = s->nsamples++;
-	if (!s->o.shuffle)
-		return put_payload(s, p, l);
-	uint64_t key = loom_shard_key(s->o.seed, i);
+	uint8_t *d = s->enc; /* enc_cap >= 10 n */
+	pack_tokens(d, tok, n, s->width);
+	return bucket_put(s, &s->bk[key >> 56], key, d, n * s->width);
+}
+
+/* Shuffle: keep the next sample's raw tokens under its key, in memory
+ * while they fit the budget, else in its bucket file; encoding waits for
+ * the output order. */
+static int store_raw(struct loom_shard *s, const uint32_t *tok, size_t n)
+{
+	uint64_t key = loom_shard_key(s->o.seed, s->nsamples++);
+	size_t l = n * s->width;
 	if (s->spilled)
-		return bucket_put(s, &s->bk[key >> 56], key, p, l);
-	if (s->acap - s->alen < l) {
-		size_t nc = s->acap ? s->acap * 2 : (1u << 20);
-		while (nc - s->alen < l)
-			nc *= 2;
-		uint8_t *q = realloc(s->arena, nc);
-		if (!q)
-			return nomem(s);
-		s->arena = q;
-		s->acap = nc;
+		return store_raw_spilled(s, key, tok, n);
+	if (s->acap - s->alen < l || s->nents == s->ecap) {
+		/* Grow by doubling, the samples and their entries together
+		 * within 3/4 of the budget; beyond it, spill. */
+		uint64_t lim = s->o.memory / 4 * 3;
+		size_t na = s->acap, ne = s->ecap;
+		if (na - s->alen < l) {
+			na = na ? na * 2 : (1u << 20);
+			while (na - s->alen < l)
+				na *= 2;
+		}
+		if (s->nents == ne)
+			ne = ne ? ne * 2 : 1024;
+		if ((uint64_t)na + (uint64_t)ne * sizeof(struct ent) > lim) {
+			/* Clamp the arena to what is left; spill if too small. */
+			uint64_t eb = (uint64_t)ne * sizeof(struct ent);
+			na = eb < lim ? (size_t)(lim - eb) : 0;
+			if (na < s->alen + l) {
+				int rc = spill(s);
+				return rc < 0 ? rc : store_raw_spilled(s, key, tok, n);
+			}
+		}
+		if (na != s->acap) {
+			uint8_t *q = realloc(s->arena, na);
+			if (!q)
+				return nomem(s);
+			s->arena = q;
+			s->acap = na;
+		}
+		if (ne != s->ecap) {
+			struct ent *q = realloc(s->ents, ne * sizeof *q);
+			if (!q)
+				return nomem(s);
+			s->ents = q;
+			s->ecap = ne;
+		}
 	}
-	if (s->nents == s->ecap) {
-		size_t nc = s->ecap ? s->ecap * 2 : 1024;
-		struct ent *q = realloc(s->ents, nc * sizeof *q);
-		if (!q)
-			return nomem(s);
-		s->ents = q;
-		s->ecap = nc;
-	}
-	memcpy(s->arena + s->alen, p, l);
+	pack_tokens(s->arena + s->alen, tok, n, s->width);
 	s->ents[s->nents++] = (struct ent){ key, s->alen, (uint32_t)l };
 	s->alen += l;
-	if (s->acap + s->ecap * sizeof(struct ent) > s->o.memory / 2)
-		return spill(s);
 	return 0;
 }
 
-/* Encode windows [i0, i1) of the batch into their slots. */
+/* Encode samples [i0, i1) of the batch into their slots. */
 static void encode_slice(struct loom_shard *s, size_t i0, size_t i1)
 {
 	for (size_t i = i0; i < i1; i++)
-		s->blen[i] = loom_example_encode_u32(s->feature, s->tb + s->bstart[i],
-						     (size_t)s->L, s->bbuf + i * s->enc_cap);
+		s->blen[i] = loom_example_encode_u32(s->feature, s->bptr[i], s->bcnt[i],
+						     s->bbuf + i * s->enc_cap);
 }
 
 /* Encoding helpers: worker k (1..threads-1) encodes slice k of each batch;
@@ -761,8 +828,8 @@ static void encoders_stop(struct loom_shard *s)
 	s->nenc = 0;
 }
 
-/* Encode the batched windows (in parallel, each into its own slot), then
- * place them in order: the output does not depend on the thread count. */
+/* Encode the batched samples (in parallel, each into its own slot), then
+ * write them in order: the output does not depend on the thread count. */
 static int flush_batch(struct loom_shard *s)
 {
 	size_t nb = s->bn;
@@ -799,18 +866,23 @@ static int flush_batch(struct loom_shard *s)
 	}
 	s->bn = 0;
 	for (size_t i = 0; i < nb; i++) {
-		int rc = place(s, s->bbuf + (size_t)i * s->enc_cap, s->blen[i]);
+		int rc = put_payload(s, s->bbuf + (size_t)i * s->enc_cap, s->blen[i]);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
-/* One sample straight away (the tail). */
-static int emit(struct loom_shard *s, const uint32_t *tok, size_t n)
+/* The next sample of the stream: kept raw for the shuffle, or batched
+ * for encoding in stream order (tok must stay put until flush_batch). */
+static int cut(struct loom_shard *s, const uint32_t *tok, size_t n)
 {
-	size_t l = loom_example_encode_u32(s->feature, tok, n, s->enc);
-	return place(s, s->enc, l);
+	if (s->o.shuffle)
+		return store_raw(s, tok, n);
+	s->nsamples++;
+	s->bptr[s->bn] = tok;
+	s->bcnt[s->bn++] = n;
+	return s->bn == s->batch ? flush_batch(s) : 0;
 }
 
 int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n)
@@ -856,12 +928,9 @@ int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n)
 		n -= k;
 		/* Emit every window that has a token after it (start < n - L). */
 		while (s->next + s->L < s->total) {
-			s->bstart[s->bn++] = (size_t)(s->next - s->tb0);
-			if (s->bn == s->batch) {
-				int rc = flush_batch(s);
-				if (rc < 0)
-					return rc;
-			}
+			int rc = cut(s, s->tb + (s->next - s->tb0), (size_t)s->L);
+			if (rc < 0)
+				return rc;
 			s->next += s->S;
 		}
 		int rc = flush_batch(s); /* before the buffer moves */
@@ -877,15 +946,26 @@ static int cmp_ent(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* Sort samples (raw tokens at base + off) by key, then encode them in
+ * batches (in parallel) and write them in that order. */
 static int write_sorted(struct loom_shard *s, const uint8_t *base, struct ent *e, size_t n)
 {
 	qsort(e, n, sizeof *e, cmp_ent);
+	if (!s->stage && !(s->stage = malloc(s->batch * (size_t)s->L * sizeof *s->stage)))
+		return nomem(s);
 	for (size_t i = 0; i < n; i++) {
-		int rc = put_payload(s, base + e[i].off, e[i].len);
-		if (rc < 0)
-			return rc;
+		uint32_t *d = s->stage + s->bn * (size_t)s->L;
+		size_t cnt = e[i].len / s->width;
+		unpack_tokens(d, base + e[i].off, cnt, s->width);
+		s->bptr[s->bn] = d;
+		s->bcnt[s->bn++] = cnt;
+		if (s->bn == s->batch) {
+			int rc = flush_batch(s);
+			if (rc < 0)
+				return rc;
+		}
 	}
-	return 0;
+	return flush_batch(s);
 }
 
 /* Load a bucket file (size bytes) and write it in key order, or, when it
@@ -1093,7 +1173,9 @@ static int finish(struct loom_shard *s)
 	uint64_t tail = 0;
 	if (s->o.keep_tail && s->next < s->total && (s->total - s->next) * 2 >= s->L) {
 		tail = s->total - s->next;
-		rc = emit(s, s->tb + (s->next - s->tb0), (size_t)tail);
+		rc = cut(s, s->tb + (s->next - s->tb0), (size_t)tail);
+		if (rc == 0)
+			rc = flush_batch(s);
 		if (rc < 0)
 			return rc;
 	}
@@ -1212,7 +1294,9 @@ void loom_shard_free(struct loom_shard *s)
 	free(s->enc_tid);
 	free(s->enc_arg);
 	free(s->bbuf);
-	free(s->bstart);
+	free(s->bptr);
+	free(s->bcnt);
+	free(s->stage);
 	free(s->blen);
 	free(s->prefix);
 	free(s->tmpdir);

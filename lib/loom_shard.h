@@ -16,11 +16,14 @@
  * Order: with shuffle, sample i gets the 64-bit key splitmix64(seed, i) and
  * the output is the samples sorted by (key, i): a uniform permutation that
  * depends only on the input and the seed - not on the memory limit, the
- * thread count, or whether the data fit in memory.  Samples are kept in
- * memory (encoded) up to about memory/2 bytes; beyond that they go to 256
- * anonymous (already unlinked) bucket files by the key's top byte, and a
- * second pass loads each bucket, sorts it and writes it out; a bucket that
- * is still larger than the limit is split again by the next key byte.
+ * thread count, or whether the data fit in memory.  Samples are kept as
+ * raw token arrays (2 bytes a token when the ids are known to fit: u16
+ * input or a vocabulary of at most 2^16; else 4), not encoded: in memory
+ * up to about memory/2 bytes; beyond that they go to 256 anonymous
+ * (already unlinked) bucket files by the key's top byte, written in large
+ * sequential blocks, and a second pass reads each bucket once, sorts it by
+ * key and encodes its samples (in parallel batches) into the shards; a
+ * bucket still larger than the limit is split again by the next key bits.
  * Without shuffle, samples go straight to the writers in stream order.
  * Sample r goes to shard r mod N with `shards`, or to shard r / R with
  * `records_per_shard`.
@@ -76,7 +79,8 @@ struct loom_shard_opts {
 	uint64_t seed;
 	uint64_t shards;             /* N >= 1, or 0 to use records_per_shard */
 	uint64_t records_per_shard;  /* R >= 1 when shards == 0 */
-	uint64_t memory;             /* byte budget for samples and buffers */
+	uint64_t memory;             /* byte budget for samples and buffers
+					(0 = loom_shard_default_memory()) */
 	const char *tmpdir;          /* for bucket files (NULL = prefix's dir) */
 	const char *feature;         /* NULL = "input_ids" */
 	int threads;                 /* encoding threads (0 = OpenMP default);
@@ -121,6 +125,8 @@ const char *loom_shard_error(const struct loom_shard *s);
  * the tail length (0 if none) in *tail. */
 uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int keep_tail,
 			  uint64_t *tail);
+/* Default --memory: a quarter of physical RAM, at least 512 MiB. */
+uint64_t loom_shard_default_memory(void);
 /* The shuffle key of sample i. */
 uint64_t loom_shard_key(uint64_t seed, uint64_t i);
 /* Shard file name: PREFIX-%05d-of-%05d.tfrecord into out. */

@@ -44,9 +44,9 @@ pin "--no-shuffle -n 4" a "c13cc09ddaa177e4" "102a408cbed9245f" --no-shuffle -n 
 pin "--no-shuffle -L 100 -s 37 --keep-tail -r 500" b "1c6251054ae8ac8b" "9eb900fda3d60780" --no-shuffle -L 100 -s 37 --keep-tail -r 500 p.u16
 pin "--no-shuffle --no-sha256 -n 2" c "ab95f2b2edaebbb7" "8230b7576ca808c4" --no-shuffle --no-sha256 -n 2 -L 300 p.u16
 pin "shuffled -L 512 -n 3, in memory" d "e2429106b9afd86e" "23358246997395c2" --seed 7 -L 512 -n 3 p.u16
-pin "shuffled -L 512 -n 3 --memory 1M (spills)" d "e2429106b9afd86e" "68ea734ec9868589" --seed 7 -L 512 -n 3 --memory 1M p.u16
-like "$err" 'spilled' "  the 1M run spilled"
+pin "shuffled -L 512 -n 3 --memory 1M" d "e2429106b9afd86e" "68ea734ec9868589" --seed 7 -L 512 -n 3 --memory 1M p.u16
 pin "shuffled -L 64 -s 50 --keep-tail -r 300 --memory 1M -j 1" e "cc5a5789d893e875" "f8217e460844b1d6" --seed 99 -L 64 -s 50 --keep-tail -r 300 --memory 1M -j 1 p.u16
+like "$err" 'spilled' "  the 1M run spilled"
 pin "same with -j 2 in memory" e "cc5a5789d893e875" "2042112a2e28a980" --seed 99 -L 64 -s 50 --keep-tail -r 300 -j 2 p.u16
 pin "u32 ids up to 2^32-1, shuffled -n 2" f "5a1a8bf1dfebb59f" "189ee85ab7e0deba" -f u32 --seed 3 -L 257 -n 2 p.u32
 pin "u32 ids, --no-shuffle -n 1" g "4c766061c2236e2a" "292d16929b17d881" -f u32 --no-shuffle -L 1000 p.u32

@@ -135,12 +135,15 @@ ok "  --threads 1 gives the same bytes" cmp -s s1-00000-of-00002.tfrecord sj-000
 run loom-shard -f text -L 16 --seed 42 -n 2 -j 3 --no-shuffle -o sk t20k.txt
 run loom-shard -f text -L 16 --seed 42 -n 2 -j 1 --no-shuffle -o sl t20k.txt
 ok "  --no-shuffle: --threads 3 == --threads 1" cmp -s sk-00001-of-00002.tfrecord sl-00001-of-00002.tfrecord
-run loom-shard -f text -L 16 --seed 42 -n 2 --memory 1M -o s3 t20k.txt
+# 300k ids are 1.2 MB of raw u32 samples: more than --memory 1M keeps
+ids 300000 > t300k.txt
+run loom-shard -f text -L 16 --seed 42 -n 2 -o s1m t300k.txt
+run loom-shard -f text -L 16 --seed 42 -n 2 --memory 1M -o s3 t300k.txt
 is_rc 0 "--memory 1M run"
 like "$err" 'spilled' "  spills to bucket files"
-ok "  identical shards whatever the memory limit" cmp -s s1-00000-of-00002.tfrecord s3-00000-of-00002.tfrecord
-ok "  (second shard too)" cmp -s s1-00001-of-00002.tfrecord s3-00001-of-00002.tfrecord
-same_file s1-00000-of-00002.tfrecord.index s3-00000-of-00002.tfrecord.index "  and indexes"
+ok "  identical shards whatever the memory limit" cmp -s s1m-00000-of-00002.tfrecord s3-00000-of-00002.tfrecord
+ok "  (second shard too)" cmp -s s1m-00001-of-00002.tfrecord s3-00001-of-00002.tfrecord
+same_file s1m-00000-of-00002.tfrecord.index s3-00000-of-00002.tfrecord.index "  and indexes"
 no_tmp_left . "  no temporaries left after a spill"
 is "$(ls -A | grep -c loom-shard)" 0 "  no bucket files left"
 run loom-shard -f text -L 16 --seed 43 -n 2 -o s4 t20k.txt
@@ -177,7 +180,7 @@ bad "missing input" "^loom-shard: cannot open 'nope.txt': No such file or direct
 # an error in the second input, after samples were written
 ids 100 > good.txt
 bad "error in a later input" 'notnum.txt: line 2' -f text -L 2 --no-shuffle -o bad/x good.txt notnum.txt
-bad "bad input with spilling shuffle" 'notnum.txt: line 2' -f text -L 2 --memory 1M -o bad/x t20k.txt t20k.txt notnum.txt
+bad "bad input with spilling shuffle" 'notnum.txt: line 2' -f text -L 2 --memory 1M -o bad/x t300k.txt notnum.txt
 run loom-shard -f text -L 10 -o no/such/dir/x t100.txt
 is_rc 1 "missing output directory: exit 1"
 is "$(cat "$err")" "loom-shard: output directory 'no/such/dir' does not exist" "  said before reading any input"

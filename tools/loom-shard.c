@@ -28,7 +28,8 @@ static const char usage[] =
 	"      --keep-tail            keep a final shorter sample if >= seq-len/2 remain\n"
 	"      --seed N               shuffle seed (default 0)\n"
 	"      --no-shuffle           keep stream order\n"
-	"  -m, --memory SIZE          memory for the shuffle, e.g. 512M (default), 4G;\n"
+	"  -m, --memory SIZE          memory for the shuffle, e.g. 512M, 4G (default:\n"
+	"                             a quarter of RAM, at least 512M);\n"
 	"                             beyond it samples spill to temporary files\n"
 	"  -n, --shards N             N shards, sample r in shard r mod N (default 1)\n"
 	"  -r, --records-per-shard R  R consecutive samples per shard instead\n"
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1, .memory = 512ull << 20 };
+	struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1 };
 	enum loom_tokfmt fmt = LOOM_TOK_U16;
 	int c, progress = 0, quiet = 0;
 	uint64_t stride = 0;
