@@ -89,11 +89,24 @@ static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, 
 /* Scalar packed body of v[0..n) at p; returns the end.  Ids below 2^21
  * (any real vocabulary): a branch-free 4-byte store of up to 3 varint
  * bytes; the bound leaves room for the over-write. */
-static uint8_t *body_scalar(uint8_t *p, const uint32_t *v, size_t n)
+/* The i-th id of v: u16 (w16) or u32 array. */
+static inline __attribute__((always_inline)) uint32_t id_at(const void *v, size_t i, int w16)
+{
+	return w16 ? ((const uint16_t *)v)[i] : ((const uint32_t *)v)[i];
+}
+
+static inline __attribute__((always_inline)) const void *ids_from(const void *v, size_t i,
+								  int w16)
+{
+	return w16 ? (const void *)((const uint16_t *)v + i) : (const void *)((const uint32_t *)v + i);
+}
+
+static inline __attribute__((always_inline)) uint8_t *body_g(uint8_t *p, const void *v, size_t n,
+							     int w16)
 {
 	static const uint32_t cont[4] = { 0, 0, 0x80, 0x8080 };
 	for (size_t i = 0; i < n; i++) {
-		uint32_t x = v[i];
+		uint32_t x = id_at(v, i, w16);
 		if (__builtin_expect(x < 0x200000, 1)) {
 			size_t len = vsize32(x);
 			uint32_t w = (x & 0x7f) | (x << 1 & 0x7f00) | (x << 2 & 0x7f0000);
@@ -114,11 +127,11 @@ static uint8_t *body_scalar(uint8_t *p, const uint32_t *v, size_t n)
 	return p;
 }
 
-static size_t plen_scalar(const uint32_t *v, size_t n)
+static inline __attribute__((always_inline)) size_t plen_g(const void *v, size_t n, int w16)
 {
 	size_t plen = 0;
 	for (size_t i = 0; i < n; i++)
-		plen += vsize32(v[i]);
+		plen += vsize32(id_at(v, i, w16));
 	return plen;
 }
 
@@ -164,7 +177,16 @@ __attribute__((target("avx2"))) static inline int all_small(__m256i x)
 	return _mm256_testz_si256(hi, hi);
 }
 
-__attribute__((target("avx2"))) static size_t plen_avx2(const uint32_t *v, size_t n)
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) __m256i
+load8(const void *v, size_t i, int w16)
+{
+	if (w16)
+		return _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)v + i)));
+	return _mm256_loadu_si256((const __m256i *)((const uint32_t *)v + i));
+}
+
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) size_t
+plen_avx2(const void *v, size_t n, int w16)
 {
 	/* vsize32(x) = 1 + [x >= 2^7] + [x >= 2^14] + [x >= 2^21] + [x >= 2^28] */
 	__m256i acc = _mm256_setzero_si256();
@@ -172,7 +194,7 @@ __attribute__((target("avx2"))) static size_t plen_avx2(const uint32_t *v, size_
 	const __m256i t21 = _mm256_set1_epi32(1 << 21), t28 = _mm256_set1_epi32(1 << 28);
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256i x = _mm256_loadu_si256((const __m256i *)(v + i));
+		__m256i x = load8(v, i, w16);
 		acc = _mm256_sub_epi32(acc, _mm256_cmpeq_epi32(_mm256_max_epu32(x, t7), x));
 		acc = _mm256_sub_epi32(acc, _mm256_cmpeq_epi32(_mm256_max_epu32(x, t14), x));
 		acc = _mm256_sub_epi32(acc, _mm256_cmpeq_epi32(_mm256_max_epu32(x, t21), x));
@@ -182,11 +204,11 @@ __attribute__((target("avx2"))) static size_t plen_avx2(const uint32_t *v, size_
 	__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
 	s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
 	s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-	return i + (size_t)(uint32_t)_mm_cvtsi128_si32(s4) + plen_scalar(v + i, n - i);
+	return i + (size_t)(uint32_t)_mm_cvtsi128_si32(s4) + plen_g(ids_from(v, i, w16), n - i, w16);
 }
 
-__attribute__((target("avx2"))) static uint8_t *body_avx2(uint8_t *p, const uint32_t *v,
-							   size_t n)
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) uint8_t *
+body_avx2(uint8_t *p, const void *v, size_t n, int w16)
 {
 	const __m256i m7f = _mm256_set1_epi32(0x7f), m7f00 = _mm256_set1_epi32(0x7f00);
 	const __m256i m7f0000 = _mm256_set1_epi32(0x7f0000);
@@ -194,9 +216,9 @@ __attribute__((target("avx2"))) static uint8_t *body_avx2(uint8_t *p, const uint
 	const __m256i l7 = _mm256_set1_epi32(0x7f), l14 = _mm256_set1_epi32(0x3fff);
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		__m256i x = _mm256_loadu_si256((const __m256i *)(v + i));
-		if (__builtin_expect(!all_small(x), 0)) {
-			p = body_scalar(p, v + i, 8);
+		__m256i x = load8(v, i, w16);
+		if (!w16 && __builtin_expect(!all_small(x), 0)) {
+			p = body_g(p, ids_from(v, i, w16), 8, w16);
 			continue;
 		}
 		__m256i ge1 = _mm256_cmpgt_epi32(x, l7);   /* x < 2^21: signed is fine */
@@ -218,7 +240,28 @@ __attribute__((target("avx2"))) static uint8_t *body_avx2(uint8_t *p, const uint
 				 _mm_shuffle_epi8(hi, _mm_load_si128((const __m128i *)shuf_tab[i1])));
 		p += shuf_len[i1];
 	}
-	return body_scalar(p, v + i, n - i);
+	return body_g(p, ids_from(v, i, w16), n - i, w16);
+}
+
+__attribute__((target("avx2"))) static size_t encode_avx2(const char *key, const void *v,
+							   size_t n, uint8_t *out, int w16)
+{
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen_avx2(v, n, w16));
+	return (size_t)(body_avx2(p, v, n, w16) - out);
+}
+
+__attribute__((target("avx2"))) static size_t encode_avx2_u32(const char *key,
+							       const uint32_t *v, size_t n,
+							       uint8_t *out)
+{
+	return encode_avx2(key, v, n, out, 0);
+}
+
+__attribute__((target("avx2"))) static size_t encode_avx2_u16(const char *key,
+							       const uint16_t *v, size_t n,
+							       uint8_t *out)
+{
+	return encode_avx2(key, v, n, out, 1);
 }
 #define HAVE_AVX2_PATH 1
 #endif
@@ -227,13 +270,22 @@ size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uin
 {
 #ifdef HAVE_AVX2_PATH
 	pthread_once(&avx2_once, avx2_init);
-	if (use_avx2) {
-		uint8_t *p = put_headers(out, key, strlen(key), n, plen_avx2(v, n));
-		return (size_t)(body_avx2(p, v, n) - out);
-	}
+	if (use_avx2)
+		return encode_avx2_u32(key, v, n, out);
 #endif
-	uint8_t *p = put_headers(out, key, strlen(key), n, plen_scalar(v, n));
-	return (size_t)(body_scalar(p, v, n) - out);
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen_g(v, n, 0));
+	return (size_t)(body_g(p, v, n, 0) - out);
+}
+
+size_t loom_example_encode_u16(const char *key, const uint16_t *v, size_t n, uint8_t *out)
+{
+#ifdef HAVE_AVX2_PATH
+	pthread_once(&avx2_once, avx2_init);
+	if (use_avx2)
+		return encode_avx2_u16(key, v, n, out);
+#endif
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen_g(v, n, 1));
+	return (size_t)(body_g(p, v, n, 1) - out);
 }
 
 size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out)

@@ -45,6 +45,8 @@ size_t loom_example_bound(size_t keylen, size_t n);
  * bytes past the returned length, within that bound); returns the encoded
  * length. */
 size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uint8_t *out);
+/* The same for 16-bit ids (e.g. raw u16 token arrays), same bytes. */
+size_t loom_example_encode_u16(const char *key, const uint16_t *v, size_t n, uint8_t *out);
 size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out);
 
 /* Reference encoder through protobuf-c (same bytes, slower): *out malloc'd. */

@@ -359,10 +359,11 @@ struct loom_shard {
 
 	uint8_t *enc;        /* scratch for one encoded sample */
 	size_t enc_cap;
-	/* samples waiting to be encoded: their tokens and counts */
-	const uint32_t **bptr;
+	/* samples waiting to be encoded: their tokens (u16 if b16, else u32)
+	 * and counts */
+	const void **bptr;
 	size_t *bcnt, *blen, bn, batch;
-	uint32_t *stage;     /* shuffle: batch x L tokens widened for encoding */
+	int b16;
 	unsigned width;      /* shuffle: bytes per stored token (2 or 4) */
 	uint8_t *bbuf;       /* batch x enc_cap */
 	int threads;
@@ -687,20 +688,6 @@ static void pack_tokens(uint8_t *restrict d, const uint32_t *restrict tok, size_
 	}
 }
 
-static void unpack_tokens(uint32_t *restrict d, const uint8_t *restrict p, size_t n,
-			  unsigned width)
-{
-	if (width == 4) {
-		memcpy(d, p, n * 4);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		uint16_t v;
-		memcpy(&v, p + 2 * i, 2);
-		d[i] = v;
-	}
-}
-
 static int spill(struct loom_shard *s)
 {
 	s->bk = buckets_new(s, NBUCKET);
@@ -786,8 +773,10 @@ static int store_raw(struct loom_shard *s, const uint32_t *tok, size_t n)
 static void encode_slice(struct loom_shard *s, size_t i0, size_t i1)
 {
 	for (size_t i = i0; i < i1; i++)
-		s->blen[i] = loom_example_encode_u32(s->feature, s->bptr[i], s->bcnt[i],
-						     s->bbuf + i * s->enc_cap);
+		s->blen[i] = s->b16 ? loom_example_encode_u16(s->feature, s->bptr[i], s->bcnt[i],
+							      s->bbuf + i * s->enc_cap)
+				    : loom_example_encode_u32(s->feature, s->bptr[i], s->bcnt[i],
+							      s->bbuf + i * s->enc_cap);
 }
 
 /* Encoding helpers: worker k (1..threads-1) encodes slice k of each batch;
@@ -880,6 +869,7 @@ static int cut(struct loom_shard *s, const uint32_t *tok, size_t n)
 	if (s->o.shuffle)
 		return store_raw(s, tok, n);
 	s->nsamples++;
+	s->b16 = 0;
 	s->bptr[s->bn] = tok;
 	s->bcnt[s->bn++] = n;
 	return s->bn == s->batch ? flush_batch(s) : 0;
@@ -946,19 +936,16 @@ static int cmp_ent(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* Sort samples (raw tokens at base + off) by key, then encode them in
- * batches (in parallel) and write them in that order. */
+/* Sort samples (raw tokens at base + off, aligned to their width) by key,
+ * then encode them straight from there in batches (in parallel) and write
+ * them in that order; base stays put until the last batch is written. */
 static int write_sorted(struct loom_shard *s, const uint8_t *base, struct ent *e, size_t n)
 {
 	qsort(e, n, sizeof *e, cmp_ent);
-	if (!s->stage && !(s->stage = malloc(s->batch * (size_t)s->L * sizeof *s->stage)))
-		return nomem(s);
+	s->b16 = s->width == 2;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t *d = s->stage + s->bn * (size_t)s->L;
-		size_t cnt = e[i].len / s->width;
-		unpack_tokens(d, base + e[i].off, cnt, s->width);
-		s->bptr[s->bn] = d;
-		s->bcnt[s->bn++] = cnt;
+		s->bptr[s->bn] = base + e[i].off;
+		s->bcnt[s->bn++] = e[i].len / s->width;
 		if (s->bn == s->batch) {
 			int rc = flush_batch(s);
 			if (rc < 0)
@@ -1296,7 +1283,6 @@ void loom_shard_free(struct loom_shard *s)
 	free(s->bbuf);
 	free(s->bptr);
 	free(s->bcnt);
-	free(s->stage);
 	free(s->blen);
 	free(s->prefix);
 	free(s->tmpdir);

@@ -65,6 +65,24 @@ static void encoder_vs_pbc(void)
 		}
 	ok(out && bad == 0, "fast u32 Example encoder == protobuf-c in %d mixes of varint lengths",
 	   cases);
+	/* u16 ids: the u16 encoder == the u32 one, every count 0..300 */
+	uint16_t w16[300];
+	uint32_t w32[300];
+	uint8_t *o16 = malloc(loom_example_bound(9, 300)), *o32 = malloc(loom_example_bound(9, 300));
+	bad = 0;
+	for (size_t n = 0; n <= 300 && o16 && o32; n++) {
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			w16[i] = (uint16_t)(x >> (48 + x % 10)); /* every varint length */
+			w32[i] = w16[i];
+		}
+		size_t a = loom_example_encode_u16("input_ids", w16, n, o16);
+		size_t b = loom_example_encode_u32("input_ids", w32, n, o32);
+		bad += a != b || memcmp(o16, o32, a) != 0;
+	}
+	ok(o16 && o32 && bad == 0, "u16 Example encoder == u32 encoder, 0..300 ids");
+	free(o16);
+	free(o32);
 	free(out);
 }
 
