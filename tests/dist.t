@@ -89,6 +89,9 @@ run sh -c "$FEED --batch 4 --epochs 0 | loom-train -q --threads 1 --resume $T/ck
 is_rc 2 "resume with another global batch is refused"
 like "$err" 'global_batch: 8 != micro_batch \(4\) x grad_accum \(1\) x data_parallel \(1\)' "and says why"
 no_tmp_left "$T/ck" "no temporary checkpoint debris"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | loom-train -q --threads 1 --resume ck/\$(printf step-%08d \$((6 + 7 * (1 - R)))) --set micro_batch=4 --steps 30"
+ok "ranks resumed from different checkpoints are refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+like "$err" '^loom-train: ranks disagree on the step: rank 0 is at step 14, rank 1 at step 7' "naming the ranks and steps"
 
 # --- every input ends together: a normal end --------------------------------
 np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 1000 --save e"

@@ -131,7 +131,7 @@ static void list_ranks(char *buf, size_t len, const int32_t *all, int want)
 	int n = 0;
 	buf[0] = 0;
 	for (int r = 0; r < d_world && o + 16 < len; r++)
-		if (all[2 * r] == want)
+		if (all[3 * r] == want)
 			o += (size_t)snprintf(buf + o, len - o, "%s%d", n++ ? ", " : "", r);
 }
 
@@ -144,19 +144,31 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 	/* let pending stop signals in, here and only here */
 	sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
 	sigprocmask(SIG_BLOCK, &stop_set, NULL);
-	int32_t mine[2] = { status, *stop }, *all = calloc((size_t)d_world * 2, sizeof *all);
+	int32_t mine[3] = { status, *stop, (int32_t)(step & 0x7fffffff) };
+	int32_t *all = calloc((size_t)d_world * 3, sizeof *all);
 	if (!all)
 		cli_die("out of memory");
-	if (loom_dist_allgather_i32(dist, mine, 2, all)) {
+	if (loom_dist_allgather_i32(dist, mine, 3, all)) {
 		cli_warn("%s", loom_dist_error(dist));
 		loom_dist_abort(dist, 1);
 	}
-	int nend = 0, nfail = 0, sig = 0;
+	int nend = 0, nfail = 0, sig = 0, other = -1;
 	for (int r = 0; r < d_world; r++) {
-		nend += all[2 * r] == 1;
-		nfail += all[2 * r] == 2;
-		if (all[2 * r + 1] && !sig)
-			sig = all[2 * r + 1];
+		nend += all[3 * r] == 1;
+		nfail += all[3 * r] == 2;
+		if (all[3 * r + 1] && !sig)
+			sig = all[3 * r + 1];
+		if (all[3 * r + 2] != all[2] && other < 0)
+			other = r;
+	}
+	if (other >= 0) { /* e.g. ranks resumed from different checkpoints */
+		agreed_exit = 1;
+		cli_prog = "loom-train";
+		if (d_rank == 0)
+			cli_warn("ranks disagree on the step: rank 0 is at step %d, rank %d at step %d (resumed from different checkpoints?)",
+				 all[2], other, all[3 * other + 2]);
+		free(all);
+		exit(1);
 	}
 	if (sig && !*stop)
 		*stop = sig;
