@@ -4,6 +4,9 @@
 #   - loom-shard --no-shuffle on 1 GB of u16 tokens vs `cat` copying the same
 #     number of output bytes to the same disk, both made durable (fsync, as
 #     loom-shard does): target <= 1.5x; with the shuffle: target <= 3x
+#     (default --memory, and --memory 512M, which spills a 1 GB input); CPU
+#     seconds per GB of input for each, and the floor the shards' SHA-256
+#     imposes (output bytes / OpenSSL's sha256 speed measured in this run)
 #   - loom-index --verify throughput on a warm cache: target >= 1 GB/s
 #   - loom-index --verify finds one bad byte in a ~100 MB file
 # BENCH_TFRECORD_MB=1024 sets the input size; BENCH_DIR where files go
@@ -13,6 +16,7 @@ MB=${BENCH_TFRECORD_MB:-1024}
 BASE=${BENCH_DIR:-${LOOM_BUILD:-build}}
 mkdir -p "$BASE"
 D=$(mktemp -d "$BASE/bench-tfrecord.XXXXXX")
+D=$(cd "$D" && pwd)
 trap 'rm -rf "$D"' EXIT
 cd "$D"
 
@@ -36,15 +40,18 @@ head -c $((MB * 1024 * 1024)) /dev/urandom > tokens.u16
 cat tokens.u16 > /dev/null # warm
 
 # --- loom-shard --no-shuffle vs cat --------------------------------------
+# CPU seconds per GB of input tokens, and ratios of wall time against cat.
+per_gb() { awk -v c="$1" -v b="$in_bytes" 'BEGIN { printf "%.2f", c / (b / 1e9) }'; }
+in_bytes=$(wc -c < tokens.u16)
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 timed loom-shard --no-shuffle -n 4 -o ns tokens.u16
 out_bytes=$(cat ns-*.tfrecord | wc -c)
-t_shard=$wall
-echo "loom-shard --no-shuffle -n 4: ${wall}s wall, ${cpu}s CPU"
+t_shard=$wall c_shard=$cpu
+echo "loom-shard --no-shuffle -n 4: ${wall}s wall, ${cpu}s CPU ($(per_gb "$cpu") CPU s/GB)"
 rm -f ns-*
 timed loom-shard --no-shuffle --no-sha256 -n 4 -o ns tokens.u16
-t_nosha=$wall
-echo "loom-shard --no-shuffle --no-sha256 -n 4: ${wall}s wall, ${cpu}s CPU"
+t_nosha=$wall c_nosha=$cpu
+echo "loom-shard --no-shuffle --no-sha256 -n 4: ${wall}s wall, ${cpu}s CPU ($(per_gb "$cpu") CPU s/GB)"
 # reference: cat the same number of bytes (the shards, cached) to the same disk
 t0=$(now)
 cat ns-*.tfrecord > copy.bin
@@ -55,6 +62,21 @@ rm -f copy.bin
 echo "loom-shard --no-shuffle: ${t_shard}s for $out_bytes output bytes; cat + fsync: ${t_cat}s"
 figure "loom-shard --no-shuffle vs cat" "$(awk -v a="$t_shard" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 1.5
 figure "loom-shard --no-shuffle --no-sha256 vs cat" "$(awk -v a="$t_nosha" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 1.5
+# The floor the manifest's sha256 imposes: hashing the output bytes with
+# OpenSSL's SHA-256 (the one loom-shard uses), measured now, spread over the
+# CPUs (loom-shard hashes each shard on its own thread).
+sha_mbs=$(openssl speed -seconds 1 -bytes 1048576 -evp sha256 2>/dev/null |
+	awk '/^sha256/ { v = $NF; sub(/k$/, "", v); print v * 1000 / 1e6 }')
+if [ -n "$sha_mbs" ]; then
+	sha_cpu=$(awk -v b="$out_bytes" -v m="$sha_mbs" 'BEGIN { printf "%.2f", b / 1e6 / m }')
+	ncpu=$(nproc); [ "$ncpu" -gt 4 ] && ncpu=4
+	sha_wall=$(awk -v c="$sha_cpu" -v n="$ncpu" 'BEGIN { printf "%.2f", c / n }')
+	echo "SHA-256 floor: $out_bytes bytes / ${sha_mbs} MB/s (openssl speed -evp sha256, this run)" \
+		"= ${sha_cpu} CPU s ($(per_gb "$sha_cpu") CPU s/GB of input), ${sha_wall}s on $ncpu CPUs" \
+		"= $(awk -v a="$sha_wall" -v b="$t_cat" 'BEGIN{printf "%.2f", a/b}')x cat by itself;" \
+		"loom-shard's CPU beyond hashing: $(awk -v a="$c_shard" -v b="$sha_cpu" 'BEGIN{printf "%.2f", a-b}') s" \
+		"(--no-sha256 run: ${c_nosha} s)"
+fi
 
 # --- loom-index --verify, warm cache ---------------------------------------
 loom-index -q --verify -n ns-*.tfrecord
@@ -64,11 +86,18 @@ figure "loom-index --verify throughput" "$(awk -v a="$wall" -v b="$out_bytes" 'B
 echo "  (per CPU second: $(awk -v a="$cpu" -v b="$out_bytes" 'BEGIN{printf "%.2f", b/a/1e9}') GB/s)"
 rm -f ns-*
 
-# --- loom-shard with the shuffle (default 512M memory: spills) ------------
+# --- loom-shard with the shuffle -------------------------------------------
+# default --memory (a quarter of RAM): in memory when the input fits
 timed loom-shard -n 4 -o sh tokens.u16
 t_sh=$wall
-echo "loom-shard (shuffled, --memory 512M: spills): ${wall}s wall, ${cpu}s CPU"
+echo "loom-shard (shuffled, default --memory): ${wall}s wall, ${cpu}s CPU ($(per_gb "$cpu") CPU s/GB)"
 figure "loom-shard shuffled vs cat" "$(awk -v a="$t_sh" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 3
+rm -f sh-*
+# --memory 512M: a 1 GB input spills to bucket files (raw tokens)
+timed loom-shard -n 4 --memory 512M -o sh tokens.u16
+t_sh=$wall
+echo "loom-shard (shuffled, --memory 512M): ${wall}s wall, ${cpu}s CPU ($(per_gb "$cpu") CPU s/GB); $(grep -o 'spilled [0-9.]* [kMG]*B' "$D/.err" || echo 'in memory')"
+figure "loom-shard shuffled --memory 512M vs cat" "$(awk -v a="$t_sh" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 3
 rm -f sh-* tokens.u16
 
 # --- one bad byte in ~100 MB -------------------------------------------------
