@@ -90,12 +90,14 @@ double loom_dist_wait_seconds(const struct loom_dist *d)
 	return d->wait_s;
 }
 
+#ifdef LOOM_HAVE_MPI
 static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+#endif
 
 static int env_int(const char *name)
 {
