@@ -25,7 +25,7 @@ struct bucket {
 	int *counts, *displs;   /* [world], relative to b0 */
 	int started;
 #ifdef LOOM_HAVE_MPI
-	MPI_Request req;
+	MPI_Request req, req2;  /* req2: the send of a two-rank exchange */
 #endif
 };
 
@@ -204,6 +204,17 @@ static int bucket_start(struct loom_dist *d, struct bucket *b)
 	if (b->started)
 		return 0;
 	b->started = 1;
+	if (d->world == 2) {
+		/* Two ranks: send the peer its half, receive ours (the sum is
+		 * finished in loom_dist_step).  Open MPI's MPI_Ireduce_scatter
+		 * reduces on one rank and scatters: 1.5x these bytes. */
+		int peer = 1 - d->rank, tag = (int)(b - d->b);
+		MPI_TRY(d, MPI_Irecv(d->gs + b->soff, b->counts[d->rank], MPI_FLOAT, peer, tag,
+				     MPI_COMM_WORLD, &b->req), "receive of gradients");
+		MPI_TRY(d, MPI_Isend(d->g->grads + b->b0 + b->displs[peer], b->counts[peer], MPI_FLOAT,
+				     peer, tag, MPI_COMM_WORLD, &b->req2), "send of gradients");
+		return 0;
+	}
 	MPI_TRY(d, MPI_Ireduce_scatter(d->g->grads + b->b0, d->gs + b->soff, b->counts, MPI_FLOAT,
 				       MPI_SUM, MPI_COMM_WORLD, &b->req),
 		"reduce-scatter of gradients");
@@ -217,6 +228,8 @@ static void progress(struct loom_dist *d)
 		int flag = 0;
 		if (d->b[k].started && d->b[k].req != MPI_REQUEST_NULL)
 			MPI_Test(&d->b[k].req, &flag, MPI_STATUS_IGNORE);
+		if (d->b[k].started && d->b[k].req2 != MPI_REQUEST_NULL)
+			MPI_Test(&d->b[k].req2, &flag, MPI_STATUS_IGNORE);
 	}
 }
 
@@ -276,7 +289,17 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	d->armed = 0;
 	double t0 = now();
 	for (int k = 0; k < d->nb; k++) {
-		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
+		struct bucket *b = &d->b[k];
+		MPI_TRY(d, MPI_Wait(&b->req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
+		if (d->world == 2) { /* add our own half to the peer's */
+			MPI_TRY(d, MPI_Wait(&b->req2, MPI_STATUS_IGNORE), "send of gradients");
+			float *dst = d->gs + b->soff;
+			const float *own = g->grads + b->c0;
+			size_t n = b->c1 - b->c0;
+			#pragma omp parallel for simd schedule(static)
+			for (size_t i = 0; i < n; i++)
+				dst[i] += own[i];
+		}
 		d->b[k].started = 0;
 		d->bytes_step += (uint64_t)(d->b[k].b1 - d->b[k].b0 - (d->b[k].c1 - d->b[k].c0)) * 4;
 	}
@@ -490,7 +513,7 @@ static int plan_buckets(struct loom_dist *d)
 			b->soff = d->shard_n;
 			d->shard_n += b->c1 - b->c0;
 #ifdef LOOM_HAVE_MPI
-			b->req = MPI_REQUEST_NULL;
+			b->req = b->req2 = MPI_REQUEST_NULL;
 #endif
 		}
 	}
