@@ -64,3 +64,27 @@ ratio=$(echo "$line" | sed -nE 's/.*; ([0-9.]+)x\)$/\1/p')
 NP=$(loom-train -c gpt2 --dry-run | sed -nE 's/^parameters: ([0-9]+).*/\1/p')
 printf 'FIGURE bytes sent per step per rank vs ring all-reduce lower bound 2(N-1)/N x %d x 4 bytes (N=2): %sx (target <= 1.05) %s\n' \
 	"$NP" "${ratio:-?}" "$([ -n "$ratio" ] && [ "$(echo "$ratio <= 1.05" | bc -l)" = 1 ] && echo ok || echo MISS)"
+
+# Bytes on the wire: 2 ranks over TCP on a private loopback (a network
+# namespace of our own, so only this job's traffic is counted), small
+# preset; the difference between a 25- and a 5-step run is 20 steps of
+# gradient exchange and parameter all-gather, headers included.
+if command -v unshare >/dev/null && command -v ip >/dev/null && unshare -n true 2>/dev/null; then
+	python3 -c "
+import random
+r = random.Random(2); print(' '.join(str(r.randrange(4096)) for _ in range(400 * 65)))" > "$T/s.txt"
+	loom-shard -q -f text -L 65 -n 2 -o "$T/s" "$T/s.txt"
+	wire() { unshare -n sh -c 'ip link set lo up
+		b0=$(awk "/lo:/{print \$10}" /proc/net/dev)
+		OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
+		mpirun --oversubscribe --bind-to none -np 2 sh -c "loom-feed -q -m '"$T"'/s.manifest.json --batch 4 --seq 64 --seed 1 --epochs 0 --rank \$OMPI_COMM_WORLD_RANK --world 2 | loom-train -q -c small --threads 1 --set micro_batch=4 --steps '"$1"'" >/dev/null 2>&1
+		b1=$(awk "/lo:/{print \$10}" /proc/net/dev); echo $((b1 - b0))'; }
+	w5=$(wire 5)
+	w25=$(wire 25)
+	SP=$(loom-train -c small --dry-run | sed -nE 's/^parameters: ([0-9]+).*/\1/p')
+	wr=$(echo "($w25 - $w5) / 20 / 2 / ($SP * 4)" | bc -l)
+	printf 'FIGURE bytes on the wire per step per rank (TCP loopback, small preset, %d parameters) vs ring lower bound: %.4fx (target <= 1.05) %s\n' \
+		"$SP" "$wr" "$([ "$(echo "$wr <= 1.05" | bc -l)" = 1 ] && echo ok || echo MISS)"
+else
+	echo "dist bench: no network namespace here (unshare -n); wire bytes not measured"
+fi
