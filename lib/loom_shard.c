@@ -677,29 +677,45 @@ static struct bucket *buckets_new(struct loom_shard *s, int nb)
 	return bk;
 }
 
-/* Raw tokens, width (2 or 4) bytes each, native byte order. */
-static void pack_tokens(uint8_t *restrict d, const uint32_t *restrict tok, size_t n,
-			unsigned width)
+/* Raw tokens, width (2 or 4) bytes each, native byte order; returns
+ * nonzero if a token does not fit 2 bytes (the caller's promise broken). */
+static int pack_tokens(uint8_t *restrict d, const uint32_t *restrict tok, size_t n,
+		       unsigned width)
 {
 	if (width == 4) {
 		memcpy(d, tok, n * 4);
-		return;
+		return 0;
 	}
 	size_t i = 0;
+	uint32_t high = 0;
 #if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	/* Ids < 2^16: shifted into int16 range, packed with signed
 	 * saturation (exact), shifted back: 8 ids a step. */
 	const __m128i bias = _mm_set1_epi32(0x8000), flip = _mm_set1_epi16((short)0x8000);
+	__m128i any = _mm_setzero_si128();
 	for (; i + 8 <= n; i += 8) {
-		__m128i a = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(tok + i)), bias);
-		__m128i b = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(tok + i + 4)), bias);
+		__m128i a = _mm_loadu_si128((const __m128i *)(tok + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(tok + i + 4));
+		any = _mm_or_si128(any, _mm_or_si128(a, b));
+		a = _mm_sub_epi32(a, bias);
+		b = _mm_sub_epi32(b, bias);
 		_mm_storeu_si128((__m128i *)(d + 2 * i), _mm_xor_si128(_mm_packs_epi32(a, b), flip));
 	}
+	any = _mm_srli_epi32(any, 16);
+	high = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi32(any, _mm_setzero_si128())) != 0xffff;
 #endif
 	for (; i < n; i++) {
 		uint16_t v = (uint16_t)tok[i];
+		high |= tok[i] >> 16;
 		memcpy(d + 2 * i, &v, 2);
 	}
+	return high != 0;
+}
+
+static int too_wide(struct loom_shard *s)
+{
+	return loom_err_set(&s->err, LOOM_ERANGE, "token >= 65536 in %s input",
+			    s->input_format ? s->input_format : "16-bit");
 }
 
 static int spill(struct loom_shard *s)
@@ -728,7 +744,8 @@ static int spill(struct loom_shard *s)
 static int store_raw_spilled(struct loom_shard *s, uint64_t key, const uint32_t *tok, size_t n)
 {
 	uint8_t *d = s->enc; /* enc_cap >= 10 n */
-	pack_tokens(d, tok, n, s->width);
+	if (pack_tokens(d, tok, n, s->width))
+		return too_wide(s);
 	return bucket_put(s, &s->bk[key >> 56], key, d, n * s->width);
 }
 
@@ -777,7 +794,8 @@ static int store_raw(struct loom_shard *s, const uint32_t *tok, size_t n)
 			s->ecap = ne;
 		}
 	}
-	pack_tokens(s->arena + s->alen, tok, n, s->width);
+	if (pack_tokens(s->arena + s->alen, tok, n, s->width))
+		return too_wide(s);
 	s->ents[s->nents++] = (struct ent){ key, s->alen, (uint32_t)l };
 	s->alen += l;
 	return 0;

@@ -256,6 +256,20 @@ int main(void)
 	is_int(loom_shard_tokens(s, okt, 100), 0, "tokens below the vocabulary size");
 	is_int(loom_shard_tokens(s, tok, 1000), LOOM_ERANGE, "a token >= vocab size");
 	loom_shard_free(s);
+	/* input_format "u16" promises ids < 2^16 (kept 2 bytes each for the
+	 * shuffle): a library caller breaking it gets an error, not wrapped ids */
+	struct loom_shard_opts o16 = { .prefix = prefix, .seq_len = 24, .shards = 2,
+				       .shuffle = 1, .input_format = "u16", .memory = 1 << 20 };
+	s = loom_shard_new(&o16, &e);
+	uint32_t wide[100];
+	for (int i = 0; i < 100; i++)
+		wide[i] = i == 60 ? 70000 : (uint32_t)i;
+	int rc16 = s ? loom_shard_tokens(s, wide, 100) : -1;
+	if (s && rc16 == 0)
+		rc16 = loom_shard_finish(s);
+	is_int(rc16, LOOM_ERANGE, "u16 input format: an id >= 2^16 is an error");
+	is_str(s ? loom_shard_error(s) : "", "token >= 65536 in u16 input", "  and says so");
+	loom_shard_free(s);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "ls -A %s | grep -c fail", dir);
 	FILE *p = popen(cmd, "r");
