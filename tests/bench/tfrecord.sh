@@ -52,14 +52,19 @@ rm -f ns-*
 timed loom-shard --no-shuffle --no-sha256 -n 4 -o ns tokens.u16
 t_nosha=$wall c_nosha=$cpu
 echo "loom-shard --no-shuffle --no-sha256 -n 4: ${wall}s wall, ${cpu}s CPU ($(per_gb "$cpu") CPU s/GB)"
-# reference: cat the same number of bytes (the shards, cached) to the same disk
-t0=$(now)
-cat ns-*.tfrecord > copy.bin
-sync copy.bin
-t1=$(now)
-t_cat=$(secs "$t0" "$t1")
-rm -f copy.bin
-echo "loom-shard --no-shuffle: ${t_shard}s for $out_bytes output bytes; cat + fsync: ${t_cat}s"
+# reference: cat the same number of bytes (the shards, cached) to the same
+# disk, made durable; the faster of two runs (a strict reference on a busy disk)
+t_cat=
+for i in 1 2; do
+	t0=$(now)
+	cat ns-*.tfrecord > copy.bin
+	sync copy.bin
+	t1=$(now)
+	t=$(secs "$t0" "$t1")
+	rm -f copy.bin
+	t_cat=$(awk -v a="$t" -v b="${t_cat:-$t}" 'BEGIN { print (a < b) ? a : b }')
+done
+echo "loom-shard --no-shuffle: ${t_shard}s for $out_bytes output bytes; cat + fsync: ${t_cat}s (best of 2)"
 figure "loom-shard --no-shuffle vs cat" "$(awk -v a="$t_shard" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 1.5
 figure "loom-shard --no-shuffle --no-sha256 vs cat" "$(awk -v a="$t_nosha" -v b="$t_cat" 'BEGIN{print a/b}')" x "<=" 1.5
 # The floor the manifest's sha256 imposes: hashing the output bytes with
