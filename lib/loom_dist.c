@@ -161,10 +161,7 @@ void loom_dist_free(struct loom_dist *d)
 {
 	if (!d)
 		return;
-	if (d->g && d->g->grad_ready_ctx == d) {
-		d->g->grad_ready = NULL;
-		d->g->grad_ready_ctx = NULL;
-	}
+	/* d->g is not touched: the model may already be freed at exit */
 	for (int k = 0; k < d->nb; k++) {
 		free(d->b[k].counts);
 		free(d->b[k].displs);

@@ -26,7 +26,9 @@
  * number of ranks (every rank loads the full state and keeps its slice).
  *
  * Ownership: struct loom_dist owns its shards and MPI state; the model is
- * borrowed from loom_dist_attach() until loom_dist_free().  With world >
+ * borrowed from loom_dist_attach() until the last step or gather (its
+ * grad_ready hook keeps pointing at d: free the model or clear the hook
+ * before loom_dist_free(), which never touches the model).  With world >
  * 1, attach frees g->m and g->v (set to NULL): the moments live here.
  * Errors: 0 or negative LOOM_E*, message in loom_dist_error().  Nothing
  * prints or exits (except loom_dist_abort()).
