@@ -120,8 +120,8 @@ $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H
 	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
 
 $(B)/obj/lib/loom_dist.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
-# The GPT kernels never rely on errno from libm: let sqrtf vectorise.
-$(B)/obj/lib/loom_kernels.o: ALL_CFLAGS += -fno-math-errno
+# The GPT kernels never rely on errno or FP traps: let sqrtf, clamps and exp vectorise.
+$(B)/obj/lib/loom_kernels.o: ALL_CFLAGS += -fno-math-errno -fno-trapping-math
 $(B)/bin/loom-train: LIBS += $(MPI_LIBS)
 
 -include $(shell find $(B)/obj $(B)/gen -name '*.d' 2>/dev/null)
