@@ -19,11 +19,38 @@
  * errno (no argument here is ever out of domain): the Makefile compiles
  * this file with -fno-math-errno. */
 
-/* tanh through expf (much faster than tanhf; absolute error ~1e-7, and
+/* expf that vectorises (glibc's expf is a scalar call; its vector
+ * variants need -ffast-math): exp(x) = 2^n * exp(r), n = round(x / ln 2)
+ * by the 1.5*2^23 trick, r = x - n ln 2 in two parts (Cephes), a
+ * degree-6 polynomial for exp(r); relative error ~2 ulp.  x is clamped to
+ * [-87.3, 88.7] (no inf, no denormals: exp(-inf) gives ~1e-38, not 0);
+ * NaN stays NaN.  Used inside `omp simd` loops. */
+static inline float vexpf(float x)
+{
+	x = x < -87.3f ? -87.3f : x;
+	x = x > 88.7f ? 88.7f : x;
+	float t = x * 1.44269504088896341f + 12582912.0f;
+	float n = t - 12582912.0f;
+	float r = x - n * 0.693359375f;
+	r = r - n * -2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	int32_t e = ((int32_t)n + 127) << 23;
+	float s;
+	memcpy(&s, &e, sizeof s);
+	return p * s;
+}
+
+/* tanh through exp (much faster than tanhf; absolute error ~1e-7, and
  * GELU only ever uses 1 + tanh). */
 static inline float fast_tanh(float u)
 {
-	return 1.0f - 2.0f / (1.0f + expf(2.0f * u));
+	return 1.0f - 2.0f / (1.0f + vexpf(2.0f * u));
 }
 
 /* Column blocks for reductions over rows: each thread owns whole columns. */
@@ -291,13 +318,16 @@ void loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T
 			    0.0f, a, T);
 		for (int i = 0; i < T; i++) {
 			float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
+			#pragma omp simd reduction(max:mx)
 			for (int j = 0; j <= i; j++)
 				mx = r[j] > mx ? r[j] : mx;
+			#pragma omp simd reduction(+:sum)
 			for (int j = 0; j <= i; j++) {
-				r[j] = expf(r[j] - mx);
+				r[j] = vexpf(r[j] - mx);
 				sum += r[j];
 			}
 			float inv = 1.0f / sum;
+			#pragma omp simd
 			for (int j = 0; j <= i; j++)
 				r[j] *= inv;
 			for (int j = i + 1; j < T; j++)
@@ -530,15 +560,18 @@ int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets
 	#pragma omp parallel for schedule(static) reduction(+:count)
 	for (int n = 0; n < N; n++) {
 		float *r = logits + (size_t)n * V, mx = -INFINITY, sum = 0;
+		#pragma omp simd reduction(max:mx)
 		for (int v = 0; v < V; v++)
 			mx = r[v] > mx ? r[v] : mx;
 		int t = targets[n];
 		float lt = t >= 0 && t < V ? r[t] : 0;
+		#pragma omp simd reduction(+:sum)
 		for (int v = 0; v < V; v++) {
-			r[v] = expf(r[v] - mx);
+			r[v] = vexpf(r[v] - mx);
 			sum += r[v];
 		}
 		float inv = 1.0f / sum;
+		#pragma omp simd
 		for (int v = 0; v < V; v++)
 			r[v] *= inv;
 		if (t == ignore_id) {

@@ -157,9 +157,26 @@ static void test_elementwise(size_t n)
 	free(x); free(o1); free(o2); free(dy);
 }
 
-static void test_crossentropy(int N, int V)
+/* GELU over inputs far outside the usual range (exp's clamps, both tails). */
+static void test_gelu_wide(void)
 {
-	float *lg = rnd((size_t)N * V, 5), *l2 = dup(lg, (size_t)N * V);
+	enum { n = 4001 };
+	float x[n], o1[n], o2[n], dy[n];
+	for (int i = 0; i < n; i++) {
+		x[i] = (i - n / 2) * 0.06f; /* -120 .. 120 */
+		dy[i] = 1.0f;
+	}
+	loom_k_gelu_fwd(o1, x, n);
+	loom_k_gelu_fwd_naive(o2, x, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu wide"), "gelu fwd on -120..120");
+	loom_k_gelu_bwd(o1, x, dy, n);
+	loom_k_gelu_bwd_naive(o2, x, dy, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu bwd wide"), "gelu bwd on -120..120");
+}
+
+static void test_crossentropy(int N, int V, float spread)
+{
+	float *lg = rnd((size_t)N * V, spread), *l2 = dup(lg, (size_t)N * V);
 	float loss1[64], loss2[64];
 	int32_t tg[64];
 	for (int i = 0; i < N; i++)
@@ -168,7 +185,8 @@ static void test_crossentropy(int N, int V)
 	int c2 = loom_k_crossentropy_fwd_naive(l2, loss2, tg, N, V, 0);
 	is_int(c1, c2, "crossentropy counts (N=%d V=%d)", N, V);
 	ok(close_arr(loss1, loss2, N, 1e-5, 1e-5, "loss") &&
-	   close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "probs"), "crossentropy fwd N=%d V=%d", N, V);
+	   close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "probs"),
+	   "crossentropy fwd N=%d V=%d logits +-%g", N, V, spread);
 	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0.25f);
 	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0.25f);
 	ok(close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "dlogits"), "crossentropy bwd N=%d V=%d",
@@ -216,9 +234,11 @@ int main(void)
 	test_elementwise(1);
 	test_elementwise(1001);
 	test_elementwise(200003);
-	test_crossentropy(1, 2);
-	test_crossentropy(13, 37);
-	test_crossentropy(40, 1001);
+	test_gelu_wide();
+	test_crossentropy(1, 2, 5);
+	test_crossentropy(13, 37, 5);
+	test_crossentropy(40, 1001, 5);
+	test_crossentropy(7, 3001, 200); /* most exps underflow */
 	test_adamw(1);
 	test_adamw(10007);
 	return done_testing();
