@@ -193,8 +193,11 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 	sb_escaped(&b, xl ? xl : "");
 	sb_printf(&b, "</text>\n");
 
+	size_t shown = 0; /* series with points: only those get a line and a legend */
 	for (size_t k = 0; k < n; k++) {
-		const char *c = colors[k % (sizeof colors / sizeof colors[0])];
+		if (series[k].n == 0)
+			continue;
+		const char *c = colors[shown % (sizeof colors / sizeof colors[0])];
 		sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
 			  "points=\"", c);
 		for (size_t i = 0; i < series[k].n; i++) {
@@ -214,14 +217,13 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 				  PX(series[k].x[i]), PY(logy ? log10(y) : y), c);
 		}
 		/* legend */
-		double ly = T + 16 + 16.0 * k;
+		double ly = T + 16 + 16.0 * shown++;
 		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			  "stroke=\"%s\" stroke-width=\"2\"/>\n", W - R - 150, ly - 4,
 			  W - R - 130, ly - 4, c);
 		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">", W - R - 124, ly);
 		sb_escaped(&b, series[k].ykey ? series[k].ykey : "");
-		if (series[k].n)
-			sb_printf(&b, " (last %.4g)", series[k].y[series[k].n - 1]);
+		sb_printf(&b, " (last %.4g)", series[k].y[series[k].n - 1]);
 		sb_printf(&b, "</text>\n");
 	}
 	sb_printf(&b, "</svg>\n");

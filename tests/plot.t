@@ -19,6 +19,11 @@ like "$T/chart.svg" '<polyline' "a line per series"
 is "$(grep -c '<polyline' "$T/chart.svg")" 2 "two series"
 no_tmp_left "$T" "no temporary file left"
 
+run loom-plot -y loss,nosuchkey "$T/log.jsonl" -o "$T/one.svg"
+is_rc 0 "a key without points next to one with points"
+is "$(grep -c '<polyline' "$T/one.svg")" 1 "no line for the empty series"
+unlike "$T/one.svg" 'nosuchkey' "and no legend entry"
+
 run loom-plot -y lr --spark 5 < "$T/log.jsonl"
 is_rc 0 "stdin, other key"
 is "$(grep -o '▄' "$out" | wc -l)" 5 "sparkline resampled to 5 cells (constant series)"
