@@ -117,15 +117,18 @@ static void ln_row(float *o, float *mean, float *rstd, const float *x, const flo
 		   const float *b, int C, float eps)
 {
 	float m = 0, v = 0;
+	#pragma omp simd reduction(+:m)
 	for (int c = 0; c < C; c++)
 		m += x[c];
 	m /= C;
+	#pragma omp simd reduction(+:v)
 	for (int c = 0; c < C; c++) {
 		float d = x[c] - m;
 		v += d * d;
 	}
 	v /= C;
 	float s = 1.0f / sqrtf(v + eps);
+	#pragma omp simd
 	for (int c = 0; c < C; c++)
 		o[c] = (x[c] - m) * s * w[c] + b[c];
 	*mean = m;
@@ -171,6 +174,7 @@ void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 			const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
 			float *dx = dinp + (size_t)n * C;
 			float m = mean[n], s = rstd[n], a = 0, bb = 0;
+			#pragma omp simd reduction(+:a, bb)
 			for (int c = 0; c < C; c++) {
 				float dn = dy[c] * w[c];
 				a += dn;
@@ -178,6 +182,7 @@ void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 			}
 			a /= C;
 			bb /= C;
+			#pragma omp simd
 			for (int c = 0; c < C; c++) {
 				float norm = (x[c] - m) * s;
 				dx[c] += (dy[c] * w[c] - a - norm * bb) * s;
@@ -669,6 +674,7 @@ void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float 
 }
 
 #define SUMSQ_CHUNK 65536
+#define SUMSQ_LANES 8
 
 double loom_k_sumsq(const float *x, size_t n)
 {
@@ -681,10 +687,16 @@ double loom_k_sumsq(const float *x, size_t n)
 		for (size_t c = 0; c < m; c++) {
 			size_t i0 = (base + c) * SUMSQ_CHUNK;
 			size_t i1 = i0 + SUMSQ_CHUNK < n ? i0 + SUMSQ_CHUNK : n;
-			double s = 0;
-			#pragma omp simd reduction(+:s)
-			for (size_t i = i0; i < i1; i++)
-				s += (double)x[i] * x[i];
+			/* 8 running sums: one would be bound by the add latency */
+			double acc[SUMSQ_LANES] = { 0 }, s = 0;
+			size_t i = i0;
+			for (; i + SUMSQ_LANES <= i1; i += SUMSQ_LANES)
+				for (int j = 0; j < SUMSQ_LANES; j++)
+					acc[j] += (double)x[i + j] * x[i + j];
+			for (; i < i1; i++)
+				acc[i % SUMSQ_LANES] += (double)x[i] * x[i];
+			for (int j = 0; j < SUMSQ_LANES; j++)
+				s += acc[j];
 			part[c] = s;
 		}
 		for (size_t c = 0; c < m; c++)
