@@ -4,6 +4,9 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "loom_kernels.h"
 
@@ -674,7 +677,40 @@ void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float 
 }
 
 #define SUMSQ_CHUNK 65536
-#define SUMSQ_LANES 8
+
+/* sum of squares of one chunk: 8 running double sums (one sum would be
+ * bound by the add latency) in a fixed order. */
+static double sumsq_chunk(const float *x, size_t n)
+{
+	size_t i = 0;
+	double s = 0;
+#ifdef __SSE2__
+	__m128d a0 = _mm_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+	for (; i + 8 <= n; i += 8) {
+		__m128 f0 = _mm_loadu_ps(x + i), f1 = _mm_loadu_ps(x + i + 4);
+		__m128d d0 = _mm_cvtps_pd(f0), d1 = _mm_cvtps_pd(_mm_movehl_ps(f0, f0));
+		__m128d d2 = _mm_cvtps_pd(f1), d3 = _mm_cvtps_pd(_mm_movehl_ps(f1, f1));
+		a0 = _mm_add_pd(a0, _mm_mul_pd(d0, d0));
+		a1 = _mm_add_pd(a1, _mm_mul_pd(d1, d1));
+		a2 = _mm_add_pd(a2, _mm_mul_pd(d2, d2));
+		a3 = _mm_add_pd(a3, _mm_mul_pd(d3, d3));
+	}
+	double l[8];
+	_mm_storeu_pd(l, a0);
+	_mm_storeu_pd(l + 2, a1);
+	_mm_storeu_pd(l + 4, a2);
+	_mm_storeu_pd(l + 6, a3);
+#else
+	double l[8] = { 0 };
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			l[j] += (double)x[i + j] * x[i + j];
+#endif
+	s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+	for (; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
 
 double loom_k_sumsq(const float *x, size_t n)
 {
@@ -687,17 +723,7 @@ double loom_k_sumsq(const float *x, size_t n)
 		for (size_t c = 0; c < m; c++) {
 			size_t i0 = (base + c) * SUMSQ_CHUNK;
 			size_t i1 = i0 + SUMSQ_CHUNK < n ? i0 + SUMSQ_CHUNK : n;
-			/* 8 running sums: one would be bound by the add latency */
-			double acc[SUMSQ_LANES] = { 0 }, s = 0;
-			size_t i = i0;
-			for (; i + SUMSQ_LANES <= i1; i += SUMSQ_LANES)
-				for (int j = 0; j < SUMSQ_LANES; j++)
-					acc[j] += (double)x[i + j] * x[i + j];
-			for (; i < i1; i++)
-				acc[i % SUMSQ_LANES] += (double)x[i] * x[i];
-			for (int j = 0; j < SUMSQ_LANES; j++)
-				s += acc[j];
-			part[c] = s;
+			part[c] = sumsq_chunk(x + i0, i1 - i0);
 		}
 		for (size_t c = 0; c < m; c++)
 			total += part[c];
