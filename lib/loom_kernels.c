@@ -650,7 +650,8 @@ void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 {
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
-	#pragma omp parallel for simd schedule(static)
+	/* small tensors (biases, layernorms) do not wake the other threads */
+	#pragma omp parallel for simd schedule(static) if (n >= 65536)
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gscale;
 		float mi = beta1 * m[i] + (1.0f - beta1) * gi;

@@ -8,10 +8,13 @@
 #  - peak memory of gpt2 at B=8,T=256 with and without --recompute
 # The gpt2 preset is heavy on 2 cores: a warm-up step, then a few timed
 # steps.  Figures are noisy on a shared machine.
-# Env: STEPS (timed steps, default 2), THREADS (default 2).
+# Env: STEPS (timed steps at B=8,T=256, default 2), SMALL_STEPS (timed
+# steps at B=4,T=64, default 6: a step there is ~1 s, so one disturbed
+# step is likely on a loaded machine), THREADS (default 2).
 set -u
 cd "$(dirname "$0")/../.."
 STEPS=${STEPS:-2}
+SMALL_STEPS=${SMALL_STEPS:-6}
 THREADS=${THREADS:-2}
 PY=/usr/bin/python3
 W=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-train.XXXXXX")
@@ -46,10 +49,10 @@ figure() { # name value target-op target unit
 	echo "FIGURE $1: $2$5 (target $3 $4$5) $ok"
 }
 
-# run_loom B T [extra args] -> prints "tokens_per_s maxrss_kb"
+# run_loom B T STEPS [extra args] -> prints "tokens_per_s maxrss_kb"
 run_loom() {
-	local b=$1 t=$2; shift 2
-	$PY tests/mkframes.py "$b" $((t + 1)) $((STEPS + 1)) 50257 1 > "$W/frames"
+	local b=$1 t=$2 n=$3; shift 3
+	$PY tests/mkframes.py "$b" $((t + 1)) $((n + 1)) 50257 1 > "$W/frames"
 	$PY - "$W" "$b" "$t" "$THREADS" "$@" <<'PY'
 import json, resource, subprocess, sys
 w, b, t, th = sys.argv[1:5]
@@ -66,20 +69,20 @@ PY
 
 params=$(loom-train --dry-run -c gpt2 | awk '/^parameters:/ {print $2}')
 mfus=
-for shape in "4 64 1.5" "8 256 1.2"; do
+for shape in "4 64 1.5 $SMALL_STEPS" "8 256 1.2 $STEPS"; do
 	set -- $shape
-	b=$1 t=$2 want=$3
-	read -r tps rss < <(run_loom "$b" "$t")
+	b=$1 t=$2 want=$3 n=$4
+	read -r tps rss < <(run_loom "$b" "$t" "$n")
 	probe
 	echo "loom-train gpt2 B=$b T=$t: $tps tokens/s, peak RSS $((rss / 1024)) MB; best sgemm probe so far $peak GFLOP/s"
 	mfus="$mfus $b $t $tps"
 	if [ "$b" = 8 ]; then
-		read -r tps_r rss_r < <(run_loom "$b" "$t" --recompute)
+		read -r tps_r rss_r < <(run_loom "$b" "$t" "$n" --recompute)
 		echo "loom-train gpt2 B=$b T=$t --recompute: $tps_r tokens/s, peak RSS $((rss_r / 1024)) MB"
 		echo "FIGURE loom-train gpt2 B=8,T=256 peak memory: $((rss / 1024)) MB, with --recompute $((rss_r / 1024)) MB ($($PY -c "print('%.2f' % ($rss_r / $rss))")x), recompute time cost $($PY -c "print('%.2f' % ($tps / $tps_r))")x"
 	fi
 	if [ $have_torch = 1 ]; then
-		ttps=$($PY tests/bench/train_torch.py "$b" "$t" $((STEPS + 1)) "$THREADS" 2>/dev/null | awk '{print $2}')
+		ttps=$($PY tests/bench/train_torch.py "$b" "$t" $((n + 1)) "$THREADS" 2>/dev/null | awk '{print $2}')
 		probe
 		echo "pytorch gpt2 B=$b T=$t: $ttps tokens/s"
 		figure "loom-train vs PyTorch gpt2 B=$b,T=$t tokens/s" "$($PY -c "print('%.2f' % ($tps / $ttps))")" ">=" "$want" "x"
