@@ -568,3 +568,16 @@ void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int3
 			tg[(size_t)b * T + t] = y > INT32_MAX ? INT32_MIN : (int32_t)y;
 		}
 }
+
+void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
+		       size_t n)
+{
+	if (pad_id > INT32_MAX)
+		return; /* split_records already made such ids invalid */
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == (int32_t)pad_id)
+			in[i] = 0;
+		if (tg[i] == (int32_t)pad_id)
+			tg[i] = g->cfg.ignore_id;
+	}
+}

@@ -133,6 +133,12 @@ int loom_gpt_sample(const float *logits, int V, float temperature, int top_k,
  * (inputs = rec[b, 0..T-1], targets = rec[b, 1..T]). */
 void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int32_t *in,
 			    int32_t *tg);
+/* Padded frames (loom-feed --pad ID, flag PAD): targets equal to pad_id
+ * become g's ignore_id (no loss, no gradient, not counted by eval); inputs
+ * equal to pad_id become 0 (padding is at the end of a record, so those
+ * inputs only feed positions whose targets are ignored). */
+void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
+		       size_t n);
 
 /* Memory plan for a config at batch B, sequence T (bytes). */
 struct loom_gpt_mem {

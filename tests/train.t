@@ -35,6 +35,18 @@ ok "another seed gives another curve" test "$(losses "$T/c.json")" != "$(losses 
 run loom-train -q -c tiny --steps 40 --recompute --log "$T/r.json" < "$F"
 is "$(losses "$T/r.json")" "$(losses "$T/a.json")" "--recompute: identical losses"
 
+# padded frames (loom-feed --pad): padded targets carry no loss, even with a
+# pad id outside the vocabulary; eval counts only the real targets
+mkdir -p "$T/pad"
+seq 0 599 | awk '{ print $1 % 100 }' > "$T/pad/tokens.txt"
+loom-shard -q -f text -L 6 --no-shuffle -o "$T/pad/p" "$T/pad/tokens.txt"
+loom-feed -q -m "$T/pad/p.manifest.json" --batch 4 --seq 8 --seed 1 --pad 1000 > "$T/pad/frames"
+run loom-train -q -c tiny --steps 20 --save "$T/pad/ck" --log "$T/pad/log" < "$T/pad/frames"
+is_rc 0 "trains on frames padded with an id outside the vocabulary"
+like "$T/pad/log" '"step":20,"loss":[0-9.]+' "with finite losses"
+run loom-eval --checkpoint "$T/pad/ck" < "$T/pad/frames"
+like "$out" '"tokens":480,' "eval counts 5 real targets per 6-token record (99 records: 24 frames of 4)"
+
 run loom-train -c tiny --steps 10 --log-every 5 < "$F"
 like "$err" '^loom-train: step 5/10 loss [0-9.]+ lr' "human progress line every --log-every steps"
 like "$err" 'done: 10 steps' "summary line"

@@ -115,15 +115,8 @@ static int do_eval(const char *ckpt, uint64_t max_frames)
 				cli_die("out of memory");
 		}
 		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
-		if (h.flags & LOOM_BATCH_F_PAD) {
-			/* padded targets are ignored; padded inputs only feed
-			 * positions whose targets are ignored (causal), so any
-			 * valid id will do there */
-			m.g->cfg.ignore_id = (int)h.pad_id;
-			for (int i = 0; i < B * T; i++)
-				if ((uint32_t)in[i] == h.pad_id)
-					in[i] = 0;
-		}
+		if (h.flags & LOOM_BATCH_F_PAD)
+			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
 		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));

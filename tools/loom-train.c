@@ -391,6 +391,8 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 				cli_die("out of memory");
 		}
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
+		if (h.flags & LOOM_BATCH_F_PAD)
+			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
 		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
 			cli_die("%s: frame %llu: %s", path,
 				(unsigned long long)loom_batch_reader_frames(r) - 1,
@@ -657,6 +659,8 @@ int main(int argc, char **argv)
 				first = 0;
 			}
 			loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
+			if (h.flags & LOOM_BATCH_F_PAD)
+				loom_gpt_mask_pad(g, h.pad_id, in, tg, (size_t)B * T);
 			/* dropout masks: independent per rank (rank 0 as a single process) */
 			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro) ^
 						     ((uint64_t)train_dist_rank() << 48));
