@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int loom_err_set(struct loom_err *e, int code, const char *fmt, ...)
 {
@@ -53,6 +54,13 @@ const char *loom_strerror(int code)
 	case LOOM_EOF: return "end of input";
 	}
 	return "unknown error";
+}
+
+double loom_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 const char *loom_version(void)

@@ -51,6 +51,9 @@ void loom_err_clear(struct loom_err *e);
 /* Short name of an error code ("I/O error", "malformed input", ...). */
 const char *loom_strerror(int code);
 
+/* Monotonic clock in seconds (for rates, timeouts and progress). */
+double loom_now(void);
+
 /* Library version string, e.g. "0.1.0". */
 const char *loom_version(void);
 

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef LOOM_HAVE_MPI
 #include <mpi.h>
@@ -90,14 +89,6 @@ double loom_dist_wait_seconds(const struct loom_dist *d)
 	return d->wait_s;
 }
 
-#ifdef LOOM_HAVE_MPI
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-#endif
 
 static int env_int(const char *name)
 {
@@ -284,7 +275,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		if ((rc = bucket_start(d, &d->b[k])))
 			return rc;
 	d->armed = 0;
-	double t0 = now();
+	double t0 = loom_now();
 	for (int k = 0; k < d->nb; k++) {
 		struct bucket *b = &d->b[k];
 		MPI_TRY(d, MPI_Wait(&b->req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
@@ -305,7 +296,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	MPI_TRY(d, MPI_Allreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
 		"allreduce of the gradient norm");
 	d->bytes_step += 16 * (uint64_t)(d->world - 1);
-	d->wait_s += now() - t0;
+	d->wait_s += loom_now() - t0;
 	/* the shards hold sums over ranks: the mean gradient is 1/world of it */
 	float n = (float)(sqrt(red[0]) / d->world);
 	if (norm)
@@ -324,10 +315,10 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 		progress(d);
 	}
-	t0 = now();
+	t0 = loom_now();
 	for (int k = 0; k < d->nb; k++)
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
-	d->wait_s += now() - t0;
+	d->wait_s += loom_now() - t0;
 	d->bytes_total += d->bytes_step;
 	return 0;
 }

@@ -55,13 +55,6 @@ struct xfer {
 	uint64_t *total_received;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void sleep_s(double s)
 {
 	if (s <= 0)
@@ -295,7 +288,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 	if (!x->f->o.progress || x->mem)
 		return 0;
 	struct loom_fetch_progress p;
-	double dt = now() - x->t0;
+	double dt = loom_now() - x->t0;
 	p.url = x->url;
 	p.done = x->written;
 	p.total = x->want_size >= 0 ? (uint64_t)x->want_size : 0;
@@ -367,7 +360,7 @@ static int perform(struct xfer *x)
 	x->cr_start = x->cr_total = -1;
 	x->reason[0] = 0;
 	x->received = 0;
-	x->t0 = now();
+	x->t0 = loom_now();
 	CURLcode cr = curl_easy_perform(c);
 
 	if (x->fail)
@@ -648,7 +641,7 @@ int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 	struct filectx fc;
 	struct xfer *x = &fc.x;
 	int rc = 0;
-	double t0 = now();
+	double t0 = loom_now();
 
 	memset(res, 0, sizeof *res);
 	memset(&fc, 0, sizeof fc);
@@ -768,6 +761,6 @@ out:
 	for (int i = 0; i < H_N; i++)
 		loom_hash_free(x->h[i]);
 	free(fc.part);
-	res->seconds = now() - t0;
+	res->seconds = loom_now() - t0;
 	return rc;
 }

@@ -203,7 +203,7 @@ int bpe_train_main(int argc, char **argv)
 	o.progress = on_progress;
 	o.progress_ctx = &c;
 
-	double t0 = cli_now();
+	double t0 = loom_now();
 	c.t = loom_bpe_trainer_new();
 	if (!c.t)
 		cli_die("out of memory");
@@ -215,12 +215,12 @@ int bpe_train_main(int argc, char **argv)
 		read_input(&c, NULL);
 	for (int i = optind; i < argc; i++)
 		read_input(&c, argv[i]);
-	double t1 = cli_now();
+	double t1 = loom_now();
 	if (loom_bpe_trainer_learn(c.t, &o) < 0) {
 		cli_progress_done(&c.prog);
 		fail_trainer(&c);
 	}
-	double t2 = cli_now();
+	double t2 = loom_now();
 	cli_progress_done(&c.prog);
 	if (loom_bpe_trainer_write(c.t, outdir) < 0)
 		fail_trainer(&c);
@@ -242,7 +242,7 @@ int bpe_train_main(int argc, char **argv)
 			 (unsigned long long)s->docs, cli_bytes((double)s->bytes, b1, sizeof b1),
 			 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
 			 (unsigned long long)s->merges, (unsigned long long)s->vocab,
-			 cli_now() - t0, t1 - t0, t2 - t1,
+			 loom_now() - t0, t1 - t0, t2 - t1,
 			 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
 	}
 	loom_bpe_trainer_free(c.t);

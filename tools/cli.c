@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "loom_common.h"
@@ -141,25 +140,18 @@ void cli_no_binary_tty(int fd, int force)
 				"(redirect it, or use --force)");
 }
 
-double cli_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void cli_progress_init(struct cli_progress *p, int force)
 {
 	memset(p, 0, sizeof *p);
 	p->enabled = force || isatty(STDERR_FILENO);
-	p->start = p->last = cli_now();
+	p->start = p->last = loom_now();
 }
 
 int cli_progress_due(struct cli_progress *p)
 {
 	if (!p->enabled)
 		return 0;
-	double t = cli_now();
+	double t = loom_now();
 	if (t - p->last < 0.25)
 		return 0;
 	p->last = t;

@@ -46,9 +46,6 @@ uint64_t cli_size(const char *opt, const char *arg); /* 512M, 2G, ... */
 /* Refuse to write binary data to a terminal unless forced (exit 2). */
 void cli_no_binary_tty(int fd, int force);
 
-/* Monotonic seconds. */
-double cli_now(void);
-
 /* Progress on stderr: enabled when stderr is a TTY or when forced
  * (--progress); throttled to a few updates a second; "\r...\e[K" lines. */
 struct cli_progress {

@@ -693,7 +693,7 @@ static int cmd_encode(int argc, char **argv)
 	struct span span = { 0 };
 	struct totals t = { 0 };
 	struct buf ob = { 0 };
-	double t0 = cli_now();
+	double t0 = loom_now();
 
 	if (threads == 1) {
 		struct loom_bpe *e = loom_bpe_new(v);
@@ -784,7 +784,7 @@ static int cmd_encode(int argc, char **argv)
 	}
 	out_commit(&o);
 	cli_progress_done(&prog);
-	double dt = cli_now() - t0;
+	double dt = loom_now() - t0;
 	if (!quiet)
 		fprintf(stderr,
 			"loom-bpe: encode: %llu documents (%llu dropped), %llu tokens, %llu bytes, "
@@ -856,7 +856,7 @@ static int cmd_decode(int argc, char **argv)
 	uint32_t *ids = malloc(CHUNK * sizeof *ids);
 	size_t olen = 0, ocap = 0;
 	uint64_t pos = 0, bytes_out = 0;
-	double t0 = cli_now();
+	double t0 = loom_now();
 	if (!in || !ids)
 		cli_die("out of memory");
 	for (int fi = 0; fi < nfiles; fi++) {
@@ -952,7 +952,7 @@ static int cmd_decode(int argc, char **argv)
 			close(fd);
 	}
 	out_commit(&o);
-	double dt = cli_now() - t0;
+	double dt = loom_now() - t0;
 	if (!quiet)
 		fprintf(stderr, "loom-bpe: decode: %llu tokens, %llu bytes, %.2f MB/s\n",
 			(unsigned long long)pos, (unsigned long long)bytes_out,

@@ -97,7 +97,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames)
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int32_t *in = NULL, *tg = NULL;
-	double nll = 0, t0 = cli_now();
+	double nll = 0, t0 = loom_now();
 	int64_t ntok = 0, ncorr = 0;
 	uint64_t frames = 0;
 	int rc;
@@ -141,7 +141,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames)
 			      "loss", loss, "perplexity", exp(loss),
 			      "accuracy", (double)ncorr / (double)ntok,
 			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
-			      "seconds", round((cli_now() - t0) * 1000) / 1000);
+			      "seconds", round((loom_now() - t0) * 1000) / 1000);
 	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
 		    : NULL;
 	if (!s)

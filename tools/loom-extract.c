@@ -227,7 +227,7 @@ static void show_progress(struct ctx *c, int force)
 	struct loom_dump_stats st;
 	char a[32], b[32];
 	loom_dump_stats(c->dump, &st);
-	double dt = cli_now() - c->t0, rate = dt > 0 ? st.bytes_in / dt : 0;
+	double dt = loom_now() - c->t0, rate = dt > 0 ? st.bytes_in / dt : 0;
 	char eta[32] = "";
 	if (st.size_in && rate > 0 && st.bytes_in <= st.size_in)
 		snprintf(eta, sizeof eta, ", ETA %.0f s", (st.size_in - st.bytes_in) / rate);
@@ -346,7 +346,7 @@ int main(int argc, char **argv)
 	if (loom_outfile_open(&c.out, output))
 		cli_die("%s", loom_outfile_error(&c.out));
 	cli_progress_init(&c.prog, force_progress);
-	c.t0 = cli_now();
+	c.t0 = loom_now();
 
 	int r = loom_dump_run(c.dump, page_fn, write_fn, &c);
 	show_progress(&c, 1);
@@ -391,7 +391,7 @@ int main(int argc, char **argv)
 			(unsigned long long)st.stat[S_NOTEXT], cli_bytes(st.bytes_in, a, sizeof a),
 			cli_bytes(st.bytes_xml, b, sizeof b),
 			cli_bytes(st.stat[S_BYTES_OUT], o, sizeof o),
-			(unsigned long long)st.invalid_utf8, cli_now() - c.t0,
+			(unsigned long long)st.invalid_utf8, loom_now() - c.t0,
 			st.multistream ? ", multistream" : "", r ? ", INCOMPLETE" : "");
 	}
 	for (int i = 0; i < dopts.threads; i++) {

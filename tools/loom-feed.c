@@ -489,7 +489,7 @@ int main(int argc, char **argv)
 
 	struct cli_progress pr;
 	cli_progress_init(&pr, progress);
-	double t0 = cli_now();
+	double t0 = loom_now();
 	uint64_t bytes = 0, frames = 0;
 	uint32_t last_epoch = F.start < F.end ? (uint32_t)(F.start / F.K) : 0;
 	for (uint64_t seq = F.start; seq < F.end; seq++) {
@@ -519,7 +519,7 @@ int main(int argc, char **argv)
 		pthread_cond_broadcast(&F.cv_free);
 		pthread_mutex_unlock(&F.mu);
 		if (cli_progress_due(&pr)) {
-			double dt = cli_now() - t0;
+			double dt = loom_now() - t0;
 			cli_progress_show(&pr, "batch %llu, epoch %u, %.0f records/s",
 					  (unsigned long long)seq, last_epoch,
 					  dt > 0 ? (double)frames * F.B / dt : 0);
@@ -548,7 +548,7 @@ done:
 	for (uint64_t i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	if (!quiet) {
-		double dt = cli_now() - t0;
+		double dt = loom_now() - t0;
 		char bb[32];
 		fprintf(stderr,
 			"loom-feed: %llu batches of %ux%u (rank %u of %u) from %llu records in %zu "

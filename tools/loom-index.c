@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 	cli_progress_init(&pr, progress);
 	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
 	int failed = 0, stdin_used = 0;
-	double t0 = cli_now();
+	double t0 = loom_now();
 	njobs = nfiles;
 	jobs = calloc((size_t)nfiles, sizeof *jobs);
 	if (!jobs)
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 			tot.pmax = jb->st.pmax;
 	}
 	free(jobs);
-	double dt = cli_now() - t0;
+	double dt = loom_now() - t0;
 	if (fflush(stdout) != 0)
 		cli_die("cannot write to stdout");
 	if (!quiet && !failed) {

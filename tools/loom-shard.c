@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 	tok = malloc(cap * sizeof *tok);
 	if (!tok)
 		fail("out of memory");
-	double t0 = cli_now();
+	double t0 = loom_now();
 	uint64_t in_bytes = 0;
 	for (int i = 0; i < ninputs; i++) {
 		struct loom_tokin *in = loom_tokin_open(inputs[i], fmt, &err);
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 		fail(loom_shard_error(g_shard));
 	struct loom_shard_stats st;
 	loom_shard_get_stats(g_shard, &st);
-	double dt = cli_now() - t0;
+	double dt = loom_now() - t0;
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);

@@ -188,10 +188,10 @@ static double bench_sgemm(int verbose)
 			b[i] = (float)(i % 13) * 0.01f;
 		}
 		for (int r = 0; r < 4; r++) {
-			double t0 = cli_now();
+			double t0 = loom_now();
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b,
 				    n, 0.0f, c, n);
-			double dt = cli_now() - t0, gf = 2.0 * n * n * (double)n / dt / 1e9;
+			double dt = loom_now() - t0, gf = 2.0 * n * n * (double)n / dt / 1e9;
 			if (r && gf > best) /* first run warms up */
 				best = gf;
 			if (verbose)
@@ -284,12 +284,12 @@ static void save_ckpt(struct trainer *t)
 	};
 	char path[4096];
 	struct loom_err err = { 0 };
-	double t0 = cli_now();
+	double t0 = loom_now();
 	if (loom_ckpt_write(&s, path, sizeof path, &err))
 		cli_die("%s", err.msg);
 	t->saved = t->step + 1;
 	if (t->verbose)
-		cli_warn("saved %s (%.2f s)", path, cli_now() - t0);
+		cli_warn("saved %s (%.2f s)", path, loom_now() - t0);
 	free(ctxt);
 	free(tp);
 	free(mm);
@@ -379,7 +379,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 	double nll = 0;
 	int64_t ntok = 0, ncorr = 0;
 	int32_t *in = NULL, *tg = NULL;
-	double t0 = cli_now();
+	double t0 = loom_now();
 	while ((rc = loom_batch_read(r, &h, &tok)) == 1) {
 		if ((int)h.seq_len < T + 1)
 			cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %u", path,
@@ -414,7 +414,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 	if (!t->quiet)
 		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld tokens, %.1f s)",
 			 (unsigned long long)t->step, loss, exp(loss),
-			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok, cli_now() - t0);
+			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok, loom_now() - t0);
 	if (log) {
 		fprintf(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
 			(unsigned long long)t->step, loss, exp(loss),
@@ -617,14 +617,14 @@ int main(int argc, char **argv)
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int first = 1, ended = 0, rc;
-	double t_start = cli_now();
+	double t_start = loom_now();
 	uint64_t start_step = t.step;
 	float loss = 0, norm = 0;
 	struct cli_progress prog;
 	cli_progress_init(&prog, 0);
 
 	while (t.step < (uint64_t)c->steps && !stop_sig && !ended) {
-		double t0 = cli_now();
+		double t0 = loom_now();
 		double lsum = 0;
 		int micro;
 		/* gradients are zero here: loom_gpt_step() leaves them so */
@@ -693,7 +693,7 @@ int main(int argc, char **argv)
 		uint64_t ntok = (uint64_t)c->global_batch * T; /* all ranks */
 		t.samples += (uint64_t)c->global_batch;
 		t.tokens += ntok;
-		double dt = cli_now() - t0;
+		double dt = loom_now() - t0;
 		if (!isfinite(loss))
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t.step, loss);
@@ -725,7 +725,7 @@ int main(int argc, char **argv)
 		cli_die("stdin: no batches (an empty stream)");
 	if (save && t.saved != t.step + 1 && (t.step > start_step || !resume))
 		save_ckpt(&t);
-	double el = cli_now() - t_start;
+	double el = loom_now() - t_start;
 	if (!quiet) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
