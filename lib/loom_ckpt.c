@@ -55,24 +55,6 @@ static int json_get_u64(json_t *v, uint64_t *out)
 	return -1;
 }
 
-static int mkdir_p(const char *path, struct loom_err *err)
-{
-	char buf[PATH_MAX];
-	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-		return loom_err_set(err, LOOM_EINVAL, "path too long: '%s'", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-			return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", buf);
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-		return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", buf);
-	return 0;
-}
-
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
 	(void)sb;
@@ -349,7 +331,7 @@ int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 	int rc;
 	if ((rc = check_save_table(s, err)) < 0)
 		return rc;
-	if ((rc = mkdir_p(s->dir, err)) < 0)
+	if ((rc = loom_mkdir_p(s->dir, err)) < 0)
 		return rc;
 	snprintf(name, sizeof name, STEP_FMT, s->state.step);
 	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", s->dir, name) >= (int)sizeof tmp ||

@@ -246,6 +246,32 @@ int loom_fsync_dir_of(const char *path, struct loom_err *err)
 	return rc;
 }
 
+int loom_mkdir_p(const char *path, struct loom_err *err)
+{
+	struct stat st;
+	char *buf = strdup(path);
+	int rc = 0;
+	if (!buf)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	for (char *p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(buf, 0777) < 0 && errno != EEXIST) {
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot create directory '%s'", buf);
+			break;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	if (rc == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
+		rc = loom_err_set(err, LOOM_EIO, "'%s' is not a directory", path);
+	free(buf);
+	return rc;
+}
+
 int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err)
 {
 	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);

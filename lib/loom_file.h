@@ -55,6 +55,9 @@ int loom_write_all(int fd, const void *buf, size_t n);
 int loom_pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory containing `path` (or `path` itself if a dir). */
 int loom_fsync_dir_of(const char *path, struct loom_err *err);
+/* mkdir -p: create `path` and its missing parents (mode 0777 & ~umask);
+ * an existing directory is fine, an existing non-directory is an error. */
+int loom_mkdir_p(const char *path, struct loom_err *err);
 /* Read a whole file ("-" = stdin) into a malloc'd, NUL-terminated buffer. */
 int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err);
 /* Write a whole buffer to `path` atomically (temp + fsync + rename). */

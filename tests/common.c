@@ -105,6 +105,21 @@ int main(void)
 	is_int(loom_outfile_commit(&o), 0, "commit /dev/null");
 	ok(stat("/dev/null", &fst) == 0 && S_ISCHR(fst.st_mode), "/dev/null is still a device");
 
+	/* mkdir -p */
+	snprintf(path, sizeof path, "%s/a/b/c", dir);
+	is_int(loom_mkdir_p(path, &err), 0, "mkdir -p creates parents");
+	ok(stat(path, &fst) == 0 && S_ISDIR(fst.st_mode), "the directory exists");
+	is_int(loom_mkdir_p(path, &err), 0, "an existing directory is fine");
+	snprintf(path, sizeof path, "%s/out.bin/x", dir);
+	is_int(loom_mkdir_p(path, &err), LOOM_EIO, "a file in the way fails");
+	ok(strstr(err.msg, "out.bin") != NULL, "message names the path");
+	snprintf(path, sizeof path, "%s/a/b/c", dir);
+	rmdir(path);
+	snprintf(path, sizeof path, "%s/a/b", dir);
+	rmdir(path);
+	snprintf(path, sizeof path, "%s/a", dir);
+	rmdir(path);
+
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	unlink(path);
 	rmdir(dir);

@@ -14,6 +14,7 @@
 #include "loom_common.h"
 #include "loom_dumpinfo.h"
 #include "loom_fetch.h"
+#include "loom_file.h"
 
 #define DEFAULT_MIRROR "https://dumps.wikimedia.org"
 
@@ -130,28 +131,6 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	if (fflush(stdout) != 0 && errno != EPIPE)
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	return 0;
-}
-
-static void mkdir_p(const char *dir)
-{
-	char *p = strdup(dir);
-	if (!p)
-		cli_die("out of memory");
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == 0) {
-			char c = *s;
-			*s = 0;
-			if (mkdir(p, 0777) < 0 && errno != EEXIST)
-				cli_die("cannot create directory '%s': %s", p, strerror(errno));
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	struct stat st;
-	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-		cli_die("'%s' is not a directory", p);
-	free(p);
 }
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -293,7 +272,9 @@ static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki
 	} else {
 		memcpy(date, date_arg, 9);
 	}
-	mkdir_p(outdir);
+	struct loom_err merr;
+	if (loom_mkdir_p(outdir, &merr) < 0)
+		cli_die("%s", merr.msg);
 	for (int i = 0; i < nsuf; i++) {
 		char *name = xasprintf("%s-%s-%s", wiki, date, suffix[i]);
 		const struct loom_dumpfile *e = loom_dumpinfo_find(&di, name);
