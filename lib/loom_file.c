@@ -121,7 +121,7 @@ int loom_outfile_open(struct loom_outfile *o, const char *path)
 		return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
 	}
 	const char *dir = dirname(copy);
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *base = loom_basename(path);
 	size_t n = strlen(dir) + strlen(base) + 32;
 	o->tmp = malloc(n);
 	if (!o->tmp) {
@@ -244,6 +244,12 @@ int loom_fsync_dir_of(const char *path, struct loom_err *err)
 		close(fd);
 	free(copy);
 	return rc;
+}
+
+const char *loom_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
 }
 
 int loom_mkdir_p(const char *path, struct loom_err *err)

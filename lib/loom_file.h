@@ -55,6 +55,9 @@ int loom_write_all(int fd, const void *buf, size_t n);
 int loom_pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory containing `path` (or `path` itself if a dir). */
 int loom_fsync_dir_of(const char *path, struct loom_err *err);
+/* The last component of a path ("a/b/c.txt" -> "c.txt"); never modifies
+ * its argument, returns a pointer into it. */
+const char *loom_basename(const char *path);
 /* mkdir -p: create `path` and its missing parents (mode 0777 & ~umask);
  * an existing directory is fine, an existing non-directory is an error. */
 int loom_mkdir_p(const char *path, struct loom_err *err);

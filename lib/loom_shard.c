@@ -1116,12 +1116,6 @@ static int remember(struct loom_shard *s, const char *path)
 	return 0;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *b = strrchr(p, '/');
-	return b ? b + 1 : p;
-}
-
 static int write_manifest(struct loom_shard *s, json_t *shards)
 {
 	json_t *m = json_object();
@@ -1246,8 +1240,8 @@ static int finish(struct loom_shard *s)
 			return rc;
 		}
 		json_array_append_new(shards, json_pack("{s:s, s:s, s:I, s:I, s:o}",
-						       "file", base_name(path),
-						       "index", base_name(ipath),
+						       "file", loom_basename(path),
+						       "index", loom_basename(ipath),
 						       "records", (json_int_t)loom_tfr_writer_records(w),
 						       "bytes", (json_int_t)loom_tfr_writer_bytes(w),
 						       "sha256", s->o.no_sha256 ? json_null()

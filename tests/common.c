@@ -105,6 +105,8 @@ int main(void)
 	is_int(loom_outfile_commit(&o), 0, "commit /dev/null");
 	ok(stat("/dev/null", &fst) == 0 && S_ISCHR(fst.st_mode), "/dev/null is still a device");
 
+	is_str(loom_basename("a/b/c.txt"), "c.txt", "basename of a path");
+	is_str(loom_basename("c.txt"), "c.txt", "basename without a slash");
 	/* mkdir -p */
 	snprintf(path, sizeof path, "%s/a/b/c", dir);
 	is_int(loom_mkdir_p(path, &err), 0, "mkdir -p creates parents");

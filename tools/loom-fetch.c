@@ -90,19 +90,13 @@ static void show_progress(void *ud, const struct loom_fetch_progress *p)
 				  cli_bytes(p->rate, r, sizeof r));
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 /* Fetch one file, print its summary, return 0 or the exit code. */
 static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 		     const struct loom_fetch_expect *exp)
 {
 	struct loom_fetch_result res;
 	char sz[32], at[32];
-	g.name = base_name(path);
+	g.name = loom_basename(path);
 	int rc = loom_fetch_file(f, url, path, exp, &res);
 	cli_progress_done(&g.prog);
 	if (rc < 0) {
@@ -403,7 +397,7 @@ int main(int argc, char **argv)
 	if (url) {
 		if (dump_opt)
 			cli_usage_error("--mirror/--wiki/--date/--what do not apply to a single URL");
-		const char *bn = base_name(url);
+		const char *bn = loom_basename(url);
 		char *name = strndup(bn, strcspn(bn, "?#"));
 		char *path;
 		struct stat st;
