@@ -43,29 +43,33 @@ int loom_series_add(struct loom_series *s, double x, double y)
 	return 0;
 }
 
-int loom_series_add_json(struct loom_series *s, const char *line, size_t len)
+int loom_series_add_json(struct loom_series *s, size_t n, const char *line, size_t len)
 {
 	json_error_t je;
 	json_t *o = json_loadb(line, len, 0, &je);
-	int rc = 0;
+	int added = 0;
 	if (!o)
-		return loom_err_set(&s->err, LOOM_EFORMAT, "column %d: %s",
-				    je.column, je.text);
+		return loom_err_set(&s[0].err, LOOM_EFORMAT, "column %d: %s", je.column, je.text);
 	if (!json_is_object(o)) {
 		json_decref(o);
-		return loom_err_set(&s->err, LOOM_EFORMAT, "not a JSON object");
+		return loom_err_set(&s[0].err, LOOM_EFORMAT, "not a JSON object");
 	}
-	json_t *x = json_object_get(o, s->xkey), *y = json_object_get(o, s->ykey);
-	if (json_is_number(x) && json_is_number(y)) {
+	for (size_t k = 0; k < n; k++) {
+		json_t *x = json_object_get(o, s[k].xkey), *y = json_object_get(o, s[k].ykey);
+		if (!json_is_number(x) || !json_is_number(y))
+			continue;
 		double xv = json_number_value(x), yv = json_number_value(y);
-		if (isfinite(xv) && isfinite(yv)) {
-			rc = loom_series_add(s, xv, yv);
-			if (rc == 0)
-				rc = 1;
+		if (!isfinite(xv) || !isfinite(yv))
+			continue;
+		if (loom_series_add(&s[k], xv, yv) < 0) {
+			s[0].err = s[k].err;
+			added = LOOM_ENOMEM;
+			break;
 		}
+		added++;
 	}
 	json_decref(o);
-	return rc;
+	return added;
 }
 
 /* growable string for the SVG */

@@ -29,10 +29,11 @@ struct loom_series {
 void loom_series_init(struct loom_series *s, const char *xkey, const char *ykey);
 void loom_series_release(struct loom_series *s);
 int loom_series_add(struct loom_series *s, double x, double y);
-/* Parse one JSON-object line; adds a point when both keys hold numbers.
- * Returns 1 if a point was added, 0 if not, LOOM_EFORMAT if the line is
- * not a JSON object (message says why, with the column). */
-int loom_series_add_json(struct loom_series *s, const char *line, size_t len);
+/* Parse one JSON-object line once and add a point to each of the n series
+ * whose two keys hold numbers there.  Returns the number of points added,
+ * or LOOM_EFORMAT if the line is not a JSON object (message in s[0].err,
+ * with the column) or LOOM_ENOMEM. */
+int loom_series_add_json(struct loom_series *s, size_t n, const char *line, size_t len);
 
 struct loom_plot_opts {
 	const char *title;      /* may be NULL */

@@ -41,20 +41,17 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 		lineno++;
 		if (strspn(line, " \t\r\n") == (size_t)len)
 			continue;
-		for (size_t k = 0; k < ns; k++) {
-			int rc = loom_series_add_json(&s[k], line, (size_t)len);
-			if (rc == LOOM_EFORMAT) {
-				/* a log still being written may end mid-line */
-				if (line[len - 1] != '\n' && feof(f)) {
-					cli_warn("%s: line %zu: incomplete last line ignored",
-						 path, lineno);
-					break;
-				}
-				cli_die("%s: line %zu: %s", path, lineno, s[k].err.msg);
+		int rc = loom_series_add_json(s, ns, line, (size_t)len);
+		if (rc == LOOM_EFORMAT) {
+			/* a log still being written may end mid-line */
+			if (line[len - 1] != '\n' && feof(f)) {
+				cli_warn("%s: line %zu: incomplete last line ignored", path, lineno);
+				break;
 			}
-			if (rc < 0)
-				cli_die("%s: %s", path, s[k].err.msg);
+			cli_die("%s: line %zu: %s", path, lineno, s[0].err.msg);
 		}
+		if (rc < 0)
+			cli_die("%s: %s", path, s[0].err.msg);
 	}
 	if (ferror(f))
 		cli_die("cannot read '%s': %s", path, strerror(errno));
