@@ -143,7 +143,8 @@ static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
 			      "n_inner",
 			      "layer_norm_epsilon", s->hf.layer_norm_epsilon,
 			      "initializer_range", 0.02,
-			      "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0,
+			      "resid_pdrop", s->hf.resid_pdrop, "embd_pdrop", s->hf.embd_pdrop,
+			      "attn_pdrop", s->hf.attn_pdrop,
 			      "tie_word_embeddings", 1,
 			      "torch_dtype", "float32");
 	if (!c) {
@@ -612,6 +613,18 @@ static int parse_hf(json_t *cfg, const char *path, struct loom_ckpt_hf *h, struc
 			return loom_err_set(err, LOOM_EFORMAT,
 					    "%s: layer_norm_epsilon must be a number in (0, 1)", path);
 		h->layer_norm_epsilon = json_number_value(v);
+	}
+	static const char *const pdrop[3] = { "resid_pdrop", "embd_pdrop", "attn_pdrop" };
+	double *pv[3] = { &h->resid_pdrop, &h->embd_pdrop, &h->attn_pdrop };
+	for (int i = 0; i < 3; i++) {
+		*pv[i] = 0.1;
+		v = json_object_get(cfg, pdrop[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) >= 1)
+			return loom_err_set(err, LOOM_EFORMAT, "%s: %s must be a number in [0, 1)",
+					    path, pdrop[i]);
+		*pv[i] = json_number_value(v);
 	}
 	return 0;
 }

@@ -52,6 +52,8 @@ struct loom_ckpt_tensor {
 struct loom_ckpt_hf {
 	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;
 	double layer_norm_epsilon;
+	/* dropout probabilities (HF defaults 0.1 when a file has none) */
+	double resid_pdrop, embd_pdrop, attn_pdrop;
 };
 
 /* state.json: where training stands. */

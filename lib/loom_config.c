@@ -32,6 +32,7 @@ static const struct key keys[] = {
 	{ "n_positions", K_INT, O(n_positions), 1, 1 << 20, NULL, "position table size" },
 	{ "seq_len", K_INT, O(seq_len), 1, 1 << 20, NULL, "training sequence length T" },
 	{ "dropout", K_FLOAT, O(dropout), 0, 0.95, NULL, "embedding/residual dropout" },
+	{ "attn_dropout", K_FLOAT, O(attn_dropout), 0, 0.95, NULL, "attention-probability dropout" },
 	{ "layer_norm_epsilon", K_FLOAT, O(layer_norm_epsilon), 1e-12, 1e-1, NULL, "LayerNorm eps" },
 	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B" },
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step" },
@@ -68,6 +69,7 @@ void loom_config_defaults(struct loom_config *c)
 	c->n_positions = 64;
 	c->seq_len = 8;
 	c->dropout = 0;
+	c->attn_dropout = 0;
 	c->layer_norm_epsilon = 1e-5;
 	c->micro_batch = 4;
 	c->grad_accum = 1;

@@ -49,6 +49,7 @@ struct loom_config {
 	int n_positions;        /* size of the position table */
 	int seq_len;            /* training sequence length T (<= n_positions) */
 	double dropout;         /* embedding + residual dropout probability */
+	double attn_dropout;    /* attention-probability dropout probability */
 	double layer_norm_epsilon;
 	/* training */
 	int micro_batch;        /* B: records per frame / forward pass */

@@ -271,16 +271,19 @@ static uint64_t site_key(uint64_t key, int l, int site)
 	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
 }
 
-static void layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
+static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
 	int B = g->B, T = g->T, C = g->C, N = B * T;
 	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
+	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 
 	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
 	loom_k_matmul_fwd(a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
-	loom_k_attention_fwd(a->atty, a->att, a->qkv, B, T, C, g->NH);
+	if (loom_k_attention_fwd(a->atty, a->att, a->qkv, B, T, C, g->NH, adrop,
+				 site_key(g->key, l, 3)))
+		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	loom_k_matmul_fwd(g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
@@ -291,9 +294,11 @@ static void layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt
 	loom_k_matmul_fwd(g->tmp, a->fch_gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
+	return 0;
 }
 
-/* Embeddings and all blocks; returns the final hidden states [N,C]. */
+/* Embeddings and all blocks; returns the final hidden states [N,C], or
+ * NULL (error in g->err). */
 static const float *trunk_fwd(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C;
@@ -303,7 +308,8 @@ static const float *trunk_fwd(struct loom_gpt *g)
 		       site_key(g->key, -1, 0));
 	const float *x = g->encoded;
 	for (int l = 0; l < g->L; l++) {
-		layer_fwd(g, l, x, &g->layer[l]);
+		if (layer_fwd(g, l, x, &g->layer[l]))
+			return NULL;
 		x = g->layer[l].res3;
 	}
 	return x;
@@ -343,6 +349,8 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 	int C = g->C, V = g->V;
 	float *p = g->params;
 	const float *x = trunk_fwd(g);
+	if (!x)
+		return g->err.code;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
 	/* logits[N,V] = lnf[N,C] @ wte[V,C]^T */
@@ -371,6 +379,7 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	int B = g->B, T = g->T, C = g->C, N = B * T;
 	float *p = g->params, *dp = g->grads;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
+	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 	const float *dproj = g->dres;
 
 	/* MLP: res3 = res2 + drop(fch_gelu @ Wfcp + b) */
@@ -395,7 +404,8 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	}
 	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
 			  LP(g, p, l, PROJW), N, C, C);
-	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->att, B, T, C, g->NH))
+	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->att, B, T, C, g->NH, adrop,
+				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
 			  LP(g, p, l, ATTW), N, C, 3 * C);
@@ -425,8 +435,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 			     N, C);
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
-		if (g->cfg.recompute)
-			layer_fwd(g, l, x, &g->layer[l]);
+		if (g->cfg.recompute && (rc = layer_fwd(g, l, x, &g->layer[l])))
+			return rc;
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
 			return rc;
 		if (g->grad_ready)
@@ -511,7 +521,10 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	g->key = 0;
 	int C = g->C;
 	float *p = g->params;
-	const float *x = trunk_fwd(g) + (size_t)(n - 1) * C;
+	const float *x = trunk_fwd(g);
+	if (!x)
+		return g->err.code;
+	x += (size_t)(n - 1) * C;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), 1, C, (float)g->cfg.layer_norm_epsilon);
 	cblas_sgemv(CblasRowMajor, CblasNoTrans, g->V, C, 1.0f, TP(g, p, T_WTE), C, g->lnf, 1,

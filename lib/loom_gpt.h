@@ -3,7 +3,8 @@
  * (llm.c style): forward, backward, AdamW, generation helpers.
  *
  * Model: token + learned position embeddings (+ optional dropout),
- * n_layer pre-LayerNorm blocks of causal multi-head self-attention and a
+ * n_layer pre-LayerNorm blocks of causal multi-head self-attention
+ * (optional dropout on the attention probabilities, cfg.attn_dropout) and a
  * GELU(tanh) MLP of width 4C (residual dropout after each projection),
  * final LayerNorm, LM head tied to the token embedding.
  *

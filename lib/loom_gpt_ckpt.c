@@ -44,6 +44,8 @@ int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg)
 		cfg->vocab_size = (int)hf->vocab_size;
 		cfg->seq_len = cfg->n_positions;
 		cfg->layer_norm_epsilon = hf->layer_norm_epsilon;
+		cfg->dropout = hf->resid_pdrop;
+		cfg->attn_dropout = hf->attn_pdrop;
 		snprintf(cfg->preset, sizeof cfg->preset, "checkpoint");
 	}
 	if (cfg->n_layer != hf->n_layer || cfg->n_embd != hf->n_embd ||

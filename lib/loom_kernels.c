@@ -308,50 +308,98 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
 		}
 }
 
-/* ---- attention --------------------------------------------------------- */
+/* ---- counter-based randomness (dropout masks) ------------------------ */
 
-void loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
-			  int NH)
+uint64_t loom_k_hash64(uint64_t x)
 {
-	int hs = C / NH, C3 = 3 * C;
-	float scale = 1.0f / sqrtf((float)hs);
-	#pragma omp parallel for schedule(static)
-	for (int bh = 0; bh < B * NH; bh++) {
-		int b = bh / NH, h = bh % NH;
-		const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-		float *a = att + (size_t)bh * T * T;
-		float *o = out + (size_t)b * T * C + h * hs;
-		/* a = scale * q @ k^T (only the lower triangle is used) */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
-			    0.0f, a, T);
-		for (int i = 0; i < T; i++) {
-			float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
-			#pragma omp simd reduction(max:mx)
-			for (int j = 0; j <= i; j++)
-				mx = r[j] > mx ? r[j] : mx;
-			#pragma omp simd reduction(+:sum)
-			for (int j = 0; j <= i; j++) {
-				r[j] = vexpf(r[j] - mx);
-				sum += r[j];
-			}
-			float inv = 1.0f / sum;
-			#pragma omp simd
-			for (int j = 0; j <= i; j++)
-				r[j] *= inv;
-			for (int j = i + 1; j < T; j++)
-				r[j] = 0;
-		}
-		/* o = a @ v */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3,
-			    0.0f, o, C);
-	}
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
 }
 
-void loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
-				int C, int NH)
+static inline int keep(uint64_t key, size_t i, float p)
+{
+	uint64_t h = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
+	return (float)((h >> 40) * (1.0 / 16777216.0)) >= p;
+}
+
+/* ---- attention --------------------------------------------------------- */
+
+/* Row i of head bh with attention dropout: d[j] = p_ij * mask_ij / (1-p)
+ * for j <= i, 0 above the diagonal.  The mask element index is
+ * (bh * T + i) * T + j, the same in the fast and the naive kernels. */
+static void att_drop_row(float *d, const float *prow, int i, int T, size_t bh, float p,
+			 uint64_t key)
+{
+	float s = 1.0f / (1.0f - p);
+	size_t base = (bh * T + i) * (size_t)T;
+	for (int j = 0; j <= i; j++)
+		d[j] = keep(key, base + j, p) ? prow[j] * s : 0.0f;
+	for (int j = i + 1; j < T; j++)
+		d[j] = 0;
+}
+
+int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+			 int NH, float p, uint64_t key)
+{
+	int hs = C / NH, C3 = 3 * C, fail = 0;
+	float scale = 1.0f / sqrtf((float)hs);
+	#pragma omp parallel
+	{
+		/* dropped probabilities (only with attention dropout) */
+		float *dr = p > 0 ? malloc(sizeof(float) * (size_t)T * T) : NULL;
+		if (p > 0 && !dr) {
+			#pragma omp atomic write
+			fail = 1;
+		}
+		#pragma omp for schedule(static)
+		for (int bh = 0; bh < B * NH; bh++) {
+			if (p > 0 && !dr)
+				continue;
+			int b = bh / NH, h = bh % NH;
+			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+			float *a = att + (size_t)bh * T * T;
+			float *o = out + (size_t)b * T * C + h * hs;
+			/* a = scale * q @ k^T (only the lower triangle is used) */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
+				    k, C3, 0.0f, a, T);
+			for (int i = 0; i < T; i++) {
+				float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
+				#pragma omp simd reduction(max:mx)
+				for (int j = 0; j <= i; j++)
+					mx = r[j] > mx ? r[j] : mx;
+				#pragma omp simd reduction(+:sum)
+				for (int j = 0; j <= i; j++) {
+					r[j] = vexpf(r[j] - mx);
+					sum += r[j];
+				}
+				float inv = 1.0f / sum;
+				#pragma omp simd
+				for (int j = 0; j <= i; j++)
+					r[j] *= inv;
+				for (int j = i + 1; j < T; j++)
+					r[j] = 0;
+				if (dr)
+					att_drop_row(dr + (size_t)i * T, r, i, T, (size_t)bh, p, key);
+			}
+			/* o = a @ v (a with dropout applied) */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f,
+				    dr ? dr : a, T, v, C3, 0.0f, o, C);
+		}
+		free(dr);
+	}
+	return fail ? -1 : 0;
+}
+
+int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
+			       int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
+	float *dr = malloc(sizeof(float) * T);
+	if (!dr)
+		return -1;
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
 			for (int i = 0; i < T; i++) {
@@ -374,47 +422,66 @@ void loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B,
 				}
 				for (int j = 0; j < T; j++)
 					a[j] = j <= i ? (float)(a[j] / sum) : 0.0f;
+				for (int j = 0; j <= i; j++)
+					dr[j] = a[j];
+				if (p > 0)
+					att_drop_row(dr, a, i, T, (size_t)b * NH + h, p, key);
 				float *o = out + ((size_t)b * T + i) * C + h * hs;
 				for (int d = 0; d < hs; d++) {
 					double s = 0;
 					for (int j = 0; j <= i; j++)
-						s += (double)a[j] *
+						s += (double)dr[j] *
 						     qkv[((size_t)b * T + j) * C3 + 2 * C + h * hs + d];
 					o[d] = (float)s;
 				}
 			}
+	free(dr);
+	return 0;
 }
 
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
-			 int B, int T, int C, int NH)
+			 int B, int T, int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, fail = 0;
-	float scale = 1.0f / sqrtf((float)hs);
+	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 	#pragma omp parallel
 	{
 		float *dp = malloc(sizeof(float) * (size_t)T * T);
-		if (!dp) {
+		float *dr = p > 0 ? malloc(sizeof(float) * (size_t)T * T) : NULL;
+		if (!dp || (p > 0 && !dr)) {
 			#pragma omp atomic write
 			fail = 1;
 		}
 		#pragma omp for schedule(static)
 		for (int bh = 0; bh < B * NH; bh++) {
-			if (!dp)
+			if (!dp || (p > 0 && !dr))
 				continue;
 			int b = bh / NH, h = bh % NH;
 			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
 			float *dq = dqkv + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-			const float *p = att + (size_t)bh * T * T;
+			const float *pa = att + (size_t)bh * T * T;
 			const float *dy = dout + (size_t)b * T * C + h * hs;
-			/* dP = dY @ V^T ; dV = P^T @ dY */
+			/* with dropout the forward used D = drop(P): regenerate it */
+			if (dr)
+				for (int i = 0; i < T; i++)
+					att_drop_row(dr + (size_t)i * T, pa + (size_t)i * T, i, T,
+						     (size_t)bh, p, key);
+			/* dD = dY @ V^T ; dV = D^T @ dY */
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v,
 				    C3, 0.0f, dp, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, dy,
-				    C, 0.0f, dv, C3);
-			/* dS = P * (dP - rowsum(P * dP)), causal */
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f,
+				    dr ? dr : pa, T, dy, C, 0.0f, dv, C3);
+			/* dP = dD * mask / (1-p): kept where D != 0 (P > 0 gives D > 0
+			 * when kept; where P == 0, dS below is 0 whatever dP is);
+			 * dS = P * (dP - rowsum(P * dP)), causal */
 			for (int i = 0; i < T; i++) {
-				const float *pr = p + (size_t)i * T;
+				const float *pr = pa + (size_t)i * T;
 				float *r = dp + (size_t)i * T, dot = 0;
+				if (dr) {
+					const float *d = dr + (size_t)i * T;
+					for (int j = 0; j <= i; j++)
+						r[j] = d[j] != 0.0f ? r[j] * s : 0.0f;
+				}
 				for (int j = 0; j <= i; j++)
 					dot += pr[j] * r[j];
 				for (int j = 0; j <= i; j++)
@@ -429,18 +496,24 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 				    C3, 0.0f, dk, C3);
 		}
 		free(dp);
+		free(dr);
 	}
 	return fail ? -1 : 0;
 }
 
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
-			       const float *att, int B, int T, int C, int NH)
+			       const float *att, int B, int T, int C, int NH, float p,
+			       uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
 	double *dp = malloc(sizeof(double) * T);
-	if (!dp)
+	float *dr = malloc(sizeof(float) * T);
+	if (!dp || !dr) {
+		free(dp);
+		free(dr);
 		return -1;
+	}
 	memset(dqkv, 0, sizeof(float) * (size_t)B * T * C3);
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
@@ -449,6 +522,10 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 				const float *dy = dout + ((size_t)b * T + i) * C + h * hs;
 				const float *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
 				float *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
+				size_t base = (((size_t)b * NH + h) * T + i) * (size_t)T;
+				/* y_i = sum_j D_ij v_j, D_ij = P_ij m_ij / (1-p) */
+				for (int j = 0; j <= i; j++)
+					dr[j] = p <= 0 ? 1.0f : keep(key, base + j, p) ? 1.0f / (1.0f - p) : 0.0f;
 				double dot = 0;
 				for (int j = 0; j <= i; j++) {
 					const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
@@ -456,10 +533,10 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 					double s = 0;
 					for (int d = 0; d < hs; d++) {
 						s += (double)dy[d] * v[d];
-						dv[d] += a[j] * dy[d];
+						dv[d] += a[j] * dr[j] * dy[d];
 					}
-					dp[j] = s;
-					dot += a[j] * s;
+					dp[j] = s * dr[j]; /* dL/dP_ij */
+					dot += a[j] * dp[j];
 				}
 				for (int j = 0; j <= i; j++) {
 					double ds = a[j] * (dp[j] - dot) * scale;
@@ -472,6 +549,7 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 				}
 			}
 	free(dp);
+	free(dr);
 	return 0;
 }
 
@@ -526,20 +604,6 @@ void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
 }
 
 /* ---- dropout ----------------------------------------------------------- */
-
-uint64_t loom_k_hash64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static inline int keep(uint64_t key, size_t i, float p)
-{
-	uint64_t h = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
-	return (float)((h >> 40) * (1.0 / 16777216.0)) >= p;
-}
 
 void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
 {

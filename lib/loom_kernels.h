@@ -14,7 +14,7 @@
  * threads add into one value; global sums use fixed-size chunks.
  *
  * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
- * Nothing here allocates except the attention backward's per-thread
+ * Nothing here allocates except the attention kernels' per-thread
  * T x T scratch; nothing prints.
  */
 #ifndef LOOM_KERNELS_H
@@ -60,18 +60,23 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
 			     const float *inp, const float *w, int N, int IC, int OC);
 
 /* Causal multi-head attention.  qkv[B,T,3C] (q|k|v, heads of C/NH),
- * out[B,T,C], att[B,NH,T,T] softmax probabilities (zero above the
- * diagonal). */
-void loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
-			  int NH);
-void loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
-				int C, int NH);
+ * out[B,T,C], att[B,NH,T,T] softmax probabilities P (zero above the
+ * diagonal; kept without dropout).  With attention dropout p > 0 the
+ * output is drop(P) @ V, element (b,h,i,j) of the mask drawn from `key`
+ * as loom_k_dropout() draws element (b*NH+h)*T*T + i*T + j; backward
+ * regenerates the mask from the same key.  Return 0, or -1 if per-thread
+ * T x T scratch could not be allocated. */
+int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+			 int NH, float p, uint64_t key);
+int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
+			       int C, int NH, float p, uint64_t key);
 /* dqkv[B,T,3C] = gradient (overwritten).  O(T^2 * hs) per head, threaded
- * over (b, h).  Returns 0 or -1 if scratch could not be allocated. */
+ * over (b, h). */
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
-			 int B, int T, int C, int NH);
+			 int B, int T, int C, int NH, float p, uint64_t key);
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
-			       const float *att, int B, int T, int C, int NH);
+			       const float *att, int B, int T, int C, int NH, float p,
+			       uint64_t key);
 
 /* GELU, tanh approximation ("gelu_new"). */
 void loom_k_gelu_fwd(float *out, const float *inp, size_t n);

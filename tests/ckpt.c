@@ -81,7 +81,8 @@ static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
 	struct loom_ckpt_save s = {
 		.dir = dir, .tensors = tab, .n_tensors = nt, .adam_m = mp, .adam_v = vp,
 		.hf = {.n_layer = L, .n_embd = C, .n_head = 2, .n_positions = P,
-		       .vocab_size = V, .layer_norm_epsilon = 1e-5},
+		       .vocab_size = V, .layer_norm_epsilon = 1e-5, .resid_pdrop = 0.125,
+		       .embd_pdrop = 0.125, .attn_pdrop = 0.25},
 		.loom_config_json = "{\"preset\":\"tiny\",\"n_layer\":2}",
 		.state = {.step = step, .samples = step * 4, .tokens = step * 20,
 			  .rng = {1, 2, 0xfedcba9876543210ull, 4},
@@ -173,6 +174,9 @@ int main(void)
 	       "activation gelu_new");
 	is_int(json_integer_value(json_object_get(cfg, "n_embd")), C, "n_embd");
 	is_int(json_integer_value(json_object_get(cfg, "n_ctx")), P, "n_ctx");
+	ok(json_real_value(json_object_get(cfg, "attn_pdrop")) == 0.25 &&
+	   json_real_value(json_object_get(cfg, "resid_pdrop")) == 0.125 &&
+	   json_real_value(json_object_get(cfg, "embd_pdrop")) == 0.125, "HF dropout keys");
 	is_str(json_string_value(json_object_get(json_object_get(cfg, "loom"), "preset")), "tiny",
 	       "loom config stored under 'loom'");
 	json_decref(cfg);
@@ -188,7 +192,9 @@ int main(void)
 	   st->data_epoch == 1 && st->data_seed == 99 && st->data_batch == 2 &&
 	   st->data_seq_len == 5 && st->data_world == 1, "state round-trips");
 	ok(st->rng[2] == 0xfedcba9876543210ull && st->rng[3] == 4, "64-bit RNG state round-trips");
-	ok(loom_ckpt_hf(c)->n_layer == L && loom_ckpt_hf(c)->vocab_size == V, "hf keys");
+	ok(loom_ckpt_hf(c)->n_layer == L && loom_ckpt_hf(c)->vocab_size == V &&
+	   loom_ckpt_hf(c)->attn_pdrop == 0.25 && loom_ckpt_hf(c)->resid_pdrop == 0.125,
+	   "hf keys");
 	ok(strstr(loom_ckpt_loom_config(c), "\"preset\":\"tiny\"") != NULL, "loom config text");
 	ok(loom_ckpt_has_optimizer(c), "has optimizer");
 	float *save_p = malloc(total * 4), *save_m = malloc(total * 4), *save_v = malloc(total * 4);

@@ -39,6 +39,7 @@ reject "wrong type (--set float)" '^loom-train: lr: must be a number' --set lr=f
 reject "wrong type (--set bool)" '^loom-train: recompute: must be a boolean' --set recompute=maybe
 reject "bad enum" '^loom-train: decay: must be one of linear\|cosine\|inverse_sqrt\|constant' --set decay=exp
 reject "out of range" '^loom-train: dropout: 2 is outside' --set dropout=2
+reject "out of range (attention dropout)" '^loom-train: attn_dropout: 1 is outside' --set attn_dropout=1
 reject "hidden % heads" '^loom-train: n_embd: 100 is not divisible by n_head \(3\)$' --set n_embd=100,n_head=3
 reject "global batch rule" '^loom-train: global_batch: 7 != micro_batch \(4\) x grad_accum \(2\) x data_parallel \(1\) = 8$' \
 	--set global_batch=7,grad_accum=2

@@ -198,6 +198,23 @@ int main(void)
 	gradcheck(gd, 1, "dropout+recompute");
 	loom_gpt_free(gd);
 
+	/* attention-probability dropout alone, then with everything */
+	struct loom_config ca = c;
+	ca.attn_dropout = 0.3;
+	struct loom_gpt *ga = loom_gpt_new(&ca);
+	memcpy(ga->params, g->params, sizeof(float) * g->n_params);
+	loom_gpt_forward(ga, in, tg, B, T, 1, 77, &ld0);
+	loom_gpt_forward(ga, in, tg, B, T, 0, 77, &ld1);
+	ok(ld0 != ld1, "attention dropout changes the training loss (%.4f vs %.4f)", ld0, ld1);
+	gradcheck(ga, 1, "attention dropout");
+	loom_gpt_free(ga);
+	ca.dropout = 0.1;
+	ca.recompute = 1;
+	ga = loom_gpt_new(&ca);
+	memcpy(ga->params, g->params, sizeof(float) * g->n_params);
+	gradcheck(ga, 1, "attention+residual dropout, recompute");
+	loom_gpt_free(ga);
+
 	/* bad tokens are refused */
 	in[0] = 23;
 	ok(loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL) == LOOM_EINVAL &&

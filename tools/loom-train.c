@@ -271,7 +271,8 @@ static void save_ckpt(struct trainer *t)
 		.adam_m = mm,
 		.adam_v = vv,
 		.hf = { t->cfg.n_layer, t->cfg.n_embd, t->cfg.n_head, t->cfg.n_positions,
-			t->cfg.vocab_size, t->cfg.layer_norm_epsilon },
+			t->cfg.vocab_size, t->cfg.layer_norm_epsilon, t->cfg.dropout,
+			t->cfg.dropout, t->cfg.attn_dropout },
 		.loom_config_json = ctxt,
 		.state = {
 			.step = t->step, .samples = t->samples, .tokens = t->tokens,
