@@ -18,6 +18,18 @@
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
+/* The fast kernels are compiled three times (ifunc dispatch at load time):
+ * AVX-512, AVX2+FMA and baseline x86-64, so a stock build vectorises with
+ * the widest units of the machine it runs on (softmax, GELU, AdamW ... run
+ * 2-3x faster than with SSE2); OpenMP's outlined loops are cloned with
+ * their function.  A given machine always runs the same clone, so results
+ * stay bit-identical run to run.  Elsewhere one version is built. */
+#if defined(__x86_64__) && defined(__gnu_linux__) && !defined(LOOM_NO_CLONES)
+#define LOOM_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LOOM_SIMD
+#endif
+
 /* Element-wise loops with sqrtf vectorise only when the compiler may ignore
  * errno (no argument here is ever out of domain): the Makefile compiles
  * this file with -fno-math-errno. */
@@ -61,6 +73,7 @@ static inline float fast_tanh(float u)
 
 /* ---- encoder ----------------------------------------------------------- */
 
+LOOM_SIMD
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
 			int B, int T, int C)
 {
@@ -83,6 +96,7 @@ void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
 					wte[(size_t)tok[b * T + t] * C + c] + wpe[(size_t)t * C + c];
 }
 
+LOOM_SIMD
 void loom_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
 			int B, int T, int C)
 {
@@ -138,6 +152,7 @@ static void ln_row(float *o, float *mean, float *rstd, const float *x, const flo
 	*rstd = s;
 }
 
+LOOM_SIMD
 void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
 			  const float *w, const float *b, int N, int C, float eps)
 {
@@ -166,6 +181,7 @@ void loom_k_layernorm_fwd_naive(float *out, float *mean, float *rstd, const floa
 	}
 }
 
+LOOM_SIMD
 void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 			  const float *inp, const float *w, const float *mean,
 			  const float *rstd, int N, int C)
@@ -232,6 +248,7 @@ void loom_k_layernorm_bwd_naive(float *dinp, float *dw, float *db, const float *
 
 /* ---- matmul ------------------------------------------------------------ */
 
+LOOM_SIMD
 void loom_k_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
 		       int N, int IC, int OC)
 {
@@ -258,6 +275,7 @@ void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
 		}
 }
 
+LOOM_SIMD
 void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
 		       const float *inp, const float *w, int N, int IC, int OC)
 {
@@ -340,6 +358,12 @@ static void att_drop_row(float *d, const float *prow, int i, int T, size_t bh, f
 		d[j] = 0;
 }
 
+/* Causal blocking: rows are taken ATT_RB at a time and a row block
+ * [i0, i1) only meets keys [0, i1), so the products skip most of the
+ * zero upper triangle ((nb+1)/2nb of the full work for nb blocks). */
+#define ATT_RB 64
+
+LOOM_SIMD
 int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
 			 int NH, float p, uint64_t key)
 {
@@ -361,31 +385,36 @@ int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T,
 			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
 			float *a = att + (size_t)bh * T * T;
 			float *o = out + (size_t)b * T * C + h * hs;
-			/* a = scale * q @ k^T (only the lower triangle is used) */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
-				    k, C3, 0.0f, a, T);
-			for (int i = 0; i < T; i++) {
-				float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
-				#pragma omp simd reduction(max:mx)
-				for (int j = 0; j <= i; j++)
-					mx = r[j] > mx ? r[j] : mx;
-				#pragma omp simd reduction(+:sum)
-				for (int j = 0; j <= i; j++) {
-					r[j] = vexpf(r[j] - mx);
-					sum += r[j];
+			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
+				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
+				float *ab = a + (size_t)i0 * T;
+				/* a[i0:i1, 0:i1] = scale * q[i0:i1] @ k[0:i1]^T */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, i1 - i0, i1, hs,
+					    scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, ab, T);
+				for (int i = i0; i < i1; i++) {
+					float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
+					#pragma omp simd reduction(max:mx)
+					for (int j = 0; j <= i; j++)
+						mx = r[j] > mx ? r[j] : mx;
+					#pragma omp simd reduction(+:sum)
+					for (int j = 0; j <= i; j++) {
+						r[j] = vexpf(r[j] - mx);
+						sum += r[j];
+					}
+					float inv = 1.0f / sum;
+					#pragma omp simd
+					for (int j = 0; j <= i; j++)
+						r[j] *= inv;
+					for (int j = i + 1; j < T; j++)
+						r[j] = 0;
+					if (dr)
+						att_drop_row(dr + (size_t)i * T, r, i, T, (size_t)bh, p, key);
 				}
-				float inv = 1.0f / sum;
-				#pragma omp simd
-				for (int j = 0; j <= i; j++)
-					r[j] *= inv;
-				for (int j = i + 1; j < T; j++)
-					r[j] = 0;
-				if (dr)
-					att_drop_row(dr + (size_t)i * T, r, i, T, (size_t)bh, p, key);
+				/* o[i0:i1] = a[i0:i1, 0:i1] @ v[0:i1] (a with dropout applied) */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, hs, i1,
+					    1.0f, dr ? dr + (size_t)i0 * T : ab, T, v, C3, 0.0f,
+					    o + (size_t)i0 * C, C);
 			}
-			/* o = a @ v (a with dropout applied) */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f,
-				    dr ? dr : a, T, v, C3, 0.0f, o, C);
 		}
 		free(dr);
 	}
@@ -439,6 +468,7 @@ int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, 
 	return 0;
 }
 
+LOOM_SIMD
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
 			 int B, int T, int C, int NH, float p, uint64_t key)
 {
@@ -466,11 +496,18 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 				for (int i = 0; i < T; i++)
 					att_drop_row(dr + (size_t)i * T, pa + (size_t)i * T, i, T,
 						     (size_t)bh, p, key);
-			/* dD = dY @ V^T ; dV = D^T @ dY */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v,
-				    C3, 0.0f, dp, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f,
-				    dr ? dr : pa, T, dy, C, 0.0f, dv, C3);
+			const float *d = dr ? dr : pa;
+			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
+				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
+				/* dD[i0:i1, 0:i1] = dY[i0:i1] @ V[0:i1]^T */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, i1 - i0, i1, hs, 1.0f,
+					    dy + (size_t)i0 * C, C, v, C3, 0.0f, dp + (size_t)i0 * T, T);
+				/* dV[i0:i1] = D[i0:T, i0:i1]^T @ dY[i0:T] (rows below the
+				 * diagonal block are the only ones that use these keys) */
+				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1 - i0, hs, T - i0,
+					    1.0f, d + (size_t)i0 * T + i0, T, dy + (size_t)i0 * C, C, 0.0f,
+					    dv + (size_t)i0 * C3, C3);
+			}
 			/* dP = dD * mask / (1-p): kept where D != 0 (P > 0 gives D > 0
 			 * when kept; where P == 0, dS below is 0 whatever dP is);
 			 * dS = P * (dP - rowsum(P * dP)), causal */
@@ -478,22 +515,31 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 				const float *pr = pa + (size_t)i * T;
 				float *r = dp + (size_t)i * T, dot = 0;
 				if (dr) {
-					const float *d = dr + (size_t)i * T;
+					const float *dd = dr + (size_t)i * T;
+					#pragma omp simd
 					for (int j = 0; j <= i; j++)
-						r[j] = d[j] != 0.0f ? r[j] * s : 0.0f;
+						r[j] = dd[j] != 0.0f ? r[j] * s : 0.0f;
 				}
+				#pragma omp simd reduction(+:dot)
 				for (int j = 0; j <= i; j++)
 					dot += pr[j] * r[j];
+				#pragma omp simd
 				for (int j = 0; j <= i; j++)
 					r[j] = pr[j] * (r[j] - dot);
 				for (int j = i + 1; j < T; j++)
 					r[j] = 0;
 			}
-			/* dQ = scale dS @ K ; dK = scale dS^T @ Q */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dp, T,
-				    k, C3, 0.0f, dq, C3);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dp, T, q,
-				    C3, 0.0f, dk, C3);
+			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
+				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
+				/* dQ[i0:i1] = scale dS[i0:i1, 0:i1] @ K[0:i1] */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, hs, i1,
+					    scale, dp + (size_t)i0 * T, T, k, C3, 0.0f,
+					    dq + (size_t)i0 * C3, C3);
+				/* dK[i0:i1] = scale dS[i0:T, i0:i1]^T @ Q[i0:T] */
+				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1 - i0, hs, T - i0,
+					    scale, dp + (size_t)i0 * T + i0, T, q + (size_t)i0 * C3, C3,
+					    0.0f, dk + (size_t)i0 * C3, C3);
+			}
 		}
 		free(dp);
 		free(dr);
@@ -555,6 +601,7 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 
 /* ---- gelu -------------------------------------------------------------- */
 
+LOOM_SIMD
 void loom_k_gelu_fwd(float *out, const float *inp, size_t n)
 {
 	#pragma omp parallel for simd schedule(static)
@@ -572,6 +619,7 @@ void loom_k_gelu_fwd_naive(float *out, const float *inp, size_t n)
 	}
 }
 
+LOOM_SIMD
 void loom_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n)
 {
 	#pragma omp parallel for simd schedule(static)
@@ -596,6 +644,7 @@ void loom_k_gelu_bwd_naive(float *dinp, const float *inp, const float *dout, siz
 	}
 }
 
+LOOM_SIMD
 void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
 {
 	#pragma omp parallel for schedule(static)
@@ -605,6 +654,7 @@ void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
 
 /* ---- dropout ----------------------------------------------------------- */
 
+LOOM_SIMD
 void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
 {
 	if (p <= 0)
@@ -625,6 +675,7 @@ void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
 
 /* ---- cross-entropy ----------------------------------------------------- */
 
+LOOM_SIMD
 int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets, int N,
 			    int V, int ignore_id)
 {
@@ -677,6 +728,7 @@ int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *t
 	return count;
 }
 
+LOOM_SIMD
 void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
 			     int ignore_id, float dloss)
 {
@@ -709,6 +761,7 @@ void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, 
 
 /* ---- optimizer --------------------------------------------------------- */
 
+LOOM_SIMD
 void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
 {
@@ -777,6 +830,7 @@ static double sumsq_chunk(const float *x, size_t n)
 	return s;
 }
 
+LOOM_SIMD
 double loom_k_sumsq(const float *x, size_t n)
 {
 	size_t nch = (n + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
@@ -804,6 +858,7 @@ double loom_k_sumsq_naive(const float *x, size_t n)
 	return s;
 }
 
+LOOM_SIMD
 void loom_k_scale(float *x, size_t n, float s)
 {
 	#pragma omp parallel for schedule(static)

@@ -235,7 +235,8 @@ int main(void)
 	test_layernorm(1, 1);
 	test_layernorm(5, 7);
 	test_layernorm(40, 130);
-	static const int at[][4] = { { 1, 1, 4, 1 }, { 2, 5, 12, 3 }, { 3, 17, 32, 4 }, { 1, 64, 16, 2 } };
+	static const int at[][4] = { { 1, 1, 4, 1 }, { 2, 5, 12, 3 }, { 3, 17, 32, 4 }, { 1, 64, 16, 2 },
+				     { 2, 150, 16, 2 } }; /* 150: three causal row blocks, the last partial */
 	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
 		test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0);
 		test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0.25f);
