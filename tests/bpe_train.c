@@ -62,19 +62,6 @@ static char *slurp(const char *dir, const char *name, size_t *len)
 	return buf;
 }
 
-static int count_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static void rm_dir(const char *dir)
 {
 	const char *names[] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
@@ -192,7 +179,7 @@ int main(void)
 	bpe = slurp(d2, "vocab.bpe", &n);
 	is_str(bpe, "#version: 0.2\na t\n", "vocab size 258 + 1 special: one merge");
 	free(bpe);
-	is_int(count_entries(d2), 3, "exactly three files, no temporaries");
+	is_int(tap_count_dir(d2, ""), 3, "exactly three files, no temporaries");
 	rm_dir(d1);
 	rm_dir(d2);
 
@@ -281,7 +268,7 @@ int main(void)
 	loom_write_file_atomic(d1, "x", 1, &(struct loom_err){ 0 });
 	ok(loom_bpe_trainer_write(t, d1) == LOOM_EIO, "output path is a file: EIO");
 	unlink(d1);
-	is_int(count_entries(tmp), 0, "failed writes leave nothing behind");
+	is_int(tap_count_dir(tmp, ""), 0, "failed writes leave nothing behind");
 	loom_bpe_trainer_free(t);
 
 	/* --- streaming: a 3 MB single document fed in odd pieces counts the

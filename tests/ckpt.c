@@ -93,30 +93,6 @@ static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
 	return s;
 }
 
-static int count_steps(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += strncmp(e->d_name, "step-", 5) == 0;
-	if (d)
-		closedir(d);
-	return n;
-}
-
-static int count_hidden(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static char root[] = "/tmp/loom-ckpt-XXXXXX";
 
 static void sh(const char *fmt, const char *arg)
@@ -160,7 +136,7 @@ int main(void)
 	ssize_t ll = readlink(p, link, sizeof link - 1);
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000100", "latest is a relative symlink to the step dir");
-	is_int(count_hidden(dir), 0, "no temporary debris");
+	is_int(tap_count_dir(dir, "."), 0, "no temporary debris");
 
 	/* config.json: HF keys and loom's own */
 	snprintf(p, sizeof p, "%s/latest/config.json", dir);
@@ -230,7 +206,7 @@ int main(void)
 		s.keep = 2;
 		is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save step %d", (int)k);
 	}
-	is_int(count_steps(dir), 2, "keep 2 pruned older step dirs");
+	is_int(tap_count_dir(dir, "step-"), 2, "keep 2 pruned older step dirs");
 	snprintf(p, sizeof p, "%s/step-00000300", dir);
 	ok(access(p, F_OK) == 0, "step 300 kept");
 	snprintf(p, sizeof p, "%s/step-00000200", dir);
@@ -244,7 +220,7 @@ int main(void)
 	param[0] = 42;
 	s = base_save(dir, 400);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "re-save step 400");
-	is_int(count_hidden(dir), 0, "no debris after replacing");
+	is_int(tap_count_dir(dir, "."), 0, "no debris after replacing");
 	c = loom_ckpt_open(dir, &err);
 	param[0] = 0;
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 && param[0] == 42, "replaced contents");
@@ -254,7 +230,7 @@ int main(void)
 	s = base_save(dir, 500);
 	s.loom_config_json = "[not json";
 	ok(loom_ckpt_write(&s, NULL, 0, &err) < 0, "bad config JSON fails the save");
-	is_int(count_hidden(dir), 0, "failed save leaves no temp dir");
+	is_int(tap_count_dir(dir, "."), 0, "failed save leaves no temp dir");
 	ll = readlink(p, link, sizeof link - 1);
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000400", "latest untouched by a failed save");
@@ -267,14 +243,14 @@ int main(void)
 	mkdir(p, 0777);
 	s = base_save(dir, 450);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save after an interrupted save");
-	is_int(count_hidden(dir), 0, "interrupted save's temp dir removed");
-	is_int(count_steps(dir), 3, "no step pruned without keep");
+	is_int(tap_count_dir(dir, "."), 0, "interrupted save's temp dir removed");
+	is_int(tap_count_dir(dir, "step-"), 3, "no step pruned without keep");
 
 	/* stale temp dirs are pruned */
 	snprintf(p, sizeof p, "%s/.step-00000600.tmp-abcdef", dir);
 	mkdir(p, 0777);
 	ok(loom_ckpt_prune(dir, 0, &err) >= 1, "prune removes interrupted saves");
-	is_int(count_hidden(dir), 0, "debris gone");
+	is_int(tap_count_dir(dir, "."), 0, "debris gone");
 
 	/* refusals: build broken copies of a good checkpoint */
 	snprintf(p, sizeof p, "%s/step-00000400", dir);

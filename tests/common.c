@@ -10,19 +10,6 @@
 #include "loom_file.h"
 #include "tap.h"
 
-static int count_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 int main(void)
 {
 	uint64_t v;
@@ -62,7 +49,7 @@ int main(void)
 	is_int(loom_outfile_open(&o, path), 0, "outfile open");
 	is_int(loom_outfile_write(&o, "hello", 5), 0, "outfile write");
 	ok(access(path, F_OK) != 0, "final name absent before commit");
-	is_int(count_entries(dir), 1, "one temp file while writing");
+	is_int(tap_count_dir(dir, ""), 1, "one temp file while writing");
 	is_int(loom_outfile_commit(&o), 0, "commit");
 	char *buf;
 	size_t len;
@@ -79,7 +66,7 @@ int main(void)
 	is_int(loom_read_file(path, &buf, &len, &err), 0, "read after abort");
 	ok(len == 5 && memcmp(buf, "hello", 5) == 0, "abort keeps the old file");
 	free(buf);
-	is_int(count_entries(dir), 1, "abort removes the temp file");
+	is_int(tap_count_dir(dir, ""), 1, "abort removes the temp file");
 
 	snprintf(path, sizeof path, "%s/no/such/dir/x", dir);
 	is_int(loom_outfile_open(&o, path), LOOM_EIO, "open in missing dir fails");

@@ -10,6 +10,7 @@
 #ifndef LOOM_TAP_H
 #define LOOM_TAP_H
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,6 +75,21 @@ static __attribute__((unused, noreturn)) void skip_all(const char *why)
 {
 	printf("1..0 # SKIP %s\n", why);
 	exit(0);
+}
+
+/* Entries of dir (not "." or "..") whose names start with prefix ("" for
+ * all): temp-file debris checks.  0 if dir cannot be opened. */
+static __attribute__((unused)) int tap_count_dir(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		     strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d)
+		closedir(d);
+	return n;
 }
 
 static __attribute__((unused)) int done_testing(void)
