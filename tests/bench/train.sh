@@ -11,11 +11,11 @@
 # Env: STEPS (timed steps at B=8,T=256, default 3), SMALL_STEPS (timed
 # steps at B=4,T=64, default 6: a step there is ~1 s, so one disturbed
 # step is likely on a loaded machine), ROUNDS (alternations of loom-train
-# and PyTorch per shape, default 2), THREADS (default 2).
+# and PyTorch per shape, default 3), THREADS (default 2).
 set -u
 cd "$(dirname "$0")/../.."
 STEPS=${STEPS:-3}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-3}
 SMALL_STEPS=${SMALL_STEPS:-6}
 THREADS=${THREADS:-2}
 PY=/usr/bin/python3
