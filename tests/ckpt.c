@@ -298,6 +298,10 @@ int main(void)
 	refuse_open("n_head", bad, "n_embd 8 is not divisible by n_head 3");
 
 	FRESH();
+	sh("sed -i 's/\"attn_pdrop\": 0.25/\"attn_pdrop\": 1.5/' '%s/config.json'", bad);
+	refuse_open("attn_pdrop out of range", bad, "attn_pdrop must be a number in [0, 1)");
+
+	FRESH();
 	sh("sed -i 's/\"vocab_size\": 16/\"vocab_size\": \"x\"/' '%s/config.json'", bad);
 	refuse_open("typed keys", bad, "'vocab_size' missing or not a positive integer");
 
