@@ -29,6 +29,26 @@
 #define LOOM_SIMD
 #endif
 
+const char *loom_k_isa(void)
+{
+#if defined(__x86_64__) && defined(__gnu_linux__) && !defined(LOOM_NO_CLONES)
+	__builtin_cpu_init();
+#if defined(__clang__) /* clang knows no x86-64-vN feature strings */
+	if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+		return "AVX-512";
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return "AVX2";
+#else
+	if (__builtin_cpu_supports("x86-64-v4"))
+		return "AVX-512";
+	if (__builtin_cpu_supports("x86-64-v3"))
+		return "AVX2";
+#endif
+#endif
+	return "baseline";
+}
+
 /* Element-wise loops with sqrtf vectorise only when the compiler may ignore
  * errno (no argument here is ever out of domain): the Makefile compiles
  * this file with -fno-math-errno. */

@@ -122,6 +122,10 @@ double loom_k_sumsq_naive(const float *x, size_t n);
 /* x *= s */
 void loom_k_scale(float *x, size_t n, float s);
 
+/* The instruction set the fast kernels run with on this machine (the
+ * clone the loader picked): "AVX-512", "AVX2" or "baseline". */
+const char *loom_k_isa(void);
+
 /* splitmix64 hash, the basis of loom's counter-based randomness. */
 uint64_t loom_k_hash64(uint64_t x);
 

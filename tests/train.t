@@ -50,6 +50,10 @@ like "$out" '"tokens":480,' "eval counts 5 real targets per 6-token record (99 r
 run loom-train -c tiny --steps 10 --log-every 5 < "$F"
 like "$err" '^loom-train: step 5/10 loss [0-9.]+ lr' "human progress line every --log-every steps"
 like "$err" 'done: 10 steps' "summary line"
+run loom-train -v -c tiny --steps 2 < "$F"
+is_rc 0 "train -v"
+like "$err" "^loom-train: OpenBLAS (detected )?core '[A-Za-z0-9]+'" "-v names the OpenBLAS core"
+like "$err" "threads, (AVX-512|AVX2|baseline) kernels, B=4 T=8" "-v names the kernels' instruction set"
 
 # --- checkpoints -------------------------------------------------------------
 run loom-train -q -c tiny --steps 12 --save "$T/ck" --save-every 4 --keep 2 < "$F"

@@ -586,9 +586,10 @@ int main(int argc, char **argv)
 	}
 	train_dist_attach(g, quiet, verbose);
 	if (verbose)
-		cli_warn("%s: %llu parameters, %d threads, B=%d T=%d grad_accum %d, %lld steps",
-			 c->preset, (unsigned long long)g->n_params, omp_get_max_threads(),
-			 c->micro_batch, c->seq_len, c->grad_accum, (long long)c->steps);
+		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
+			 "%lld steps", c->preset, (unsigned long long)g->n_params,
+			 omp_get_max_threads(), loom_k_isa(), c->micro_batch, c->seq_len,
+			 c->grad_accum, (long long)c->steps);
 
 	FILE *log = NULL;
 	if (logpath && !strcmp(logpath, "-")) {
