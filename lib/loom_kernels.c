@@ -90,6 +90,35 @@ static inline float fast_tanh(float u)
 /* Column blocks for reductions over rows: each thread owns whole columns. */
 #define COLBLK 64
 
+/* dst[c] += sum over n of src[n, c], src [N, OC].  Each thread owns one
+ * contiguous range of columns and adds its rows in order into a local
+ * accumulator (a few kB, in L1) while reading src row by row: the sums
+ * do not depend on the thread count.  Inlined into cloned kernels. */
+#define COLSUM_MAX 1024
+static inline __attribute__((always_inline)) void colsum_add(float *dst, const float *src,
+							      int N, int OC)
+{
+	#pragma omp parallel
+	{
+		int nt = omp_get_num_threads(), t = omp_get_thread_num();
+		int w = ((OC + nt - 1) / nt + 15) & ~15;
+		int c0 = t * w < OC ? t * w : OC, c1 = c0 + w < OC ? c0 + w : OC;
+		float acc[COLSUM_MAX];
+		for (int s0 = c0; s0 < c1; s0 += COLSUM_MAX) {
+			int m = c1 - s0 < COLSUM_MAX ? c1 - s0 : COLSUM_MAX;
+			memset(acc, 0, sizeof(float) * m);
+			for (int n = 0; n < N; n++) {
+				const float *r = src + (size_t)n * OC + s0;
+				#pragma omp simd
+				for (int c = 0; c < m; c++)
+					acc[c] += r[c];
+			}
+			for (int c = 0; c < m; c++)
+				dst[s0 + c] += acc[c];
+		}
+	}
+}
+
 /* ---- encoder ----------------------------------------------------------- */
 
 LOOM_SIMD
@@ -303,19 +332,8 @@ void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
 			    OC, 0.0f, dinp, IC);
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC,
 		    1.0f, dw, OC);
-	if (dbias) {
-		int nblk = (OC + COLBLK - 1) / COLBLK;
-		#pragma omp parallel for schedule(static)
-		for (int blk = 0; blk < nblk; blk++) {
-			int c0 = blk * COLBLK, c1 = c0 + COLBLK < OC ? c0 + COLBLK : OC;
-			float acc[COLBLK] = { 0 };
-			for (int n = 0; n < N; n++)
-				for (int c = c0; c < c1; c++)
-					acc[c - c0] += dout[(size_t)n * OC + c];
-			for (int c = c0; c < c1; c++)
-				dbias[c] += acc[c - c0];
-		}
-	}
+	if (dbias)
+		colsum_add(dbias, dout, N, OC);
 }
 
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
