@@ -87,22 +87,29 @@ static inline float fast_tanh(float u)
 	return 1.0f - 2.0f / (1.0f + vexpf(2.0f * u));
 }
 
-/* Column blocks for reductions over rows: each thread owns whole columns. */
-#define COLBLK 64
+/* Reductions over rows (weight/bias gradients): inside a parallel region,
+ * the calling thread's contiguous range [*c0, *c1) of C columns, in
+ * multiples of 16.  Each column is summed by one thread, rows in order, so
+ * the sums do not depend on the thread count. */
+static inline void col_range(int C, int *c0, int *c1)
+{
+	int nt = omp_get_num_threads(), t = omp_get_thread_num();
+	int w = ((C + nt - 1) / nt + 15) & ~15;
+	*c0 = t * w < C ? t * w : C;
+	*c1 = *c0 + w < C ? *c0 + w : C;
+}
 
-/* dst[c] += sum over n of src[n, c], src [N, OC].  Each thread owns one
- * contiguous range of columns and adds its rows in order into a local
- * accumulator (a few kB, in L1) while reading src row by row: the sums
- * do not depend on the thread count.  Inlined into cloned kernels. */
+/* dst[c] += sum over n of src[n, c], src [N, OC]: each thread adds the
+ * rows of its columns (col_range) in order into a local accumulator (a few
+ * kB, in L1) while reading src row by row.  Inlined into cloned kernels. */
 #define COLSUM_MAX 1024
 static inline __attribute__((always_inline)) void colsum_add(float *dst, const float *src,
 							      int N, int OC)
 {
 	#pragma omp parallel
 	{
-		int nt = omp_get_num_threads(), t = omp_get_thread_num();
-		int w = ((OC + nt - 1) / nt + 15) & ~15;
-		int c0 = t * w < OC ? t * w : OC, c1 = c0 + w < OC ? c0 + w : OC;
+		int c0, c1;
+		col_range(OC, &c0, &c1);
 		float acc[COLSUM_MAX];
 		for (int s0 = c0; s0 < c1; s0 += COLSUM_MAX) {
 			int m = c1 - s0 < COLSUM_MAX ? c1 - s0 : COLSUM_MAX;
@@ -148,14 +155,15 @@ LOOM_SIMD
 void loom_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
 			int B, int T, int C)
 {
-	int nblk = (C + COLBLK - 1) / COLBLK;
-	#pragma omp parallel for schedule(static)
-	for (int blk = 0; blk < nblk; blk++) {
-		int c0 = blk * COLBLK, c1 = c0 + COLBLK < C ? c0 + COLBLK : C;
+	#pragma omp parallel
+	{
+		int c0, c1;
+		col_range(C, &c0, &c1);
 		for (int b = 0; b < B; b++)
 			for (int t = 0; t < T; t++) {
 				const float *d = dout + ((size_t)b * T + t) * C;
 				float *e = dwte + (size_t)tok[b * T + t] * C, *p = dwpe + (size_t)t * C;
+				#pragma omp simd
 				for (int c = c0; c < c1; c++) {
 					e[c] += d[c];
 					p[c] += d[c];
@@ -255,17 +263,16 @@ void loom_k_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 				dx[c] += (dy[c] * w[c] - a - norm * bb) * s;
 			}
 		}
-		int nblk = (C + COLBLK - 1) / COLBLK;
-		#pragma omp for schedule(static)
-		for (int blk = 0; blk < nblk; blk++) {
-			int c0 = blk * COLBLK, c1 = c0 + COLBLK < C ? c0 + COLBLK : C;
-			for (int n = 0; n < N; n++) {
-				const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
-				float m = mean[n], s = rstd[n];
-				for (int c = c0; c < c1; c++) {
-					dw[c] += dy[c] * (x[c] - m) * s;
-					db[c] += dy[c];
-				}
+		/* dw, db: the rows streamed through this thread's columns */
+		int c0, c1;
+		col_range(C, &c0, &c1);
+		for (int n = 0; n < N; n++) {
+			const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+			float m = mean[n], s = rstd[n];
+			#pragma omp simd
+			for (int c = c0; c < c1; c++) {
+				dw[c] += dy[c] * (x[c] - m) * s;
+				db[c] += dy[c];
 			}
 		}
 	}
