@@ -9,9 +9,12 @@
  * against the fast ones (tests/gpt_kernels.c).
  *
  * Determinism: every fast kernel gives bit-identical results for the same
- * inputs and thread count.  Reductions over rows (weight/bias gradients,
- * embedding gradients) are split by columns, never by rows, so no two
- * threads add into one value; global sums use fixed-size chunks.
+ * inputs and thread count on one machine.  Reductions over rows
+ * (weight/bias gradients, embedding gradients) are split by columns, never
+ * by rows, so no two threads add into one value; global sums use
+ * fixed-size chunks.  The fast kernels are built for several instruction
+ * sets (loom_k_isa()), so machines of different kinds may differ in the
+ * last bits, as OpenBLAS's kernels do.
  *
  * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
  * Nothing here allocates except the attention kernels' per-thread
