@@ -155,6 +155,10 @@ struct loom_ckpt;
  * (base: g->params, g->m or g->v). */
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
 			   struct loom_ckpt_tensor *out);
+/* The HuggingFace config.json keys of cfg (loom's dropout is both
+ * resid_pdrop and embd_pdrop; attn_dropout is attn_pdrop). */
+struct loom_ckpt_hf;
+void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf);
 /* The config stored in a checkpoint: loom's own ("loom" object) if
  * present, else built from the HF keys over defaults.  Validated. */
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg);

@@ -19,6 +19,19 @@ void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base, struct loom_ck
 	}
 }
 
+void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf)
+{
+	hf->n_layer = cfg->n_layer;
+	hf->n_embd = cfg->n_embd;
+	hf->n_head = cfg->n_head;
+	hf->n_positions = cfg->n_positions;
+	hf->vocab_size = cfg->vocab_size;
+	hf->layer_norm_epsilon = cfg->layer_norm_epsilon;
+	hf->resid_pdrop = cfg->dropout;
+	hf->embd_pdrop = cfg->dropout;
+	hf->attn_pdrop = cfg->attn_dropout;
+}
+
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg)
 {
 	const char *txt = loom_ckpt_loom_config(ck);

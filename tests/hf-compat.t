@@ -16,7 +16,9 @@ $MK 2 9 3 128 9 --noise 0.1 > "$T/val.bin"
 run loom-train -q -c tiny --steps 300 --threads 1 --set attn_dropout=0.1,dropout=0.05,lr=3e-3,warmup_steps=10 \
 	--save "$T/ck" < "$T/train.bin"
 is_rc 0 "train tiny with dropout, save"
-like "$T/ck/latest/config.json" '"attn_pdrop": 0.1' "config.json carries attn_pdrop"
+is "$(/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
+print(c["resid_pdrop"], c["embd_pdrop"], c["attn_pdrop"])' "$T/ck/latest/config.json")" \
+	"0.05 0.05 0.1" "config.json carries the dropout rates under HF's names"
 
 run loom-eval --checkpoint "$T/ck" -j 1 < "$T/val.bin"
 is_rc 0 "loom-eval"

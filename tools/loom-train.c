@@ -245,20 +245,31 @@ struct trainer {
 	int verbose, quiet;
 };
 
+/* The checkpoint tables of g: tensors over g->params, and the AdamW
+ * moments of each tensor in g->m and g->v (free all three). */
+static void ckpt_tables(struct loom_gpt *g, struct loom_ckpt_tensor **tp, float ***mm,
+			float ***vv)
+{
+	*tp = calloc(g->n_tensors, sizeof **tp);
+	*mm = calloc(g->n_tensors, sizeof **mm);
+	*vv = calloc(g->n_tensors, sizeof **vv);
+	if (!*tp || !*mm || !*vv)
+		cli_die("out of memory");
+	loom_gpt_ckpt_tensors(g, g->params, *tp);
+	for (int i = 0; i < g->n_tensors; i++) {
+		(*mm)[i] = g->m + g->tensors[i].offset;
+		(*vv)[i] = g->v + g->tensors[i].offset;
+	}
+}
+
 static void save_ckpt(struct trainer *t)
 {
 	struct loom_gpt *g = t->g;
 	if (!train_dist_save_begin(g))
 		return; /* ranks > 0: sent their moment shards to rank 0 */
-	struct loom_ckpt_tensor *tp = calloc(g->n_tensors, sizeof *tp);
-	float **mm = calloc(g->n_tensors, sizeof *mm), **vv = calloc(g->n_tensors, sizeof *vv);
-	if (!tp || !mm || !vv)
-		cli_die("out of memory");
-	loom_gpt_ckpt_tensors(g, g->params, tp);
-	for (int i = 0; i < g->n_tensors; i++) {
-		mm[i] = g->m + g->tensors[i].offset;
-		vv[i] = g->v + g->tensors[i].offset;
-	}
+	struct loom_ckpt_tensor *tp;
+	float **mm, **vv;
+	ckpt_tables(g, &tp, &mm, &vv);
 	json_t *cj = loom_config_to_json(&t->cfg);
 	char *ctxt = cj ? json_dumps(cj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(cj);
@@ -270,9 +281,6 @@ static void save_ckpt(struct trainer *t)
 		.n_tensors = (size_t)g->n_tensors,
 		.adam_m = mm,
 		.adam_v = vv,
-		.hf = { t->cfg.n_layer, t->cfg.n_embd, t->cfg.n_head, t->cfg.n_positions,
-			t->cfg.vocab_size, t->cfg.layer_norm_epsilon, t->cfg.dropout,
-			t->cfg.dropout, t->cfg.attn_dropout },
 		.loom_config_json = ctxt,
 		.state = {
 			.step = t->step, .samples = t->samples, .tokens = t->tokens,
@@ -283,6 +291,7 @@ static void save_ckpt(struct trainer *t)
 		},
 		.keep = t->keep,
 	};
+	loom_gpt_ckpt_hf(&t->cfg, &s.hf);
 	char path[4096];
 	struct loom_err err = { 0 };
 	double t0 = loom_now();
@@ -310,21 +319,15 @@ static struct loom_ckpt *open_ckpt(const char *path)
 
 static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_optimizer)
 {
-	struct loom_ckpt_tensor *tp = calloc(g->n_tensors, sizeof *tp);
-	float **mm = calloc(g->n_tensors, sizeof *mm), **vv = calloc(g->n_tensors, sizeof *vv);
-	if (!tp || !mm || !vv)
-		cli_die("out of memory");
-	loom_gpt_ckpt_tensors(g, g->params, tp);
+	struct loom_ckpt_tensor *tp;
+	float **mm, **vv;
+	ckpt_tables(g, &tp, &mm, &vv);
 	if (loom_ckpt_load_model(ck, tp, (size_t)g->n_tensors))
 		cli_die("%s", loom_ckpt_error(ck));
 	if (with_optimizer) {
 		if (!loom_ckpt_has_optimizer(ck))
 			cli_die("%s: no optimizer state to resume from (use --init-from for weights only)",
 				loom_ckpt_dir(ck));
-		for (int i = 0; i < g->n_tensors; i++) {
-			mm[i] = g->m + g->tensors[i].offset;
-			vv[i] = g->v + g->tensors[i].offset;
-		}
 		if (loom_ckpt_load_optimizer(ck, tp, (size_t)g->n_tensors, mm, vv))
 			cli_die("%s", loom_ckpt_error(ck));
 	}
