@@ -318,6 +318,7 @@ static int ieq(const char *a, const char *b, size_t n)
 struct memo {
 	size_t from, at;
 	int valid;
+	uint64_t scanned; /* bytes examined, for loom_wikitext_info */
 };
 
 static size_t memo_find(struct memo *m, const char *s, size_t n, size_t from, char c1, char c2)
@@ -327,6 +328,7 @@ static size_t memo_find(struct memo *m, const char *s, size_t n, size_t from, ch
 	size_t j = from;
 	while (j < n && s[j] != c1 && s[j] != c2)
 		j++;
+	m->scanned += j - from;
 	m->from = from;
 	m->at = j;
 	m->valid = 1;
@@ -359,6 +361,7 @@ static const struct {
 struct close_memo {
 	size_t from, at, end; /* first "</name" at or after from: [at, end) */
 	int valid;
+	uint64_t scanned;
 };
 
 /* Find the closing tag of ext_tags[k] at or after from. */
@@ -386,6 +389,7 @@ static size_t find_close(struct close_memo *m, int k, const char *s, size_t n,
 		}
 		j += 2;
 	}
+	m->scanned += e - from;
 	m->from = from;
 	m->at = at;
 	m->end = e;
@@ -431,7 +435,7 @@ static void put_literal(char **op, const char *s, size_t n)
 static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
 {
 	struct close_memo cm[N_EXT];
-	struct memo gt = { 0, 0, 0 };
+	struct memo gt = { 0 };
 	memset(cm, 0, sizeof cm);
 	out->len = 0;
 	if (n > (SIZE_MAX - 16) / 6 || loom_wt_buf_reserve(out, 6 * n + 16))
@@ -493,7 +497,9 @@ static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct lo
 		i = end;
 	}
 	out->len = o - out->p;
-	(void)w;
+	w->info.scanned += gt.scanned;
+	for (size_t k = 0; k < N_EXT; k++)
+		w->info.scanned += cm[k].scanned;
 	return 0;
 }
 
@@ -842,7 +848,7 @@ static int add_del(struct vec *dl, size_t s, size_t e)
 static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
 {
 	struct vec *st = &w->stack, *dl = &w->dels;
-	struct memo br = { 0, 0, 0 };
+	struct memo br = { 0 };
 	st->n = dl->n = 0;
 	size_t i = 0;
 	while (i < n) {
@@ -945,6 +951,7 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 		}
 		i++;
 	}
+	w->info.scanned += br.scanned;
 	for (size_t k = 0; k < st->n; k++) /* unmatched [[ */
 		if (add_del(dl, ((struct span *)st->p)[k].s, ((struct span *)st->p)[k].s + 2))
 			return LOOM_ENOMEM;
@@ -1252,7 +1259,7 @@ static int pass_lines(struct loom_wikitext *w, const char *s, size_t n, struct l
 	if (n > (SIZE_MAX - 16) / 2 || loom_wt_buf_reserve(out, 2 * n + 16))
 		return LOOM_ENOMEM;
 	struct para p = { out->p + out->len, out->p + out->len, 0, 0 };
-	struct memo gt = { 0, 0, 0 };
+	struct memo gt = { 0 };
 	size_t i = 0;
 	while (i < n) {
 		const char *nl = memchr(s + i, '\n', n - i);
@@ -1312,6 +1319,7 @@ static int pass_lines(struct loom_wikitext *w, const char *s, size_t n, struct l
 		inline_text(&p, l, len, &gt);
 		gt.valid = 0;
 	}
+	w->info.scanned += gt.scanned;
 	char *o = p.o;
 	while (o > p.start && o[-1] == '\n')
 		o--;
