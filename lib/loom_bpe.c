@@ -25,7 +25,7 @@ struct loom_bpe {
 	uint64_t *heap;
 	size_t cap, heap_cap;
 	struct loom_ids tmp;
-	uint64_t pieces, hits_whole, hits_cache;
+	uint64_t pieces, hits_whole, hits_cache, steps;
 	struct loom_err err;
 };
 
@@ -86,11 +86,12 @@ const char *loom_bpe_error(const struct loom_bpe *e)
 }
 
 void loom_bpe_stats(const struct loom_bpe *e, uint64_t *pieces, uint64_t *whole,
-		    uint64_t *cached)
+		    uint64_t *cached, uint64_t *steps)
 {
 	*pieces = e->pieces;
 	*whole = e->hits_whole;
 	*cached = e->hits_cache;
+	*steps = e->steps;
 }
 
 /* ---- short pieces: linear scan ---------------------------------------- */
@@ -236,8 +237,10 @@ static int merge_long(struct loom_bpe *e, const uint8_t *s, size_t n, struct loo
 		}
 		h[i] = x;
 	}
+	e->steps += n + hn; /* symbols set up, pairs heapified */
 	while (hn) {
 		uint64_t top = heap_pop(h, &hn);
+		e->steps++;
 		uint32_t r = (uint32_t)(top >> 32), p = (uint32_t)top, q, id = 0;
 		if (sym[p] == NIL || (q = nxt[p]) == NIL)
 			continue;
@@ -258,6 +261,7 @@ static int merge_long(struct loom_bpe *e, const uint8_t *s, size_t n, struct loo
 					h[w++] = h[i];
 			}
 			size_t m = w;
+			e->steps += hn + m;
 			hn = 0;
 			for (size_t i = 0; i < m; i++)
 				heap_push(h, &hn, h[i]);
@@ -265,12 +269,12 @@ static int merge_long(struct loom_bpe *e, const uint8_t *s, size_t n, struct loo
 		if (nxt[p] != NIL) {
 			uint32_t r2 = loom_vocab_merge(v, sym[p], sym[nxt[p]], &id);
 			if (r2 != LOOM_VOCAB_NONE)
-				heap_push(h, &hn, (uint64_t)r2 << 32 | p);
+				heap_push(h, &hn, (uint64_t)r2 << 32 | p), e->steps++;
 		}
 		if (prv[p] != NIL) {
 			uint32_t r2 = loom_vocab_merge(v, sym[prv[p]], sym[p], &id);
 			if (r2 != LOOM_VOCAB_NONE)
-				heap_push(h, &hn, (uint64_t)r2 << 32 | prv[p]);
+				heap_push(h, &hn, (uint64_t)r2 << 32 | prv[p]), e->steps++;
 		}
 	}
 	size_t m = 0;

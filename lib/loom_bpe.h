@@ -69,8 +69,10 @@ int loom_bpe_encode_piece(struct loom_bpe *e, const uint8_t *s, size_t n,
 int loom_bpe_decode(struct loom_bpe *e, const uint32_t *ids, size_t n, uint64_t first,
 		    uint8_t **buf, size_t *len, size_t *cap);
 
-/* Counters since loom_bpe_new: pieces, pieces found whole, cache hits. */
+/* Counters since loom_bpe_new: pieces, pieces found whole, cache hits, and
+ * steps of the long-piece merger (symbols set up, heap entries pushed and
+ * popped: each costs O(log n), so a linear count means O(n log n) work). */
 void loom_bpe_stats(const struct loom_bpe *e, uint64_t *pieces, uint64_t *whole,
-		    uint64_t *cached);
+		    uint64_t *cached, uint64_t *steps);
 
 #endif
