@@ -458,6 +458,7 @@ struct loom_dump {
 	int have_site;
 	uint64_t *offs;               /* multistream offsets */
 	size_t noffs;
+	uint64_t far_off, far_line; /* the least offset >= size, its index line */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;            /* any state change */
@@ -588,6 +589,10 @@ static int load_index(struct loom_dump *d, struct loom_err *err)
 							 d->index, (unsigned long long)lineno);
 					goto out;
 				}
+				if (off >= d->size && off < d->far_off) {
+					d->far_off = off; /* for the message of a truncated file */
+					d->far_line = lineno;
+				}
 				if (!d->noffs || d->offs[d->noffs - 1] != off) {
 					if (d->noffs == cap) {
 						cap = cap ? cap * 2 : 1024;
@@ -658,6 +663,10 @@ struct loom_dump *loom_dump_open(const char *path, const struct loom_dump_opts *
 		}
 	}
 	struct stat sb;
+	if (fstat(d->fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		loom_err_errno(err, LOOM_EIO, EISDIR, "cannot read '%s'", path);
+		goto fail;
+	}
 	if (fstat(d->fd, &sb) == 0 && S_ISREG(sb.st_mode))
 		d->size = sb.st_size;
 	d->st.size_in = d->size;
@@ -676,6 +685,7 @@ struct loom_dump *loom_dump_open(const char *path, const struct loom_dump_opts *
 			}
 		}
 		if (d->index && d->index[0]) {
+			d->far_off = UINT64_MAX;
 			if (load_index(d, err))
 				goto fail;
 			d->st.multistream = 1;
@@ -774,9 +784,14 @@ static void *reader_main(void *arg)
 			goto nomem;
 		b->err = LOOM_EFORMAT;
 		b->final = 1;
-		if (asprintf(&b->msg, "cannot read '%s' (at byte %llu): %s", d->path,
-			     (unsigned long long)archive_filter_bytes(a, -1),
-			     archive_error_string(a)) < 0)
+		/* libarchive has dropped its filters: where the file offset
+		 * stands is how far it read before it gave up */
+		off_t at = lseek(d->fd, 0, SEEK_CUR);
+		const char *why = archive_error_string(a);
+		if ((at >= 0 ? asprintf(&b->msg, "cannot read '%s' (within its first %llu bytes): %s",
+					d->path, (unsigned long long)at, why ? why : "read error")
+			     : asprintf(&b->msg, "cannot read '%s': %s", d->path,
+					why ? why : "read error")) < 0)
 			b->msg = NULL;
 		goto done;
 	}
@@ -987,19 +1002,22 @@ static int stream_decompress(struct loom_dump *d, struct job *j)
 	unsigned char carry[4];
 	int ncarry = 0, r = 0;
 	size_t len = j->end - j->off;
-	char *comp = malloc(len ? len : 1), *raw = malloc(READ_BLOCK);
+	char *comp = NULL, *raw = NULL;
 	char *msg = NULL;
 	uint64_t bytes = 0, invalid = 0;
-	if (!a || !comp || !raw) {
-		r = LOOM_ENOMEM;
+	if (j->end > d->size || j->off >= d->size) {
+		/* then an offset >= size was read: d->far_line is set */
+		r = LOOM_ETRUNC;
+		if (asprintf(&msg, "'%s' ends at byte %llu, but index '%s', line %llu has a stream at byte %llu (a truncated file, or not its index)",
+			     d->path, (unsigned long long)d->size, d->index,
+			     (unsigned long long)d->far_line, (unsigned long long)d->far_off) < 0)
+			msg = NULL;
 		goto out;
 	}
-	if (j->end > d->size || j->off >= d->size) {
-		r = LOOM_ETRUNC;
-		if (asprintf(&msg, "'%s' is truncated at byte %llu: the index has a bz2 stream at bytes %llu..%llu",
-			     d->path, (unsigned long long)d->size, (unsigned long long)j->off,
-			     (unsigned long long)j->end) < 0)
-			msg = NULL;
+	comp = malloc(len ? len : 1);
+	raw = malloc(READ_BLOCK);
+	if (!a || !comp || !raw) {
+		r = LOOM_ENOMEM;
 		goto out;
 	}
 	int pr = loom_pread_all(d->fd, comp, len, j->off);
@@ -1275,7 +1293,8 @@ static int writer_loop(struct loom_dump *d)
 		}
 		d->slots[d->next_write % d->window] = NULL;
 		if (d->noffs) {
-			d->st.bytes_in += j->end - j->off;
+			d->st.bytes_in += (j->end < d->size ? j->end : d->size) -
+					  (j->off < d->size ? j->off : d->size);
 			d->st.bytes_xml += j->bytes_xml;
 			d->st.invalid_utf8 += j->invalid;
 		}
@@ -1335,7 +1354,7 @@ int loom_dump_run(struct loom_dump *d, loom_dump_page_fn page, loom_dump_write_f
 		int r = run_stream(d, j0, 0, 1);
 		if (!r && j0->out.buf.len)
 			r = write(ctx, &j0->out);
-		d->st.bytes_in += j0->end;
+		d->st.bytes_in += j0->end < d->size ? j0->end : d->size;
 		d->st.bytes_xml += j0->bytes_xml;
 		d->st.invalid_utf8 += j0->invalid;
 		d->st.pages += j0->pages;

@@ -157,7 +157,8 @@ cp "$SAMPLE-multistream-index.txt.bz2" "$T/cut-multistream-index.txt.bz2"
 mkdir "$T/c"
 run loom-extract -j 2 -o "$T/c/out.txt" "$T/cut-multistream.xml.bz2"
 is_rc 1 "truncated multistream: exit 1"
-like "$err" "truncated at byte 4300" "truncated multistream: byte offset named"
+like "$err" "cut-multistream.xml.bz2' ends at byte 4300, but index '.*cut-multistream-index.txt.bz2', line [0-9]+ has a stream at byte [0-9]+ \(a truncated file, or not its index\)" \
+	"truncated multistream: byte offset and index line named"
 like "$err" "output is INCOMPLETE: 4 articles" "truncated multistream: says incomplete"
 ok "truncated multistream: FILE untouched" test ! -e "$T/c/out.txt"
 head -4 "$GOLD/sample.lines" > "$T/first4"
@@ -258,5 +259,28 @@ printf 'garbage\n' | bzip2 > "$T/g-index.txt.bz2"
 run loom-extract --index "$T/g-index.txt.bz2" "$MULTI"
 is_rc 1 "bad index: exit 1"
 like "$err" "index '.*g-index.txt.bz2', line 1: not 'offset:id:title'" "bad index: named"
+{ bzcat "$SAMPLE-multistream-index.txt.bz2" | head -1; echo 1000000000000:99:Far; bzcat "$SAMPLE-multistream-index.txt.bz2" | sed 1d; } |
+	bzip2 > "$T/far-index.txt.bz2"
+run loom-extract --index "$T/far-index.txt.bz2" "$MULTI"
+is_rc 1 "index offset beyond the file: exit 1"
+like "$err" "^loom-extract: '.*' ends at byte [0-9]+, but index '.*far-index.txt.bz2', line 2 has a stream at byte 1000000000000 " \
+	"index offset beyond the file: names the index, its line and the file's size"
+unlike "$err" "out of memory|TB in" "index offset beyond the file: no 'out of memory'"
+
+mkdir "$T/adir"
+run loom-extract "$T/adir"
+is_rc 1 "a directory: exit 1"
+is "$(cat "$err")" "loom-extract: cannot read '$T/adir': Is a directory" "a directory: says so"
+
+# corruption in the first bz2 block: a real offset
+python3 -c '
+import sys
+d = bytearray(open(sys.argv[1], "rb").read()); d[60] ^= 0xff
+open(sys.argv[2], "wb").write(d)' "$T/renamed.xml.bz2" "$T/first.xml.bz2"
+run loom-extract "$T/first.xml.bz2"
+is_rc 1 "corrupt first bz2 block: exit 1"
+like "$err" "^loom-extract: cannot read '.*first.xml.bz2' \(within its first [0-9]+ bytes\): " \
+	"corrupt first bz2 block: names the bytes read"
+unlike "$err" "18446744073709551615" "corrupt first bz2 block: no (uint64_t)-1 offset"
 
 done_testing
