@@ -29,12 +29,13 @@ int loom_wt_buf_reserve(struct loom_wt_buf *b, size_t extra)
 	size_t need = b->len + extra;
 	if (need < b->len)
 		return LOOM_ENOMEM;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < need) {
-		if (cap > SIZE_MAX / 2)
-			return LOOM_ENOMEM;
-		cap *= 2;
-	}
+	/* double (amortized appends), but a big request gets just what it
+	 * asks: the cleaner's one-shot reservations stay a multiple of the page */
+	size_t cap = b->cap > SIZE_MAX / 2 ? SIZE_MAX : 2 * b->cap;
+	if (cap < 256)
+		cap = 256;
+	if (cap < need)
+		cap = need;
 	char *p = realloc(b->p, cap);
 	if (!p)
 		return LOOM_ENOMEM;
@@ -58,6 +59,22 @@ void loom_wt_buf_free(struct loom_wt_buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
+}
+
+/* Empty scratch buffer b with room for `need` bytes: allocated to the
+ * size asked, not doubled (a pass's output is bounded up front), and
+ * without copying what it held. */
+static int scratch(struct loom_wt_buf *b, size_t need)
+{
+	b->len = 0;
+	if (b->cap >= need)
+		return 0;
+	free(b->p);
+	b->cap = 0;
+	if (!(b->p = malloc(need)))
+		return LOOM_ENOMEM;
+	b->cap = need;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -105,7 +122,10 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 	const unsigned char *s = (const unsigned char *)src;
 	int64_t bad = 0;
 	size_t i = 0;
-	if (n > (SIZE_MAX - 32) / 3 || loom_wt_buf_reserve(out, 3 * n + 16))
+	/* room for the rest of the input + 16 at the top of the loop: valid
+	 * bytes are copied 1:1, bad bytes (3 bytes out) make room first; the
+	 * carry (at most 12 bytes out) fits in the 32 */
+	if (n > SIZE_MAX - 64 || loom_wt_buf_reserve(out, n + 32))
 		return LOOM_ENOMEM;
 	char *o = out->p + out->len;
 	if (*ncarry) {
@@ -167,6 +187,16 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 		i = j;
 		if (i >= n)
 			break;
+		if (r == 0 || !more) {
+			/* one bad byte here, or up to 3 at the end */
+			size_t need = r == 0 ? n - i + 18 : 3 * (n - i) + 18;
+			if (out->cap - (size_t)(o - out->p) < need) {
+				out->len = o - out->p;
+				if (loom_wt_buf_reserve(out, need))
+					return LOOM_ENOMEM;
+				o = out->p + out->len;
+			}
+		}
 		if (r == 0) {
 			memcpy(o, FFFD, 3);
 			o += 3;
@@ -188,8 +218,10 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 /* ------------------------------------------------------------------ */
 /* object */
 
+/* Positions in a page: loom_wikitext_clean refuses pages whose
+ * intermediate text could pass 4 GB, so 32 bits hold them. */
 struct span {
-	size_t s, e;
+	uint32_t s, e;
 };
 
 struct vec {
@@ -200,7 +232,7 @@ struct vec {
 static int vec_push(struct vec *v, const void *x)
 {
 	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
+		size_t cap = v->cap ? v->cap + v->cap / 2 : 64;
 		void *p = realloc(v->p, cap * v->size);
 		if (!p)
 			return LOOM_ENOMEM;
@@ -224,8 +256,17 @@ struct loom_wikitext {
 	struct prefix *drop;
 	size_t ndrop;
 	struct loom_wikitext_info info;
+	size_t peak;      /* scratch bytes held at once, this call */
 	struct loom_err err;
 };
+
+/* Record the scratch memory held now (plus `extra` bytes about to be). */
+static void note_peak(struct loom_wikitext *w, size_t extra)
+{
+	size_t held = w->a.cap + w->b.cap + (w->stack.cap + w->dels.cap) * sizeof(struct span) + extra;
+	if (held > w->peak)
+		w->peak = held;
+}
 
 const char *loom_wikitext_error(const struct loom_wikitext *w)
 {
@@ -437,8 +478,9 @@ static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct lo
 	struct close_memo cm[N_EXT];
 	struct memo gt = { 0 };
 	memset(cm, 0, sizeof cm);
-	out->len = 0;
-	if (n > (SIZE_MAX - 16) / 6 || loom_wt_buf_reserve(out, 6 * n + 16))
+	/* only <nowiki>/<pre> content grows (6x, as entities): room for it
+	 * is made when met, the rest never grows */
+	if (n > SIZE_MAX - 16 || scratch(out, n + 16))
 		return LOOM_ENOMEM;
 	char *o = out->p;
 	size_t i = 0;
@@ -492,8 +534,14 @@ static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct lo
 			i = g + 1;
 			continue;
 		}
-		if (ext_tags[t].action == TAG_LITERAL)
+		if (ext_tags[t].action == TAG_LITERAL) {
+			out->len = o - out->p;
+			if (c - g - 1 > (SIZE_MAX - n) / 6 ||
+			    loom_wt_buf_reserve(out, 6 * (c - g - 1) + (n - end) + 16))
+				return LOOM_ENOMEM;
+			o = out->p + out->len;
 			put_literal(&o, s + g + 1, c - g - 1);
+		}
 		i = end;
 	}
 	out->len = o - out->p;
@@ -579,10 +627,10 @@ static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, stru
 		}
 		i = j;
 	}
+	note_peak(w, 0);
 	/* output: skip matched spans (sorted, disjoint) and the braces of
 	 * unmatched openers (stack, sorted, outside every matched span) */
-	out->len = 0;
-	if (loom_wt_buf_reserve(out, n + 1))
+	if (scratch(out, n + 1))
 		return LOOM_ENOMEM;
 	char *o = out->p;
 	const struct span *d = dl->p, *u = st->p;
@@ -683,15 +731,22 @@ static void put_cell(char **op, const char *s, size_t n, int *ncell)
 
 static int pass_tables(struct loom_wikitext *w, const char *s, size_t n, struct loom_wt_buf *out)
 {
-	out->len = 0;
-	if (n > (SIZE_MAX - 16) / 3 || loom_wt_buf_reserve(out, 3 * n + 16))
+	int ncell = 0, keep = w->opts.keep_tables;
+	/* without keep_tables nothing grows ("{|" lines become one '\n');
+	 * with it a line's cells may (" | " for "||"): room is made per line */
+	if (n > (SIZE_MAX - 16) / 3 || scratch(out, n + 16))
 		return LOOM_ENOMEM;
 	char *o = out->p;
 	size_t depth = 0, i = 0;
-	int ncell = 0, keep = w->opts.keep_tables;
 	while (i < n) {
 		const char *nl = memchr(s + i, '\n', n - i);
 		size_t e = nl ? (size_t)(nl - s) : n, t = i;
+		if (keep && depth && out->cap - (size_t)(o - out->p) < 3 * (e - i) + (n - e) + 16) {
+			out->len = o - out->p;
+			if (loom_wt_buf_reserve(out, 3 * (e - i) + (n - e) + 16))
+				return LOOM_ENOMEM;
+			o = out->p + out->len;
+		}
 		while (t < e && (s[t] == ' ' || s[t] == '\t'))
 			t++;
 		size_t len = e - t;
@@ -837,7 +892,7 @@ static size_t url_scheme(const char *s, size_t n)
 	return 0;
 }
 
-#define NOPIPE ((size_t)-1)
+#define NOPIPE UINT32_MAX
 
 static int add_del(struct vec *dl, size_t s, size_t e)
 {
@@ -952,24 +1007,38 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 		i++;
 	}
 	w->info.scanned += br.scanned;
-	for (size_t k = 0; k < st->n; k++) /* unmatched [[ */
-		if (add_del(dl, ((struct span *)st->p)[k].s, ((struct span *)st->p)[k].s + 2))
-			return LOOM_ENOMEM;
-	out->len = 0;
-	if (loom_wt_buf_reserve(out, n + 1))
+	note_peak(w, 0);
+	/* deleted: the edits, and the "[[" of the openers left on the stack
+	 * (unmatched; sorted, as the stack is) */
+	if (scratch(out, n + 1))
 		return LOOM_ENOMEM;
 	char *o = out->p;
-	const struct span *d = dl->p;
-	size_t cur = 0;
-	if (dl->n > 65536 && n < INT32_MAX) {
+	const struct span *d = dl->p, *u = st->p;
+	size_t nd = dl->n, nu = st->n, cur = 0, sorted = 1;
+	for (size_t k = 1; k < nd && sorted; k++) /* links side by side: no nesting */
+		sorted = d[k - 1].s <= d[k].s;
+	if (!sorted && nd > 65536 && n < INT32_MAX) {
 		/* very many edits (deeply nested links): a difference array
 		 * keeps this linear where sorting would not be */
+		if (st->cap > 2 * nu + 4096) { /* deep nesting: the stack emptied */
+			struct span *p = realloc(st->p, (nu + 1) * sizeof *p);
+			if (p) {
+				st->p = p;
+				st->cap = nu + 1;
+				u = p;
+			}
+		}
+		note_peak(w, (n + 1) * sizeof(int32_t));
 		int32_t *cnt = calloc(n + 1, sizeof *cnt);
 		if (!cnt)
 			return LOOM_ENOMEM;
-		for (size_t k = 0; k < dl->n; k++) {
+		for (size_t k = 0; k < nd; k++) {
 			cnt[d[k].s]++;
 			cnt[d[k].e]--;
+		}
+		for (size_t k = 0; k < nu; k++) {
+			cnt[u[k].s]++;
+			cnt[u[k].s + 2]--;
 		}
 		int32_t depth = 0;
 		for (size_t k = 0; k < n; k++) {
@@ -981,15 +1050,25 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 		out->len = o - out->p;
 		return 0;
 	}
-	if (dl->n)
-		qsort(dl->p, dl->n, sizeof(struct span), cmp_span);
-	for (size_t k = 0; k < dl->n; k++) {
-		if (d[k].s > cur) {
-			memcpy(o, s + cur, d[k].s - cur);
-			o += d[k].s - cur;
+	if (!sorted)
+		qsort(dl->p, nd, sizeof(struct span), cmp_span);
+	for (size_t a = 0, b = 0; a < nd || b < nu;) {
+		size_t s0, e0;
+		if (b >= nu || (a < nd && d[a].s < u[b].s)) {
+			s0 = d[a].s;
+			e0 = d[a].e;
+			a++;
+		} else {
+			s0 = u[b].s;
+			e0 = s0 + 2;
+			b++;
 		}
-		if (d[k].e > cur)
-			cur = d[k].e;
+		if (s0 > cur) {
+			memcpy(o, s + cur, s0 - cur);
+			o += s0 - cur;
+		}
+		if (e0 > cur)
+			cur = e0;
 	}
 	if (cur < n) {
 		memcpy(o, s + cur, n - cur);
@@ -1402,10 +1481,16 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 	unsigned char carry[4];
 	int ncarry = 0, r;
 	memset(&w->info, 0, sizeof w->info);
+	w->peak = 0;
+	if (n > (UINT32_MAX - 64) / 3)
+		return loom_err_set(&w->err, LOOM_EINVAL,
+				    "%zu bytes of wikitext: more than the cleaner handles (%u)", n,
+				    (UINT32_MAX - 64) / 3);
 	const char *src = in;
 	size_t len = n;
 	if (!w->opts.valid_utf8) {
-		w->a.len = 0;
+		if (scratch(&w->a, n + 32))
+			goto nomem;
 		int64_t bad = loom_utf8_sanitize(in, n, &w->a, carry, &ncarry, 0);
 		if (bad < 0)
 			goto nomem;
@@ -1428,6 +1513,8 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 		chars += (c & 0xC0) != 0x80 && c != '\n';
 	}
 	w->info.chars = chars;
+	note_peak(w, 0);
+	w->info.scratch = w->peak;
 	if (info)
 		*info = w->info;
 	return 0;

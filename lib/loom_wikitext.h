@@ -30,9 +30,11 @@
  * (plus a sort of the link edits), with no recursion and no backtracking.
  *
  * Ownership: a loom_wikitext object owns its scratch buffers and reuses
- * them between calls (memory ~ a few times the largest article); it is
+ * them between calls (memory ~ a few times the largest article, reported
+ * in loom_wikitext_info.scratch); it is
  * not thread-safe, use one per thread.  Errors: functions return 0 or a
- * negative LOOM_E* (only LOOM_ENOMEM / LOOM_EINVAL); the message is kept
+ * negative LOOM_E* (only LOOM_ENOMEM / LOOM_EINVAL, the latter for a page
+ * over 1.4 GB); the message is kept
  * on the object (loom_wikitext_error).
  */
 #ifndef LOOM_WIKITEXT_H
@@ -69,6 +71,10 @@ struct loom_wikitext_info {
 				  * the passes' cursors (closing tags, '>',
 				  * ']'): memoized, so at most a few times
 				  * the input; the witness of linear time */
+	uint64_t scratch;        /* most scratch memory the object held at
+				  * once during the call (its buffers are
+				  * reused: this includes what earlier,
+				  * larger pages made it keep) */
 };
 
 struct loom_wikitext;

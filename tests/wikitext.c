@@ -174,6 +174,38 @@ int main(void)
 			   p == 5 ? "{|\\n" : pat[p], (unsigned long long)info.scanned, (double)info.scanned / n);
 			free(got);
 		}
+		/* memory: scratch a small multiple of the page whatever the markup
+		 * (one span per "[[" or "{{" was 24x the page) */
+		const char *mem[] = { "[[", "{{a|", "[[a]]", "{{", "]]", "[[File:a|", "\xff",
+				      "<nowiki>[</nowiki>", "{|\n|a||b\n" };
+		for (size_t p = 0; p < sizeof mem / sizeof mem[0]; p++) {
+			size_t l = strlen(mem[p]);
+			for (size_t i = 0; i < n; i++)
+				big[i] = mem[p][i % l];
+			for (int keep = 0; keep < 2; keep++) {
+				char *got = clean(big, n, keep ? TABLES : 0);
+				ok(info.scratch <= 8 * (uint64_t)n,
+				   "4 MB of '%s'...%s: %.1f MB scratch (%.2fx the page)",
+				   p == 6 ? "\\xff" : p == 8 ? "{|\\n|a||b\\n" : mem[p],
+				   keep ? " (tables kept)" : "", info.scratch / 1e6, (double)info.scratch / n);
+				free(got);
+			}
+		}
+		{
+			char *lit = malloc(n + 32);
+			size_t k = (size_t)sprintf(lit, "<nowiki>");
+			memset(lit + k, '[', n - 32);
+			k += n - 32;
+			k += (size_t)sprintf(lit + k, "</nowiki>");
+			char *got = clean(lit, k, 0);
+			/* markup inside <nowiki> is held as 6-byte entities
+			 * until the last pass, in both ping-pong buffers */
+			ok(strlen(got) == n - 32 && info.scratch <= 13 * (uint64_t)k,
+			   "4 MB of <nowiki>[[[...: %.1f MB scratch (%.2fx the page, 6-byte entities)",
+			   info.scratch / 1e6, (double)info.scratch / k);
+			free(got);
+			free(lit);
+		}
 		/* deeply nested, balanced */
 		size_t d = 1u << 20, k = 0;
 		for (size_t i = 0; i < d; i++)
@@ -183,6 +215,8 @@ int main(void)
 			big[k++] = ']', big[k++] = ']';
 		char *got = clean(big, k, 0);
 		is_str(got, "x", "1M nested links -> x");
+		ok(info.scratch <= 12 * (uint64_t)k, "1M nested links: %.1f MB scratch (%.2fx the page)",
+		   info.scratch / 1e6, (double)info.scratch / k);
 		free(got);
 		k = 0;
 		for (size_t i = 0; i < d; i++)
