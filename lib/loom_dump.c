@@ -81,6 +81,7 @@ struct loom_pagexml {
 	loom_siteinfo_fn site_fn;
 	void *ctx;
 	int cb_err;                    /* error returned by a callback */
+	size_t max_text;               /* 0: no limit */
 	uint64_t pages;
 	struct loom_err err;
 };
@@ -140,6 +141,8 @@ static void XMLCALL px_start(void *u, const XML_Char *name, const XML_Char **att
 				px->field = F_TEXT;
 				px->pg.has_text = 1;
 				px->text.len = 0; /* last revision wins */
+				px->pg.text_size = 0;
+				px->pg.too_large = 0;
 			}
 		}
 		px->cur.len = 0;
@@ -287,6 +290,11 @@ static void XMLCALL px_end(void *u, const XML_Char *name)
 	}
 }
 
+void loom_pagexml_set_max_text(struct loom_pagexml *px, size_t max)
+{
+	px->max_text = max;
+}
+
 static void XMLCALL px_chars(void *u, const XML_Char *s, int len)
 {
 	struct loom_pagexml *px = u;
@@ -296,6 +304,14 @@ static void XMLCALL px_chars(void *u, const XML_Char *s, int len)
 	b = px->field == F_TEXT ? &px->text : &px->cur;
 	if (px->field != F_TEXT && b->len + len > (1u << 20))
 		return; /* a title or an id is never that long */
+	if (px->field == F_TEXT) {
+		px->pg.text_size += len;
+		if (px->max_text && px->pg.text_size > px->max_text) {
+			px->pg.too_large = 1;
+			px->text.len = 0;
+			return;
+		}
+	}
 	if (loom_wt_buf_add(b, s, len))
 		px_fail(px, LOOM_ENOMEM);
 }
@@ -918,6 +934,8 @@ static void *parser_main(void *arg)
 	struct parser_ctx pc = { d, NULL };
 	struct loom_pagexml *px = loom_pagexml_new(0, collect_page, set_site, &pc);
 	int err = px ? 0 : LOOM_ENOMEM;
+	if (px)
+		loom_pagexml_set_max_text(px, d->opts.max_text);
 	char *msg = NULL;
 	for (;;) {
 		struct block *b;
@@ -1100,6 +1118,8 @@ static int stream_parse(struct loom_dump *d, struct job *j, int worker, int firs
 	struct stream_ctx sc = { d, j, worker };
 	struct loom_pagexml *px = loom_pagexml_new(!first, stream_page, first ? set_site : NULL, &sc);
 	int r = px ? 0 : LOOM_ENOMEM;
+	if (px)
+		loom_pagexml_set_max_text(px, d->opts.max_text);
 	for (;;) {
 		pthread_mutex_lock(&d->mu);
 		while (!j->xb_head && j->state != J_READY)

@@ -56,6 +56,9 @@ struct loom_page {
 	size_t text_len;
 	uint64_t line;                /* line of <page> (in its bz2 stream
 					 * for multistream input) */
+	uint64_t text_size;           /* bytes of wikitext in the dump */
+	int too_large;                /* text_size is over the parser's
+					 * max_text: text is empty */
 };
 
 struct loom_dump_ns {
@@ -85,6 +88,10 @@ struct loom_pagexml;
 struct loom_pagexml *loom_pagexml_new(int synthetic_root, loom_pagexml_fn page,
 				      loom_siteinfo_fn site, void *ctx);
 void loom_pagexml_free(struct loom_pagexml *px);
+/* Keep at most `max` bytes of a page's wikitext (0: no limit, the
+ * default): a longer text is dropped as it streams (not held in memory)
+ * and the page comes with too_large set. */
+void loom_pagexml_set_max_text(struct loom_pagexml *px, size_t max);
 /* Parse more input.  Returns 0, LOOM_EFORMAT (message: line, column,
  * reason), LOOM_ENOMEM, or the page function's own negative code. */
 int loom_pagexml_feed(struct loom_pagexml *px, const char *buf, size_t n);
@@ -122,6 +129,7 @@ struct loom_dump_opts {
 	const char *index;    /* multistream index; NULL: look beside the dump */
 	int no_index;         /* ignore any index: read as a single stream */
 	size_t batch_bytes;   /* single stream: wikitext per batch (1 MiB) */
+	size_t max_text;      /* loom_pagexml_set_max_text (0: no limit) */
 };
 
 struct loom_dump_stats {

@@ -231,6 +231,42 @@ run loom-extract -j 1 "$T/braces.xml"
 is_rc 0 "6 MB of {{{{: exit 0"
 is "$(cat "$out")" "still here" "6 MB of {{{{: nothing left of it"
 
+# a hostile page: 10 MB of '[[' (a .bz2 of a few hundred bytes).  Peak
+# memory (ru_maxrss of the child) against the page's size: the cleaner
+# held 24x the page before; now a page over --max-page-size (8M) is not
+# even held, and one under it costs a few times its size.
+python3 -c '
+import bz2, sys
+x = ("<mediawiki><page><title>Hostile</title><ns>0</ns><id>1</id><revision><id>2</id><text>"
+  + "[[" * 5000000 + "</text></revision></page>"
+  + "<page><title>Next</title><ns>0</ns><id>3</id><revision><id>4</id><text>still here</text></revision></page></mediawiki>")
+open(sys.argv[1], "wb").write(bz2.compress(x.encode()))' "$T/hostile.xml.bz2"
+maxrss() { # command...: its peak resident memory in kB; output to $out, $err
+	/usr/bin/python3 -c '
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as o, open(sys.argv[2], "wb") as e:
+    rc = subprocess.run(sys.argv[3:], stdout=o, stderr=e).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)' "$out" "$err" "$@"
+}
+read -r kb rc < <(maxrss loom-extract -j 1 "$T/hostile.xml.bz2")
+is_rc 0 "page over --max-page-size: exit 0"
+is "$(cat "$out")" "still here" "page over --max-page-size: skipped, the next one kept"
+like "$err" "^loom-extract: page 1 'Hostile' \(line 1\): 10\.0 MB of wikitext, over --max-page-size: skipped\$" \
+	"page over --max-page-size: one line naming it"
+like "$err" ", 1 too large," "page over --max-page-size: counted in the summary"
+asan=0; ldd "$(command -v loom-extract)" 2>/dev/null | grep -q libasan && asan=1
+# (sanitizers hold freed memory in quarantine: peak memory is theirs)
+ok "page over --max-page-size: not held (peak $kb kB for a 10 MB page)" \
+	test "$asan" = 1 -o "$kb" -lt 40000
+read -r kb rc < <(maxrss loom-extract -j 1 --max-page-size 16M "$T/hostile.xml.bz2")
+is_rc 0 "--max-page-size 16M: the hostile page is cleaned, exit 0"
+like "$err" ", 1 empty or short, 0 without text, 0 too large," "--max-page-size 16M: cleaned (empty)"
+ok "--max-page-size 16M: peak memory a small multiple of the page ($kb kB for 10 MB)" \
+	test "$asan" = 1 -o "$kb" -lt 120000
+run loom-extract --max-page-size 100 "$T/hostile.xml.bz2"
+is_rc 2 "--max-page-size 100: exit 2"
+like "$err" "^loom-extract: --max-page-size: '100' is not between 1K and 1G" "--max-page-size: range named"
+
 # deeply nested links
 python3 -c '
 import sys

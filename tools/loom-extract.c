@@ -29,6 +29,9 @@ static const char usage[] =
 	"      --min-length N       drop articles shorter than N characters\n"
 	"      --keep-tables        keep table cell text (a row per line)\n"
 	"      --headings           keep section headings as lines\n"
+	"      --max-page-size SIZE skip pages with more wikitext than SIZE\n"
+	"                           (default 8M: 4x MediaWiki's 2 MiB limit on a\n"
+	"                           revision; at most 1G); counted as too large\n"
 	"  -j, --jobs N             worker threads (default: CPUs online)\n"
 	"      --index FILE         multistream index (default: NAME-index.txt.bz2\n"
 	"                           beside NAME.xml.bz2 if it exists)\n"
@@ -42,7 +45,8 @@ static const char usage[] =
 	"(with -o to FILE.incomplete, FILE is untouched) and the exit status is 1.\n";
 
 enum { FMT_LINES, FMT_TEXT, FMT_JSONL, FMT_DOC };
-enum { S_ARTICLES, S_REDIRECTS, S_NS, S_DAB, S_SHORT, S_NOTEXT, S_BYTES_OUT, S_KEPT_REDIRECTS };
+enum { S_ARTICLES, S_REDIRECTS, S_NS, S_DAB, S_SHORT, S_NOTEXT, S_BYTES_OUT, S_KEPT_REDIRECTS,
+       S_TOO_LARGE };
 
 #define MAX_NS 64
 
@@ -191,6 +195,14 @@ static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
 			 (unsigned long long)pg->line);
 		return 0;
 	}
+	if (pg->too_large) {
+		char a[32];
+		out->stat[S_TOO_LARGE]++;
+		cli_warn("page %llu '%.*s' (line %llu): %s of wikitext, over --max-page-size: skipped",
+			 (unsigned long long)pg->id, (int)pg->title_len, pg->title,
+			 (unsigned long long)pg->line, cli_bytes(pg->text_size, a, sizeof a));
+		return 0;
+	}
 	if (!w->wt) {
 		w->wt = loom_wikitext_new(&c->wopts);
 		if (!w->wt)
@@ -280,6 +292,7 @@ int main(int argc, char **argv)
 		{ "index", required_argument, NULL, 6 },
 		{ "no-index", no_argument, NULL, 7 },
 		{ "progress", no_argument, NULL, 8 },
+		{ "max-page-size", required_argument, NULL, 9 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -296,6 +309,7 @@ int main(int argc, char **argv)
 	c.ns[0] = 0;
 	c.wopts.valid_utf8 = 1; /* loom_dump repairs UTF-8 before expat */
 	dopts.threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
+	dopts.max_text = 8u << 20;
 	cli_init("loom-extract", usage);
 	while ((ch = getopt_long(argc, argv, "o:f:zn:j:qhV", opts, NULL)) != -1) {
 		switch (ch) {
@@ -318,6 +332,11 @@ int main(int argc, char **argv)
 		case 6: dopts.index = optarg; break;
 		case 7: dopts.no_index = 1; break;
 		case 8: force_progress = 1; break;
+		case 9:
+			dopts.max_text = cli_size("--max-page-size", optarg);
+			if (dopts.max_text < 1024 || dopts.max_text > (1u << 30))
+				cli_usage_error("--max-page-size: '%s' is not between 1K and 1G", optarg);
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
 		case 'V':
@@ -382,13 +401,15 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
 			"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
-			"%llu without text, %s in (%s XML), %s out, %llu invalid UTF-8, %.2f s%s%s\n",
+			"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
+			"%.2f s%s%s\n",
 			cli_prog, (unsigned long long)st.pages,
 			(unsigned long long)st.stat[S_ARTICLES],
 			(unsigned long long)st.stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
 			(unsigned long long)st.stat[S_NS], (unsigned long long)st.stat[S_DAB],
 			c.skip_dab ? " skipped" : "", (unsigned long long)st.stat[S_SHORT],
-			(unsigned long long)st.stat[S_NOTEXT], cli_bytes(st.bytes_in, a, sizeof a),
+			(unsigned long long)st.stat[S_NOTEXT], (unsigned long long)st.stat[S_TOO_LARGE],
+			cli_bytes(st.bytes_in, a, sizeof a),
 			cli_bytes(st.bytes_xml, b, sizeof b),
 			cli_bytes(st.stat[S_BYTES_OUT], o, sizeof o),
 			(unsigned long long)st.invalid_utf8, loom_now() - c.t0,
