@@ -64,17 +64,21 @@ static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, 
 {
 	size_t l_list = n ? 1 + vsize64(plen) + plen : 0;
 	size_t l_feat = l_list ? 1 + vsize64(l_list) + l_list : 1 + 1;
-	size_t l_entry = 1 + vsize64(klen) + klen + 1 + vsize64(l_feat) + l_feat;
+	/* an empty key is proto3's default: omitted, as protobuf-c does */
+	size_t l_key = klen ? 1 + vsize64(klen) + klen : 0;
+	size_t l_entry = l_key + 1 + vsize64(l_feat) + l_feat;
 	size_t l_features = 1 + vsize64(l_entry) + l_entry;
 
 	*p++ = 0x0a;
 	p = put_varint(p, l_features);
 	*p++ = 0x0a;
 	p = put_varint(p, l_entry);
-	*p++ = 0x0a;
-	p = put_varint(p, klen);
-	memcpy(p, key, klen);
-	p += klen;
+	if (klen) {
+		*p++ = 0x0a;
+		p = put_varint(p, klen);
+		memcpy(p, key, klen);
+		p += klen;
+	}
 	*p++ = 0x12;
 	p = put_varint(p, l_feat);
 	*p++ = 0x1a;

@@ -112,6 +112,21 @@ int main(void)
 		tensorflow__example__free_unpacked(ex, NULL);
 	}
 	{
+		/* An empty feature name is proto3's default: protobuf-c omits the
+		 * key field, and so must loom (it wrote 0a 00) */
+		static const uint8_t want[] = { 0x0a, 0x09, 0x0a, 0x07, 0x12, 0x05, 0x1a, 0x03,
+						0x0a, 0x01, 0x01 };
+		int64_t one = 1, back[2];
+		uint8_t enc[64], *ref = NULL;
+		size_t l = loom_example_encode_i64("", &one, 1, enc), rl = 0, got = 0;
+		ok(l == sizeof want && !memcmp(enc, want, l), "empty name: no key field (%zu bytes)", l);
+		ok(loom_example_encode_pbc("", &one, 1, &ref, &rl, &e) == 0 && rl == l &&
+		   !memcmp(ref, enc, l), "  byte-identical to protobuf-c");
+		free(ref);
+		ok(loom_example_decode_i64(enc, l, "", back, 2, &got, &e) == 0 && got == 1 &&
+		   back[0] == 1, "  decodes back");
+	}
+	{
 		/* Two entries: "a" bytes ["hi"], "k" int64 [9]; then "k" again [1,2] (wins). */
 		uint8_t m[128], *p = m;
 		const uint8_t e1[] = { 0x0a, 0x01, 'a', 0x12, 0x06, 0x0a, 0x04, 0x0a, 0x02, 'h', 'i' };
