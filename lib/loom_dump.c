@@ -179,7 +179,8 @@ static char *dup_buf(const struct loom_wt_buf *b)
 {
 	char *s = malloc(b->len + 1);
 	if (s) {
-		memcpy(s, b->p, b->len);
+		if (b->len) /* an empty element leaves b->p NULL */
+			memcpy(s, b->p, b->len);
 		s[b->len] = 0;
 	}
 	return s;
