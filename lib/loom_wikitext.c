@@ -551,6 +551,38 @@ static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct lo
 	return 0;
 }
 
+/* Copy s[0..n) to o without the deleted spans d[0..nd) (sorted by start,
+ * possibly overlapping) and the unmatched openers u[0..nu) (sorted; each
+ * `width` bytes long, or u.e bytes if width is 0).  Returns the end. */
+static char *copy_kept(char *o, const char *s, size_t n, const struct span *d, size_t nd,
+		       const struct span *u, size_t nu, size_t width)
+{
+	size_t a = 0, b = 0, cur = 0;
+	while (a < nd || b < nu) {
+		size_t s0, e0;
+		if (b >= nu || (a < nd && d[a].s < u[b].s)) {
+			s0 = d[a].s;
+			e0 = d[a].e;
+			a++;
+		} else {
+			s0 = u[b].s;
+			e0 = s0 + (width ? width : u[b].e);
+			b++;
+		}
+		if (s0 > cur) {
+			memcpy(o, s + cur, s0 - cur);
+			o += s0 - cur;
+		}
+		if (e0 > cur)
+			cur = e0;
+	}
+	if (cur < n) {
+		memcpy(o, s + cur, n - cur);
+		o += n - cur;
+	}
+	return o;
+}
+
 /* ------------------------------------------------------------------ */
 /* pass 2: templates */
 
@@ -633,30 +665,7 @@ static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, stru
 	if (scratch(out, n + 1))
 		return LOOM_ENOMEM;
 	char *o = out->p;
-	const struct span *d = dl->p, *u = st->p;
-	size_t nd = dl->n, nu = st->n, a = 0, b = 0, cur = 0;
-	while (a < nd || b < nu) {
-		size_t s0, e0;
-		if (b >= nu || (a < nd && d[a].s < u[b].s)) {
-			s0 = d[a].s;
-			e0 = d[a].e;
-			a++;
-		} else {
-			s0 = u[b].s;
-			e0 = u[b].s + u[b].e;
-			b++;
-		}
-		if (s0 > cur) {
-			memcpy(o, s + cur, s0 - cur);
-			o += s0 - cur;
-		}
-		if (e0 > cur)
-			cur = e0;
-	}
-	if (cur < n) {
-		memcpy(o, s + cur, n - cur);
-		o += n - cur;
-	}
+	o = copy_kept(o, s, n, dl->p, dl->n, st->p, st->n, 0);
 	out->len = o - out->p;
 	return 0;
 }
@@ -1014,7 +1023,7 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 		return LOOM_ENOMEM;
 	char *o = out->p;
 	const struct span *d = dl->p, *u = st->p;
-	size_t nd = dl->n, nu = st->n, cur = 0, sorted = 1;
+	size_t nd = dl->n, nu = st->n, sorted = 1;
 	for (size_t k = 1; k < nd && sorted; k++) /* links side by side: no nesting */
 		sorted = d[k - 1].s <= d[k].s;
 	if (!sorted && nd > 65536 && n < INT32_MAX) {
@@ -1052,28 +1061,7 @@ static int pass_links(struct loom_wikitext *w, const char *s, size_t n, struct l
 	}
 	if (!sorted)
 		qsort(dl->p, nd, sizeof(struct span), cmp_span);
-	for (size_t a = 0, b = 0; a < nd || b < nu;) {
-		size_t s0, e0;
-		if (b >= nu || (a < nd && d[a].s < u[b].s)) {
-			s0 = d[a].s;
-			e0 = d[a].e;
-			a++;
-		} else {
-			s0 = u[b].s;
-			e0 = s0 + 2;
-			b++;
-		}
-		if (s0 > cur) {
-			memcpy(o, s + cur, s0 - cur);
-			o += s0 - cur;
-		}
-		if (e0 > cur)
-			cur = e0;
-	}
-	if (cur < n) {
-		memcpy(o, s + cur, n - cur);
-		o += n - cur;
-	}
+	o = copy_kept(o, s, n, d, nd, u, nu, 2);
 	out->len = o - out->p;
 	return 0;
 }
