@@ -232,7 +232,7 @@ struct vec {
 static int vec_push(struct vec *v, const void *x)
 {
 	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap + v->cap / 2 : 64;
+		size_t cap = v->cap < 64 ? 64 : v->cap + v->cap / 2;
 		void *p = realloc(v->p, cap * v->size);
 		if (!p)
 			return LOOM_ENOMEM;

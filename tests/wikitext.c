@@ -217,6 +217,19 @@ int main(void)
 		is_str(got, "x", "1M nested links -> x");
 		ok(info.scratch <= 12 * (uint64_t)k, "1M nested links: %.1f MB scratch (%.2fx the page)",
 		   info.scratch / 1e6, (double)info.scratch / k);
+		{
+			/* the same object after it gave back its emptied stack */
+			struct loom_wikitext *w = loom_wikitext_new(NULL);
+			struct loom_wt_buf out = { 0 };
+			const char *next = "[[x|[[y|[[a]]]]]] [[b|c]]";
+			int r1 = loom_wikitext_clean(w, big, k, &out, NULL);
+			out.len = 0;
+			int r2 = loom_wikitext_clean(w, next, strlen(next), &out, NULL);
+			ok(r1 == 0 && r2 == 0 && out.len == 3 && !memcmp(out.p, "a c", 3),
+			   "a page after 1M nested links, same object");
+			loom_wt_buf_free(&out);
+			loom_wikitext_free(w);
+		}
 		free(got);
 		k = 0;
 		for (size_t i = 0; i < d; i++)
