@@ -152,11 +152,14 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 	if (!isfinite(x0)) { /* no points at all */
 		x0 = 0, x1 = 1, y0 = 0, y1 = 1;
 	}
+	/* a flat range gets a width that shows at its magnitude (1 next to
+	 * 1.3e15 is below the spacing of doubles) */
 	if (x1 == x0)
-		x1 = x0 + 1;
+		x1 = x0 + fmax(1, fabs(x0) * 1e-6);
 	if (y1 == y0) {
-		y0 -= 0.5;
-		y1 += 0.5;
+		double h = fmax(0.5, fabs(y0) * 1e-6);
+		y0 -= h;
+		y1 += h;
 	}
 	double pad = (y1 - y0) * 0.05;
 	y0 -= pad;
@@ -176,13 +179,20 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 	}
 	/* grid and tick labels */
 	double ys = nice_step(y1 - y0, 6), xs = nice_step(x1 - x0, 8);
-	for (double v = ceil(y0 / ys) * ys; v <= y1 + 1e-12; v += ys) {
+	/* ticks by index: v += step could stop moving at a large magnitude */
+	for (int t = 0; t < 64; t++) {
+		double v = (ceil(y0 / ys) + t) * ys;
+		if (v > y1 + 1e-12)
+			break;
 		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			  "stroke=\"#ddd\"/>\n", L, PY(v), W - R, PY(v));
 		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
 			  L - 6, PY(v) + 4, logy ? pow(10, v) : v);
 	}
-	for (double v = ceil(x0 / xs) * xs; v <= x1 + 1e-12; v += xs) {
+	for (int t = 0; t < 64; t++) {
+		double v = (ceil(x0 / xs) + t) * xs;
+		if (v > x1 + 1e-12)
+			break;
 		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			  "stroke=\"#eee\"/>\n", PX(v), T, PX(v), H - Bm);
 		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
