@@ -4,7 +4,7 @@
 # given backticks, $(...), make's $(shell ...) and $$, ';' and a newline.
 # Nothing may run (no canary file appears), the tool exits 1 (make: non-zero)
 # with one line naming the key, and retrain creates no state.  Also: quoted
-# values.
+# values, and --dry-run neither takes the lock nor writes anything.
 # A file:// mirror: no HTTP server needed.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS/.." && pwd)
@@ -89,6 +89,27 @@ sed -i "s|^MIRROR=.*|MIRROR='file://$T/mirror'|" "$T/c.conf"
 run "$P/retrain" --config "$T/c.conf" --dry-run
 is_rc 0 "quoted values"
 like "$out" "would build samplewiki-20260101 .*MIRROR=file://$T/mirror" "unquoted before use"
+
+# --- --dry-run: no lock, no pid file, nothing written -----------------------
+conf WIKI samplewiki
+run "$P/retrain" --config "$T/c.conf" --dry-run
+is_rc 0 "dry run on a fresh state"
+like "$out" 'would build samplewiki-20260101 \(newer than no data\)' "names the dump"
+ok "writes nothing (no state directory)" test ! -e "$T/state"
+mkdir -p "$T/state"
+echo 424242 > "$T/state/retrain.pid"
+# a run in progress: holds the lock until told to stop (no sleep to race)
+flock "$T/state/retrain.lock" bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done' _ "$T/release" &
+holder=$!
+while flock -n "$T/state/retrain.lock" true; do sleep 0.05; done   # until it holds it
+run "$P/retrain" --config "$T/c.conf" --dry-run
+is_rc 0 "dry run while a run holds the lock"
+is "$(cat "$T/state/retrain.pid")" 424242 "the running one's pid file is untouched"
+is "$(ls -A "$T/state" | tr '\n' ' ')" "retrain.lock retrain.pid " "nothing else written"
+run "$P/retrain" --config "$T/c.conf"
+is_rc 75 "a real run still meets the lock"
+like "$err" 'another run holds .*retrain.lock \(pid 424242\)' "naming the holder's pid"
+touch "$T/release"; wait $holder
 
 # --- wikipedia.mk on its own: variables from make's command line -------------
 mkvars="WIKI DATE OUT VOCAB SEQ SHARDS SEED JOBS VOCAB_SIZE MIRROR DUMP NAME LOOM_BIN
