@@ -43,9 +43,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 
-# The tools: on PATH, or the build tree next to this file.
+# The tools: LOOM_BIN (a directory ending in /); else, installed as
+# PREFIX/share/loom/pipelines/wikipedia.mk, PREFIX/bin; else on PATH; else
+# the build tree next to this file.
 HERE   := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-LOOM_BIN ?= $(shell command -v loom-extract >/dev/null 2>&1 || echo $(HERE)/../build/bin/)
+INSTALLED_BIN := $(if $(filter %/share/loom/pipelines,$(HERE)),$(wildcard $(HERE:%/share/loom/pipelines=%)/bin/loom-extract))
+LOOM_BIN ?= $(if $(INSTALLED_BIN),$(dir $(INSTALLED_BIN)),$(shell command -v loom-extract >/dev/null 2>&1 || echo $(HERE)/../build/bin/))
 # Values from the command line or the environment reach file names and
 # recipes: each must be plain (the characters listed below; no $, quotes,
 # spaces or other shell or make syntax), else make stops naming it.  Recipes
