@@ -83,6 +83,12 @@ for v in "file://$T/mirror\`touch canary1\`" $'file:///x\ntouch canary2'; do
 done
 is "$bad" "" "a hostile \$LOOM_MIRROR is refused, naming MIRROR"
 
+# numbers: no leading 0 (bash arithmetic would read 010 as octal 8)
+conf SEQ 09
+run "$P/retrain" --config "$T/c.conf"
+is "$(refused SEQ '')" "" "SEQ=09 refused"
+like "$err" "SEQ='09' is not a whole number" "as not a whole number"
+
 # quoted values are taken literally; a value is one line
 conf WIKI '"samplewiki"'
 sed -i "s|^MIRROR=.*|MIRROR='file://$T/mirror'|" "$T/c.conf"
