@@ -52,6 +52,7 @@ FUZZ_SRC := $(filter-out tests/fuzz/replay.c,$(wildcard tests/fuzz/*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/fuzz-%.t,$(FUZZ_SRC))
 SH_TESTS := $(wildcard tests/*.t)
 MANPAGES := $(wildcard share/man/man1/*.1)
+PIPE_BIN := $(wildcard pipelines/*.sh) pipelines/retrain
 
 .PHONY: all deps test check asan bench demo install clean help fuzz tests
 .DEFAULT_GOAL := all
@@ -69,7 +70,7 @@ help:
 	@echo 'make bench      benchmarks, each a ratio against a reference run'
 	@echo 'make demo       deps + build + the whole pipeline on the bundled sample'
 	@echo 'make fuzz FUZZ=NAME [SECONDS=60]  libFuzzer run of tests/fuzz/NAME.c (clang)'
-	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=  tools, man pages, share/'
+	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=  tools, man pages, share/, pipelines/, docs'
 	@echo 'make clean      remove build outputs'
 	@echo 'variables: B=build dir, OPT=-O2, ARCH= (e.g. -march=native), CC=cc'
 
@@ -174,6 +175,13 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(TOOLS); do install -m 644 share/bash-completion/loom \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
+	install -d $(DESTDIR)$(PREFIX)/share/loom/pipelines
+	install -m 755 $(PIPE_BIN) $(DESTDIR)$(PREFIX)/share/loom/pipelines/
+	install -m 644 $(filter-out $(PIPE_BIN),$(wildcard pipelines/*)) $(DESTDIR)$(PREFIX)/share/loom/pipelines/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/loom/formats $(DESTDIR)$(PREFIX)/share/doc/loom/docs
+	install -m 644 README.md $(DESTDIR)$(PREFIX)/share/doc/loom/
+	install -m 644 $(wildcard formats/*.md) $(DESTDIR)$(PREFIX)/share/doc/loom/formats/
+	install -m 644 $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/loom/docs/
 
 clean:
 	rm -rf build build-asan build-fuzz

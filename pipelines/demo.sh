@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # make demo: the loom pipeline on data bundled in share/, one stage at a time.
-# Each stage prints its summary line; outputs land in $DEMO_OUT (demo-out/).
+# Each stage prints its summary line; outputs land in $DEMO_OUT (demo-out/
+# in the current directory).  Also runs as installed, from
+# PREFIX/share/loom/pipelines/demo.sh (tools in PREFIX/bin, or on PATH).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+HERE=$(cd "$(dirname "$0")" && pwd)
+SAMPLE=$HERE/../share/sample            # the source tree
+[ -d "$SAMPLE" ] || SAMPLE=$HERE/../sample  # installed: PREFIX/share/loom/sample
+if [[ $HERE == */share/loom/pipelines ]] && [ -x "$HERE/../../../bin/loom-fetch" ]; then
+	PATH=$(cd "$HERE/../../../bin" && pwd):$PATH
+fi
 OUT=${DEMO_OUT:-demo-out}
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -14,16 +21,16 @@ stage "build: $(ls "$BIN" | grep -c '^loom-') tools in $BIN"
 # loom-fetch: the bundled sample dump laid out like dumps.wikimedia.org,
 # served by lighttpd on 127.0.0.1 (stopped on exit, even on failure).
 stage "loom-fetch: samplewiki --date latest from a local HTTP mirror"
-pipelines/make-mirror.sh share/sample samplewiki 20260101 "$OUT/mirror" >/dev/null
-trap 'pipelines/mirror.sh stop "$OUT/mirror-state"' EXIT
-MIRROR=$(pipelines/mirror.sh start "$OUT/mirror" "$OUT/mirror-state")
+"$HERE/make-mirror.sh" "$SAMPLE" samplewiki 20260101 "$OUT/mirror" >/dev/null
+trap '"$HERE/mirror.sh" stop "$OUT/mirror-state"' EXIT
+MIRROR=$("$HERE/mirror.sh" start "$OUT/mirror" "$OUT/mirror-state")
 loom-fetch --mirror "$MIRROR" --wiki samplewiki --date latest -o "$OUT/dumps" >"$OUT/dumps.list"
-pipelines/mirror.sh stop "$OUT/mirror-state"
+"$HERE/mirror.sh" stop "$OUT/mirror-state"
 
 # loom-extract: the dump (as fetched, else the bundled one) -> one article per line.
 stage "loom-extract: wikitext -> $OUT/sample.txt (one article per line)"
 DUMP=$(find "$OUT/dumps" -name '*-pages-articles-multistream.xml.bz2' 2>/dev/null | head -n 1)
-[ -n "$DUMP" ] || DUMP=share/sample/samplewiki-20260101-pages-articles-multistream.xml.bz2
+[ -n "$DUMP" ] || DUMP=$SAMPLE/samplewiki-20260101-pages-articles-multistream.xml.bz2
 loom-extract -j 2 -o "$OUT/sample.txt" "$DUMP"
 head -n 3 "$OUT/sample.txt" | cut -c 1-100
 

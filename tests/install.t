@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make install PREFIX= DESTDIR=: tools, man pages, share/ data, bash completion;
-# an installed tool finds its data (presets, vocabulary) from its own location.
+# make install PREFIX= DESTDIR=: tools, man pages, share/ data, bash completion,
+# pipelines/ and the docs; an installed tool finds its data (presets,
+# vocabulary) from its own location, and the installed pipelines/retrain runs
+# from another directory with a PATH that has no loom tool on it.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS/.." && pwd)
 B=${LOOM_BUILD:-$ROOT/build}
@@ -44,4 +46,55 @@ comp() { # words... -> completions
 like <(comp loom-shard --see) '^--seed$' "completes loom-shard --see to --seed"
 is "$(comp loom-bpe en)" "encode" "completes the loom-bpe subcommand"
 like <(comp loom-train --config ti) '^tiny$' "completes loom-train presets"
+
+# pipelines/ in share/loom/pipelines (scripts executable), docs in share/doc/loom
+L=$I/share/loom/pipelines
+bad=
+for f in "$ROOT"/pipelines/*; do
+	n=${f##*/}
+	[ -f "$L/$n" ] || bad="$bad missing:$n"
+	if [ -x "$f" ]; then [ -x "$L/$n" ] || bad="$bad not-executable:$n"
+	else [ ! -x "$L/$n" ] || bad="$bad executable:$n"; fi
+done
+is "$bad" "" "pipelines/ installed, scripts executable"
+bad=
+for f in README.md formats/*.md docs/*.md; do
+	(cd "$ROOT" && ls $f) | while read -r g; do
+		cmp -s "$ROOT/$g" "$I/share/doc/loom/$g" || echo "$g"; done
+done > "$T/docs.bad"
+is "$(cat "$T/docs.bad")" "" "README, formats/*.md and docs/*.md in share/doc/loom"
+like "$ROOT/README.md" '^17 3 \* \* \* .*/usr/local/share/loom/pipelines/retrain --config' \
+	"the README's cron line names the installed retrain"
+
+# the installed retrain, run as cron would: from another directory, PATH without
+# the tools, a file:// mirror laid out by the installed make-mirror.sh from the
+# installed sample
+mkdir -p "$T/cron/etc"
+cd "$T/cron"
+P0=/usr/bin:/bin
+run env -i PATH=$P0 HOME="$T" "$L/make-mirror.sh" "$I/share/loom/sample" samplewiki 20260101 "$T/mirror"
+is_rc 0 "installed make-mirror.sh"
+cat > etc/retrain.conf <<CONF
+WIKI=samplewiki
+MIRROR=file://$T/mirror
+STATE=../state
+VOCAB=train
+VOCAB_SIZE=300
+SEQ=9
+SHARDS=2
+PRESET=tiny
+STEPS=4
+BATCH=4
+THREADS=1
+CONF
+run env -i PATH=$P0 HOME="$T" "$L/retrain" --config etc/retrain.conf --dry-run
+is_rc 0 "installed retrain --dry-run"
+like "$out" "would build samplewiki-20260101 .*-f $L/wikipedia.mk .*LOOM_BIN=$I/bin/" \
+	"uses the installed wikipedia.mk and tools"
+run env -i PATH=$P0 HOME="$T" "$L/retrain" --config etc/retrain.conf -q
+is_rc 0 "installed retrain: a real run"
+like "$out" '^retrain: samplewiki-20260101: data rebuilt, train from scratch: .* promoted ' \
+	"builds, trains and promotes"
+ok "the installed tools built the data" test -f "$T/cron/state/data/samplewiki-20260101/verified"
+ok "best checkpoint" test -f "$T/cron/state/best/model.safetensors"
 done_testing

@@ -11,6 +11,9 @@
 #   no_tmp_left DIR "name"  no temporary (.tmp-) or output debris in DIR
 #   skip_all "why"; done_testing
 set -u
+# A test runs make as a user would, not as a child of the `make check` that
+# started prove (whose jobserver it cannot reach: make warns on stderr).
+unset MAKEFLAGS MFLAGS MAKELEVEL
 tap_n=0
 tap_failed=0
 T=$(mktemp -d "${TMPDIR:-/tmp}/loom-test.XXXXXX")
