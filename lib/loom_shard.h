@@ -29,10 +29,12 @@
  * `records_per_shard`.
  *
  * Outputs: PREFIX-00000-of-0000N.tfrecord (+ ".index" beside each) and
- * PREFIX.manifest.json (formats/manifest.md), all written under temporary
- * names and renamed only when everything is complete; on any failure
- * nothing is left under a final name (already renamed outputs of this run
- * are removed again).
+ * PREFIX.manifest.json (formats/manifest.md), committed as one set: the
+ * manifest is the commit point, so whenever the process dies it names the
+ * old set or the new one, complete ("Committing a set" in the spec).
+ * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
+ * removes what killed runs left; on any failure before the commit point
+ * nothing of the run is left and the old set stays.
  *
  * Ownership: _new/_open return objects freed with _free (accepts NULL);
  * strings in the options are copied.  Errors: negative LOOM_E* with the
@@ -96,6 +98,12 @@ struct loom_shard_opts {
 	 * `done` of `total` records written (may be NULL). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* For tests: called just before each file-system step that removes
+	 * leftovers or commits the output set (what = "rename", "link" or
+	 * "unlink"; path = the name made or removed), so that a test can kill
+	 * the process at every point (may be NULL). */
+	void (*commit_step)(void *ctx, const char *what, const char *path);
+	void *commit_step_ctx;
 };
 
 struct loom_shard_stats {
@@ -106,6 +114,8 @@ struct loom_shard_stats {
 	uint64_t bytes;        /* bytes of all shards */
 	uint64_t spilled;      /* bytes written to bucket files (0 = in memory) */
 	char manifest[4096];   /* path of the manifest */
+	char note[LOOM_ERR_MAX + 100]; /* a failure after the commit point (the
+					  new set is in place), "" if none */
 };
 
 struct loom_shard;

@@ -189,6 +189,33 @@ echo '{"shards": 3}' > "$T/m.json"
 run loom-feed -m "$T/m.json" --batch 4 --seq 8 --seed 1
 is_rc 1 "manifest without shards"
 
+# --- the manifest's sizes and checksums -----------------------------------
+mkdir "$T/mv"
+run loom-shard -q -f text -L 9 --no-shuffle -n 2 -o "$T/mv/v" "$T/tok.txt"
+run loom-feed -m "$T/mv/v.manifest.json" --verify --text -b 4 -t 8 -s 1 -q
+is_rc 0 "--verify: every shard has its recorded size and sha256"
+same_file "$out" <(loom-feed -m "$M" --text -b 4 -t 8 -s 1 -q) "  same batches as without --verify"
+cp "$T/mv/v-00001-of-00002.tfrecord" "$T/mv/keep"
+head -c -1 "$T/mv/keep" > "$T/mv/v-00001-of-00002.tfrecord"
+run loom-feed -m "$T/mv/v.manifest.json" --text -b 4 -t 8 -s 1 -q
+is_rc 1 "a shard one byte shorter than the manifest says: exit 1"
+is "$(cat "$err")" "loom-feed: $T/mv/v.manifest.json: shard '$T/mv/v-00001-of-00002.tfrecord' is $(($(stat -c %s "$T/mv/keep") - 1)) bytes, the manifest says $(stat -c %s "$T/mv/keep")" \
+	"  one line naming the shard and both sizes"
+is "$(wc -c < "$out")" 0 "  nothing on stdout"
+{ cat "$T/mv/keep"; printf x; } > "$T/mv/v-00001-of-00002.tfrecord"
+run loom-feed -m "$T/mv/v.manifest.json" --text -b 4 -t 8 -s 1 -q
+is_rc 1 "a shard one byte longer: exit 1"
+like "$err" "shard '.*v-00001-of-00002.tfrecord' is [0-9]+ bytes, the manifest says" "  says so"
+# same size, one byte changed in a record's payload: only --verify sees it
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[20] ^= 1; open(sys.argv[2], "wb").write(b)' \
+	"$T/mv/keep" "$T/mv/v-00001-of-00002.tfrecord"
+run loom-feed -m "$T/mv/v.manifest.json" --verify --text -b 4 -t 8 -s 1 -q
+is_rc 1 "--verify: a shard with one byte changed: exit 1"
+like "$err" "^loom-feed: .*v.manifest.json: shard '.*v-00001-of-00002.tfrecord' has sha256 [0-9a-f]{64}, the manifest says [0-9a-f]{64}$" \
+	"  one line naming the shard and both checksums"
+run loom-feed "$T/mv/v-00000-of-00002.tfrecord" --verify --text -b 4 -t 8 -s 1 -q
+is_rc 2 "--verify without --manifest: usage error"
+
 # --- terminals ----------------------------------------------------------
 if command -v script >/dev/null; then
 	script -qec "loom-feed -m '$M' --batch 4 --seq 8 --seed 1" /dev/null > "$T/tty.out" 2>&1

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -30,6 +31,7 @@
 #include "loom_ckpt.h"
 #include "loom_example.h"
 #include "loom_file.h"
+#include "loom_hash.h"
 #include "loom_kernels.h"
 #include "loom_tfrecord.h"
 
@@ -37,7 +39,9 @@ static const char usage[] =
 	"usage: loom-feed [options] (--manifest M | SHARD.tfrecord...) --batch B --seq T --seed S\n"
 	"Write shuffled micro-batches of B records of T+1 tokens as binary frames\n"
 	"(formats/batch.md) on stdout, for loom-train and loom-eval.\n"
-	"  -m, --manifest FILE   shards listed in loom-shard's manifest (paths relative to it)\n"
+	"  -m, --manifest FILE   shards listed in loom-shard's manifest (paths relative to it);\n"
+	"                        each shard must have the size the manifest records\n"
+	"      --verify          also check each shard's sha256 against the manifest\n"
 	"  -b, --batch B         records per frame (per rank)\n"
 	"  -t, --seq T           sequence length T; each record gives T+1 tokens\n"
 	"  -s, --seed S          shuffle seed (same seed = same bytes)\n"
@@ -283,10 +287,33 @@ static void add_shard(const char *path, const char *index)
 	F.nshards++;
 }
 
+/* A shard against its manifest entry: its size ("bytes"), and its sha256
+ * with --verify (when recorded); one line naming the shard if they differ. */
+static void check_shard(const char *manifest, const char *shard, json_t *e, int verify)
+{
+	struct stat st;
+	if (stat(shard, &st) < 0)
+		cli_die("%s: cannot open shard '%s': %s", manifest, shard, strerror(errno));
+	json_t *b = json_object_get(e, "bytes");
+	if (json_is_integer(b) && (json_int_t)st.st_size != json_integer_value(b))
+		cli_die("%s: shard '%s' is %lld bytes, the manifest says %lld", manifest, shard,
+			(long long)st.st_size, (long long)json_integer_value(b));
+	json_t *h = json_object_get(e, "sha256");
+	if (!verify || !json_is_string(h))
+		return;
+	char hex[LOOM_HASH_HEX_MAX];
+	struct loom_err err;
+	if (loom_hash_file_hex("sha256", shard, hex, &err) < 0)
+		cli_die("%s", err.msg);
+	if (strcmp(hex, json_string_value(h)))
+		cli_die("%s: shard '%s' has sha256 %s, the manifest says %s", manifest, shard,
+			hex, json_string_value(h));
+}
+
 /* Manifest (formats/manifest.md): {"feature": NAME, "seq_len": L,
- * "shards": [{"file": NAME, "index": NAME, "records": N, ...}, ...]} with
- * names relative to the manifest's directory. */
-static void read_manifest(const char *path)
+ * "shards": [{"file": NAME, "index": NAME, "records": N, "bytes": N,
+ * "sha256": HEX}, ...]} with names relative to the manifest's directory. */
+static void read_manifest(const char *path, int verify)
 {
 	json_error_t je;
 	struct loom_err err;
@@ -323,6 +350,8 @@ static void read_manifest(const char *path)
 		if (json_is_string(ji))
 			snprintf(idx, sizeof idx, "%s%s", json_string_value(ji)[0] == '/' ? "" : dir,
 				 json_string_value(ji));
+		if (json_is_object(e))
+			check_shard(path, full, e, verify);
 		add_shard(full, json_is_string(ji) ? idx : NULL);
 		json_t *recs = json_object_get(e, "records");
 		if (json_is_integer(recs) &&
@@ -365,6 +394,7 @@ int main(int argc, char **argv)
 		{"dtype", required_argument, NULL, 6},
 		{"progress", no_argument, NULL, 7},
 		{"text", no_argument, NULL, 8},
+		{"verify", no_argument, NULL, 9},
 		{"threads", required_argument, NULL, 'j'},
 		{"force", no_argument, NULL, 'f'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -375,7 +405,7 @@ int main(int argc, char **argv)
 	const char *manifest = NULL, *resume = NULL;
 	uint64_t epochs = 1, skip = 0, threads = 2;
 	int have_b = 0, have_t = 0, have_s = 0, have_skip = 0, force = 0, quiet = 0;
-	int progress = 0, c;
+	int progress = 0, verify = 0, c;
 
 	cli_init("loom-feed", usage);
 	F.world = 1;
@@ -404,6 +434,7 @@ int main(int argc, char **argv)
 			break;
 		case 7: progress = 1; break;
 		case 8: F.text = 1; break;
+		case 9: verify = 1; break;
 		case 'j': threads = cli_u64("--threads", optarg, 1, 64); break;
 		case 'f': force = 1; break;
 		case 'q': quiet = 1; break;
@@ -420,6 +451,8 @@ int main(int argc, char **argv)
 		cli_usage_error("no input: give --manifest M or shard files");
 	if (F.rank >= F.world)
 		cli_usage_error("--rank %u must be less than --world %u", F.rank, F.world);
+	if (verify && !manifest)
+		cli_usage_error("--verify needs --manifest");
 	if (have_skip && resume)
 		cli_usage_error("--skip-batches and --resume exclude each other");
 	if ((uint64_t)F.B * F.T1 > LOOM_BATCH_MAX_TOKENS)
@@ -431,7 +464,7 @@ int main(int argc, char **argv)
 		cli_no_binary_tty(STDOUT_FILENO, force);
 
 	if (manifest)
-		read_manifest(manifest);
+		read_manifest(manifest, verify);
 	for (int i = optind; i < argc; i++)
 		add_shard(argv[i], NULL);
 	F.G = (uint64_t)F.B * F.world;

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,9 @@ static const char usage[] =
 	"  -h, --help                 this help\n"
 	"  -V, --version              version\n"
 	"Same input and seed give byte-identical shards whatever the memory limit.\n"
-	"Outputs appear only when complete; on error nothing is left behind.\n";
+	"The manifest is the commit point: it always names a complete set, the old\n"
+	"one or the new one, even if the run is killed; on error nothing is left\n"
+	"behind, and a killed run's leftovers are removed by the next run.\n";
 
 static struct loom_shard *g_shard;
 static uint32_t *tok; /* read buffer */
@@ -66,6 +69,18 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 	if (cli_progress_due(pr))
 		cli_progress_show(pr, "writing shards: %" PRIu64 " of %" PRIu64 " records (%.0f%%)",
 				  done, total, total ? 100.0 * (double)done / (double)total : 0.0);
+}
+
+/* For tests only (tests/shard-kill.t): with LOOM_SHARD_TEST_KILL_AT=N the
+ * process kills itself (SIGKILL, as kill -9) just before the N-th (from 0)
+ * file-system step of removing leftovers and committing the output set. */
+static void kill_at_step(void *ctx, const char *what, const char *path)
+{
+	static uint64_t step;
+	(void)what;
+	(void)path;
+	if (step++ == *(uint64_t *)ctx)
+		raise(SIGKILL);
 }
 
 static int is_hex64(const char *s)
@@ -208,6 +223,13 @@ int main(int argc, char **argv)
 	cli_progress_init(&pr, progress);
 	o.progress = on_progress;
 	o.progress_ctx = &pr;
+	uint64_t kill_at;
+	const char *ka = getenv("LOOM_SHARD_TEST_KILL_AT");
+	if (ka && *ka) {
+		kill_at = cli_u64("LOOM_SHARD_TEST_KILL_AT", ka, 0, UINT64_MAX);
+		o.commit_step = kill_at_step;
+		o.commit_step_ctx = &kill_at;
+	}
 	g_shard = loom_shard_new(&o, &err);
 	if (!g_shard)
 		cli_die("%s", err.msg);
@@ -275,6 +297,8 @@ int main(int argc, char **argv)
 		fail(loom_shard_error(g_shard));
 	struct loom_shard_stats st;
 	loom_shard_get_stats(g_shard, &st);
+	if (*st.note)
+		cli_warn("warning: %s", st.note);
 	double dt = loom_now() - t0;
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
