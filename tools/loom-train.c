@@ -525,7 +525,7 @@ int main(int argc, char **argv)
 		if (loom_gpt_ckpt_config(ck, c))
 			cli_die("%s", loom_config_error(c));
 	} else if (loom_config_apply_named(c, config ? config : "tiny")) {
-		cli_die("%s", loom_config_error(c));
+		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
 	}
 	for (int i = 0; i < nsets; i++)
 		if (loom_config_apply_sets(c, sets[i]))
