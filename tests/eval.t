@@ -103,22 +103,22 @@ like "$err" "^loom-eval: .*bad/model.safetensors: .*(truncated|end past the data
 is "$(wc -l < "$err")" 1 "exactly one line"
 fresh
 printf 'XXXXXXXX' | dd of="$T/bad/model.safetensors" bs=1 seek=0 conv=notrunc 2>/dev/null
-run loom-eval --checkpoint "$T/bad" < "$T/val.bin"
+run loom-eval --checkpoint "$T/bad" --no-verify < "$T/val.bin"
 is_rc 1 "bad header size"
 like "$err" "model.safetensors: header size [0-9]+ at byte 0 is not plausible" "bad header refused"
 fresh
 printf '!!' | dd of="$T/bad/model.safetensors" bs=1 seek=8 conv=notrunc 2>/dev/null
-run loom-eval --checkpoint "$T/bad" < "$T/val.bin"
+run loom-eval --checkpoint "$T/bad" --no-verify < "$T/val.bin"
 is_rc 1 "bad JSON header"
 like "$err" "model.safetensors: bad JSON header at byte 8" "JSON error with its byte"
 fresh
 sed -i 's/"n_embd": 64/"n_embd": 32/' "$T/bad/config.json"
-run loom-eval --checkpoint "$T/bad" < "$T/val.bin"
+run loom-eval --checkpoint "$T/bad" --no-verify < "$T/val.bin"
 is_rc 1 "config does not match the tensors"
 like "$err" "is \\[128, 64\\] but config.json \\(n_embd 32" "names the tensor and both shapes"
 fresh
 sed -i 's/"n_layer": 2/"n_layer": 3/' "$T/bad/config.json"
-run loom-eval --checkpoint "$T/bad" < "$T/val.bin"
+run loom-eval --checkpoint "$T/bad" --no-verify < "$T/val.bin"
 is_rc 1 "config has more layers than the tensors"
 like "$err" "tensor 'transformer.h.2.ln_1.weight' is missing" "names the missing tensor"
 fresh
@@ -135,7 +135,7 @@ b = json.dumps(h).encode()
 b += b' ' * (-len(b) % 8)
 open(p, 'wb').write(struct.pack('<Q', len(b)) + b + d[8 + n:])
 EOF
-run loom-eval --checkpoint "$T/bad" < "$T/val.bin"
+run loom-eval --checkpoint "$T/bad" --no-verify < "$T/val.bin"
 is_rc 1 "a tensor of the wrong shape"
 like "$err" "c_attn.weight' is \\[192, 64\\] but config.json .* needs \\[64, 192\\]" "wrong shape named"
 run loom-eval --checkpoint "$T/nothing" < "$T/val.bin"
@@ -144,5 +144,53 @@ mkdir -p "$T/empty"
 run loom-eval --checkpoint "$T/empty" < "$T/val.bin"
 is_rc 1 "a directory that is not a checkpoint"
 like "$err" "is not a checkpoint \\(no config.json, no latest\\)" "says so"
+
+# --- checksums: every file is verified against state.json ---------------------
+fresh
+size=$(stat -c %s "$T/bad/model.safetensors")
+printf '\x5a' | dd of="$T/bad/model.safetensors" bs=1 seek=$((size - 4000)) conv=notrunc 2>/dev/null
+run loom-eval --checkpoint "$T/bad" -j 1 < "$T/val.bin"
+is_rc 1 "one flipped byte in model.safetensors' weights"
+like "$err" "^loom-eval: .*/bad/model.safetensors: checksum mismatch \\(CRC-32C [0-9a-f]{8}, state.json records [0-9a-f]{8}\\): the file is corrupt$" \
+	"names the file and both checksums"
+is "$(wc -l < "$err")" 1 "one line"
+run loom-eval --checkpoint "$T/bad" -j 1 --no-verify < "$T/val.bin"
+is_rc 0 "--no-verify evaluates it anyway"
+fresh
+sed -i 's/"n_positions": 8/"n_positions": 8 /' "$T/bad/config.json"
+run loom-eval --checkpoint "$T/bad" -j 1 < "$T/val.bin"
+is_rc 1 "an edited config.json"
+like "$err" "bad/config.json: [0-9]+ bytes, but state.json records" "names config.json"
+fresh
+rm "$T/bad/state.json"
+run loom-eval --checkpoint "$T/bad" -j 1 < "$T/val.bin"
+is_rc 1 "a checkpoint without state.json"
+like "$err" "^loom-eval: .*/bad: state.json is missing$" "names the missing part"
+fresh
+python3 - "$T/bad/state.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); del d["files"]; json.dump(d, open(sys.argv[1], "w"))
+EOF
+run loom-eval --checkpoint "$T/bad" -j 1 < "$T/val.bin"
+is_rc 0 "a checkpoint of an older loom (no checksums) is accepted"
+like "$err" "bad: state.json records no checksums \\(written by an older loom\\): not verified" \
+	"with a warning"
+
+# --- a loss that is not finite ------------------------------------------------
+fresh
+python3 - "$T/bad/model.safetensors" <<'EOF'
+import json, struct, sys
+p = sys.argv[1]
+d = bytearray(open(p, 'rb').read())
+n, = struct.unpack('<Q', d[:8])
+h = json.loads(d[8:8 + n])
+b, e = h['transformer.wte.weight']['data_offsets']
+d[8 + n + b:8 + n + e] = struct.pack('<f', 3e38) * ((e - b) // 4)   # finite, but overflows
+open(p, 'wb').write(d)
+EOF
+run loom-eval --checkpoint "$T/bad" -j 1 --no-verify < "$T/val.bin"
+is_rc 1 "weights that overflow: exit 1"
+like "$err" "^loom-eval: .*/bad: the loss is not finite \\((nan|inf|-nan)\\)" "says the loss is not finite, names the checkpoint"
+unlike "$err" "out of memory" "not 'out of memory'"
 
 done_testing

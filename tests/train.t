@@ -67,6 +67,54 @@ like "$T/ck/latest/config.json" '"model_type": "gpt2"' "config.json has HF keys"
 like "$T/ck/latest/config.json" '"seq_len": 8' "config.json carries loom's config"
 no_tmp_left "$T/ck" "no temporary checkpoint debris"
 
+# --- damaged checkpoints are refused before training --------------------------
+fresh_ck() { rm -rf "$T/dmg"; cp -r "$T/ck/step-00000012" "$T/dmg"; }
+fresh_ck
+rm "$T/dmg/state.json"
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint without state.json: exit 1 (not a restart at step 0)"
+like "$err" "^loom-train: .*/dmg: state.json is missing$" "names the checkpoint and the missing file"
+is "$(wc -l < "$err")" 1 "one line"
+for part in optimizer.safetensors model.safetensors; do
+	fresh_ck
+	rm "$T/dmg/$part"
+	run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+	is_rc 1 "--resume without $part: exit 1"
+	like "$err" "^loom-train: .*/dmg: $part is missing \\(state.json lists it\\)$" "names $part"
+done
+fresh_ck
+rm "$T/dmg/config.json"
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume without config.json: exit 1"
+like "$err" "^loom-train: .*/dmg: config.json is missing$" "names config.json"
+fresh_ck
+size=$(stat -c %s "$T/dmg/model.safetensors")
+printf '\x5a' | dd of="$T/dmg/model.safetensors" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint with a flipped byte: exit 1"
+like "$err" "^loom-train: .*/dmg/model.safetensors: checksum mismatch" "corruption found"
+run loom-train -q -c tiny --init-from "$T/dmg" --steps 2 < "$F"
+is_rc 1 "--init-from verifies too"
+fresh_ck
+python3 - "$T/dmg" <<'EOF'
+import json, struct, sys
+p = sys.argv[1] + '/model.safetensors'
+d = bytearray(open(p, 'rb').read())
+n, = struct.unpack('<Q', d[:8])
+b, e = json.loads(d[8:8 + n])['transformer.h.1.mlp.c_fc.bias']['data_offsets']
+d[8 + n + b + 12:8 + n + b + 16] = struct.pack('<f', float('nan'))
+open(p, 'wb').write(d)
+s = sys.argv[1] + '/state.json'          # as an older loom wrote it: no checksums
+j = json.load(open(s)); del j['files']; json.dump(j, open(s, 'w'))
+EOF
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint holding a NaN: exit 1"
+like "$err" "model.safetensors: the checkpoint holds non-finite values: tensor 'transformer.h.1.mlp.c_fc.bias' element 3 is nan$" \
+	"says the checkpoint holds non-finite values, names the tensor"
+unlike "$err" "diverged" "not 'diverged; lower lr'"
+like "$err" "state.json records no checksums \\(written by an older loom\\): not verified" \
+	"a checkpoint without checksums is read with a warning"
+
 # --- exact resume after SIGKILL ----------------------------------------------
 run loom-train -q -c tiny --steps 40 --log "$T/full.json" < "$F"
 mkfifo "$T/fifo"

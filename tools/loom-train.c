@@ -307,13 +307,19 @@ static void save_ckpt(struct trainer *t)
 	train_dist_save_end(g);
 }
 
-/* Open a checkpoint and check it. */
-static struct loom_ckpt *open_ckpt(const char *path)
+/* Open a checkpoint and check it (and its checksums). */
+static struct loom_ckpt *open_ckpt(const char *path, int resume)
 {
 	struct loom_err err = { 0 };
-	struct loom_ckpt *ck = loom_ckpt_open(path, &err);
+	struct loom_ckpt *ck = loom_ckpt_open(path, 0, &err);
 	if (!ck)
 		cli_die("%s", err.msg);
+	if (resume && !loom_ckpt_has_state(ck))
+		cli_die("%s: state.json is missing: nothing to resume (--init-from takes the weights only)",
+			loom_ckpt_dir(ck));
+	if (loom_ckpt_has_state(ck) && !loom_ckpt_has_checksums(ck))
+		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
+			 loom_ckpt_dir(ck));
 	return ck;
 }
 
@@ -521,7 +527,7 @@ int main(int argc, char **argv)
 	if (resume) {
 		if (config)
 			cli_usage_error("--resume takes the configuration from the checkpoint; drop --config");
-		ck = open_ckpt(resume);
+		ck = open_ckpt(resume, 1);
 		if (loom_gpt_ckpt_config(ck, c))
 			cli_die("%s", loom_config_error(c));
 	} else if (loom_config_apply_named(c, config ? config : "tiny")) {
@@ -579,7 +585,7 @@ int main(int argc, char **argv)
 				 (unsigned long long)t.step, (unsigned long long)t.data_seq);
 		loom_ckpt_free(ck);
 	} else if (init_from) {
-		ck = open_ckpt(init_from);
+		ck = open_ckpt(init_from, 0);
 		load_weights(g, ck, 0);
 		if (verbose)
 			cli_warn("weights from %s", loom_ckpt_dir(ck));
