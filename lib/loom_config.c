@@ -298,10 +298,15 @@ int loom_config_apply_preset(struct loom_config *c, const char *name)
 	return rc;
 }
 
-int loom_config_apply_named(struct loom_config *c, const char *s)
+int loom_config_names_file(const char *s)
 {
 	size_t n = strlen(s);
-	if (strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json")))
+	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json"));
+}
+
+int loom_config_apply_named(struct loom_config *c, const char *s)
+{
+	if (loom_config_names_file(s))
 		return loom_config_apply_file(c, s);
 	return loom_config_apply_preset(c, s);
 }

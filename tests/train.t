@@ -115,6 +115,46 @@ unlike "$err" "diverged" "not 'diverged; lower lr'"
 like "$err" "state.json records no checksums \\(written by an older loom\\): not verified" \
 	"a checkpoint without checksums is read with a warning"
 
+# --- a preset's micro_batch and seq_len come from the frames ------------------
+$MK 8 5 6 128 1 > "$T/b8"
+run loom-train -v -c tiny --steps 3 --log "$T/b8.json" < "$T/b8"
+is_rc 0 "-c tiny on frames of B=8 x 5 tokens (the preset says 4 x 9)"
+like "$err" "micro_batch 8 from the frames \\(preset 'tiny' says 4\\)" "-v: micro_batch from the frames"
+like "$err" "seq_len 4 from the frames' records of 5 tokens \\(preset 'tiny' says 8\\)" "-v: seq_len from the frames"
+like "$T/b8.json" '"step":3,.*"tokens":96,' "3 steps of 8 x 4 tokens"
+$MK 2 17 4 128 1 > "$T/long"
+run loom-train -v -c tiny --steps 2 < "$T/long"
+is_rc 0 "records longer than the preset's n_positions: trains on the first n_positions + 1"
+like "$err" "seq_len 8 from the frames' records of 17 tokens \\(preset 'tiny' says 8; a larger n_positions would use them whole\\)" \
+	"-v says n_positions stays the user's call"
+echo '{ "micro_batch": 8 }' > "$T/mb8.json"
+run loom-train -q -c "$T/mb8.json" --steps 2 < "$F"
+is_rc 1 "micro_batch from the user's config file disagrees with the frames: exit 1"
+like "$err" "micro_batch: 8, but the batches have 4 records \\(micro_batch is from --config $T/mb8.json: change it to 4 there, or feed loom-feed --batch 8\\)$" \
+	"names the config file to change"
+run loom-train -q -c tiny --steps 2 --set seq_len=6 < "$T/b8"
+is_rc 1 "--set seq_len longer than the records"
+like "$err" "seq_len: 6 needs records of 7 tokens, the batches have 5 \\(seq_len is from --set: change it to 4 there, or feed loom-feed --seq 6\\)$" \
+	"names --set"
+
+# --- --resume with the --config the run started with --------------------------
+run loom-train -q -c tiny --steps 14 --resume "$T/ck" < "$F"
+is_rc 0 "--resume with the same --config (as cron repeats it) is accepted"
+sed 's/"lr": [0-9.e-]*/"lr": 0.002/' "$SHARE/presets/tiny.json" > "$T/tiny-lr.json"
+run loom-train -q -c "$T/tiny-lr.json" --steps 14 --resume "$T/ck" < "$F"
+is_rc 2 "--resume with a --config that disagrees: exit 2"
+like "$err" "^loom-train: --resume: --config $T/tiny-lr.json disagrees with the checkpoint .*/ck/step-00000012 on lr: 0.002, the checkpoint has 0.001 " \
+	"names the key and both values"
+is "$(wc -l < "$err")" 1 "one line"
+
+# --- a truncated --eval-data is found before training -------------------------
+$MK 4 9 3 128 99 > "$T/ev"
+head -c 300 "$T/ev" > "$T/evcut"
+run loom-train -q -c tiny --steps 20 --eval-every 10 --eval-data "$T/evcut" --save "$T/evck" < "$F"
+is_rc 1 "truncated --eval-data: exit 1"
+like "$err" "^loom-train: $T/evcut: frame 2 " "names the file and the frame"
+ok "found at start: no step trained, no checkpoint" test ! -e "$T/evck"
+
 # --- exact resume after SIGKILL ----------------------------------------------
 run loom-train -q -c tiny --steps 40 --log "$T/full.json" < "$F"
 mkfifo "$T/fifo"
@@ -175,15 +215,16 @@ run loom-train -q -c tiny --steps 10 < /dev/null
 is_rc 1 "empty input: exit 1"
 run loom-train -q -c tiny --set n_positions=16,seq_len=16 --steps 10 < "$F"
 is_rc 1 "seq_len larger than the records: exit 1"
-like "$err" '^loom-train: stdin: frame 0: seq_len: 16 needs records of 17 tokens, the batches have 9$' \
-	"seq_len rule named"
+like "$err" '^loom-train: stdin: frame 0: seq_len: 16 needs records of 17 tokens, the batches have 9 \(seq_len is from --set: change it to 8 there, or feed loom-feed --seq 16\)$' \
+	"seq_len rule named, with the flag to change"
 run loom-train -q -c tiny --set micro_batch=8 --steps 10 < "$F"
 is_rc 1 "micro_batch differs from the frames: exit 1"
-like "$err" 'micro_batch: 8, but the batches have 4 records' "micro_batch rule named"
+like "$err" 'micro_batch: 8, but the batches have 4 records \(micro_batch is from --set: change it to 4 there, or feed loom-feed --batch 8\)$' "micro_batch rule named, with the flag to change"
 $MK 4 9 6 300 1 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "token id >= vocab_size: exit 1"
-like "$err" 'outside the vocabulary' "vocabulary error"
+like "$err" "^loom-train: stdin: frame 0: token [0-9]+ \\(record [0-9]+, position [0-9]+\\) is outside the vocabulary: vocab_size is 128 \\(from preset 'tiny'\\); the data needs --set vocab_size=N with N the tokenizer's size, at least [0-9]+ \\(gpt2: 50257\\)$" \
+	"vocabulary error names the preset's size and --set vocab_size"
 run loom-train -q --resume "$T/nope" < "$F"
 is_rc 1 "resume from a missing checkpoint: exit 1"
 run loom-train -q --frobnicate
