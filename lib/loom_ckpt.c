@@ -43,6 +43,8 @@ struct loom_ckpt {
 	struct recorded files[MAX_FILES];
 	size_t n_files;			/* 0: state.json records no checksums */
 	char *loom_config;
+	char *vocab_spec;
+	char *vocab_name;
 	struct loom_st *model;
 	struct loom_st *optim;
 	struct loom_err err;
@@ -179,6 +181,12 @@ static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
+	if (s->vocab && s->vocab->eos_token_id >= 0) {
+		json_object_set_new(c, "bos_token_id", json_integer(s->vocab->eos_token_id));
+		json_object_set_new(c, "eos_token_id", json_integer(s->vocab->eos_token_id));
+	}
+	if (s->vocab && s->vocab->name)
+		json_object_set_new(c, "loom_vocab", json_string(s->vocab->name));
 	if (loom)
 		json_object_set_new(c, "loom", loom);
 	return c;
@@ -284,7 +292,7 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 	char path[PATH_MAX + 64];
 	char step[32];
 	int rc = 0;
-	struct file_sum sums[3];
+	struct file_sum sums[5];
 	size_t nsums = 0;
 	struct loom_st_tensor *st = calloc(2 * s->n_tensors + 1, sizeof *st);
 	char **on = NULL;
@@ -318,6 +326,20 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, &sums[nsums++].sum,
 					err)) < 0)
 			goto out;
+	}
+
+	if (s->vocab) {
+		const char *name[2] = { "vocab.json", "merges.txt" };
+		const char *data[2] = { s->vocab->vocab_json, s->vocab->merges };
+		size_t len[2] = { s->vocab->vocab_json_len, s->vocab->merges_len };
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof path, "%s/%s", tmp, name[i]);
+			sums[nsums].name = name[i];
+			sums[nsums].sum.bytes = len[i];
+			sums[nsums++].sum.crc32c = loom_crc32c(0, data[i], len[i]);
+			if ((rc = loom_write_file_atomic(path, data[i], len[i], err)) < 0)
+				goto out;
+		}
 	}
 
 	json_t *cfg = hf_config(s, err);
@@ -928,6 +950,11 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 		goto fail;
 	if (!(cfg = parse_json(p, raw, rawlen, err)) || parse_hf(cfg, p, &c->hf, err) < 0)
 		goto fail;
+	json_t *lv = json_object_get(cfg, "loom_vocab");
+	if (json_is_string(lv) && !(c->vocab_name = strdup(json_string_value(lv)))) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
 	json_t *loom = json_object_get(cfg, "loom");
 	if (loom) {
 		if (!json_is_object(loom)) {
@@ -966,6 +993,15 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 	snprintf(p, sizeof p, "%s/optimizer.safetensors", c->dir);
 	if (stat(p, &sb) == 0 && !(c->optim = loom_st_open(p, err)))
 		goto fail;
+	char m[PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/vocab.json", c->dir);
+	snprintf(m, sizeof m, "%s/merges.txt", c->dir);
+	if (stat(p, &sb) == 0 && stat(m, &sb) == 0 &&
+	    asprintf(&c->vocab_spec, "%s,%s", p, m) < 0) {
+		c->vocab_spec = NULL;
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
 	free(raw);
 	json_decref(cfg);
 	return c;
@@ -980,6 +1016,8 @@ void loom_ckpt_free(struct loom_ckpt *c)
 {
 	if (!c)
 		return;
+	free(c->vocab_spec);
+	free(c->vocab_name);
 	loom_st_free(c->model);
 	loom_st_free(c->optim);
 	free(c->loom_config);
@@ -1004,6 +1042,16 @@ const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c)
 const char *loom_ckpt_loom_config(const struct loom_ckpt *c)
 {
 	return c->loom_config;
+}
+
+const char *loom_ckpt_vocab_spec(const struct loom_ckpt *c)
+{
+	return c->vocab_spec;
+}
+
+const char *loom_ckpt_vocab_name(const struct loom_ckpt *c)
+{
+	return c->vocab_spec ? c->vocab_name : NULL;
 }
 
 int loom_ckpt_has_state(const struct loom_ckpt *c)

@@ -7,6 +7,7 @@
  *                                            NAME.exp_avg_sq (optional)
  *                    /config.json            HF GPT-2 keys + "loom": {...}
  *                    /state.json             step, samples, RNG, data position
+ *                    /vocab.json, merges.txt the tokenizer (optional)
  *   DIR/latest -> step-00000100               (relative symlink)
  *
  * See formats/checkpoint.md.  Saving writes every file into a fresh
@@ -72,6 +73,18 @@ struct loom_ckpt_state {
 	uint32_t data_batch, data_seq_len, data_world;
 };
 
+/* The tokenizer a model was trained with, stored beside it as HuggingFace
+ * expects (GPT2Tokenizer): vocab.json + merges.txt (loom_vocab.h's
+ * loom_vocab_render_gpt2), and bos/eos_token_id in config.json. */
+struct loom_ckpt_vocab {
+	const char *name;		/* what --vocab said, e.g. "gpt2" */
+	const char *vocab_json;
+	size_t vocab_json_len;
+	const char *merges;
+	size_t merges_len;
+	int64_t eos_token_id;		/* <|endoftext|>, -1 if none */
+};
+
 struct loom_ckpt_save {
 	const char *dir;	/* DIR (created if missing) */
 	const struct loom_ckpt_tensor *tensors;
@@ -86,6 +99,7 @@ struct loom_ckpt_save {
 	struct loom_ckpt_state state;	/* state.step names the directory */
 	const char *state_extra_json;	/* optional JSON object merged into
 					 * state.json under "extra" */
+	const struct loom_ckpt_vocab *vocab;	/* NULL: no tokenizer files */
 	unsigned keep;			/* keep newest N step dirs; 0 = all */
 };
 
@@ -134,6 +148,11 @@ const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c);
  * "loom" object (e.g. a checkpoint made by HuggingFace). */
 const char *loom_ckpt_loom_config(const struct loom_ckpt *c);
 int loom_ckpt_has_optimizer(const struct loom_ckpt *c);
+/* "DIR/vocab.json,DIR/merges.txt" (a --vocab spec, loom_vocab_load_spec)
+ * when the checkpoint holds its tokenizer, else NULL. */
+const char *loom_ckpt_vocab_spec(const struct loom_ckpt *c);
+/* config.json's "loom_vocab": the name it was trained with ("gpt2"), or NULL. */
+const char *loom_ckpt_vocab_name(const struct loom_ckpt *c);
 /* 1 if the checkpoint has a state.json (a loom checkpoint). */
 int loom_ckpt_has_state(const struct loom_ckpt *c);
 /* 1 if state.json records file checksums (verified at open unless

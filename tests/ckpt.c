@@ -434,6 +434,34 @@ int main(void)
 	   c ? "" : err.msg);
 	loom_ckpt_free(c);
 
+	/* tokenizer files beside the model, checksummed like the others */
+	snprintf(p, sizeof p, "%s/voc", root);
+	struct loom_ckpt_vocab voc = {
+		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 9,
+		.merges = "#version: 0.2\n", .merges_len = 14, .eos_token_id = 7,
+	};
+	s = base_save(p, 3);
+	s.vocab = &voc;
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save with a tokenizer");
+	c = loom_ckpt_open(p, 0, &err);
+	ok(c && loom_ckpt_vocab_spec(c) && strstr(loom_ckpt_vocab_spec(c), "/step-00000003/vocab.json,") &&
+	   strstr(loom_ckpt_vocab_spec(c), "/step-00000003/merges.txt") &&
+	   !strcmp(loom_ckpt_vocab_name(c), "toy"), "vocab spec and name: %s",
+	   c && loom_ckpt_vocab_spec(c) ? loom_ckpt_vocab_spec(c) : err.msg);
+	loom_ckpt_free(c);
+	snprintf(cmd, sizeof cmd, "%s/latest/config.json", p);
+	cfg = json_load_file(cmd, 0, &je);
+	ok(cfg && json_integer_value(json_object_get(cfg, "eos_token_id")) == 7 &&
+	   json_integer_value(json_object_get(cfg, "bos_token_id")) == 7,
+	   "config.json: bos/eos_token_id");
+	json_decref(cfg);
+	snprintf(cmd, sizeof cmd, "%s/latest/merges.txt", p);
+	flip(cmd, 3);
+	refuse_open_flags("flipped byte in merges.txt", p, 0, "merges.txt: checksum mismatch");
+	c = loom_ckpt_open(dir, 0, &err);
+	ok(c && !loom_ckpt_vocab_spec(c) && !loom_ckpt_vocab_name(c), "no tokenizer: NULL");
+	loom_ckpt_free(c);
+
 	/* non-finite weights or moments are refused, naming the tensor */
 	snprintf(p, sizeof p, "%s/nan", root);
 	float keep0 = param[total - 3];

@@ -58,9 +58,52 @@ run loom-eval generate --checkpoint "$T/ck" --vocab gpt2 --prompt 'The' -n 5
 is_rc 1 "prompt ids outside the model's vocabulary"
 like "$err" "token 464 \\(position 0\\) is outside the model's vocabulary of 128 ids" "says which token"
 run loom-eval generate --checkpoint "$T/ck" --prompt a
-is_rc 2 "generate needs --vocab"
+is_rc 2 "generate needs --vocab when the checkpoint has none"
+like "$err" "^loom-eval: generate: the checkpoint .*/ck/step-00000100 holds no vocabulary \\(trained without loom-train --vocab\\): give --vocab V$" "says so"
 run loom-eval generate --checkpoint "$T/ck" --vocab "$T/novocab" --prompt a
 is_rc 1 "missing vocabulary"
+
+# --- a checkpoint carries its tokenizer ---------------------------------------
+python3 -c "
+import random
+random.seed(3)
+w = ['loom', 'thread', 'weave', 'warp', 'weft', 'shuttle', 'the', 'a', 'of']
+for i in range(300): print(' '.join(random.choice(w) for _ in range(12)))" > "$T/text.txt"
+loom-bpe train -q -n 280 -o "$T/voc" "$T/text.txt"
+eot=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["<|endoftext|>"])' "$T/voc/encoder.json")
+n_ids=$((eot + 1))
+run loom-train -q -c tiny --vocab "$T/voc" --steps 2 < "$T/val.bin"
+is_rc 2 "--vocab larger than the preset's vocab_size: exit 2"
+like "$err" "^loom-train: --vocab $T/voc has $n_ids ids, but vocab_size is 128 \\(from preset 'tiny'\\): --set vocab_size=$n_ids$" \
+	"names the preset's size and the --set that fixes it"
+loom-feed -m "$M" -b 4 -t 8 -s 1 -e 0 -q |
+	loom-train -q -c tiny --set vocab_size=$n_ids --vocab "$T/voc" --steps 40 --save "$T/vck" --threads 1 2>"$T/vtrain.err"
+is "$?" 0 "loom-train --vocab DIR"
+for f in vocab.json merges.txt; do ok "the checkpoint has $f" test -s "$T/vck/latest/$f"; done
+ok "vocab.json has encoder.json's tokens and ids" python3 -c '
+import json, sys
+sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' "$T/vck/latest/vocab.json" "$T/voc/encoder.json"
+same_file "$T/vck/latest/merges.txt" "$T/voc/vocab.bpe" "merges.txt is vocab.bpe"
+python3 - "$T/vck/latest" > "$T/vcheck" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1] + '/config.json'))
+s = json.load(open(sys.argv[1] + '/state.json'))
+print(c['bos_token_id'], c['eos_token_id'], c['loom_vocab'].endswith('/voc'), sorted(s['files']))
+EOF
+is "$(cat "$T/vcheck")" "$eot $eot True ['config.json', 'merges.txt', 'model.safetensors', 'optimizer.safetensors', 'vocab.json']" \
+	"config.json: bos/eos_token_id and the vocabulary's name; state.json checksums the tokenizer files"
+run loom-eval generate --checkpoint "$T/vck" --prompt 'the loom' -n 8 --temperature 0 -j 1
+is_rc 0 "generate needs no --vocab when the checkpoint has one"
+cp "$out" "$T/gen1"
+run loom-eval generate --checkpoint "$T/vck" --vocab "$T/voc" --prompt 'the loom' -n 8 --temperature 0 -j 1
+same_file "$out" "$T/gen1" "... and says what --vocab DIR would"
+loom-feed -m "$M" -b 4 -t 8 -s 1 -e 0 -q |
+	loom-train -q --resume "$T/vck" --steps 44 --save "$T/vck" --threads 1 2>/dev/null
+ok "a resumed run keeps the vocabulary" test "$(readlink "$T/vck/latest")" = step-00000044 -a -s "$T/vck/latest/vocab.json"
+printf x >> "$T/vck/latest/merges.txt"
+run loom-eval generate --checkpoint "$T/vck" --prompt 'the' -n 2 -j 1
+is_rc 1 "a damaged merges.txt is found"
+like "$err" "vck/step-00000044/merges.txt: [0-9]+ bytes, but state.json records" "names merges.txt"
 
 # --- usage --------------------------------------------------------------------
 run loom-eval --help

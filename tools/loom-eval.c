@@ -31,7 +31,7 @@
 
 static const char usage[] =
 	"usage: loom-eval --checkpoint DIR [options] < frames\n"
-	"       loom-eval generate --checkpoint DIR --vocab V --prompt TEXT [options]\n"
+	"       loom-eval generate --checkpoint DIR [--vocab V] --prompt TEXT [options]\n"
 	"Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
 	"one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
 	"seconds.  `generate` prints the prompt and a sampled continuation.\n"
@@ -44,6 +44,7 @@ static const char usage[] =
 	"generate:\n"
 	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
 	"                        vocab.bpe, ENC.json,VOCAB.bpe, or a .tiktoken file\n"
+	"                        (default: the checkpoint's vocab.json + merges.txt)\n"
 	"  -p, --prompt TEXT     the text to continue (empty: start of a document)\n"
 	"  -n, --tokens N        tokens to generate (default 200)\n"
 	"      --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
@@ -189,9 +190,13 @@ static int do_generate(const struct gen_opts *o)
 	struct loom_vocab *v = loom_vocab_new();
 	if (!v)
 		cli_die("out of memory");
-	if (loom_vocab_load_spec(v, o->vocab) < 0)
-		cli_die("%s", loom_vocab_error(v));
 	load_model(&m, o->ckpt, !o->no_verify);
+	const char *spec = o->vocab ? o->vocab : loom_ckpt_vocab_spec(m.ck);
+	if (!spec)
+		cli_usage_error("generate: the checkpoint %s holds no vocabulary (trained without "
+				"loom-train --vocab): give --vocab V", loom_ckpt_dir(m.ck));
+	if (loom_vocab_load_spec(v, spec) < 0)
+		cli_die("%s", loom_vocab_error(v));
 	struct loom_bpe *e = loom_bpe_new(v);
 	if (!e)
 		cli_die("out of memory");
@@ -210,7 +215,7 @@ static int do_generate(const struct gen_opts *o)
 	for (size_t i = 0; i < ids.n; i++)
 		if (ids.v[i] >= (uint32_t)V)
 			cli_die("--prompt: token %u (position %zu) is outside the model's vocabulary "
-				"of %d ids: is --vocab the one the model was trained with?",
+				"of %d ids: is the vocabulary the one the model was trained with?",
 				ids.v[i], i, V);
 	if (loom_ids_reserve(&ids, o->n) < 0)
 		cli_die("out of memory");
@@ -240,7 +245,7 @@ static int do_generate(const struct gen_opts *o)
 		uint32_t id = (uint32_t)t;
 		len = 0;
 		if (loom_bpe_decode(e, &id, 1, ids.n - 1, &buf, &len, &cap) < 0)
-			cli_die("token %u is not in the vocabulary '%s': %s", id, o->vocab,
+			cli_die("token %u is not in the vocabulary '%s': %s", id, spec,
 				loom_bpe_error(e));
 		out_bytes(buf, len);
 		fflush(stdout);
@@ -344,7 +349,5 @@ int main(int argc, char **argv)
 			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
 		return do_eval(o.ckpt, max_frames, !o.no_verify);
 	}
-	if (!o.vocab)
-		cli_usage_error("generate: --vocab V is required");
 	return do_generate(&o);
 }

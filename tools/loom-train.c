@@ -30,6 +30,7 @@
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_vocab.h"
 #include "train_dist.h"
 
 static const char usage[] =
@@ -50,6 +51,8 @@ static const char usage[] =
 	"      --keep N             keep the newest N checkpoints (default: all)\n"
 	"      --resume DIR|latest  continue exactly from a checkpoint (latest: of --save)\n"
 	"      --init-from DIR      start from a checkpoint's weights only\n"
+	"      --vocab V            the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
+	"                           stored in checkpoints (vocab.json + merges.txt)\n"
 	"logging and evaluation:\n"
 	"      --log FILE           one JSON line per step (- = stdout)\n"
 	"      --log-every N        human progress line on stderr every N steps [10]\n"
@@ -66,7 +69,7 @@ static const char usage[] =
 enum {
 	O_SET = 256, O_STEPS, O_SEED, O_RECOMPUTE, O_PRINT, O_DRY, O_SAVE, O_SAVE_EVERY, O_KEEP,
 	O_RESUME, O_INIT, O_LOG, O_LOG_EVERY, O_EVAL_EVERY, O_EVAL_DATA, O_THREADS, O_BENCH,
-	O_VERSION,
+	O_VERSION, O_VOCAB,
 };
 
 static const struct option longopts[] = {
@@ -82,6 +85,7 @@ static const struct option longopts[] = {
 	{ "keep", required_argument, 0, O_KEEP },
 	{ "resume", required_argument, 0, O_RESUME },
 	{ "init-from", required_argument, 0, O_INIT },
+	{ "vocab", required_argument, 0, O_VOCAB },
 	{ "log", required_argument, 0, O_LOG },
 	{ "log-every", required_argument, 0, O_LOG_EVERY },
 	{ "eval-every", required_argument, 0, O_EVAL_EVERY },
@@ -242,6 +246,7 @@ struct trainer {
 	uint32_t data_epoch;
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
+	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
 	int verbose, quiet;
 };
 
@@ -290,6 +295,7 @@ static void save_ckpt(struct trainer *t)
 			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
 		},
 		.keep = t->keep,
+		.vocab = t->vocab.vocab_json ? &t->vocab : NULL,
 	};
 	loom_gpt_ckpt_hf(&t->cfg, &s.hf);
 	char path[4096];
@@ -557,6 +563,33 @@ static int check_eval_data(const char *path)
 	return rec;
 }
 
+/* --vocab (or the resumed checkpoint's): rendered once as vocab.json +
+ * merges.txt for every checkpoint; its ids must fit vocab_size. */
+static void load_vocab(struct trainer *t, const char *spec, const char *name,
+		       const struct origins *o)
+{
+	struct loom_vocab *v = loom_vocab_new();
+	char *json, *merges;
+	size_t jl, ml;
+	if (!v)
+		cli_die("out of memory");
+	if (loom_vocab_load_spec(v, spec) || loom_vocab_render_gpt2(v, &json, &jl, &merges, &ml))
+		cli_die("--vocab: %s", loom_vocab_error(v));
+	if (v->n_ids > (uint32_t)t->cfg.vocab_size)
+		cli_exit(EXIT_USAGE, "--vocab %s has %u ids, but vocab_size is %d (from %s): "
+			 "--set vocab_size=%u", name ? name : spec, v->n_ids, t->cfg.vocab_size,
+			 origin_name(o, O_VS), v->n_ids);
+	char *nm = strdup(name ? name : spec);
+	if (!nm)
+		cli_die("out of memory");
+	t->vocab = (struct loom_ckpt_vocab){
+		.name = nm, .vocab_json = json, .vocab_json_len = jl, .merges = merges,
+		.merges_len = ml,
+		.eos_token_id = v->eot == LOOM_VOCAB_NONE ? -1 : (int64_t)v->eot,
+	};
+	loom_vocab_free(v);
+}
+
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
@@ -619,7 +652,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *save = NULL, *resume = NULL, *init_from = NULL;
-	const char *logpath = NULL, *eval_data = NULL;
+	const char *logpath = NULL, *eval_data = NULL, *vocab_spec = NULL;
 	char **sets = calloc((size_t)argc + 1, sizeof *sets);
 	int nsets = 0, print = 0, dry = 0, verbose = 0, quiet = 0, recompute = 0, bench = 0;
 	uint64_t steps = 0, seed = 0, save_every = 0, keep = 0, log_every = 10, eval_every = 0;
@@ -642,6 +675,7 @@ int main(int argc, char **argv)
 		case O_KEEP: keep = cli_u64("--keep", optarg, 1, 1u << 30); break;
 		case O_RESUME: resume = optarg; break;
 		case O_INIT: init_from = optarg; break;
+		case O_VOCAB: vocab_spec = optarg; break;
 		case O_LOG: logpath = optarg; break;
 		case O_LOG_EVERY: log_every = cli_u64("--log-every", optarg, 0, 1ull << 50); break;
 		case O_EVAL_EVERY: eval_every = cli_u64("--eval-every", optarg, 1, 1ull << 50); break;
@@ -742,6 +776,9 @@ int main(int argc, char **argv)
 		named.data_parallel = c->data_parallel;
 		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
 	}
+	if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
+		load_vocab(&t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
+			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), &orig);
 	if (print) {
 		char *s = loom_config_dump(c);
 		if (!s)
@@ -949,5 +986,8 @@ int main(int argc, char **argv)
 	free(in);
 	free(tg);
 	free(sets);
+	free((char *)t.vocab.name);
+	free((char *)t.vocab.vocab_json);
+	free((char *)t.vocab.merges);
 	return 0;
 }
