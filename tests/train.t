@@ -137,6 +137,12 @@ is_rc 1 "--set seq_len longer than the records"
 like "$err" "seq_len: 6 needs records of 7 tokens, the batches have 5 \\(seq_len is from --set: change it to 4 there, or feed loom-feed --seq 6\\)$" \
 	"names --set"
 
+$MK 8 5 20 128 1 > "$T/b8long"
+run loom-train -q --resume "$T/ck" --steps 14 < "$T/b8long"
+is_rc 1 "--resume on frames shorter than the checkpoint's seq_len"
+like "$err" "seq_len: 8 needs records of 9 tokens, the batches have 5 \\(seq_len is the checkpoint's: --set seq_len=4 overrides it, or feed loom-feed --seq 8\\)$" \
+	"says the value is the checkpoint's and how to override it"
+
 # --- --resume with the --config the run started with --------------------------
 run loom-train -q -c tiny --steps 14 --resume "$T/ck" < "$F"
 is_rc 0 "--resume with the same --config (as cron repeats it) is accepted"

@@ -509,10 +509,16 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 		cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_config_error(c));
 	if (loom_config_check_data(c, batch, rec)) {
 		int sl = c->seq_len + 1 > rec;
-		cli_die("stdin: frame %llu: %s (%s is from %s: change it to %d there, or feed "
-			"loom-feed %s %d)", (unsigned long long)frame, loom_config_error(c),
-			sl ? "seq_len" : "micro_batch", origin_name(o, sl ? O_SL : O_MB),
-			sl ? T : batch, sl ? "--seq" : "--batch", sl ? c->seq_len : c->micro_batch);
+		const char *key = sl ? "seq_len" : "micro_batch", *src = origin_name(o, sl ? O_SL : O_MB);
+		char fix[160];
+		if (!strcmp(src, "the checkpoint"))
+			snprintf(fix, sizeof fix, "the checkpoint's: --set %s=%d overrides it", key,
+				 sl ? T : batch);
+		else
+			snprintf(fix, sizeof fix, "from %s: change it to %d there", src, sl ? T : batch);
+		cli_die("stdin: frame %llu: %s (%s is %s, or feed loom-feed %s %d)",
+			(unsigned long long)frame, loom_config_error(c), key, fix,
+			sl ? "--seq" : "--batch", sl ? c->seq_len : c->micro_batch);
 	}
 }
 
