@@ -437,7 +437,7 @@ int main(void)
 	/* tokenizer files beside the model, checksummed like the others */
 	snprintf(p, sizeof p, "%s/voc", root);
 	struct loom_ckpt_vocab voc = {
-		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 9,
+		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 7,
 		.merges = "#version: 0.2\n", .merges_len = 14, .eos_token_id = 7,
 	};
 	s = base_save(p, 3);

@@ -579,12 +579,17 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	size_t jl, ml;
 	if (!v)
 		cli_die("out of memory");
-	if (loom_vocab_load_spec(v, spec) || loom_vocab_render_gpt2(v, &json, &jl, &merges, &ml))
+	if (loom_vocab_load_spec(v, spec))
 		cli_die("--vocab: %s", loom_vocab_error(v));
-	if (v->n_ids > (uint32_t)t->cfg.vocab_size)
+	if (v->n_ids > (uint32_t)t->cfg.vocab_size) {
+		uint32_t n = v->n_ids;
+		loom_vocab_free(v);
 		cli_exit(EXIT_USAGE, "--vocab %s has %u ids, but vocab_size is %d (from %s): "
-			 "--set vocab_size=%u", name ? name : spec, v->n_ids, t->cfg.vocab_size,
-			 origin_name(o, O_VS), v->n_ids);
+			 "--set vocab_size=%u", name ? name : spec, n, t->cfg.vocab_size,
+			 origin_name(o, O_VS), n);
+	}
+	if (loom_vocab_render_gpt2(v, &json, &jl, &merges, &ml))
+		cli_die("--vocab: %s", loom_vocab_error(v));
 	char *nm = strdup(name ? name : spec);
 	if (!nm)
 		cli_die("out of memory");
