@@ -3,16 +3,19 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loom_crc32c.h"
 #include "loom_file.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -21,12 +24,27 @@
 
 #define STEP_FMT "step-%08" PRIu64
 
+/* Files whose size and CRC-32C state.json records (formats/checkpoint.md). */
+#define MAX_FILES 16
+
+struct recorded {
+	char name[64];
+	uint64_t bytes;
+	uint32_t crc32c;
+};
+
 struct loom_ckpt {
 	char dir[PATH_MAX];
 	char model_path[PATH_MAX + 32];
 	struct loom_ckpt_hf hf;
 	struct loom_ckpt_state state;
+	int has_state;
+	int verify;			/* check sums (optimizer: when loaded) */
+	struct recorded files[MAX_FILES];
+	size_t n_files;			/* 0: state.json records no checksums */
 	char *loom_config;
+	char *vocab_spec;
+	char *vocab_name;
 	struct loom_st *model;
 	struct loom_st *optim;
 	struct loom_err err;
@@ -78,7 +96,14 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *s64, const u
 		snprintf(buf + at, n - at, "]");
 }
 
-static int write_json(const char *path, json_t *j, struct loom_err *err)
+/* One file of a checkpoint and what state.json records of it. */
+struct file_sum {
+	const char *name;
+	struct loom_st_sum sum;
+};
+
+static int write_json(const char *path, json_t *j, struct loom_st_sum *sum,
+		      struct loom_err *err)
 {
 	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (!s)
@@ -91,6 +116,10 @@ static int write_json(const char *path, json_t *j, struct loom_err *err)
 	}
 	t[n] = '\n';
 	t[n + 1] = '\0';
+	if (sum) {
+		sum->bytes = n + 1;
+		sum->crc32c = loom_crc32c(0, t, n + 1);
+	}
 	int rc = loom_write_file_atomic(path, t, n + 1, err);
 	free(t);
 	return rc;
@@ -152,13 +181,19 @@ static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
+	if (s->vocab && s->vocab->eos_token_id >= 0) {
+		json_object_set_new(c, "bos_token_id", json_integer(s->vocab->eos_token_id));
+		json_object_set_new(c, "eos_token_id", json_integer(s->vocab->eos_token_id));
+	}
+	if (s->vocab && s->vocab->name)
+		json_object_set_new(c, "loom_vocab", json_string(s->vocab->name));
 	if (loom)
 		json_object_set_new(c, "loom", loom);
 	return c;
 }
 
 static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
-			  struct loom_err *err)
+			  const struct file_sum *files, size_t nfiles, struct loom_err *err)
 {
 	char r[4][20];
 	for (int i = 0; i < 4; i++)
@@ -188,6 +223,23 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
 			return NULL;
 		}
 		json_object_set_new(j, "extra", x);
+	}
+	json_t *f = json_object();
+	if (!f || json_object_set_new(j, "files", f) < 0) {
+		json_decref(j);
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < nfiles; i++) {
+		char crc[16];
+		snprintf(crc, sizeof crc, "%08" PRIx32, files[i].sum.crc32c);
+		if (json_object_set_new(f, files[i].name,
+					json_pack("{s:o, s:s}", "bytes", json_u64(files[i].sum.bytes),
+						  "crc32c", crc)) < 0) {
+			json_decref(j);
+			loom_err_set(err, LOOM_ENOMEM, "out of memory");
+			return NULL;
+		}
 	}
 	return j;
 }
@@ -240,6 +292,8 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 	char path[PATH_MAX + 64];
 	char step[32];
 	int rc = 0;
+	struct file_sum sums[5];
+	size_t nsums = 0;
 	struct loom_st_tensor *st = calloc(2 * s->n_tensors + 1, sizeof *st);
 	char **on = NULL;
 	if (!st)
@@ -254,7 +308,8 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 			goto out;
 		}
 	snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-	if ((rc = loom_st_write(path, st, s->n_tensors, meta, err)) < 0)
+	sums[nsums].name = "model.safetensors";
+	if ((rc = loom_st_write(path, st, s->n_tensors, meta, &sums[nsums++].sum, err)) < 0)
 		goto out;
 
 	if (s->adam_m) {
@@ -267,8 +322,24 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 			to_st(&s->tensors[i], s->adam_v[i], on[2 * i + 1], &st[2 * i + 1]);
 		}
 		snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, err)) < 0)
+		sums[nsums].name = "optimizer.safetensors";
+		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, &sums[nsums++].sum,
+					err)) < 0)
 			goto out;
+	}
+
+	if (s->vocab) {
+		const char *name[2] = { "vocab.json", "merges.txt" };
+		const char *data[2] = { s->vocab->vocab_json, s->vocab->merges };
+		size_t len[2] = { s->vocab->vocab_json_len, s->vocab->merges_len };
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof path, "%s/%s", tmp, name[i]);
+			sums[nsums].name = name[i];
+			sums[nsums].sum.bytes = len[i];
+			sums[nsums++].sum.crc32c = loom_crc32c(0, data[i], len[i]);
+			if ((rc = loom_write_file_atomic(path, data[i], len[i], err)) < 0)
+				goto out;
+		}
 	}
 
 	json_t *cfg = hf_config(s, err);
@@ -277,18 +348,19 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 		goto out;
 	}
 	snprintf(path, sizeof path, "%s/config.json", tmp);
-	rc = write_json(path, cfg, err);
+	sums[nsums].name = "config.json";
+	rc = write_json(path, cfg, &sums[nsums++].sum, err);
 	json_decref(cfg);
 	if (rc < 0)
 		goto out;
 
-	json_t *sj = state_json(&s->state, s->state_extra_json, err);
+	json_t *sj = state_json(&s->state, s->state_extra_json, sums, nsums, err);
 	if (!sj) {
 		rc = err->code;
 		goto out;
 	}
 	snprintf(path, sizeof path, "%s/state.json", tmp);
-	rc = write_json(path, sj, err);
+	rc = write_json(path, sj, NULL, err);
 	json_decref(sj);
 	if (rc < 0)
 		goto out;
@@ -471,10 +543,19 @@ int loom_ckpt_resolve(const char *path, char *out, size_t n, struct loom_err *er
 		snprintf(buf, sizeof buf, "%s", path);
 	} else {
 		snprintf(buf, sizeof buf, "%s/latest", path);
-		if (stat(buf, &sb) < 0)
+		if (stat(buf, &sb) < 0) {
+			static const char *const parts[] = { "model.safetensors", "state.json",
+							     "optimizer.safetensors" };
+			for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+				snprintf(buf, sizeof buf, "%s/%s", path, parts[i]);
+				if (stat(buf, &sb) == 0)
+					return loom_err_set(err, LOOM_EFORMAT,
+							    "%s: config.json is missing", path);
+			}
 			return loom_err_set(err, LOOM_EINVAL,
 					    "'%s' is not a checkpoint (no config.json, no latest)",
 					    path);
+		}
 	}
 	if (!realpath(buf, real))
 		return loom_err_errno(err, LOOM_EIO, errno, "checkpoint '%s'", buf);
@@ -484,15 +565,11 @@ int loom_ckpt_resolve(const char *path, char *out, size_t n, struct loom_err *er
 	return 0;
 }
 
-static json_t *load_json(const char *path, struct loom_err *err)
+static json_t *parse_json(const char *path, const char *buf, size_t len,
+			  struct loom_err *err)
 {
-	char *buf;
-	size_t len;
 	json_error_t je;
-	if (loom_read_file(path, &buf, &len, err) < 0)
-		return NULL;
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-	free(buf);
 	if (!j) {
 		loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, je.text);
 		return NULL;
@@ -503,6 +580,122 @@ static json_t *load_json(const char *path, struct loom_err *err)
 		return NULL;
 	}
 	return j;
+}
+
+static json_t *load_json(const char *path, struct loom_err *err)
+{
+	char *buf;
+	size_t len;
+	if (loom_read_file(path, &buf, &len, err) < 0)
+		return NULL;
+	json_t *j = parse_json(path, buf, len, err);
+	free(buf);
+	return j;
+}
+
+/* state.json's "files": {"NAME": {"bytes": N, "crc32c": "8 hex digits"}} */
+static int parse_files(json_t *j, const char *path, struct loom_ckpt *c, struct loom_err *err)
+{
+	json_t *f = json_object_get(j, "files"), *v;
+	const char *name;
+	if (!f)
+		return 0;
+	if (!json_is_object(f) || json_object_size(f) > MAX_FILES)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: 'files' is not an object of at most %d files", path,
+				    MAX_FILES);
+	json_object_foreach(f, name, v) {
+		struct recorded *r = &c->files[c->n_files];
+		json_t *crc = json_object_get(v, "crc32c");
+		const char *hex = json_is_string(crc) ? json_string_value(crc) : "";
+		if (!*name || strchr(name, '/') || strlen(name) >= sizeof r->name ||
+		    !strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, "state.json"))
+			return loom_err_set(err, LOOM_EFORMAT, "%s: files: bad file name '%s'",
+					    path, name);
+		if (json_get_u64(json_object_get(v, "bytes"), &r->bytes) < 0 ||
+		    strlen(hex) != 8 || strspn(hex, "0123456789abcdef") != 8)
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "%s: files.%s needs \"bytes\" and \"crc32c\" (8 hex "
+					    "digits)", path, name);
+		snprintf(r->name, sizeof r->name, "%s", name);
+		r->crc32c = (uint32_t)strtoul(hex, NULL, 16);
+		c->n_files++;
+	}
+	return 0;
+}
+
+static const struct recorded *recorded(const struct loom_ckpt *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_files; i++)
+		if (!strcmp(c->files[i].name, name))
+			return &c->files[i];
+	return NULL;
+}
+
+/* Compare a file's size and CRC-32C with what state.json records. */
+static int check_sum(const struct loom_ckpt *c, const struct recorded *r, uint64_t bytes,
+		     uint32_t crc, struct loom_err *err)
+{
+	if (bytes != r->bytes)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s/%s: %llu bytes, but state.json records %llu: the file "
+				    "was truncated or changed after the checkpoint was written",
+				    c->dir, r->name, (unsigned long long)bytes,
+				    (unsigned long long)r->bytes);
+	if (crc != r->crc32c)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s/%s: checksum mismatch (CRC-32C %08" PRIx32 ", state.json "
+				    "records %08" PRIx32 "): the file is corrupt",
+				    c->dir, r->name, crc, r->crc32c);
+	return 0;
+}
+
+static int file_crc(const char *path, uint64_t *bytes, uint32_t *crc, struct loom_err *err);
+
+/* Read a file of the checkpoint and compare it with what state.json records. */
+static int verify_file(const struct loom_ckpt *c, const struct recorded *r, struct loom_err *err)
+{
+	char p[PATH_MAX + 96];
+	uint64_t bytes = 0;
+	uint32_t crc = 0;
+	snprintf(p, sizeof p, "%s/%s", c->dir, r->name);
+	if (file_crc(p, &bytes, &crc, err) < 0)
+		return err->code;
+	return check_sum(c, r, bytes, crc, err);
+}
+
+/* Size and CRC-32C of a file, read in large blocks. */
+static int file_crc(const char *path, uint64_t *bytes, uint32_t *crc, struct loom_err *err)
+{
+	enum { BLOCK = 1 << 20 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	char *buf = malloc(BLOCK);
+	if (!buf) {
+		close(fd);
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	}
+	*bytes = 0;
+	*crc = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, BLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		*crc = loom_crc32c(*crc, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+	}
+	free(buf);
+	close(fd);
+	return 0;
 }
 
 static int parse_state(json_t *j, const char *path, struct loom_ckpt_state *st,
@@ -712,21 +905,56 @@ static int check_config_vs_tensors(struct loom_ckpt *c)
 	return 0;
 }
 
-struct loom_ckpt *loom_ckpt_open(const char *path, struct loom_err *err)
+struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_err *err)
 {
 	struct loom_ckpt *c = calloc(1, sizeof *c);
-	char p[PATH_MAX + 32];
+	char p[PATH_MAX + 96];
+	char *raw = NULL;
+	size_t rawlen;
 	json_t *cfg = NULL;
 	struct stat sb;
+	const int verify = !(flags & LOOM_CKPT_NO_VERIFY);
 	if (!c) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
 	if (loom_ckpt_resolve(path, c->dir, sizeof c->dir, err) < 0)
 		goto fail;
+	/* state.json first: it records the other files' sizes and checksums */
+	snprintf(p, sizeof p, "%s/state.json", c->dir);
+	if (stat(p, &sb) == 0) {
+		json_t *sj = load_json(p, err);
+		if (!sj)
+			goto fail;
+		int rc = parse_state(sj, p, &c->state, err);
+		if (rc == 0)
+			rc = parse_files(sj, p, c, err);
+		json_decref(sj);
+		if (rc < 0)
+			goto fail;
+		c->has_state = 1;
+	}
+	for (size_t i = 0; i < c->n_files; i++) {
+		snprintf(p, sizeof p, "%s/%s", c->dir, c->files[i].name);
+		if (stat(p, &sb) < 0) {
+			loom_err_set(err, LOOM_EFORMAT, "%s: %s is missing (state.json lists it)",
+				     c->dir, c->files[i].name);
+			goto fail;
+		}
+	}
 	snprintf(p, sizeof p, "%s/config.json", c->dir);
-	if (!(cfg = load_json(p, err)) || parse_hf(cfg, p, &c->hf, err) < 0)
+	if (loom_read_file(p, &raw, &rawlen, err) < 0)
 		goto fail;
+	const struct recorded *r = recorded(c, "config.json");
+	if (verify && r && check_sum(c, r, rawlen, loom_crc32c(0, raw, rawlen), err) < 0)
+		goto fail;
+	if (!(cfg = parse_json(p, raw, rawlen, err)) || parse_hf(cfg, p, &c->hf, err) < 0)
+		goto fail;
+	json_t *lv = json_object_get(cfg, "loom_vocab");
+	if (json_is_string(lv) && !(c->vocab_name = strdup(json_string_value(lv)))) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
 	json_t *loom = json_object_get(cfg, "loom");
 	if (loom) {
 		if (!json_is_object(loom)) {
@@ -738,30 +966,47 @@ struct loom_ckpt *loom_ckpt_open(const char *path, struct loom_err *err)
 			loom_err_set(err, LOOM_ENOMEM, "out of memory");
 			goto fail;
 		}
+		if (!c->has_state) { /* loom writes every part; HF dirs have no state */
+			loom_err_set(err, LOOM_EFORMAT, "%s: state.json is missing", c->dir);
+			goto fail;
+		}
 	}
+	/* the optimizer's moments are verified when loaded (loom-eval never
+	 * reads them: two thirds of a checkpoint's bytes) */
+	c->verify = verify;
+	for (size_t i = 0; verify && i < c->n_files; i++)
+		if (strcmp(c->files[i].name, "config.json") &&
+		    strcmp(c->files[i].name, "optimizer.safetensors") &&
+		    verify_file(c, &c->files[i], err) < 0)
+			goto fail;
 	snprintf(c->model_path, sizeof c->model_path, "%s/model.safetensors", c->dir);
+	if (stat(c->model_path, &sb) < 0) {
+		loom_err_set(err, LOOM_EFORMAT, "%s: model.safetensors is missing", c->dir);
+		goto fail;
+	}
 	if (!(c->model = loom_st_open(c->model_path, err)))
 		goto fail;
 	if (check_config_vs_tensors(c) < 0) {
 		*err = c->err;
 		goto fail;
 	}
-	snprintf(p, sizeof p, "%s/state.json", c->dir);
-	if (stat(p, &sb) == 0) {
-		json_t *sj = load_json(p, err);
-		if (!sj)
-			goto fail;
-		int rc = parse_state(sj, p, &c->state, err);
-		json_decref(sj);
-		if (rc < 0)
-			goto fail;
-	}
 	snprintf(p, sizeof p, "%s/optimizer.safetensors", c->dir);
 	if (stat(p, &sb) == 0 && !(c->optim = loom_st_open(p, err)))
 		goto fail;
+	char m[PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/vocab.json", c->dir);
+	snprintf(m, sizeof m, "%s/merges.txt", c->dir);
+	if (stat(p, &sb) == 0 && stat(m, &sb) == 0 &&
+	    asprintf(&c->vocab_spec, "%s,%s", p, m) < 0) {
+		c->vocab_spec = NULL;
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
+	free(raw);
 	json_decref(cfg);
 	return c;
 fail:
+	free(raw);
 	json_decref(cfg);
 	loom_ckpt_free(c);
 	return NULL;
@@ -771,6 +1016,8 @@ void loom_ckpt_free(struct loom_ckpt *c)
 {
 	if (!c)
 		return;
+	free(c->vocab_spec);
+	free(c->vocab_name);
 	loom_st_free(c->model);
 	loom_st_free(c->optim);
 	free(c->loom_config);
@@ -797,6 +1044,26 @@ const char *loom_ckpt_loom_config(const struct loom_ckpt *c)
 	return c->loom_config;
 }
 
+const char *loom_ckpt_vocab_spec(const struct loom_ckpt *c)
+{
+	return c->vocab_spec;
+}
+
+const char *loom_ckpt_vocab_name(const struct loom_ckpt *c)
+{
+	return c->vocab_spec ? c->vocab_name : NULL;
+}
+
+int loom_ckpt_has_state(const struct loom_ckpt *c)
+{
+	return c->has_state;
+}
+
+int loom_ckpt_has_checksums(const struct loom_ckpt *c)
+{
+	return c->n_files > 0;
+}
+
 int loom_ckpt_has_optimizer(const struct loom_ckpt *c)
 {
 	return c->optim != NULL;
@@ -805,6 +1072,22 @@ int loom_ckpt_has_optimizer(const struct loom_ckpt *c)
 const char *loom_ckpt_error(const struct loom_ckpt *c)
 {
 	return c->err.msg;
+}
+
+/* Index of the first NaN or infinity in x[0..n), SIZE_MAX if none (one
+ * branch-free pass first: checkpoints are large and almost always clean). */
+static size_t first_non_finite(const float *x, size_t n)
+{
+	const uint32_t *u = (const uint32_t *)x;
+	uint32_t any = 0;
+	for (size_t i = 0; i < n; i++)
+		any |= (u[i] & 0x7f800000u) == 0x7f800000u;
+	if (!any)
+		return SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return i;
+	return SIZE_MAX;
 }
 
 static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
@@ -827,6 +1110,12 @@ static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 	}
 	if (f->nbytes)
 		memcpy(dst, f->data, f->nbytes);
+	size_t bad = first_non_finite(dst, (size_t)(f->nbytes / sizeof(float)));
+	if (bad != SIZE_MAX)
+		return loom_err_set(&c->err, LOOM_EFORMAT,
+				    "%s: the checkpoint holds non-finite values: tensor '%s' "
+				    "element %zu is %g", loom_st_name(st), name, bad,
+				    (double)dst[bad]);
 	return 0;
 }
 
@@ -867,6 +1156,9 @@ int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor 
 	if (!c->optim)
 		return loom_err_set(&c->err, LOOM_EINVAL,
 				    "%s: no optimizer.safetensors (weights-only checkpoint)", c->dir);
+	const struct recorded *r = recorded(c, "optimizer.safetensors");
+	if (c->verify && r && verify_file(c, r, &c->err) < 0)
+		return c->err.code;
 	if (loom_st_count(c->optim) != 2 * n)
 		return loom_err_set(&c->err, LOOM_EFORMAT,
 				    "%s/optimizer.safetensors: %zu tensors, the model needs %zu",

@@ -7,6 +7,7 @@
  *                                            NAME.exp_avg_sq (optional)
  *                    /config.json            HF GPT-2 keys + "loom": {...}
  *                    /state.json             step, samples, RNG, data position
+ *                    /vocab.json, merges.txt the tokenizer (optional)
  *   DIR/latest -> step-00000100               (relative symlink)
  *
  * See formats/checkpoint.md.  Saving writes every file into a fresh
@@ -15,6 +16,9 @@
  * `latest` atomically (a new symlink under a temp name renamed over it)
  * and finally prunes older step directories beyond `keep`.  A crash at any
  * point leaves either the old or the new checkpoint, never a torn one.
+ * state.json records the size and CRC-32C of every other file, computed
+ * while writing; loading compares them (a flipped byte is found), refuses
+ * a loom checkpoint missing any part, and refuses NaN/infinite values.
  *
  * The API is generic over the model: the caller passes its tensor table
  * (name, shape, float data) in HuggingFace GPT-2 naming; loom_ckpt does
@@ -69,6 +73,18 @@ struct loom_ckpt_state {
 	uint32_t data_batch, data_seq_len, data_world;
 };
 
+/* The tokenizer a model was trained with, stored beside it as HuggingFace
+ * expects (GPT2Tokenizer): vocab.json + merges.txt (loom_vocab.h's
+ * loom_vocab_render_gpt2), and bos/eos_token_id in config.json. */
+struct loom_ckpt_vocab {
+	const char *name;		/* what --vocab said, e.g. "gpt2" */
+	const char *vocab_json;
+	size_t vocab_json_len;
+	const char *merges;
+	size_t merges_len;
+	int64_t eos_token_id;		/* <|endoftext|>, -1 if none */
+};
+
 struct loom_ckpt_save {
 	const char *dir;	/* DIR (created if missing) */
 	const struct loom_ckpt_tensor *tensors;
@@ -83,6 +99,7 @@ struct loom_ckpt_save {
 	struct loom_ckpt_state state;	/* state.step names the directory */
 	const char *state_extra_json;	/* optional JSON object merged into
 					 * state.json under "extra" */
+	const struct loom_ckpt_vocab *vocab;	/* NULL: no tokenizer files */
 	unsigned keep;			/* keep newest N step dirs; 0 = all */
 };
 
@@ -107,11 +124,21 @@ int loom_ckpt_read_state(const char *path, struct loom_ckpt_state *st,
 
 struct loom_ckpt;
 
-/* Open and validate a checkpoint (resolved as above): config.json,
- * model.safetensors and the config-vs-tensors check, state.json (absent
- * state.json = a weights-only checkpoint, step 0), optimizer.safetensors
- * if present.  Returns NULL with the message in err. */
-struct loom_ckpt *loom_ckpt_open(const char *path, struct loom_err *err);
+/* loom_ckpt_open flags: skip the checksum verification. */
+#define LOOM_CKPT_NO_VERIFY 1u
+
+/* Open and validate a checkpoint (resolved as above): state.json (absent
+ * in a directory made by HuggingFace: step 0, no checksums; required when
+ * config.json has loom's "loom" object), every file state.json lists must
+ * exist and, unless LOOM_CKPT_NO_VERIFY, have the size and CRC-32C it
+ * records (optimizer.safetensors: checked by loom_ckpt_load_optimizer;
+ * state.json without "files", written by an older loom, is read
+ * unverified: see loom_ckpt_has_checksums), then config.json,
+ * model.safetensors and the config-vs-tensors check,
+ * optimizer.safetensors if present.  A missing part is named, e.g.
+ * "ckpt/step-00000100: state.json is missing".  Returns NULL with the
+ * message in err. */
+struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_err *err);
 void loom_ckpt_free(struct loom_ckpt *c);
 
 const char *loom_ckpt_dir(const struct loom_ckpt *c);
@@ -121,14 +148,25 @@ const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c);
  * "loom" object (e.g. a checkpoint made by HuggingFace). */
 const char *loom_ckpt_loom_config(const struct loom_ckpt *c);
 int loom_ckpt_has_optimizer(const struct loom_ckpt *c);
+/* "DIR/vocab.json,DIR/merges.txt" (a --vocab spec, loom_vocab_load_spec)
+ * when the checkpoint holds its tokenizer, else NULL. */
+const char *loom_ckpt_vocab_spec(const struct loom_ckpt *c);
+/* config.json's "loom_vocab": the name it was trained with ("gpt2"), or NULL. */
+const char *loom_ckpt_vocab_name(const struct loom_ckpt *c);
+/* 1 if the checkpoint has a state.json (a loom checkpoint). */
+int loom_ckpt_has_state(const struct loom_ckpt *c);
+/* 1 if state.json records file checksums (verified at open unless
+ * LOOM_CKPT_NO_VERIFY). */
+int loom_ckpt_has_checksums(const struct loom_ckpt *c);
 
 /* Copy the weights into the caller's table.  Every table entry must be in
- * model.safetensors as F32 of exactly that shape, and every tensor in the
- * file must be in the table (except HF's buffers "*.attn.bias",
- * "*.attn.masked_bias" and a tied "lm_head.weight"). */
+ * model.safetensors as F32 of exactly that shape and hold finite values
+ * only, and every tensor in the file must be in the table (except HF's
+ * buffers "*.attn.bias", "*.attn.masked_bias" and a tied
+ * "lm_head.weight"). */
 int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			 size_t n);
-/* Copy AdamW moments (parallel arrays, as for saving). */
+/* Copy AdamW moments (parallel arrays, as for saving; finite values only). */
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			     size_t n, float *const *adam_m, float *const *adam_v);
 const char *loom_ckpt_error(const struct loom_ckpt *c);

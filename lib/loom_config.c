@@ -260,10 +260,18 @@ int loom_config_apply_json(struct loom_config *c, const json_t *obj)
 int loom_config_apply_file(struct loom_config *c, const char *path)
 {
 	json_error_t je;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
+	char *buf;
+	size_t len;
+	int rc = loom_read_file(path, &buf, &len, &c->err);
+	if (rc)
+		return rc;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	free(buf);
+	if (!root && je.line >= 1)
 		return loom_err_set(&c->err, LOOM_EFORMAT, "%s:%d: %s", path, je.line, je.text);
-	int rc = loom_config_apply_json(c, root);
+	if (!root)
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s: %s", path, je.text);
+	rc = loom_config_apply_json(c, root);
 	json_decref(root);
 	if (rc) {
 		char msg[LOOM_ERR_MAX];
@@ -290,10 +298,15 @@ int loom_config_apply_preset(struct loom_config *c, const char *name)
 	return rc;
 }
 
-int loom_config_apply_named(struct loom_config *c, const char *s)
+int loom_config_names_file(const char *s)
 {
 	size_t n = strlen(s);
-	if (strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json")))
+	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json"));
+}
+
+int loom_config_apply_named(struct loom_config *c, const char *s)
+{
+	if (loom_config_names_file(s))
 		return loom_config_apply_file(c, s);
 	return loom_config_apply_preset(c, s);
 }

@@ -74,7 +74,7 @@ static inline float vexpf(float x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	p = p * r * r + r + 1.0f;
-	int32_t e = ((int32_t)n + 127) << 23;
+	uint32_t e = ((uint32_t)(int32_t)n + 127u) << 23; /* unsigned: a NaN's n shifts no sign */
 	float s;
 	memcpy(&s, &e, sizeof s);
 	return p * s;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loom_crc32c.h"
 #include "loom_file.h"
 
 static const struct {
@@ -74,7 +75,7 @@ static uint64_t get_u64le(const unsigned char *p)
 /* --- writer --------------------------------------------------------------- */
 
 int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
-		  const char *const *meta, struct loom_err *err)
+		  const char *const *meta, struct loom_st_sum *sum, struct loom_err *err)
 {
 	json_t *root = json_object();
 	uint64_t off = 0;
@@ -138,14 +139,21 @@ int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 	put_u64le((unsigned char *)hdr, padded);
 
 	struct loom_outfile o;
+	uint32_t crc = loom_crc32c(0, hdr, padded + 8);
 	rc = loom_outfile_open(&o, path);
 	if (rc == 0)
 		rc = loom_outfile_write(&o, hdr, padded + 8);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		uint64_t nb = 0;
 		tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb);
-		if (nb)
+		if (nb) {
+			crc = loom_crc32c(crc, t[i].data, nb);
 			rc = loom_outfile_write(&o, t[i].data, nb);
+		}
+	}
+	if (rc == 0 && sum) {
+		sum->bytes = o.bytes;
+		sum->crc32c = crc;
 	}
 	if (rc == 0)
 		rc = loom_outfile_commit(&o);

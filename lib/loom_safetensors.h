@@ -55,12 +55,20 @@ struct loom_st_tensor {
 	uint64_t nbytes;	/* read: end - begin; write: computed */
 };
 
+/* Size and CRC-32C of a written file, computed from the bytes as they are
+ * written (no second read). */
+struct loom_st_sum {
+	uint64_t bytes;
+	uint32_t crc32c;
+};
+
 /* Write tensors (in the order given) to `path` atomically (temp name,
  * fsync, rename, fsync dir: lib/loom_file.h).  `meta` is NULL or a
  * NULL-terminated list of key, value, key, value ... strings for
- * __metadata__.  Tensor names must be unique and not "__metadata__". */
+ * __metadata__.  Tensor names must be unique and not "__metadata__".
+ * `sum` (may be NULL) receives the file's size and CRC-32C. */
 int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
-		  const char *const *meta, struct loom_err *err);
+		  const char *const *meta, struct loom_st_sum *sum, struct loom_err *err);
 
 struct loom_st;
 

@@ -103,6 +103,16 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
  * encoder.json + vocab.bpe, "ENCODER.json,VOCAB.bpe", or a .tiktoken file. */
 int loom_vocab_load_spec(struct loom_vocab *v, const char *spec);
 
+/* A loaded vocabulary as GPT-2's two files (HuggingFace's vocab.json and
+ * merges.txt): {"token": id} in id order, tokens printed through
+ * bytes_to_unicode (specials verbatim), and "#version: 0.2" then one merge
+ * "A B" per line in rank order.  Loading them gives the same ids and
+ * merges.  Malloc'd, NUL-terminated (lengths without the NUL).  For
+ * vocabularies loaded from GPT-2 files (a tiktoken file's merges have no
+ * order of their own: LOOM_EINVAL).  lib/loom_vocab_render.c. */
+int loom_vocab_render_gpt2(struct loom_vocab *v, char **vocab_json, size_t *json_len,
+			   char **merges, size_t *merges_len);
+
 /* Id of the token with bytes s[0..n), or LOOM_VOCAB_NONE. */
 uint32_t loom_vocab_lookup(const struct loom_vocab *v, const uint8_t *s, size_t n);
 /* Bytes of token id (NULL if id is not a token). */

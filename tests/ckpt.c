@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "loom_ckpt.h"
+#include "loom_crc32c.h"
 #include "loom_file.h"
 #include "tap.h"
 
@@ -104,14 +106,38 @@ static void sh(const char *fmt, const char *arg)
 }
 
 /* Open a checkpoint expecting a refusal containing `want`. */
-static void refuse_open(const char *name, const char *path, const char *want)
+static void refuse_open_flags(const char *name, const char *path, unsigned flags,
+			      const char *want)
 {
 	struct loom_err err = {0};
-	struct loom_ckpt *c = loom_ckpt_open(path, &err);
+	struct loom_ckpt *c = loom_ckpt_open(path, flags, &err);
 	ok(c == NULL, "%s: refused", name);
 	ok(strstr(err.msg, want) != NULL && !strchr(err.msg, '\n'),
 	   "%s: one line '%s' has '%s'", name, err.msg, want);
 	loom_ckpt_free(c);
+}
+
+/* The structural checks, behind the checksums (the broken copies below
+ * are edited on purpose). */
+static void refuse_open(const char *name, const char *path, const char *want)
+{
+	refuse_open_flags(name, path, LOOM_CKPT_NO_VERIFY, want);
+}
+
+/* Flip one byte of a file at `off`. */
+static void flip(const char *path, long off)
+{
+	FILE *f = fopen(path, "r+b");
+	if (!f || fseek(f, off, SEEK_SET)) {
+		diag("cannot open %s", path);
+		if (f)
+			fclose(f);
+		return;
+	}
+	int ch = fgetc(f);
+	fseek(f, off, SEEK_SET);
+	fputc(ch ^ 0x10, f);
+	fclose(f);
 }
 
 int main(void)
@@ -158,7 +184,25 @@ int main(void)
 	json_decref(cfg);
 
 	/* load it back */
-	struct loom_ckpt *c = loom_ckpt_open(dir, &err);
+	/* state.json records every other file's size and CRC-32C */
+	snprintf(p, sizeof p, "%s/latest/state.json", dir);
+	json_t *sj = json_load_file(p, 0, &je);
+	json_t *fm = json_object_get(json_object_get(sj, "files"), "model.safetensors");
+	char *raw = NULL;
+	size_t rawlen = 0;
+	snprintf(p, sizeof p, "%s/latest/model.safetensors", dir);
+	ok(loom_read_file(p, &raw, &rawlen, &err) == 0, "read model.safetensors");
+	char hex[16];
+	snprintf(hex, sizeof hex, "%08x", raw ? loom_crc32c(0, raw, rawlen) : 0);
+	ok(fm && json_integer_value(json_object_get(fm, "bytes")) == (json_int_t)rawlen &&
+	   !strcmp(json_string_value(json_object_get(fm, "crc32c")), hex),
+	   "state.json files: model.safetensors size and CRC-32C (%s)", hex);
+	is_int(json_object_size(json_object_get(sj, "files")), 3,
+	       "files: model, optimizer, config.json");
+	free(raw);
+	json_decref(sj);
+
+	struct loom_ckpt *c = loom_ckpt_open(dir, 0, &err);
 	ok(c != NULL, "open DIR (via latest): %s", c ? "" : err.msg);
 	if (!c)
 		return done_testing();
@@ -173,6 +217,7 @@ int main(void)
 	   "hf keys");
 	ok(strstr(loom_ckpt_loom_config(c), "\"preset\":\"tiny\"") != NULL, "loom config text");
 	ok(loom_ckpt_has_optimizer(c), "has optimizer");
+	ok(loom_ckpt_has_state(c) && loom_ckpt_has_checksums(c), "has state and checksums");
 	float *save_p = malloc(total * 4), *save_m = malloc(total * 4), *save_v = malloc(total * 4);
 	memcpy(save_p, param, total * 4);
 	memcpy(save_m, adam_m, total * 4);
@@ -221,7 +266,7 @@ int main(void)
 	s = base_save(dir, 400);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "re-save step 400");
 	is_int(tap_count_dir(dir, "."), 0, "no debris after replacing");
-	c = loom_ckpt_open(dir, &err);
+	c = loom_ckpt_open(dir, 0, &err);
 	param[0] = 0;
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 && param[0] == 42, "replaced contents");
 	loom_ckpt_free(c);
@@ -321,11 +366,124 @@ int main(void)
 	/* a weights-only checkpoint (no state.json, no optimizer) opens */
 	FRESH();
 	sh("rm '%s/state.json' '%s/optimizer.safetensors'", bad);
-	c = loom_ckpt_open(bad, &err);
-	ok(c && loom_ckpt_state(c)->step == 0 && !loom_ckpt_has_optimizer(c),
-	   "weights-only checkpoint opens as step 0");
+	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/config.json\"; "
+	   "d=json.load(open(p)); del d[\"loom\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
+	c = loom_ckpt_open(bad, 0, &err);
+	ok(c && loom_ckpt_state(c)->step == 0 && !loom_ckpt_has_optimizer(c) &&
+	   !loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c),
+	   "a HuggingFace directory (no state.json, no loom config) opens as step 0: %s",
+	   c ? "" : err.msg);
 	ok(c && loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EINVAL,
 	   "loading missing optimizer is an error");
+	loom_ckpt_free(c);
+
+	/* a loom checkpoint missing any part is refused, naming the part */
+	static const char *const missing[][2] = {
+		{"state.json", "/bad: state.json is missing"},
+		{"optimizer.safetensors", "/bad: optimizer.safetensors is missing (state.json lists it)"},
+		{"model.safetensors", "/bad: model.safetensors is missing (state.json lists it)"},
+		{"config.json", "/bad: config.json is missing"},
+	};
+	for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
+		FRESH();
+		snprintf(cmd, sizeof cmd, "%s/%s", bad, missing[i][0]);
+		ok(unlink(cmd) == 0, "remove %s", missing[i][0]);
+		refuse_open_flags(missing[i][0], bad, 0, missing[i][1]);
+	}
+
+	/* corruption: one flipped byte anywhere is found */
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
+	struct stat sb;
+	stat(cmd, &sb);
+	flip(cmd, (long)sb.st_size - 8);	/* the low mantissa byte of a weight */
+	refuse_open_flags("flipped byte in the model's data", bad, 0,
+			  "/bad/model.safetensors: checksum mismatch (CRC-32C ");
+	c = loom_ckpt_open(bad, LOOM_CKPT_NO_VERIFY, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "LOOM_CKPT_NO_VERIFY reads it anyway");
+	loom_ckpt_free(c);
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/optimizer.safetensors", bad);
+	flip(cmd, 3000);
+	c = loom_ckpt_open(bad, 0, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "flipped byte in the optimizer: opens "
+	   "(loom-eval never reads the moments): %s", c ? "" : err.msg);
+	ok(c && loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EFORMAT &&
+	   strstr(loom_ckpt_error(c), "/bad/optimizer.safetensors: checksum mismatch"),
+	   "... and loading the moments finds it: %s", c ? loom_ckpt_error(c) : "");
+	loom_ckpt_free(c);
+	FRESH();
+	sh("sed -i 's/\"n_embd\": 8/\"n_embd\": 4/' '%s/config.json'", bad);
+	refuse_open_flags("edited config.json", bad, 0, "/bad/config.json: ");
+	FRESH();
+	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
+	ok(truncate(cmd, 4000) == 0, "truncate model.safetensors");
+	refuse_open_flags("truncated model (verified)", bad, 0,
+			  "/bad/model.safetensors: 4000 bytes, but state.json records ");
+	FRESH();
+	sh("sed -i 's/\"crc32c\": \"/\"crc32c\": \"x/' '%s/state.json'", bad);
+	refuse_open_flags("bad checksum field", bad, 0, "needs \"bytes\" and \"crc32c\"");
+
+	/* an older loom's checkpoint (no "files") opens unverified */
+	FRESH();
+	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/state.json\"; "
+	   "d=json.load(open(p)); del d[\"files\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
+	c = loom_ckpt_open(bad, 0, &err);
+	ok(c && loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c) &&
+	   loom_ckpt_state(c)->step == 400, "checkpoint without checksums opens: %s",
+	   c ? "" : err.msg);
+	loom_ckpt_free(c);
+
+	/* tokenizer files beside the model, checksummed like the others */
+	snprintf(p, sizeof p, "%s/voc", root);
+	struct loom_ckpt_vocab voc = {
+		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 7,
+		.merges = "#version: 0.2\n", .merges_len = 14, .eos_token_id = 7,
+	};
+	s = base_save(p, 3);
+	s.vocab = &voc;
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save with a tokenizer");
+	c = loom_ckpt_open(p, 0, &err);
+	ok(c && loom_ckpt_vocab_spec(c) && strstr(loom_ckpt_vocab_spec(c), "/step-00000003/vocab.json,") &&
+	   strstr(loom_ckpt_vocab_spec(c), "/step-00000003/merges.txt") &&
+	   !strcmp(loom_ckpt_vocab_name(c), "toy"), "vocab spec and name: %s",
+	   c && loom_ckpt_vocab_spec(c) ? loom_ckpt_vocab_spec(c) : err.msg);
+	loom_ckpt_free(c);
+	snprintf(cmd, sizeof cmd, "%s/latest/config.json", p);
+	cfg = json_load_file(cmd, 0, &je);
+	ok(cfg && json_integer_value(json_object_get(cfg, "eos_token_id")) == 7 &&
+	   json_integer_value(json_object_get(cfg, "bos_token_id")) == 7,
+	   "config.json: bos/eos_token_id");
+	json_decref(cfg);
+	snprintf(cmd, sizeof cmd, "%s/latest/merges.txt", p);
+	flip(cmd, 3);
+	refuse_open_flags("flipped byte in merges.txt", p, 0, "merges.txt: checksum mismatch");
+	c = loom_ckpt_open(dir, 0, &err);
+	ok(c && !loom_ckpt_vocab_spec(c) && !loom_ckpt_vocab_name(c), "no tokenizer: NULL");
+	loom_ckpt_free(c);
+
+	/* non-finite weights or moments are refused, naming the tensor */
+	snprintf(p, sizeof p, "%s/nan", root);
+	float keep0 = param[total - 3];
+	param[total - 3] = NAN;
+	s = base_save(p, 1);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save a checkpoint holding a NaN");
+	c = loom_ckpt_open(p, 0, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == LOOM_EFORMAT &&
+	   strstr(loom_ckpt_error(c), "model.safetensors: the checkpoint holds non-finite values: "
+		  "tensor 'transformer.ln_f.bias' element 5 is nan"),
+	   "NaN weight refused: %s", c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	param[total - 3] = keep0;
+	adam_v[0] = INFINITY;
+	s = base_save(p, 2);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save a checkpoint holding an infinite moment");
+	adam_v[0] = 0;
+	c = loom_ckpt_open(p, 0, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 &&
+	   loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EFORMAT &&
+	   strstr(loom_ckpt_error(c), "'transformer.wte.weight.exp_avg_sq' element 0 is inf"),
+	   "infinite moment refused: %s", c ? loom_ckpt_error(c) : err.msg);
 	loom_ckpt_free(c);
 
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

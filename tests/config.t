@@ -52,7 +52,7 @@ reject "--set without =" "^loom-train: --set 'lr': expected key=value" --set lr
 
 echo '{ "lr": "high" }' > "$T/bad.json"
 run loom-train --print-config -c "$T/bad.json"
-is_rc 1 "file with a wrong type: exit 1"
+is_rc 2 "file with a wrong type: exit 2 (a configuration error)"
 like "$err" "^loom-train: $T/bad.json: lr: must be a number, not a string$" "file type error names file and key"
 echo '{ "recompute": 1 }' > "$T/bad.json"
 run loom-train --print-config -c "$T/bad.json"
@@ -65,14 +65,36 @@ run loom-train --print-config -c "$T/bad.json"
 like "$err" 'whatever: unknown configuration key' "unknown key in a file"
 printf '{ "n_layer": 2,\n  "n_embd": }\n' > "$T/bad.json"
 run loom-train --print-config -c "$T/bad.json"
-is_rc 1 "JSON syntax error: exit 1"
+is_rc 2 "JSON syntax error: exit 2"
 like "$err" "$T/bad.json:2: " "syntax error names file and line"
 echo '[1, 2]' > "$T/bad.json"
 run loom-train --print-config -c "$T/bad.json"
 like "$err" 'must be a JSON object' "a config must be an object"
 run loom-train --print-config -c nosuchpreset
-is_rc 1 "unknown preset: exit 1"
+is_rc 2 "unknown preset: exit 2"
 like "$err" "preset 'nosuchpreset': no such preset" "unknown preset named"
+
+# every configuration file error: exit 2, one line naming the file, never
+# a line number of -1
+bad_file() { # name regex file
+	run loom-train --print-config -c "$3"
+	is_rc 2 "$1: exit 2"
+	like "$err" "$2" "$1: message names the file and the reason"
+	is "$(wc -l < "$err")" 1 "$1: one line"
+	unlike "$err" ':-1:' "$1: no line number -1"
+}
+cd "$T"
+run loom-train --print-config -c ./nope.json
+cd - > /dev/null
+is_rc 2 "missing config file: exit 2"
+like "$err" "^loom-train: cannot open './nope.json': No such file or directory$" "missing config file named"
+unlike "$err" ':-1:' "missing config file: no line number -1"
+printf '{ "lr": 0.1,\n  "lr": 0.2 }\n' > "$T/dup.json"
+bad_file "duplicate key" "^loom-train: $T/dup.json:2: duplicate object key" "$T/dup.json"
+/usr/bin/python3 -c 'print("{\"a\":" * 3000 + "1" + "}" * 3000)' > "$T/deep.json"
+bad_file "too deep nesting" "^loom-train: $T/deep.json:1: maximum parsing depth" "$T/deep.json"
+echo '{ "lr": 1e400 }' > "$T/huge.json"
+bad_file "1e400" "^loom-train: $T/huge.json:1: real number overflow" "$T/huge.json"
 
 for p in tiny test small mini gpt2 gpt3-125M gpt3-2.7B gpt3-175B; do
 	run loom-train --print-config -c "$p"

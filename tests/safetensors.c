@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "loom_crc32c.h"
 #include "loom_file.h"
 #include "loom_safetensors.h"
 #include "tap.h"
@@ -53,7 +54,8 @@ int main(void)
 		{.name = "c", .dtype = LOOM_ST_U8, .ndim = 1, .shape = {3}, .data = c},
 	};
 	const char *meta[] = {"format", "pt", "note", "hi", NULL};
-	is_int(loom_st_write(path, t, 3, meta, &err), 0, "write 3 tensors");
+	struct loom_st_sum sum = {0};
+	is_int(loom_st_write(path, t, 3, meta, &sum, &err), 0, "write 3 tensors");
 
 	char *raw;
 	size_t len;
@@ -63,6 +65,8 @@ int main(void)
 		hl |= (uint64_t)(unsigned char)raw[i] << (8 * i);
 	is_int(hl % 8, 0, "header padded to a multiple of 8");
 	is_int(len, 8 + hl + 24 + 16 + 3, "file size = 8 + header + data");
+	ok(sum.bytes == len && sum.crc32c == loom_crc32c(0, raw, len),
+	   "size and CRC-32C computed while writing match the file");
 	ok(memcmp(raw + 8 + hl, a, 24) == 0, "first tensor's bytes right after the header");
 	ok(strstr(raw + 8, "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}") != NULL,
 	   "header JSON of tensor a");
@@ -93,7 +97,7 @@ int main(void)
 		{.name = "s", .dtype = LOOM_ST_F32, .ndim = 0, .data = &s},
 		{.name = "e", .dtype = LOOM_ST_F32, .ndim = 2, .shape = {0, 4}, .data = NULL},
 	};
-	is_int(loom_st_write(path, t2, 2, NULL, &err), 0, "write scalar + empty");
+	is_int(loom_st_write(path, t2, 2, NULL, NULL, &err), 0, "write scalar + empty");
 	st = loom_st_open(path, &err);
 	ok(st && loom_st_find(st, "s")->nbytes == 4 && loom_st_find(st, "e")->nbytes == 0,
 	   "scalar and empty tensor read back");
@@ -101,10 +105,10 @@ int main(void)
 
 	/* writer refusals */
 	struct loom_st_tensor dup[2] = {t[0], t[0]};
-	is_int(loom_st_write(path, dup, 2, NULL, &err), LOOM_EINVAL, "duplicate names refused");
+	is_int(loom_st_write(path, dup, 2, NULL, NULL, &err), LOOM_EINVAL, "duplicate names refused");
 	struct loom_st_tensor md = t[0];
 	md.name = "__metadata__";
-	is_int(loom_st_write(path, &md, 1, NULL, &err), LOOM_EINVAL, "__metadata__ name refused");
+	is_int(loom_st_write(path, &md, 1, NULL, NULL, &err), LOOM_EINVAL, "__metadata__ name refused");
 
 	/* reader refusals */
 	refuse("tiny file", "", 0, LOOM_EFORMAT, "header size 0");
@@ -160,7 +164,7 @@ int main(void)
 	       1, LOOM_EFORMAT, "9 dimensions");
 
 	/* truncated real file */
-	is_int(loom_st_write(path, t, 3, meta, &err), 0, "rewrite");
+	is_int(loom_st_write(path, t, 3, meta, NULL, &err), 0, "rewrite");
 	ok(truncate(path, 60) == 0, "truncate file");
 	st = loom_st_open(path, &err);
 	ok(st == NULL && err.code == LOOM_ETRUNC && strstr(err.msg, path) != NULL,

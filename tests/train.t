@@ -67,6 +67,100 @@ like "$T/ck/latest/config.json" '"model_type": "gpt2"' "config.json has HF keys"
 like "$T/ck/latest/config.json" '"seq_len": 8' "config.json carries loom's config"
 no_tmp_left "$T/ck" "no temporary checkpoint debris"
 
+# --- damaged checkpoints are refused before training --------------------------
+fresh_ck() { rm -rf "$T/dmg"; cp -r "$T/ck/step-00000012" "$T/dmg"; }
+fresh_ck
+rm "$T/dmg/state.json"
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint without state.json: exit 1 (not a restart at step 0)"
+like "$err" "^loom-train: .*/dmg: state.json is missing$" "names the checkpoint and the missing file"
+is "$(wc -l < "$err")" 1 "one line"
+for part in optimizer.safetensors model.safetensors; do
+	fresh_ck
+	rm "$T/dmg/$part"
+	run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+	is_rc 1 "--resume without $part: exit 1"
+	like "$err" "^loom-train: .*/dmg: $part is missing \\(state.json lists it\\)$" "names $part"
+done
+fresh_ck
+rm "$T/dmg/config.json"
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume without config.json: exit 1"
+like "$err" "^loom-train: .*/dmg: config.json is missing$" "names config.json"
+fresh_ck
+size=$(stat -c %s "$T/dmg/model.safetensors")
+printf '\x5a' | dd of="$T/dmg/model.safetensors" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint with a flipped byte: exit 1"
+like "$err" "^loom-train: .*/dmg/model.safetensors: checksum mismatch" "corruption found"
+run loom-train -q -c tiny --init-from "$T/dmg" --steps 2 < "$F"
+is_rc 1 "--init-from verifies too"
+fresh_ck
+python3 - "$T/dmg" <<'EOF'
+import json, struct, sys
+p = sys.argv[1] + '/model.safetensors'
+d = bytearray(open(p, 'rb').read())
+n, = struct.unpack('<Q', d[:8])
+b, e = json.loads(d[8:8 + n])['transformer.h.1.mlp.c_fc.bias']['data_offsets']
+d[8 + n + b + 12:8 + n + b + 16] = struct.pack('<f', float('nan'))
+open(p, 'wb').write(d)
+s = sys.argv[1] + '/state.json'          # as an older loom wrote it: no checksums
+j = json.load(open(s)); del j['files']; json.dump(j, open(s, 'w'))
+EOF
+run loom-train -q --resume "$T/dmg" --steps 20 < "$F"
+is_rc 1 "--resume of a checkpoint holding a NaN: exit 1"
+like "$err" "model.safetensors: the checkpoint holds non-finite values: tensor 'transformer.h.1.mlp.c_fc.bias' element 3 is nan$" \
+	"says the checkpoint holds non-finite values, names the tensor"
+unlike "$err" "diverged" "not 'diverged; lower lr'"
+like "$err" "state.json records no checksums \\(written by an older loom\\): not verified" \
+	"a checkpoint without checksums is read with a warning"
+
+# --- a preset's micro_batch and seq_len come from the frames ------------------
+$MK 8 5 6 128 1 > "$T/b8"
+run loom-train -v -c tiny --steps 3 --log "$T/b8.json" < "$T/b8"
+is_rc 0 "-c tiny on frames of B=8 x 5 tokens (the preset says 4 x 9)"
+like "$err" "micro_batch 8 from the frames \\(preset 'tiny' says 4\\)" "-v: micro_batch from the frames"
+like "$err" "seq_len 4 from the frames' records of 5 tokens \\(preset 'tiny' says 8\\)" "-v: seq_len from the frames"
+like "$T/b8.json" '"step":3,.*"tokens":96,' "3 steps of 8 x 4 tokens"
+$MK 2 17 4 128 1 > "$T/long"
+run loom-train -v -c tiny --steps 2 < "$T/long"
+is_rc 0 "records longer than the preset's n_positions: trains on the first n_positions + 1"
+like "$err" "seq_len 8 from the frames' records of 17 tokens \\(preset 'tiny' says 8; a larger n_positions would use them whole\\)" \
+	"-v says n_positions stays the user's call"
+echo '{ "micro_batch": 8 }' > "$T/mb8.json"
+run loom-train -q -c "$T/mb8.json" --steps 2 < "$F"
+is_rc 1 "micro_batch from the user's config file disagrees with the frames: exit 1"
+like "$err" "micro_batch: 8, but the batches have 4 records \\(micro_batch is from --config $T/mb8.json: change it to 4 there, or feed loom-feed --batch 8\\)$" \
+	"names the config file to change"
+run loom-train -q -c tiny --steps 2 --set seq_len=6 < "$T/b8"
+is_rc 1 "--set seq_len longer than the records"
+like "$err" "seq_len: 6 needs records of 7 tokens, the batches have 5 \\(seq_len is from --set: change it to 4 there, or feed loom-feed --seq 6\\)$" \
+	"names --set"
+
+$MK 8 5 20 128 1 > "$T/b8long"
+run loom-train -q --resume "$T/ck" --steps 14 < "$T/b8long"
+is_rc 1 "--resume on frames shorter than the checkpoint's seq_len"
+like "$err" "seq_len: 8 needs records of 9 tokens, the batches have 5 \\(seq_len is the checkpoint's: --set seq_len=4 overrides it, or feed loom-feed --seq 8\\)$" \
+	"says the value is the checkpoint's and how to override it"
+
+# --- --resume with the --config the run started with --------------------------
+run loom-train -q -c tiny --steps 14 --resume "$T/ck" < "$F"
+is_rc 0 "--resume with the same --config (as cron repeats it) is accepted"
+sed 's/"lr": [0-9.e-]*/"lr": 0.002/' "$SHARE/presets/tiny.json" > "$T/tiny-lr.json"
+run loom-train -q -c "$T/tiny-lr.json" --steps 14 --resume "$T/ck" < "$F"
+is_rc 2 "--resume with a --config that disagrees: exit 2"
+like "$err" "^loom-train: --resume: --config $T/tiny-lr.json disagrees with the checkpoint .*/ck/step-00000012 on lr: 0.002, the checkpoint has 0.001 " \
+	"names the key and both values"
+is "$(wc -l < "$err")" 1 "one line"
+
+# --- a truncated --eval-data is found before training -------------------------
+$MK 4 9 3 128 99 > "$T/ev"
+head -c 300 "$T/ev" > "$T/evcut"
+run loom-train -q -c tiny --steps 20 --eval-every 10 --eval-data "$T/evcut" --save "$T/evck" < "$F"
+is_rc 1 "truncated --eval-data: exit 1"
+like "$err" "^loom-train: $T/evcut: frame 2 " "names the file and the frame"
+ok "found at start: no step trained, no checkpoint" test ! -e "$T/evck"
+
 # --- exact resume after SIGKILL ----------------------------------------------
 run loom-train -q -c tiny --steps 40 --log "$T/full.json" < "$F"
 mkfifo "$T/fifo"
@@ -127,15 +221,16 @@ run loom-train -q -c tiny --steps 10 < /dev/null
 is_rc 1 "empty input: exit 1"
 run loom-train -q -c tiny --set n_positions=16,seq_len=16 --steps 10 < "$F"
 is_rc 1 "seq_len larger than the records: exit 1"
-like "$err" '^loom-train: stdin: frame 0: seq_len: 16 needs records of 17 tokens, the batches have 9$' \
-	"seq_len rule named"
+like "$err" '^loom-train: stdin: frame 0: seq_len: 16 needs records of 17 tokens, the batches have 9 \(seq_len is from --set: change it to 8 there, or feed loom-feed --seq 16\)$' \
+	"seq_len rule named, with the flag to change"
 run loom-train -q -c tiny --set micro_batch=8 --steps 10 < "$F"
 is_rc 1 "micro_batch differs from the frames: exit 1"
-like "$err" 'micro_batch: 8, but the batches have 4 records' "micro_batch rule named"
+like "$err" 'micro_batch: 8, but the batches have 4 records \(micro_batch is from --set: change it to 4 there, or feed loom-feed --batch 8\)$' "micro_batch rule named, with the flag to change"
 $MK 4 9 6 300 1 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "token id >= vocab_size: exit 1"
-like "$err" 'outside the vocabulary' "vocabulary error"
+like "$err" "^loom-train: stdin: frame 0: token [0-9]+ \\(record [0-9]+, position [0-9]+\\) is outside the vocabulary: vocab_size is 128 \\(from preset 'tiny'\\); the data needs --set vocab_size=N with N the tokenizer's size, at least [0-9]+ \\(gpt2: 50257\\)$" \
+	"vocabulary error names the preset's size and --set vocab_size"
 run loom-train -q --resume "$T/nope" < "$F"
 is_rc 1 "resume from a missing checkpoint: exit 1"
 run loom-train -q --frobnicate

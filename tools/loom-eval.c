@@ -31,17 +31,20 @@
 
 static const char usage[] =
 	"usage: loom-eval --checkpoint DIR [options] < frames\n"
-	"       loom-eval generate --checkpoint DIR --vocab V --prompt TEXT [options]\n"
+	"       loom-eval generate --checkpoint DIR [--vocab V] --prompt TEXT [options]\n"
 	"Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
 	"one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
 	"seconds.  `generate` prints the prompt and a sampled continuation.\n"
 	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
 	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
 	"  -j, --threads N       threads (default: all cores)\n"
+	"      --no-verify       do not check the checkpoint's files against the\n"
+	"                        checksums in its state.json\n"
 	"  -v, --verbose         say which OpenBLAS kernels run (and fix a slow choice)\n"
 	"generate:\n"
 	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
 	"                        vocab.bpe, ENC.json,VOCAB.bpe, or a .tiktoken file\n"
+	"                        (default: the checkpoint's vocab.json + merges.txt)\n"
 	"  -p, --prompt TEXT     the text to continue (empty: start of a document)\n"
 	"  -n, --tokens N        tokens to generate (default 200)\n"
 	"      --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
@@ -58,12 +61,15 @@ struct model {
 	struct loom_ckpt *ck;
 };
 
-static void load_model(struct model *m, const char *path)
+static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
-	m->ck = loom_ckpt_open(path, &err);
+	m->ck = loom_ckpt_open(path, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
 	if (!m->ck)
 		cli_die("%s", err.msg);
+	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))
+		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
+			 loom_ckpt_dir(m->ck));
 	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
 		cli_die("%s", loom_config_error(&m->cfg));
 	m->g = loom_gpt_new(&m->cfg);
@@ -85,12 +91,12 @@ static void free_model(struct model *m)
 	loom_ckpt_free(m->ck);
 }
 
-static int do_eval(const char *ckpt, uint64_t max_frames)
+static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 {
 	struct model m = {0};
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-eval)");
-	load_model(&m, ckpt);
+	load_model(&m, ckpt, verify);
 	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
 	if (!r)
 		cli_die("out of memory");
@@ -135,6 +141,9 @@ static int do_eval(const char *ckpt, uint64_t max_frames)
 	if (ntok == 0)
 		cli_die("stdin: every target is padding: nothing to evaluate");
 	double loss = nll / (double)ntok;
+	if (!isfinite(loss))
+		cli_die("%s: the loss is not finite (%g): the checkpoint's weights overflow on "
+			"these frames", loom_ckpt_dir(m.ck), loss);
 	json_t *j = json_pack("{s:s, s:I, s:f, s:f, s:f, s:I, s:I, s:f}",
 			      "checkpoint", loom_ckpt_dir(m.ck),
 			      "step", (json_int_t)loom_ckpt_state(m.ck)->step,
@@ -163,7 +172,7 @@ struct gen_opts {
 	uint64_t n, seed;
 	double temperature;
 	uint64_t top_k;
-	int no_prompt, no_stop, have_prompt;
+	int no_prompt, no_stop, have_prompt, no_verify;
 };
 
 static void out_bytes(const uint8_t *p, size_t n)
@@ -181,9 +190,13 @@ static int do_generate(const struct gen_opts *o)
 	struct loom_vocab *v = loom_vocab_new();
 	if (!v)
 		cli_die("out of memory");
-	if (loom_vocab_load_spec(v, o->vocab) < 0)
+	load_model(&m, o->ckpt, !o->no_verify);
+	const char *spec = o->vocab ? o->vocab : loom_ckpt_vocab_spec(m.ck);
+	if (!spec)
+		cli_usage_error("generate: the checkpoint %s holds no vocabulary (trained without "
+				"loom-train --vocab): give --vocab V", loom_ckpt_dir(m.ck));
+	if (loom_vocab_load_spec(v, spec) < 0)
 		cli_die("%s", loom_vocab_error(v));
-	load_model(&m, o->ckpt);
 	struct loom_bpe *e = loom_bpe_new(v);
 	if (!e)
 		cli_die("out of memory");
@@ -202,7 +215,7 @@ static int do_generate(const struct gen_opts *o)
 	for (size_t i = 0; i < ids.n; i++)
 		if (ids.v[i] >= (uint32_t)V)
 			cli_die("--prompt: token %u (position %zu) is outside the model's vocabulary "
-				"of %d ids: is --vocab the one the model was trained with?",
+				"of %d ids: is the vocabulary the one the model was trained with?",
 				ids.v[i], i, V);
 	if (loom_ids_reserve(&ids, o->n) < 0)
 		cli_die("out of memory");
@@ -232,7 +245,7 @@ static int do_generate(const struct gen_opts *o)
 		uint32_t id = (uint32_t)t;
 		len = 0;
 		if (loom_bpe_decode(e, &id, 1, ids.n - 1, &buf, &len, &cap) < 0)
-			cli_die("token %u is not in the vocabulary '%s': %s", id, o->vocab,
+			cli_die("token %u is not in the vocabulary '%s': %s", id, spec,
 				loom_bpe_error(e));
 		out_bytes(buf, len);
 		fflush(stdout);
@@ -270,6 +283,7 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"no-verify", no_argument, NULL, 8},
 		{0}
 	};
 	struct gen_opts o = {.n = 200, .seed = 1, .temperature = 0.8, .top_k = 200};
@@ -303,6 +317,7 @@ int main(int argc, char **argv)
 		case 5: o.seed = cli_u64("--seed", optarg, 0, UINT64_MAX); break;
 		case 6: o.no_prompt = 1; break;
 		case 7: o.no_stop = 1; break;
+		case 8: o.no_verify = 1; break;
 		case 'h': cli_help();
 		case 'V': {
 			char v[256];
@@ -332,9 +347,7 @@ int main(int argc, char **argv)
 	if (!generate) {
 		if (o.vocab || o.have_prompt)
 			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
-		return do_eval(o.ckpt, max_frames);
+		return do_eval(o.ckpt, max_frames, !o.no_verify);
 	}
-	if (!o.vocab)
-		cli_usage_error("generate: --vocab V is required");
 	return do_generate(&o);
 }

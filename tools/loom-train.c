@@ -30,6 +30,7 @@
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_vocab.h"
 #include "train_dist.h"
 
 static const char usage[] =
@@ -50,6 +51,8 @@ static const char usage[] =
 	"      --keep N             keep the newest N checkpoints (default: all)\n"
 	"      --resume DIR|latest  continue exactly from a checkpoint (latest: of --save)\n"
 	"      --init-from DIR      start from a checkpoint's weights only\n"
+	"      --vocab V            the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
+	"                           stored in checkpoints (vocab.json + merges.txt)\n"
 	"logging and evaluation:\n"
 	"      --log FILE           one JSON line per step (- = stdout)\n"
 	"      --log-every N        human progress line on stderr every N steps [10]\n"
@@ -66,7 +69,7 @@ static const char usage[] =
 enum {
 	O_SET = 256, O_STEPS, O_SEED, O_RECOMPUTE, O_PRINT, O_DRY, O_SAVE, O_SAVE_EVERY, O_KEEP,
 	O_RESUME, O_INIT, O_LOG, O_LOG_EVERY, O_EVAL_EVERY, O_EVAL_DATA, O_THREADS, O_BENCH,
-	O_VERSION,
+	O_VERSION, O_VOCAB,
 };
 
 static const struct option longopts[] = {
@@ -82,6 +85,7 @@ static const struct option longopts[] = {
 	{ "keep", required_argument, 0, O_KEEP },
 	{ "resume", required_argument, 0, O_RESUME },
 	{ "init-from", required_argument, 0, O_INIT },
+	{ "vocab", required_argument, 0, O_VOCAB },
 	{ "log", required_argument, 0, O_LOG },
 	{ "log-every", required_argument, 0, O_LOG_EVERY },
 	{ "eval-every", required_argument, 0, O_EVAL_EVERY },
@@ -242,6 +246,7 @@ struct trainer {
 	uint32_t data_epoch;
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
+	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
 	int verbose, quiet;
 };
 
@@ -290,6 +295,7 @@ static void save_ckpt(struct trainer *t)
 			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
 		},
 		.keep = t->keep,
+		.vocab = t->vocab.vocab_json ? &t->vocab : NULL,
 	};
 	loom_gpt_ckpt_hf(&t->cfg, &s.hf);
 	char path[4096];
@@ -307,13 +313,19 @@ static void save_ckpt(struct trainer *t)
 	train_dist_save_end(g);
 }
 
-/* Open a checkpoint and check it. */
-static struct loom_ckpt *open_ckpt(const char *path)
+/* Open a checkpoint and check it (and its checksums). */
+static struct loom_ckpt *open_ckpt(const char *path, int resume)
 {
 	struct loom_err err = { 0 };
-	struct loom_ckpt *ck = loom_ckpt_open(path, &err);
+	struct loom_ckpt *ck = loom_ckpt_open(path, 0, &err);
 	if (!ck)
 		cli_die("%s", err.msg);
+	if (resume && !loom_ckpt_has_state(ck))
+		cli_die("%s: state.json is missing: nothing to resume (--init-from takes the weights only)",
+			loom_ckpt_dir(ck));
+	if (loom_ckpt_has_state(ck) && !loom_ckpt_has_checksums(ck))
+		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
+			 loom_ckpt_dir(ck));
 	return ck;
 }
 
@@ -366,6 +378,227 @@ static void trim_log(const char *path, uint64_t step)
 		cli_die("%s", err.msg);
 	free(keep);
 	free(buf);
+}
+
+/* Where micro_batch, seq_len and vocab_size came from.  A value only a
+ * preset (or the defaults) gave is replaced by the data's (micro_batch and
+ * seq_len, from the first frame); one the user gave (--set, a config file,
+ * the checkpoint) must agree with the data, and a refusal names where to
+ * change it. */
+enum { O_MB, O_SL, O_VS, N_ORIGIN };
+
+struct origins {
+	char src[N_ORIGIN][96];	/* "" = a preset or the defaults */
+	char preset[96];	/* "preset 'tiny'", for messages */
+	int saved[N_ORIGIN];
+};
+
+static int *origin_field(struct loom_config *c, int i)
+{
+	return i == O_MB ? &c->micro_batch : i == O_SL ? &c->seq_len : &c->vocab_size;
+}
+
+/* Before applying a layer the user wrote: remember the values, clear them. */
+static void origins_hold(struct loom_config *c, struct origins *o)
+{
+	for (int i = 0; i < N_ORIGIN; i++) {
+		o->saved[i] = *origin_field(c, i);
+		*origin_field(c, i) = 0;
+	}
+}
+
+/* After it: a key it set comes from `src`, the others get their values back. */
+static void origins_settle(struct loom_config *c, struct origins *o, const char *src)
+{
+	for (int i = 0; i < N_ORIGIN; i++) {
+		if (*origin_field(c, i))
+			snprintf(o->src[i], sizeof o->src[i], "%s", src);
+		else
+			*origin_field(c, i) = o->saved[i];
+	}
+}
+
+static const char *origin_name(const struct origins *o, int i)
+{
+	return o->src[i][0] ? o->src[i] : o->preset;
+}
+
+/* Defaults, then --config (preset or file); `o` says where the three keys
+ * came from. */
+static void build_config(struct loom_config *c, struct origins *o, const char *config)
+{
+	memset(o, 0, sizeof *o);
+	loom_config_defaults(c);
+	if (loom_config_names_file(config)) {
+		snprintf(o->preset, sizeof o->preset, "the defaults");
+		origins_hold(c, o);
+		if (loom_config_apply_file(c, config))
+			cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+		char src[96];
+		snprintf(src, sizeof src, "--config %s", config);
+		origins_settle(c, o, src);
+	} else {
+		if (loom_config_apply_preset(c, config))
+			cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+		snprintf(o->preset, sizeof o->preset, "preset '%s'", config);
+	}
+}
+
+static void apply_sets(struct loom_config *c, struct origins *o, char **sets, int nsets)
+{
+	origins_hold(c, o);
+	for (int i = 0; i < nsets; i++)
+		if (loom_config_apply_sets(c, sets[i]))
+			cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	origins_settle(c, o, "--set");
+}
+
+/* --resume with --config: the configuration --config (with the same --set
+ * and flags) gives must be the checkpoint's, key by key (but the preset's
+ * name); micro_batch and seq_len only when the user set them (a preset's
+ * are the data's). */
+static void check_same_config(const struct loom_config *ckc, struct loom_config *named,
+			      const struct origins *no, const char *config, const char *dir)
+{
+	if (loom_config_validate(named))
+		cli_exit(EXIT_USAGE, "%s", loom_config_error(named));
+	json_t *a = loom_config_to_json(ckc), *b = loom_config_to_json(named);
+	const char *key;
+	json_t *va;
+	if (!a || !b)
+		cli_die("out of memory");
+	json_object_foreach(a, key, va) {
+		json_t *vb = json_object_get(b, key);
+		if (!strcmp(key, "preset") ||
+		    (!no->src[O_MB][0] && (!strcmp(key, "micro_batch") || !strcmp(key, "global_batch"))) ||
+		    (!no->src[O_SL][0] && !strcmp(key, "seq_len")) || json_equal(va, vb))
+			continue;
+		char *x = json_dumps(vb, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
+		char *y = json_dumps(va, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
+		cli_exit(EXIT_USAGE, "--resume: --config %s disagrees with the checkpoint %s on %s: %s, "
+			 "the checkpoint has %s (drop --config to resume with the checkpoint's "
+			 "configuration)", config, dir, key, x ? x : "?", y ? y : "?");
+	}
+	json_decref(a);
+	json_decref(b);
+}
+
+/* The first frame's B and T+1 against the configuration: a micro_batch or
+ * seq_len only a preset gave becomes the data's (seq_len at most
+ * n_positions); one the user gave must fit, else a line naming the flag. */
+static void fit_first_frame(struct loom_config *c, const struct origins *o, int batch,
+			    int rec, uint64_t frame, int verbose)
+{
+	int T = rec - 1;
+	if (!o->src[O_MB][0] && batch != c->micro_batch) {
+		if (verbose)
+			cli_warn("micro_batch %d from the frames (%s says %d)", batch, o->preset,
+				 c->micro_batch);
+		c->micro_batch = batch;
+		c->global_batch = 0; /* derived again */
+	}
+	if (!o->src[O_SL][0] && T != c->seq_len) {
+		int want = T < c->n_positions ? T : c->n_positions;
+		if (verbose)
+			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d%s)",
+				 want, rec, o->preset, c->seq_len,
+				 want < T ? "; a larger n_positions would use them whole" : "");
+		c->seq_len = want;
+	}
+	if (loom_config_validate(c))
+		cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_config_error(c));
+	if (loom_config_check_data(c, batch, rec)) {
+		int sl = c->seq_len + 1 > rec;
+		const char *key = sl ? "seq_len" : "micro_batch", *src = origin_name(o, sl ? O_SL : O_MB);
+		char fix[160];
+		if (!strcmp(src, "the checkpoint"))
+			snprintf(fix, sizeof fix, "the checkpoint's: --set %s=%d overrides it", key,
+				 sl ? T : batch);
+		else
+			snprintf(fix, sizeof fix, "from %s: change it to %d there", src, sl ? T : batch);
+		cli_die("stdin: frame %llu: %s (%s is %s, or feed loom-feed %s %d)",
+			(unsigned long long)frame, loom_config_error(c), key, fix,
+			sl ? "--seq" : "--batch", sl ? c->seq_len : c->micro_batch);
+	}
+}
+
+/* Every id of a frame must be in the vocabulary (padding aside). */
+static void check_ids(const struct loom_config *c, const struct origins *o,
+		      const struct loom_batch_hdr *h, const uint32_t *tok, uint64_t frame)
+{
+	size_t n = (size_t)h->batch * h->seq_len;
+	for (size_t i = 0; i < n; i++) {
+		if (tok[i] < (uint32_t)c->vocab_size ||
+		    ((h->flags & LOOM_BATCH_F_PAD) && tok[i] == h->pad_id))
+			continue;
+		uint32_t top = tok[i];
+		for (size_t k = i; k < n; k++)
+			if (tok[k] > top && !((h->flags & LOOM_BATCH_F_PAD) && tok[k] == h->pad_id))
+				top = tok[k];
+		cli_die("stdin: frame %llu: token %u (record %zu, position %zu) is outside the "
+			"vocabulary: vocab_size is %d (from %s); the data needs --set vocab_size=N "
+			"with N the tokenizer's size, at least %u (gpt2: 50257)",
+			(unsigned long long)frame, tok[i], i / h->seq_len, i % h->seq_len,
+			c->vocab_size, origin_name(o, O_VS), top + 1);
+	}
+}
+
+/* Read every frame of --eval-data once at start: a truncated or corrupt
+ * file is found before training, not at the first evaluation.  Returns the
+ * records' length (T+1). */
+static int check_eval_data(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	struct loom_batch_reader *r = loom_batch_reader_new(fd, path);
+	if (!r)
+		cli_die("out of memory");
+	struct loom_batch_hdr h;
+	const uint32_t *tok;
+	int rc, rec = 0;
+	while ((rc = loom_batch_read(r, &h, &tok)) == 1)
+		if (!rec || (int)h.seq_len < rec)
+			rec = (int)h.seq_len;
+	if (rc < 0)
+		cli_die("%s", loom_batch_reader_error(r));
+	if (!rec)
+		cli_die("%s: no batch frames to evaluate", path);
+	loom_batch_reader_free(r);
+	close(fd);
+	return rec;
+}
+
+/* --vocab (or the resumed checkpoint's): rendered once as vocab.json +
+ * merges.txt for every checkpoint; its ids must fit vocab_size. */
+static void load_vocab(struct trainer *t, const char *spec, const char *name,
+		       const struct origins *o)
+{
+	struct loom_vocab *v = loom_vocab_new();
+	char *json, *merges;
+	size_t jl, ml;
+	if (!v)
+		cli_die("out of memory");
+	if (loom_vocab_load_spec(v, spec))
+		cli_die("--vocab: %s", loom_vocab_error(v));
+	if (v->n_ids > (uint32_t)t->cfg.vocab_size) {
+		uint32_t n = v->n_ids;
+		loom_vocab_free(v);
+		cli_exit(EXIT_USAGE, "--vocab %s has %u ids, but vocab_size is %d (from %s): "
+			 "--set vocab_size=%u", name ? name : spec, n, t->cfg.vocab_size,
+			 origin_name(o, O_VS), n);
+	}
+	if (loom_vocab_render_gpt2(v, &json, &jl, &merges, &ml))
+		cli_die("--vocab: %s", loom_vocab_error(v));
+	char *nm = strdup(name ? name : spec);
+	if (!nm)
+		cli_die("out of memory");
+	t->vocab = (struct loom_ckpt_vocab){
+		.name = nm, .vocab_json = json, .vocab_json_len = jl, .merges = merges,
+		.merges_len = ml,
+		.eos_token_id = v->eot == LOOM_VOCAB_NONE ? -1 : (int64_t)v->eot,
+	};
+	loom_vocab_free(v);
 }
 
 /* Held-out evaluation over every frame of `path`. */
@@ -430,7 +663,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *save = NULL, *resume = NULL, *init_from = NULL;
-	const char *logpath = NULL, *eval_data = NULL;
+	const char *logpath = NULL, *eval_data = NULL, *vocab_spec = NULL;
 	char **sets = calloc((size_t)argc + 1, sizeof *sets);
 	int nsets = 0, print = 0, dry = 0, verbose = 0, quiet = 0, recompute = 0, bench = 0;
 	uint64_t steps = 0, seed = 0, save_every = 0, keep = 0, log_every = 10, eval_every = 0;
@@ -453,6 +686,7 @@ int main(int argc, char **argv)
 		case O_KEEP: keep = cli_u64("--keep", optarg, 1, 1u << 30); break;
 		case O_RESUME: resume = optarg; break;
 		case O_INIT: init_from = optarg; break;
+		case O_VOCAB: vocab_spec = optarg; break;
 		case O_LOG: logpath = optarg; break;
 		case O_LOG_EVERY: log_every = cli_u64("--log-every", optarg, 0, 1ull << 50); break;
 		case O_EVAL_EVERY: eval_every = cli_u64("--eval-every", optarg, 1, 1ull << 50); break;
@@ -517,27 +751,31 @@ int main(int argc, char **argv)
 			     .keep = (unsigned)keep };
 	struct loom_config *c = &t.cfg;
 	struct loom_ckpt *ck = NULL;
-	loom_config_defaults(c);
+	struct origins orig, named_orig;
+	struct loom_config named;
 	if (resume) {
-		if (config)
-			cli_usage_error("--resume takes the configuration from the checkpoint; drop --config");
-		ck = open_ckpt(resume);
+		ck = open_ckpt(resume, 1);
 		if (loom_gpt_ckpt_config(ck, c))
 			cli_die("%s", loom_config_error(c));
-	} else if (loom_config_apply_named(c, config ? config : "tiny")) {
-		cli_die("%s", loom_config_error(c));
+		memset(&orig, 0, sizeof orig);
+		for (int i = 0; i < N_ORIGIN; i++)
+			snprintf(orig.src[i], sizeof orig.src[i], "the checkpoint");
+		if (config) {
+			build_config(&named, &named_orig, config);
+			apply_sets(&named, &named_orig, sets, nsets);
+		}
+	} else {
+		build_config(c, &orig, config ? config : "tiny");
 	}
-	for (int i = 0; i < nsets; i++)
-		if (loom_config_apply_sets(c, sets[i]))
-			cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
-	if (have_steps)
-		c->steps = (int64_t)steps;
-	if (have_seed)
-		c->seed = seed;
-	if (recompute)
-		c->recompute = 1;
-	if (nsets || have_steps)
-		c->global_batch = c->global_batch == 0 ? 0 : c->global_batch;
+	apply_sets(c, &orig, sets, nsets);
+	for (struct loom_config *x = c; x; x = x == c && resume && config ? &named : NULL) {
+		if (have_steps)
+			x->steps = (int64_t)steps;
+		if (have_seed)
+			x->seed = seed;
+		if (recompute)
+			x->recompute = 1;
+	}
 	if (!print && !dry)
 		train_dist_config(c, sets, nsets);
 	if (loom_config_validate(c))
@@ -545,6 +783,13 @@ int main(int argc, char **argv)
 	if (c->data_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
+	if (resume && config) {
+		named.data_parallel = c->data_parallel;
+		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
+	}
+	if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
+		load_vocab(&t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
+			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), &orig);
 	if (print) {
 		char *s = loom_config_dump(c);
 		if (!s)
@@ -579,7 +824,7 @@ int main(int argc, char **argv)
 				 (unsigned long long)t.step, (unsigned long long)t.data_seq);
 		loom_ckpt_free(ck);
 	} else if (init_from) {
-		ck = open_ckpt(init_from);
+		ck = open_ckpt(init_from, 0);
 		load_weights(g, ck, 0);
 		if (verbose)
 			cli_warn("weights from %s", loom_ckpt_dir(ck));
@@ -615,10 +860,9 @@ int main(int argc, char **argv)
 	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
 	if (!r)
 		cli_die("out of memory");
-	int B = c->micro_batch, T = c->seq_len;
-	int32_t *in = malloc(sizeof(int32_t) * B * T), *tg = malloc(sizeof(int32_t) * B * T);
-	if (!in || !tg)
-		cli_die("out of memory");
+	int B = c->micro_batch, T = c->seq_len; /* until the first frame */
+	int32_t *in = NULL, *tg = NULL;
+	int eval_rec = eval_data ? check_eval_data(eval_data) : 0;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int first = 1, ended = 0, rc;
@@ -652,17 +896,25 @@ int main(int argc, char **argv)
 				train_dist_check_frame(h.rank, h.world);
 			if (micro == c->grad_accum - 1) /* all ranks agree before the last backward */
 				train_dist_sync(t.step + 1, 0, &stop_sig);
+			uint64_t frame = loom_batch_reader_frames(r) - 1;
 			if (first) {
-				if (loom_config_check_data(c, (int)h.batch, (int)h.seq_len))
-					cli_die("stdin: frame %llu: %s",
-						(unsigned long long)loom_batch_reader_frames(r) - 1,
-						loom_config_error(c));
+				fit_first_frame(c, &orig, (int)h.batch, (int)h.seq_len, frame, verbose);
+				B = c->micro_batch;
+				T = c->seq_len;
+				if (eval_rec && eval_rec < T + 1)
+					cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %d",
+						eval_data, T, T + 1, eval_rec);
+				in = malloc(sizeof(int32_t) * B * T);
+				tg = malloc(sizeof(int32_t) * B * T);
+				if (!in || !tg)
+					cli_die("out of memory");
 				loom_batch_reader_expect(r, h.batch, h.seq_len);
 				if (t.data_seq && h.seq != t.data_seq)
 					cli_warn("resuming at frame seq %llu, but the stream starts at %llu: not an exact continuation",
 						 (unsigned long long)t.data_seq, (unsigned long long)h.seq);
 				first = 0;
 			}
+			check_ids(c, &orig, &h, tok, frame);
 			loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
 			if (h.flags & LOOM_BATCH_F_PAD)
 				loom_gpt_mask_pad(g, h.pad_id, in, tg, (size_t)B * T);
@@ -671,8 +923,7 @@ int main(int argc, char **argv)
 						     ((uint64_t)train_dist_rank() << 48));
 			float l;
 			if (loom_gpt_forward(g, in, tg, B, T, 1, key, &l) || loom_gpt_backward(g, 1.0f / c->grad_accum))
-				cli_die("stdin: frame %llu: %s",
-					(unsigned long long)loom_batch_reader_frames(r) - 1, loom_gpt_error(g));
+				cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_gpt_error(g));
 			lsum += l;
 			t.data_seq = h.seq + 1;
 			t.data_epoch = h.epoch;
@@ -746,5 +997,8 @@ int main(int argc, char **argv)
 	free(in);
 	free(tg);
 	free(sets);
+	free((char *)t.vocab.name);
+	free((char *)t.vocab.vocab_json);
+	free((char *)t.vocab.merges);
 	return 0;
 }
