@@ -223,6 +223,8 @@ struct loom_wikitext {
 	struct vec stack, dels;
 	struct prefix *drop;
 	size_t ndrop;
+	struct prefix *dab;     /* more disambiguation template names */
+	size_t ndab;
 	struct loom_wikitext_info info;
 	struct loom_err err;
 };
@@ -232,21 +234,33 @@ const char *loom_wikitext_error(const struct loom_wikitext *w)
 	return w->err.msg;
 }
 
-int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len)
+/* Append name[0..len) to the list *v of *n names. */
+static int add_name(struct loom_wikitext *w, struct prefix **v, size_t *n, const char *name,
+		    size_t len)
 {
 	if (!len)
 		return 0;
-	struct prefix *d = realloc(w->drop, (w->ndrop + 1) * sizeof *d);
+	struct prefix *d = realloc(*v, (*n + 1) * sizeof *d);
 	if (!d)
 		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
-	w->drop = d;
-	d[w->ndrop].s = malloc(len);
-	if (!d[w->ndrop].s)
+	*v = d;
+	d[*n].s = malloc(len);
+	if (!d[*n].s)
 		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
-	memcpy(d[w->ndrop].s, name, len);
-	d[w->ndrop].len = len;
-	w->ndrop++;
+	memcpy(d[*n].s, name, len);
+	d[*n].len = len;
+	++*n;
 	return 0;
+}
+
+int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len)
+{
+	return add_name(w, &w->drop, &w->ndrop, name, len);
+}
+
+int loom_wikitext_disambig_template(struct loom_wikitext *w, const char *name, size_t len)
+{
+	return add_name(w, &w->dab, &w->ndab, name, len);
 }
 
 struct loom_wikitext *loom_wikitext_new(const struct loom_wikitext_opts *opts)
@@ -283,6 +297,9 @@ void loom_wikitext_free(struct loom_wikitext *w)
 	for (size_t i = 0; i < w->ndrop; i++)
 		free(w->drop[i].s);
 	free(w->drop);
+	for (size_t i = 0; i < w->ndab; i++)
+		free(w->dab[i].s);
+	free(w->dab);
 	free(w);
 }
 
@@ -500,7 +517,9 @@ static int pass_tags(struct loom_wikitext *w, const char *s, size_t n, struct lo
 /* ------------------------------------------------------------------ */
 /* pass 2: templates */
 
-static int is_disambig_name(const char *s, size_t n)
+static int same_prefix(const char *t, size_t n, const struct prefix *p);
+
+static int is_disambig_name(const struct loom_wikitext *w, const char *s, size_t n)
 {
 	static const char *const names[] = {
 		"disambiguation", "disambig", "dab", "disamb", "dbig", "hndis",
@@ -515,6 +534,9 @@ static int is_disambig_name(const char *s, size_t n)
 			return 1;
 	if (n > 15 && ieq(s + n - 15, " disambiguation", 15))
 		return 1;
+	for (size_t i = 0; i < w->ndab; i++)
+		if (same_prefix(s, n, &w->dab[i]))
+			return 1;
 	/* 曖昧さ回避 anywhere in the name (人名の曖昧さ回避, ...) */
 	if (memmem(s, n, "\xe6\x9b\x96\xe6\x98\xa7\xe3\x81\x95\xe5\x9b\x9e\xe9\x81\xbf", 15))
 		return 1;
@@ -547,7 +569,7 @@ static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, stru
 					       s[k] != '\n')
 						k++;
 					if (k < n && (s[k] == '|' || s[k] == '}' || s[k] == '\n') &&
-					    is_disambig_name(s + j, k - j))
+					    is_disambig_name(w, s + j, k - j))
 						w->info.disambiguation = 1;
 				}
 			}
@@ -1394,6 +1416,9 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 	unsigned char carry[4];
 	int ncarry = 0, r;
 	memset(&w->info, 0, sizeof w->info);
+	/* the magic word that marks a disambiguation page (Disambiguator) */
+	if (memmem(in, n, "__DISAMBIG__", 12))
+		w->info.disambiguation = 1;
 	const char *src = in;
 	size_t len = n;
 	if (!w->opts.valid_utf8) {
