@@ -1,6 +1,7 @@
 /* loom_bpe.c - byte-level BPE encode/decode; see loom_bpe.h. */
 #include "loom_bpe.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,10 +301,32 @@ static inline uint32_t cache_hash(const uint8_t *s, size_t n)
 	return (uint32_t)(h >> 20) & ((1u << CACHE_BITS) - 1);
 }
 
+/* A vocabulary without some single-byte tokens (a tokenizer.json) cannot
+ * encode a text holding such a byte: the first one is an error. */
+static int missing_byte(struct loom_bpe *e, const uint8_t *s, size_t n, size_t base)
+{
+	const struct loom_vocab *v = e->v;
+	if (!v->n_missing_bytes)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (v->byte_id[s[i]] == LOOM_VOCAB_NONE) {
+			char shown[8] = "";
+			if (s[i] > 0x20 && s[i] < 0x7f)
+				snprintf(shown, sizeof shown, " '%c'", s[i]);
+			return loom_err_set(&e->err, LOOM_EFORMAT,
+					    "byte 0x%02x%s at offset %zu has no token in the vocabulary",
+					    s[i], shown, base + i);
+		}
+	return 0;
+}
+
 int loom_bpe_encode_piece(struct loom_bpe *e, const uint8_t *s, size_t n,
 			  struct loom_ids *out)
 {
 	const struct loom_vocab *v = e->v;
+	int rc = missing_byte(e, s, n, 0);
+	if (rc)
+		return rc;
 	e->pieces++;
 	if (n == 1) {
 		if (loom_ids_reserve(out, 1))
@@ -339,7 +362,7 @@ int loom_bpe_encode_piece(struct loom_bpe *e, const uint8_t *s, size_t n,
 		return 0;
 	}
 	size_t before = out->n;
-	int rc = merge_piece(e, s, n, out);
+	rc = merge_piece(e, s, n, out);
 	if (rc)
 		return rc;
 	size_t k = out->n - before;
@@ -369,8 +392,9 @@ int loom_bpe_encode(struct loom_bpe *e, const uint8_t *s, size_t n, int allow_sp
 		    struct loom_ids *out)
 {
 	const struct loom_vocab *v = e->v;
+	int rc;
 	if (!allow_special || !v->n_specials)
-		return encode_plain(e, s, n, out);
+		return (rc = missing_byte(e, s, n, 0)) ? rc : encode_plain(e, s, n, out);
 	size_t p = 0;
 	while (p < n) {
 		/* leftmost, then longest special occurrence in s[p..n) */
@@ -389,7 +413,9 @@ int loom_bpe_encode(struct loom_bpe *e, const uint8_t *s, size_t n, int allow_sp
 				bid = v->specials[k];
 			}
 		}
-		int rc = encode_plain(e, s + p, best - p, out);
+		if ((rc = missing_byte(e, s + p, best - p, p)))
+			return rc;
+		rc = encode_plain(e, s + p, best - p, out);
 		if (rc)
 			return rc;
 		if (best == n)

@@ -20,6 +20,10 @@
  * special tokens in the text (leftmost, longest first) become their ids;
  * otherwise they are plain text.
  *
+ * Bytes without a token: a vocabulary read from a tokenizer.json may lack
+ * some single-byte tokens; text holding such a byte is an error naming the
+ * byte and its offset in the text passed in (LOOM_EFORMAT).
+ *
  * Decoding: concatenates the tokens' bytes (special tokens give their
  * text); an id that is not in the vocabulary is an error naming the id and
  * its position.  encode then decode gives back the input bytes exactly,

@@ -1100,7 +1100,8 @@ int loom_bpe_trainer_write(struct loom_bpe_trainer *t, const char *dir)
 
 	if ((rc = loom_bpe_trainer_render(t, data, len)) < 0)
 		return rc;
-	if (mkdir(dir, 0777) == 0) {
+	if (mkdir(dir, 0777) == 0 ||
+	    (errno == ENOENT && loom_mkdir_parent(dir, &t->err) == 0 && mkdir(dir, 0777) == 0)) {
 		created = 1;
 	} else if (errno != EEXIST || stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
 		rc = loom_err_errno(&t->err, LOOM_EIO, errno == EEXIST ? ENOTDIR : errno,

@@ -54,7 +54,8 @@
  * ByteLevel pre-tokenizer add_prefix_space=false use_regex=true, ByteLevel
  * decoder and post-processor, specials as added_tokens).  Each file is
  * written under a temporary name and all three are renamed only when all
- * three were written; a directory created by the call is removed again on
+ * three were written.  DIR is created with its missing parents (mkdir -p);
+ * DIR itself, when the call created it, is removed again on
  * failure.
  *
  * Ownership: the trainer owns everything it allocates; results returned by

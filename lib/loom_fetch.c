@@ -671,6 +671,8 @@ int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 		rc = loom_err_set(&f->err, LOOM_ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = loom_mkdir_parent(path, &f->err)) < 0)
+		goto out;
 
 	/* Already there and verified? */
 	struct stat st;

@@ -93,7 +93,8 @@ struct loom_fetch;
 struct loom_fetch *loom_fetch_new(const struct loom_fetch_opts *opts);
 void loom_fetch_free(struct loom_fetch *f);
 
-/* Download `url` to `path` as described above.  `exp` may be NULL. */
+/* Download `url` to `path` as described above (missing parent directories
+ * are created, as mkdir -p).  `exp` may be NULL. */
 int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
 		    const struct loom_fetch_expect *exp, struct loom_fetch_result *res);
 

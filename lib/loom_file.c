@@ -131,8 +131,20 @@ int loom_outfile_open(struct loom_outfile *o, const char *path)
 		return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
 	}
 	snprintf(o->tmp, n, "%s/.%s.tmp-XXXXXX", dir, base);
-	free(copy);
 	o->fd = mkstemp(o->tmp);
+	if (o->fd < 0 && errno == ENOENT) { /* a missing parent: mkdir -p it */
+		if (loom_mkdir_parent(path, &o->err) < 0) {
+			free(copy);
+			free(o->tmp);
+			o->tmp = NULL;
+			free(o->path);
+			o->path = NULL;
+			return LOOM_EIO;
+		}
+		snprintf(o->tmp, n, "%s/.%s.tmp-XXXXXX", dir, base);
+		o->fd = mkstemp(o->tmp);
+	}
+	free(copy);
 	if (o->fd < 0) {
 		int e = errno;
 		free(o->tmp);
@@ -252,6 +264,22 @@ const char *loom_basename(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* fsync the directory buf[0..end) ("." when end == buf, "/" for a leading
+ * slash): makes a directory just created inside it durable. */
+static int fsync_prefix(char *buf, char *end, struct loom_err *err)
+{
+	char c = *end;
+	const char *dir = end == buf ? (*buf == '/' ? "/" : ".") : buf;
+	*end = '\0';
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	if (fd < 0 || fsync(fd) < 0)
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot sync directory '%s'", dir);
+	if (fd >= 0)
+		close(fd);
+	*end = c;
+	return rc;
+}
+
 int loom_mkdir_p(const char *path, struct loom_err *err)
 {
 	struct stat st;
@@ -259,22 +287,46 @@ int loom_mkdir_p(const char *path, struct loom_err *err)
 	int rc = 0;
 	if (!buf)
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	if (!*buf) {
+		free(buf);
+		return loom_err_set(err, LOOM_EINVAL, "empty directory name");
+	}
+	char *parent_end = buf;  /* the last '/' before the current component */
 	for (char *p = buf + 1;; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
 		char c = *p;
 		*p = '\0';
-		if (mkdir(buf, 0777) < 0 && errno != EEXIST) {
+		if (p[-1] == '/') {
+			/* "a//b" or a trailing slash: nothing to create */
+		} else if (mkdir(buf, 0777) == 0) {
+			if ((rc = fsync_prefix(buf, parent_end, err)) < 0)
+				break;
+		} else if (errno != EEXIST) {
 			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot create directory '%s'", buf);
 			break;
 		}
 		*p = c;
 		if (!c)
 			break;
+		parent_end = p;
 	}
 	if (rc == 0 && (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
 		rc = loom_err_set(err, LOOM_EIO, "'%s' is not a directory", path);
 	free(buf);
+	return rc;
+}
+
+int loom_mkdir_parent(const char *path, struct loom_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return 0;
+	char *dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	int rc = loom_mkdir_p(dir, err);
+	free(dir);
 	return rc;
 }
 

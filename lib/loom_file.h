@@ -4,7 +4,8 @@
  * Purpose: every file loom writes goes through loom_outfile: it is created
  * under a temporary name in the destination directory (".NAME.tmp-XXXXXX"),
  * written, fsynced, and renamed to its final name only by
- * loom_outfile_commit(), after which the directory is fsynced too.  Until
+ * loom_outfile_commit(), after which the directory is fsynced too.  Missing
+ * parent directories are created first (as mkdir -p).  Until
  * then the final name is untouched, so a crash, a full disk or bad input
  * never leaves a half-written output.  The path "-" means stdout, and an
  * existing non-regular file (/dev/null, a FIFO) is written in place: no
@@ -61,6 +62,10 @@ const char *loom_basename(const char *path);
 /* mkdir -p: create `path` and its missing parents (mode 0777 & ~umask);
  * an existing directory is fine, an existing non-directory is an error. */
 int loom_mkdir_p(const char *path, struct loom_err *err);
+/* mkdir -p of the directory that holds `path` ("a/b/c.txt" -> "a/b"); a
+ * path without a directory part is fine.  Each directory created is made
+ * durable (its parent is fsynced). */
+int loom_mkdir_parent(const char *path, struct loom_err *err);
 /* Read a whole file ("-" = stdin) into a malloc'd, NUL-terminated buffer. */
 int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err);
 /* Write a whole buffer to `path` atomically (temp + fsync + rename). */

@@ -450,6 +450,11 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 		s->tmpdir = c ? dupz(dirname(c)) : NULL;
 		free(c);
 	}
+	if (s->tmpdir && !o->tmpdir && loom_mkdir_p(s->tmpdir, err) < 0) {
+		/* the output directory, created as mkdir -p */
+		loom_shard_free(s);
+		return NULL;
+	}
 	if (s->tmpdir) {
 		struct stat st;
 		if (stat(s->tmpdir, &st) < 0 || !S_ISDIR(st.st_mode)) {

@@ -73,7 +73,7 @@ const char *loom_tokin_error(const struct loom_tokin *t);
 /* ---- sharder ------------------------------------------------------------- */
 
 struct loom_shard_opts {
-	const char *prefix;          /* output prefix (directory must exist) */
+	const char *prefix;          /* output prefix (its directory is created) */
 	uint32_t seq_len;            /* L >= 1 */
 	uint32_t stride;             /* S >= 1 (0 = L) */
 	int keep_tail;

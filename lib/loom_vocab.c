@@ -237,15 +237,16 @@ static int alloc_ids(struct loom_vocab *v, uint32_t n_ids, uint64_t nbytes, uint
 }
 
 /* After tokens and merges: byte ids, specials, eot. */
-static int finish(struct loom_vocab *v, const char *file, uint8_t *made)
+static int finish(struct loom_vocab *v, const char *file, uint8_t *made, int allow_missing)
 {
 	for (int b = 0; b < 256; b++) {
 		uint8_t c = (uint8_t)b;
 		uint32_t id = loom_vocab_lookup(v, &c, 1);
-		if (id == LOOM_VOCAB_NONE)
+		if (id == LOOM_VOCAB_NONE && !allow_missing)
 			return loom_err_set(&v->err, LOOM_EFORMAT,
 					    "'%s': no token for byte 0x%02x", file, b);
 		v->byte_id[b] = id;
+		v->n_missing_bytes += id == LOOM_VOCAB_NONE;
 	}
 	uint32_t ns = 0;
 	for (uint32_t i = 0; i < v->n_ids; i++)
@@ -271,6 +272,8 @@ struct entries {
 	size_t klen, kcap;
 	uint64_t *koff;   /* n + 1 */
 	uint32_t *id;
+	uint8_t *raw;     /* NULL, or per entry 1: the key is the token's raw
+	                     UTF-8 text (a HuggingFace added token) */
 	size_t n, cap;
 };
 
@@ -284,7 +287,10 @@ static int ent_add(struct entries *E, const char *k, size_t kl, uint32_t id)
 		uint32_t *i = realloc(E->id, c * sizeof *i);
 		if (i)
 			E->id = i;
-		if (!o || !i)
+		uint8_t *r = E->raw ? realloc(E->raw, c) : NULL;
+		if (r)
+			E->raw = r;
+		if (!o || !i || (E->raw && !r))
 			return -1;
 		E->cap = c;
 	}
@@ -303,6 +309,8 @@ static int ent_add(struct entries *E, const char *k, size_t kl, uint32_t id)
 	memcpy(E->keys + E->klen, k, kl);
 	E->klen += kl;
 	E->keys[E->klen++] = 0;
+	if (E->raw)
+		E->raw[E->n] = 0;
 	E->id[E->n++] = id;
 	E->koff[E->n] = E->klen;
 	return 0;
@@ -470,23 +478,18 @@ out:
 	return rc;
 }
 
-int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
-			     const char *enc_name, const char *merges, size_t merges_len,
-			     const char *merges_name)
+/* Build the vocabulary from entries E (token -> id) and merge lines
+ * ("A B\n" each, an optional "#..." first line).  With `hf`, single-byte
+ * tokens may be missing (HuggingFace's trainer keeps only the bytes it saw)
+ * and merges are numbered as entries of model.merges, not lines. */
+static int build(struct loom_vocab *v, const struct entries *ents, const char *enc_name,
+		 const char *merges, size_t merges_len, const char *merges_name, int hf)
 {
-	struct entries E = { 0 };
+	const struct entries E = *ents;
 	uint64_t nbytes = 0;
 	uint32_t max_id = 0;
 	uint8_t *made = NULL;
 	int rc = 0;
-
-	vocab_clear(v);
-	loom_err_clear(&v->err);
-	if (fast_entries(enc, enc_len, &E)) {
-		E.n = E.klen = 0;
-		if ((rc = json_entries(v, enc, enc_len, enc_name, &E)))
-			goto out;
-	}
 	if (E.n == 0) {
 		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': empty vocabulary", enc_name);
 		goto out;
@@ -538,8 +541,13 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 			uint32_t id = E.id[k];
 			const char *key = E.keys + E.koff[k];
 			size_t klen = E.koff[k + 1] - E.koff[k] - 1, bad = 0;
-			long bl = loom_gpt2_str_to_bytes(key, klen, v->bytes + v->off[id], &bad);
-			if (bl < 0) {
+			long bl = E.raw && E.raw[k] ? -1
+				  : loom_gpt2_str_to_bytes(key, klen, v->bytes + v->off[id], &bad);
+			if (E.raw && E.raw[k] && klen) {
+				memcpy(v->bytes + v->off[id], key, klen);
+				bl = (long)klen;
+				made[id] = 2; /* verbatim */
+			} else if (bl < 0) {
 				/* special tokens (<...>, [...]) may be printed verbatim */
 				if (klen > 2 && ((key[0] == '<' && key[klen - 1] == '>') ||
 						 (key[0] == '[' && key[klen - 1] == ']'))) {
@@ -616,7 +624,7 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 			line++;
 			if (ll && ls[ll - 1] == '\r')
 				ll--;
-			if (line == 1 && ll && ls[0] == '#')
+			if (!hf && line == 1 && ll && ls[0] == '#')
 				continue;
 			if (ll == 0)
 				continue;
@@ -625,8 +633,9 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 			    memchr(sp + 1, ' ', (size_t)(ls + ll - sp - 1))) {
 				free(buf);
 				rc = loom_err_set(&v->err, LOOM_EFORMAT,
-						  "'%s' line %llu: \"%.*s\": not a merge \"A B\"",
-						  merges_name, (unsigned long long)line,
+						  "'%s' %s%llu%s: \"%.*s\": not a merge \"A B\"",
+						  merges_name, hf ? "model.merges[" : "line ",
+						  (unsigned long long)line - hf, hf ? "]" : "",
 						  (int)(ll > 80 ? 80 : ll), ls);
 				goto out;
 			}
@@ -652,9 +661,10 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 			if (what) {
 				free(buf);
 				rc = loom_err_set(&v->err, LOOM_EFORMAT,
-						  "'%s' line %llu: merge \"%.*s\": %s", merges_name,
-						  (unsigned long long)line, (int)(ll > 80 ? 80 : ll), ls,
-						  what);
+						  "'%s' %s%llu%s: merge \"%.*s\": %s", merges_name,
+						  hf ? "model.merges[" : "line ",
+						  (unsigned long long)line - hf, hf ? "]" : "",
+						  (int)(ll > 80 ? 80 : ll), ls, what);
 				goto out;
 			}
 			made[im] = 1;
@@ -662,12 +672,36 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 		}
 		free(buf);
 	}
-	rc = finish(v, enc_name, made);
+	rc = finish(v, enc_name, made, hf);
 out:
 	free(made);
-	free(E.keys);
-	free(E.koff);
-	free(E.id);
+	return rc;
+}
+
+static void entries_free(struct entries *E)
+{
+	free(E->keys);
+	free(E->koff);
+	free(E->id);
+	free(E->raw);
+}
+
+int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_len,
+			     const char *enc_name, const char *merges, size_t merges_len,
+			     const char *merges_name)
+{
+	struct entries E = { 0 };
+	int rc = 0;
+
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	if (fast_entries(enc, enc_len, &E)) {
+		E.n = E.klen = 0;
+		rc = json_entries(v, enc, enc_len, enc_name, &E);
+	}
+	if (!rc)
+		rc = build(v, &E, enc_name, merges, merges_len, merges_name, 0);
+	entries_free(&E);
 	if (rc)
 		vocab_clear(v);
 	return rc;
@@ -881,7 +915,7 @@ int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t l
 			v->n_merges++;
 		}
 	}
-	rc = finish(v, name, made);
+	rc = finish(v, name, made, 0);
 out:
 	free(made);
 	free(tl);
@@ -898,6 +932,193 @@ int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
 	if (rc)
 		return rc;
 	rc = loom_vocab_load_tiktoken_mem(v, a, n, path);
+	free(a);
+	return rc;
+}
+
+/* ---- HuggingFace tokenizer.json ---------------------------------------- */
+
+/* The "type" of member `key` of root ("null" when null or absent). */
+static const char *type_of(json_t *root, const char *key)
+{
+	json_t *o = json_object_get(root, key);
+	if (!o || json_is_null(o))
+		return "null";
+	json_t *t = json_object_get(o, "type");
+	return json_is_string(t) ? json_string_value(t) : "?";
+}
+
+int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len, const char *name)
+{
+	struct entries E = { 0 };
+	char *mtext = NULL;
+	size_t mlen = 0, mcap = 0;
+	json_error_t je;
+	json_t *root, *model, *vocab, *merges, *added, *val;
+	const char *key, *t;
+	int rc = 0;
+
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		int trunc = strstr(je.text, "end of") || strstr(je.text, "premature") ||
+			    je.position >= (int)len;
+		return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
+				    "'%s': %s JSON at line %d column %d: %s", name,
+				    trunc ? "truncated" : "not valid", je.line, je.column, je.text);
+	}
+	model = json_object_get(root, "model");
+	vocab = model ? json_object_get(model, "vocab") : NULL;
+	merges = model ? json_object_get(model, "merges") : NULL;
+	added = json_object_get(root, "added_tokens");
+	t = model ? json_string_value(json_object_get(model, "type")) : NULL;
+	if (!json_is_object(root) || !json_is_object(model) || !json_is_object(vocab) ||
+	    !json_is_array(merges)) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT,
+				  "'%s': not a tokenizer.json with model.vocab and model.merges", name);
+		goto out;
+	}
+	if (t && strcmp(t, "BPE")) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model type %s, not BPE", name, t);
+		goto out;
+	}
+	/* only byte-level BPE as GPT-2 does it: anything that changes the text
+	 * or the pieces first would give other ids */
+	if (strcmp(type_of(root, "pre_tokenizer"), "ByteLevel")) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT,
+				  "'%s': pre_tokenizer %s, not ByteLevel (only byte-level BPE is read)",
+				  name, type_of(root, "pre_tokenizer"));
+		goto out;
+	}
+	if (strcmp(type_of(root, "decoder"), "ByteLevel") &&
+	    strcmp(type_of(root, "decoder"), "null")) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': decoder %s, not ByteLevel", name,
+				  type_of(root, "decoder"));
+		goto out;
+	}
+	if (strcmp(type_of(root, "normalizer"), "null")) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT,
+				  "'%s': normalizer %s: loom reads byte-level BPE without a normalizer",
+				  name, type_of(root, "normalizer"));
+		goto out;
+	}
+	json_t *pt = json_object_get(root, "pre_tokenizer");
+	if (json_is_true(json_object_get(pt, "add_prefix_space")) ||
+	    json_is_false(json_object_get(pt, "use_regex"))) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT,
+				  "'%s': pre_tokenizer ByteLevel with %s: loom splits as GPT-2 (add_prefix_space false, use_regex true)",
+				  name, json_is_false(json_object_get(pt, "use_regex"))
+						? "use_regex false" : "add_prefix_space true");
+		goto out;
+	}
+	static const char *const affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
+	for (int k = 0; k < 2; k++) {
+		const char *a = json_string_value(json_object_get(model, affix[k]));
+		if (a && *a) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.%s \"%s\" is not supported",
+					  name, affix[k], a);
+			goto out;
+		}
+	}
+	json_object_foreach(vocab, key, val) {
+		if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+		    json_integer_value(val) > LOOM_VOCAB_MAX_ID) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': model.vocab entry \"%.60s\": value is not an id in [0, %u]",
+					  name, key, LOOM_VOCAB_MAX_ID);
+			goto out;
+		}
+		if (ent_add(&E, key, strlen(key), (uint32_t)json_integer_value(val)))
+			goto nomem;
+	}
+	/* added tokens (the text itself, not byte-level printed) not already
+	 * in model.vocab under the same id */
+	if (added && !json_is_array(added)) {
+		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': added_tokens is not an array", name);
+		goto out;
+	}
+	for (size_t i = 0; added && i < json_array_size(added); i++) {
+		json_t *a = json_array_get(added, i), *id = json_object_get(a, "id");
+		const char *c = json_string_value(json_object_get(a, "content"));
+		if (!c || !*c || !json_is_integer(id) || json_integer_value(id) < 0 ||
+		    json_integer_value(id) > LOOM_VOCAB_MAX_ID) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': added_tokens[%zu]: no \"content\" string and \"id\" in [0, %u]",
+					  name, i, LOOM_VOCAB_MAX_ID);
+			goto out;
+		}
+		json_t *same = json_object_get(vocab, c);
+		if (same && json_integer_value(same) == json_integer_value(id))
+			continue;
+		if (!E.raw && !(E.raw = calloc(E.cap ? E.cap : 1, 1)))
+			goto nomem;
+		if (ent_add(&E, c, strlen(c), (uint32_t)json_integer_value(id)))
+			goto nomem;
+		E.raw[E.n - 1] = 1;
+	}
+	/* merges as the lines of a vocab.bpe */
+	for (size_t i = 0; i < json_array_size(merges); i++) {
+		json_t *m = json_array_get(merges, i);
+		const char *a = NULL, *b = NULL;
+		size_t la = 0, lb = 0;
+		if (json_is_string(m)) {
+			a = json_string_value(m);
+			la = json_string_length(m);
+		} else if (json_is_array(m) && json_array_size(m) == 2 &&
+			   json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)) &&
+			   !strchr(json_string_value(json_array_get(m, 0)), ' ') &&
+			   !strchr(json_string_value(json_array_get(m, 1)), ' ')) {
+			a = json_string_value(json_array_get(m, 0));
+			b = json_string_value(json_array_get(m, 1));
+			la = json_string_length(json_array_get(m, 0));
+			lb = json_string_length(json_array_get(m, 1));
+		}
+		if (!a || memchr(a, '\n', la) || (b && memchr(b, '\n', lb))) {
+			rc = loom_err_set(&v->err, LOOM_EFORMAT,
+					  "'%s': model.merges[%zu] is not \"A B\" or [\"A\", \"B\"]", name, i);
+			goto out;
+		}
+		if (mcap - mlen < la + lb + 2) {
+			size_t c = mcap ? mcap * 2 : 1 << 16;
+			while (c - mlen < la + lb + 2)
+				c *= 2;
+			char *q = realloc(mtext, c);
+			if (!q)
+				goto nomem;
+			mtext = q;
+			mcap = c;
+		}
+		memcpy(mtext + mlen, a, la);
+		mlen += la;
+		if (b) {
+			mtext[mlen++] = ' ';
+			memcpy(mtext + mlen, b, lb);
+			mlen += lb;
+		}
+		mtext[mlen++] = '\n';
+	}
+	rc = build(v, &E, name, mtext ? mtext : "", mlen, name, 1);
+	goto out;
+nomem:
+	rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+out:
+	json_decref(root);
+	entries_free(&E);
+	free(mtext);
+	if (rc)
+		vocab_clear(v);
+	return rc;
+}
+
+int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
+{
+	char *a = NULL;
+	size_t n;
+	int rc = loom_read_file(path, &a, &n, &v->err);
+	if (rc)
+		return rc;
+	rc = loom_vocab_load_hf_mem(v, a, n, path);
 	free(a);
 	return rc;
 }
@@ -927,6 +1148,10 @@ int loom_vocab_load_spec(struct loom_vocab *v, const char *spec)
 		if (snprintf(enc, sizeof enc, "%s/encoder.json", spec) >= (int)sizeof enc ||
 		    snprintf(mer, sizeof mer, "%s/vocab.bpe", spec) >= (int)sizeof mer)
 			return loom_err_set(&v->err, LOOM_EINVAL, "vocabulary path too long");
+	} else if (sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
+		   S_ISREG(st.st_mode)) {
+		rc = loom_vocab_load_hf(v, spec);
+		goto named;
 	} else if (sl > 9 && !strcmp(spec + sl - 9, ".tiktoken")) {
 		rc = loom_vocab_load_tiktoken(v, spec);
 		goto named;
@@ -935,7 +1160,7 @@ int loom_vocab_load_spec(struct loom_vocab *v, const char *spec)
 			return loom_err_errno(&v->err, LOOM_EIO, errno, "cannot open vocabulary '%s'",
 					      spec);
 		return loom_err_set(&v->err, LOOM_EINVAL,
-				    "'%s': not a vocabulary (want gpt2, a directory with encoder.json and vocab.bpe, ENCODER.json,VOCAB.bpe or a .tiktoken file)",
+				    "'%s': not a vocabulary (want gpt2, a directory with encoder.json and vocab.bpe, ENCODER.json,VOCAB.bpe, a tokenizer.json or a .tiktoken file)",
 				    spec);
 	}
 	rc = loom_vocab_load_gpt2(v, enc, mer);

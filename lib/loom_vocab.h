@@ -17,6 +17,19 @@
  *    encoder.json is parsed by a fast path for the plain {"token": id}
  *    shape (about 4x faster than jansson on GPT-2's 50k entries); anything
  *    else goes through jansson, which also words the JSON errors.
+ *  - HuggingFace tokenizer.json of a byte-level BPE (loom-bpe train's
+ *    own, HF's ByteLevelBPETokenizer and GPT-2's): model type BPE with
+ *    model.vocab (GPT-2 printed tokens -> ids) and model.merges (rank
+ *    order, each "A B" or ["A", "B"]), a ByteLevel pre-tokenizer
+ *    (add_prefix_space false, use_regex true), a ByteLevel (or no)
+ *    decoder, no normalizer; added_tokens not in model.vocab under the
+ *    same id are added as special tokens with their text verbatim.  The
+ *    ids are the file's, so encoding gives HF's ids.  HF's trainer keeps
+ *    only the bytes it saw: single-byte tokens may be missing
+ *    (n_missing_bytes; byte_id[b] is then LOOM_VOCAB_NONE and encoding a
+ *    text with such a byte fails, naming it and its offset).  Anything
+ *    else that changes the pieces or the text (another pre-tokenizer, a
+ *    normalizer, subword affixes) is refused with a message naming it.
  *  - tiktoken format: lines "BASE64 RANK"; the id of a token is its rank and
  *    a pair of tokens merges when its concatenation is a token, the lowest
  *    rank first (tiktoken's rule).  One special token <|endoftext|> is added
@@ -70,7 +83,9 @@ struct loom_vocab {
 	uint64_t *off;          /* n_ids + 1: token i = bytes[off[i]..off[i+1]) */
 	uint8_t *bytes;
 	uint8_t *present;       /* n_ids: 1 if id is a token, 2 if special */
-	uint32_t byte_id[256];  /* id of each single-byte token */
+	uint32_t byte_id[256];  /* id of each single-byte token, LOOM_VOCAB_NONE
+	                           for a byte without one (tokenizer.json only) */
+	uint32_t n_missing_bytes; /* bytes without a token */
 	uint64_t *tok_slot;     /* bytes -> id hash (open addressing):
 	                           hash tag << 32 | (id + 1), 0 = empty */
 	uint32_t tok_mask;
@@ -99,8 +114,13 @@ int loom_vocab_load_gpt2_mem(struct loom_vocab *v, const char *enc, size_t enc_l
 int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path);
 int loom_vocab_load_tiktoken_mem(struct loom_vocab *v, const char *buf, size_t len,
 				 const char *name);
+/* Load a HuggingFace tokenizer.json (file / memory). */
+int loom_vocab_load_hf(struct loom_vocab *v, const char *path);
+int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len,
+			   const char *name);
 /* The tools' --vocab: "gpt2" (share/vocab/gpt2), a directory holding
- * encoder.json + vocab.bpe, "ENCODER.json,VOCAB.bpe", or a .tiktoken file. */
+ * encoder.json + vocab.bpe, "ENCODER.json,VOCAB.bpe", a FILE.json
+ * (HuggingFace tokenizer.json) or a .tiktoken file. */
 int loom_vocab_load_spec(struct loom_vocab *v, const char *spec);
 
 /* A loaded vocabulary as GPT-2's two files (HuggingFace's vocab.json and

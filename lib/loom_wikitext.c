@@ -255,6 +255,8 @@ struct loom_wikitext {
 	struct vec stack, dels;
 	struct prefix *drop;
 	size_t ndrop;
+	struct prefix *dab;     /* more disambiguation template names */
+	size_t ndab;
 	struct loom_wikitext_info info;
 	size_t peak;      /* scratch bytes held at once, this call */
 	struct loom_err err;
@@ -273,21 +275,33 @@ const char *loom_wikitext_error(const struct loom_wikitext *w)
 	return w->err.msg;
 }
 
-int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len)
+/* Append name[0..len) to the list *v of *n names. */
+static int add_name(struct loom_wikitext *w, struct prefix **v, size_t *n, const char *name,
+		    size_t len)
 {
 	if (!len)
 		return 0;
-	struct prefix *d = realloc(w->drop, (w->ndrop + 1) * sizeof *d);
+	struct prefix *d = realloc(*v, (*n + 1) * sizeof *d);
 	if (!d)
 		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
-	w->drop = d;
-	d[w->ndrop].s = malloc(len);
-	if (!d[w->ndrop].s)
+	*v = d;
+	d[*n].s = malloc(len);
+	if (!d[*n].s)
 		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
-	memcpy(d[w->ndrop].s, name, len);
-	d[w->ndrop].len = len;
-	w->ndrop++;
+	memcpy(d[*n].s, name, len);
+	d[*n].len = len;
+	++*n;
 	return 0;
+}
+
+int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len)
+{
+	return add_name(w, &w->drop, &w->ndrop, name, len);
+}
+
+int loom_wikitext_disambig_template(struct loom_wikitext *w, const char *name, size_t len)
+{
+	return add_name(w, &w->dab, &w->ndab, name, len);
 }
 
 struct loom_wikitext *loom_wikitext_new(const struct loom_wikitext_opts *opts)
@@ -324,6 +338,9 @@ void loom_wikitext_free(struct loom_wikitext *w)
 	for (size_t i = 0; i < w->ndrop; i++)
 		free(w->drop[i].s);
 	free(w->drop);
+	for (size_t i = 0; i < w->ndab; i++)
+		free(w->dab[i].s);
+	free(w->dab);
 	free(w);
 }
 
@@ -586,7 +603,9 @@ static char *copy_kept(char *o, const char *s, size_t n, const struct span *d, s
 /* ------------------------------------------------------------------ */
 /* pass 2: templates */
 
-static int is_disambig_name(const char *s, size_t n)
+static int same_prefix(const char *t, size_t n, const struct prefix *p);
+
+static int is_disambig_name(const struct loom_wikitext *w, const char *s, size_t n)
 {
 	static const char *const names[] = {
 		"disambiguation", "disambig", "dab", "disamb", "dbig", "hndis",
@@ -601,6 +620,9 @@ static int is_disambig_name(const char *s, size_t n)
 			return 1;
 	if (n > 15 && ieq(s + n - 15, " disambiguation", 15))
 		return 1;
+	for (size_t i = 0; i < w->ndab; i++)
+		if (same_prefix(s, n, &w->dab[i]))
+			return 1;
 	/* 曖昧さ回避 anywhere in the name (人名の曖昧さ回避, ...) */
 	if (memmem(s, n, "\xe6\x9b\x96\xe6\x98\xa7\xe3\x81\x95\xe5\x9b\x9e\xe9\x81\xbf", 15))
 		return 1;
@@ -633,7 +655,7 @@ static int pass_templates(struct loom_wikitext *w, const char *s, size_t n, stru
 					       s[k] != '\n')
 						k++;
 					if (k < n && (s[k] == '|' || s[k] == '}' || s[k] == '\n') &&
-					    is_disambig_name(s + j, k - j))
+					    is_disambig_name(w, s + j, k - j))
 						w->info.disambiguation = 1;
 				}
 			}
@@ -1474,6 +1496,9 @@ int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,
 		return loom_err_set(&w->err, LOOM_EINVAL,
 				    "%zu bytes of wikitext: more than the cleaner handles (%u)", n,
 				    (UINT32_MAX - 64) / 3);
+	/* the magic word that marks a disambiguation page (Disambiguator) */
+	if (memmem(in, n, "__DISAMBIG__", 12))
+		w->info.disambiguation = 1;
 	const char *src = in;
 	size_t len = n;
 	if (!w->opts.valid_utf8) {

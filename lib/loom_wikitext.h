@@ -65,7 +65,8 @@ struct loom_wikitext_opts {
 
 struct loom_wikitext_info {
 	uint64_t invalid_utf8;   /* bytes replaced by U+FFFD */
-	int disambiguation;      /* a disambiguation template was seen */
+	int disambiguation;      /* a disambiguation template or __DISAMBIG__
+				    was seen */
 	uint64_t chars;          /* code points of the output, '\n' excluded */
 	uint64_t scanned;        /* bytes examined by the searches ahead of
 				  * the passes' cursors (closing tags, '>',
@@ -85,6 +86,10 @@ void loom_wikitext_free(struct loom_wikitext *w);
  * localized names of namespaces 6 File, 14 Category, -2 Media).  The first
  * letter is compared case-insensitively for ASCII, '_' equals ' '. */
 int loom_wikitext_drop_prefix(struct loom_wikitext *w, const char *name, size_t len);
+/* Also take {{name}} / {{name|...}} as the mark of a disambiguation page
+ * (e.g. German "Begriffsklärung"; built in: English names, "Aimai" and
+ * names holding 曖昧さ回避).  Compared as loom_wikitext_drop_prefix does. */
+int loom_wikitext_disambig_template(struct loom_wikitext *w, const char *name, size_t len);
 /* Clean `n` bytes of wikitext and APPEND the text to `out`.  `info`, if not
  * NULL, receives what was seen.  Returns 0 or LOOM_ENOMEM. */
 int loom_wikitext_clean(struct loom_wikitext *w, const char *in, size_t n,

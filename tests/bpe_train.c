@@ -260,13 +260,21 @@ int main(void)
 	   "write after a failed learn fails, creates nothing");
 	loom_bpe_trainer_free(t);
 	t = train_docs(tiny, 3, 300, 2, NULL, 0, &rc);
-	snprintf(d1, sizeof d1, "%s/no/such/dir", tmp);
-	rc = loom_bpe_trainer_write(t, d1);
-	ok(rc == LOOM_EIO && strstr(loom_bpe_trainer_error(t), "no/such/dir"),
-	   "unwritable directory: EIO naming it (%s)", loom_bpe_trainer_error(t));
+	snprintf(d1, sizeof d1, "%s/new/sub/dir", tmp);
+	is_int(loom_bpe_trainer_write(t, d1), 0, "missing parent directories are created");
+	ok(access(d1, F_OK) == 0, "  the output directory exists");
+	rm_dir(d1);
+	for (int i = 0; i < 2; i++) {
+		*strrchr(d1, '/') = 0;
+		rmdir(d1);
+	}
 	snprintf(d1, sizeof d1, "%s/afile", tmp);
 	loom_write_file_atomic(d1, "x", 1, &(struct loom_err){ 0 });
 	ok(loom_bpe_trainer_write(t, d1) == LOOM_EIO, "output path is a file: EIO");
+	snprintf(d2, sizeof d2, "%s/afile/sub", tmp);
+	rc = loom_bpe_trainer_write(t, d2);
+	ok(rc == LOOM_EIO && strstr(loom_bpe_trainer_error(t), "afile"),
+	   "a file where a parent should be: EIO naming it (%s)", loom_bpe_trainer_error(t));
 	unlink(d1);
 	is_int(tap_count_dir(tmp, ""), 0, "failed writes leave nothing behind");
 	loom_bpe_trainer_free(t);

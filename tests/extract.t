@@ -46,7 +46,7 @@ same_file "$out" "$GOLD/sample.doc" ".xml.gz: golden"
 
 # the summary counts
 run loom-extract -j 2 "$SINGLE"
-like "$err" "14 pages seen, 9 articles written, 2 redirects, 2 skipped by namespace, 0 disambiguation, 1 empty or short, 0 without text, .* 0 invalid UTF-8, [0-9.]+ s$" "summary: counts"
+like "$err" "14 pages seen, 9 articles written, 2 redirects, 2 skipped by namespace, 1 disambiguation, 1 empty or short, 0 without text, .* 0 invalid UTF-8, [0-9.]+ s$" "summary: counts (the disambiguation page counted, kept)"
 run loom-extract --skip-disambiguation "$MULTI"
 like "$err" "8 articles written, .* 1 disambiguation skipped" "summary: disambiguation skipped"
 

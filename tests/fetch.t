@@ -199,6 +199,9 @@ like "$err" "^loom-fetch: dump.bz2: 300\.0 kB \(resumed at 150\.0 kB\), sha1 $SH
 ok "lighttpd answered the Range with only the rest (206, 150000 bytes)" \
 	wait_log "GET /$W/$D/$DUMP HTTP/1.1\" 206 150000 \"bytes=150000-\""
 ok ".part gone after success" test ! -e "$T/r/dump.bz2.part"
+run loom-fetch -q "$M/$W/$D/$DUMP" -o "$T/new/sub/dump.bz2" --sha1 "$SHA"
+is_rc 0 "URL mode: missing parent directories of -o are created"
+same_file "$T/new/sub/dump.bz2" "$T/src/$DUMP" "  the file is there, intact"
 
 # resume in dump mode from a .part left by an earlier run
 mkdir -p "$T/out5"

@@ -181,9 +181,14 @@ bad "missing input" "^loom-shard: cannot open 'nope.txt': No such file or direct
 ids 100 > good.txt
 bad "error in a later input" 'notnum.txt: line 2' -f text -L 2 --no-shuffle -o bad/x good.txt notnum.txt
 bad "bad input with spilling shuffle" 'notnum.txt: line 2' -f text -L 2 --memory 1M -o bad/x t300k.txt notnum.txt
-run loom-shard -f text -L 10 -o no/such/dir/x t100.txt
-is_rc 1 "missing output directory: exit 1"
-is "$(cat "$err")" "loom-shard: output directory 'no/such/dir' does not exist" "  said before reading any input"
+run loom-shard -f text -L 10 -q -o new/sub/dir/x t100.txt
+is_rc 0 "missing output directories are created (mkdir -p)"
+ok "  shards and manifest under new/sub/dir" test -s new/sub/dir/x-00000-of-00001.tfrecord -a -s new/sub/dir/x.manifest.json
+no_tmp_left new/sub/dir "  no temporary debris there"
+: > plainfile
+run loom-shard -f text -L 10 -o plainfile/x t100.txt
+is_rc 1 "a file where the output directory should be: exit 1"
+is "$(cat "$err")" "loom-shard: 'plainfile' is not a directory" "  said before reading any input"
 
 run loom-shard -f text -L 10 --tmpdir no/such/tmp -o x t100.txt
 is_rc 1 "missing --tmpdir: exit 1"

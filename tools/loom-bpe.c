@@ -29,7 +29,8 @@ static const char usage_encode[] =
 "Encode documents from FILEs (or stdin) into token ids on stdout.\n"
 "  -v, --vocab V          gpt2 (default, shipped), a directory with\n"
 "                         encoder.json + vocab.bpe, ENCODER.json,VOCAB.bpe,\n"
-"                         or a tiktoken rank file NAME.tiktoken\n"
+"                         a HuggingFace tokenizer.json (FILE.json; byte-level\n"
+"                         BPE, its ids) or a tiktoken rank file NAME.tiktoken\n"
 "  -d, --docs MODE        lines: one document per line (default); nul:\n"
 "                         NUL-separated (keeps newlines); jsonl: one JSON\n"
 "                         object per line, text in --field; whole: each\n"
@@ -244,12 +245,17 @@ static void end_doc_fmt(struct buf *b, const struct enc_cfg *c, int *sp)
 	*sp = 0;
 }
 
-/* Encode one document's text (or part) into ids; 0 or sets the error. */
+/* Encode one document's text (or part) into ids; 0 or sets the error
+ * (naming the input line when `line` is not 0). */
 static int enc_text(struct chunk *ch, struct loom_bpe *e, const struct enc_cfg *c,
-		    const uint8_t *s, size_t n, struct loom_ids *ids)
+		    const uint8_t *s, size_t n, uint64_t line, struct loom_ids *ids)
 {
 	if (loom_bpe_encode(e, s, n, c->allow_special, ids)) {
-		snprintf(ch->err, sizeof ch->err, "%s: %s", ch->file, loom_bpe_error(e));
+		if (line)
+			snprintf(ch->err, sizeof ch->err, "%s: line %llu: %s", ch->file,
+				 (unsigned long long)line, loom_bpe_error(e));
+		else
+			snprintf(ch->err, sizeof ch->err, "%s: %s", ch->file, loom_bpe_error(e));
 		ch->failed = 1;
 		return -1;
 	}
@@ -307,7 +313,7 @@ static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc
 	if (c->docs == DOCS_WHOLE) {
 		struct loom_ids *dst = ch->cont_in || ch->cont_out ? &ch->head : &ch->scratch;
 		dst->n = 0;
-		if (enc_text(ch, e, c, s, n, dst))
+		if (enc_text(ch, e, c, s, n, 0, dst))
 			return;
 		if (ch->cont_in || ch->cont_out) {
 			/* a part of a long document: the writer joins the parts */
@@ -326,11 +332,11 @@ static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc
 		if (first && ch->cont_in) {
 			ch->has_head = 1;
 			ch->head_ends = !last_open;
-			if (enc_text(ch, e, c, s + p, end - p, &ch->head))
+			if (enc_text(ch, e, c, s + p, end - p, 0, &ch->head))
 				return;
 		} else if (last_open) {
 			ch->has_tail = 1;
-			if (enc_text(ch, e, c, s + p, end - p, &ch->tail))
+			if (enc_text(ch, e, c, s + p, end - p, sep ? line : 0, &ch->tail))
 				return;
 		} else if (c->docs == DOCS_JSONL) {
 			size_t k = p;
@@ -345,7 +351,8 @@ static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc
 					return;
 				}
 				ch->scratch.n = 0;
-				int rc = enc_text(ch, e, c, (const uint8_t *)txt, len, &ch->scratch);
+				int rc = enc_text(ch, e, c, (const uint8_t *)txt, len, line,
+						  &ch->scratch);
 				json_decref(root);
 				if (rc)
 					return;
@@ -353,7 +360,7 @@ static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc
 			}
 		} else {
 			ch->scratch.n = 0;
-			if (enc_text(ch, e, c, s + p, end - p, &ch->scratch))
+			if (enc_text(ch, e, c, s + p, end - p, sep ? line : 0, &ch->scratch))
 				return;
 			full_doc(ch, c, &ch->scratch);
 		}

@@ -53,6 +53,15 @@ enum { S_ARTICLES, S_REDIRECTS, S_NS, S_DAB, S_SHORT, S_NOTEXT, S_BYTES_OUT, S_K
 struct worker {
 	struct loom_wikitext *wt;
 	struct loom_wt_buf text;
+	const char *lang;       /* rows of this language apply (NULL: all) */
+};
+
+/* A row of share/wiki/disambiguation.tsv or namespaces.tsv. */
+enum { ROW_TEMPLATE, ROW_TITLE, ROW_NS };
+struct wiki_row {
+	char *lang;
+	int kind;
+	char *text;
 };
 
 struct ctx {
@@ -61,6 +70,8 @@ struct ctx {
 	struct loom_wikitext_opts wopts;
 	int64_t ns[MAX_NS];
 	int nns;
+	struct wiki_row *rows;  /* the share/wiki tables */
+	size_t nrows;
 	struct worker *w;
 	struct loom_outfile out;
 	struct loom_dump *dump;
@@ -74,6 +85,75 @@ static int keep_ns(const struct ctx *c, int64_t ns)
 		if (c->ns[i] == ns)
 			return 1;
 	return 0;
+}
+
+/* Read share/wiki/NAME: "LANG<TAB>KIND<TAB>TEXT" lines (KIND: template or
+ * title in disambiguation.tsv, a namespace number 6, 14 or -2 in
+ * namespaces.tsv); '#' lines are comments. */
+static void load_rows(struct ctx *c, const char *name, int ns_table)
+{
+	char rel[64], path[4096], *buf;
+	size_t len;
+	struct loom_err err;
+	snprintf(rel, sizeof rel, "wiki/%s", name);
+	if (loom_share_path(rel, path, sizeof path))
+		cli_die("share/%s not found (set LOOM_SHARE)", rel);
+	if (loom_read_file(path, &buf, &len, &err))
+		cli_die("%s", err.msg);
+	size_t lineno = 0;
+	for (char *line = buf, *next; line < buf + len; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+		next = nl ? nl + 1 : buf + len;
+		if (nl)
+			*nl = 0;
+		lineno++;
+		if (!*line || *line == '#')
+			continue;
+		char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+		if (!t2 || !t2[1] || strchr(t2 + 1, '\t'))
+			cli_die("%s line %zu: want LANG<TAB>%s<TAB>NAME", path, lineno,
+				ns_table ? "NAMESPACE" : "template|title");
+		*t1 = *t2 = 0;
+		int kind = ROW_NS;
+		if (!ns_table && !strcmp(t1 + 1, "template"))
+			kind = ROW_TEMPLATE;
+		else if (!ns_table && !strcmp(t1 + 1, "title"))
+			kind = ROW_TITLE;
+		else if (!ns_table || (strcmp(t1 + 1, "6") && strcmp(t1 + 1, "14") && strcmp(t1 + 1, "-2")))
+			cli_die("%s line %zu: '%s' is not %s", path, lineno, t1 + 1,
+				ns_table ? "a namespace 6, 14 or -2" : "template or title");
+		struct wiki_row *r = realloc(c->rows, (c->nrows + 1) * sizeof *r);
+		if (!r)
+			cli_die("out of memory");
+		c->rows = r;
+		r += c->nrows++;
+		r->kind = kind;
+		r->lang = strdup(line);
+		r->text = strdup(t2 + 1);
+		if (!r->lang || !r->text)
+			cli_die("out of memory");
+	}
+	free(buf);
+}
+
+/* The language of the rows that apply to a dump: its dbname without
+ * "wiki" (dewiki -> de) when the tables have rows for it, else NULL (all
+ * rows apply). */
+static const char *dump_lang(const struct ctx *c, const struct loom_dump_site *site)
+{
+	const char *db = site && site->dbname ? site->dbname : "";
+	size_t n = strlen(db);
+	if (n <= 4 || strcmp(db + n - 4, "wiki"))
+		return NULL;
+	for (size_t i = 0; i < c->nrows; i++)
+		if (strlen(c->rows[i].lang) == n - 4 && !memcmp(c->rows[i].lang, db, n - 4))
+			return c->rows[i].lang;
+	return NULL;
+}
+
+static int row_applies(const struct wiki_row *r, const char *lang)
+{
+	return !lang || !strcmp(r->lang, "*") || !strcmp(r->lang, lang);
 }
 
 static int ends_with(const char *s, size_t n, const char *suf)
@@ -207,11 +287,24 @@ static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
 		w->wt = loom_wikitext_new(&c->wopts);
 		if (!w->wt)
 			return LOOM_ENOMEM;
-		/* the dump's own names for File (6), Category (14), Media (-2) */
+		/* the dump's own names for File (6), Category (14), Media (-2),
+		 * then the well-known ones of its language (namespaces.tsv) and
+		 * its disambiguation templates (disambiguation.tsv) */
 		static const int64_t drop_ns[] = { 6, 14, -2 };
 		for (size_t i = 0; i < 3; i++) {
 			const char *n = loom_dump_ns_name(site, drop_ns[i]);
 			if (loom_wikitext_drop_prefix(w->wt, n, strlen(n)))
+				return LOOM_ENOMEM;
+		}
+		w->lang = dump_lang(c, site);
+		for (size_t i = 0; i < c->nrows; i++) {
+			const struct wiki_row *r = &c->rows[i];
+			if (!row_applies(r, w->lang))
+				continue;
+			if ((r->kind == ROW_NS &&
+			     loom_wikitext_drop_prefix(w->wt, r->text, strlen(r->text))) ||
+			    (r->kind == ROW_TEMPLATE &&
+			     loom_wikitext_disambig_template(w->wt, r->text, strlen(r->text))))
 				return LOOM_ENOMEM;
 		}
 	}
@@ -219,11 +312,14 @@ static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
 	w->text.len = 0;
 	if (loom_wikitext_clean(w->wt, pg->text, pg->text_len, &w->text, &info))
 		return LOOM_ENOMEM;
-	if (c->skip_dab &&
-	    (info.disambiguation || ends_with(pg->title, pg->title_len, "(disambiguation)") ||
-	     ends_with(pg->title, pg->title_len, "(\xe6\x9b\x96\xe6\x98\xa7\xe3\x81\x95\xe5\x9b\x9e\xe9\x81\xbf)"))) {
+	int dab = info.disambiguation;
+	for (size_t i = 0; !dab && i < c->nrows; i++)
+		dab = c->rows[i].kind == ROW_TITLE && row_applies(&c->rows[i], w->lang) &&
+		      ends_with(pg->title, pg->title_len, c->rows[i].text);
+	if (dab) {
 		out->stat[S_DAB]++;
-		return 0;
+		if (c->skip_dab)
+			return 0;
 	}
 	if (info.chars == 0 || info.chars < c->min_length) {
 		out->stat[S_SHORT]++;
@@ -355,6 +451,8 @@ int main(int argc, char **argv)
 	if (!strcmp(input, "-") && isatty(0))
 		cli_usage_error("no dump given and stdin is a terminal");
 
+	load_rows(&c, "disambiguation.tsv", 0);
+	load_rows(&c, "namespaces.tsv", 1);
 	struct loom_err err = { 0 };
 	c.dump = loom_dump_open(input, &dopts, &err);
 	if (!c.dump)
@@ -419,6 +517,11 @@ int main(int argc, char **argv)
 		loom_wikitext_free(c.w[i].wt);
 		loom_wt_buf_free(&c.w[i].text);
 	}
+	for (size_t i = 0; i < c.nrows; i++) {
+		free(c.rows[i].lang);
+		free(c.rows[i].text);
+	}
+	free(c.rows);
 	free(c.w);
 	free(incomplete);
 	loom_dump_free(c.dump);

@@ -843,6 +843,9 @@ int main(int argc, char **argv)
 	if (logpath && !strcmp(logpath, "-")) {
 		log = stdout;
 	} else if (logpath) {
+		struct loom_err merr;
+		if (loom_mkdir_parent(logpath, &merr) < 0)
+			cli_die("%s", merr.msg);
 		if (t.step)
 			trim_log(logpath, t.step);
 		if (!(log = fopen(logpath, t.step ? "a" : "w")))

@@ -1,6 +1,8 @@
 /* Fuzz target: the vocabulary loaders (GPT-2 encoder.json + vocab.bpe,
- * tiktoken rank files).  Input: first byte selects the loader; for GPT-2
- * the rest is split at the first "\n--\n" into encoder.json and vocab.bpe.
+ * tiktoken rank files, HuggingFace tokenizer.json).  Input: the first
+ * byte selects the loader (bit 0: tiktoken, else bit 1: tokenizer.json,
+ * else GPT-2); for GPT-2 the rest is split at the first "\n--\n" into
+ * encoder.json and vocab.bpe.
  * A vocabulary that loads must encode and decode a text byte-exactly. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 	if (data[0] & 1) {
 		rc = loom_vocab_load_tiktoken_mem(v, s, n, "fuzz.tiktoken");
+	} else if (data[0] & 2) {
+		rc = loom_vocab_load_hf_mem(v, s, n, "tokenizer.json");
 	} else {
 		const char *sep = memmem(s, n, "\n--\n", 4);
 		size_t el = sep ? (size_t)(sep - s) : n;
@@ -31,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct loom_ids ids = { 0 };
 		uint8_t *b = NULL;
 		size_t len = 0, cap = 0;
+		/* (a tokenizer.json may lack bytes of the text: an error, not a crash) */
 		if (e && loom_bpe_encode(e, (const uint8_t *)text, sizeof text, 1, &ids) == 0 &&
 		    loom_bpe_decode(e, ids.v, ids.n, 0, &b, &len, &cap) == 0 &&
 		    (len != sizeof text || memcmp(b, text, len)))

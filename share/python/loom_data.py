@@ -1,0 +1,377 @@
+"""loom_data - read loom's data from Python, standard library only.
+
+Two readers, written from the format specs (formats/batch.md and
+formats/tfrecord.md in the loom sources), checking what loom's own readers
+check:
+
+  read_frames(f)      loom-feed's batch frames (a pipe or a file): yields a
+                      Frame per micro-batch, its records as rows of ids.
+  read_tfrecord(path) TFRecord records (loom-shard's shards), CRC-32C
+                      checked; parse_example() decodes a tf.train.Example,
+                      read_ids() yields the input_ids of each record.
+
+Every problem raises LoomDataError naming the stream or file, the frame or
+record number and its byte offset, as loom's tools do.  No third-party
+module is needed; with PyTorch, wrap read_frames in an IterableDataset:
+
+    import subprocess, torch
+    from loom_data import read_frames
+
+    class LoomFeed(torch.utils.data.IterableDataset):
+        def __init__(self, *feed_args):
+            self.args = ["loom-feed", *feed_args]
+        def __iter__(self):
+            with subprocess.Popen(self.args, stdout=subprocess.PIPE) as p:
+                for fr in read_frames(p.stdout):
+                    x = torch.tensor(fr.rows(), dtype=torch.long)
+                    yield x[:, :-1], x[:, 1:]
+
+    for inputs, targets in LoomFeed("--manifest", "data/wiki.manifest.json",
+                                    "--batch", "8", "--seq", "1024", "--seed", "1"):
+        ...
+
+Command line (what the tests compare with loom-feed --text and loom-cat):
+
+    python3 loom_data.py frames [FILE]      "SEQ EPOCH ROW: ids..." lines
+    python3 loom_data.py ids FILE...        the input_ids of each record
+    python3 loom_data.py json FILE...       each record as JSON, like loom-cat
+"""
+
+import array
+import json
+import struct
+import sys
+from collections import namedtuple
+
+__all__ = ["LoomDataError", "Frame", "crc32c", "read_frames", "read_tfrecord",
+           "parse_example", "read_ids"]
+
+
+class LoomDataError(Exception):
+    """Malformed, truncated or corrupted loom data."""
+
+
+# ---- CRC-32C (Castagnoli, reflected 0x82F63B78) ------------------------------
+
+def _table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC_TABLE = _table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C of bytes `data`; crc32c(b"123456789") == 0xE3069283."""
+    t = _CRC_TABLE
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def _masked(crc):
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _read_exact(f, n):
+    """Up to n bytes (fewer only at the end of the input)."""
+    parts, got = [], 0
+    while got < n:
+        b = f.read(n - got)
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
+def _name(f, default):
+    n = getattr(f, "name", None)
+    return n if isinstance(n, str) and not n.startswith("<") else default
+
+
+# ---- batch frames (formats/batch.md) -----------------------------------------
+
+_HDR = struct.Struct("<4sHHHHIIIQIHHQQII")
+_END, _PAD = 1, 2
+
+
+class Frame(namedtuple("Frame", "seq epoch rank world batch seq_len pad_id seed ids")):
+    """One micro-batch: `batch` records of `seq_len` (T+1) ids, row-major in
+    `ids` (an array.array).  pad_id is None unless the frame says PAD."""
+
+    __slots__ = ()
+
+    def rows(self):
+        """The records as lists of ints: inputs row[:-1], targets row[1:]."""
+        n = self.seq_len
+        return [self.ids[i * n:(i + 1) * n].tolist() for i in range(self.batch)]
+
+
+def read_frames(f, name=None, verify=True):
+    """Yield the data frames of a loom-feed stream read from binary file
+    object `f` (e.g. sys.stdin.buffer or a Popen's stdout), checking the
+    stream rules of formats/batch.md; stops after the end-of-stream frame.
+    verify=False skips the payload CRC (the header CRC is always checked)."""
+    name = name or _name(f, "stream")
+    off, k, shape, next_seq = 0, 0, None, None
+    while True:
+        where = "%s: frame %d at byte %d" % (name, k, off)
+        h = _read_exact(f, 64)
+        if not h:
+            raise LoomDataError("%s: the stream ended without an end-of-stream frame "
+                                "(did the feeder die?)" % where)
+        if len(h) < 64:
+            raise LoomDataError("%s: truncated header (%d of 64 bytes)" % (where, len(h)))
+        (magic, version, hsize, dtype, flags, batch, seq_len, pad_id, seq, epoch,
+         rank, world, nbytes, seed, pcrc, hcrc) = _HDR.unpack(h)
+        if magic != b"LMBF":
+            raise LoomDataError("%s: bad magic %r (not a loom batch frame)" % (where, magic))
+        if version != 1 or hsize != 64:
+            raise LoomDataError("%s: version %d, header size %d (want 1, 64)"
+                                % (where, version, hsize))
+        c = crc32c(h[:60])
+        if c != hcrc:
+            raise LoomDataError("%s: header checksum mismatch (stored %08x, computed %08x)"
+                                % (where, hcrc, c))
+        if dtype not in (1, 2) or flags & ~(_END | _PAD):
+            raise LoomDataError("%s: unknown dtype %d or flags %#x" % (where, dtype, flags))
+        if rank >= world:
+            raise LoomDataError("%s: rank %d is not below world %d" % (where, rank, world))
+        if flags & _END:
+            if nbytes:
+                raise LoomDataError("%s: end-of-stream frame with %d payload bytes"
+                                    % (where, nbytes))
+            if next_seq is not None and seq != next_seq:
+                raise LoomDataError("%s: end-of-stream frame has seq %d, want %d"
+                                    % (where, seq, next_seq))
+            if f.read(1):
+                raise LoomDataError("%s: data after the end-of-stream frame" % where)
+            return
+        width = 2 if dtype == 1 else 4
+        if batch < 1 or seq_len < 2 or batch * seq_len > 1 << 28 or \
+                nbytes != batch * seq_len * width:
+            raise LoomDataError("%s: bad shape %d x %d with %d payload bytes"
+                                % (where, batch, seq_len, nbytes))
+        if shape is None:
+            shape = (batch, seq_len)
+        elif shape != (batch, seq_len):
+            raise LoomDataError("%s: shape %d x %d differs from the first frame's %d x %d"
+                                % ((where, batch, seq_len) + shape))
+        if next_seq is not None and seq != next_seq:
+            raise LoomDataError("%s: seq %d, want %d (frames lost or reordered)"
+                                % (where, seq, next_seq))
+        payload = _read_exact(f, nbytes)
+        if len(payload) < nbytes:
+            raise LoomDataError("%s: truncated payload (%d of %d bytes)"
+                                % (where, len(payload), nbytes))
+        if verify:
+            c = crc32c(payload)
+            if c != pcrc:
+                raise LoomDataError("%s: payload checksum mismatch (stored %08x, computed %08x)"
+                                    % (where, pcrc, c))
+        ids = array.array("H" if width == 2 else "I")
+        if ids.itemsize != width:
+            ids = array.array("L" if width == 4 else "H")
+        ids.frombytes(payload)
+        if sys.byteorder != "little":
+            ids.byteswap()
+        yield Frame(seq, epoch, rank, world, batch, seq_len,
+                    pad_id if flags & _PAD else None, seed, ids)
+        off += 64 + nbytes
+        k += 1
+        next_seq = seq + 1
+
+
+# ---- TFRecord (formats/tfrecord.md) ------------------------------------------
+
+def read_tfrecord(path, verify=True):
+    """Yield the payload (bytes) of each record of a TFRecord file (a path or
+    a binary file object), checking both masked CRC-32Cs (verify=False skips
+    the payload's)."""
+    f = open(path, "rb") if isinstance(path, (str, bytes)) or hasattr(path, "__fspath__") \
+        else path
+    name = str(path) if f is not path else _name(f, "stream")
+    try:
+        off, k = 0, 0
+        while True:
+            where = "%s: record %d at byte %d" % (name, k, off)
+            h = _read_exact(f, 12)
+            if not h:
+                return
+            if len(h) < 12:
+                raise LoomDataError("%s: truncated record header" % where)
+            n, lcrc = struct.unpack("<QI", h)
+            if _masked(crc32c(h[:8])) != lcrc:
+                raise LoomDataError("%s: length CRC mismatch" % where)
+            if n > 1 << 30:
+                raise LoomDataError("%s: record of %d bytes is too large" % (where, n))
+            body = _read_exact(f, n + 4)
+            if len(body) < n + 4:
+                raise LoomDataError("%s: truncated record (%d bytes, %d present)"
+                                    % (where, n, max(len(body) - 4, 0)))
+            payload = body[:n]
+            if verify and _masked(crc32c(payload)) != struct.unpack("<I", body[n:])[0]:
+                raise LoomDataError("%s: payload CRC mismatch" % where)
+            yield payload
+            off += n + 16
+            k += 1
+    finally:
+        if f is not path:
+            f.close()
+
+
+def _varint(b, i):
+    r = s = 0
+    while True:
+        if i >= len(b) or s > 63:
+            raise ValueError("bad varint")
+        c = b[i]
+        i += 1
+        r |= (c & 0x7F) << s
+        s += 7
+        if not c & 0x80:
+            return r, i
+
+
+def _fields(b):
+    """(field number, wire type, value) of a protobuf message: value is an
+    int for varint / fixed, bytes for length-delimited."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        fn, wt = key >> 3, key & 7
+        if fn == 0:
+            raise ValueError("field number 0")
+        if wt == 0:
+            v, i = _varint(b, i)
+        elif wt == 1:
+            if i + 8 > len(b):
+                raise ValueError("truncated fixed64")
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            if i + 4 > len(b):
+                raise ValueError("truncated fixed32")
+            v, i = b[i:i + 4], i + 4
+        elif wt == 2:
+            n, i = _varint(b, i)
+            if i + n > len(b):
+                raise ValueError("truncated field")
+            v, i = b[i:i + n], i + n
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield fn, wt, v
+
+
+def _signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _feature(b):
+    """Feature -> ("int64" | "float" | "bytes", list)."""
+    kind, vals = "int64", []
+    for fn, wt, v in _fields(b):
+        if fn not in (1, 2, 3) or wt != 2:
+            raise ValueError("not a Feature")
+        kind, vals = ("bytes", "float", "int64")[fn - 1], []
+        for gn, gt, g in _fields(v):
+            if gn != 1:
+                raise ValueError("unknown field %d in a list" % gn)
+            if fn == 1 and gt == 2:
+                vals.append(bytes(g))
+            elif fn == 2 and gt == 5:
+                vals.append(struct.unpack("<f", g)[0])
+            elif fn == 2 and gt == 2 and len(g) % 4 == 0:
+                vals.extend(struct.unpack("<%df" % (len(g) // 4), g))
+            elif fn == 3 and gt == 0:
+                vals.append(_signed(g))
+            elif fn == 3 and gt == 2:
+                j = 0
+                while j < len(g):
+                    x, j = _varint(g, j)
+                    vals.append(_signed(x))
+            else:
+                raise ValueError("bad list value")
+    return kind, vals
+
+
+def parse_example(payload):
+    """A serialized tf.train.Example -> {feature name: list of values}
+    (ints, floats or bytes).  Raises ValueError on anything else."""
+    out = {}
+    for fn, wt, features in _fields(payload):
+        if fn != 1 or wt != 2:
+            raise ValueError("not an Example")
+        for gn, gt, entry in _fields(features):
+            if gn != 1 or gt != 2:
+                raise ValueError("not a Features map")
+            key, value = "", b""
+            for hn, ht, v in _fields(entry):
+                if hn == 1 and ht == 2:
+                    key = bytes(v).decode("utf-8")
+                elif hn == 2 and ht == 2:
+                    value = v
+                else:
+                    raise ValueError("bad map entry")
+            out[key] = _feature(value)[1]
+    return out
+
+
+def read_ids(path, feature="input_ids", verify=True):
+    """Yield the int64 list `feature` of each record of a loom shard."""
+    for k, payload in enumerate(read_tfrecord(path, verify)):
+        try:
+            ex = parse_example(payload)
+        except ValueError as e:
+            raise LoomDataError("%s: record %d: not a tf.train.Example: %s" % (path, k, e))
+        if feature not in ex:
+            raise LoomDataError("%s: record %d: no feature %r" % (path, k, feature))
+        yield ex[feature]
+
+
+# ---- command line ------------------------------------------------------------
+
+def _main(argv):
+    usage = "usage: loom_data.py frames [FILE] | ids FILE... | json FILE..."
+    if len(argv) < 2 or argv[1] not in ("frames", "ids", "json") or \
+            (argv[1] != "frames" and len(argv) < 3):
+        print(usage, file=sys.stderr)
+        return 2
+    out = sys.stdout
+    try:
+        if argv[1] == "frames":
+            f = open(argv[2], "rb") if len(argv) > 2 else sys.stdin.buffer
+            for fr in read_frames(f, argv[2] if len(argv) > 2 else "stdin"):
+                for r, row in enumerate(fr.rows()):
+                    out.write("%d %d %d: %s\n" % (fr.seq, fr.epoch, r, " ".join(map(str, row))))
+        elif argv[1] == "ids":
+            for p in argv[2:]:
+                for ids in read_ids(p):
+                    out.write(" ".join(map(str, ids)) + "\n")
+        else:
+            for p in argv[2:]:
+                for k, payload in enumerate(read_tfrecord(p)):
+                    try:
+                        ex = parse_example(payload)
+                    except ValueError as e:
+                        raise LoomDataError("%s: record %d: not a tf.train.Example: %s"
+                                            % (p, k, e))
+                    ex = {key: [v.hex() if isinstance(v, bytes) else v for v in vals]
+                          for key, vals in ex.items()}
+                    out.write(json.dumps(ex, separators=(",", ":")) + "\n")
+    except LoomDataError as e:
+        print("loom_data.py: %s" % e, file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv))

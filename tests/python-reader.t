@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# share/python/loom_data.py (standard library only) against loom's tools:
+# loom-shard's shards read by it = loom-cat's output; loom-feed's frames
+# read by it = loom-feed --text; corrupted or cut data is refused naming
+# the record or frame and its byte offset.
+. "$(dirname "$0")/lib.sh"
+PY=python3
+LD="$SHARE/python/loom_data.py"
+cd "$T" || exit 1
+
+# data: 3000 ids with an irregular pattern, u32 (ids above 2^16 too)
+awk 'BEGIN { x = 7; for (i = 0; i < 3000; i++) { x = (x * 1103515245 + 12345) % 2147483648;
+	printf "%d%s", (i % 7 == 0 ? x % 100000 : x % 50257), (i % 50 == 49 ? "\n" : " ") } }' > ids.txt
+run loom-shard -q -f text -L 33 --shards 2 -o data/w ids.txt
+is_rc 0 "loom-shard makes two shards"
+S0=data/w-00000-of-00002.tfrecord S1=data/w-00001-of-00002.tfrecord
+
+run "$PY" -c "import sys; sys.path.insert(0, '$SHARE/python'); import loom_data
+assert loom_data.crc32c(b'123456789') == 0xE3069283
+assert loom_data.crc32c(bytes(32)) == 0x8A9136AA
+assert 'torch' not in sys.modules
+print('ok')"
+is "$(cat "$out")" "ok" "the module imports without torch; CRC-32C check values"
+
+loom-cat --ids "$S0" "$S1" > cat.ids
+run "$PY" "$LD" ids "$S0" "$S1"
+is_rc 0 "loom_data.py ids reads the shards"
+same_file "$out" cat.ids "  the same ids as loom-cat --ids"
+ok "  (and they are not nothing: $(wc -l < cat.ids) records)" test "$(wc -l < cat.ids)" -gt 80
+loom-cat "$S0" > cat.json
+run "$PY" "$LD" json "$S0"
+same_file "$out" cat.json "  JSON records as loom-cat prints them"
+
+# frames: u32 and u16 payloads, a second epoch, rank 1 of 2
+for args in "--batch 4 --seq 32 --seed 3" "--batch 3 --seq 20 --seed 9 --epochs 2 --dtype u32" \
+	    "--batch 2 --seq 32 --seed 5 --rank 1 --world 2"; do
+	loom-feed -q --manifest data/w.manifest.json $args --text > feed.txt
+	loom-feed -q --manifest data/w.manifest.json $args > frames.bin
+	run "$PY" "$LD" frames frames.bin
+	is_rc 0 "frames ($args): read"
+	same_file "$out" feed.txt "  = loom-feed --text"
+done
+rc=0
+loom-feed -q --manifest data/w.manifest.json --batch 4 --seq 32 --seed 3 | "$PY" "$LD" frames > "$out" 2>"$err" || rc=$?
+is_rc 0 "frames from a pipe"
+loom-feed -q --manifest data/w.manifest.json --batch 4 --seq 32 --seed 3 --text > feed.txt
+same_file "$out" feed.txt "  = loom-feed --text"
+
+# an IterableDataset-like use: inputs and targets are rows shifted by one
+run "$PY" - "$SHARE/python" <<'EOF'
+import subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import read_frames
+p = subprocess.Popen(["loom-feed", "-q", "--manifest", "data/w.manifest.json", "--batch", "4",
+                      "--seq", "32", "--seed", "3"], stdout=subprocess.PIPE)
+n = 0
+for fr in read_frames(p.stdout):
+    rows = fr.rows()
+    x = [r[:-1] for r in rows]; y = [r[1:] for r in rows]
+    assert len(x) == 4 and all(len(r) == 32 for r in x) and x[0][1:] == y[0][:-1]
+    n += 1
+print(n, p.wait())
+EOF
+like "$out" '^[1-9][0-9]* 0$' "batches through a Popen pipe, rows of T+1 ids"
+
+# --- bad data ------------------------------------------------------------------
+size=$(stat -c %s "$S0")
+cp "$S0" bad.tfrecord
+printf 'X' | dd of=bad.tfrecord bs=1 seek=200 conv=notrunc 2>/dev/null
+run "$PY" "$LD" ids bad.tfrecord
+is_rc 1 "a flipped byte in a shard: exit 1"
+like "$err" '^loom_data.py: bad.tfrecord: record 1 at byte [0-9]+: payload CRC mismatch$' "  names the record and its offset"
+head -c $((size - 5)) "$S0" > cut.tfrecord
+run "$PY" "$LD" ids cut.tfrecord
+is_rc 1 "a cut shard: exit 1"
+like "$err" 'cut.tfrecord: record [0-9]+ at byte [0-9]+: truncated record' "  says truncated"
+
+loom-feed -q --manifest data/w.manifest.json --batch 4 --seq 32 --seed 3 > frames.bin
+fsize=$(stat -c %s frames.bin)
+cp frames.bin badf.bin
+# frames of 4 x 33 u32 ids (ids above 2^16 make --dtype auto choose u32): 592 bytes
+printf 'X' | dd of=badf.bin bs=1 seek=$((592 + 64 + 10)) conv=notrunc 2>/dev/null
+run "$PY" "$LD" frames badf.bin
+is_rc 1 "a flipped payload byte in frame 1: exit 1"
+like "$err" '^loom_data.py: badf.bin: frame 1 at byte 592: payload checksum mismatch' "  names the frame and its offset"
+head -c $((fsize - 64)) frames.bin > nofin.bin
+run "$PY" "$LD" frames nofin.bin
+is_rc 1 "a stream without its end-of-stream frame: exit 1"
+like "$err" 'without an end-of-stream frame' "  says so"
+head -c $((2 * 592 + 30)) frames.bin > cutf.bin
+run "$PY" "$LD" frames cutf.bin
+like "$err" 'cutf.bin: frame 2 at byte 1184: truncated header \(30 of 64 bytes\)' "a frame cut inside its header"
+head -c $((592 + 100)) frames.bin > cutp.bin
+run "$PY" "$LD" frames cutp.bin
+like "$err" 'cutp.bin: frame 1 at byte 592: truncated payload \(36 of 528 bytes\)' "a frame cut inside its payload"
+
+done_testing
