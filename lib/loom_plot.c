@@ -124,115 +124,332 @@ static double nice_step(double range, int want)
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
+/* Tick label: 4 significant digits, thousands as k / M / G (12k, 1.5M). */
+static const char *fmt_tick(double v, char *buf, size_t len)
+{
+	static const char *sfx[] = { "k", "M", "G" };
+	double a = fabs(v);
+	int u = -1;
+	while (a >= 1000 && u < 2) {
+		a /= 1000;
+		v /= 1000;
+		u++;
+	}
+	if (fabs(v) < 1e-12)
+		v = 0;
+	snprintf(buf, len, "%.4g%s", v, u >= 0 ? sfx[u] : "");
+	return buf;
+}
+
+void loom_ema(const double *y, size_t n, double w, double *out)
+{
+	double last = 0;
+	for (size_t i = 0; i < n; i++) {
+		last = last * w + (1 - w) * y[i];
+		/* debias: the average starts at 0, not at y[0] */
+		out[i] = w > 0 ? last / (1 - pow(w, (double)(i + 1))) : y[i];
+	}
+}
+
+/* Axis label for a key loom-train logs: the quantity and its unit. */
+static const char *axis_label(const char *key)
+{
+	static const struct { const char *key, *label; } tab[] = {
+		{ "loss", "loss (nats/token)" },
+		{ "eval_loss", "loss (nats/token)" },
+		{ "eval_ppl", "perplexity" },
+		{ "eval_acc", "next-token accuracy" },
+		{ "lr", "learning rate" },
+		{ "tokens_per_s", "throughput (tokens/s)" },
+		{ "grad_norm", "gradient norm" },
+		{ "tokens", "tokens" },
+		{ "seconds", "time (s)" },
+		{ "step", "step" },
+	};
+	for (size_t i = 0; key && i < sizeof tab / sizeof tab[0]; i++)
+		if (strcmp(key, tab[i].key) == 0)
+			return tab[i].label;
+	return key ? key : "";
+}
+
+static int is_eval(const struct loom_series *s)
+{
+	return s->ykey && strncmp(s->ykey, "eval_", 5) == 0;
+}
+
+/* One panel: a box on the page and its y range. */
+struct panel {
+	double l, t, w, h;
+	double y0, y1;
+	int logy;
+};
+
+static double yval(const struct panel *p, double y)
+{
+	return p->logy ? log10(y) : y;
+}
+
+static int y_ok(const struct panel *p, double y)
+{
+	return !p->logy || y > 0;
+}
+
+#define PY(p, v) ((p)->t + (p)->h - ((v) - (p)->y0) / ((p)->y1 - (p)->y0) * (p)->h)
+
+static void path_d(struct sbuf *b, const struct panel *p, const double *x,
+		   const double *y, size_t n, double x0, double x1)
+{
+	int first = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!y_ok(p, y[i]))
+			continue;
+		sb_printf(b, "%s%.1f,%.1f", first ? "M" : "L",
+			  p->l + (x[i] - x0) / (x1 - x0) * p->w, PY(p, yval(p, y[i])));
+		first = 0;
+	}
+}
+
+static void series_attrs(struct sbuf *b, const struct loom_series *s)
+{
+	sb_printf(b, " data-run=\"");
+	sb_escaped(b, s->run ? s->run : "");
+	sb_printf(b, "\" data-key=\"");
+	sb_escaped(b, s->ykey ? s->ykey : "");
+	sb_printf(b, "\"");
+}
+
+static void draw_series(struct sbuf *b, const struct panel *p, const struct loom_series *s,
+			const char *c, double smooth, double x0, double x1, double *tmp)
+{
+	if (is_eval(s)) {
+		/* evaluation: sparse points, joined by a thin dashed line */
+		sb_printf(b, "<path class=\"eval\"");
+		series_attrs(b, s);
+		sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
+			  "stroke-dasharray=\"4 3\" d=\"", c);
+		path_d(b, p, s->x, s->y, s->n, x0, x1);
+		sb_printf(b, "\"/>\n");
+		for (size_t i = 0; i < s->n; i++)
+			if (y_ok(p, s->y[i]))
+				sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
+					  "fill=\"white\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+					  p->l + (s->x[i] - x0) / (x1 - x0) * p->w,
+					  PY(p, yval(p, s->y[i])), c);
+		return;
+	}
+	int smoothed = smooth > 0 && s->n > 1;
+	sb_printf(b, "<path class=\"raw\"");
+	series_attrs(b, s);
+	sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", c,
+		  smoothed ? "1" : "1.5", smoothed ? " stroke-opacity=\"0.25\"" : "");
+	path_d(b, p, s->x, s->y, s->n, x0, x1);
+	sb_printf(b, "\"/>\n");
+	if (smoothed) {
+		loom_ema(s->y, s->n, smooth, tmp);
+		sb_printf(b, "<path class=\"smooth\"");
+		series_attrs(b, s);
+		sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"2\" d=\"", c);
+		path_d(b, p, s->x, tmp, s->n, x0, x1);
+		sb_printf(b, "\"/>\n");
+	}
+	if (s->n == 1 && y_ok(p, s->y[0]))
+		sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+			  p->l + (s->x[0] - x0) / (x1 - x0) * p->w, PY(p, yval(p, s->y[0])), c);
+}
+
 char *loom_plot_svg(const struct loom_series *series, size_t n,
 		    const struct loom_plot_opts *opts)
 {
-	static const char *colors[] = { "#1f77b4", "#d62728", "#2ca02c",
-					"#ff7f0e", "#9467bd", "#8c564b" };
-	int W = opts && opts->width > 0 ? opts->width : 800;
-	int H = opts && opts->height > 0 ? opts->height : 400;
-	int logy = opts && opts->logy;
-	const double L = 70, R = 20, T = 40, Bm = 50;
-	double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-	struct sbuf b = { malloc(4096), 0, 4096, 0 };
-	if (!b.p)
-		return NULL;
+	/* TensorBoard-like run colours */
+	static const char *colors[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+					"#9467bd", "#8c564b", "#e377c2", "#17becf" };
+	const size_t ncolors = sizeof colors / sizeof colors[0];
+	double smooth = opts && opts->smooth > 0 && opts->smooth < 1 ? opts->smooth : 0;
+	const double L = 78, R = 24, Bm = 46, GAP = 26;
+	double T = opts && opts->title ? 40 : 16;
+	double x0 = INFINITY, x1 = -INFINITY;
+	int maxpanel = 0, multirun = 0;
+	size_t maxn = 0;
+	char tb[32];
 
-	for (size_t k = 0; k < n; k++)
+	/* which panels have points (they are laid out in order, empty ones
+	 * dropped); the shared x range */
+	int used[16] = { 0 };
+	for (size_t k = 0; k < n; k++) {
+		int pi = series[k].panel < 0 ? 0 : series[k].panel > 15 ? 15 : series[k].panel;
+		if (series[k].run_index != series[0].run_index)
+			multirun = 1;
+		if (series[k].n > maxn)
+			maxn = series[k].n;
 		for (size_t i = 0; i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
-				continue;
-			y = logy ? log10(y) : y;
 			x0 = fmin(x0, series[k].x[i]);
 			x1 = fmax(x1, series[k].x[i]);
-			y0 = fmin(y0, y);
-			y1 = fmax(y1, y);
+			used[pi] = 1;
 		}
-	if (!isfinite(x0)) { /* no points at all */
-		x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+		if (pi > maxpanel)
+			maxpanel = pi;
 	}
+	if (!isfinite(x0))
+		x0 = 0, x1 = 1;
 	if (x1 == x0)
 		x1 = x0 + 1;
-	if (y1 == y0) {
-		y0 -= 0.5;
-		y1 += 0.5;
+	int slot[16], nextra = 0;
+	for (int pi = 1; pi <= maxpanel; pi++)
+		slot[pi] = used[pi] ? ++nextra : 0;
+	slot[0] = 0;
+
+	int W = opts && opts->width > 0 ? opts->width : 800;
+	int H = opts && opts->height > 0 ? opts->height : 400 + 150 * nextra;
+	double extra_h = 124, plot_h = H - T - Bm - nextra * (extra_h + GAP);
+	if (plot_h < 60) { /* a small height: share it evenly */
+		extra_h = (H - T - Bm - nextra * GAP) / (nextra + 1);
+		plot_h = extra_h;
 	}
-	double pad = (y1 - y0) * 0.05;
-	y0 -= pad;
-	y1 += pad;
-#define PX(v) (L + ((v) - x0) / (x1 - x0) * (W - L - R))
-#define PY(v) (H - Bm - ((v) - y0) / (y1 - y0) * (H - T - Bm))
+	double *tmp = malloc((maxn ? maxn : 1) * sizeof *tmp);
+	struct sbuf b = { malloc(4096), 0, 4096, 0 };
+	if (!b.p || !tmp) {
+		free(b.p);
+		free(tmp);
+		return NULL;
+	}
 
 	sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		  "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
-		  "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-		  "fill=\"white\"/>\n", W, H, W, H);
+		  "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"Roboto, Helvetica, "
+		  "Arial, sans-serif\" font-size=\"12\" fill=\"#333\">\n<rect width=\"100%%\" "
+		  "height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
 	if (opts && opts->title) {
-		sb_printf(&b, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" "
-			  "font-size=\"16\">", W / 2);
+		sb_printf(&b, "<text class=\"title\" x=\"%.1f\" y=\"26\" font-size=\"15\" "
+			  "font-weight=\"bold\">", L);
 		sb_escaped(&b, opts->title);
 		sb_printf(&b, "</text>\n");
 	}
-	/* grid and tick labels */
-	double ys = nice_step(y1 - y0, 6), xs = nice_step(x1 - x0, 8);
-	for (double v = ceil(y0 / ys) * ys; v <= y1 + 1e-12; v += ys) {
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"#ddd\"/>\n", L, PY(v), W - R, PY(v));
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
-			  L - 6, PY(v) + 4, logy ? pow(10, v) : v);
-	}
-	for (double v = ceil(x0 / xs) * xs; v <= x1 + 1e-12; v += xs) {
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"#eee\"/>\n", PX(v), T, PX(v), H - Bm);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
-			  PX(v), H - Bm + 16, v);
-	}
-	sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-		  "fill=\"none\" stroke=\"#444\"/>\n", L, T, W - L - R, H - T - Bm);
-	const char *xl = opts && opts->xlabel ? opts->xlabel
-			 : n ? series[0].xkey : "";
-	sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", (L + W - R) / 2,
-		  H - 12);
-	sb_escaped(&b, xl ? xl : "");
-	sb_printf(&b, "</text>\n");
 
-	size_t shown = 0; /* series with points: only those get a line and a legend */
-	for (size_t k = 0; k < n; k++) {
-		if (series[k].n == 0)
+	double xs = nice_step(x1 - x0, W > 500 ? 8 : 4);
+	for (int pi = 0; pi <= maxpanel; pi++) {
+		if (pi > 0 && !used[pi])
 			continue;
-		const char *c = colors[shown % (sizeof colors / sizeof colors[0])];
-		sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-			  "points=\"", c);
-		for (size_t i = 0; i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
+		struct panel p = { L, T + (slot[pi] ? plot_h + GAP + (slot[pi] - 1) * (extra_h + GAP) : 0),
+				   W - L - R, slot[pi] ? extra_h : plot_h, INFINITY, -INFINITY,
+				   pi == 0 && opts && opts->logy };
+		const char *firstkey = NULL;
+		for (size_t k = 0; k < n; k++) {
+			if (series[k].panel != pi)
 				continue;
-			sb_printf(&b, "%.1f,%.1f ", PX(series[k].x[i]),
-				  PY(logy ? log10(y) : y));
+			for (size_t i = 0; i < series[k].n; i++) {
+				if (!y_ok(&p, series[k].y[i]))
+					continue;
+				double y = yval(&p, series[k].y[i]);
+				p.y0 = fmin(p.y0, y);
+				p.y1 = fmax(p.y1, y);
+				if (!firstkey)
+					firstkey = series[k].ykey;
+			}
 		}
-		sb_printf(&b, "\"/>\n");
-		/* sparse series (e.g. periodic eval) also get point markers */
-		for (size_t i = 0; series[k].n <= 40 && i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
-				continue;
-			sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-				  PX(series[k].x[i]), PY(logy ? log10(y) : y), c);
+		if (!isfinite(p.y0))
+			p.y0 = 0, p.y1 = 1;
+		if (p.y1 == p.y0) {
+			double d = p.y0 ? fabs(p.y0) * 0.1 : 0.5;
+			p.y0 -= d;
+			p.y1 += d;
 		}
-		/* legend */
-		double ly = T + 16 + 16.0 * shown++;
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"%s\" stroke-width=\"2\"/>\n", W - R - 150, ly - 4,
-			  W - R - 130, ly - 4, c);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">", W - R - 124, ly);
-		sb_escaped(&b, series[k].ykey ? series[k].ykey : "");
-		sb_printf(&b, " (last %.4g)", series[k].y[series[k].n - 1]);
+		double pad = (p.y1 - p.y0) * 0.05;
+		p.y0 -= pad;
+		p.y1 += pad;
+		if (pi > 0 && p.y0 < 0 && p.y0 + pad >= 0)
+			p.y0 = 0; /* rates and speeds: start at zero */
+
+		/* grid, ticks and the y label */
+		double ys = nice_step(p.y1 - p.y0, p.h > 200 ? 6 : 3);
+		sb_printf(&b, "<g class=\"panel\" data-panel=\"%d\">\n", pi);
+		for (long long j = (long long)ceil(p.y0 / ys); j * ys <= p.y1 + ys * 1e-9; j++) {
+			double v = j * ys;
+			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				  "stroke=\"#e4e4e4\"/>\n", p.l, PY(&p, v), p.l + p.w, PY(&p, v));
+			sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
+				  p.l - 6, PY(&p, v) + 4, fmt_tick(p.logy ? pow(10, v) : v, tb, sizeof tb));
+		}
+		int bottom = slot[pi] == nextra;
+		for (long long j = (long long)ceil(x0 / xs); j * xs <= x1 + xs * 1e-9; j++) {
+			double px = p.l + (j * xs - x0) / (x1 - x0) * p.w;
+			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				  "stroke=\"#f0f0f0\"/>\n", px, p.t, px, p.t + p.h);
+			if (bottom)
+				sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+					  "fill=\"#666\">%s</text>\n", px, p.t + p.h + 16,
+					  fmt_tick(j * xs, tb, sizeof tb));
+		}
+		sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			  "fill=\"none\" stroke=\"#bbb\"/>\n", p.l, p.t, p.w, p.h);
+		const char *yl = pi == 0 && opts && opts->ylabel ? opts->ylabel : axis_label(firstkey);
+		sb_printf(&b, "<text class=\"ylabel\" transform=\"translate(18,%.1f) rotate(-90)\" "
+			  "text-anchor=\"middle\">", p.t + p.h / 2);
+		sb_escaped(&b, yl);
 		sb_printf(&b, "</text>\n");
+
+		/* the curves, clipped to the panel */
+		sb_printf(&b, "<clipPath id=\"clip%d\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+			  "height=\"%.1f\"/></clipPath>\n<g clip-path=\"url(#clip%d)\">\n",
+			  pi, p.l, p.t - 4, p.w, p.h + 8, pi);
+		size_t nth = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (series[k].panel != pi || series[k].n == 0)
+				continue;
+			size_t ci = multirun ? (size_t)series[k].run_index : pi ? 0 : nth;
+			nth++;
+			draw_series(&b, &p, &series[k], colors[ci % ncolors], smooth, x0, x1, tmp);
+		}
+		sb_printf(&b, "</g>\n</g>\n");
+
+		/* legend: the main panel's series, top right */
+		if (pi != 0)
+			continue;
+		size_t nl = 0, maxlen = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (series[k].panel != 0 || series[k].n == 0)
+				continue;
+			size_t len = (multirun && series[k].run ? strlen(series[k].run) + 1 : 0) +
+				     strlen(series[k].ykey ? series[k].ykey : "") + 16;
+			maxlen = len > maxlen ? len : maxlen;
+			nl++;
+		}
+		if (nl == 0)
+			continue;
+		double lw = 34 + 6.6 * (double)maxlen, lx = p.l + p.w - lw - 8, ly = p.t + 8;
+		sb_printf(&b, "<g class=\"legend\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+			  "height=\"%.1f\" rx=\"3\" fill=\"white\" fill-opacity=\"0.85\" "
+			  "stroke=\"#ccc\"/>\n", lx, ly, lw, 8 + 18.0 * (double)nl);
+		nth = 0;
+		size_t row = 0;
+		for (size_t k = 0; k < n; k++) {
+			const struct loom_series *s = &series[k];
+			if (s->panel != 0 || s->n == 0)
+				continue;
+			const char *c = colors[(multirun ? (size_t)s->run_index : nth) % ncolors];
+			nth++;
+			double ry = ly + 17 + 18.0 * (double)row++;
+			if (is_eval(s))
+				sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"white\" "
+					  "stroke=\"%s\" stroke-width=\"2\"/>\n", lx + 18, ry - 4, c);
+			else
+				sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+					  "stroke=\"%s\" stroke-width=\"2.5\"/>\n", lx + 8, ry - 4,
+					  lx + 28, ry - 4, c);
+			sb_printf(&b, "<text class=\"legend-entry\" x=\"%.1f\" y=\"%.1f\">", lx + 34, ry);
+			if (multirun && s->run) {
+				sb_escaped(&b, s->run);
+				sb_printf(&b, " ");
+			}
+			sb_escaped(&b, s->ykey ? s->ykey : "");
+			sb_printf(&b, " <tspan fill=\"#888\">%.4g</tspan></text>\n", s->y[s->n - 1]);
+		}
+		sb_printf(&b, "</g>\n");
 	}
-	sb_printf(&b, "</svg>\n");
-#undef PX
-#undef PY
+	const char *xl = opts && opts->xlabel ? opts->xlabel : n ? axis_label(series[0].xkey) : "";
+	sb_printf(&b, "<text class=\"xlabel\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+		  L + (W - L - R) / 2, H - 10);
+	sb_escaped(&b, xl);
+	sb_printf(&b, "</text>\n</svg>\n");
+	free(tmp);
 	if (b.oom) {
 		free(b.p);
 		return NULL;
