@@ -257,6 +257,26 @@ static void draw_series(struct sbuf *b, const struct panel *p, const struct loom
 			  p->l + (s->x[0] - x0) / (x1 - x0) * p->w, PY(p, yval(p, s->y[0])), c);
 }
 
+/* Legend text of a series: "run key" (the run only when there are several). */
+static void legend_text(struct sbuf *b, const struct loom_series *s, int multirun)
+{
+	if (multirun && s->run) {
+		sb_escaped(b, s->run);
+		sb_printf(b, " ");
+	}
+	sb_escaped(b, s->ykey ? s->ykey : "");
+}
+
+/* Rough width of a legend entry in pixels (12px sans-serif). */
+static double legend_width(const struct loom_series *s, int multirun)
+{
+	char v[32];
+	size_t len = (multirun && s->run ? strlen(s->run) + 1 : 0) +
+		     strlen(s->ykey ? s->ykey : "") + 1 +
+		     (size_t)snprintf(v, sizeof v, "%.4g", s->y[s->n - 1]);
+	return 28 + 6.2 * (double)len + 16;
+}
+
 char *loom_plot_svg(const struct loom_series *series, size_t n,
 		    const struct loom_plot_opts *opts)
 {
@@ -299,6 +319,21 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 	slot[0] = 0;
 
 	int W = opts && opts->width > 0 ? opts->width : 800;
+	/* the legend: a row of entries (the main panel's series) above it,
+	 * wrapped to the chart's width, so that it never hides a curve */
+	double legend_y = T, lx = L;
+	int legend_rows = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (series[k].panel != 0 || series[k].n == 0)
+			continue;
+		double w = legend_width(&series[k], multirun);
+		if (legend_rows == 0 || (lx + w > W - R && lx > L)) {
+			legend_rows++;
+			lx = L;
+		}
+		lx += w;
+	}
+	T += 20.0 * legend_rows + (legend_rows ? 4 : 0);
 	int H = opts && opts->height > 0 ? opts->height : 400 + 150 * nextra;
 	double extra_h = 124, plot_h = H - T - Bm - nextra * (extra_h + GAP);
 	if (plot_h < 60) { /* a small height: share it evenly */
@@ -322,6 +357,38 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 			  "font-weight=\"bold\">", L);
 		sb_escaped(&b, opts->title);
 		sb_printf(&b, "</text>\n");
+	}
+
+	if (legend_rows) {
+		size_t nth = 0;
+		int row = 0;
+		lx = L;
+		sb_printf(&b, "<g class=\"legend\">\n");
+		for (size_t k = 0; k < n; k++) {
+			const struct loom_series *s = &series[k];
+			if (s->panel != 0 || s->n == 0)
+				continue;
+			const char *c = colors[(multirun ? (size_t)s->run_index : nth) % ncolors];
+			double w = legend_width(s, multirun);
+			nth++;
+			if (lx + w > W - R && lx > L) {
+				row++;
+				lx = L;
+			}
+			double ry = legend_y + 20.0 * row + 8;
+			if (is_eval(s))
+				sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"white\" "
+					  "stroke=\"%s\" stroke-width=\"2\"/>\n", lx + 12, ry - 4, c);
+			else
+				sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+					  "stroke=\"%s\" stroke-width=\"2.5\"/>\n", lx + 2, ry - 4,
+					  lx + 22, ry - 4, c);
+			sb_printf(&b, "<text class=\"legend-entry\" x=\"%.1f\" y=\"%.1f\">", lx + 28, ry);
+			legend_text(&b, s, multirun);
+			sb_printf(&b, " <tspan fill=\"#888\">%.4g</tspan></text>\n", s->y[s->n - 1]);
+			lx += w;
+		}
+		sb_printf(&b, "</g>\n");
 	}
 
 	double xs = nice_step(x1 - x0, W > 500 ? 8 : 4);
@@ -399,50 +466,6 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 			draw_series(&b, &p, &series[k], colors[ci % ncolors], smooth, x0, x1, tmp);
 		}
 		sb_printf(&b, "</g>\n</g>\n");
-
-		/* legend: the main panel's series, top right */
-		if (pi != 0)
-			continue;
-		size_t nl = 0, maxlen = 0;
-		for (size_t k = 0; k < n; k++) {
-			if (series[k].panel != 0 || series[k].n == 0)
-				continue;
-			size_t len = (multirun && series[k].run ? strlen(series[k].run) + 1 : 0) +
-				     strlen(series[k].ykey ? series[k].ykey : "") + 16;
-			maxlen = len > maxlen ? len : maxlen;
-			nl++;
-		}
-		if (nl == 0)
-			continue;
-		double lw = 34 + 6.6 * (double)maxlen, lx = p.l + p.w - lw - 8, ly = p.t + 8;
-		sb_printf(&b, "<g class=\"legend\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-			  "height=\"%.1f\" rx=\"3\" fill=\"white\" fill-opacity=\"0.85\" "
-			  "stroke=\"#ccc\"/>\n", lx, ly, lw, 8 + 18.0 * (double)nl);
-		nth = 0;
-		size_t row = 0;
-		for (size_t k = 0; k < n; k++) {
-			const struct loom_series *s = &series[k];
-			if (s->panel != 0 || s->n == 0)
-				continue;
-			const char *c = colors[(multirun ? (size_t)s->run_index : nth) % ncolors];
-			nth++;
-			double ry = ly + 17 + 18.0 * (double)row++;
-			if (is_eval(s))
-				sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"white\" "
-					  "stroke=\"%s\" stroke-width=\"2\"/>\n", lx + 18, ry - 4, c);
-			else
-				sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-					  "stroke=\"%s\" stroke-width=\"2.5\"/>\n", lx + 8, ry - 4,
-					  lx + 28, ry - 4, c);
-			sb_printf(&b, "<text class=\"legend-entry\" x=\"%.1f\" y=\"%.1f\">", lx + 34, ry);
-			if (multirun && s->run) {
-				sb_escaped(&b, s->run);
-				sb_printf(&b, " ");
-			}
-			sb_escaped(&b, s->ykey ? s->ykey : "");
-			sb_printf(&b, " <tspan fill=\"#888\">%.4g</tspan></text>\n", s->y[s->n - 1]);
-		}
-		sb_printf(&b, "</g>\n");
 	}
 	const char *xl = opts && opts->xlabel ? opts->xlabel : n ? axis_label(series[0].xkey) : "";
 	sb_printf(&b, "<text class=\"xlabel\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",

@@ -175,6 +175,14 @@ int main(int argc, char **argv)
 	if (total == 0)
 		cli_die("no points: no line has both '%s' and one of the --y keys", xkey);
 
+	/* columns: the widest run name and key */
+	int rw = 0, kw = 10;
+	for (size_t k = 0; k < ns; k++) {
+		if (s[k].n && (int)strlen(s[k].run) > rw)
+			rw = (int)strlen(s[k].run);
+		if (s[k].n && (int)strlen(s[k].ykey) > kw)
+			kw = (int)strlen(s[k].ykey);
+	}
 	char *buf = malloc(spark * 3 + 1);
 	for (size_t k = 0; k < ns && spark; k++) {
 		if (s[k].n == 0)
@@ -184,9 +192,9 @@ int main(int argc, char **argv)
 			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
 		loom_sparkline(s[k].y, s[k].n, spark, buf, spark * 3 + 1);
 		if (nruns > 1)
-			printf("%s ", s[k].run);
-		printf("%-10s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
-		       s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
+			printf("%-*s ", rw, s[k].run);
+		printf("%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
+		       kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
 		       s[k].x[0], s[k].x[s[k].n - 1]);
 	}
 	free(buf);
