@@ -124,6 +124,32 @@ static double nice_step(double range, int want)
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
+/* Widen an empty range [lo, lo] around its value. */
+static void widen(double *lo, double *hi)
+{
+	if (*hi > *lo)
+		return;
+	double d = *lo != 0 ? fabs(*lo) * 0.1 : 0.5;
+	*lo -= d;
+	*hi += d;
+	if (!(*hi > *lo)) { /* d underflowed */
+		*lo -= 0.5;
+		*hi += 0.5;
+	}
+}
+
+/* Indices [*a, *b] of the multiples of step inside [lo, hi]; 0 when there
+ * are none worth drawing (an extreme range: values near DBL_MAX). */
+static int ticks(double lo, double hi, double step, long long *a, long long *b)
+{
+	if (!(step > 0) || !isfinite(step) || !(fabs(lo / step) < 1e15) ||
+	    !(fabs(hi / step) < 1e15))
+		return 0;
+	*a = (long long)ceil(lo / step);
+	*b = (long long)floor(hi / step + 1e-9);
+	return *b - *a < 1000;
+}
+
 /* Tick label: 4 significant digits, thousands as k / M / G (12k, 1.5M). */
 static const char *fmt_tick(double v, char *buf, size_t len)
 {
@@ -311,8 +337,7 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 	}
 	if (!isfinite(x0))
 		x0 = 0, x1 = 1;
-	if (x1 == x0)
-		x1 = x0 + 1;
+	widen(&x0, &x1);
 	int slot[16], nextra = 0;
 	for (int pi = 1; pi <= maxpanel; pi++)
 		slot[pi] = used[pi] ? ++nextra : 0;
@@ -414,11 +439,7 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 		}
 		if (!isfinite(p.y0))
 			p.y0 = 0, p.y1 = 1;
-		if (p.y1 == p.y0) {
-			double d = p.y0 ? fabs(p.y0) * 0.1 : 0.5;
-			p.y0 -= d;
-			p.y1 += d;
-		}
+		widen(&p.y0, &p.y1);
 		double pad = (p.y1 - p.y0) * 0.05;
 		p.y0 -= pad;
 		p.y1 += pad;
@@ -428,7 +449,10 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 		/* grid, ticks and the y label */
 		double ys = nice_step(p.y1 - p.y0, p.h > 200 ? 6 : 3);
 		sb_printf(&b, "<g class=\"panel\" data-panel=\"%d\">\n", pi);
-		for (long long j = (long long)ceil(p.y0 / ys); j * ys <= p.y1 + ys * 1e-9; j++) {
+		long long ja = 0, jb = -1;
+		if (!ticks(p.y0, p.y1, ys, &ja, &jb))
+			jb = ja - 1;
+		for (long long j = ja; j <= jb; j++) {
 			double v = j * ys;
 			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 				  "stroke=\"#e4e4e4\"/>\n", p.l, PY(&p, v), p.l + p.w, PY(&p, v));
@@ -436,7 +460,10 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 				  p.l - 6, PY(&p, v) + 4, fmt_tick(p.logy ? pow(10, v) : v, tb, sizeof tb));
 		}
 		int bottom = slot[pi] == nextra;
-		for (long long j = (long long)ceil(x0 / xs); j * xs <= x1 + xs * 1e-9; j++) {
+		ja = 0, jb = -1;
+		if (!ticks(x0, x1, xs, &ja, &jb))
+			jb = ja - 1;
+		for (long long j = ja; j <= jb; j++) {
 			double px = p.l + (j * xs - x0) / (x1 - x0) * p.w;
 			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 				  "stroke=\"#f0f0f0\"/>\n", px, p.t, px, p.t + p.h);
