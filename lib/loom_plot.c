@@ -220,6 +220,36 @@ static int y_ok(const struct panel *p, double y)
 	return !p->logy || y > 0;
 }
 
+/* Tick values (data units) for a panel's y axis, about `want` of them: nice
+ * linear steps, on a log axis too unless it spans decades (then 1, 2, 5 x
+ * 10^k, or powers of ten alone). */
+static size_t yticks(const struct panel *p, int want, double *out, size_t max)
+{
+	size_t n = 0;
+	long long a, b;
+	if (p->logy && p->y1 - p->y0 > 1) {
+		int mult = p->y1 - p->y0 < 3 ? 3 : 1;
+		static const double m[3] = { 1, 2, 5 };
+		if (!ticks(p->y0, p->y1, 1, &a, &b))
+			return 0;
+		for (long long k = a - 1; k <= b && n < max; k++)
+			for (int i = 0; i < mult && n < max; i++) {
+				double v = m[i] * pow(10, (double)k);
+				if (log10(v) >= p->y0 && log10(v) <= p->y1)
+					out[n++] = v;
+			}
+		return n;
+	}
+	double lo = p->logy ? pow(10, p->y0) : p->y0, hi = p->logy ? pow(10, p->y1) : p->y1;
+	double step = nice_step(hi - lo, want);
+	if (!ticks(lo, hi, step, &a, &b))
+		return 0;
+	for (long long j = a; j <= b && n < max; j++)
+		if (!p->logy || j * step > 0)
+			out[n++] = j * step;
+	return n;
+}
+
 #define PY(p, v) ((p)->t + (p)->h - ((v) - (p)->y0) / ((p)->y1 - (p)->y0) * (p)->h)
 
 static void path_d(struct sbuf *b, const struct panel *p, const double *x,
@@ -447,18 +477,17 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 			p.y0 = 0; /* rates and speeds: start at zero */
 
 		/* grid, ticks and the y label */
-		double ys = nice_step(p.y1 - p.y0, p.h > 200 ? 6 : 3);
+		double tv[64];
+		size_t nt = yticks(&p, p.h > 200 ? 6 : 3, tv, sizeof tv / sizeof tv[0]);
 		sb_printf(&b, "<g class=\"panel\" data-panel=\"%d\">\n", pi);
-		long long ja = 0, jb = -1;
-		if (!ticks(p.y0, p.y1, ys, &ja, &jb))
-			jb = ja - 1;
-		for (long long j = ja; j <= jb; j++) {
-			double v = j * ys;
+		for (size_t t = 0; t < nt; t++) {
+			double py = PY(&p, yval(&p, tv[t]));
 			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-				  "stroke=\"#e4e4e4\"/>\n", p.l, PY(&p, v), p.l + p.w, PY(&p, v));
+				  "stroke=\"#e4e4e4\"/>\n", p.l, py, p.l + p.w, py);
 			sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
-				  p.l - 6, PY(&p, v) + 4, fmt_tick(p.logy ? pow(10, v) : v, tb, sizeof tb));
+				  p.l - 6, py + 4, fmt_tick(tv[t], tb, sizeof tb));
 		}
+		long long ja, jb;
 		int bottom = slot[pi] == nextra;
 		ja = 0, jb = -1;
 		if (!ticks(x0, x1, xs, &ja, &jb))

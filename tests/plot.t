@@ -41,6 +41,13 @@ is "$(smooth_d smooth "$T/s9.svg" | grep -o 'M[0-9.,]*')" "$(smooth_d raw "$T/s9
 run loom-plot --smooth 1 "$T/log.jsonl"
 is_rc 2 "--smooth 1 is a usage error"
 
+run loom-plot -q --logy "$T/log.jsonl" -o "$T/logy.svg"
+is "$(grep -o 'text-anchor="end" fill="#666">[^<]*' "$T/logy.svg" | sed 's/.*>//' | tr '\n' ' ')" "1 2 5 10 " \
+	"--logy over a decade: ticks at 1, 2, 5 x 10^k"
+run loom-plot -q "$T/log.jsonl" -o "$T/lin.svg"
+is "$(grep -o 'text-anchor="end" fill="#666">[^<]*' "$T/lin.svg" | sed 's/.*>//' | tr '\n' ' ')" "2 4 6 8 10 " \
+	"linear y: nice steps"
+
 # several runs overlaid, and the lr / tokens/s panels
 for r in a b; do
 	awk -v r=$r 'BEGIN { for (i = 1; i <= 20; i++) printf "{\"step\":%d,\"loss\":%g,\"lr\":%g,\"tokens_per_s\":%d}\n", i, (r == "a" ? 8 : 9) / i + i % 3, 0.001 * i / 20, 1000 + i
