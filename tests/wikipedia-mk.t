@@ -6,7 +6,8 @@ ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
 BIN=$(dirname "$(command -v loom-shard)")/
 DUMP=$SHARE/sample/samplewiki-20260101-pages-articles-multistream.xml.bz2
-mk() { make -s -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 "$@"; }
+# a user's make, not a sub-make of `make check` (its jobserver is not passed down)
+mk() { MAKEFLAGS= MFLAGS= MAKELEVEL= make -s -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 "$@"; }
 
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -j2
 is_rc 0 "local dump -> shards (make -j2)"
