@@ -124,125 +124,411 @@ static double nice_step(double range, int want)
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
+/* Widen an empty range [lo, lo] around its value. */
+static void widen(double *lo, double *hi)
+{
+	if (*hi > *lo)
+		return;
+	double d = *lo != 0 ? fabs(*lo) * 0.1 : 0.5;
+	*lo -= d;
+	*hi += d;
+	if (!(*hi > *lo)) { /* d underflowed */
+		*lo -= 0.5;
+		*hi += 0.5;
+	}
+}
+
+/* Indices [*a, *b] of the multiples of step inside [lo, hi]; 0 when there
+ * are none worth drawing (an extreme range: values near DBL_MAX). */
+static int ticks(double lo, double hi, double step, long long *a, long long *b)
+{
+	if (!(step > 0) || !isfinite(step) || !(fabs(lo / step) < 1e15) ||
+	    !(fabs(hi / step) < 1e15))
+		return 0;
+	*a = (long long)ceil(lo / step);
+	*b = (long long)floor(hi / step + 1e-9);
+	return *b - *a < 1000;
+}
+
+/* Tick label: 4 significant digits, thousands as k / M / G (12k, 1.5M). */
+static const char *fmt_tick(double v, char *buf, size_t len)
+{
+	static const char *sfx[] = { "k", "M", "G" };
+	double a = fabs(v);
+	int u = -1;
+	while (a >= 1000 && u < 2) {
+		a /= 1000;
+		v /= 1000;
+		u++;
+	}
+	if (fabs(v) < 1e-12)
+		v = 0;
+	snprintf(buf, len, "%.4g%s", v, u >= 0 ? sfx[u] : "");
+	return buf;
+}
+
+void loom_ema(const double *y, size_t n, double w, double *out)
+{
+	double last = 0;
+	for (size_t i = 0; i < n; i++) {
+		last = last * w + (1 - w) * y[i];
+		/* debias: the average starts at 0, not at y[0] */
+		out[i] = w > 0 ? last / (1 - pow(w, (double)(i + 1))) : y[i];
+	}
+}
+
+/* Axis label for a key loom-train logs: the quantity and its unit. */
+static const char *axis_label(const char *key)
+{
+	static const struct { const char *key, *label; } tab[] = {
+		{ "loss", "loss (nats/token)" },
+		{ "eval_loss", "loss (nats/token)" },
+		{ "eval_ppl", "perplexity" },
+		{ "eval_acc", "next-token accuracy" },
+		{ "lr", "learning rate" },
+		{ "tokens_per_s", "throughput (tokens/s)" },
+		{ "grad_norm", "gradient norm" },
+		{ "tokens", "tokens" },
+		{ "seconds", "time (s)" },
+		{ "step", "step" },
+	};
+	for (size_t i = 0; key && i < sizeof tab / sizeof tab[0]; i++)
+		if (strcmp(key, tab[i].key) == 0)
+			return tab[i].label;
+	return key ? key : "";
+}
+
+static int is_eval(const struct loom_series *s)
+{
+	return s->ykey && strncmp(s->ykey, "eval_", 5) == 0;
+}
+
+/* One panel: a box on the page and its y range. */
+struct panel {
+	double l, t, w, h;
+	double y0, y1;
+	int logy;
+};
+
+static double yval(const struct panel *p, double y)
+{
+	return p->logy ? log10(y) : y;
+}
+
+static int y_ok(const struct panel *p, double y)
+{
+	return !p->logy || y > 0;
+}
+
+/* Tick values (data units) for a panel's y axis, about `want` of them: nice
+ * linear steps, on a log axis too unless it spans decades (then 1, 2, 5 x
+ * 10^k, or powers of ten alone). */
+static size_t yticks(const struct panel *p, int want, double *out, size_t max)
+{
+	size_t n = 0;
+	long long a, b;
+	if (p->logy && p->y1 - p->y0 > 1) {
+		int mult = p->y1 - p->y0 < 3 ? 3 : 1;
+		static const double m[3] = { 1, 2, 5 };
+		if (!ticks(p->y0, p->y1, 1, &a, &b))
+			return 0;
+		for (long long k = a - 1; k <= b && n < max; k++)
+			for (int i = 0; i < mult && n < max; i++) {
+				double v = m[i] * pow(10, (double)k);
+				if (log10(v) >= p->y0 && log10(v) <= p->y1)
+					out[n++] = v;
+			}
+		return n;
+	}
+	double lo = p->logy ? pow(10, p->y0) : p->y0, hi = p->logy ? pow(10, p->y1) : p->y1;
+	double step = nice_step(hi - lo, want);
+	if (!ticks(lo, hi, step, &a, &b))
+		return 0;
+	for (long long j = a; j <= b && n < max; j++)
+		if (!p->logy || j * step > 0)
+			out[n++] = j * step;
+	return n;
+}
+
+#define PY(p, v) ((p)->t + (p)->h - ((v) - (p)->y0) / ((p)->y1 - (p)->y0) * (p)->h)
+
+static void path_d(struct sbuf *b, const struct panel *p, const double *x,
+		   const double *y, size_t n, double x0, double x1)
+{
+	int first = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!y_ok(p, y[i]))
+			continue;
+		sb_printf(b, "%s%.1f,%.1f", first ? "M" : "L",
+			  p->l + (x[i] - x0) / (x1 - x0) * p->w, PY(p, yval(p, y[i])));
+		first = 0;
+	}
+}
+
+static void series_attrs(struct sbuf *b, const struct loom_series *s)
+{
+	sb_printf(b, " data-run=\"");
+	sb_escaped(b, s->run ? s->run : "");
+	sb_printf(b, "\" data-key=\"");
+	sb_escaped(b, s->ykey ? s->ykey : "");
+	sb_printf(b, "\"");
+}
+
+static void draw_series(struct sbuf *b, const struct panel *p, const struct loom_series *s,
+			const char *c, double smooth, double x0, double x1, double *tmp)
+{
+	if (is_eval(s)) {
+		/* evaluation: sparse points, joined by a thin dashed line */
+		sb_printf(b, "<path class=\"eval\"");
+		series_attrs(b, s);
+		sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
+			  "stroke-dasharray=\"4 3\" d=\"", c);
+		path_d(b, p, s->x, s->y, s->n, x0, x1);
+		sb_printf(b, "\"/>\n");
+		for (size_t i = 0; i < s->n; i++)
+			if (y_ok(p, s->y[i]))
+				sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
+					  "fill=\"white\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+					  p->l + (s->x[i] - x0) / (x1 - x0) * p->w,
+					  PY(p, yval(p, s->y[i])), c);
+		return;
+	}
+	int smoothed = smooth > 0 && s->n > 1;
+	sb_printf(b, "<path class=\"raw\"");
+	series_attrs(b, s);
+	sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", c,
+		  smoothed ? "1" : "1.5", smoothed ? " stroke-opacity=\"0.25\"" : "");
+	path_d(b, p, s->x, s->y, s->n, x0, x1);
+	sb_printf(b, "\"/>\n");
+	if (smoothed) {
+		loom_ema(s->y, s->n, smooth, tmp);
+		sb_printf(b, "<path class=\"smooth\"");
+		series_attrs(b, s);
+		sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"2\" d=\"", c);
+		path_d(b, p, s->x, tmp, s->n, x0, x1);
+		sb_printf(b, "\"/>\n");
+	}
+	if (s->n == 1 && y_ok(p, s->y[0]))
+		sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+			  p->l + (s->x[0] - x0) / (x1 - x0) * p->w, PY(p, yval(p, s->y[0])), c);
+}
+
+/* Legend text of a series: "run key" (the run only when there are several). */
+static void legend_text(struct sbuf *b, const struct loom_series *s, int multirun)
+{
+	if (multirun && s->run) {
+		sb_escaped(b, s->run);
+		sb_printf(b, " ");
+	}
+	sb_escaped(b, s->ykey ? s->ykey : "");
+}
+
+/* Rough width of a legend entry in pixels (12px sans-serif). */
+static double legend_width(const struct loom_series *s, int multirun)
+{
+	char v[32];
+	size_t len = (multirun && s->run ? strlen(s->run) + 1 : 0) +
+		     strlen(s->ykey ? s->ykey : "") + 1 +
+		     (size_t)snprintf(v, sizeof v, "%.4g", s->y[s->n - 1]);
+	return 28 + 6.2 * (double)len + 16;
+}
+
 char *loom_plot_svg(const struct loom_series *series, size_t n,
 		    const struct loom_plot_opts *opts)
 {
-	static const char *colors[] = { "#1f77b4", "#d62728", "#2ca02c",
-					"#ff7f0e", "#9467bd", "#8c564b" };
-	int W = opts && opts->width > 0 ? opts->width : 800;
-	int H = opts && opts->height > 0 ? opts->height : 400;
-	int logy = opts && opts->logy;
-	const double L = 70, R = 20, T = 40, Bm = 50;
-	double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-	struct sbuf b = { malloc(4096), 0, 4096, 0 };
-	if (!b.p)
-		return NULL;
+	/* TensorBoard-like run colours */
+	static const char *colors[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+					"#9467bd", "#8c564b", "#e377c2", "#17becf" };
+	const size_t ncolors = sizeof colors / sizeof colors[0];
+	double smooth = opts && opts->smooth > 0 && opts->smooth < 1 ? opts->smooth : 0;
+	const double L = 78, R = 24, Bm = 46, GAP = 26;
+	double T = opts && opts->title ? 40 : 16;
+	double x0 = INFINITY, x1 = -INFINITY;
+	int maxpanel = 0, multirun = 0;
+	size_t maxn = 0;
+	char tb[32];
 
-	for (size_t k = 0; k < n; k++)
+	/* which panels have points (they are laid out in order, empty ones
+	 * dropped); the shared x range */
+	int used[16] = { 0 };
+	for (size_t k = 0; k < n; k++) {
+		int pi = series[k].panel < 0 ? 0 : series[k].panel > 15 ? 15 : series[k].panel;
+		if (series[k].run_index != series[0].run_index)
+			multirun = 1;
+		if (series[k].n > maxn)
+			maxn = series[k].n;
 		for (size_t i = 0; i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
-				continue;
-			y = logy ? log10(y) : y;
 			x0 = fmin(x0, series[k].x[i]);
 			x1 = fmax(x1, series[k].x[i]);
-			y0 = fmin(y0, y);
-			y1 = fmax(y1, y);
+			used[pi] = 1;
 		}
-	if (!isfinite(x0)) { /* no points at all */
-		x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+		if (pi > maxpanel)
+			maxpanel = pi;
 	}
-	/* a flat range gets a width that shows at its magnitude (1 next to
-	 * 1.3e15 is below the spacing of doubles) */
-	if (x1 == x0)
-		x1 = x0 + fmax(1, fabs(x0) * 1e-6);
-	if (y1 == y0) {
-		double h = fmax(0.5, fabs(y0) * 1e-6);
-		y0 -= h;
-		y1 += h;
+	if (!isfinite(x0))
+		x0 = 0, x1 = 1;
+	widen(&x0, &x1);
+	int slot[16], nextra = 0;
+	for (int pi = 1; pi <= maxpanel; pi++)
+		slot[pi] = used[pi] ? ++nextra : 0;
+	slot[0] = 0;
+
+	int W = opts && opts->width > 0 ? opts->width : 800;
+	/* the legend: a row of entries (the main panel's series) above it,
+	 * wrapped to the chart's width, so that it never hides a curve */
+	double legend_y = T, lx = L;
+	int legend_rows = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (series[k].panel != 0 || series[k].n == 0)
+			continue;
+		double w = legend_width(&series[k], multirun);
+		if (legend_rows == 0 || (lx + w > W - R && lx > L)) {
+			legend_rows++;
+			lx = L;
+		}
+		lx += w;
 	}
-	double pad = (y1 - y0) * 0.05;
-	y0 -= pad;
-	y1 += pad;
-#define PX(v) (L + ((v) - x0) / (x1 - x0) * (W - L - R))
-#define PY(v) (H - Bm - ((v) - y0) / (y1 - y0) * (H - T - Bm))
+	T += 20.0 * legend_rows + (legend_rows ? 4 : 0);
+	int H = opts && opts->height > 0 ? opts->height : 400 + 150 * nextra;
+	double extra_h = 124, plot_h = H - T - Bm - nextra * (extra_h + GAP);
+	if (plot_h < 60) { /* a small height: share it evenly */
+		extra_h = (H - T - Bm - nextra * GAP) / (nextra + 1);
+		plot_h = extra_h;
+	}
+	double *tmp = malloc((maxn ? maxn : 1) * sizeof *tmp);
+	struct sbuf b = { malloc(4096), 0, 4096, 0 };
+	if (!b.p || !tmp) {
+		free(b.p);
+		free(tmp);
+		return NULL;
+	}
 
 	sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		  "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" "
-		  "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-		  "fill=\"white\"/>\n", W, H, W, H);
+		  "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"Roboto, Helvetica, "
+		  "Arial, sans-serif\" font-size=\"12\" fill=\"#333\">\n<rect width=\"100%%\" "
+		  "height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
 	if (opts && opts->title) {
-		sb_printf(&b, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" "
-			  "font-size=\"16\">", W / 2);
+		sb_printf(&b, "<text class=\"title\" x=\"%.1f\" y=\"26\" font-size=\"15\" "
+			  "font-weight=\"bold\">", L);
 		sb_escaped(&b, opts->title);
 		sb_printf(&b, "</text>\n");
 	}
-	/* grid and tick labels */
-	double ys = nice_step(y1 - y0, 6), xs = nice_step(x1 - x0, 8);
-	/* ticks by index: v += step could stop moving at a large magnitude */
-	for (int t = 0; t < 64; t++) {
-		double v = (ceil(y0 / ys) + t) * ys;
-		if (v > y1 + 1e-12)
-			break;
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"#ddd\"/>\n", L, PY(v), W - R, PY(v));
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
-			  L - 6, PY(v) + 4, logy ? pow(10, v) : v);
-	}
-	for (int t = 0; t < 64; t++) {
-		double v = (ceil(x0 / xs) + t) * xs;
-		if (v > x1 + 1e-12)
-			break;
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"#eee\"/>\n", PX(v), T, PX(v), H - Bm);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
-			  PX(v), H - Bm + 16, v);
-	}
-	sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-		  "fill=\"none\" stroke=\"#444\"/>\n", L, T, W - L - R, H - T - Bm);
-	const char *xl = opts && opts->xlabel ? opts->xlabel
-			 : n ? series[0].xkey : "";
-	sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", (L + W - R) / 2,
-		  H - 12);
-	sb_escaped(&b, xl ? xl : "");
-	sb_printf(&b, "</text>\n");
 
-	size_t shown = 0; /* series with points: only those get a line and a legend */
-	for (size_t k = 0; k < n; k++) {
-		if (series[k].n == 0)
-			continue;
-		const char *c = colors[shown % (sizeof colors / sizeof colors[0])];
-		sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-			  "points=\"", c);
-		for (size_t i = 0; i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
+	if (legend_rows) {
+		size_t nth = 0;
+		int row = 0;
+		lx = L;
+		sb_printf(&b, "<g class=\"legend\">\n");
+		for (size_t k = 0; k < n; k++) {
+			const struct loom_series *s = &series[k];
+			if (s->panel != 0 || s->n == 0)
 				continue;
-			sb_printf(&b, "%.1f,%.1f ", PX(series[k].x[i]),
-				  PY(logy ? log10(y) : y));
+			const char *c = colors[(multirun ? (size_t)s->run_index : nth) % ncolors];
+			double w = legend_width(s, multirun);
+			nth++;
+			if (lx + w > W - R && lx > L) {
+				row++;
+				lx = L;
+			}
+			double ry = legend_y + 20.0 * row + 8;
+			if (is_eval(s))
+				sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"white\" "
+					  "stroke=\"%s\" stroke-width=\"2\"/>\n", lx + 12, ry - 4, c);
+			else
+				sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+					  "stroke=\"%s\" stroke-width=\"2.5\"/>\n", lx + 2, ry - 4,
+					  lx + 22, ry - 4, c);
+			sb_printf(&b, "<text class=\"legend-entry\" x=\"%.1f\" y=\"%.1f\">", lx + 28, ry);
+			legend_text(&b, s, multirun);
+			sb_printf(&b, " <tspan fill=\"#888\">%.4g</tspan></text>\n", s->y[s->n - 1]);
+			lx += w;
 		}
-		sb_printf(&b, "\"/>\n");
-		/* sparse series (e.g. periodic eval) also get point markers */
-		for (size_t i = 0; series[k].n <= 40 && i < series[k].n; i++) {
-			double y = series[k].y[i];
-			if (logy && y <= 0)
-				continue;
-			sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-				  PX(series[k].x[i]), PY(logy ? log10(y) : y), c);
-		}
-		/* legend */
-		double ly = T + 16 + 16.0 * shown++;
-		sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			  "stroke=\"%s\" stroke-width=\"2\"/>\n", W - R - 150, ly - 4,
-			  W - R - 130, ly - 4, c);
-		sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">", W - R - 124, ly);
-		sb_escaped(&b, series[k].ykey ? series[k].ykey : "");
-		sb_printf(&b, " (last %.4g)", series[k].y[series[k].n - 1]);
-		sb_printf(&b, "</text>\n");
+		sb_printf(&b, "</g>\n");
 	}
-	sb_printf(&b, "</svg>\n");
-#undef PX
-#undef PY
+
+	double xs = nice_step(x1 - x0, W > 500 ? 8 : 4);
+	for (int pi = 0; pi <= maxpanel; pi++) {
+		if (pi > 0 && !used[pi])
+			continue;
+		struct panel p = { L, T + (slot[pi] ? plot_h + GAP + (slot[pi] - 1) * (extra_h + GAP) : 0),
+				   W - L - R, slot[pi] ? extra_h : plot_h, INFINITY, -INFINITY,
+				   pi == 0 && opts && opts->logy };
+		const char *firstkey = NULL;
+		for (size_t k = 0; k < n; k++) {
+			if (series[k].panel != pi)
+				continue;
+			for (size_t i = 0; i < series[k].n; i++) {
+				if (!y_ok(&p, series[k].y[i]))
+					continue;
+				double y = yval(&p, series[k].y[i]);
+				p.y0 = fmin(p.y0, y);
+				p.y1 = fmax(p.y1, y);
+				if (!firstkey)
+					firstkey = series[k].ykey;
+			}
+		}
+		if (!isfinite(p.y0))
+			p.y0 = 0, p.y1 = 1;
+		widen(&p.y0, &p.y1);
+		double pad = (p.y1 - p.y0) * 0.05;
+		p.y0 -= pad;
+		p.y1 += pad;
+		if (pi > 0 && p.y0 < 0 && p.y0 + pad >= 0)
+			p.y0 = 0; /* rates and speeds: start at zero */
+
+		/* grid, ticks and the y label */
+		double tv[64];
+		size_t nt = yticks(&p, p.h > 200 ? 6 : 3, tv, sizeof tv / sizeof tv[0]);
+		sb_printf(&b, "<g class=\"panel\" data-panel=\"%d\">\n", pi);
+		for (size_t t = 0; t < nt; t++) {
+			double py = PY(&p, yval(&p, tv[t]));
+			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				  "stroke=\"#e4e4e4\"/>\n", p.l, py, p.l + p.w, py);
+			sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
+				  p.l - 6, py + 4, fmt_tick(tv[t], tb, sizeof tb));
+		}
+		long long ja, jb;
+		int bottom = slot[pi] == nextra;
+		ja = 0, jb = -1;
+		if (!ticks(x0, x1, xs, &ja, &jb))
+			jb = ja - 1;
+		for (long long j = ja; j <= jb; j++) {
+			double px = p.l + (j * xs - x0) / (x1 - x0) * p.w;
+			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+				  "stroke=\"#f0f0f0\"/>\n", px, p.t, px, p.t + p.h);
+			if (bottom)
+				sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+					  "fill=\"#666\">%s</text>\n", px, p.t + p.h + 16,
+					  fmt_tick(j * xs, tb, sizeof tb));
+		}
+		sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			  "fill=\"none\" stroke=\"#bbb\"/>\n", p.l, p.t, p.w, p.h);
+		const char *yl = pi == 0 && opts && opts->ylabel ? opts->ylabel : axis_label(firstkey);
+		sb_printf(&b, "<text class=\"ylabel\" transform=\"translate(18,%.1f) rotate(-90)\" "
+			  "text-anchor=\"middle\">", p.t + p.h / 2);
+		sb_escaped(&b, yl);
+		sb_printf(&b, "</text>\n");
+
+		/* the curves, clipped to the panel */
+		sb_printf(&b, "<clipPath id=\"clip%d\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+			  "height=\"%.1f\"/></clipPath>\n<g clip-path=\"url(#clip%d)\">\n",
+			  pi, p.l, p.t - 4, p.w, p.h + 8, pi);
+		size_t nth = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (series[k].panel != pi || series[k].n == 0)
+				continue;
+			size_t ci = multirun ? (size_t)series[k].run_index : pi ? 0 : nth;
+			nth++;
+			draw_series(&b, &p, &series[k], colors[ci % ncolors], smooth, x0, x1, tmp);
+		}
+		sb_printf(&b, "</g>\n</g>\n");
+	}
+	const char *xl = opts && opts->xlabel ? opts->xlabel : n ? axis_label(series[0].xkey) : "";
+	sb_printf(&b, "<text class=\"xlabel\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+		  L + (W - L - R) / 2, H - 10);
+	sb_escaped(&b, xl);
+	sb_printf(&b, "</text>\n</svg>\n");
+	free(tmp);
 	if (b.oom) {
 		free(b.p);
 		return NULL;

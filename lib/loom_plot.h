@@ -4,9 +4,14 @@
  *
  * Purpose: `loom-plot` (and `make demo`) show the loss curve of a run from
  * the JSON-lines log loom-train writes (`{"step":1,"loss":4.1,...}`).
- * A series collects (x, y) points for one key; lines lacking the key, or
- * with a non-numeric value, are skipped for that series (eval lines carry
- * other keys than step lines).
+ * A series collects (x, y) points for one key of one run (one log file);
+ * lines lacking the key, or with a non-numeric value, are skipped for that
+ * series (eval lines carry other keys than step lines).  The chart draws
+ * every series of every run on shared x axes: the main panel (loss) and
+ * optional small panels below it (learning rate, tokens/s); a training
+ * series as a faint raw curve under its exponential moving average (as
+ * TensorBoard does), an `eval_*` series as markers; one colour per run
+ * (per key when there is a single run), and a legend.
  *
  * Ownership: loom_series_init/_release; loom_plot_svg returns a malloc'd
  * string the caller frees.  Errors: 0 or a negative LOOM_E* code with the
@@ -21,6 +26,9 @@
 
 struct loom_series {
 	const char *xkey, *ykey;   /* borrowed: JSON keys for x and y */
+	const char *run;           /* borrowed: run name for the legend, or NULL */
+	int run_index;             /* series of one run share it (and a colour) */
+	int panel;                 /* 0 = main panel, 1.. = small panels below */
 	double *x, *y;
 	size_t n, cap;
 	struct loom_err err;
@@ -38,11 +46,17 @@ int loom_series_add_json(struct loom_series *s, size_t n, const char *line, size
 struct loom_plot_opts {
 	const char *title;      /* may be NULL */
 	const char *xlabel;     /* may be NULL: the first series' xkey */
-	int width, height;      /* pixels; 0 = 800 x 400 */
-	int logy;               /* log-scale y axis (all y must be > 0) */
+	const char *ylabel;     /* main panel; NULL: first key and its unit */
+	int width, height;      /* pixels; 0 = 800 x 400, +150 per extra panel */
+	int logy;               /* log-scale y axis of the main panel */
+	double smooth;          /* EMA weight in [0, 1); 0 draws raw curves only */
 };
 
-/* SVG line chart of n series; NULL on allocation failure. */
+/* TensorBoard's smoothing: out[i] = debiased exponential moving average of
+ * y[0..i] with weight w in [0, 1) (w = 0 copies y).  out may be y. */
+void loom_ema(const double *y, size_t n, double w, double *out);
+
+/* SVG chart of n series (see above); NULL on allocation failure. */
 char *loom_plot_svg(const struct loom_series *series, size_t n,
 		    const struct loom_plot_opts *opts);
 

@@ -98,8 +98,18 @@ printf '0 47\nx\n' > junk.tfrecord.index; cp $f junk.tfrecord
 bad "malformed index" "^loom-cat: junk.tfrecord.index: line 2: not '<offset> <size>'$" --range 0:1 junk.tfrecord
 bad "missing file" "^loom-cat: cannot open 'nope': No such file or directory$" nope
 
-run loom-cat
-is_rc 2 "no file: exit 2"
+loom-cat --ids < $f > nofile.txt
+same_file nofile.txt <(loom-cat --ids $f) "no FILE: reads stdin"
+run loom-cat < /dev/null
+is_rc 0 "no FILE, empty stdin: no records, exit 0"
+is "$(cat "$out" "$err")" "" "and no output"
+run loom-cat --range 0:1 < $f
+is_rc 2 "no FILE with --range: exit 2 (stdin has no index)"
+if command -v script >/dev/null; then
+	rc=0; script -qec "loom-cat" "$T/tty" > /dev/null 2>&1 < /dev/null || rc=$?
+	is_rc 2 "no FILE and stdin a terminal: exit 2"
+	like "$T/tty" "^loom-cat: no input file, and stdin is a terminal" "says so"
+fi
 run loom-cat --range 5:2 $f
 is_rc 2 "--range end before start: exit 2"
 run loom-cat --range x:2 $f

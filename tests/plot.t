@@ -15,13 +15,71 @@ is "$(head -c 1 "$out" | wc -c)" 1 "stdout has data"
 is "$(wc -c < "$err")" 0 "nothing on stderr"
 like "$T/chart.svg" '^<svg xmlns="http://www.w3.org/2000/svg"' "SVG written"
 like "$T/chart.svg" 'a &lt;run&gt;' "title escaped"
-like "$T/chart.svg" '<polyline' "a line per series"
-is "$(grep -c '<polyline' "$T/chart.svg")" 2 "two series"
+is "$(grep -c 'class="raw"' "$T/chart.svg")" 1 "one raw training curve"
+is "$(grep -c 'class="smooth"' "$T/chart.svg")" 1 "smoothed by default, drawn over it"
+like "$T/chart.svg" 'class="raw"[^>]*stroke-opacity="0.25"' "the raw curve is faint"
+is "$(grep -c 'class="eval"' "$T/chart.svg")" 1 "eval series drawn as points"
+is "$(grep -c '<circle' "$T/chart.svg")" 2 "a marker per eval point (and its legend entry)"
+like "$T/chart.svg" 'class="ylabel"[^>]*>loss \(nats/token\)</text>' "y axis label with the unit"
+like "$T/chart.svg" 'class="xlabel"[^>]*>step</text>' "x axis label"
+is "$(grep -c 'class="legend-entry"' "$T/chart.svg")" 2 "a legend entry per series"
+like "$T/chart.svg" 'class="legend-entry"[^>]*>loss <' "legend names the key"
+no_tmp_left "$T" "no temporary file left"
+
+smooth_d() { grep -o "class=\"$1\"[^>]*" "$2" | grep -o ' d="[^"]*"'; }
+run loom-plot -q --smooth 0 "$T/log.jsonl" -o "$T/raw.svg" --title "a <run>"
+is_rc 0 "--smooth 0"
+is "$(wc -c < "$out")" 0 "-q: no sparkline lines"
+is "$(grep -c 'class="smooth"' "$T/raw.svg")" 0 "--smooth 0 draws no moving average"
+unlike "$T/raw.svg" 'stroke-opacity' "and the raw curve at full strength"
+is "$(smooth_d raw "$T/raw.svg")" "$(smooth_d raw "$T/chart.svg")" "raw curve does not depend on smoothing"
+ok "the smoothed path differs from the raw one" test "$(smooth_d smooth "$T/chart.svg")" != "$(smooth_d raw "$T/chart.svg")"
+run loom-plot -q --smooth 0.9 "$T/log.jsonl" -o "$T/s9.svg"
+ok "a heavier weight changes the smoothed path" test "$(smooth_d smooth "$T/s9.svg")" != "$(smooth_d smooth "$T/chart.svg")"
+# debiased EMA: the first smoothed point equals the first raw one
+is "$(smooth_d smooth "$T/s9.svg" | grep -o 'M[0-9.,]*')" "$(smooth_d raw "$T/s9.svg" | grep -o 'M[0-9.,]*')" "smoothing starts at the first point (debiased)"
+run loom-plot --smooth 1 "$T/log.jsonl"
+is_rc 2 "--smooth 1 is a usage error"
+
+run loom-plot -q --logy "$T/log.jsonl" -o "$T/logy.svg"
+is "$(grep -o 'text-anchor="end" fill="#666">[^<]*' "$T/logy.svg" | sed 's/.*>//' | tr '\n' ' ')" "1 2 5 10 " \
+	"--logy over a decade: ticks at 1, 2, 5 x 10^k"
+run loom-plot -q "$T/log.jsonl" -o "$T/lin.svg"
+is "$(grep -o 'text-anchor="end" fill="#666">[^<]*' "$T/lin.svg" | sed 's/.*>//' | tr '\n' ' ')" "2 4 6 8 10 " \
+	"linear y: nice steps"
+
+# several runs overlaid, and the lr / tokens/s panels
+for r in a b; do
+	awk -v r=$r 'BEGIN { for (i = 1; i <= 20; i++) printf "{\"step\":%d,\"loss\":%g,\"lr\":%g,\"tokens_per_s\":%d}\n", i, (r == "a" ? 8 : 9) / i + i % 3, 0.001 * i / 20, 1000 + i
+	      printf "{\"step\":20,\"eval_loss\":2}\n" }' > "$T/$r.jsonl"
+done
+mkdir "$T/runs"
+run loom-plot "$T/a.jsonl" "$T/b.jsonl" --panels -o "$T/runs/both.svg"
+is_rc 0 "two runs, with panels"
+like "$out" '^a loss ' "sparkline lines name the run"
+like "$out" '^b tokens_per_s ' "and include the panel keys"
+is "$(grep -c '<path[^>]*data-run="a"' "$T/runs/both.svg")" 7 "run a: raw+smooth loss, eval, raw+smooth lr and tokens/s"
+is "$(grep -c '<path[^>]*data-run="b"' "$T/runs/both.svg")" 7 "run b likewise"
+is "$(grep -o 'class="legend-entry"[^>]*>[^<]*' "$T/runs/both.svg" | sed 's/.*>//' | tr '\n' '|')" \
+	"a loss |a eval_loss |b loss |b eval_loss |" "legend: run and key for each series"
+colour() { grep -o "data-run=\"$1\"[^>]*stroke=\"[^\"]*\"" "$T/runs/both.svg" | grep -o 'stroke="[^"]*"' | sort -u; }
+is "$(colour a | wc -l)" 1 "run a in one colour"
+ok "one colour per run" test "$(colour a)" != "$(colour b)"
+is "$(grep -c 'class="panel"' "$T/runs/both.svg")" 3 "main panel and two more"
+like "$T/runs/both.svg" 'class="ylabel"[^>]*>learning rate<' "lr panel labelled"
+like "$T/runs/both.svg" 'class="ylabel"[^>]*>throughput \(tokens/s\)<' "tokens/s panel labelled"
+like "$T/runs/both.svg" 'height="700"' "taller by a panel each"
+
+mkdir "$T/r1" "$T/r2"
+cp "$T/a.jsonl" "$T/r1/log.jsonl"; cp "$T/b.jsonl" "$T/r2/log.jsonl"
+run loom-plot -q "$T/r1/log.jsonl" "$T/r2/log.jsonl" --ylabel 'cross-entropy' -o "$T/same.svg"
+like "$T/same.svg" "data-run=\"$T/r1/log\"" "same file names: runs named by path"
+like "$T/same.svg" 'class="ylabel"[^>]*>cross-entropy<' "--ylabel"
 no_tmp_left "$T" "no temporary file left"
 
 run loom-plot -y loss,nosuchkey "$T/log.jsonl" -o "$T/one.svg"
 is_rc 0 "a key without points next to one with points"
-is "$(grep -c '<polyline' "$T/one.svg")" 1 "no line for the empty series"
+is "$(grep -c 'class="raw"' "$T/one.svg")" 1 "no line for the empty series"
 unlike "$T/one.svg" 'nosuchkey' "and no legend entry"
 
 run loom-plot -y lr --spark 5 < "$T/log.jsonl"

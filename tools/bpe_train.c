@@ -28,7 +28,7 @@ static const char train_usage[] =
 "  -o, --output DIR        output directory (created if missing)\n"
 "      --progress          progress on stderr even when it is not a terminal\n"
 "  -q, --quiet             no summary on stderr\n"
-"  -h, --help              this help;  --version  versions\n"
+"  -h, --help              this help;  -V, --version  versions\n"
 "Ties between equally frequent pairs go to the smaller (left id, right id),\n"
 "as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n";
 
@@ -146,7 +146,7 @@ int bpe_train_main(int argc, char **argv)
 	o.min_frequency = 2;
 	cli_init(cli_prog, train_usage);
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:qh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:qhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1u << 24);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "loom_common.h"
@@ -144,7 +145,16 @@ void cli_progress_init(struct cli_progress *p, int force)
 {
 	memset(p, 0, sizeof *p);
 	p->enabled = force || isatty(STDERR_FILENO);
-	p->start = p->last = loom_now();
+	p->start = loom_now();
+	p->last = -1; /* the first update is due at once */
+}
+
+void cli_progress_init_upstream(struct cli_progress *p, int force)
+{
+	struct stat st;
+	cli_progress_init(p, force);
+	if (!force && fstat(STDOUT_FILENO, &st) == 0 && S_ISFIFO(st.st_mode))
+		p->enabled = 0;
 }
 
 int cli_progress_due(struct cli_progress *p)
@@ -190,5 +200,15 @@ const char *cli_bytes(double n, char *buf, size_t len)
 		u++;
 	}
 	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+	return buf;
+}
+
+const char *cli_duration(double sec, char *buf, size_t len)
+{
+	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
 	return buf;
 }

@@ -54,8 +54,12 @@ struct cli_progress {
 	double start, last;
 };
 void cli_progress_init(struct cli_progress *p, int force);
-/* Returns 1 if it is time for an update (cheap to call often). */
-int cli_progress_due(struct cli_progress *p);
+/* For a tool whose stdout feeds the next tool (loom-feed | loom-train): as
+ * above, but also off when stdout is a pipe unless forced, so that one
+ * terminal shows one progress line, the last stage's. */
+void cli_progress_init_upstream(struct cli_progress *p, int force);
+/* Returns 1 if it is time for an update (cheap to call often): at the first
+ * call, then at most four times a second. */int cli_progress_due(struct cli_progress *p);
 void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Clear the progress line (if one was shown). */
@@ -63,5 +67,7 @@ void cli_progress_done(struct cli_progress *p);
 
 /* Human-readable byte count ("12.3 MB") into buf. */
 const char *cli_bytes(double n, char *buf, size_t len);
+/* A duration for progress lines ("4:05", "1:02:03") into buf. */
+const char *cli_duration(double sec, char *buf, size_t len);
 
 #endif

@@ -27,7 +27,7 @@ static const char usage_main[] =
 static const char usage_encode[] =
 "usage: loom-bpe encode [options] [FILE...]\n"
 "Encode documents from FILEs (or stdin) into token ids on stdout.\n"
-"  -v, --vocab V          gpt2 (default, shipped), a directory with\n"
+"      --vocab V          gpt2 (default, shipped), a directory with\n"
 "                         encoder.json + vocab.bpe, ENCODER.json,VOCAB.bpe,\n"
 "                         a HuggingFace tokenizer.json (FILE.json; byte-level\n"
 "                         BPE, its ids) or a tiktoken rank file NAME.tiktoken\n"
@@ -50,13 +50,13 @@ static const char usage_encode[] =
 "      --force            write binary ids to a terminal\n"
 "      --progress         progress on stderr even when it is not a terminal\n"
 "  -q, --quiet            no summary on stderr\n"
-"  -h, --help             this help\n"
+"  -h, --help             this help;  -V, --version  versions\n"
 "Summary on stderr: documents, tokens, bytes, tokens per byte, MB/s.\n";
 
 static const char usage_decode[] =
 "usage: loom-bpe decode [options] [FILE...]\n"
 "Decode token ids from FILEs (or stdin) back into text on stdout.\n"
-"  -v, --vocab V          as for encode (default gpt2)\n"
+"      --vocab V          as for encode (default gpt2)\n"
 "  -f, --format F         input ids: u16 (default; u32 if the vocabulary\n"
 "                         has more than 65536 ids) | u32 | text (decimal ids\n"
 "                         separated by white space)\n"
@@ -67,7 +67,7 @@ static const char usage_decode[] =
 "  -e, --eos ID           the end-of-text token for --docs lines|nul\n"
 "  -o, --output FILE      write FILE atomically instead of stdout\n"
 "  -q, --quiet            no summary on stderr\n"
-"  -h, --help             this help\n"
+"  -h, --help             this help;  -V, --version  versions\n"
 "An id outside the vocabulary is an error naming the id and its position.\n";
 
 enum { DOCS_LINES, DOCS_NUL, DOCS_JSONL, DOCS_WHOLE };
@@ -611,10 +611,17 @@ static void *worker_main(void *arg)
 	}
 }
 
+_Noreturn static void bpe_version(void)
+{
+	char extra[128];
+	snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, "15.0.0");
+	cli_version(extra);
+}
+
 static int cmd_encode(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "vocab", required_argument, NULL, 'v' },
+		{ "vocab", required_argument, NULL, 5 },
 		{ "docs", required_argument, NULL, 'd' },
 		{ "field", required_argument, NULL, 1 },
 		{ "eos", required_argument, NULL, 'e' },
@@ -627,6 +634,7 @@ static int cmd_encode(int argc, char **argv)
 		{ "progress", no_argument, NULL, 4 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	const char *vspec = "gpt2", *eos_arg = NULL, *output = NULL;
@@ -635,9 +643,9 @@ static int cmd_encode(int argc, char **argv)
 	int threads = 1, force = 0, progress = 0, quiet = 0, opt;
 
 	cli_init("loom-bpe", usage_encode);
-	while ((opt = getopt_long(argc, argv, "v:d:e:m:f:j:o:qh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:e:m:f:j:o:qhV", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'v': vspec = optarg; break;
+		case 5: vspec = optarg; break;
 		case 'd': c.docs = parse_docs(optarg, 1); break;
 		case 1: c.field = optarg; break;
 		case 'e': eos_arg = optarg; break;
@@ -650,6 +658,7 @@ static int cmd_encode(int argc, char **argv)
 		case 4: progress = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
+		case 'V': bpe_version();
 		default: cli_bad_option();
 		}
 	}
@@ -812,28 +821,30 @@ static int cmd_encode(int argc, char **argv)
 static int cmd_decode(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "vocab", required_argument, NULL, 'v' },
+		{ "vocab", required_argument, NULL, 1 },
 		{ "format", required_argument, NULL, 'f' },
 		{ "docs", required_argument, NULL, 'd' },
 		{ "eos", required_argument, NULL, 'e' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	const char *vspec = "gpt2", *output = NULL, *eos_arg = NULL;
 	int fmt = FMT_DEFAULT, docs = DOCS_WHOLE, quiet = 0, opt;
 
 	cli_init("loom-bpe", usage_decode);
-	while ((opt = getopt_long(argc, argv, "v:f:d:e:o:qh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "f:d:e:o:qhV", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'v': vspec = optarg; break;
+		case 1: vspec = optarg; break;
 		case 'f': fmt = parse_format(optarg); break;
 		case 'd': docs = parse_docs(optarg, 0); break;
 		case 'e': eos_arg = optarg; break;
 		case 'o': output = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
+		case 'V': bpe_version();
 		default: cli_bad_option();
 		}
 	}
@@ -986,10 +997,7 @@ int main(int argc, char **argv)
 		return bpe_train_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
 		cli_help();
-	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-		char extra[128];
-		snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, "15.0.0");
-		cli_version(extra);
-	}
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version"))
+		bpe_version();
 	cli_usage_error("unknown command '%s' (encode, decode or train)", cmd);
 }

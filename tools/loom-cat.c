@@ -14,10 +14,10 @@
 #include "loom_tfrecord.h"
 
 static const char usage[] =
-	"usage: loom-cat [options] FILE...\n"
+	"usage: loom-cat [options] [FILE...]\n"
 	"Print the records of TFRecord files of tf.train.Example, one per line:\n"
 	"as JSON ({\"input_ids\":[...]}, any feature types) or, with --ids, as bare\n"
-	"space-separated ids.  FILE - reads stdin.\n"
+	"space-separated ids.  No FILE, or FILE -, reads stdin.\n"
 	"      --ids            bare ids of the int64 feature (see --feature)\n"
 	"      --feature NAME   feature for --ids (default input_ids)\n"
 	"  -r, --range A:B      records A (inclusive) to B (exclusive), numbered\n"
@@ -225,8 +225,14 @@ int main(int argc, char **argv)
 			cli_bad_option();
 		}
 	}
-	if (optind >= argc)
-		cli_usage_error("no input file");
+	char *stdin_only[] = { argv[0], "-" };
+	if (optind >= argc) {
+		if (isatty(STDIN_FILENO))
+			cli_usage_error("no input file, and stdin is a terminal");
+		argv = stdin_only;
+		argc = 2;
+		optind = 1;
+	}
 	static char obuf[1 << 20];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
 	int failed = 0;

@@ -336,9 +336,10 @@ static void show_progress(struct ctx *c, int force)
 	char a[32], b[32];
 	loom_dump_stats(c->dump, &st);
 	double dt = loom_now() - c->t0, rate = dt > 0 ? st.bytes_in / dt : 0;
-	char eta[32] = "";
+	char d[32], eta[40] = "";
 	if (st.size_in && rate > 0 && st.bytes_in <= st.size_in)
-		snprintf(eta, sizeof eta, ", ETA %.0f s", (st.size_in - st.bytes_in) / rate);
+		snprintf(eta, sizeof eta, ", ETA %s",
+			 cli_duration((st.size_in - st.bytes_in) / rate, d, sizeof d));
 	cli_progress_show(&c->prog, "%llu pages, %llu articles, %s of %s, %.1f MB/s%s",
 			  (unsigned long long)st.pages, (unsigned long long)st.stat[S_ARTICLES],
 			  cli_bytes(st.bytes_in, a, sizeof a),

@@ -56,6 +56,7 @@ static const char usage[] =
 	"      --text            write \"SEQ EPOCH ROW: ids...\" lines instead of frames\n"
 	"  -f, --force           write binary frames even to a terminal\n"
 	"      --progress        progress on stderr even when it is not a terminal\n"
+	"                        or stdout is a pipe (then loom-train's line shows)\n"
 	"  -q, --quiet           no summary line\n"
 	"  -h, --help            this help\n"
 	"  -V, --version         version\n"
@@ -521,7 +522,7 @@ int main(int argc, char **argv)
 			cli_die("cannot start a thread: %s", strerror(errno));
 
 	struct cli_progress pr;
-	cli_progress_init(&pr, progress);
+	cli_progress_init_upstream(&pr, progress);
 	double t0 = loom_now();
 	uint64_t bytes = 0, frames = 0;
 	uint32_t last_epoch = F.start < F.end ? (uint32_t)(F.start / F.K) : 0;

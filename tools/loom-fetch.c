@@ -47,7 +47,7 @@ static const char usage[] =
 	"      --progress       show progress even when stderr is not a terminal\n"
 	"  -q, --quiet          no progress, no summary lines\n"
 	"  -h, --help           this help\n"
-	"      --version        versions of loom and libcurl\n"
+	"  -V, --version        versions of loom and libcurl\n"
 	"\n"
 	"An interrupted download resumes from FILE.part; a file already present\n"
 	"and verified is not fetched again.  stdout lists the verified files.\n"
@@ -67,17 +67,12 @@ static int exit_code(int rc)
 
 static void show_progress(void *ud, const struct loom_fetch_progress *p)
 {
-	char a[32], b[32], r[32], eta[32] = "";
+	char a[32], b[32], r[32], d[32], eta[40] = "";
 	(void)ud;
 	if (!cli_progress_due(&g.prog))
 		return;
-	if (p->eta >= 0) {
-		unsigned long s = (unsigned long)(p->eta + 0.5);
-		if (s >= 3600)
-			snprintf(eta, sizeof eta, "  ETA %lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
-		else
-			snprintf(eta, sizeof eta, "  ETA %lu:%02lu", s / 60, s % 60);
-	}
+	if (p->eta >= 0)
+		snprintf(eta, sizeof eta, "  ETA %s", cli_duration(p->eta, d, sizeof d));
 	if (p->total)
 		cli_progress_show(&g.prog, "%s  %s / %s (%.0f%%)  %s/s%s", g.name,
 				  cli_bytes((double)p->done, a, sizeof a),
@@ -342,7 +337,7 @@ int main(int argc, char **argv)
 
 	cli_init("loom-fetch", usage);
 	loom_fetch_opts_default(&fo);
-	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qhV", lo, NULL)) != -1) {
 		switch (c) {
 		case O_MIRROR: mirror = optarg; dump_opt = 1; break;
 		case O_WIKI: wiki = optarg; dump_opt = 1; break;
@@ -363,6 +358,7 @@ int main(int argc, char **argv)
 		case O_PROGRESS: force_progress = 1; break;
 		case 'q': g.quiet = 1; break;
 		case 'h': cli_help();
+		case 'V':
 		case O_VERSION: cli_version(loom_fetch_curl_version());
 		default: cli_bad_option();
 		}

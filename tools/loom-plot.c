@@ -12,22 +12,30 @@
 
 static const char usage[] =
 	"usage: loom-plot [options] [LOG.jsonl...]\n"
-	"Plot a loom-train log (one JSON object per line; stdin if no file).\n"
+	"Plot loom-train logs (one JSON object per line; stdin if no file, or -).\n"
+	"Each file is a run: several files are overlaid, one colour each.\n"
 	"  -o, --output FILE     write an SVG chart to FILE (atomically)\n"
 	"  -x, --x KEY           x key (default: step)\n"
-	"  -y, --y KEY[,KEY...]  y keys, one series each (default: loss,eval_loss)\n"
+	"  -y, --y KEY[,KEY...]  y keys, one series each (default: loss,eval_loss);\n"
+	"                        eval_* keys are drawn as points\n"
+	"  -s, --smooth W        moving-average weight in [0, 1) drawn over the\n"
+	"                        faint raw curve (default 0.6; 0 = raw only)\n"
+	"  -p, --panels          add panels for lr and tokens_per_s\n"
 	"  -t, --title TEXT      chart title\n"
+	"      --ylabel TEXT     y axis label (default: the key and its unit)\n"
 	"      --width N         chart width in pixels (default 800)\n"
-	"      --height N        chart height in pixels (default 400)\n"
+	"      --height N        chart height in pixels (default 400, +150 a panel)\n"
 	"      --logy            logarithmic y axis\n"
 	"  -w, --spark N         sparkline width in cells (default 60, 0 = none)\n"
+	"  -q, --quiet           print no sparkline lines (same as --spark 0)\n"
 	"  -h, --help            this help\n"
 	"  -V, --version         version\n"
-	"Prints one line per series to stdout: key, first value, sparkline, last\n"
-	"value, min, points.  Lines without the keys are skipped; a line that is\n"
-	"not JSON is an error naming the file and line.\n";
+	"Prints one line per series to stdout: [run,] key, first value, sparkline,\n"
+	"last value, min, points.  Lines without the keys are skipped; a line that\n"
+	"is not JSON is an error naming the file and line.\n";
 
 #define MAX_SERIES 8
+#define MAX_RUNS 16
 
 static void read_log(const char *path, struct loom_series *s, size_t ns)
 {
@@ -60,6 +68,23 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 		fclose(f);
 }
 
+/* Run names for the legend: the file name without .jsonl, or the path
+ * without it when two runs share a file name (run1/log, run2/log). */
+static char *run_name(char **paths, int n, int i)
+{
+	const char *p = strcmp(paths[i], "-") == 0 ? "stdin" : paths[i];
+	const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+	for (int j = 0; j < n; j++) {
+		const char *q = paths[j], *qb = strrchr(q, '/') ? strrchr(q, '/') + 1 : q;
+		if (j != i && strcmp(qb, base) == 0)
+			base = p;
+	}
+	size_t len = strlen(base);
+	if (len > 6 && strcmp(base + len - 6, ".jsonl") == 0)
+		len -= 6;
+	return strndup(base, len);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -71,18 +96,23 @@ int main(int argc, char **argv)
 		{ "height", required_argument, NULL, 2 },
 		{ "logy", no_argument, NULL, 3 },
 		{ "spark", required_argument, NULL, 'w' },
+		{ "smooth", required_argument, NULL, 's' },
+		{ "panels", no_argument, NULL, 'p' },
+		{ "ylabel", required_argument, NULL, 4 },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	const char *output = NULL, *xkey = "step";
 	char *ykeys = strdup("loss,eval_loss");
-	struct loom_plot_opts po = { 0 };
+	struct loom_plot_opts po = { .smooth = 0.6 };
+	int panels = 0;
 	size_t spark = 60;
 	int c;
 
 	cli_init("loom-plot", usage);
-	while ((c = getopt_long(argc, argv, "o:x:y:t:w:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:x:y:t:w:s:pqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case 'x': xkey = optarg; break;
@@ -92,27 +122,52 @@ int main(int argc, char **argv)
 		case 2: po.height = (int)cli_u64("--height", optarg, 100, 20000); break;
 		case 3: po.logy = 1; break;
 		case 'w': spark = cli_u64("--spark", optarg, 0, 1000); break;
+		case 's': po.smooth = cli_double("--smooth", optarg, 0, 0.999); break;
+		case 'p': panels = 1; break;
+		case 4: po.ylabel = optarg; break;
+		case 'q': spark = 0; break;
 		case 'h': cli_help();
 		case 'V': cli_version("jansson " JANSSON_VERSION);
 		default: cli_bad_option();
 		}
 	}
 
-	struct loom_series s[MAX_SERIES];
-	size_t ns = 0;
+	static const char *panel_keys[] = { "lr", "tokens_per_s" };
+	const char *keys[MAX_SERIES];
+	size_t nk = 0;
 	for (char *save = NULL, *k = strtok_r(ykeys, ",", &save); k;
 	     k = strtok_r(NULL, ",", &save)) {
-		if (ns == MAX_SERIES)
+		if (nk == MAX_SERIES)
 			cli_usage_error("--y: at most %d keys", MAX_SERIES);
-		loom_series_init(&s[ns++], xkey, k);
+		keys[nk++] = k;
 	}
-	if (ns == 0)
+	if (nk == 0)
 		cli_usage_error("--y: no key given");
+	char *stdin_only[] = { "-" };
+	char **paths = optind < argc ? argv + optind : stdin_only;
+	int nruns = optind < argc ? argc - optind : 1;
+	if (nruns > MAX_RUNS)
+		cli_usage_error("at most %d logs", MAX_RUNS);
 
-	if (optind == argc)
-		read_log("-", s, ns);
-	for (int i = optind; i < argc; i++)
-		read_log(argv[i], s, ns);
+	/* per run: the --y keys in the main panel, then one panel per rate */
+	size_t per = nk + (panels ? 2 : 0), ns = per * (size_t)nruns;
+	struct loom_series *s = calloc(ns, sizeof *s);
+	char *names[MAX_RUNS];
+	if (!s)
+		cli_die("out of memory");
+	for (int r = 0; r < nruns; r++) {
+		names[r] = run_name(paths, nruns, r);
+		if (!names[r])
+			cli_die("out of memory");
+		for (size_t k = 0; k < per; k++) {
+			struct loom_series *sk = &s[(size_t)r * per + k];
+			loom_series_init(sk, xkey, k < nk ? keys[k] : panel_keys[k - nk]);
+			sk->run = names[r];
+			sk->run_index = r;
+			sk->panel = k < nk ? 0 : (int)(k - nk) + 1;
+		}
+		read_log(paths[r], &s[(size_t)r * per], per);
+	}
 
 	size_t total = 0;
 	for (size_t k = 0; k < ns; k++)
@@ -120,6 +175,14 @@ int main(int argc, char **argv)
 	if (total == 0)
 		cli_die("no points: no line has both '%s' and one of the --y keys", xkey);
 
+	/* columns: the widest run name and key */
+	int rw = 0, kw = 10;
+	for (size_t k = 0; k < ns; k++) {
+		if (s[k].n && (int)strlen(s[k].run) > rw)
+			rw = (int)strlen(s[k].run);
+		if (s[k].n && (int)strlen(s[k].ykey) > kw)
+			kw = (int)strlen(s[k].ykey);
+	}
 	char *buf = malloc(spark * 3 + 1);
 	for (size_t k = 0; k < ns && spark; k++) {
 		if (s[k].n == 0)
@@ -128,8 +191,10 @@ int main(int argc, char **argv)
 		for (size_t i = 1; i < s[k].n; i++)
 			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
 		loom_sparkline(s[k].y, s[k].n, spark, buf, spark * 3 + 1);
-		printf("%-10s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
-		       s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
+		if (nruns > 1)
+			printf("%-*s ", rw, s[k].run);
+		printf("%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
+		       kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
 		       s[k].x[0], s[k].x[s[k].n - 1]);
 	}
 	free(buf);
@@ -145,6 +210,9 @@ int main(int argc, char **argv)
 	}
 	for (size_t k = 0; k < ns; k++)
 		loom_series_release(&s[k]);
+	for (int r = 0; r < nruns; r++)
+		free(names[r]);
+	free(s);
 	free(ykeys);
 	if (fflush(stdout) != 0 && errno != EPIPE)
 		cli_die("cannot write to stdout: %s", strerror(errno));

@@ -64,7 +64,7 @@ static const char usage[] =
 	"  -v, --verbose            more detail on stderr\n"
 	"  -q, --quiet              no progress lines\n"
 	"  -h, --help               this help\n"
-	"      --version            versions\n";
+	"  -V, --version            versions\n";
 
 enum {
 	O_SET = 256, O_STEPS, O_SEED, O_RECOMPUTE, O_PRINT, O_DRY, O_SAVE, O_SAVE_EVERY, O_KEEP,
@@ -672,7 +672,7 @@ int main(int argc, char **argv)
 	cli_init("loom-train", usage);
 	if (!sets)
 		cli_die("out of memory");
-	while ((o = getopt_long(argc, argv, "c:vqh", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:vqhV", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'c': config = optarg; break;
 		case O_SET: sets[nsets++] = optarg; break;
@@ -696,6 +696,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
+		case 'V':
 		case O_VERSION: {
 			char extra[256];
 			snprintf(extra, sizeof extra, "OpenBLAS %s (%s), jansson %s",
@@ -967,8 +968,13 @@ int main(int argc, char **argv)
 			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s",
 				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt);
 		} else if (!quiet && cli_progress_due(&prog)) {
-			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s",
-					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt);
+			/* ETA from this session's mean step time */
+			char eta[32];
+			double per = (loom_now() - t_start) / (double)(t.step - start_step);
+			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s ETA %s",
+					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt,
+					  cli_duration(per * (double)((uint64_t)c->steps - t.step), eta,
+						       sizeof eta));
 		}
 		if (eval_every && t.step % eval_every == 0)
 			evaluate(&t, eval_data, log);
