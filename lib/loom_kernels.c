@@ -483,8 +483,9 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, int B, int T,
 					if (p > 0) {
 						float *dr = D + r * ATT_BK;
 						size_t base = ((size_t)bh * T + i) * T + j0;
+						#pragma omp simd
 						for (int c = 0; c < nk; c++)
-							dr[c] = c < n && keep(key, base + c, p) ? sr[c] * s : 0.0f;
+							dr[c] = (c < n) & keep(key, base + c, p) ? sr[c] * s : 0.0f;
 					}
 				}
 				/* O += P V[j0:] (P with dropout applied) */
@@ -621,8 +622,9 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 						if (p > 0) {
 							float *dr = Pd + r * ATT_BK;
 							size_t base = ((size_t)bh * T + i) * T + j0;
+							#pragma omp simd
 							for (int c = 0; c < nk; c++) {
-								int kp = c < n && keep(key, base + c, p);
+								int kp = (c < n) & keep(key, base + c, p);
 								dr[c] = kp ? pr[c] * s : 0.0f;
 								gr[c] = kp ? gr[c] * s : 0.0f;
 							}
