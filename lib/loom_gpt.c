@@ -182,7 +182,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 			TAKE(a.ln1_rstd, N);
 			TAKE(a.qkv, N * 3 * C);
 			TAKE(a.atty, N * C);
-			TAKE(a.att, (size_t)B * NH * T * T);
+			TAKE(a.lse, (size_t)B * NH * T);
 			TAKE(a.res2, N * C);
 			TAKE(a.ln2, N * C);
 			TAKE(a.ln2_mean, N);
@@ -281,7 +281,7 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
 	loom_k_matmul_fwd(a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->att, a->qkv, B, T, C, g->NH, adrop,
+	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
 				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	loom_k_matmul_fwd(g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
@@ -404,8 +404,8 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	}
 	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
 			  LP(g, p, l, PROJW), N, C, C);
-	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->att, B, T, C, g->NH, adrop,
-				 site_key(g->key, l, 3)))
+	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
+				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
 			  LP(g, p, l, ATTW), N, C, 3 * C);

@@ -18,9 +18,10 @@
  *   .mlp.c_proj.weight [4C, C], .mlp.c_proj.bias, transformer.ln_f.weight/bias.
  * g->tensors[] lists (name, shape, offset, decay) so checkpoints dump and
  * load tensors directly (loom_gpt_ckpt_tensors()).  Activations are one
- * more allocation, sized for the (B, T) of the last forward; with
- * cfg.recompute only each layer's output is kept and the layer is
- * recomputed during backward.
+ * more allocation, sized for the (B, T) of the last forward, linear in T
+ * (attention keeps its output and one log-sum-exp per row, never the
+ * T x T probabilities); with cfg.recompute only each layer's output is
+ * kept and the layer is recomputed during backward.
  *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
@@ -51,7 +52,7 @@ struct loom_gpt_lacts {
 	float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
-	float *att;                         /* [B,NH,T,T] */
+	float *lse;                         /* [B,NH,T] attention log-sum-exp */
 	float *res2;                        /* [N,C] */
 	float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
 	float *fch, *fch_gelu;              /* [N,4C] */

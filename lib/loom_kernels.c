@@ -402,71 +402,112 @@ static void att_drop_row(float *d, const float *prow, int i, int T, size_t bh, f
 		d[j] = 0;
 }
 
-/* Causal blocking: rows are taken ATT_RB at a time and a row block
- * [i0, i1) only meets keys [0, i1), so the products skip most of the
- * zero upper triangle ((nb+1)/2nb of the full work for nb blocks). */
-#define ATT_RB 64
+/* The fast kernels are flash attention (Dao et al. 2022, with
+ * FlashAttention-2's loop order): queries and keys are taken in tiles of
+ * ATT_BQ and ATT_BK rows, and a query tile meets only the key tiles up to
+ * its last query (causal).  Forward computes S = scale Q K^T one tile at a time with an
+ * online softmax: the running row max m and sum l, the output accumulated
+ * unnormalised and rescaled by exp(m_old - m_new) when the max grows; only
+ * the output and lse = m + log l per row are kept.  Backward recomputes
+ * P = exp(S - lse) tile by tile.  Scratch is a few tiles per thread, so
+ * nothing of size T x T exists. */
+#define ATT_BQ 64 /* queries per tile */
+#define ATT_BK 64 /* keys per tile (64..256 and 64 or 128 queries measured alike) */
+
+/* Keys j0 .. j0+n-1 of a tile of nk are visible to query i (j <= i). */
+static inline int att_ncols(int i, int j0, int nk)
+{
+	int n = i - j0 + 1;
+	return n < 0 ? 0 : n < nk ? n : nk;
+}
 
 LOOM_SIMD
-int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
 			 int NH, float p, uint64_t key)
 {
-	int hs = C / NH, C3 = 3 * C, fail = 0;
-	float scale = 1.0f / sqrtf((float)hs);
+	int hs = C / NH, C3 = 3 * C, BH = B * NH, nb = (T + ATT_BQ - 1) / ATT_BQ, fail = 0;
+	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 	#pragma omp parallel
 	{
-		/* dropped probabilities (only with attention dropout) */
-		float *dr = p > 0 ? malloc(sizeof(float) * (size_t)T * T) : NULL;
-		if (p > 0 && !dr) {
+		/* S tile, its dropped copy, the unnormalised output O, m and l */
+		float *S = malloc(sizeof(float) * ((size_t)2 * ATT_BQ * ATT_BK +
+						   (size_t)ATT_BQ * hs + 2 * ATT_BQ));
+		if (!S) {
 			#pragma omp atomic write
 			fail = 1;
 		}
-		#pragma omp for schedule(static)
-		for (int bh = 0; bh < B * NH; bh++) {
-			if (p > 0 && !dr)
+		float *D = S + ATT_BQ * ATT_BK, *O = D + ATT_BQ * ATT_BK;
+		float *m = O + (size_t)ATT_BQ * hs, *l = m + ATT_BQ;
+		/* (query tile, b, h), the tiles with the most key tiles first;
+		 * each item is one thread's, so results do not depend on the
+		 * schedule */
+		#pragma omp for schedule(dynamic)
+		for (int it = 0; it < nb * BH; it++) {
+			if (!S)
 				continue;
-			int b = bh / NH, h = bh % NH;
+			int ib = nb - 1 - it / BH, bh = it % BH, b = bh / NH, h = bh % NH;
+			int i0 = ib * ATT_BQ, nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
 			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-			float *a = att + (size_t)bh * T * T;
-			float *o = out + (size_t)b * T * C + h * hs;
-			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
-				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
-				float *ab = a + (size_t)i0 * T;
-				/* a[i0:i1, 0:i1] = scale * q[i0:i1] @ k[0:i1]^T */
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, i1 - i0, i1, hs,
-					    scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, ab, T);
-				for (int i = i0; i < i1; i++) {
-					float *r = a + (size_t)i * T, mx = -INFINITY, sum = 0;
+			for (int r = 0; r < nq; r++) {
+				m[r] = -INFINITY;
+				l[r] = 0;
+			}
+			memset(O, 0, sizeof(float) * (size_t)nq * hs);
+			for (int j0 = 0; j0 < i0 + nq; j0 += ATT_BK) {
+				/* keys after the tile's last query are never visible */
+				int nk = i0 + nq - j0 < ATT_BK ? i0 + nq - j0 : ATT_BK;
+				/* S[nq, nk] = scale Q[i0:] K[j0:]^T */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
+					    q + (size_t)i0 * C3, C3, k + (size_t)j0 * C3, C3, 0.0f, S,
+					    ATT_BK);
+				for (int r = 0; r < nq; r++) {
+					int i = i0 + r, n = att_ncols(i, j0, nk);
+					float *sr = S + r * ATT_BK, *orow = O + (size_t)r * hs;
+					float mx = m[r], sum = 0;
 					#pragma omp simd reduction(max:mx)
-					for (int j = 0; j <= i; j++)
-						mx = r[j] > mx ? r[j] : mx;
+					for (int c = 0; c < n; c++)
+						mx = sr[c] > mx ? sr[c] : mx;
+					float al = vexpf(m[r] - mx); /* ~0 on the first tile */
 					#pragma omp simd reduction(+:sum)
-					for (int j = 0; j <= i; j++) {
-						r[j] = vexpf(r[j] - mx);
-						sum += r[j];
+					for (int c = 0; c < n; c++) {
+						sr[c] = vexpf(sr[c] - mx);
+						sum += sr[c];
 					}
-					float inv = 1.0f / sum;
+					for (int c = n; c < nk; c++)
+						sr[c] = 0;
+					l[r] = l[r] * al + sum;
+					m[r] = mx;
 					#pragma omp simd
-					for (int j = 0; j <= i; j++)
-						r[j] *= inv;
-					for (int j = i + 1; j < T; j++)
-						r[j] = 0;
-					if (dr)
-						att_drop_row(dr + (size_t)i * T, r, i, T, (size_t)bh, p, key);
+					for (int d = 0; d < hs; d++)
+						orow[d] *= al;
+					if (p > 0) {
+						float *dr = D + r * ATT_BK;
+						size_t base = ((size_t)bh * T + i) * T + j0;
+						#pragma omp simd
+						for (int c = 0; c < nk; c++)
+							dr[c] = (c < n) & keep(key, base + c, p) ? sr[c] * s : 0.0f;
+					}
 				}
-				/* o[i0:i1] = a[i0:i1, 0:i1] @ v[0:i1] (a with dropout applied) */
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, hs, i1,
-					    1.0f, dr ? dr + (size_t)i0 * T : ab, T, v, C3, 0.0f,
-					    o + (size_t)i0 * C, C);
+				/* O += P V[j0:] (P with dropout applied) */
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, 1.0f,
+					    p > 0 ? D : S, ATT_BK, v + (size_t)j0 * C3, C3, 1.0f, O, hs);
+			}
+			for (int r = 0; r < nq; r++) {
+				float inv = 1.0f / l[r], *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
+				const float *orow = O + (size_t)r * hs;
+				#pragma omp simd
+				for (int d = 0; d < hs; d++)
+					o[d] = orow[d] * inv;
+				lse[(size_t)bh * T + i0 + r] = m[r] + logf(l[r]);
 			}
 		}
-		free(dr);
+		free(S);
 	}
 	return fail ? -1 : 0;
 }
 
-int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
-			       int C, int NH, float p, uint64_t key)
+int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv, int B,
+			       int T, int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
@@ -495,6 +536,7 @@ int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, 
 				}
 				for (int j = 0; j < T; j++)
 					a[j] = j <= i ? (float)(a[j] / sum) : 0.0f;
+				lse[((size_t)b * NH + h) * T + i] = (float)(mx + log(sum));
 				for (int j = 0; j <= i; j++)
 					dr[j] = a[j];
 				if (p > 0)
@@ -512,81 +554,101 @@ int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, 
 	return 0;
 }
 
+/* Backward, FlashAttention-2 style with D = rowsum(dO * O): for each key
+ * tile j (dK_j, dV_j accumulated in scratch) and each query tile i >= j,
+ * P = exp(S - lse), dP = dO V^T (times the dropout mask / (1-p)),
+ * dS = P * (dP - D), dV_j += drop(P)^T dO, dK_j += scale dS^T Q,
+ * dQ_i += scale dS K_j.  Threaded over (b, h): dQ rows collect every key
+ * tile's part in a fixed order without atomics, so results are
+ * bit-identical for any thread count. */
 LOOM_SIMD
-int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
-			 int B, int T, int C, int NH, float p, uint64_t key)
+int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+			 const float *lse, int B, int T, int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, fail = 0;
 	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 	#pragma omp parallel
 	{
-		float *dp = malloc(sizeof(float) * (size_t)T * T);
-		float *dr = p > 0 ? malloc(sizeof(float) * (size_t)T * T) : NULL;
-		if (!dp || (p > 0 && !dr)) {
+		/* P, dP -> dS and the dropped P tiles; dK, dV of a key tile; D[T] */
+		float *P = malloc(sizeof(float) * ((size_t)3 * ATT_BQ * ATT_BK +
+						   (size_t)2 * ATT_BK * hs + T));
+		if (!P) {
 			#pragma omp atomic write
 			fail = 1;
 		}
-		#pragma omp for schedule(static)
+		float *dP = P + ATT_BQ * ATT_BK, *Pd = dP + ATT_BQ * ATT_BK;
+		float *dK = Pd + ATT_BQ * ATT_BK, *dV = dK + (size_t)ATT_BK * hs;
+		float *Dr = dV + (size_t)ATT_BK * hs;
+		#pragma omp for schedule(dynamic)
 		for (int bh = 0; bh < B * NH; bh++) {
-			if (!dp || (p > 0 && !dr))
+			if (!P)
 				continue;
 			int b = bh / NH, h = bh % NH;
 			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-			float *dq = dqkv + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-			const float *pa = att + (size_t)bh * T * T;
 			const float *dy = dout + (size_t)b * T * C + h * hs;
-			/* with dropout the forward used D = drop(P): regenerate it */
-			if (dr)
-				for (int i = 0; i < T; i++)
-					att_drop_row(dr + (size_t)i * T, pa + (size_t)i * T, i, T,
-						     (size_t)bh, p, key);
-			const float *d = dr ? dr : pa;
-			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
-				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
-				/* dD[i0:i1, 0:i1] = dY[i0:i1] @ V[0:i1]^T */
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, i1 - i0, i1, hs, 1.0f,
-					    dy + (size_t)i0 * C, C, v, C3, 0.0f, dp + (size_t)i0 * T, T);
-				/* dV[i0:i1] = D[i0:T, i0:i1]^T @ dY[i0:T] (rows below the
-				 * diagonal block are the only ones that use these keys) */
-				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1 - i0, hs, T - i0,
-					    1.0f, d + (size_t)i0 * T + i0, T, dy + (size_t)i0 * C, C, 0.0f,
-					    dv + (size_t)i0 * C3, C3);
-			}
-			/* dP = dD * mask / (1-p): kept where D != 0 (P > 0 gives D > 0
-			 * when kept; where P == 0, dS below is 0 whatever dP is);
-			 * dS = P * (dP - rowsum(P * dP)), causal */
+			const float *o = out + (size_t)b * T * C + h * hs, *ls = lse + (size_t)bh * T;
+			float *dq = dqkv + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
 			for (int i = 0; i < T; i++) {
-				const float *pr = pa + (size_t)i * T;
-				float *r = dp + (size_t)i * T, dot = 0;
-				if (dr) {
-					const float *dd = dr + (size_t)i * T;
-					#pragma omp simd
-					for (int j = 0; j <= i; j++)
-						r[j] = dd[j] != 0.0f ? r[j] * s : 0.0f;
-				}
+				const float *a = dy + (size_t)i * C, *c = o + (size_t)i * C;
+				float dot = 0;
 				#pragma omp simd reduction(+:dot)
-				for (int j = 0; j <= i; j++)
-					dot += pr[j] * r[j];
-				#pragma omp simd
-				for (int j = 0; j <= i; j++)
-					r[j] = pr[j] * (r[j] - dot);
-				for (int j = i + 1; j < T; j++)
-					r[j] = 0;
+				for (int d = 0; d < hs; d++)
+					dot += a[d] * c[d];
+				Dr[i] = dot;
+				memset(dq + (size_t)i * C3, 0, sizeof(float) * hs);
 			}
-			for (int i0 = 0; i0 < T; i0 += ATT_RB) {
-				int i1 = i0 + ATT_RB < T ? i0 + ATT_RB : T;
-				/* dQ[i0:i1] = scale dS[i0:i1, 0:i1] @ K[0:i1] */
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i1 - i0, hs, i1,
-					    scale, dp + (size_t)i0 * T, T, k, C3, 0.0f,
-					    dq + (size_t)i0 * C3, C3);
-				/* dK[i0:i1] = scale dS[i0:T, i0:i1]^T @ Q[i0:T] */
-				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, i1 - i0, hs, T - i0,
-					    scale, dp + (size_t)i0 * T + i0, T, q + (size_t)i0 * C3, C3,
-					    0.0f, dk + (size_t)i0 * C3, C3);
+			for (int j0 = 0; j0 < T; j0 += ATT_BK) {
+				int nk = T - j0 < ATT_BK ? T - j0 : ATT_BK;
+				memset(dK, 0, sizeof(float) * (size_t)nk * hs);
+				memset(dV, 0, sizeof(float) * (size_t)nk * hs);
+				/* from the query tile holding query j0 */
+				for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
+					int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
+						    q + (size_t)i0 * C3, C3, k + (size_t)j0 * C3, C3, 0.0f,
+						    P, ATT_BK);
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, 1.0f,
+						    dy + (size_t)i0 * C, C, v + (size_t)j0 * C3, C3, 0.0f,
+						    dP, ATT_BK);
+					for (int r = 0; r < nq; r++) {
+						int i = i0 + r, n = att_ncols(i, j0, nk);
+						float *pr = P + r * ATT_BK, *gr = dP + r * ATT_BK, li = ls[i];
+						float di = Dr[i];
+						#pragma omp simd
+						for (int c = 0; c < n; c++)
+							pr[c] = vexpf(pr[c] - li);
+						for (int c = n; c < nk; c++)
+							pr[c] = 0;
+						if (p > 0) {
+							float *dr = Pd + r * ATT_BK;
+							size_t base = ((size_t)bh * T + i) * T + j0;
+							#pragma omp simd
+							for (int c = 0; c < nk; c++) {
+								int kp = (c < n) & keep(key, base + c, p);
+								dr[c] = kp ? pr[c] * s : 0.0f;
+								gr[c] = kp ? gr[c] * s : 0.0f;
+							}
+						}
+						#pragma omp simd
+						for (int c = 0; c < nk; c++)
+							gr[c] = pr[c] * (gr[c] - di);
+					}
+					/* dV_j += drop(P)^T dO_i; dK_j += scale dS^T Q_i; dQ_i += scale dS K_j */
+					cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, 1.0f,
+						    p > 0 ? Pd : P, ATT_BK, dy + (size_t)i0 * C, C, 1.0f, dV, hs);
+					cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hs, nq, scale,
+						    dP, ATT_BK, q + (size_t)i0 * C3, C3, 1.0f, dK, hs);
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hs, nk, scale,
+						    dP, ATT_BK, k + (size_t)j0 * C3, C3, 1.0f,
+						    dq + (size_t)i0 * C3, C3);
+				}
+				for (int r = 0; r < nk; r++) {
+					memcpy(dk + (size_t)(j0 + r) * C3, dK + (size_t)r * hs, sizeof(float) * hs);
+					memcpy(dv + (size_t)(j0 + r) * C3, dV + (size_t)r * hs, sizeof(float) * hs);
+				}
 			}
 		}
-		free(dp);
-		free(dr);
+		free(P);
 	}
 	return fail ? -1 : 0;
 }

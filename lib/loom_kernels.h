@@ -18,7 +18,7 @@
  *
  * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
  * Nothing here allocates except the attention kernels' per-thread
- * T x T scratch; nothing prints.
+ * scratch (a few tiles; the naive ones a row); nothing prints.
  */
 #ifndef LOOM_KERNELS_H
 #define LOOM_KERNELS_H
@@ -63,20 +63,28 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
 			     const float *inp, const float *w, int N, int IC, int OC);
 
 /* Causal multi-head attention.  qkv[B,T,3C] (q|k|v, heads of C/NH),
- * out[B,T,C], att[B,NH,T,T] softmax probabilities P (zero above the
- * diagonal; kept without dropout).  With attention dropout p > 0 the
- * output is drop(P) @ V, element (b,h,i,j) of the mask drawn from `key`
- * as loom_k_dropout() draws element (b*NH+h)*T*T + i*T + j; backward
- * regenerates the mask from the same key.  Return 0, or -1 if per-thread
- * T x T scratch could not be allocated. */
-int loom_k_attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C,
+ * out[B,T,C], lse[B,NH,T] the log-sum-exp of each row of scaled scores
+ * S_ij = q_i . k_j / sqrt(C/NH), j <= i, so the softmax probabilities are
+ * P_ij = exp(S_ij - lse_i).  With attention dropout p > 0 the output is
+ * drop(P) @ V, element (b,h,i,j) of the mask drawn from `key` as
+ * loom_k_dropout() draws element (b*NH+h)*T*T + i*T + j; backward
+ * regenerates the mask from the same key.
+ *
+ * The fast kernels are flash attention: tiles of queries against tiles of
+ * keys with an online softmax, threaded over (query tile, b, h) forward
+ * and (b, h) backward, with a few tiles of scratch per thread; backward
+ * recomputes P from qkv and lse.  The naive ones are the definition and
+ * also produce (forward) and consume (backward) att[B,NH,T,T], P (zero
+ * above the diagonal; kept without dropout).  Return 0, or -1 if scratch
+ * could not be allocated. */
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
 			 int NH, float p, uint64_t key);
-int loom_k_attention_fwd_naive(float *out, float *att, const float *qkv, int B, int T,
-			       int C, int NH, float p, uint64_t key);
-/* dqkv[B,T,3C] = gradient (overwritten).  O(T^2 * hs) per head, threaded
- * over (b, h). */
-int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *att,
-			 int B, int T, int C, int NH, float p, uint64_t key);
+int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv, int B,
+			       int T, int C, int NH, float p, uint64_t key);
+/* dqkv[B,T,3C] = gradient (overwritten), from dout[B,T,C] and the
+ * forward's out and lse (fast) or att (naive). */
+int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+			 const float *lse, int B, int T, int C, int NH, float p, uint64_t key);
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 			       const float *att, int B, int T, int C, int NH, float p,
 			       uint64_t key);
