@@ -27,6 +27,7 @@
 #include "loom_ckpt.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
+#include "loom_mm.h"
 #include "loom_vocab.h"
 
 static const char usage[] =
@@ -38,6 +39,7 @@ static const char usage[] =
 	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
 	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
 	"  -j, --threads N       threads (default: all cores)\n"
+	"      --precision P     fp32 or bf16 matmuls (default: the checkpoint's precision)\n"
 	"  -v, --verbose         say which OpenBLAS kernels run (and fix a slow choice)\n"
 	"generate:\n"
 	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
@@ -58,6 +60,9 @@ struct model {
 	struct loom_ckpt *ck;
 };
 
+/* --precision: NULL keeps the checkpoint's precision key */
+static const char *precision;
+
 static void load_model(struct model *m, const char *path)
 {
 	struct loom_err err = {0};
@@ -66,6 +71,11 @@ static void load_model(struct model *m, const char *path)
 		cli_die("%s", err.msg);
 	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
 		cli_die("%s", loom_config_error(&m->cfg));
+	if (precision && loom_config_set(&m->cfg, "precision", precision))
+		cli_usage_error("--precision: %s", loom_config_error(&m->cfg));
+	char why[256];
+	if (m->cfg.precision == LOOM_PREC_BF16 && loom_mm_bf16_missing(why, sizeof why))
+		cli_die("precision=bf16: %s", why);
 	m->g = loom_gpt_new(&m->cfg);
 	if (!m->g)
 		cli_die("out of memory for %llu parameters",
@@ -267,6 +277,7 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 5},
 		{"no-prompt", no_argument, NULL, 6},
 		{"no-stop", no_argument, NULL, 7},
+		{"precision", required_argument, NULL, 8},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -303,6 +314,7 @@ int main(int argc, char **argv)
 		case 5: o.seed = cli_u64("--seed", optarg, 0, UINT64_MAX); break;
 		case 6: o.no_prompt = 1; break;
 		case 7: o.no_stop = 1; break;
+		case 8: precision = optarg; break;
 		case 'h': cli_help();
 		case 'V': {
 			char v[256];

@@ -30,6 +30,7 @@
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_mm.h"
 #include "train_dist.h"
 
 static const char usage[] =
@@ -204,6 +205,68 @@ static double bench_sgemm(int verbose)
 	return best;
 }
 
+/* "2h05m", "3m12s", "4.2s" */
+static const char *duration(double s, char *buf, size_t n)
+{
+	if (!(s < 1e9))
+		snprintf(buf, n, "?");
+	else if (s < 60)
+		snprintf(buf, n, "%.1fs", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+	else if (s < 86400 * 3)
+		snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+	else
+		snprintf(buf, n, "%.1fd", s / 86400);
+	return buf;
+}
+
+/* The machine's matmul rate in the run's precision: best of a few
+ * products of the model's MLP shape (rows B*T, at most 2048), in GFLOP/s. */
+static double probe_matmul(const struct loom_config *c, int *M, int *K, int *N)
+{
+	struct loom_err err = { 0 };
+	struct loom_mm *mm = loom_mm_new(c->precision, &err);
+	if (!mm)
+		cli_die("%s", err.msg);
+	long rows = (long)c->micro_batch * c->seq_len;
+	*M = rows < 2048 ? (int)rows : 2048;
+	*K = c->n_embd;
+	*N = 4 * c->n_embd;
+	size_t na = (size_t)*M * *K, nb = (size_t)*K * *N, nc = (size_t)*M * *N;
+	float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+	float *o = malloc(sizeof(float) * nc);
+	if (!a || !b || !o)
+		cli_die("out of memory for the matmul probe");
+	for (size_t i = 0; i < na; i++)
+		a[i] = (float)(i % 17) * 0.01f;
+	for (size_t i = 0; i < nb; i++)
+		b[i] = (float)(i % 13) * 0.01f;
+	if (loom_mm_weights(mm, b, nb))
+		cli_die("out of memory for the matmul probe");
+	double best = 0, flop = 2.0 * *M * (double)*K * *N, t_all = loom_now();
+	for (int r = 0; r < 12 && (r < 4 || loom_now() - t_all < 0.5); r++) {
+		double t0 = loom_now();
+		loom_mm_gemm(mm, 0, 0, *M, *N, *K, a, b, 0, o);
+		double dt = loom_now() - t0;
+		if (r && flop / dt / 1e9 > best) /* the first run warms up */
+			best = flop / dt / 1e9;
+	}
+	if (loom_mm_check(mm, &err))
+		cli_die("%s", err.msg);
+	loom_mm_free(mm);
+	free(a);
+	free(b);
+	free(o);
+	return best;
+}
+
+/* Model FLOP/s over the matmul probe rate, as measured by make bench
+ * (tests/bench/train.sh) at gpt2 B=8,T=256 on 2 threads of an AMD EPYC
+ * (Zen 4); the dry-run estimate assumes it. */
+#define MFU_FP32 0.60
+#define MFU_BF16 0.50
+
 static void print_dry_run(const struct loom_config *c)
 {
 	struct loom_gpt_mem m0, m1;
@@ -226,8 +289,19 @@ static void print_dry_run(const struct loom_config *c)
 	       loom_config_flops_per_token(c), loom_config_fwd_flops_per_token(c));
 	printf("tokens per step: %lld (global_batch %d x seq_len %d)\n",
 	       (long long)c->global_batch * c->seq_len, c->global_batch, c->seq_len);
-	printf("FLOPs per step: %.4g\n",
-	       loom_config_flops_per_token(c) * c->global_batch * (double)c->seq_len);
+	double fps = loom_config_flops_per_token(c) * c->global_batch * (double)c->seq_len;
+	printf("FLOPs per step: %.4g\n", fps);
+	int M, K, N;
+	double rate = probe_matmul(c, &M, &K, &N);
+	double mfu = c->precision == LOOM_PREC_BF16 ? MFU_BF16 : MFU_FP32;
+	double step = fps / (rate * 1e9 * mfu);
+	char d0[32], d1[32];
+	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
+	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
+	printf("time per step: %s (at MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
+	       duration(step, d0, sizeof d0), mfu);
+	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
+	       (long long)c->steps);
 }
 
 struct trainer {
@@ -487,8 +561,12 @@ int main(int argc, char **argv)
 	if (save_every && !save)
 		cli_usage_error("--save-every needs --save DIR");
 
-	if (!print && !dry)
+	if (!print)
 		fix_env(argv, verbose);
+	const char *weak = loom_blas_weaker_core();
+	if (weak && !quiet && !print)
+		cli_warn("OPENBLAS_CORETYPE=%s holds OpenBLAS to weaker kernels than this CPU runs (%s: about 2x the sgemm rate); honoured, unset it for full speed",
+			 getenv("OPENBLAS_CORETYPE"), weak);
 	if (!print && !dry) {
 		/* the model outlives train_dist's exit handler (registered next,
 		 * so it runs before ours), which still looks at it */
@@ -542,6 +620,9 @@ int main(int argc, char **argv)
 		train_dist_config(c, sets, nsets);
 	if (loom_config_validate(c))
 		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	char why[256];
+	if (c->precision == LOOM_PREC_BF16 && !print && loom_mm_bf16_missing(why, sizeof why))
+		cli_die("precision=bf16: %s", why);
 	if (c->data_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
@@ -590,9 +671,10 @@ int main(int argc, char **argv)
 	train_dist_attach(g, quiet, verbose);
 	if (verbose)
 		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-			 "%lld steps", c->preset, (unsigned long long)g->n_params,
+			 "%lld steps, %s", c->preset, (unsigned long long)g->n_params,
 			 omp_get_max_threads(), loom_k_isa(), c->micro_batch, c->seq_len,
-			 c->grad_accum, (long long)c->steps);
+			 c->grad_accum, (long long)c->steps,
+			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 
 	FILE *log = NULL;
 	if (logpath && !strcmp(logpath, "-")) {
@@ -698,23 +780,30 @@ int main(int argc, char **argv)
 		uint64_t ntok = (uint64_t)c->global_batch * T; /* all ranks */
 		t.samples += (uint64_t)c->global_batch;
 		t.tokens += ntok;
-		double dt = loom_now() - t0;
+		double now = loom_now(), dt = now - t0;
+		/* ETA: this run's mean step time so far times the steps left */
+		double eta = (now - t_start) / (double)(t.step - start_step) *
+			     (double)((uint64_t)c->steps - t.step);
+		char etab[32];
+		duration(eta, etab, sizeof etab);
 		if (!isfinite(loss))
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t.step, loss);
 		if (log) {
-			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f}\n",
+			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 				(unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
-				ntok / dt, dt);
+				ntok / dt, dt, eta);
 			fflush(log);
 		}
 		if (!quiet && log_every && (t.step % log_every == 0 || t.step == (uint64_t)c->steps)) {
 			cli_progress_done(&prog);
-			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s",
-				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt);
+			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s eta %s",
+				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt,
+				 etab);
 		} else if (!quiet && cli_progress_due(&prog)) {
-			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s",
-					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt);
+			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s eta %s",
+					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt,
+					  etab);
 		}
 		if (eval_every && t.step % eval_every == 0)
 			evaluate(&t, eval_data, log);
