@@ -243,7 +243,12 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	m->adam = np * 8;
 	m->acts = (uint64_t)layout(cfg, B, T, recompute, NULL, NULL, glob) * 4 +
 		  (uint64_t)B * T * 8;
-	m->total = m->params + m->grads + m->adam + m->acts;
+	/* bf16: the weight copy, and the backend's two operand scratch
+	 * buffers (largest: dlogits [N,V] and the MLP's [N,4C]) */
+	uint64_t N = (uint64_t)B * T;
+	m->bf16 = cfg->precision == LOOM_PREC_BF16 ?
+		  np * 2 + N * (uint64_t)cfg->vocab_size * 2 + N * 4 * (uint64_t)cfg->n_embd * 2 : 0;
+	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
 }
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)

@@ -160,6 +160,7 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
 /* Memory plan for a config at batch B, sequence T (bytes). */
 struct loom_gpt_mem {
 	uint64_t params, grads, adam, acts, total;
+	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
 };
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m);

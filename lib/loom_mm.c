@@ -170,8 +170,9 @@ int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n)
  * scratch slot s.  NULL on ENOMEM. */
 static const uint16_t *operand(struct loom_mm *mm, const float *x, size_t n, int s)
 {
-	if (mm->w16 && x >= mm->w && x + n <= mm->w + mm->nw)
-		return mm->w16 + (x - mm->w);
+	uintptr_t p = (uintptr_t)x, w0 = (uintptr_t)mm->w;
+	if (mm->w16 && p >= w0 && (p - w0) / sizeof(float) + n <= mm->nw)
+		return mm->w16 + (p - w0) / sizeof(float);
 	uint16_t *d = grow(&mm->scr[s], &mm->scr_n[s], n);
 	if (d)
 		loom_mm_to_bf16(d, x, n);

@@ -44,7 +44,7 @@ static const char usage[] =
 	"      --seed N             seed for init and dropout (= --set seed=N)\n"
 	"      --recompute          activation checkpointing (= --set recompute=true)\n"
 	"      --print-config       print the resolved configuration as JSON and exit\n"
-	"      --dry-run            print parameters, memory plan, FLOPs per token; exit\n"
+	"      --dry-run            print parameters, memory plan, FLOPs, time estimate; exit\n"
 	"checkpoints:\n"
 	"      --save DIR           write DIR/step-NNNNNNNN and DIR/latest\n"
 	"      --save-every N       also every N steps (default: only at the end)\n"
@@ -222,7 +222,8 @@ static const char *duration(double s, char *buf, size_t n)
 }
 
 /* The machine's matmul rate in the run's precision: best of a few
- * products of the model's MLP shape (rows B*T, at most 2048), in GFLOP/s. */
+ * products of the model's MLP shape (B*T x C x 4C, capped at 2048 x 1024
+ * x 4096 so the probe stays under a second on big models), in GFLOP/s. */
 static double probe_matmul(const struct loom_config *c, int *M, int *K, int *N)
 {
 	struct loom_err err = { 0 };
@@ -231,8 +232,8 @@ static double probe_matmul(const struct loom_config *c, int *M, int *K, int *N)
 		cli_die("%s", err.msg);
 	long rows = (long)c->micro_batch * c->seq_len;
 	*M = rows < 2048 ? (int)rows : 2048;
-	*K = c->n_embd;
-	*N = 4 * c->n_embd;
+	*K = c->n_embd < 1024 ? c->n_embd : 1024;
+	*N = 4 * *K;
 	size_t na = (size_t)*M * *K, nb = (size_t)*K * *N, nc = (size_t)*M * *N;
 	float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
 	float *o = malloc(sizeof(float) * nc);
@@ -277,12 +278,16 @@ static void print_dry_run(const struct loom_config *c)
 	printf("config: %s (n_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
 	       c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
 	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
-	printf("memory plan at micro_batch %d x seq_len %d (fp32):\n", c->micro_batch, c->seq_len);
+	printf("memory plan at micro_batch %d x seq_len %d (%s):\n", c->micro_batch, c->seq_len,
+	       c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
 	printf("  parameters      %s\n", cli_bytes((double)m0.params, b0, sizeof b0));
 	printf("  gradients       %s\n", cli_bytes((double)m0.grads, b1, sizeof b1));
 	printf("  AdamW m + v     %s\n", cli_bytes((double)m0.adam, b2, sizeof b2));
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	if (m0.bf16)
+		printf("  bf16 copies     %s (weights, matmul operands)\n",
+		       cli_bytes((double)m0.bf16, b3, sizeof b3));
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
 	printf("FLOPs per token: %.4g training (6N + 12 L T C), %.4g forward\n",
