@@ -12,13 +12,6 @@ F=$T/frames
 FR=136                      # bytes per frame: 64 + 4 x 9 x 2
 $MK 4 9 60 128 1 > "$F"
 export OMP_NUM_THREADS=2
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    if "loss" in d:
-        print(d["step"], repr(d["loss"]), repr(d["lr"]), repr(d["grad_norm"]))
-' "$1"; }
 
 # --- on any CPU ---------------------------------------------------------------
 LOOM_NO_BF16=1 run loom-train -c tiny --set precision=bf16 --steps 5 < "$F"
