@@ -31,12 +31,14 @@ ALL_CFLAGS  = -std=gnu11 -Wall -Wextra $(WERROR) -pthread -fopenmp $(CFLAGS) $(S
 ALL_CPPFLAGS = -Ilib -Itools -I$(B)/gen -D_GNU_SOURCE \
 	-DLOOM_SHARE_DIR='"$(PREFIX)/share/loom"' $(PKG_CFLAGS) $(CPPFLAGS)
 ALL_LDFLAGS = -pthread -fopenmp -Wl,--as-needed $(SAN) $(LDFLAGS)
-LIBS        = $(PKG_LIBS) -lm
+# oneDNN (bf16 matmuls, lib/loom_mm.c only) ships no pkg-config file.
+DNNL_LIBS  := -ldnnl
+LIBS        = $(PKG_LIBS) $(DNNL_LIBS) -lm
 
 # Debian packages the build, the tests and the demo need (make deps).
 DEPS := build-essential pkg-config perl bzip2 python3 \
 	libarchive-dev libexpat1-dev libcurl4-openssl-dev libjansson-dev \
-	libprotobuf-c-dev protobuf-c-compiler libopenblas-openmp-dev libssl-dev \
+	libprotobuf-c-dev protobuf-c-compiler libopenblas-openmp-dev libdnnl-dev libssl-dev \
 	openmpi-bin libopenmpi-dev lighttpd
 
 PROTOS   := $(wildcard formats/*/*.proto)

@@ -35,6 +35,33 @@ const char *loom_blas_better_core(void)
 	return NULL;
 }
 
+/* 3: AVX-512, 2: AVX2+FMA, 1: AVX, 0: older or unknown */
+static int core_level(const char *core)
+{
+	static const char *const l3[] = { "SkylakeX", "CooperLake", "SapphireRapids" };
+	static const char *const l2[] = { "Haswell", "Zen" };
+	for (size_t i = 0; i < sizeof l3 / sizeof *l3; i++)
+		if (!strcasecmp(core, l3[i]))
+			return 3;
+	for (size_t i = 0; i < sizeof l2 / sizeof *l2; i++)
+		if (!strcasecmp(core, l2[i]))
+			return 2;
+	return !strcasecmp(core, "Sandybridge");
+}
+
+const char *loom_blas_weaker_core(void)
+{
+	static const char *const name[] = { NULL, "Sandybridge", "Haswell", "SkylakeX" };
+	const char *core = openblas_get_corename();
+	if (!core || !getenv("OPENBLAS_CORETYPE") || getenv(LOOM_BLAS_DETECTED_ENV))
+		return NULL;
+	__builtin_cpu_init();
+	int best = __builtin_cpu_supports("avx512f") ? 3 :
+		   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 2 :
+		   __builtin_cpu_supports("avx") ? 1 : 0;
+	return core_level(core) < best ? name[best] : NULL;
+}
+
 int loom_blas_reexec(char *const *argv, const char *core)
 {
 	if (setenv("OPENBLAS_CORETYPE", core, 1) < 0 ||

@@ -27,6 +27,13 @@ const char *loom_blas_core(void);
  * already set, or in a process that was already re-executed. */
 const char *loom_blas_better_core(void);
 
+/* If the user's OPENBLAS_CORETYPE holds OpenBLAS to a weaker core than
+ * this CPU supports (e.g. Haswell's AVX2 kernels on an AVX-512 CPU, about
+ * half the sgemm rate), the core that fits ("SkylakeX", "Haswell",
+ * "Sandybridge"); NULL otherwise, and in a process loom re-executed with
+ * its own choice. */
+const char *loom_blas_weaker_core(void);
+
 /* Set OPENBLAS_CORETYPE=core and LOOM_OPENBLAS_DETECTED=<current core>
  * and execv("/proc/self/exe", argv).  Returns -errno if exec failed (the
  * environment is restored). */

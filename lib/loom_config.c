@@ -22,6 +22,7 @@ struct key {
 };
 
 static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant", NULL };
+static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum loom_precision */
 
 #define O(f) offsetof(struct loom_config, f)
 static const struct key keys[] = {
@@ -52,6 +53,7 @@ static const struct key keys[] = {
 	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
 	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)" },
 	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
+	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)" },
 	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)" },
 	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset" },
 };
@@ -89,6 +91,7 @@ void loom_config_defaults(struct loom_config *c)
 	c->ignore_id = -1;
 	c->seed = 1234;
 	c->recompute = 0;
+	c->precision = 0;
 	c->record_len = 0;
 }
 

@@ -240,6 +240,7 @@ static int bcast_params(struct loom_dist *d)
 		MPI_TRY(d, MPI_Bcast(p + o, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD),
 			"broadcast of the parameters");
 	}
+	loom_gpt_weights_changed(d->g);
 	return 0;
 }
 
@@ -318,6 +319,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	t0 = loom_now();
 	for (int k = 0; k < d->nb; k++)
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
+	loom_gpt_weights_changed(g);
 	d->wait_s += loom_now() - t0;
 	d->bytes_total += d->bytes_step;
 	return 0;

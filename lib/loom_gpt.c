@@ -1,5 +1,4 @@
 /* loom_gpt.c - GPT forward/backward/AdamW over flat arrays; see loom_gpt.h. */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +112,7 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g->targets);
 	free(g->tensors);
 	free(g->layer);
+	loom_mm_free(g->mm);
 	free(g);
 }
 
@@ -160,6 +160,25 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 	memset(g->m, 0, g->n_params * sizeof(float));
 	memset(g->v, 0, g->n_params * sizeof(float));
 	memset(g->grads, 0, g->n_params * sizeof(float));
+	g->w16_ok = 0;
+}
+
+void loom_gpt_weights_changed(struct loom_gpt *g)
+{
+	g->w16_ok = 0;
+}
+
+/* The matmul backend of cfg.precision with current weights. */
+static int ready_mm(struct loom_gpt *g)
+{
+	if (g->cfg.precision == LOOM_PREC_FP32)
+		return 0;
+	if (!g->mm && !(g->mm = loom_mm_new(g->cfg.precision, &g->err)))
+		return g->err.code;
+	if (!g->w16_ok && loom_mm_weights(g->mm, g->params, g->n_params))
+		return loom_mm_check(g->mm, &g->err);
+	g->w16_ok = 1;
+	return 0;
 }
 
 /* ---- activation layout --------------------------------------------------- */
@@ -224,7 +243,12 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	m->adam = np * 8;
 	m->acts = (uint64_t)layout(cfg, B, T, recompute, NULL, NULL, glob) * 4 +
 		  (uint64_t)B * T * 8;
-	m->total = m->params + m->grads + m->adam + m->acts;
+	/* bf16: the weight copy, and the backend's two operand scratch
+	 * buffers (largest: dlogits [N,V] and the MLP's [N,4C]) */
+	uint64_t N = (uint64_t)B * T;
+	m->bf16 = cfg->precision == LOOM_PREC_BF16 ?
+		  np * 2 + N * (uint64_t)cfg->vocab_size * 2 + N * 4 * (uint64_t)cfg->n_embd * 2 : 0;
+	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
 }
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)
@@ -280,18 +304,18 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 
 	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	loom_k_matmul_fwd(a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
+	loom_k_matmul_fwd(g->mm, a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
 	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
 				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
-	loom_k_matmul_fwd(g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
+	loom_k_matmul_fwd(g->mm, g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
 	loom_k_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	loom_k_matmul_fwd(a->fch, a->ln2, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
+	loom_k_matmul_fwd(g->mm, a->fch, a->ln2, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
 	loom_k_gelu_fwd(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-	loom_k_matmul_fwd(g->tmp, a->fch_gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
+	loom_k_matmul_fwd(g->mm, g->tmp, a->fch_gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
 	return 0;
@@ -338,7 +362,7 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 		return rc;
 	if (targets && (rc = check_tokens(g, targets, N, 1, "target")))
 		return rc;
-	if ((rc = ensure_acts(g, B, T)))
+	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)))
 		return rc;
 	memcpy(g->inputs, inputs, N * sizeof(int32_t));
 	if (targets)
@@ -354,8 +378,9 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
 	/* logits[N,V] = lnf[N,C] @ wte[V,C]^T */
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, V, C, 1.0f, g->lnf, C,
-		    TP(g, p, T_WTE), C, 0.0f, g->logits, V);
+	loom_mm_gemm(g->mm, 0, 1, (int)N, V, C, g->lnf, TP(g, p, T_WTE), 0, g->logits);
+	if ((rc = loom_mm_check(g->mm, &g->err)))
+		return rc;
 	g->loss = 0;
 	g->ntok = 0;
 	if (targets) {
@@ -388,10 +413,10 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 		dproj = g->tmp;
 	}
-	loom_k_matmul_bwd(g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, a->fch_gelu,
+	loom_k_matmul_bwd(g->mm, g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, a->fch_gelu,
 			  LP(g, p, l, FCPW), N, 4 * C, C);
 	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
-	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, a->ln2,
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, a->ln2,
 			  LP(g, p, l, FCW), N, C, 4 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
 			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
@@ -402,12 +427,12 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 		dproj = g->tmp;
 	}
-	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
 			  LP(g, p, l, PROJW), N, C, C);
 	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
 				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_matmul_bwd(g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
 			  LP(g, p, l, ATTW), N, C, 3 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
 			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
@@ -425,10 +450,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	float dloss = scale / (float)g->ntok;
 	loom_k_crossentropy_bwd(g->logits, g->targets, N, V, g->cfg.ignore_id, dloss);
 	/* dwte += dlogits^T @ lnf ; dlnf = dlogits @ wte */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, C, N, 1.0f, g->logits, V, g->lnf,
-		    C, 1.0f, TP(g, dp, T_WTE), C);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, V, 1.0f, g->logits, V,
-		    TP(g, p, T_WTE), C, 0.0f, g->dbtc, C);
+	loom_mm_gemm(g->mm, 1, 0, V, C, N, g->logits, g->lnf, 1, TP(g, dp, T_WTE));
+	loom_mm_gemm(g->mm, 0, 0, N, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc);
 	memset(g->dres, 0, sizeof(float) * N * C);
 	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->dbtc,
 			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
@@ -446,6 +469,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		       site_key(g->key, -1, 0));
 	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
 	g->have_targets = 0; /* logits now hold gradients */
+	if ((rc = loom_mm_check(g->mm, &g->err)))
+		return rc;
 	if (g->grad_ready)
 		g->grad_ready(g->grad_ready_ctx, -1);
 	return 0;
@@ -471,6 +496,7 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 			     (float)g->cfg.beta1, (float)g->cfg.beta2, (float)g->cfg.eps,
 			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t, gscale);
 	}
+	g->w16_ok = 0;
 }
 
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
@@ -513,7 +539,7 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
 	if ((rc = check_tokens(g, tok, (size_t)n, 0, "input")))
 		return rc;
-	if ((rc = ensure_acts(g, 1, n)))
+	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)))
 		return rc;
 	memcpy(g->inputs, tok, sizeof(int32_t) * n);
 	g->have_targets = 0;
@@ -527,9 +553,8 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	x += (size_t)(n - 1) * C;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), 1, C, (float)g->cfg.layer_norm_epsilon);
-	cblas_sgemv(CblasRowMajor, CblasNoTrans, g->V, C, 1.0f, TP(g, p, T_WTE), C, g->lnf, 1,
-		    0.0f, out, 1);
-	return 0;
+	loom_mm_gemm(g->mm, 0, 1, 1, g->V, C, g->lnf, TP(g, p, T_WTE), 0, out);
+	return loom_mm_check(g->mm, &g->err);
 }
 
 static int cmp_desc(const void *a, const void *b)

@@ -23,6 +23,13 @@
  * T x T probabilities); with cfg.recompute only each layer's output is
  * kept and the layer is recomputed during backward.
  *
+ * Precision: cfg.precision picks the matmul backend (lib/loom_mm.h); in
+ * bf16 every matmul of forward and backward multiplies bf16 copies (the
+ * weights converted once per step) with fp32 accumulation, while
+ * parameters, gradients, AdamW moments, LayerNorm, softmax, GELU and the
+ * loss stay fp32.  A bf16 model on a CPU without bf16 matmul fails its
+ * first forward (LOOM_EINVAL, naming what is missing).
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -88,6 +95,10 @@ struct loom_gpt {
 	 * after the embeddings.  Not called when every target was ignored. */
 	void (*grad_ready)(void *ctx, int l);
 	void *grad_ready_ctx;
+	/* matmul backend (lib/loom_mm.h) of cfg.precision, made by the first
+	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
+	struct loom_mm *mm;
+	int w16_ok;
 	struct loom_err err;
 };
 
@@ -117,6 +128,11 @@ void loom_gpt_zero_grad(struct loom_gpt *g);
  * zeroed after loom_gpt_new/init_weights), so a training loop needs no
  * loom_gpt_zero_grad(). */
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
+/* Tell the model its parameters changed outside loom_gpt_step() and
+ * loom_gpt_init_weights() (e.g. a data-parallel update): in bf16 the next
+ * forward makes a new bf16 copy of the weights.  Loading a checkpoint
+ * before the first forward needs no call. */
+void loom_gpt_weights_changed(struct loom_gpt *g);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted
  * tokens, tokens whose argmax prediction equals the target. */
@@ -145,6 +161,7 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
 /* Memory plan for a config at batch B, sequence T (bytes). */
 struct loom_gpt_mem {
 	uint64_t params, grads, adam, acts, total;
+	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
 };
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m);

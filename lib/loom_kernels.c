@@ -304,18 +304,15 @@ void loom_k_layernorm_bwd_naive(float *dinp, float *dw, float *db, const float *
 /* ---- matmul ------------------------------------------------------------ */
 
 LOOM_SIMD
-void loom_k_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
-		       int N, int IC, int OC)
+void loom_k_matmul_fwd(struct loom_mm *mm, float *out, const float *inp, const float *w,
+		       const float *bias, int N, int IC, int OC)
 {
-	float beta = 0;
 	if (bias) {
 		#pragma omp parallel for schedule(static)
 		for (int n = 0; n < N; n++)
 			memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
-		beta = 1;
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, IC, 1.0f, inp, IC, w, OC,
-		    beta, out, OC);
+	loom_mm_gemm(mm, 0, 0, N, OC, IC, inp, w, bias != NULL, out);
 }
 
 void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
@@ -331,14 +328,12 @@ void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
 }
 
 LOOM_SIMD
-void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
-		       const float *inp, const float *w, int N, int IC, int OC)
+void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
+		       const float *dout, const float *inp, const float *w, int N, int IC, int OC)
 {
 	if (dinp)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, IC, OC, 1.0f, dout, OC, w,
-			    OC, 0.0f, dinp, IC);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC,
-		    1.0f, dw, OC);
+		loom_mm_gemm(mm, 0, 1, N, IC, OC, dout, w, 0, dinp);
+	loom_mm_gemm(mm, 1, 0, IC, OC, N, inp, dout, 1, dw);
 	if (dbias)
 		colsum_add(dbias, dout, N, OC);
 }

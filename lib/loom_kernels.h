@@ -3,8 +3,9 @@
  * naive reference.
  *
  * Purpose: plain functions over flat float arrays (shapes in the
- * comments; row-major; N = B*T rows).  The fast kernels use OpenBLAS
- * sgemm for every matrix product and OpenMP for the rest; the `_naive`
+ * comments; row-major; N = B*T rows).  The fast kernels do every matrix
+ * product through the matmul backend mm (lib/loom_mm.h: OpenBLAS sgemm in
+ * fp32, which mm == NULL means, or oneDNN bf16) and use OpenMP for the rest; the `_naive`
  * ones are straightforward loops kept as the specification and tested
  * against the fast ones (tests/gpt_kernels.c).
  *
@@ -25,6 +26,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "loom_mm.h"
 
 /* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :] */
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
@@ -50,15 +53,16 @@ void loom_k_layernorm_bwd_naive(float *dinp, float *dw, float *db, const float *
 				const float *inp, const float *w, const float *mean,
 				const float *rstd, int N, int C);
 
-/* out[N,OC] = inp[N,IC] @ w[IC,OC] + bias[OC] (bias may be NULL) */
-void loom_k_matmul_fwd(float *out, const float *inp, const float *w, const float *bias,
-		       int N, int IC, int OC);
+/* out[N,OC] = inp[N,IC] @ w[IC,OC] + bias[OC] (bias may be NULL); the
+ * product in mm's precision (bf16: errors sticky in mm, see loom_mm.h) */
+void loom_k_matmul_fwd(struct loom_mm *mm, float *out, const float *inp, const float *w,
+		       const float *bias, int N, int IC, int OC);
 void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
 			     const float *bias, int N, int IC, int OC);
 /* dinp[N,IC] = dout @ w^T (overwritten; may be NULL), dw[IC,OC] += inp^T @ dout,
  * dbias[OC] += sum_n dout (may be NULL) */
-void loom_k_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout,
-		       const float *inp, const float *w, int N, int IC, int OC);
+void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
+		       const float *dout, const float *inp, const float *w, int N, int IC, int OC);
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
 			     const float *inp, const float *w, int N, int IC, int OC);
 

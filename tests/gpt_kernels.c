@@ -52,10 +52,10 @@ static void test_matmul(int N, int IC, int OC)
 {
 	float *x = rnd((size_t)N * IC, 1), *w = rnd((size_t)IC * OC, 0.5f), *b = rnd(OC, 1);
 	float *o1 = rnd((size_t)N * OC, 1), *o2 = rnd((size_t)N * OC, 1);
-	loom_k_matmul_fwd(o1, x, w, b, N, IC, OC);
+	loom_k_matmul_fwd(NULL, o1, x, w, b, N, IC, OC);
 	loom_k_matmul_fwd_naive(o2, x, w, b, N, IC, OC);
 	ok(close_arr(o1, o2, (size_t)N * OC, 1e-4, 1e-4, "mm fwd"), "matmul fwd %dx%dx%d", N, IC, OC);
-	loom_k_matmul_fwd(o1, x, w, NULL, N, IC, OC);
+	loom_k_matmul_fwd(NULL, o1, x, w, NULL, N, IC, OC);
 	loom_k_matmul_fwd_naive(o2, x, w, NULL, N, IC, OC);
 	ok(close_arr(o1, o2, (size_t)N * OC, 1e-4, 1e-4, "mm fwd nb"), "matmul fwd no bias %dx%dx%d",
 	   N, IC, OC);
@@ -63,7 +63,7 @@ static void test_matmul(int N, int IC, int OC)
 	float *dx1 = rnd((size_t)N * IC, 1), *dx2 = rnd((size_t)N * IC, 1);
 	float *dw1 = rnd((size_t)IC * OC, 1), *dw2 = dup(dw1, (size_t)IC * OC);
 	float *db1 = rnd(OC, 1), *db2 = dup(db1, OC);
-	loom_k_matmul_bwd(dx1, dw1, db1, dout, x, w, N, IC, OC);
+	loom_k_matmul_bwd(NULL, dx1, dw1, db1, dout, x, w, N, IC, OC);
 	loom_k_matmul_bwd_naive(dx2, dw2, db2, dout, x, w, N, IC, OC);
 	ok(close_arr(dx1, dx2, (size_t)N * IC, 1e-4, 1e-4, "dx") &&
 	   close_arr(dw1, dw2, (size_t)IC * OC, 1e-4, 1e-4, "dw") &&

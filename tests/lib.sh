@@ -10,6 +10,7 @@
 #   same_file A B "name" byte-identical files
 #   no_tmp_left DIR "name"  no temporary (.tmp-) or output debris in DIR
 #   skip_all "why"; done_testing
+#   losses LOG           step, loss, lr, grad_norm of a loom-train JSON log
 set -u
 # A test runs make as a user would, not as a child of the `make check` that
 # started prove (whose jobserver it cannot reach: make warns on stderr).
@@ -53,6 +54,14 @@ no_tmp_left() {
 	if [ -z "$left" ]; then _report 1 "$2"; else _report 0 "$2"; diag "left behind: $left"; fi
 }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+# losses of a loom-train JSON-lines log (step loss lr grad_norm), train lines only
+losses() { /usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if "loss" in d:
+        print(d["step"], repr(d["loss"]), repr(d["lr"]), repr(d["grad_norm"]))
+' "$1"; }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.
 TESTS=$(cd "${0%/*}" && pwd)

@@ -9,14 +9,6 @@ FR=136                      # bytes per frame: 64 + 4 x 9 x 2
 $MK 4 9 60 128 1 > "$F"
 export OMP_NUM_THREADS=2
 
-# losses of a JSON-lines log (step loss lr grad_norm), train lines only
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    if "loss" in d:
-        print(d["step"], repr(d["loss"]), repr(d["lr"]), repr(d["grad_norm"]))
-' "$1"; }
 
 run loom-train -q -c tiny --steps 40 --log "$T/a.json" < "$F"
 is_rc 0 "tiny preset trains on frames"

@@ -27,6 +27,7 @@
 #include "loom_ckpt.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
+#include "loom_mm.h"
 #include "loom_vocab.h"
 
 static const char usage[] =
@@ -40,6 +41,7 @@ static const char usage[] =
 	"  -j, --threads N       threads (default: all cores)\n"
 	"      --no-verify       do not check the checkpoint's files against the\n"
 	"                        checksums in its state.json\n"
+	"      --precision P     fp32 or bf16 matmuls (default: the checkpoint's precision)\n"
 	"  -v, --verbose         say which OpenBLAS kernels run (and fix a slow choice)\n"
 	"generate:\n"
 	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
@@ -62,6 +64,9 @@ struct model {
 	struct loom_ckpt *ck;
 };
 
+/* --precision: NULL keeps the checkpoint's precision key */
+static const char *precision;
+
 static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
@@ -73,6 +78,11 @@ static void load_model(struct model *m, const char *path, int verify)
 			 loom_ckpt_dir(m->ck));
 	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
 		cli_die("%s", loom_config_error(&m->cfg));
+	if (precision && loom_config_set(&m->cfg, "precision", precision))
+		cli_usage_error("--precision: %s", loom_config_error(&m->cfg));
+	char why[256];
+	if (m->cfg.precision == LOOM_PREC_BF16 && loom_mm_bf16_missing(why, sizeof why))
+		cli_die("precision=bf16: %s", why);
 	m->g = loom_gpt_new(&m->cfg);
 	if (!m->g)
 		cli_die("out of memory for %llu parameters",
@@ -281,6 +291,7 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 5},
 		{"no-prompt", no_argument, NULL, 6},
 		{"no-stop", no_argument, NULL, 7},
+		{"precision", required_argument, NULL, 9},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -319,6 +330,7 @@ int main(int argc, char **argv)
 		case 6: o.no_prompt = 1; break;
 		case 7: o.no_stop = 1; break;
 		case 8: o.no_verify = 1; break;
+		case 9: precision = optarg; break;
 		case 'h': cli_help();
 		case 'V': {
 			char v[256];

@@ -31,6 +31,7 @@
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "loom_vocab.h"
+#include "loom_mm.h"
 #include "train_dist.h"
 
 static const char usage[] =
@@ -44,7 +45,7 @@ static const char usage[] =
 	"      --seed N             seed for init and dropout (= --set seed=N)\n"
 	"      --recompute          activation checkpointing (= --set recompute=true)\n"
 	"      --print-config       print the resolved configuration as JSON and exit\n"
-	"      --dry-run            print parameters, memory plan, FLOPs per token; exit\n"
+	"      --dry-run            print parameters, memory plan, FLOPs, time estimate; exit\n"
 	"checkpoints:\n"
 	"      --save DIR           write DIR/step-NNNNNNNN and DIR/latest\n"
 	"      --save-every N       also every N steps (default: only at the end)\n"
@@ -208,6 +209,72 @@ static double bench_sgemm(int verbose)
 	return best;
 }
 
+/* "2h05m", "3m12s", "4.2s" */
+static const char *duration(double s, char *buf, size_t n)
+{
+	if (!(s < 1e9))
+		snprintf(buf, n, "?");
+	else if (s < 60)
+		snprintf(buf, n, "%.1fs", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+	else if (s < 86400 * 3)
+		snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+	else
+		snprintf(buf, n, "%.1fd", s / 86400);
+	return buf;
+}
+
+/* The machine's matmul rate in the run's precision: best of a few
+ * products of the model's MLP shape (B*T x C x 4C, capped at 2048 x 1024
+ * x 4096 so the probe stays under a second on big models), in GFLOP/s. */
+static double probe_matmul(const struct loom_config *c, int *M, int *K, int *N)
+{
+	struct loom_err err = { 0 };
+	struct loom_mm *mm = loom_mm_new(c->precision, &err);
+	if (!mm)
+		cli_die("%s", err.msg);
+	long rows = (long)c->micro_batch * c->seq_len;
+	*M = rows < 2048 ? (int)rows : 2048;
+	*K = c->n_embd < 1024 ? c->n_embd : 1024;
+	*N = 4 * *K;
+	size_t na = (size_t)*M * *K, nb = (size_t)*K * *N, nc = (size_t)*M * *N;
+	float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+	float *o = malloc(sizeof(float) * nc);
+	if (!a || !b || !o)
+		cli_die("out of memory for the matmul probe");
+	for (size_t i = 0; i < na; i++)
+		a[i] = (float)(i % 17) * 0.01f;
+	for (size_t i = 0; i < nb; i++)
+		b[i] = (float)(i % 13) * 0.01f;
+	if (loom_mm_weights(mm, b, nb))
+		cli_die("out of memory for the matmul probe");
+	double best = 0, flop = 2.0 * *M * (double)*K * *N, t_all = loom_now();
+	for (int r = 0; r < 12 && (r < 4 || loom_now() - t_all < 0.5); r++) {
+		double t0 = loom_now();
+		loom_mm_gemm(mm, 0, 0, *M, *N, *K, a, b, 0, o);
+		double dt = loom_now() - t0;
+		if (r && flop / dt / 1e9 > best) /* the first run warms up */
+			best = flop / dt / 1e9;
+	}
+	if (loom_mm_check(mm, &err))
+		cli_die("%s", err.msg);
+	loom_mm_free(mm);
+	free(a);
+	free(b);
+	free(o);
+	return best;
+}
+
+/* Model FLOP/s over the matmul probe rate of the same precision, the
+ * dry-run estimate's assumption: measured by make bench
+ * (tests/bench/train-bf16.sh) at gpt2 B=8,T=256 on 2 threads of an AMD
+ * EPYC (Zen 4) shared with other work: fp32 0.52, bf16 0.31 (best step
+ * over best probe).  A quiet machine does better, so the estimate leans
+ * long. */
+#define MFU_FP32 0.50
+#define MFU_BF16 0.30
+
 static void print_dry_run(const struct loom_config *c)
 {
 	struct loom_gpt_mem m0, m1;
@@ -218,20 +285,35 @@ static void print_dry_run(const struct loom_config *c)
 	printf("config: %s (n_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
 	       c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
 	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
-	printf("memory plan at micro_batch %d x seq_len %d (fp32):\n", c->micro_batch, c->seq_len);
+	printf("memory plan at micro_batch %d x seq_len %d (%s):\n", c->micro_batch, c->seq_len,
+	       c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
 	printf("  parameters      %s\n", cli_bytes((double)m0.params, b0, sizeof b0));
 	printf("  gradients       %s\n", cli_bytes((double)m0.grads, b1, sizeof b1));
 	printf("  AdamW m + v     %s\n", cli_bytes((double)m0.adam, b2, sizeof b2));
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	if (m0.bf16)
+		printf("  bf16 copies     %s (weights, matmul operands)\n",
+		       cli_bytes((double)m0.bf16, b3, sizeof b3));
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
 	printf("FLOPs per token: %.4g training (6N + 12 L T C), %.4g forward\n",
 	       loom_config_flops_per_token(c), loom_config_fwd_flops_per_token(c));
 	printf("tokens per step: %lld (global_batch %d x seq_len %d)\n",
 	       (long long)c->global_batch * c->seq_len, c->global_batch, c->seq_len);
-	printf("FLOPs per step: %.4g\n",
-	       loom_config_flops_per_token(c) * c->global_batch * (double)c->seq_len);
+	double fps = loom_config_flops_per_token(c) * c->global_batch * (double)c->seq_len;
+	printf("FLOPs per step: %.4g\n", fps);
+	int M, K, N;
+	double rate = probe_matmul(c, &M, &K, &N);
+	double mfu = c->precision == LOOM_PREC_BF16 ? MFU_BF16 : MFU_FP32;
+	double step = fps / (rate * 1e9 * mfu);
+	char d0[32], d1[32];
+	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
+	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
+	printf("time per step: %s (at MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
+	       duration(step, d0, sizeof d0), mfu);
+	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
+	       (long long)c->steps);
 }
 
 struct trainer {
@@ -722,8 +804,12 @@ int main(int argc, char **argv)
 	if (save_every && !save)
 		cli_usage_error("--save-every needs --save DIR");
 
-	if (!print && !dry)
+	if (!print)
 		fix_env(argv, verbose);
+	const char *weak = loom_blas_weaker_core();
+	if (weak && !quiet && !print)
+		cli_warn("OPENBLAS_CORETYPE=%s holds OpenBLAS to weaker kernels than this CPU runs (%s: about 2x the sgemm rate); honoured, unset it for full speed",
+			 getenv("OPENBLAS_CORETYPE"), weak);
 	if (!print && !dry) {
 		/* the model outlives train_dist's exit handler (registered next,
 		 * so it runs before ours), which still looks at it */
@@ -781,6 +867,9 @@ int main(int argc, char **argv)
 		train_dist_config(c, sets, nsets);
 	if (loom_config_validate(c))
 		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	char why[256];
+	if (c->precision == LOOM_PREC_BF16 && !print && loom_mm_bf16_missing(why, sizeof why))
+		cli_die("precision=bf16: %s", why);
 	if (c->data_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
@@ -836,9 +925,10 @@ int main(int argc, char **argv)
 	train_dist_attach(g, quiet, verbose);
 	if (verbose)
 		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-			 "%lld steps", c->preset, (unsigned long long)g->n_params,
+			 "%lld steps, %s", c->preset, (unsigned long long)g->n_params,
 			 omp_get_max_threads(), loom_k_isa(), c->micro_batch, c->seq_len,
-			 c->grad_accum, (long long)c->steps);
+			 c->grad_accum, (long long)c->steps,
+			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 
 	FILE *log = NULL;
 	if (logpath && !strcmp(logpath, "-")) {
@@ -953,28 +1043,30 @@ int main(int argc, char **argv)
 		uint64_t ntok = (uint64_t)c->global_batch * T; /* all ranks */
 		t.samples += (uint64_t)c->global_batch;
 		t.tokens += ntok;
-		double dt = loom_now() - t0;
+		double now = loom_now(), dt = now - t0;
+		/* ETA: this run's mean step time so far times the steps left */
+		double eta = (now - t_start) / (double)(t.step - start_step) *
+			     (double)((uint64_t)c->steps - t.step);
+		char etab[32];
+		cli_duration(eta, etab, sizeof etab);
 		if (!isfinite(loss))
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t.step, loss);
 		if (log) {
-			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f}\n",
+			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 				(unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
-				ntok / dt, dt);
+				ntok / dt, dt, eta);
 			fflush(log);
 		}
 		if (!quiet && log_every && (t.step % log_every == 0 || t.step == (uint64_t)c->steps)) {
 			cli_progress_done(&prog);
-			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s",
-				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt);
+			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
+				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt,
+				 etab);
 		} else if (!quiet && cli_progress_due(&prog)) {
-			/* ETA from this session's mean step time */
-			char eta[32];
-			double per = (loom_now() - t_start) / (double)(t.step - start_step);
 			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s ETA %s",
 					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt,
-					  cli_duration(per * (double)((uint64_t)c->steps - t.step), eta,
-						       sizeof eta));
+					  etab);
 		}
 		if (eval_every && t.step % eval_every == 0)
 			evaluate(&t, eval_data, log);

@@ -2,7 +2,9 @@
 """PyTorch reference for tests/bench/train.sh: the same GPT-2 model as
 loom-train (fp32, tied LM head, pre-LN, GELU tanh, learned positions),
 AdamW, torch.set_num_threads(THREADS).  Prints "tokens_per_s X".
-usage: train_torch.py B T STEPS THREADS"""
+With PRECISION bf16 the forward runs under CPU autocast to bfloat16 (what
+PyTorch users do for bf16 on CPU).
+usage: train_torch.py B T STEPS THREADS [fp32|bf16]"""
 import math
 import sys
 import time
@@ -12,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 B, T, STEPS, THREADS = (int(x) for x in sys.argv[1:5])
+BF16 = len(sys.argv) > 5 and sys.argv[5] == "bf16"
 L, C, NH, V, P = 12, 768, 12, 50257, 1024
 torch.set_num_threads(THREADS)
 torch.manual_seed(1)
@@ -71,7 +74,8 @@ for step in range(STEPS):
     idx = torch.randint(0, V, (B, T), generator=g)
     tg = torch.randint(0, V, (B, T), generator=g)
     t0 = time.time()
-    loss = model(idx, tg)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=BF16):
+        loss = model(idx, tg)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,75 @@
+/*
+ * loom_mm.h - the matmul backend: fp32 on OpenBLAS, bf16 on oneDNN.
+ *
+ * Purpose: every matrix product of the GPT (lib/loom_kernels.h matmul
+ * kernels, the LM head in lib/loom_gpt.c) goes through loom_mm_gemm(), so
+ * the precision is one switch here, not two code paths through the model.
+ *  - fp32 (mm == NULL or LOOM_PREC_FP32): OpenBLAS sgemm (sgemv for one row).
+ *  - bf16: oneDNN matmul primitives with bf16 inputs and fp32 accumulation
+ *    and output.  A primitive is created once per (shape, transposes,
+ *    accumulate) and cached.  Operands lying inside the weight range
+ *    registered with loom_mm_weights() are read from its bf16 copy (made
+ *    once per optimizer step); any other operand (activations, gradients)
+ *    is converted to bf16 into scratch as it is used.
+ * oneDNN is used nowhere else in loom.
+ *
+ * bf16 needs bf16 matrix instructions (avx512_bf16 or amx_bf16 in
+ * /proc/cpuinfo); without them loom_mm_new() refuses rather than let oneDNN
+ * emulate slowly.  LOOM_NO_BF16=1 in the environment simulates such a CPU.
+ *
+ * Determinism: bf16 products are bit-identical for the same inputs and
+ * thread count on one machine (oneDNN's reductions are fixed per shape).
+ *
+ * Ownership: loom_mm_new/_free; the object owns its primitives, the bf16
+ * weight copy and the scratch.  Errors: loom_mm_new() fills *err and
+ * returns NULL.  loom_mm_gemm() cannot return a code through the kernels
+ * that call it: a failure (out of memory, a primitive oneDNN refuses)
+ * leaves C unspecified and is kept sticky in the object until
+ * loom_mm_check() reports and clears it.  Nothing prints.
+ */
+#ifndef LOOM_MM_H
+#define LOOM_MM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+
+enum loom_precision {
+	LOOM_PREC_FP32 = 0,
+	LOOM_PREC_BF16,
+};
+
+struct loom_mm;
+
+/* 0 if this CPU multiplies bf16 natively; else -1 and a sentence naming
+ * what is missing in why[n]. */
+int loom_mm_bf16_missing(char *why, size_t n);
+
+/* A backend for `precision` (NULL and *err filled on failure: no bf16 on
+ * this CPU, oneDNN cannot start, out of memory). */
+struct loom_mm *loom_mm_new(int precision, struct loom_err *err);
+void loom_mm_free(struct loom_mm *mm);
+/* LOOM_PREC_* of mm (NULL: fp32). */
+int loom_mm_precision(const struct loom_mm *mm);
+/* "OpenBLAS sgemm" or "oneDNN bf16 matmul (ISA)" */
+const char *loom_mm_name(const struct loom_mm *mm);
+
+/* Register the weights w[0..n) (bf16: convert them now into the bf16
+ * copy; call again whenever they change).  No-op in fp32.  0 or
+ * LOOM_ENOMEM (kept as the sticky error too). */
+int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n);
+
+/* C[M,N] = op(A) @ op(B) (+ C when accumulate), all row-major and dense:
+ * op(A) is A[M,K] or, with ta, A[K,M] transposed; op(B) is B[K,N] or,
+ * with tb, B[N,K] transposed. */
+void loom_mm_gemm(struct loom_mm *mm, int ta, int tb, int M, int N, int K, const float *A,
+		  const float *B, int accumulate, float *C);
+
+/* 0, or the sticky error's code (message in *err), clearing it. */
+int loom_mm_check(struct loom_mm *mm, struct loom_err *err);
+
+/* fp32 -> bf16 with round-to-nearest-even (NaN stays NaN). */
+void loom_mm_to_bf16(uint16_t *dst, const float *src, size_t n);
+
+#endif
