@@ -6,8 +6,7 @@ ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
 BIN=$(dirname "$(command -v loom-shard)")/
 DUMP=$SHARE/sample/samplewiki-20260101-pages-articles-multistream.xml.bz2
-# (MAKEFLAGS of a make running this test would name its jobserver: not ours)
-mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 "$@"; }
+mk() { make -s -f "$P/wikipedia.mk" LOOM_BIN="$BIN" WIKI=samplewiki SEQ=33 SHARDS=2 "$@"; }
 
 run mk DATE=20260101 DUMP="$DUMP" OUT="$T/a" -j2
 is_rc 0 "local dump -> shards (make -j2)"
