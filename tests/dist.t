@@ -35,7 +35,7 @@ TRAIN="loom-train -c tiny --set decay=constant --threads 1"
 # trainer killed by a signal re-raises it, so mpirun names the rank.
 np() {
 	local n=$1; shift
-	run timeout 60 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
+	run timeout 300 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
 }
 
 # max relative difference of the losses of log $1 (steps $3..$4) vs log $2
@@ -110,7 +110,7 @@ is "$rc" 0 "SIGUSR1 to mpirun: every rank stops after the same step, exit 0"
 like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+' "rank 0 says so"
 step=$(sed -nE 's/.*stopping after step ([0-9]+).*/\1/p' "$T/u.err")
 is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' "${step:-0}")" "checkpoint of that step"
-(cd "$T" && BATCH=8 SEQ=8 EPOCHS=0 THREADS=1 timeout 60 "$WRAP" -np 1 "$M" tiny u --steps $((step + 3)) -q >"$T/u.out" 2>"$T/u.err")
+(cd "$T" && BATCH=8 SEQ=8 EPOCHS=0 THREADS=1 timeout 300 "$WRAP" -np 1 "$M" tiny u --steps $((step + 3)) -q >"$T/u.out" 2>"$T/u.err")
 is "$?" 0 "the wrapper resumes it on 1 rank (micro-batch 8)"
 is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' $((step + 3)))" "and saves 3 steps later"
 
@@ -134,8 +134,14 @@ mp=$!
 for _ in $(seq 1 200); do [ -L "$T/k/latest" ] && [ -s "$T/k/pid.1" ] && break; sleep 0.1; done
 kill -9 "$(cat "$T/k/pid.1")"
 rc=0; wait $mp || rc=$?
-ok "a killed rank stops every rank (exit $rc, not the 60 s timeout's 124)" test "$rc" -ne 0 -a "$rc" -ne 124
-st=$(ps -o stat= -p "$(cat "$T/k/pid.0")" 2>/dev/null)
+ok "a killed rank stops every rank (exit $rc, not the hang guard's 124)" test "$rc" -ne 0 -a "$rc" -ne 124
+# rank 0 may still be on its way out when mpirun returns (a loaded machine):
+# it must end by itself within a generous bound, not be left running
+for _ in $(seq 1 600); do
+	st=$(ps -o stat= -p "$(cat "$T/k/pid.0")" 2>/dev/null)
+	[ -z "$st" ] || [ "${st#Z}" != "$st" ] && break
+	sleep 0.1
+done
 ok "no rank left running (rank 0: '${st}')" test -z "$st" -o "${st#Z}" != "$st"
 like "$err" 'rank 1 .*exited on signal 9' "mpirun names the killed rank"
 ok "latest still points at a complete checkpoint" test -s "$T/k/latest/model.safetensors" -a -s "$T/k/latest/optimizer.safetensors"
