@@ -625,17 +625,25 @@ static void check_ids(const struct loom_config *c, const struct origins *o,
 	}
 }
 
+/* A frame reader over the file `path` (its descriptor in *fd). */
+static struct loom_batch_reader *open_frames(const char *path, int *fd)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	struct loom_batch_reader *r = loom_batch_reader_new(*fd, path);
+	if (!r)
+		cli_die("out of memory");
+	return r;
+}
+
 /* Read every frame of --eval-data once at start: a truncated or corrupt
  * file is found before training, not at the first evaluation.  Returns the
  * records' length (T+1). */
 static int check_eval_data(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_die("cannot open '%s': %s", path, strerror(errno));
-	struct loom_batch_reader *r = loom_batch_reader_new(fd, path);
-	if (!r)
-		cli_die("out of memory");
+	int fd;
+	struct loom_batch_reader *r = open_frames(path, &fd);
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int rc, rec = 0;
@@ -686,12 +694,8 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_die("cannot open '%s': %s", path, strerror(errno));
-	struct loom_batch_reader *r = loom_batch_reader_new(fd, path);
-	if (!r)
-		cli_die("out of memory");
+	int fd;
+	struct loom_batch_reader *r = open_frames(path, &fd);
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int rc, T = t->cfg.seq_len;
