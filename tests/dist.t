@@ -93,6 +93,22 @@ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | loom-train -q --thread
 ok "ranks resumed from different checkpoints are refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
 like "$err" '^loom-train: ranks disagree on the step: rank 0 is at step 14, rank 1 at step 7' "naming the ranks and steps"
 
+# --- bf16 on 2 ranks: a resumed run repeats the uninterrupted one exactly --
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+	B16="--set micro_batch=4,precision=bf16"
+	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q $B16 --steps 12 --log bf.json"
+	is_rc 0 "bf16, 2 ranks: 12 steps"
+	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q $B16 --steps 6 --save bk --log bh.json"
+	is_rc 0 "bf16, 2 ranks: steps 1-6, checkpoint"
+	like "$T/bk/latest/config.json" '"precision": *"bf16"' "the checkpoint records precision=bf16"
+	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W --resume bk/latest | loom-train -q --threads 1 --resume bk --set micro_batch=4 --steps 12 --log bh.json"
+	is_rc 0 "bf16, 2 ranks: resumed, steps 7-12"
+	is "$(sed -E 's/,"tokens_per_s".*//' "$T/bh.json")" "$(sed -E 's/,"tokens_per_s".*//' "$T/bf.json")" \
+		"resumed bf16 losses, lr and norms identical to the uninterrupted run's"
+else
+	skip 5 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
+fi
+
 # --- every input ends together: a normal end --------------------------------
 np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 1000 --save e"
 is_rc 0 "all feeders end at the same step: exit 0"

@@ -9,7 +9,7 @@
 #   like FILE REGEX "name" / unlike FILE REGEX "name"
 #   same_file A B "name" byte-identical files
 #   no_tmp_left DIR "name"  no temporary (.tmp-) or output debris in DIR
-#   skip_all "why"; done_testing
+#   skip N "why"            N skipped tests;  skip_all "why"; done_testing
 #   losses LOG           step, loss, lr, grad_norm of a loom-train JSON log
 set -u
 # A test runs make as a user would, not as a child of the `make check` that
@@ -27,6 +27,9 @@ _report() { # pass name
 	else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
 }
 diag() { printf '# %s\n' "$@"; }
+skip() { # count "why": that many tests skipped
+	local i; for ((i = 0; i < $1; i++)); do tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $2"; done
+}
 run() { rc=0; "$@" >"$out" 2>"$err" || rc=$?; }
 ok() { local name=$1; shift; if "$@"; then _report 1 "$name"; else _report 0 "$name"; fi; }
 is() {
