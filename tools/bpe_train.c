@@ -27,7 +27,9 @@ static const char train_usage[] =
 "                          NUL-separated; whole: each input is one document\n"
 "  -o, --output DIR        output directory (created if missing)\n"
 "      --progress          progress on stderr even when it is not a terminal\n"
-"  -q, --quiet             no summary on stderr\n"
+"  -v, --verbose           each input read, every 1000 merges, the files\n"
+"                          written (on stderr)\n"
+"  -q, --quiet             no summary on stderr (and no -v lines)\n"
 "  -h, --help              this help;  -V, --version  versions\n"
 "Ties between equally frequent pairs go to the smaller (left id, right id),\n"
 "as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n";
@@ -39,6 +41,7 @@ struct train_ctx {
 	struct cli_progress prog;
 	int docs;
 	uint64_t read;
+	size_t told;    /* merges last told under -v */
 };
 
 static void fail_trainer(struct train_ctx *c)
@@ -84,7 +87,8 @@ static void read_input(struct train_ctx *c, const char *path)
 {
 	static uint8_t buf[1 << 20];
 	int fd = STDIN_FILENO, pending = 0;
-	const char *name = path ? path : "-";
+	const char *name = path && strcmp(path, "-") ? path : "(stdin)";
+	uint64_t before = c->read;
 
 	if (path && strcmp(path, "-") && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		cli_die("cannot open '%s': %s", path, strerror(errno));
@@ -111,11 +115,17 @@ static void read_input(struct train_ctx *c, const char *path)
 		fail_trainer(c);
 	if (fd != STDIN_FILENO)
 		close(fd);
+	cli_info("train: read %s: %llu bytes", name, (unsigned long long)(c->read - before));
 }
 
 static void on_progress(void *ctx, size_t done, size_t target)
 {
 	struct train_ctx *c = ctx;
+	if (done / 1000 > c->told / 1000) {
+		cli_progress_done(&c->prog);
+		cli_info("train: %zu merges of at most %zu", done, target);
+		c->told = done;
+	}
 	if (cli_progress_due(&c->prog))
 		cli_progress_show(&c->prog, "train: merges %zu/%zu", done, target);
 }
@@ -129,6 +139,7 @@ int bpe_train_main(int argc, char **argv)
 		{ "docs", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -146,7 +157,7 @@ int bpe_train_main(int argc, char **argv)
 	o.min_frequency = 2;
 	cli_init(cli_prog, train_usage);
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:qhV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:vqhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
 			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1u << 24);
@@ -179,6 +190,9 @@ int bpe_train_main(int argc, char **argv)
 		case 'P':
 			force_progress = 1;
 			break;
+		case 'v':
+			cli_verbose = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -190,6 +204,8 @@ int bpe_train_main(int argc, char **argv)
 			cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	if (!o.vocab_size)
 		cli_usage_error("train: --vocab-size is required");
 	if (!outdir || !*outdir)
@@ -227,6 +243,9 @@ int bpe_train_main(int argc, char **argv)
 
 	struct loom_bpe_train_stats st;
 	loom_bpe_trainer_stats(c.t, &st);
+	cli_info("train: wrote %s/encoder.json, %s/vocab.bpe and %s/tokenizer.json: "
+		 "%llu merges, vocabulary %llu", outdir, outdir, outdir,
+		 (unsigned long long)st.merges, (unsigned long long)st.vocab);
 	if (!quiet && st.merges + 256 + nspecials < o.vocab_size)
 		cli_warn("train: vocabulary is %llu, not %zu: no pair left that occurs at least "
 			 "%llu times", (unsigned long long)st.vocab, o.vocab_size,

@@ -56,6 +56,23 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+int cli_verbose;
+
+void cli_info(const char *fmt, ...)
+{
+	va_list ap;
+	if (!cli_verbose)
+		return;
+	/* one line even from worker threads; stdout is not flushed (data) */
+	flockfile(stderr);
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
 void cli_die(const char *fmt, ...)
 {
 	va_list ap;

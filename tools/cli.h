@@ -23,6 +23,12 @@ extern const char *cli_prog;
 
 /* "prog: message" to stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* -v, --verbose: one "prog: message" line per event to stderr (never
+ * stdout).  Tools set cli_verbose from -v and clear it under -q: -q wins. */
+extern int cli_verbose;
+/* "prog: message" to stderr when cli_verbose, else nothing; one whole
+ * line even when called from several threads. */
+void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit with `code`. */

@@ -49,7 +49,9 @@ static const char usage_encode[] =
 "  -o, --output FILE      write FILE atomically instead of stdout\n"
 "      --force            write binary ids to a terminal\n"
 "      --progress         progress on stderr even when it is not a terminal\n"
-"  -q, --quiet            no summary on stderr\n"
+"  -v, --verbose          the vocabulary loaded (source, size) and each\n"
+"                         input file read, on stderr\n"
+"  -q, --quiet            no summary on stderr (and no -v lines)\n"
 "  -h, --help             this help;  -V, --version  versions\n"
 "Summary on stderr: documents, tokens, bytes, tokens per byte, MB/s.\n";
 
@@ -66,7 +68,9 @@ static const char usage_decode[] =
 "                         gives the input back\n"
 "  -e, --eos ID           the end-of-text token for --docs lines|nul\n"
 "  -o, --output FILE      write FILE atomically instead of stdout\n"
-"  -q, --quiet            no summary on stderr\n"
+"  -v, --verbose          the vocabulary loaded (source, size) and each\n"
+"                         input file read with its ids, on stderr\n"
+"  -q, --quiet            no summary on stderr (and no -v lines)\n"
 "  -h, --help             this help;  -V, --version  versions\n"
 "An id outside the vocabulary is an error naming the id and its position.\n";
 
@@ -84,6 +88,13 @@ static struct loom_vocab *load_vocab(const char *spec)
 		cli_die("out of memory");
 	if (loom_vocab_load_spec(v, spec))
 		cli_die("%s", loom_vocab_error(v));
+	if (cli_verbose) {
+		char dir[4096];
+		int shipped = !strcmp(spec, "gpt2") && !loom_share_path("vocab/gpt2", dir, sizeof dir);
+		cli_info("vocabulary %s%s%s%s: %u tokens (ids 0..%u), %u merges, %u special%s", spec,
+			 shipped ? " (" : "", shipped ? dir : "", shipped ? ")" : "", v->n_tokens,
+			 v->n_ids - 1, v->n_merges, v->n_specials, v->n_specials == 1 ? "" : "s");
+	}
 	return v;
 }
 
@@ -418,6 +429,7 @@ static int reader_open_next(struct reader *r)
 	} else if ((r->fd = open(f, O_RDONLY)) < 0) {
 		cli_die("cannot open '%s': %s", f, strerror(errno));
 	}
+	cli_info("encode: reading %s", r->name);
 	return 1;
 }
 
@@ -632,6 +644,7 @@ static int cmd_encode(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 3 },
 		{ "progress", no_argument, NULL, 4 },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -643,7 +656,7 @@ static int cmd_encode(int argc, char **argv)
 	int threads = 1, force = 0, progress = 0, quiet = 0, opt;
 
 	cli_init("loom-bpe", usage_encode);
-	while ((opt = getopt_long(argc, argv, "d:e:m:f:j:o:qhV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:e:m:f:j:o:vqhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 5: vspec = optarg; break;
 		case 'd': c.docs = parse_docs(optarg, 1); break;
@@ -656,12 +669,15 @@ static int cmd_encode(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 3: force = 1; break;
 		case 4: progress = 1; break;
+		case 'v': cli_verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
 		case 'V': bpe_version();
 		default: cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	struct loom_vocab *v = load_vocab(vspec);
 	c.v = v;
 	c.eos = v->eot;
@@ -826,6 +842,7 @@ static int cmd_decode(int argc, char **argv)
 		{ "docs", required_argument, NULL, 'd' },
 		{ "eos", required_argument, NULL, 'e' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -835,19 +852,22 @@ static int cmd_decode(int argc, char **argv)
 	int fmt = FMT_DEFAULT, docs = DOCS_WHOLE, quiet = 0, opt;
 
 	cli_init("loom-bpe", usage_decode);
-	while ((opt = getopt_long(argc, argv, "f:d:e:o:qhV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "f:d:e:o:vqhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 1: vspec = optarg; break;
 		case 'f': fmt = parse_format(optarg); break;
 		case 'd': docs = parse_docs(optarg, 0); break;
 		case 'e': eos_arg = optarg; break;
 		case 'o': output = optarg; break;
+		case 'v': cli_verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
 		case 'V': bpe_version();
 		default: cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	struct loom_vocab *v = load_vocab(vspec);
 	if (fmt == FMT_DEFAULT)
 		fmt = v->n_ids <= 65536 ? FMT_U16 : FMT_U32;
@@ -968,6 +988,7 @@ static int cmd_decode(int argc, char **argv)
 		}
 		if (fd > 0)
 			close(fd);
+		cli_info("decode: %s: %llu ids", name, (unsigned long long)fpos);
 	}
 	out_commit(&o);
 	double dt = loom_now() - t0;

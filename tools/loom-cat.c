@@ -23,6 +23,7 @@ static const char usage[] =
 	"  -r, --range A:B      records A (inclusive) to B (exclusive), numbered\n"
 	"                       across all FILEs, read through FILE.index; A: and :B\n"
 	"                       are open ends, A alone is one record\n"
+	"  -v, --verbose        each FILE read, with its record count, on stderr\n"
 	"  -h, --help           this help\n"
 	"  -V, --version        version\n"
 	"Every record's CRCs are checked; errors name the file, record and byte\n"
@@ -160,14 +161,19 @@ static int cat_stream(const char *path)
 		return -1;
 	}
 	struct loom_tfr_record rec;
+	uint64_t n = 0;
 	int rc;
-	while ((rc = loom_tfr_reader_next(r, &rec)) == 0)
+	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
 		if (print_record(path, rec.index, rec.offset, rec.data, rec.len) < 0) {
 			loom_tfr_reader_free(r);
 			return -1;
 		}
+		n++;
+	}
 	if (rc != LOOM_EOF)
 		cli_warn("%s", loom_tfr_reader_error(r));
+	else
+		cli_info("%s: %" PRIu64 " records", strcmp(path, "-") ? path : "stdin", n);
 	loom_tfr_reader_free(r);
 	return rc == LOOM_EOF ? 0 : -1;
 }
@@ -198,6 +204,7 @@ int main(int argc, char **argv)
 		{ "ids", no_argument, NULL, 'i' },
 		{ "feature", required_argument, NULL, 'F' },
 		{ "range", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -205,7 +212,7 @@ int main(int argc, char **argv)
 	int c, ranged = 0;
 	uint64_t a = 0, b = UINT64_MAX;
 	cli_init("loom-cat", usage);
-	while ((c = getopt_long(argc, argv, "r:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			ids_only = 1;
@@ -216,6 +223,9 @@ int main(int argc, char **argv)
 		case 'r':
 			parse_range(optarg, &a, &b);
 			ranged = 1;
+			break;
+		case 'v':
+			cli_verbose = 1;
 			break;
 		case 'h':
 			cli_help();
@@ -273,6 +283,9 @@ int main(int argc, char **argv)
 							      buf, len) < 0;
 				}
 			}
+			if (!failed)
+				cli_info("%s: %" PRIu64 " records, read %" PRIu64 " to %" PRIu64
+					 " through its index", argv[i], n, lo < hi ? lo : hi, hi);
 			base += n;
 			loom_tfr_file_free(f);
 		}

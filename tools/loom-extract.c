@@ -37,7 +37,10 @@ static const char usage[] =
 	"                           beside NAME.xml.bz2 if it exists)\n"
 	"      --no-index           read a multistream dump as one stream\n"
 	"      --progress           progress even when stderr is not a terminal\n"
-	"  -q, --quiet              no summary line\n"
+	"  -v, --verbose            each page skipped, with its id, title and reason\n"
+	"                           (namespace, redirect, disambiguation, empty or\n"
+	"                           short; too large and no text are always told)\n"
+	"  -q, --quiet              no summary line (and no -v lines)\n"
 	"  -h, --help               this help\n"
 	"  -V, --version            version\n"
 	"Templates are removed, not expanded.  A summary line goes to stderr.  A\n"
@@ -259,12 +262,18 @@ static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
 	struct worker *w = &c->w[worker];
 	if (!keep_ns(c, pg->ns)) {
 		out->stat[S_NS]++;
+		cli_info("page %llu '%.*s': namespace %lld: skipped", (unsigned long long)pg->id,
+			 (int)pg->title_len, pg->title, (long long)pg->ns);
 		return 0;
 	}
 	if (pg->redirect) {
 		out->stat[S_REDIRECTS]++;
-		if (!c->keep_redirects)
+		if (!c->keep_redirects) {
+			cli_info("page %llu '%.*s': redirect to '%s': skipped",
+				 (unsigned long long)pg->id, (int)pg->title_len, pg->title,
+				 pg->redirect_title);
 			return 0;
+		}
 		out->stat[S_KEPT_REDIRECTS]++;
 		return emit(c, site, pg, pg->redirect_title, strlen(pg->redirect_title), out);
 	}
@@ -318,11 +327,21 @@ static int page_fn(void *vc, int worker, const struct loom_dump_site *site,
 		      ends_with(pg->title, pg->title_len, c->rows[i].text);
 	if (dab) {
 		out->stat[S_DAB]++;
-		if (c->skip_dab)
+		if (c->skip_dab) {
+			cli_info("page %llu '%.*s': disambiguation: skipped",
+				 (unsigned long long)pg->id, (int)pg->title_len, pg->title);
 			return 0;
+		}
 	}
 	if (info.chars == 0 || info.chars < c->min_length) {
 		out->stat[S_SHORT]++;
+		if (info.chars == 0)
+			cli_info("page %llu '%.*s': empty after cleaning: skipped",
+				 (unsigned long long)pg->id, (int)pg->title_len, pg->title);
+		else
+			cli_info("page %llu '%.*s': %llu characters, under --min-length: skipped",
+				 (unsigned long long)pg->id, (int)pg->title_len, pg->title,
+				 (unsigned long long)info.chars);
 		return 0;
 	}
 	return emit(c, site, pg, w->text.p, w->text.len, out);
@@ -390,6 +409,7 @@ int main(int argc, char **argv)
 		{ "no-index", no_argument, NULL, 7 },
 		{ "progress", no_argument, NULL, 8 },
 		{ "max-page-size", required_argument, NULL, 9 },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -408,7 +428,7 @@ int main(int argc, char **argv)
 	dopts.threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
 	dopts.max_text = 8u << 20;
 	cli_init("loom-extract", usage);
-	while ((ch = getopt_long(argc, argv, "o:f:zn:j:qhV", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:f:zn:j:vqhV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'o': output = optarg; break;
 		case 'f':
@@ -434,6 +454,7 @@ int main(int argc, char **argv)
 			if (dopts.max_text < 1024 || dopts.max_text > (1u << 30))
 				cli_usage_error("--max-page-size: '%s' is not between 1K and 1G", optarg);
 			break;
+		case 'v': cli_verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
 		case 'V':
@@ -444,6 +465,8 @@ int main(int argc, char **argv)
 		default: cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	if (argc - optind > 1)
 		cli_usage_error("one dump at a time (got %d)", argc - optind);
 	if (c.nul && (c.format == FMT_JSONL || c.format == FMT_DOC))

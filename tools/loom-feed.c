@@ -57,7 +57,9 @@ static const char usage[] =
 	"  -f, --force           write binary frames even to a terminal\n"
 	"      --progress        progress on stderr even when it is not a terminal\n"
 	"                        or stdout is a pipe (then loom-train's line shows)\n"
-	"  -q, --quiet           no summary line\n"
+	"  -v, --verbose         each shard opened (records, index) and each epoch\n"
+	"                        started (its batches and seed), on stderr\n"
+	"  -q, --quiet           no summary line (and no -v lines)\n"
 	"  -h, --help            this help\n"
 	"  -V, --version         version\n"
 	"Records longer than T+1 are cut.  Each epoch yields floor(N / (B x W)) global\n"
@@ -285,6 +287,9 @@ static void add_shard(const char *path, const char *index)
 	F.N += s[F.nshards].count;
 	if (loom_tfr_file_max_payload(f) > F.max_payload)
 		F.max_payload = loom_tfr_file_max_payload(f);
+	cli_info("shard %s: %llu records, index %s%s", path,
+		 (unsigned long long)s[F.nshards].count, index ? index : path,
+		 index ? "" : ".index");
 	F.nshards++;
 }
 
@@ -398,6 +403,7 @@ int main(int argc, char **argv)
 		{"verify", no_argument, NULL, 9},
 		{"threads", required_argument, NULL, 'j'},
 		{"force", no_argument, NULL, 'f'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -411,7 +417,7 @@ int main(int argc, char **argv)
 	cli_init("loom-feed", usage);
 	F.world = 1;
 	snprintf(F.feature, sizeof F.feature, "%s", LOOM_EXAMPLE_IDS);
-	while ((c = getopt_long(argc, argv, "m:b:t:s:e:j:fqhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:b:t:s:e:j:fvqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': manifest = optarg; break;
 		case 'b': F.B = (uint32_t)cli_u64("--batch", optarg, 1, 1u << 20); have_b = 1; break;
@@ -438,12 +444,15 @@ int main(int argc, char **argv)
 		case 9: verify = 1; break;
 		case 'j': threads = cli_u64("--threads", optarg, 1, 64); break;
 		case 'f': force = 1; break;
+		case 'v': cli_verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': cli_help();
 		case 'V': cli_version("jansson " JANSSON_VERSION);
 		default: cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	if (!have_b || !have_t || !have_s)
 		cli_usage_error("--batch, --seq and --seed are required");
 	if (manifest && optind < argc)
@@ -535,6 +544,12 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&F.mu);
 		if (F.stop == 2)
 			cli_die("out of memory");
+		if (seq == F.start || seq % F.K == 0)
+			cli_info("epoch %llu %s at batch %llu (its batches %llu to %llu), seed %llu",
+				 (unsigned long long)(seq / F.K), seq % F.K ? "resumes" : "starts",
+				 (unsigned long long)seq, (unsigned long long)(seq / F.K * F.K),
+				 (unsigned long long)((seq / F.K + 1) * F.K - 1),
+				 (unsigned long long)F.seed);
 		if (sl->state == SLOT_ERROR) {
 			cli_progress_done(&pr);
 			cli_die("%s", sl->msg);

@@ -45,7 +45,9 @@ static const char usage[] =
 	"      --recheck        rehash files already present even when they are\n"
 	"                       recorded as verified (xattr user.loom.verified)\n"
 	"      --progress       show progress even when stderr is not a terminal\n"
-	"  -q, --quiet          no progress, no summary lines\n"
+	"  -v, --verbose        each URL requested, and what came of it (bytes,\n"
+	"                       attempts, resume offset)\n"
+	"  -q, --quiet          no progress, no summary lines (and no -v lines)\n"
 	"  -h, --help           this help\n"
 	"  -V, --version        versions of loom and libcurl\n"
 	"\n"
@@ -92,12 +94,20 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	struct loom_fetch_result res;
 	char sz[32], at[32];
 	g.name = loom_basename(path);
+	cli_info("fetching %s to %s", url, path);
 	int rc = loom_fetch_file(f, url, path, exp, &res);
 	cli_progress_done(&g.prog);
 	if (rc < 0) {
 		cli_warn("%s", loom_fetch_error(f));
 		return exit_code(rc);
 	}
+	if (res.already)
+		cli_info("%s: already present and %s: not fetched", path,
+			 res.cached ? "recorded as verified" : "verified");
+	else
+		cli_info("%s: %llu bytes received in %u attempt%s, resumed at byte %llu", url,
+			 (unsigned long long)res.transferred, res.attempts,
+			 res.attempts == 1 ? "" : "s", (unsigned long long)res.resumed_from);
 	if (!g.quiet) {
 		cli_bytes((double)res.size, sz, sizeof sz);
 		if (res.already) {
@@ -176,7 +186,12 @@ static int load_listings(struct loom_fetch *f, struct loom_dumpinfo *di, const c
 	int have_status = 0, rc;
 	char status_err[LOOM_ERR_MAX] = "";
 
+	cli_info("fetching %s", status_url);
 	rc = loom_fetch_mem(f, status_url, 64u << 20, &buf, &len);
+	if (rc == 0)
+		cli_info("%s: %zu bytes", status_url, len);
+	else
+		cli_info("%s", loom_fetch_error(f));
 	if (rc == LOOM_ENET) {
 		cli_warn("%s", loom_fetch_error(f));
 		free(status_url);
@@ -219,7 +234,10 @@ static int load_listings(struct loom_fetch *f, struct loom_dumpinfo *di, const c
 	if (!need_sums)
 		return 0;
 	char *sums_url = xasprintf("%s/%s-%s-sha1sums.txt", dir_url, wiki, date);
+	cli_info("fetching %s", sums_url);
 	rc = loom_fetch_mem(f, sums_url, 64u << 20, &buf, &len);
+	if (rc == 0)
+		cli_info("%s: %zu bytes", sums_url, len);
 	if (rc < 0) {
 		if (status_err[0])
 			cli_warn("%s", status_err);
@@ -322,6 +340,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, 0, O_TIMEOUT },
 		{ "recheck", no_argument, 0, O_RECHECK },
 		{ "progress", no_argument, 0, O_PROGRESS },
+		{ "verbose", no_argument, 0, 'v' },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, O_VERSION },
@@ -337,7 +356,7 @@ int main(int argc, char **argv)
 
 	cli_init("loom-fetch", usage);
 	loom_fetch_opts_default(&fo);
-	while ((c = getopt_long(argc, argv, "o:qhV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:vqhV", lo, NULL)) != -1) {
 		switch (c) {
 		case O_MIRROR: mirror = optarg; dump_opt = 1; break;
 		case O_WIKI: wiki = optarg; dump_opt = 1; break;
@@ -356,6 +375,7 @@ int main(int argc, char **argv)
 			break;
 		case O_RECHECK: fo.recheck = 1; break;
 		case O_PROGRESS: force_progress = 1; break;
+		case 'v': cli_verbose = 1; break;
 		case 'q': g.quiet = 1; break;
 		case 'h': cli_help();
 		case 'V':
@@ -366,8 +386,10 @@ int main(int argc, char **argv)
 	if (fo.retry_delay_max < fo.retry_delay)
 		fo.retry_delay_max = fo.retry_delay;
 	cli_progress_init(&g.prog, force_progress && !g.quiet);
-	if (g.quiet)
+	if (g.quiet) {
 		g.prog.enabled = 0;
+		cli_verbose = 0;
+	}
 	fo.progress = show_progress;
 
 	const char *url = NULL;

@@ -25,7 +25,8 @@ static const char usage[] =
 	"  -n, --no-write       write no index (with --verify / --stats)\n"
 	"  -j, --jobs N         files verified in parallel (default: CPU count)\n"
 	"      --progress       show progress even when stderr is not a TTY\n"
-	"  -q, --quiet          no summary line\n"
+	"  -v, --verbose        a line per FILE: records, bytes, what was done\n"
+	"  -q, --quiet          no summary line (and no -v lines)\n"
 	"  -h, --help           this help\n"
 	"  -V, --version        version\n"
 	"Errors name the file, record and byte offset; a file with an error gets no\n"
@@ -174,12 +175,13 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
-		{ "verify", no_argument, NULL, 'v' },
+		{ "verify", no_argument, NULL, 'Y' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "no-write", no_argument, NULL, 'n' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -189,13 +191,16 @@ int main(int argc, char **argv)
 	int c, progress = 0, threads = 0;
 	cli_init("loom-index", usage);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:cnj:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:cnj:vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			output = optarg;
 			break;
-		case 'v':
+		case 'Y':
 			verify = 1;
+			break;
+		case 'v':
+			cli_verbose = 1;
 			break;
 		case 'c':
 			check = 1;
@@ -223,6 +228,8 @@ int main(int argc, char **argv)
 			cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	int nfiles = argc - optind;
 	if (nfiles < 1)
 		cli_usage_error("no input file");
@@ -273,6 +280,11 @@ int main(int argc, char **argv)
 			continue;
 		}
 		fputs(jb->statline, stdout);
+		cli_info("%s: %" PRIu64 " records, %" PRIu64 " bytes%s%s%s",
+			 strcmp(jb->path, "-") ? jb->path : "(stdin)", jb->st.records,
+			 jb->st.bytes, verify ? ", verified" : "",
+			 check ? ", index matches" : no_write ? "" : ", index written to ",
+			 check || no_write ? "" : strcmp(jb->out, "-") ? jb->out : "stdout");
 		tot.records += jb->st.records;
 		tot.bytes += jb->st.bytes;
 		tot.psum += jb->st.psum;

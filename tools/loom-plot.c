@@ -27,7 +27,9 @@ static const char usage[] =
 	"      --height N        chart height in pixels (default 400, +150 a panel)\n"
 	"      --logy            logarithmic y axis\n"
 	"  -w, --spark N         sparkline width in cells (default 60, 0 = none)\n"
-	"  -q, --quiet           print no sparkline lines (same as --spark 0)\n"
+	"  -v, --verbose         a line per log read on stderr: lines, lines without\n"
+	"                        the keys (skipped), points per series\n"
+	"  -q, --quiet           print no sparkline lines (same as --spark 0), no -v\n"
 	"  -h, --help            this help\n"
 	"  -V, --version         version\n"
 	"Prints one line per series to stdout: [run,] key, first value, sparkline,\n"
@@ -41,7 +43,7 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
 	char *line = NULL;
-	size_t cap = 0, lineno = 0;
+	size_t cap = 0, lineno = 0, skipped = 0;
 	ssize_t len;
 	if (!f)
 		cli_die("cannot open '%s': %s", path, strerror(errno));
@@ -60,12 +62,22 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 		}
 		if (rc < 0)
 			cli_die("%s: %s", path, s[0].err.msg);
+		skipped += rc == 0;
 	}
 	if (ferror(f))
 		cli_die("cannot read '%s': %s", path, strerror(errno));
 	free(line);
 	if (f != stdin)
 		fclose(f);
+	if (cli_verbose) {
+		char found[512] = "";
+		size_t at = 0;
+		for (size_t k = 0; k < ns && at < sizeof found; k++)
+			at += (size_t)snprintf(found + at, sizeof found - at, "%s%s %zu", k ? ", " : "",
+					       s[k].ykey, s[k].n);
+		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s",
+			 strcmp(path, "-") ? path : "stdin", lineno, skipped, found);
+	}
 }
 
 /* Run names for the legend: the file name without .jsonl, or the path
@@ -99,6 +111,7 @@ int main(int argc, char **argv)
 		{ "smooth", required_argument, NULL, 's' },
 		{ "panels", no_argument, NULL, 'p' },
 		{ "ylabel", required_argument, NULL, 4 },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -107,12 +120,12 @@ int main(int argc, char **argv)
 	const char *output = NULL, *xkey = "step";
 	char *ykeys = strdup("loss,eval_loss");
 	struct loom_plot_opts po = { .smooth = 0.6 };
-	int panels = 0;
+	int panels = 0, quiet = 0;
 	size_t spark = 60;
 	int c;
 
 	cli_init("loom-plot", usage);
-	while ((c = getopt_long(argc, argv, "o:x:y:t:w:s:pqhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:x:y:t:w:s:pvqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case 'x': xkey = optarg; break;
@@ -125,12 +138,16 @@ int main(int argc, char **argv)
 		case 's': po.smooth = cli_double("--smooth", optarg, 0, 0.999); break;
 		case 'p': panels = 1; break;
 		case 4: po.ylabel = optarg; break;
-		case 'q': spark = 0; break;
+		case 'v': cli_verbose = 1; break;
+		case 'q': spark = 0; quiet = 1; break;
 		case 'h': cli_help();
 		case 'V': cli_version("jansson " JANSSON_VERSION);
 		default: cli_bad_option();
 		}
 	}
+
+	if (quiet)
+		cli_verbose = 0;
 
 	static const char *panel_keys[] = { "lr", "tokens_per_s" };
 	const char *keys[MAX_SERIES];

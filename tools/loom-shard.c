@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,9 @@ static const char usage[] =
 	"      --no-sha256            do not hash the shards (sha256 null in the\n"
 	"                             manifest; SHA-256 is the costliest step)\n"
 	"      --progress             show progress even when stderr is not a TTY\n"
-	"  -q, --quiet                no summary line\n"
+	"  -v, --verbose              each input read (tokens) and each shard\n"
+	"                             committed (name, records, bytes)\n"
+	"  -q, --quiet                no summary line (and no -v lines)\n"
 	"  -h, --help                 this help\n"
 	"  -V, --version              version\n"
 	"Same input and seed give byte-identical shards whatever the memory limit.\n"
@@ -83,6 +86,24 @@ static void kill_at_step(void *ctx, const char *what, const char *path)
 		raise(SIGKILL);
 }
 
+/* -v: the committed set as the manifest records it, a line per shard. */
+static void tell_shards(const char *manifest)
+{
+	json_error_t je;
+	json_t *m = json_load_file(manifest, 0, &je), *e;
+	size_t i;
+	if (!m) {
+		cli_warn("%s: line %d: %s", manifest, je.line, je.text);
+		return;
+	}
+	json_array_foreach(json_object_get(m, "shards"), i, e)
+		cli_info("shard %s: %" JSON_INTEGER_FORMAT " records, %" JSON_INTEGER_FORMAT
+			 " bytes", json_string_value(json_object_get(e, "file")),
+			 json_integer_value(json_object_get(e, "records")),
+			 json_integer_value(json_object_get(e, "bytes")));
+	json_decref(m);
+}
+
 static int is_hex64(const char *s)
 {
 	size_t n = strlen(s);
@@ -107,13 +128,14 @@ int main(int argc, char **argv)
 		{ "memory", required_argument, NULL, 'm' },
 		{ "shards", required_argument, NULL, 'n' },
 		{ "records-per-shard", required_argument, NULL, 'r' },
-		{ "vocab-size", required_argument, NULL, 'v' },
+		{ "vocab-size", required_argument, NULL, 'W' },
 		{ "vocab-sha256", required_argument, NULL, 'H' },
 		{ "feature", required_argument, NULL, 'F' },
 		{ "tmpdir", required_argument, NULL, 't' },
 		{ "no-sha256", no_argument, NULL, 'C' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -126,7 +148,7 @@ int main(int argc, char **argv)
 
 	cli_init("loom-shard", usage);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:f:L:s:m:n:r:j:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:L:s:m:n:r:j:vqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.prefix = optarg;
@@ -162,7 +184,7 @@ int main(int argc, char **argv)
 		case 'r':
 			o.records_per_shard = cli_u64("--records-per-shard", optarg, 1, UINT64_MAX);
 			break;
-		case 'v':
+		case 'W':
 			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1ull << 32);
 			break;
 		case 'H':
@@ -189,6 +211,9 @@ int main(int argc, char **argv)
 		case 'P':
 			progress = 1;
 			break;
+		case 'v':
+			cli_verbose = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -200,6 +225,8 @@ int main(int argc, char **argv)
 			cli_bad_option();
 		}
 	}
+	if (quiet)
+		cli_verbose = 0;
 	if (!o.prefix)
 		cli_usage_error("-o PREFIX is required");
 	if (o.shards && o.records_per_shard)
@@ -285,6 +312,13 @@ int main(int argc, char **argv)
 			fail(msg);
 		}
 		in_bytes += loom_tokin_bytes(in);
+		{
+			struct loom_shard_stats st;
+			loom_shard_get_stats(g_shard, &st);
+			cli_info("%s: %" PRIu64 " bytes read, %" PRIu64 " tokens so far",
+				 strcmp(inputs[i], "-") ? inputs[i] : "(stdin)",
+				 loom_tokin_bytes(in), st.tokens);
+		}
 		loom_tokin_free(in);
 	}
 	free(tok);
@@ -299,6 +333,8 @@ int main(int argc, char **argv)
 	loom_shard_get_stats(g_shard, &st);
 	if (*st.note)
 		cli_warn("warning: %s", st.note);
+	if (cli_verbose)
+		tell_shards(st.manifest);
 	double dt = loom_now() - t0;
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
