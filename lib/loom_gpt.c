@@ -210,14 +210,12 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	for (int l = 0; l < L; l++) {
 		struct loom_gpt_lacts a = { 0 };
 		if (!recompute || l == 0) {
-			TAKE(a.ln1, N * C);
 			TAKE(a.ln1_mean, N);
 			TAKE(a.ln1_rstd, N);
 			TAKE(a.qkv, N * 3 * C);
 			TAKE(a.atty, N * C);
 			TAKE(a.lse, (size_t)B * NH * T);
 			TAKE(a.res2, N * C);
-			TAKE(a.ln2, N * C);
 			TAKE(a.ln2_mean, N);
 			TAKE(a.ln2_rstd, N);
 			TAKE(a.fch, N * 4 * C);
@@ -320,18 +318,20 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 
-	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+	/* the LayerNorm outputs live in tmp until their matmul has read them;
+	 * backward recomputes them from the saved mean and rstd */
+	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
+	loom_k_matmul_fwd(g->mm, a->qkv, g->tmp, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
 	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
 				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	loom_k_matmul_fwd(g->mm, g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
-	loom_k_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->fch, a->ln2, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
+	loom_k_matmul_fwd(g->mm, a->fch, g->tmp, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
 	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
 	loom_k_matmul_fwd(g->mm, g->tmp, g->gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
@@ -448,7 +448,7 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
 	int B = g->B, T = g->T, C = g->C, N = B * T;
-	float *p = g->params, *dp = g->grads;
+	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 	const float *dproj = g->dres;
@@ -464,7 +464,9 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	loom_k_matmul_bwd(g->mm, g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, g->gelu,
 			  LP(g, p, l, FCPW), N, 4 * C, C);
 	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, a->ln2,
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+			     LP(g, p, l, LN2B), N, C, eps);
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, g->tmp,
 			  LP(g, p, l, FCW), N, C, 4 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
 			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
@@ -480,7 +482,9 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
 				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
+	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+			     LP(g, p, l, LN1B), N, C, eps);
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, g->tmp,
 			  LP(g, p, l, ATTW), N, C, 3 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
 			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);

@@ -59,12 +59,12 @@ struct loom_gpt_tensor {
 
 /* Per-layer activations (pointers into g->acts). */
 struct loom_gpt_lacts {
-	float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
+	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
 	float *lse;                         /* [B,NH,T] attention log-sum-exp */
 	float *res2;                        /* [N,C] */
-	float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
+	float *ln2_mean, *ln2_rstd;         /* [N], [N] (outputs recomputed) */
 	float *fch;                         /* [N,4C] MLP pre-activation */
 	float *res3;                        /* [N,C] layer output */
 };
