@@ -183,10 +183,24 @@ static int ready_mm(struct loom_gpt *g)
 
 /* ---- activation layout --------------------------------------------------- */
 
-/* Lay out the activations for (B, T) from base (NULL: only count).  Every
- * pointer is set (relative to base) and the total float count returned. */
-static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, float *base,
-		     struct loom_gpt_lacts *layer, float **glob)
+/* Rows of logits per LM-head chunk for N rows: `rows` if > 0, else chunks
+ * of equal size holding at most HEAD_BYTES of logits each. */
+#define HEAD_BYTES ((size_t)128 << 20)
+static size_t head_rows(size_t N, size_t V, int rows)
+{
+	if (rows > 0)
+		return (size_t)rows < N ? (size_t)rows : N;
+	size_t per = HEAD_BYTES / (sizeof(float) * V), nch;
+	per = per ? per : 1;
+	nch = (N + per - 1) / per;
+	return (N + nch - 1) / nch;
+}
+
+/* Lay out the activations for (B, T) from base (NULL: only count), with
+ * LM-head chunks of hr rows.  Every pointer is set (relative to base) and
+ * the total float count returned. */
+static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, size_t hr,
+		     float *base, struct loom_gpt_lacts *layer, float **glob)
 {
 	size_t N = (size_t)B * T, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
 	int L = cfg->n_layer;
@@ -196,18 +210,15 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	for (int l = 0; l < L; l++) {
 		struct loom_gpt_lacts a = { 0 };
 		if (!recompute || l == 0) {
-			TAKE(a.ln1, N * C);
 			TAKE(a.ln1_mean, N);
 			TAKE(a.ln1_rstd, N);
 			TAKE(a.qkv, N * 3 * C);
 			TAKE(a.atty, N * C);
 			TAKE(a.lse, (size_t)B * NH * T);
 			TAKE(a.res2, N * C);
-			TAKE(a.ln2, N * C);
 			TAKE(a.ln2_mean, N);
 			TAKE(a.ln2_rstd, N);
 			TAKE(a.fch, N * 4 * C);
-			TAKE(a.fch_gelu, N * 4 * C);
 			if (l == 0)
 				shared = a;
 		} else {
@@ -217,18 +228,20 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 		if (layer)
 			layer[l] = a;
 	}
-	/* encoded, lnf, lnf_mean, lnf_rstd, logits, losses, tmp, dres, dbtc, dqkv, dfc */
+	/* encoded, lnf, lnf_mean, lnf_rstd, logits, losses, tmp, dres, dbtc, dqkv,
+	 * dfc, gelu */
 	TAKE(glob[0], N * C);
 	TAKE(glob[1], N * C);
 	TAKE(glob[2], N);
 	TAKE(glob[3], N);
-	TAKE(glob[4], N * V);
+	TAKE(glob[4], hr * V);
 	TAKE(glob[5], N);
 	TAKE(glob[6], N * C);
 	TAKE(glob[7], N * C);
 	TAKE(glob[8], N * C);
 	TAKE(glob[9], N * 3 * C);
 	TAKE(glob[10], N * 4 * C);
+	TAKE(glob[11], N * 4 * C);
 #undef TAKE
 	return off;
 }
@@ -236,24 +249,25 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m)
 {
-	float *glob[11];
+	float *glob[12];
 	uint64_t np = loom_config_n_params(cfg);
+	uint64_t N = (uint64_t)B * T, hr = head_rows(N, (size_t)cfg->vocab_size, 0);
 	m->params = np * 4;
 	m->grads = np * 4;
 	m->adam = np * 8;
-	m->acts = (uint64_t)layout(cfg, B, T, recompute, NULL, NULL, glob) * 4 +
-		  (uint64_t)B * T * 8;
+	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, NULL, NULL, glob) * 4 + N * 8;
 	/* bf16: the weight copy, and the backend's two operand scratch
-	 * buffers (largest: dlogits [N,V] and the MLP's [N,4C]) */
-	uint64_t N = (uint64_t)B * T;
-	m->bf16 = cfg->precision == LOOM_PREC_BF16 ?
-		  np * 2 + N * (uint64_t)cfg->vocab_size * 2 + N * 4 * (uint64_t)cfg->n_embd * 2 : 0;
+	 * buffers (largest: a chunk of dlogits [hr,V] or the MLP's [N,4C],
+	 * and the MLP's [N,4C]) */
+	uint64_t hv = hr * (uint64_t)cfg->vocab_size, fc = N * 4 * (uint64_t)cfg->n_embd;
+	m->bf16 = cfg->precision == LOOM_PREC_BF16 ? np * 2 + (hv > fc ? hv : fc) * 2 + fc * 2 : 0;
 	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
 }
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)
 {
-	if (g->acts && g->B == B && g->T == T)
+	size_t hr = head_rows((size_t)B * T, (size_t)g->V, g->head_rows);
+	if (g->acts && g->B == B && g->T == T && g->hr == hr)
 		return 0;
 	free(g->acts);
 	free(g->inputs);
@@ -261,8 +275,8 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->acts = NULL;
 	g->inputs = g->targets = NULL;
 	g->B = g->T = 0;
-	float *glob[11];
-	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, NULL, NULL, glob);
+	float *glob[12];
+	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, NULL, NULL, glob);
 	g->acts = falloc(n);
 	g->inputs = malloc(sizeof(int32_t) * (size_t)B * T);
 	g->targets = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -270,7 +284,7 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);
-	layout(&g->cfg, B, T, g->cfg.recompute, g->acts, g->layer, glob);
+	layout(&g->cfg, B, T, g->cfg.recompute, hr, g->acts, g->layer, glob);
 	g->encoded = glob[0];
 	g->lnf = glob[1];
 	g->lnf_mean = glob[2];
@@ -282,6 +296,8 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->dbtc = glob[8];
 	g->dqkv = glob[9];
 	g->dfc = glob[10];
+	g->gelu = glob[11];
+	g->hr = hr;
 	g->n_acts = n;
 	g->B = B;
 	g->T = T;
@@ -302,20 +318,22 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 
-	loom_k_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+	/* the LayerNorm outputs live in tmp until their matmul has read them;
+	 * backward recomputes them from the saved mean and rstd */
+	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->qkv, a->ln1, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
+	loom_k_matmul_fwd(g->mm, a->qkv, g->tmp, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
 	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
 				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	loom_k_matmul_fwd(g->mm, g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
-	loom_k_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->fch, a->ln2, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
-	loom_k_gelu_fwd(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-	loom_k_matmul_fwd(g->mm, g->tmp, a->fch_gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
+	loom_k_matmul_fwd(g->mm, a->fch, g->tmp, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
+	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
+	loom_k_matmul_fwd(g->mm, g->tmp, g->gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
 	return 0;
@@ -350,6 +368,25 @@ static int check_tokens(struct loom_gpt *g, const int32_t *t, size_t n, int allo
 	return 0;
 }
 
+/* Rows of probs[n,V] whose argmax (the first largest) is their target. */
+static int64_t count_correct(const float *probs, const int32_t *targets, int n, int V,
+			     int ignore_id)
+{
+	int64_t correct = 0;
+	#pragma omp parallel for schedule(static) reduction(+:correct)
+	for (int i = 0; i < n; i++) {
+		if (targets[i] == ignore_id)
+			continue;
+		const float *r = probs + (size_t)i * V;
+		int best = 0;
+		for (int v = 1; v < V; v++)
+			if (r[v] > r[best])
+				best = v;
+		correct += best == targets[i];
+	}
+	return correct;
+}
+
 int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
 		     int B, int T, int train, uint64_t key, float *loss)
 {
@@ -377,15 +414,24 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 		return g->err.code;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
-	/* logits[N,V] = lnf[N,C] @ wte[V,C]^T */
-	loom_mm_gemm(g->mm, 0, 1, (int)N, V, C, g->lnf, TP(g, p, T_WTE), 0, g->logits);
-	if ((rc = loom_mm_check(g->mm, &g->err)))
-		return rc;
 	g->loss = 0;
 	g->ntok = 0;
+	g->ncorrect = 0;
 	if (targets) {
-		g->ntok = loom_k_crossentropy_fwd(g->logits, g->losses, g->targets, (int)N, V,
-						  g->cfg.ignore_id);
+		/* chunk by chunk: logits[n,V] = lnf[n,C] @ wte[V,C]^T, then their
+		 * probabilities; only the per-row losses and the count of
+		 * argmax hits are kept */
+		for (size_t r0 = 0; r0 < N; r0 += g->hr) {
+			int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
+			loom_mm_gemm(g->mm, 0, 1, n, V, C, g->lnf + r0 * C, TP(g, p, T_WTE), 0,
+				     g->logits);
+			g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0,
+							   n, V, g->cfg.ignore_id);
+			g->ncorrect += count_correct(g->logits, g->targets + r0, n, V,
+						     g->cfg.ignore_id);
+		}
+		if ((rc = loom_mm_check(g->mm, &g->err)))
+			return rc;
 		double s = 0;
 		for (size_t i = 0; i < N; i++)
 			s += g->losses[i];
@@ -402,21 +448,25 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
 	int B = g->B, T = g->T, C = g->C, N = B * T;
-	float *p = g->params, *dp = g->grads;
+	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 	const float *dproj = g->dres;
 
-	/* MLP: res3 = res2 + drop(fch_gelu @ Wfcp + b) */
+	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b); gelu(fch) is not kept
+	 * per layer but recomputed here into the shared buffer */
 	if (drop > 0) {
 		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 		dproj = g->tmp;
 	}
-	loom_k_matmul_bwd(g->mm, g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, a->fch_gelu,
+	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
+	loom_k_matmul_bwd(g->mm, g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, g->gelu,
 			  LP(g, p, l, FCPW), N, 4 * C, C);
 	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, a->ln2,
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+			     LP(g, p, l, LN2B), N, C, eps);
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, g->tmp,
 			  LP(g, p, l, FCW), N, C, 4 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
 			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
@@ -432,7 +482,9 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
 				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, a->ln1,
+	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+			     LP(g, p, l, LN1B), N, C, eps);
+	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, g->tmp,
 			  LP(g, p, l, ATTW), N, C, 3 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
 			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
@@ -448,10 +500,19 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	if (!g->ntok)
 		return 0; /* every target ignored: no gradient */
 	float dloss = scale / (float)g->ntok;
-	loom_k_crossentropy_bwd(g->logits, g->targets, N, V, g->cfg.ignore_id, dloss);
-	/* dwte += dlogits^T @ lnf ; dlnf = dlogits @ wte */
-	loom_mm_gemm(g->mm, 1, 0, V, C, N, g->logits, g->lnf, 1, TP(g, dp, T_WTE));
-	loom_mm_gemm(g->mm, 0, 0, N, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc);
+	/* chunk by chunk as in forward: recompute the logits and their
+	 * probabilities (the losses come out as before), turn them into
+	 * dlogits, then dwte += dlogits^T @ lnf and dlnf = dlogits @ wte */
+	for (size_t r0 = 0; r0 < (size_t)N; r0 += g->hr) {
+		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
+		const float *lnf = g->lnf + r0 * C;
+		loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
+		loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
+					g->cfg.ignore_id);
+		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss);
+		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
+		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc + r0 * C);
+	}
 	memset(g->dres, 0, sizeof(float) * N * C);
 	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->dbtc,
 			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
@@ -468,7 +529,7 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       site_key(g->key, -1, 0));
 	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
-	g->have_targets = 0; /* logits now hold gradients */
+	g->have_targets = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
 		return rc;
 	if (g->grad_ready)
@@ -502,31 +563,19 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect)
 {
-	int N = g->B * g->T, V = g->V;
+	int N = g->B * g->T;
 	double s = 0;
-	int64_t correct = 0;
 	if (!g->have_targets) {
 		*nll = 0;
 		*ntok = 0;
 		*ncorrect = 0;
 		return;
 	}
-	#pragma omp parallel for schedule(static) reduction(+:correct)
-	for (int n = 0; n < N; n++) {
-		if (g->targets[n] == g->cfg.ignore_id)
-			continue;
-		const float *r = g->logits + (size_t)n * V;
-		int best = 0;
-		for (int v = 1; v < V; v++)
-			if (r[v] > r[best])
-				best = v;
-		correct += best == g->targets[n];
-	}
 	for (int n = 0; n < N; n++)
 		s += g->losses[n];
 	*nll = s;
 	*ntok = g->ntok;
-	*ncorrect = correct;
+	*ncorrect = g->ncorrect;
 }
 
 /* ---- generation ----------------------------------------------------------- */

@@ -20,8 +20,11 @@
  * load tensors directly (loom_gpt_ckpt_tensors()).  Activations are one
  * more allocation, sized for the (B, T) of the last forward, linear in T
  * (attention keeps its output and one log-sum-exp per row, never the
- * T x T probabilities); with cfg.recompute only each layer's output is
- * kept and the layer is recomputed during backward.
+ * T x T probabilities; the MLP keeps its input to GELU, whose output is
+ * recomputed in backward; the LM head and loss run over chunks of rows,
+ * keeping only per-row losses, and backward recomputes each chunk's
+ * logits, so no [N, vocab] tensor exists); with cfg.recompute only each
+ * layer's output is kept and the layer is recomputed during backward.
  *
  * Precision: cfg.precision picks the matmul backend (lib/loom_mm.h); in
  * bf16 every matmul of forward and backward multiplies bf16 copies (the
@@ -56,13 +59,13 @@ struct loom_gpt_tensor {
 
 /* Per-layer activations (pointers into g->acts). */
 struct loom_gpt_lacts {
-	float *ln1, *ln1_mean, *ln1_rstd;   /* [N,C], [N], [N] */
+	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
 	float *lse;                         /* [B,NH,T] attention log-sum-exp */
 	float *res2;                        /* [N,C] */
-	float *ln2, *ln2_mean, *ln2_rstd;   /* [N,C], [N], [N] */
-	float *fch, *fch_gelu;              /* [N,4C] */
+	float *ln2_mean, *ln2_rstd;         /* [N], [N] (outputs recomputed) */
+	float *fch;                         /* [N,4C] MLP pre-activation */
 	float *res3;                        /* [N,C] layer output */
 };
 
@@ -80,12 +83,18 @@ struct loom_gpt {
 	struct loom_gpt_lacts *layer;       /* [L] */
 	float *encoded;                     /* [N,C] */
 	float *lnf, *lnf_mean, *lnf_rstd;   /* [N,C], [N], [N] */
-	float *logits;                      /* [N,V] (probs after a loss forward) */
+	float *logits;                      /* [hr,V] one LM-head chunk (scratch) */
 	float *losses;                      /* [N] */
 	float *tmp, *dres, *dbtc, *dqkv, *dfc; /* scratch / backward buffers */
+	float *gelu;                        /* [N,4C] gelu(fch) of the current layer */
+	size_t hr;                          /* rows per LM-head chunk */
+	/* rows per LM-head chunk wanted (0: chunks of at most 128 MB of
+	 * logits); read by the next forward */
+	int head_rows;
 	int32_t *inputs, *targets;          /* [N] copies of the last batch */
 	int have_targets;
 	int ntok;                           /* counted targets of the last forward */
+	int64_t ncorrect;                   /* of those, argmax hits */
 	float loss;                         /* mean loss of the last forward */
 	int train;                          /* last forward used dropout */
 	uint64_t key;                       /* dropout key of the last forward */
@@ -114,7 +123,8 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed);
 
 /* Forward on inputs[B,T] (token ids < V).  With targets[B,T] (ids < V or
  * cfg.ignore_id) computes the mean cross-entropy into *loss (may be NULL)
- * and keeps what backward needs.  train != 0 applies dropout with the
+ * and keeps what backward needs; without, only the blocks and ln_f run
+ * (logits for generation: loom_gpt_logits_last()).  train != 0 applies dropout with the
  * mask key `key`.  T <= n_positions. */
 int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
 		     int B, int T, int train, uint64_t key, float *loss);
