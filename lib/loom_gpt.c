@@ -183,13 +183,18 @@ static int ready_mm(struct loom_gpt *g)
 
 /* ---- activation layout --------------------------------------------------- */
 
-/* Rows of logits per LM-head chunk for N rows: `rows` if > 0, else chunks
- * of equal size holding at most HEAD_BYTES of logits each. */
+/* Rows of logits per LM-head chunk for N rows: `rows` if > 0; else all N
+ * in one chunk when their logits take at most HEAD_ONE_BYTES (backward
+ * then reuses the forward's, no recomputation), else chunks of equal size
+ * holding at most HEAD_BYTES of logits each. */
 #define HEAD_BYTES ((size_t)128 << 20)
+#define HEAD_ONE_BYTES ((size_t)512 << 20)
 static size_t head_rows(size_t N, size_t V, int rows)
 {
 	if (rows > 0)
 		return (size_t)rows < N ? (size_t)rows : N;
+	if (N * V * sizeof(float) <= HEAD_ONE_BYTES)
+		return N;
 	size_t per = HEAD_BYTES / (sizeof(float) * V), nch;
 	per = per ? per : 1;
 	nch = (N + per - 1) / per;
@@ -501,14 +506,17 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		return 0; /* every target ignored: no gradient */
 	float dloss = scale / (float)g->ntok;
 	/* chunk by chunk as in forward: recompute the logits and their
-	 * probabilities (the losses come out as before), turn them into
-	 * dlogits, then dwte += dlogits^T @ lnf and dlnf = dlogits @ wte */
+	 * probabilities (the losses come out as before; one chunk is still
+	 * there from forward), turn them into dlogits, then
+	 * dwte += dlogits^T @ lnf and dlnf = dlogits @ wte */
 	for (size_t r0 = 0; r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
-		loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
-		loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
-					g->cfg.ignore_id);
+		if (g->hr < (size_t)N) {
+			loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
+			loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
+						g->cfg.ignore_id);
+		}
 		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss);
 		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc + r0 * C);
