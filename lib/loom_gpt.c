@@ -424,16 +424,17 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 	g->ncorrect = 0;
 	if (targets) {
 		/* chunk by chunk: logits[n,V] = lnf[n,C] @ wte[V,C]^T, then their
-		 * probabilities; only the per-row losses and the count of
-		 * argmax hits are kept */
+		 * probabilities; only the per-row losses are kept, and (not
+		 * training: evaluation) the count of argmax hits */
 		for (size_t r0 = 0; r0 < N; r0 += g->hr) {
 			int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
 			loom_mm_gemm(g->mm, 0, 1, n, V, C, g->lnf + r0 * C, TP(g, p, T_WTE), 0,
 				     g->logits);
 			g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0,
 							   n, V, g->cfg.ignore_id);
-			g->ncorrect += count_correct(g->logits, g->targets + r0, n, V,
-						     g->cfg.ignore_id);
+			if (!train)
+				g->ncorrect += count_correct(g->logits, g->targets + r0, n, V,
+							     g->cfg.ignore_id);
 		}
 		if ((rc = loom_mm_check(g->mm, &g->err)))
 			return rc;

@@ -94,7 +94,7 @@ struct loom_gpt {
 	int32_t *inputs, *targets;          /* [N] copies of the last batch */
 	int have_targets;
 	int ntok;                           /* counted targets of the last forward */
-	int64_t ncorrect;                   /* of those, argmax hits */
+	int64_t ncorrect;                   /* of those, argmax hits (forward with train 0) */
 	float loss;                         /* mean loss of the last forward */
 	int train;                          /* last forward used dropout */
 	uint64_t key;                       /* dropout key of the last forward */
@@ -145,7 +145,8 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
 void loom_gpt_weights_changed(struct loom_gpt *g);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted
- * tokens, tokens whose argmax prediction equals the target. */
+ * tokens, tokens whose argmax prediction equals the target (counted by a forward
+ * with train 0 only). */
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect);
 
