@@ -1,6 +1,8 @@
 # loom - Wikipedia dump to trained GPT, one Unix pipe at a time.
 # `make help` lists the targets.  Sources are found by wildcard:
-#   lib/*.c                -> $(B)/libloom.a (plus C generated from formats/**/*.proto)
+#   lib/*/*.c              -> $(B)/libloom.a (plus C generated from formats/**/*.proto);
+#                             lib/ has one folder per stage: common, wiki, token, data,
+#                             kernels, train (every folder is on the include path)
 #   tools/loom-*.c         -> $(B)/bin/loom-*   (+ tools/X_*.c for loom-X, + tools/cli.c)
 #   tests/*.c              -> $(B)/tests/*.t    (C unit tests, TAP)
 #   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
@@ -22,16 +24,16 @@ PROVE_J ?= 2
 PKGS := libarchive expat libcurl jansson libprotobuf-c openblas libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# OpenMPI, when mpicc is installed: only lib/loom_dist.c includes mpi.h and
+# OpenMPI, when mpicc is installed: only lib/train/loom_dist.c includes mpi.h and
 # only loom-train links it (other tools never pull loom_dist.o from libloom.a).
 MPI_CFLAGS := $(if $(shell command -v mpicc 2>/dev/null),$(shell mpicc --showme:compile 2>/dev/null) -DLOOM_HAVE_MPI)
 MPI_LIBS   := $(if $(MPI_CFLAGS),$(shell mpicc --showme:link 2>/dev/null))
 
 ALL_CFLAGS  = -std=gnu11 -Wall -Wextra $(WERROR) -pthread -fopenmp $(CFLAGS) $(SAN)
-ALL_CPPFLAGS = -Ilib -Itools -I$(B)/gen -D_GNU_SOURCE \
+ALL_CPPFLAGS = $(LIB_INC) -Itools -I$(B)/gen -D_GNU_SOURCE \
 	-DLOOM_SHARE_DIR='"$(PREFIX)/share/loom"' $(PKG_CFLAGS) $(CPPFLAGS)
 ALL_LDFLAGS = -pthread -fopenmp -Wl,--as-needed $(SAN) $(LDFLAGS)
-# oneDNN (bf16 matmuls, lib/loom_mm.c only) ships no pkg-config file.
+# oneDNN (bf16 matmuls, lib/kernels/loom_mm.c only) ships no pkg-config file.
 DNNL_LIBS  := -ldnnl
 LIBS        = $(PKG_LIBS) $(DNNL_LIBS) -lm
 
@@ -44,7 +46,8 @@ DEPS := build-essential pkg-config perl bzip2 python3 \
 PROTOS   := $(wildcard formats/*/*.proto)
 GEN_C    := $(patsubst formats/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
 GEN_H    := $(GEN_C:.c=.h)
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(wildcard lib/*/*.c)
+LIB_INC  := $(patsubst %/,-I%,$(sort $(dir $(LIB_SRC))))
 LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(GEN_C:.c=.o)
 TOOLS    := $(patsubst tools/%.c,%,$(wildcard tools/loom-*.c))
 TOOL_BIN := $(addprefix $(B)/bin/,$(TOOLS))
@@ -122,9 +125,9 @@ $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
 	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
 
-$(B)/obj/lib/loom_dist.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
+$(B)/obj/lib/train/loom_dist.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
 # The GPT kernels never rely on errno or FP traps: let sqrtf, clamps and exp vectorise.
-$(B)/obj/lib/loom_kernels.o: ALL_CFLAGS += -fno-math-errno -fno-trapping-math
+$(B)/obj/lib/kernels/loom_kernels.o: ALL_CFLAGS += -fno-math-errno -fno-trapping-math
 $(B)/bin/loom-train: LIBS += $(MPI_LIBS)
 
 -include $(shell find $(B)/obj $(B)/gen -name '*.d' 2>/dev/null)

@@ -1,4 +1,4 @@
-/* Gradients of the whole GPT (lib/loom_gpt.h) against central finite
+/* Gradients of the whole GPT (lib/train/loom_gpt.h) against central finite
  * differences on a tiny model; recompute and dropout variants; and the
  * bookkeeping around backward (accumulation, determinism, ignore id). */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Every fast GPT kernel (lib/loom_kernels.h) against its naive reference,
+/* Every fast GPT kernel (lib/kernels/loom_kernels.h) against its naive reference,
  * on random shapes including odd sizes. */
 #include <math.h>
 #include <stdlib.h>

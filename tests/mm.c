@@ -1,4 +1,4 @@
-/* The matmul backend (lib/loom_mm.h): every transpose form of
+/* The matmul backend (lib/kernels/loom_mm.h): every transpose form of
  * loom_mm_gemm and the matmul kernels' forward, input gradient and weight
  * gradient, fp32 and bf16, against the naive fp32 references; the bf16
  * refusal on a CPU without bf16 (LOOM_NO_BF16).  bf16 checks are skipped

@@ -1,4 +1,4 @@
-/* Unit tests of the wikitext cleaner (lib/loom_wikitext.h), one per
+/* Unit tests of the wikitext cleaner (lib/wiki/loom_wikitext.h), one per
  * construct, plus UTF-8 repair and the linear-time guarantees. */
 #include <stdlib.h>
 #include <string.h>

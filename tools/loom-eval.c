@@ -5,7 +5,7 @@
  *     | loom-eval --checkpoint ckpt
  *   loom-eval generate --checkpoint ckpt --vocab gpt2 --prompt 'The history of'
  *
- * The checkpoint is validated completely before use (lib/loom_ckpt.h:
+ * The checkpoint is validated completely before use (lib/train/loom_ckpt.h:
  * safetensors structure, config.json against the tensors, the model's own
  * tensor table); each refusal is one line on stderr and exit status 1.
  */

@@ -1,5 +1,5 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
- * statistics (lib/loom_tfrecord.h, lib/loom_example.h). */
+ * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
 #include <getopt.h>
 #include <pthread.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* loom-shard - token stream -> TFRecord shards of tf.train.Example{"input_ids"}
- * with an index beside each shard and a JSON manifest (lib/loom_shard.h). */
+ * with an index beside each shard and a JSON manifest (lib/data/loom_shard.h). */
 #include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>

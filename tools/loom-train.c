@@ -2,9 +2,9 @@
  *
  *   loom-feed --batch 8 --seq 64 shards/s-0.tfrecord | loom-train --config small --save ckpt
  *
- * Reads binary batch frames (formats/batch.md, lib/loom_batch.h), trains
- * the GPT of lib/loom_gpt.h with AdamW, logs, evaluates and checkpoints
- * (lib/loom_ckpt.h).  SIGINT/SIGTERM finish the current step, save and
+ * Reads binary batch frames (formats/batch.md, lib/data/loom_batch.h), trains
+ * the GPT of lib/train/loom_gpt.h with AdamW, logs, evaluates and checkpoints
+ * (lib/train/loom_ckpt.h).  SIGINT/SIGTERM finish the current step, save and
  * exit 0; --resume continues bit-exactly.
  */
 #include <cblas.h>

@@ -1,5 +1,5 @@
 /*
- * train_dist.h - loom-train's side of data parallelism (lib/loom_dist.h):
+ * train_dist.h - loom-train's side of data parallelism (lib/train/loom_dist.h):
  * joining the MPI job, the per-step agreement of the ranks on stop/end/
  * failure, the sharded optimizer step, and checkpoint gathering.  These
  * print (rank-prefixed messages) and exit; with one process (no mpirun, or

@@ -1,4 +1,4 @@
-/* Fuzz target: the batch frame reader (lib/loom_batch.h) on arbitrary
+/* Fuzz target: the batch frame reader (lib/data/loom_batch.h) on arbitrary
  * bytes.  Every frame it accepts must have the size its header promises
  * and tokens that fit its dtype. */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* Fuzz target: the safetensors reader behind the checkpoint loader
- * (lib/loom_safetensors.h).  Whatever it accepts must lie inside the input:
+ * (lib/train/loom_safetensors.h).  Whatever it accepts must lie inside the input:
  * every tensor's bytes are read here, so ASan catches any offset that was
  * not checked against the file size. */
 #include <stdint.h>

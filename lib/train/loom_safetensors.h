@@ -63,7 +63,7 @@ struct loom_st_sum {
 };
 
 /* Write tensors (in the order given) to `path` atomically (temp name,
- * fsync, rename, fsync dir: lib/loom_file.h).  `meta` is NULL or a
+ * fsync, rename, fsync dir: lib/common/loom_file.h).  `meta` is NULL or a
  * NULL-terminated list of key, value, key, value ... strings for
  * __metadata__.  Tensor names must be unique and not "__metadata__".
  * `sum` (may be NULL) receives the file's size and CRC-32C. */

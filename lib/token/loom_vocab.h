@@ -129,7 +129,7 @@ int loom_vocab_load_spec(struct loom_vocab *v, const char *spec);
  * "A B" per line in rank order.  Loading them gives the same ids and
  * merges.  Malloc'd, NUL-terminated (lengths without the NUL).  For
  * vocabularies loaded from GPT-2 files (a tiktoken file's merges have no
- * order of their own: LOOM_EINVAL).  lib/loom_vocab_render.c. */
+ * order of their own: LOOM_EINVAL).  lib/token/loom_vocab_render.c. */
 int loom_vocab_render_gpt2(struct loom_vocab *v, char **vocab_json, size_t *json_len,
 			   char **merges, size_t *merges_len);
 

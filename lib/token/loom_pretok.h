@@ -8,8 +8,8 @@
  *
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  *
- * Classes are Unicode 15.0 (tables generated into lib/loom_unicode_tab.c
- * by lib/gen_unicode_tab.py from UnicodeData.txt / PropList.txt):
+ * Classes are Unicode 15.0 (tables generated into lib/token/loom_unicode_tab.c
+ * by lib/token/gen_unicode_tab.py from UnicodeData.txt / PropList.txt):
  *   L = general category Lu Ll Lt Lm Lo
  *   N = general category Nd Nl No
  *   S = property White_Space (U+0009-000D, 0020, 0085, 00A0, 1680,

@@ -23,7 +23,7 @@
  * The API is generic over the model: the caller passes its tensor table
  * (name, shape, float data) in HuggingFace GPT-2 naming; loom_ckpt does
  * not know the model code.  Loading validates everything before copying:
- * the safetensors structure (lib/loom_safetensors.h), config.json's HF keys
+ * the safetensors structure (lib/train/loom_safetensors.h), config.json's HF keys
  * against the tensors actually present (wte = [vocab_size, n_embd], wpe =
  * [n_positions, n_embd], n_layer blocks of GPT-2 shapes), and then each of
  * the caller's tensors by name, dtype F32 and shape.
@@ -66,7 +66,7 @@ struct loom_ckpt_state {
 	uint64_t samples;	/* records consumed (all ranks) */
 	uint64_t tokens;	/* tokens trained on */
 	uint64_t rng[4];	/* the trainer's RNG state */
-	/* data position, from the batch frames (lib/loom_batch.h) */
+	/* data position, from the batch frames (lib/data/loom_batch.h) */
 	uint64_t data_seq;	/* next batch sequence number to consume */
 	uint32_t data_epoch;	/* epoch of the last frame consumed */
 	uint64_t data_seed;	/* the feeder's seed */

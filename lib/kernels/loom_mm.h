@@ -1,8 +1,8 @@
 /*
  * loom_mm.h - the matmul backend: fp32 on OpenBLAS, bf16 on oneDNN.
  *
- * Purpose: every matrix product of the GPT (lib/loom_kernels.h matmul
- * kernels, the LM head in lib/loom_gpt.c) goes through loom_mm_gemm(), so
+ * Purpose: every matrix product of the GPT (lib/kernels/loom_kernels.h matmul
+ * kernels, the LM head in lib/train/loom_gpt.c) goes through loom_mm_gemm(), so
  * the precision is one switch here, not two code paths through the model.
  *  - fp32 (mm == NULL or LOOM_PREC_FP32): OpenBLAS sgemm (sgemv for one row).
  *  - bf16: oneDNN matmul primitives with bf16 inputs and fp32 accumulation

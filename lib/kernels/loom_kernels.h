@@ -4,7 +4,7 @@
  *
  * Purpose: plain functions over flat float arrays (shapes in the
  * comments; row-major; N = B*T rows).  The fast kernels do every matrix
- * product through the matmul backend mm (lib/loom_mm.h: OpenBLAS sgemm in
+ * product through the matmul backend mm (lib/kernels/loom_mm.h: OpenBLAS sgemm in
  * fp32, which mm == NULL means, or oneDNN bf16) and use OpenMP for the rest; the `_naive`
  * ones are straightforward loops kept as the specification and tested
  * against the fast ones (tests/gpt_kernels.c).

@@ -1,4 +1,4 @@
-/* loom_gpt_ckpt.c - the GPT's tensor table and config for lib/loom_ckpt.h. */
+/* loom_gpt_ckpt.c - the GPT's tensor table and config for lib/train/loom_ckpt.h. */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>

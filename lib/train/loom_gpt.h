@@ -26,7 +26,7 @@
  * logits, so no [N, vocab] tensor exists); with cfg.recompute only each
  * layer's output is kept and the layer is recomputed during backward.
  *
- * Precision: cfg.precision picks the matmul backend (lib/loom_mm.h); in
+ * Precision: cfg.precision picks the matmul backend (lib/kernels/loom_mm.h); in
  * bf16 every matmul of forward and backward multiplies bf16 copies (the
  * weights converted once per step) with fp32 accumulation, while
  * parameters, gradients, AdamW moments, LayerNorm, softmax, GELU and the
@@ -98,13 +98,13 @@ struct loom_gpt {
 	float loss;                         /* mean loss of the last forward */
 	int train;                          /* last forward used dropout */
 	uint64_t key;                       /* dropout key of the last forward */
-	/* Optional (data parallelism, lib/loom_dist.h): backward calls
+	/* Optional (data parallelism, lib/train/loom_dist.h): backward calls
 	 * grad_ready(ctx, l) as soon as layer l's gradients are final (l = L-1
 	 * .. 0; layer L-1's call also covers ln_f), then grad_ready(ctx, -1)
 	 * after the embeddings.  Not called when every target was ignored. */
 	void (*grad_ready)(void *ctx, int l);
 	void *grad_ready_ctx;
-	/* matmul backend (lib/loom_mm.h) of cfg.precision, made by the first
+	/* matmul backend (lib/kernels/loom_mm.h) of cfg.precision, made by the first
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
 	int w16_ok;
@@ -177,7 +177,7 @@ struct loom_gpt_mem {
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m);
 
-/* --- checkpoints (lib/loom_gpt_ckpt.c, on top of lib/loom_ckpt.h) ------ */
+/* --- checkpoints (lib/train/loom_gpt_ckpt.c, on top of lib/train/loom_ckpt.h) ------ */
 struct loom_ckpt_tensor;
 struct loom_ckpt;
 /* Fill out[g->n_tensors] with names/shapes and data = base + offset

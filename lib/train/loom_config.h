@@ -66,7 +66,7 @@ struct loom_config {
 	int ignore_id;          /* target id ignored by the loss; -1 = none */
 	uint64_t seed;
 	int recompute;          /* activation checkpointing per layer */
-	int precision;          /* matmuls: enum loom_precision (lib/loom_mm.h), fp32|bf16 */
+	int precision;          /* matmuls: enum loom_precision (lib/kernels/loom_mm.h), fp32|bf16 */
 	int record_len;         /* tokens per record in the data; 0 = unknown */
 	struct loom_err err;
 };
