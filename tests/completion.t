@@ -62,8 +62,9 @@ is "$(complete_words loom-train --config gpt | tr ' ' '\n' | sort -u | tr '\n' '
 	"$(printf '%s\n' $want | grep '^gpt' | sort -u | tr '\n' ' ' | sed 's/ $//')" "--config gpt: the gpt presets"
 
 # loom-train --set: keys from --print-config, values from loom-train
-is "$(complete_words loom-train --set dec)" "decay=" "--set dec -> decay="
-is "$(complete_words loom-train --set decay = '')" "constant cosine inverse_sqrt linear" \
+is "$(complete_words loom-train --set dec)" "decay= decay_power=" "--set dec -> decay= decay_power="
+is "$(complete_words loom-train --set cool)" "cooldown_steps=" "--set cool -> cooldown_steps="
+is "$(complete_words loom-train --set decay = '')" "constant cosine inverse_sqrt linear polynomial" \
 	"--set decay=: --decay's values"
 is "$(complete_words loom-train --set decay = co)" "constant cosine" "--set decay=co"
 is "$(complete_words loom-train --set decay=cos)" "decay=cosine" "--set decay=cos (not split)"
