@@ -23,6 +23,7 @@ struct key {
 
 static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant",
 					    "polynomial", NULL };
+static const char *const lossw_names[] = { "none", "inverse_count", NULL }; /* enum loom_loss_weighting */
 static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum loom_precision */
 
 #define O(f) offsetof(struct loom_config, f)
@@ -54,6 +55,7 @@ static const struct key keys[] = {
 	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay" },
 	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)" },
 	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
+	{ "loss_weighting", K_ENUM, O(loss_weighting), 0, 0, lossw_names, "none|inverse_count (training loss)" },
 	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)" },
 	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
 	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)" },
@@ -88,6 +90,7 @@ void loom_config_defaults(struct loom_config *c)
 	c->decay = LOOM_DECAY_COSINE;
 	c->decay_power = 0.5;
 	c->cooldown_steps = 0;
+	c->loss_weighting = LOOM_LOSSW_NONE;
 	c->beta1 = 0.9;
 	c->beta2 = 0.95;
 	c->eps = 1e-8;

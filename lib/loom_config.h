@@ -40,6 +40,12 @@ enum loom_decay {
 	LOOM_DECAY_POLY,
 };
 
+/* Per-token loss weights (loom_k_token_weights() in lib/loom_kernels.h). */
+enum loom_loss_weighting {
+	LOOM_LOSSW_NONE = 0,
+	LOOM_LOSSW_INVCOUNT,    /* 1/k for a target occurring k times in its row */
+};
+
 struct loom_config {
 	char preset[64];        /* name of the preset or file it came from */
 	/* model */
@@ -64,6 +70,7 @@ struct loom_config {
 	int decay;              /* enum loom_decay */
 	double decay_power;     /* inverse_sqrt: lr*(w/step)^p; polynomial: (1-x)^p */
 	int64_t cooldown_steps; /* polynomial: decay length after warm-up (0 = to steps) */
+	int loss_weighting;     /* enum loom_loss_weighting (training loss only) */
 	double beta1, beta2, eps, weight_decay;
 	double grad_clip;       /* global-norm clip; 0 = off */
 	int ignore_id;          /* target id ignored by the loss; -1 = none */

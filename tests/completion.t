@@ -70,6 +70,7 @@ is "$(complete_words loom-train --set decay = co)" "constant cosine" "--set deca
 is "$(complete_words loom-train --set decay=cos)" "decay=cosine" "--set decay=cos (not split)"
 is "$(complete_words loom-train --set lr = 1,decay = li)" "linear" "--set lr=1,decay=li"
 is "$(complete_words loom-train --set recompute = t)" "true" "booleans"
+is "$(complete_words loom-train --set loss_weighting = '')" "inverse_count none" "--set loss_weighting=: its values"
 is "$(complete_words loom-train --set lr = 1,warm)" "1,warmup_proportion= 1,warmup_steps=" "--set lr=1,warm: the next key"
 is "$(complete_words loom-train --set n_lay)" "n_layer=" "--set n_lay"
 

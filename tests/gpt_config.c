@@ -85,6 +85,7 @@ int main(void)
 	c.dropout = 0.125;
 	c.decay_power = 0.75;
 	c.cooldown_steps = 33;
+	c.loss_weighting = LOOM_LOSSW_INVCOUNT;
 	json_t *j = loom_config_to_json(&c);
 	ok(j != NULL, "to_json");
 	loom_config_defaults(&d);
@@ -92,7 +93,7 @@ int main(void)
 	json_decref(j);
 	ok(d.seed == c.seed && d.dropout == c.dropout && d.decay == c.decay &&
 	   d.warmup_proportion == c.warmup_proportion && d.steps == c.steps &&
-	   d.decay_power == 0.75 && d.cooldown_steps == 33,
+	   d.decay_power == 0.75 && d.cooldown_steps == 33 && d.loss_weighting == LOOM_LOSSW_INVCOUNT,
 	   "round trip keeps every value (seed %llx)", (unsigned long long)d.seed);
 	is_int(loom_config_set(&d, "seed", "-1"), LOOM_EINVAL, "seed refuses negatives");
 	is_int(loom_config_set(&d, "steps", "99999999999999999999"), LOOM_EINVAL, "steps overflow");
