@@ -62,13 +62,15 @@ is "$(complete_words loom-train --config gpt | tr ' ' '\n' | sort -u | tr '\n' '
 	"$(printf '%s\n' $want | grep '^gpt' | sort -u | tr '\n' ' ' | sed 's/ $//')" "--config gpt: the gpt presets"
 
 # loom-train --set: keys from --print-config, values from loom-train
-is "$(complete_words loom-train --set dec)" "decay=" "--set dec -> decay="
-is "$(complete_words loom-train --set decay = '')" "constant cosine inverse_sqrt linear" \
+is "$(complete_words loom-train --set dec)" "decay= decay_power=" "--set dec -> decay= decay_power="
+is "$(complete_words loom-train --set cool)" "cooldown_steps=" "--set cool -> cooldown_steps="
+is "$(complete_words loom-train --set decay = '')" "constant cosine inverse_sqrt linear polynomial" \
 	"--set decay=: --decay's values"
 is "$(complete_words loom-train --set decay = co)" "constant cosine" "--set decay=co"
 is "$(complete_words loom-train --set decay=cos)" "decay=cosine" "--set decay=cos (not split)"
 is "$(complete_words loom-train --set lr = 1,decay = li)" "linear" "--set lr=1,decay=li"
 is "$(complete_words loom-train --set recompute = t)" "true" "booleans"
+is "$(complete_words loom-train --set loss_weighting = '')" "inverse_count none" "--set loss_weighting=: its values"
 is "$(complete_words loom-train --set lr = 1,warm)" "1,warmup_proportion= 1,warmup_steps=" "--set lr=1,warm: the next key"
 is "$(complete_words loom-train --set n_lay)" "n_layer=" "--set n_lay"
 

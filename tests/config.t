@@ -16,6 +16,16 @@ is_rc 0 "--print-config (default preset tiny)"
 ok "--print-config is JSON" /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out"
 like "$out" '"preset": "tiny"' "tiny is the default preset"
 like "$out" '"global_batch": 4' "global_batch derived"
+like "$out" '"loss_weighting": "none"' "loss_weighting defaults to none"
+like "$out" '"decay_power": 0.5,' "decay_power defaults to 0.5"
+run loom-train --print-config --set loss_weighting=inverse_count,decay=polynomial,decay_power=0.8,cooldown_steps=50
+is_rc 0 "the seed's loss and schedule keys"
+/usr/bin/python3 - "$out" > "$T/vals" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["loss_weighting"], d["decay"], d["decay_power"], d["cooldown_steps"])
+PY
+is "$(cat "$T/vals")" "inverse_count polynomial 0.8 50" "--print-config shows them"
 run loom-train --print-config -c gpt2 --set lr=0.001,decay=linear --set recompute=true --steps 7
 is_rc 0 "gpt2 with overrides"
 /usr/bin/python3 - "$out" > "$T/vals" <<'PY'
@@ -37,7 +47,15 @@ reject "unknown key" '^loom-train: frobs: unknown configuration key' --set frobs
 reject "wrong type (--set int)" '^loom-train: n_layer: must be an integer, not .abc.$' --set n_layer=abc
 reject "wrong type (--set float)" '^loom-train: lr: must be a number' --set lr=fast
 reject "wrong type (--set bool)" '^loom-train: recompute: must be a boolean' --set recompute=maybe
-reject "bad enum" '^loom-train: decay: must be one of linear\|cosine\|inverse_sqrt\|constant' --set decay=exp
+reject "bad enum" '^loom-train: decay: must be one of linear\|cosine\|inverse_sqrt\|constant\|polynomial, not .exp.$' --set decay=exp
+reject "bad loss_weighting" '^loom-train: loss_weighting: must be one of none\|inverse_count, not .inverse.$' \
+	--set loss_weighting=inverse
+reject "decay_power above 4" '^loom-train: decay_power: 5 is outside \[0, 4\]$' --set decay=inverse_sqrt,decay_power=5
+reject "decay_power 0" '^loom-train: decay_power: must be above 0 \(at most 4\)$' --set decay=inverse_sqrt,decay_power=0
+reject "decay_power unused" '^loom-train: decay_power: only decay=inverse_sqrt or polynomial uses it \(decay is cosine\)$' \
+	--set decay_power=0.8
+reject "cooldown_steps unused" '^loom-train: cooldown_steps: only decay=polynomial uses it \(decay is linear\)$' \
+	--set decay=linear,cooldown_steps=100
 reject "out of range" '^loom-train: dropout: 2 is outside' --set dropout=2
 reject "out of range (attention dropout)" '^loom-train: attn_dropout: 1 is outside' --set attn_dropout=1
 reject "hidden % heads" '^loom-train: n_embd: 100 is not divisible by n_head \(3\)$' --set n_embd=100,n_head=3

@@ -72,6 +72,32 @@ run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum
 d=$(maxrel "$T/two.json" "$T/acc.json" 1 20)
 ok "2 x 4 vs 1 x 4 x accumulation 2: within 1e-5 (max $d)" small "$d"
 
+# --- loss_weighting=inverse_count: each micro-batch's objective is
+# normalised by its own counted targets, and ranks and accumulation average
+# them, so the split of the global batch still does not matter -----------
+/usr/bin/python3 -c '
+import random
+r = random.Random(2); out = []
+for i in range(400):
+    x = r.randrange(128)
+    for j in range(9):
+        out.append(x); x = (3 * x + 1) % 128 if r.random() < 0.5 else r.randrange(6)
+print(" ".join(map(str, out)))' > "$T/rep.txt"
+run loom-shard -q -f text -L 9 --no-shuffle -n 2 -o "$T/rep" "$T/rep.txt"
+RFEED="loom-feed -q -m $T/rep.manifest.json --seq 8 --seed 1"
+WTRAIN="$TRAIN --set loss_weighting=inverse_count -q --steps 20"
+run sh -c "$RFEED --batch 8 --epochs 0 | $WTRAIN --set micro_batch=8 --log $T/w1.json"
+is_rc 0 "weighted: 1 rank x micro-batch 8 (records with repeated tokens)"
+np 2 "$RFEED --batch 4 --epochs 0 --rank \$R --world \$W | $WTRAIN --set micro_batch=4 --log w2.json"
+is_rc 0 "weighted: 2 ranks x micro-batch 4"
+run sh -c "$RFEED --batch 4 --epochs 0 | $WTRAIN --set micro_batch=4,grad_accum=2 --log $T/wa.json"
+d=$(maxrel "$T/w2.json" "$T/w1.json" 1 20)
+ok "weighted: 2 x 4 vs 1 x 8 within 1e-5 (max $d)" small "$d"
+d=$(maxrel "$T/wa.json" "$T/w1.json" 1 20)
+ok "weighted: 1 x 4 x accumulation 2 vs 1 x 8 within 1e-5 (max $d)" small "$d"
+run sh -c "$RFEED --batch 8 --epochs 0 | $TRAIN -q --steps 20 --set micro_batch=8 --log $T/wn.json"
+ok "weighted and unweighted curves differ" test "$(losses "$T/w1.json")" != "$(losses "$T/wn.json")"
+
 # --- checkpoints move between rank counts: 1 -> 2 -> 1 -----------------------
 run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 6 --save $T/ck --log $T/r1.json"
 is_rc 0 "1 rank: steps 1-6, checkpoint"

@@ -28,6 +28,51 @@ int main(void)
 	c.decay = LOOM_DECAY_INVSQRT;
 	ok(near(loom_config_lr(&c, 40), 0.5), "inverse sqrt: lr*sqrt(10/40)");
 	ok(near(loom_config_lr(&c, 100000), 0.1), "inverse sqrt floored at min_lr");
+	/* decay_power: lr * (w/step)^p after warm-up, floored at min_lr */
+	is_int(loom_config_set(&c, "decay_power", "1"), 0, "decay_power=1");
+	is_int(loom_config_validate(&c), 0, "decay_power with inverse_sqrt: valid");
+	ok(near(loom_config_lr(&c, 40), 0.25), "inverse_sqrt power 1: lr*10/40");
+	ok(near(loom_config_lr(&c, 10), 1.0), "inverse_sqrt power 1: peak at the end of warm-up");
+	ok(near(loom_config_lr(&c, 200), 0.1), "inverse_sqrt power 1: floored at min_lr (10/200 < 0.1)");
+	c.decay_power = 2;
+	ok(near(loom_config_lr(&c, 20), 0.25), "inverse_sqrt power 2: lr*(10/20)^2");
+	c.decay_power = 0.8;
+	ok(near(loom_config_lr(&c, 40), pow(0.25, 0.8)), "inverse_sqrt power 0.8: lr*(10/40)^0.8");
+	c.decay_power = 0.5;
+	ok(near(loom_config_lr(&c, 40), 0.5), "inverse_sqrt power 0.5 is 1/sqrt");
+
+	/* polynomial (the seed's schedule): min + (lr - min) * (1 - s/D)^p,
+	 * s = step - warm-up, D = cooldown_steps or the steps after warm-up */
+	c.decay = LOOM_DECAY_POLY;
+	ok(near(loom_config_lr(&c, 5), 0.5), "polynomial: linear warm-up");
+	ok(near(loom_config_lr(&c, 10), 1.0), "polynomial: peak at the end of warm-up");
+	ok(near(loom_config_lr(&c, 60), 0.1 + 0.9 * sqrt(0.5)), "polynomial power 0.5 half way");
+	ok(near(loom_config_lr(&c, 110), 0.1), "polynomial: min_lr at steps");
+	c.decay_power = 1;
+	ok(near(loom_config_lr(&c, 35), 0.775), "polynomial power 1 = linear decay");
+	c.decay_power = 2;
+	c.cooldown_steps = 40;
+	ok(near(loom_config_lr(&c, 30), 0.1 + 0.9 * 0.25), "cooldown 40, power 2: step 30");
+	ok(near(loom_config_lr(&c, 50), 0.1), "cooldown 40: min_lr after 40 steps of decay");
+	ok(near(loom_config_lr(&c, 500), 0.1), "cooldown 40: min_lr from then on");
+	is_int(loom_config_validate(&c), 0, "polynomial with cooldown_steps: valid");
+
+	/* validation: one line naming the key */
+	c.decay = LOOM_DECAY_COSINE;
+	is_int(loom_config_validate(&c), LOOM_EINVAL, "decay_power with cosine refused");
+	is_str(loom_config_error(&c), "decay_power: only decay=inverse_sqrt or polynomial uses it (decay is cosine)",
+	       "message");
+	c.decay_power = 0.5;
+	is_int(loom_config_validate(&c), LOOM_EINVAL, "cooldown_steps with cosine refused");
+	is_str(loom_config_error(&c), "cooldown_steps: only decay=polynomial uses it (decay is cosine)",
+	       "message");
+	c.cooldown_steps = 0;
+	c.decay = LOOM_DECAY_INVSQRT;
+	is_int(loom_config_set(&c, "decay_power", "0"), 0, "decay_power=0 parses");
+	is_int(loom_config_validate(&c), LOOM_EINVAL, "decay_power 0 refused");
+	is_int(loom_config_set(&c, "decay_power", "4.5"), LOOM_ERANGE, "decay_power above 4 refused");
+	c.decay_power = 0.5;
+	is_int(loom_config_validate(&c), 0, "valid again");
 	c.decay = LOOM_DECAY_CONSTANT;
 	ok(near(loom_config_lr(&c, 77), 1.0), "constant");
 	c.warmup_steps = 0;
@@ -38,13 +83,17 @@ int main(void)
 	/* JSON round trip */
 	c.seed = 0x7eedfacecafebeefull;
 	c.dropout = 0.125;
+	c.decay_power = 0.75;
+	c.cooldown_steps = 33;
+	c.loss_weighting = LOOM_LOSSW_INVCOUNT;
 	json_t *j = loom_config_to_json(&c);
 	ok(j != NULL, "to_json");
 	loom_config_defaults(&d);
 	is_int(loom_config_apply_json(&d, j), 0, "apply_json of to_json");
 	json_decref(j);
 	ok(d.seed == c.seed && d.dropout == c.dropout && d.decay == c.decay &&
-	   d.warmup_proportion == c.warmup_proportion && d.steps == c.steps,
+	   d.warmup_proportion == c.warmup_proportion && d.steps == c.steps &&
+	   d.decay_power == 0.75 && d.cooldown_steps == 33 && d.loss_weighting == LOOM_LOSSW_INVCOUNT,
 	   "round trip keeps every value (seed %llx)", (unsigned long long)d.seed);
 	is_int(loom_config_set(&d, "seed", "-1"), LOOM_EINVAL, "seed refuses negatives");
 	is_int(loom_config_set(&d, "steps", "99999999999999999999"), LOOM_EINVAL, "steps overflow");

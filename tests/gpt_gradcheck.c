@@ -1,6 +1,7 @@
 /* Gradients of the whole GPT (lib/train/loom_gpt.h) against central finite
- * differences on a tiny model; recompute and dropout variants; and the
- * bookkeeping around backward (accumulation, determinism, ignore id). */
+ * differences on a tiny model; recompute, dropout and loss-weighting
+ * variants; and the bookkeeping around backward (accumulation,
+ * determinism, ignore id). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +43,12 @@ static void big_init(struct loom_gpt *g)
 
 static int32_t in[B * T], tg[B * T];
 
+/* The training objective (g->wloss: the loss unless weighted). */
 static double loss_at(struct loom_gpt *g, int train, uint64_t key)
 {
-	float l;
-	if (loom_gpt_forward(g, in, tg, B, T, train, key, &l))
+	if (loom_gpt_forward(g, in, tg, B, T, train, key, NULL))
 		return NAN;
-	return l;
+	return g->wloss;
 }
 
 /* Check sampled entries of every tensor, then a random direction over all. */
@@ -311,6 +312,62 @@ int main(void)
 	memcpy(ga->params, g->params, sizeof(float) * g->n_params);
 	gradcheck(ga, 1, "attention+residual dropout, recompute");
 	loom_gpt_free(ga);
+
+	/* loss_weighting=inverse_count: targets with repeats in each row (and
+	 * the two ignored ones); the reported loss stays the plain mean, the
+	 * objective is sum(w * loss) / ntok with w = 1/count in the row, and
+	 * backward is its gradient */
+	{
+		int32_t tsave[B * T];
+		memcpy(tsave, tg, sizeof tg);
+		const int32_t rep[B * T] = { 4, 4, 11, 5, 4, 11, 0, 7, 7, 5, 7, 7, 2, 3 };
+		const float wref[B * T] = { 1 / 3.f, 1 / 3.f, 1 / 2.f, 0, 1 / 3.f, 1 / 2.f, 1,
+					    1 / 4.f, 1 / 4.f, 0, 1 / 4.f, 1 / 4.f, 1, 1 };
+		memcpy(tg, rep, sizeof tg);
+		struct loom_config cw = c;
+		is_int(loom_config_set(&cw, "loss_weighting", "inverse_count"), 0,
+		       "loss_weighting=inverse_count");
+		struct loom_gpt *gw = loom_gpt_new(&cw);
+		memcpy(gw->params, g->params, sizeof(float) * g->n_params);
+		float lu, lw;
+		loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
+		loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
+		ok(lu == lw && gw->loss == lu, "weighted model reports the unweighted loss (%.6f)", lw);
+		ok(g->wloss == g->loss && g->lweights == NULL, "loss_weighting none: objective = loss");
+		ok(!memcmp(gw->lweights, wref, sizeof wref), "weights 1/k per row, 0 where ignored");
+		double ws = 0;
+		for (int i = 0; i < B * T; i++)
+			ws += (double)wref[i] * gw->losses[i];
+		ok(fabs(gw->wloss - ws / 12) <= 1e-6 * ws / 12,
+		   "objective %.6f = sum(w * loss) / 12 counted targets (%.6f)", gw->wloss, ws / 12);
+		ok(gw->wloss < lw, "repeats lower the objective (%.4f < %.4f)", gw->wloss, lw);
+		struct loom_gpt_mem mw;
+		loom_gpt_memory_plan(&cw, B, T, 0, &mw);
+		ok(mw.acts == (uint64_t)gw->n_acts * 4 + B * T * 8,
+		   "weighted memory plan matches the allocation");
+		gradcheck(gw, 0, "inverse_count weighting");
+		gw->head_rows = 3;
+		gradcheck(gw, 0, "inverse_count weighting, LM head in chunks of 3 rows");
+		loom_gpt_free(gw);
+
+		/* a batch whose rows have distinct targets weighs 1 everywhere:
+		 * bit-identical loss and gradients to loss_weighting none */
+		const int32_t dis[B * T] = { 4, 1, 11, 5, 0, 2, 3, 7, 8, 5, 9, 10, 2, 3 };
+		memcpy(tg, dis, sizeof tg);
+		gw = loom_gpt_new(&cw);
+		memcpy(gw->params, g->params, sizeof(float) * g->n_params);
+		loom_gpt_zero_grad(g);
+		loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
+		loom_gpt_backward(g, 0.5f);
+		loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
+		loom_gpt_backward(gw, 0.5f);
+		ok(lu == lw && gw->wloss == lw, "distinct targets: same loss and objective");
+		ok(!memcmp(g->grads, gw->grads, sizeof(float) * g->n_params),
+		   "distinct targets: bit-identical gradients to loss_weighting none");
+		loom_gpt_zero_grad(g);
+		loom_gpt_free(gw);
+		memcpy(tg, tsave, sizeof tg);
+	}
 
 	attention_gradcheck(0);
 	attention_gradcheck(0.3f);

@@ -201,11 +201,130 @@ static void test_crossentropy(int N, int V, float spread)
 	ok(close_arr(loss1, loss2, N, 1e-5, 1e-5, "loss") &&
 	   close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "probs"),
 	   "crossentropy fwd N=%d V=%d logits +-%g", N, V, spread);
-	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0.25f);
-	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0.25f);
+	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0.25f, NULL);
+	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0.25f, NULL);
 	ok(close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "dlogits"), "crossentropy bwd N=%d V=%d",
 	   N, V);
 	free(lg); free(l2);
+}
+
+/* Inverse-count token weights on a hand-made batch (repeats, ignored
+ * targets), then on a random one against a count done here. */
+static void test_token_weights(void)
+{
+	enum { IGN = 9 };
+	const int32_t tg[2][8] = { { 3, 7, 3, 3, IGN, 7, 1, IGN }, { 2, 2, 2, 2, 5, IGN, 7, 2 } };
+	const float want[2][8] = { { 1 / 3.f, 1 / 2.f, 1 / 3.f, 1 / 3.f, 0, 1 / 2.f, 1, 0 },
+				   { 1 / 5.f, 1 / 5.f, 1 / 5.f, 1 / 5.f, 1, 0, 1, 1 / 5.f } };
+	float w[16];
+	loom_k_token_weights(w, &tg[0][0], 2, 8, IGN);
+	ok(!memcmp(w, want, sizeof w), "token weights: 1/k within each row, ignored targets 0");
+	loom_k_token_weights(w, &tg[0][0], 1, 16, IGN);
+	ok(w[0] == 1 / 3.f && w[8] == 1 / 5.f && w[6] == 1 && w[1] == 1 / 3.f && w[14] == 1 / 3.f,
+	   "token weights: as one row of 16 the 7s of both halves count together");
+
+	enum { RB = 3, RT = 67 };
+	int32_t rt[RB * RT];
+	float rw[RB * RT];
+	for (int i = 0; i < RB * RT; i++)
+		rt[i] = (int32_t)(loom_k_hash64(i + 500) % 11) - 1; /* -1 = ignored */
+	loom_k_token_weights(rw, rt, RB, RT, -1);
+	int good = 1;
+	for (int b = 0; b < RB; b++)
+		for (int i = 0; i < RT; i++) {
+			int k = 0, t = rt[b * RT + i];
+			for (int j = 0; j < RT; j++)
+				k += rt[b * RT + j] == t;
+			float e = t == -1 ? 0.0f : 1.0f / (float)k;
+			good &= rw[b * RT + i] == e;
+		}
+	ok(good, "token weights of a random %dx%d batch equal a direct count", RB, RT);
+}
+
+/* log(sum_v exp(r[v])) in double */
+static double lse_ref(const float *r, int V)
+{
+	double mx = r[0], se = 0;
+	for (int v = 1; v < V; v++)
+		mx = r[v] > mx ? r[v] : mx;
+	for (int v = 0; v < V; v++)
+		se += exp(r[v] - mx);
+	return mx + log(se);
+}
+
+/* The weighted cross-entropy the model trains on, sum_i w_i * loss_i /
+ * ntok (ntok = number of non-ignored targets = non-zero weights), in
+ * double from the logits; its gradient from the kernels (forward, then
+ * backward with dloss = 1/ntok and the weights) against the closed form
+ * and against central finite differences of this function. */
+static double wxent_ref(const float *lg, const int32_t *tg, const float *w, int N, int V,
+			int ign)
+{
+	double s = 0;
+	int ntok = 0;
+	for (int n = 0; n < N; n++) {
+		if (tg[n] == ign)
+			continue;
+		const float *r = lg + (size_t)n * V;
+		s += w[n] * (lse_ref(r, V) - r[tg[n]]);
+		ntok++;
+	}
+	return s / ntok;
+}
+
+static void test_weighted_crossentropy(void)
+{
+	enum { WB = 2, WT = 8, V = 11, N = WB * WT, IGN = 9 };
+	const int32_t tg[N] = { 3, 7, 3, 3, IGN, 7, 1, IGN, 2, 2, 2, 2, 5, IGN, 6, 2 };
+	float w[N], loss[N];
+	loom_k_token_weights(w, tg, WB, WT, IGN);
+	float *lg0 = rnd((size_t)N * V, 3), *lg = dup(lg0, (size_t)N * V);
+	float *l2 = dup(lg0, (size_t)N * V);
+	int ntok = loom_k_crossentropy_fwd(lg, loss, tg, N, V, IGN);
+	is_int(ntok, 13, "weighted xent: 13 counted targets");
+	double ws = 0, plain = 0;
+	for (int n = 0; n < N; n++) {
+		ws += (double)w[n] * loss[n];
+		plain += loss[n];
+	}
+	double want = wxent_ref(lg0, tg, w, N, V, IGN);
+	ok(fabs(ws / ntok - want) <= 1e-6 * want, "weighted xent forward %.7f vs reference %.7f",
+	   ws / ntok, want);
+	ok(ws / ntok < plain / ntok, "repeats weigh less: weighted %.4f < plain mean %.4f",
+	   ws / ntok, plain / ntok);
+
+	loom_k_crossentropy_bwd(lg, tg, N, V, IGN, 1.0f / (float)ntok, w);
+	loom_k_crossentropy_fwd_naive(l2, loss, tg, N, V, IGN);
+	loom_k_crossentropy_bwd_naive(l2, tg, N, V, IGN, 1.0f / (float)ntok, w);
+	ok(close_arr(lg, l2, (size_t)N * V, 1e-8, 1e-5, "weighted dlogits"),
+	   "weighted xent backward: fast = naive");
+	/* closed form: (softmax - onehot) * w / ntok, 0 on ignored rows */
+	float cf[N * V];
+	for (int n = 0; n < N; n++) {
+		const float *r = lg0 + (size_t)n * V;
+		double lse = lse_ref(r, V);
+		for (int v = 0; v < V; v++)
+			cf[n * V + v] = tg[n] == IGN ? 0.0f :
+				(float)((exp(r[v] - lse) - (v == tg[n])) * w[n] / ntok);
+	}
+	ok(close_arr(lg, cf, (size_t)N * V, 1e-8, 1e-5, "closed form"),
+	   "weighted xent backward = (softmax - onehot) * w / ntok");
+	int bad = 0;
+	const float h = 1e-2f;
+	for (int i = 0; i < N * V; i++) {
+		float save = lg0[i];
+		lg0[i] = save + h;
+		double lp = wxent_ref(lg0, tg, w, N, V, IGN);
+		lg0[i] = save - h;
+		double lm = wxent_ref(lg0, tg, w, N, V, IGN);
+		lg0[i] = save;
+		double fd = (lp - lm) / (2 * h);
+		if (fabs(fd - lg[i]) > 1e-5 + 1e-3 * fabs(fd) && bad++ < 3)
+			diag("dlogits[%d]: analytic %.7g, numeric %.7g", i, lg[i], fd);
+	}
+	ok(!bad, "weighted xent backward = finite differences of the weighted loss (%d logits)",
+	   N * V);
+	free(lg0); free(lg); free(l2);
 }
 
 static void test_adamw(size_t n)
@@ -258,6 +377,8 @@ int main(void)
 	test_crossentropy(13, 37, 5);
 	test_crossentropy(40, 1001, 5);
 	test_crossentropy(7, 3001, 200); /* most exps underflow */
+	test_token_weights();
+	test_weighted_crossentropy();
 	test_adamw(1);
 	test_adamw(10007);
 	return done_testing();

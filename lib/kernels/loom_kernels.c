@@ -831,7 +831,7 @@ int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *t
 
 LOOM_SIMD
 void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
-			     int ignore_id, float dloss)
+			     int ignore_id, float dloss, const float *w)
 {
 	#pragma omp parallel for schedule(static)
 	for (int n = 0; n < N; n++) {
@@ -841,14 +841,15 @@ void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
 			memset(r, 0, sizeof(float) * V);
 			continue;
 		}
+		float d = w ? dloss * w[n] : dloss;
 		for (int v = 0; v < V; v++)
-			r[v] *= dloss;
-		r[t] -= dloss;
+			r[v] *= d;
+		r[t] -= d;
 	}
 }
 
 void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
-				   int ignore_id, float dloss)
+				   int ignore_id, float dloss, const float *w)
 {
 	for (int n = 0; n < N; n++)
 		for (int v = 0; v < V; v++) {
@@ -856,8 +857,27 @@ void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, 
 			if (targets[n] == ignore_id)
 				*p = 0;
 			else
-				*p = (*p - (v == targets[n] ? 1.0f : 0.0f)) * dloss;
+				*p = (*p - (v == targets[n] ? 1.0f : 0.0f)) * (dloss * (w ? w[n] : 1.0f));
 		}
+}
+
+void loom_k_token_weights(float *w, const int32_t *targets, int B, int T, int ignore_id)
+{
+	#pragma omp parallel for schedule(static)
+	for (int b = 0; b < B; b++) {
+		const int32_t *tg = targets + (size_t)b * T;
+		float *wb = w + (size_t)b * T;
+		for (int i = 0; i < T; i++) {
+			if (tg[i] == ignore_id) {
+				wb[i] = 0.0f;
+				continue;
+			}
+			int k = 0;
+			for (int j = 0; j < T; j++)
+				k += tg[j] == tg[i];
+			wb[i] = 1.0f / (float)k;
+		}
+	}
 }
 
 /* ---- optimizer --------------------------------------------------------- */

@@ -116,12 +116,21 @@ int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets
 			    int V, int ignore_id);
 int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *targets,
 				  int N, int V, int ignore_id);
-/* probs[N,V] -> dlogits in place: (p - onehot(target)) * dloss; rows with
- * target == ignore_id become zero. */
+/* probs[N,V] -> dlogits in place: (p - onehot(target)) * dloss * w[n]
+ * (w[N] per-row loss weights, NULL: all 1); rows with target == ignore_id
+ * become zero. */
 void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
-			     int ignore_id, float dloss);
+			     int ignore_id, float dloss, const float *w);
 void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
-				   int ignore_id, float dloss);
+				   int ignore_id, float dloss, const float *w);
+
+/* Inverse-count loss weights: w[b,t] = 1/k where k is the number of times
+ * targets[b,t] occurs among targets[b, 0..T-1] (its own row of the batch);
+ * 0 where targets[b,t] == ignore_id (ignored targets are not counted).
+ * A row of distinct targets weighs 1 everywhere.  Each row is O(T^2)
+ * integer compares (below the attention's O(T^2 C)); threaded over rows,
+ * so it is its own reference. */
+void loom_k_token_weights(float *w, const int32_t *targets, int B, int T, int ignore_id);
 
 /* AdamW step t (1-based) with bias correction; decoupled weight decay wd;
  * the gradient is used as g * gscale (gradient clipping folded in) and

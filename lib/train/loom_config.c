@@ -21,7 +21,9 @@ struct key {
 	const char *help;
 };
 
-static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant", NULL };
+static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant",
+					    "polynomial", NULL };
+static const char *const lossw_names[] = { "none", "inverse_count", NULL }; /* enum loom_loss_weighting */
 static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum loom_precision */
 
 #define O(f) offsetof(struct loom_config, f)
@@ -44,13 +46,16 @@ static const struct key keys[] = {
 	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate" },
 	{ "warmup_steps", K_I64, O(warmup_steps), 0, 1e15, NULL, "linear warm-up steps" },
 	{ "warmup_proportion", K_FLOAT, O(warmup_proportion), 0, 1, NULL, "warm-up as a proportion of steps" },
-	{ "decay", K_ENUM, O(decay), 0, 0, decay_names, "linear|cosine|inverse_sqrt|constant" },
+	{ "decay", K_ENUM, O(decay), 0, 0, decay_names, "linear|cosine|inverse_sqrt|constant|polynomial" },
+	{ "decay_power", K_FLOAT, O(decay_power), 0, 4, NULL, "inverse_sqrt/polynomial decay exponent (> 0)" },
+	{ "cooldown_steps", K_I64, O(cooldown_steps), 0, 1e15, NULL, "polynomial decay steps after warm-up (0 = to steps)" },
 	{ "beta1", K_FLOAT, O(beta1), 0, 0.999999, NULL, "AdamW beta1" },
 	{ "beta2", K_FLOAT, O(beta2), 0, 0.999999999, NULL, "AdamW beta2" },
 	{ "eps", K_FLOAT, O(eps), 1e-30, 1, NULL, "AdamW epsilon" },
 	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay" },
 	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)" },
 	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
+	{ "loss_weighting", K_ENUM, O(loss_weighting), 0, 0, lossw_names, "none|inverse_count (training loss)" },
 	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)" },
 	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
 	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)" },
@@ -83,6 +88,9 @@ void loom_config_defaults(struct loom_config *c)
 	c->warmup_steps = 0;
 	c->warmup_proportion = 0;
 	c->decay = LOOM_DECAY_COSINE;
+	c->decay_power = 0.5;
+	c->cooldown_steps = 0;
+	c->loss_weighting = LOOM_LOSSW_NONE;
 	c->beta1 = 0.9;
 	c->beta2 = 0.95;
 	c->eps = 1e-8;
@@ -97,7 +105,7 @@ void loom_config_defaults(struct loom_config *c)
 
 const char *loom_decay_name(int d)
 {
-	return d >= 0 && d <= LOOM_DECAY_CONSTANT ? decay_names[d] : "?";
+	return d >= 0 && d <= LOOM_DECAY_POLY ? decay_names[d] : "?";
 }
 
 const char *loom_config_error(const struct loom_config *c)
@@ -410,6 +418,16 @@ int loom_config_validate(struct loom_config *c)
 	if (c->warmup_steps && c->warmup_proportion > 0)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "warmup_steps: set either warmup_steps or warmup_proportion, not both");
+	if (!(c->decay_power > 0))
+		return loom_err_set(e, LOOM_EINVAL, "decay_power: must be above 0 (at most 4)");
+	if (c->decay_power != 0.5 && c->decay != LOOM_DECAY_INVSQRT && c->decay != LOOM_DECAY_POLY)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "decay_power: only decay=inverse_sqrt or polynomial uses it (decay is %s)",
+				    loom_decay_name(c->decay));
+	if (c->cooldown_steps && c->decay != LOOM_DECAY_POLY)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "cooldown_steps: only decay=polynomial uses it (decay is %s)",
+				    loom_decay_name(c->decay));
 	if (c->ignore_id >= c->vocab_size)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "ignore_id: %d is not below vocab_size (%d) and -1 (none)",
@@ -507,10 +525,21 @@ double loom_config_lr(const struct loom_config *c, int64_t step)
 	if (c->decay == LOOM_DECAY_CONSTANT)
 		return c->lr;
 	if (c->decay == LOOM_DECAY_INVSQRT) {
-		/* lr * sqrt(w / step) after warm-up, floored at min_lr */
+		/* lr * (w / step)^decay_power after warm-up, floored at min_lr;
+		 * sqrt() for the default 0.5 keeps its numbers exactly */
 		double w = warm > 0 ? (double)warm : 1.0;
-		double r = c->lr * sqrt(w / (double)(step > 0 ? step : 1));
+		double x = w / (double)(step > 0 ? step : 1);
+		double r = c->lr * (c->decay_power == 0.5 ? sqrt(x) : pow(x, c->decay_power));
 		return r < c->min_lr ? c->min_lr : r;
+	}
+	if (c->decay == LOOM_DECAY_POLY) {
+		double d = c->cooldown_steps ? (double)c->cooldown_steps : (double)(c->steps - warm);
+		double s = (double)(step - warm);
+		if (d <= 0 || s >= d)
+			return c->min_lr;
+		if (s < 0)
+			s = 0;
+		return c->min_lr + (c->lr - c->min_lr) * pow(1.0 - s / d, c->decay_power);
 	}
 	double span = (double)(c->steps - warm);
 	double p = span > 0 ? (double)(step - warm) / span : 1.0;

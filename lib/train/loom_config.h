@@ -37,6 +37,13 @@ enum loom_decay {
 	LOOM_DECAY_COSINE,
 	LOOM_DECAY_INVSQRT,
 	LOOM_DECAY_CONSTANT,
+	LOOM_DECAY_POLY,
+};
+
+/* Per-token loss weights (loom_k_token_weights() in lib/loom_kernels.h). */
+enum loom_loss_weighting {
+	LOOM_LOSSW_NONE = 0,
+	LOOM_LOSSW_INVCOUNT,    /* 1/k for a target occurring k times in its row */
 };
 
 struct loom_config {
@@ -61,6 +68,9 @@ struct loom_config {
 	int64_t warmup_steps;   /* linear warm-up steps ... */
 	double warmup_proportion; /* ... or a proportion of steps (not both) */
 	int decay;              /* enum loom_decay */
+	double decay_power;     /* inverse_sqrt: lr*(w/step)^p; polynomial: (1-x)^p */
+	int64_t cooldown_steps; /* polynomial: decay length after warm-up (0 = to steps) */
+	int loss_weighting;     /* enum loom_loss_weighting (training loss only) */
 	double beta1, beta2, eps, weight_decay;
 	double grad_clip;       /* global-norm clip; 0 = off */
 	int ignore_id;          /* target id ignored by the loss; -1 = none */
@@ -108,7 +118,18 @@ double loom_config_flops_per_token(const struct loom_config *c);
 /* Forward-only FLOPs per token (2 * params + 4 * n_layer * T * C). */
 double loom_config_fwd_flops_per_token(const struct loom_config *c);
 
-/* Learning rate at optimizer step `step` (1-based). */
+/* Learning rate at optimizer step `step` (1-based): a linear warm-up
+ * lr*step/w over the w warm-up steps, then by `decay`:
+ *   linear, cosine: from lr to min_lr at `steps`;
+ *   inverse_sqrt: lr * (w/step)^decay_power, floored at min_lr (w = 1
+ *     without warm-up; decay_power 0.5, the default, is 1/sqrt);
+ *   polynomial: min_lr + (lr - min_lr) * (1 - s/D)^decay_power with
+ *     s = min(step - w, D), D = cooldown_steps (0: steps - w), then min_lr.
+ *     This is the schedule of Graphcore's sparse language model (examples,
+ *     applications/tensorflow/dynamic_sparsity/language_modelling,
+ *     tf_utils.py BertSchedule: tf.train.polynomial_decay over
+ *     --cooldown-steps with --decay-power, default 0.5);
+ *   constant: lr. */
 double loom_config_lr(const struct loom_config *c, int64_t step);
 
 const char *loom_decay_name(int decay);

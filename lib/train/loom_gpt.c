@@ -234,7 +234,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 			layer[l] = a;
 	}
 	/* encoded, lnf, lnf_mean, lnf_rstd, logits, losses, tmp, dres, dbtc, dqkv,
-	 * dfc, gelu */
+	 * dfc, gelu, lweights (only with a loss weighting) */
 	TAKE(glob[0], N * C);
 	TAKE(glob[1], N * C);
 	TAKE(glob[2], N);
@@ -247,6 +247,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	TAKE(glob[9], N * 3 * C);
 	TAKE(glob[10], N * 4 * C);
 	TAKE(glob[11], N * 4 * C);
+	TAKE(glob[12], cfg->loss_weighting != LOOM_LOSSW_NONE ? N : 0);
 #undef TAKE
 	return off;
 }
@@ -254,7 +255,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m)
 {
-	float *glob[12];
+	float *glob[13];
 	uint64_t np = loom_config_n_params(cfg);
 	uint64_t N = (uint64_t)B * T, hr = head_rows(N, (size_t)cfg->vocab_size, 0);
 	m->params = np * 4;
@@ -280,7 +281,7 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->acts = NULL;
 	g->inputs = g->targets = NULL;
 	g->B = g->T = 0;
-	float *glob[12];
+	float *glob[13];
 	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, NULL, NULL, glob);
 	g->acts = falloc(n);
 	g->inputs = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -302,6 +303,7 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->dqkv = glob[9];
 	g->dfc = glob[10];
 	g->gelu = glob[11];
+	g->lweights = g->cfg.loss_weighting != LOOM_LOSSW_NONE ? glob[12] : NULL;
 	g->hr = hr;
 	g->n_acts = n;
 	g->B = B;
@@ -420,6 +422,7 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
 	g->loss = 0;
+	g->wloss = 0;
 	g->ntok = 0;
 	g->ncorrect = 0;
 	if (targets) {
@@ -442,6 +445,16 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 		for (size_t i = 0; i < N; i++)
 			s += g->losses[i];
 		g->loss = g->ntok ? (float)(s / g->ntok) : 0.0f;
+		g->wloss = g->loss;
+		if (g->lweights) {
+			/* the training objective: sum(w * loss) / ntok (see
+			 * loom_gpt.h); backward uses the same weights */
+			loom_k_token_weights(g->lweights, g->targets, B, T, g->cfg.ignore_id);
+			double ws = 0;
+			for (size_t i = 0; i < N; i++)
+				ws += (double)g->lweights[i] * g->losses[i];
+			g->wloss = g->ntok ? (float)(ws / g->ntok) : 0.0f;
+		}
 	}
 	if (loss)
 		*loss = g->loss;
@@ -518,7 +531,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 			loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
 						g->cfg.ignore_id);
 		}
-		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss);
+		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss,
+					g->lweights ? g->lweights + r0 : NULL);
 		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc + r0 * C);
 	}

@@ -33,6 +33,24 @@
  * loss stay fp32.  A bf16 model on a CPU without bf16 matmul fails its
  * first forward (LOOM_EINVAL, naming what is missing).
  *
+ * Loss weighting (cfg.loss_weighting): the reported loss (*loss of
+ * loom_gpt_forward, g->loss, loom_gpt_eval_counts) is always the plain
+ * mean cross-entropy over the counted targets.  With inverse_count the
+ * TRAINING objective, which backward differentiates, is
+ *   wloss = sum_i w_i * loss_i / ntok,
+ * w_i = 1/k for a target occurring k times in its row of the batch, 0 for
+ * ignored targets (loom_k_token_weights), ntok the counted targets: the
+ * weighted sum divided by the number of non-zero weights, as in the seed,
+ * Graphcore's sparse language model (graphcore/examples,
+ * applications/tensorflow/dynamic_sparsity/language_modelling/
+ * train_sparse.py: tf.losses.sparse_softmax_cross_entropy with the
+ * inverse-count weights and TF1's default reduction
+ * SUM_BY_NONZERO_WEIGHTS).  So a row of distinct targets gives the plain
+ * mean, and repeats lower the objective below it.  grad_accum
+ * micro-batches (backward's scale) and data-parallel ranks (gradients
+ * averaged) then average these per-micro-batch objectives, as the seed
+ * averages its accumulated gradients and replicas.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -85,6 +103,7 @@ struct loom_gpt {
 	float *lnf, *lnf_mean, *lnf_rstd;   /* [N,C], [N], [N] */
 	float *logits;                      /* [hr,V] one LM-head chunk (scratch) */
 	float *losses;                      /* [N] */
+	float *lweights;                    /* [N] loss weights (NULL: loss_weighting none) */
 	float *tmp, *dres, *dbtc, *dqkv, *dfc; /* scratch / backward buffers */
 	float *gelu;                        /* [N,4C] gelu(fch) of the current layer */
 	size_t hr;                          /* rows per LM-head chunk */
@@ -96,6 +115,7 @@ struct loom_gpt {
 	int ntok;                           /* counted targets of the last forward */
 	int64_t ncorrect;                   /* of those, argmax hits (forward with train 0) */
 	float loss;                         /* mean loss of the last forward */
+	float wloss;                        /* its training objective (= loss unless weighted) */
 	int train;                          /* last forward used dropout */
 	uint64_t key;                       /* dropout key of the last forward */
 	/* Optional (data parallelism, lib/train/loom_dist.h): backward calls
@@ -129,7 +149,7 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed);
 int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
 		     int B, int T, int train, uint64_t key, float *loss);
 /* Backward of the last forward (which had targets); gradients are ADDED
- * to g->grads, the loss scaled by `scale` (1/grad_accum). */
+ * to g->grads: the gradient of scale * g->wloss (scale = 1/grad_accum). */
 int loom_gpt_backward(struct loom_gpt *g, float scale);
 void loom_gpt_zero_grad(struct loom_gpt *g);
 /* Global gradient norm (before clipping) into *norm; clip to cfg.grad_clip
