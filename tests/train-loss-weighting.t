@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # loom-train with loss_weighting=inverse_count (the seed's weighted training
-# loss, lib/loom_gpt.h): it trains on the weighted objective, logs the
+# loss, lib/train/loom_gpt.h): it trains on the weighted objective, logs the
 # unweighted loss, keeps the key in its checkpoints and resumes exactly.
 . "$(dirname "$0")/lib.sh"
 

@@ -40,7 +40,7 @@ enum loom_decay {
 	LOOM_DECAY_POLY,
 };
 
-/* Per-token loss weights (loom_k_token_weights() in lib/loom_kernels.h). */
+/* Per-token loss weights (loom_k_token_weights() in lib/kernels/loom_kernels.h). */
 enum loom_loss_weighting {
 	LOOM_LOSSW_NONE = 0,
 	LOOM_LOSSW_INVCOUNT,    /* 1/k for a target occurring k times in its row */
