@@ -142,6 +142,8 @@ void loom_sparse_pack(struct loom_sparse *s, const float *w)
 		}
 }
 
+/* Block sizes without a tuned kernel: plain loops over the live blocks
+ * (a thread per row of inp, per block of dw, per column of dbias). */
 static void fwd_any(const struct loom_sparse *s, float *out, const float *inp, const float *bias,
 		    int N)
 {

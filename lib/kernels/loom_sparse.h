@@ -27,8 +27,8 @@
  * plain loop).  Besides the live blocks they only read the activations
  * once: the backward gathers inp and dout into block-column panels
  * (N*(IC+OC) floats, malloc'ed per call), the forward and the input
- * gradient copy tiles of rows (a few kB a thread); without that memory
- * they read in place, with the same results.  The _naive ones work on
+ * gradient copy tiles of up to 16 rows (16*IC or 16*OC floats a thread);
+ * without that memory they read in place, with the same results.  The _naive ones work on
  * the dense weight and the mask directly and are the specification the
  * fast ones are tested against (tests/sparse.c).
  *
