@@ -3,7 +3,6 @@
 
 #include "loom_kernels.h"
 
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,7 +239,7 @@ enum { VMAX = 4, RMAX = 16, AMAX = 16 }; /* BS <= 32, R <= RMAX, A <= AMAX */
 /* Register tiles (s->wide: AVX-512's 32 vector registers, else 16): the
  * forward and the input gradient keep R rows x BS/8 accumulators (+ a
  * block row and a broadcast), the weight gradient A block rows x BS/8
- * (+ a dout row).  F(BS, R, A) for the weight's kind; tile_rows() is R. */
+ * (+ a dout row).  F(BS, R, A) for kind = bs * 2 + wide; tile_rows() is R. */
 #define BY_KIND(kind, F)                                                                       \
 	switch (kind) {                                                                        \
 	case 16: { F(8, 12, 8); } break;                                                       \
