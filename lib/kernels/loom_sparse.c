@@ -245,7 +245,7 @@ enum { VMAX = 4, RMAX = 16, AMAX = 16 }; /* BS <= 32, R <= RMAX, A <= AMAX */
 	case 16: { F(8, 12, 8); } break;                                                       \
 	case 17: { F(8, 16, 8); } break;                                                       \
 	case 32: { F(16, 6, 4); } break;                                                       \
-	case 33: { F(16, 12, 8); } break;                                                      \
+	case 33: { F(16, 14, 8); } break;                                                      \
 	case 64: { F(32, 2, 2); } break;                                                       \
 	case 65: { F(32, 6, 4); } break;                                                       \
 	}
@@ -254,7 +254,7 @@ static int tile_rows(const struct loom_sparse *s)
 {
 	switch (s->bs) {
 	case 8: return s->wide ? 16 : 12;
-	case 16: return s->wide ? 12 : 6;
+	case 16: return s->wide ? 14 : 6;
 	default: return s->wide ? 6 : 2;
 	}
 }
