@@ -8,6 +8,7 @@
 #   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
 #   tests/*.t              shell CLI tests (TAP), run by prove with the above
 #   tests/bench/*.sh       benchmarks, run by `make bench` only
+#   tests/bench/*.c        -> $(B)/bench/*      (programs the benchmarks run)
 
 B       ?= build
 PREFIX  ?= /usr/local
@@ -55,6 +56,7 @@ CLI_OBJ  := $(B)/obj/tools/cli.o
 TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%.t,$(wildcard tests/*.c))
 FUZZ_SRC := $(filter-out tests/fuzz/replay.c,$(wildcard tests/fuzz/*.c))
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/tests/fuzz-%.t,$(FUZZ_SRC))
+BENCH_BIN := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/*.c))
 SH_TESTS := $(wildcard tests/*.t)
 MANPAGES := $(wildcard share/man/man1/*.1)
 PIPE_BIN := $(wildcard pipelines/*.sh) pipelines/retrain
@@ -64,7 +66,7 @@ PIPE_BIN := $(wildcard pipelines/*.sh) pipelines/retrain
 .SECONDARY:
 
 all: $(B)/libloom.a $(TOOL_BIN)
-tests: $(TEST_BIN) $(FUZZ_BIN)
+tests: $(TEST_BIN) $(FUZZ_BIN) $(BENCH_BIN)
 
 help:
 	@echo 'make            build libloom.a and the tools into $(B)/'
@@ -120,6 +122,10 @@ $(B)/tests/%.t: $(B)/obj/tests/%.o $(B)/libloom.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+$(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libloom.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
 $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
@@ -147,7 +153,7 @@ asan:
 	  ASAN_OPTIONS=detect_leaks=1 check
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@for b in tests/bench/*.sh; do [ -e "$$b" ] || continue; \
 	  echo "== $$b"; PATH="$(abspath $(B))/bin:$$PATH" LOOM_BUILD="$(abspath $(B))" bash "$$b" || exit 1; done
 

@@ -17,18 +17,6 @@
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-/* The fast kernels are compiled three times (ifunc dispatch at load time):
- * AVX-512, AVX2+FMA and baseline x86-64, so a stock build vectorises with
- * the widest units of the machine it runs on (softmax, GELU, AdamW ... run
- * 2-3x faster than with SSE2); OpenMP's outlined loops are cloned with
- * their function.  A given machine always runs the same clone, so results
- * stay bit-identical run to run.  Elsewhere one version is built. */
-#if defined(__x86_64__) && defined(__gnu_linux__) && !defined(LOOM_NO_CLONES)
-#define LOOM_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LOOM_SIMD
-#endif
-
 const char *loom_k_isa(void)
 {
 #if defined(__x86_64__) && defined(__gnu_linux__) && !defined(LOOM_NO_CLONES)

@@ -29,6 +29,20 @@
 
 #include "loom_mm.h"
 
+/* For the kernels' .c files: the fast kernels are compiled three times
+ * (ifunc dispatch at load time): AVX-512, AVX2+FMA and baseline x86-64,
+ * so a stock build vectorises with the widest units of the machine it runs
+ * on (softmax, GELU, AdamW ... run 2-3x faster than with SSE2); OpenMP's
+ * outlined loops are cloned with their function.  A given machine always
+ * runs the same clone, so results stay bit-identical run to run.
+ * Elsewhere (and with LOOM_NO_CLONES: clang's fuzz build) one version is
+ * built. */
+#if defined(__x86_64__) && defined(__gnu_linux__) && !defined(LOOM_NO_CLONES)
+#define LOOM_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LOOM_SIMD
+#endif
+
 /* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :] */
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
 			int B, int T, int C);

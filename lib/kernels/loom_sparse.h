@@ -21,9 +21,16 @@
  * is once per optimizer step, like the bf16 weight copy.
  *
  * Kernels: the fast ones are threaded with OpenMP and deterministic (no
- * two threads add into one value); the _naive ones work on the dense
- * weight and the mask directly and are the specification the fast ones
- * are tested against (tests/sparse.c).
+ * two threads add into one value, and each value is summed in the same
+ * order whatever the thread count), register-tiled for bs 8, 16 and 32
+ * and built per instruction set (LOOM_SIMD; other block sizes take a
+ * plain loop).  Besides the live blocks they only read the activations
+ * once: the backward gathers inp and dout into block-column panels
+ * (N*(IC+OC) floats, malloc'ed per call), the forward and the input
+ * gradient copy tiles of up to 16 rows (16*IC or 16*OC floats a thread);
+ * without that memory they read in place, with the same results.  The _naive ones work on
+ * the dense weight and the mask directly and are the specification the
+ * fast ones are tested against (tests/sparse.c).
  *
  * Ownership: loom_sparse_new/_free (free accepts NULL); the object owns
  * its index and packed values.  Errors: functions that allocate return 0
