@@ -975,6 +975,7 @@ int main(int argc, char **argv)
 		double lsum = 0;
 		int micro;
 		/* gradients are zero here: loom_gpt_step() leaves them so */
+		loom_gpt_begin_step(g, (int64_t)t.step + 1);
 		for (micro = 0; micro < c->grad_accum; micro++) {
 			if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
 				break; /* stop requested between steps */

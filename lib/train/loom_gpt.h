@@ -33,6 +33,20 @@
  * loss stay fp32.  A bf16 model on a CPU without bf16 matmul fails its
  * first forward (LOOM_EINVAL, naming what is missing).
  *
+ * Sparsity (cfg.sparsity > 0, RigL: lib/train/loom_rigl.h): the
+ * projections cfg.sparse_layers names (qkv, proj, fc, fcproj) run on
+ * lib/kernels/loom_sparse.h over their live blocks; the dense master
+ * weight keeps dead blocks exactly 0 (also in m and v).  The masks start
+ * random from the seed (loom_gpt_new and loom_gpt_init_weights).  A step
+ * t is announced with loom_gpt_begin_step(): when t updates the masks
+ * (loom_config_prune_due), backward computes the dense gradient of the
+ * sparse layers (else only their live blocks'), and loom_gpt_step()
+ * scores the blocks with it, masks it to the live blocks, takes the AdamW
+ * step with the masked gradient (as RigL's reference implementation, not
+ * the paper's Algorithm 1, which skips the step's update) and then
+ * updates the masks (loom_gpt_rigl_update).  The sparse weights are packed
+ * once per step, at the first forward after the weights changed.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -108,6 +122,15 @@ struct loom_gpt {
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
 	int w16_ok;
+	/* RigL (NULL when dense): the masks; per layer l and projection j
+	 * (0 qkv, 1 proj, 2 fc, 3 fcproj) sp[4l+j] the block-sparse weight
+	 * (NULL: dense) and rl[4l+j] its layer in rigl (-1); sp_ok: packed
+	 * values current; rigl_dense: the current step updates the masks
+	 * (loom_gpt_begin_step), so backward computes dense gradients */
+	struct loom_rigl *rigl;
+	struct loom_sparse **sp;
+	int *rl;
+	int sp_ok, sp_mask_ok, rigl_dense;
 	struct loom_err err;
 };
 
@@ -138,6 +161,20 @@ void loom_gpt_zero_grad(struct loom_gpt *g);
  * zeroed after loom_gpt_new/init_weights), so a training loop needs no
  * loom_gpt_zero_grad(). */
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
+/* The coming forward/backward passes belong to optimizer step t (1-based):
+ * with sparsity, t may update the masks (see above).  Without this call
+ * no step updates them. */
+void loom_gpt_begin_step(struct loom_gpt *g, int64_t t);
+/* RigL: update the masks at step t from the weights and g->rigl's scores
+ * (loom_rigl_update at loom_config_prune_ratio(t)), zero the changed
+ * blocks in the weights and (if not NULL) g->m, g->v; repack.  Called by
+ * loom_gpt_step; a data-parallel step calls it after its all-gather and
+ * zeroes its own moment shards. */
+void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t);
+/* RigL: the masks in g->rigl changed outside an update (e.g. loaded from a
+ * checkpoint): hand them to the sparse kernels and zero the dead blocks in
+ * the weights and (if not NULL) the moments. */
+int loom_gpt_rigl_sync(struct loom_gpt *g);
 /* Tell the model its parameters changed outside loom_gpt_step() and
  * loom_gpt_init_weights() (e.g. a data-parallel update): in bf16 the next
  * forward makes a new bf16 copy of the weights.  Loading a checkpoint

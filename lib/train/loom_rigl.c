@@ -41,8 +41,15 @@ void loom_rigl_free(struct loom_rigl *r)
 	}
 	free(r->layer);
 	free(r->scores);
+	free(r->scratch);
 	free(r);
 }
+
+/* a candidate block of a selection (r->scratch holds max_nb of them) */
+struct cand {
+	double key;
+	int idx;
+};
 
 int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, int OC)
 {
@@ -70,8 +77,13 @@ int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, 
 	float *sc = realloc(r->scores, sizeof(float) * (r->n_scores + (size_t)L->nb));
 	if (sc)
 		r->scores = sc;
+	void *scr = realloc(r->scratch, sizeof(struct cand) * (size_t)(L->nb > r->max_nb ? L->nb : r->max_nb));
+	if (scr) {
+		r->scratch = scr;
+		r->max_nb = L->nb > r->max_nb ? L->nb : r->max_nb;
+	}
 	r->n++; /* freed with the others even when incomplete */
-	if (!L->mask || !L->mask0 || !L->prev || !L->changed || !sc)
+	if (!L->mask || !L->mask0 || !L->prev || !L->changed || !sc || !scr)
 		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
 	r->n_scores += (size_t)L->nb;
 	size_t o = 0;
@@ -82,7 +94,7 @@ int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, 
 	return 0;
 }
 
-int loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
+void loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 {
 	for (int l = 0; l < r->n; l++) {
 		struct loom_rigl_layer *L = &r->layer[l];
@@ -93,9 +105,7 @@ int loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 			live = L->nb;
 		/* partial Fisher-Yates: the first `live` of a uniformly random
 		 * permutation of the block indices */
-		int *perm = malloc(sizeof(int) * (size_t)L->nb);
-		if (!perm)
-			return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
+		int *perm = r->scratch;
 		uint64_t key = loom_k_hash64(seed ^ loom_k_hash64(0x7191000ull + (uint64_t)l));
 		memset(L->mask, 0, (size_t)L->nb);
 		for (int i = 0; i < L->nb; i++)
@@ -108,7 +118,6 @@ int loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 			perm[j] = t;
 			L->mask[perm[i]] = 1;
 		}
-		free(perm);
 		L->live = live;
 		memcpy(L->mask0, L->mask, (size_t)L->nb);
 		memcpy(L->prev, L->mask, (size_t)L->nb);
@@ -117,7 +126,6 @@ int loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 	}
 	r->last_update = 0;
 	r->updates = 0;
-	return 0;
 }
 
 int loom_rigl_set_masks(struct loom_rigl *r, int l, const uint8_t *mask, const uint8_t *mask0)
@@ -230,13 +238,9 @@ void loom_rigl_score_combine(struct loom_rigl *r, const float *all, int world)
 	}
 }
 
-/* Top-k selection with a binary heap: keeps the k most preferred of the
- * candidates (smaller key first, then the lower index); the heap's root
- * is the least preferred of those kept. */
-struct cand {
-	double key;
-	int idx;
-};
+/* Top-k selection with a binary heap (loom_rigl_update): keeps the k most
+ * preferred of the candidates (smaller key first, then the lower index);
+ * the heap's root is the least preferred of those kept. */
 
 static int worse(const struct cand *a, const struct cand *b)
 {
@@ -277,15 +281,10 @@ static void heap_offer(struct cand *h, int *n, int k, struct cand c)
 	}
 }
 
-int loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step)
+void loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step)
 {
 	int bs = r->bs;
-	int maxnb = 0;
-	for (int l = 0; l < r->n; l++)
-		maxnb = r->layer[l].nb > maxnb ? r->layer[l].nb : maxnb;
-	struct cand *h = malloc(sizeof *h * (size_t)(maxnb ? maxnb : 1));
-	if (!h)
-		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory for the mask update");
+	struct cand *h = r->scratch;
 	if (ratio < 0)
 		ratio = 0;
 	if (ratio > 1)
@@ -323,10 +322,8 @@ int loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int
 		}
 		L->regrown = n;
 	}
-	free(h);
 	r->last_update = step;
 	r->updates++;
-	return 0;
 }
 
 void loom_rigl_stats(const struct loom_rigl *r, struct loom_rigl_stats *s)

@@ -68,6 +68,8 @@ struct loom_rigl {
 	struct loom_rigl_layer *layer;
 	size_t n_scores;        /* sum of the layers' nb */
 	float *scores;          /* [n_scores] every layer's score */
+	void *scratch;          /* room for the largest layer's selection */
+	int max_nb;             /* blocks of the largest layer */
 	int64_t last_update;    /* step of the last mask update, 0 = none */
 	int64_t updates;        /* mask updates done */
 	struct loom_err err;
@@ -82,8 +84,8 @@ const char *loom_rigl_error(const struct loom_rigl *r);
 int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, int OC);
 
 /* Random initial masks: round((1 - sparsity) * nb) live blocks (>= 1) per
- * layer; mask0 = prev = mask.  0 <= sparsity < 1. */
-int loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed);
+ * layer; mask0 = prev = mask.  0 <= sparsity < 1.  Allocates nothing. */
+void loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed);
 /* Set layer l's masks (e.g. from a checkpoint): every value 0 or 1, the
  * same count of live blocks in both (mask0 may be NULL: = mask). */
 int loom_rigl_set_masks(struct loom_rigl *r, int l, const uint8_t *mask, const uint8_t *mask0);
@@ -107,8 +109,9 @@ void loom_rigl_score_combine(struct loom_rigl *r, const float *all, int world);
 /* Update every layer's mask (rules above) at `step`, with the weights
  * params (the whole flat array) and the scores accumulated since the
  * last reset; ratio in [0, 1].  Does not touch the weights: follow with
- * loom_rigl_zero_changed() on the weights and moments. */
-int loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step);
+ * loom_rigl_zero_changed() on the weights and moments.  Allocates
+ * nothing (cannot fail). */
+void loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step);
 
 /* Totals over the layers: live blocks, blocks, pruned and regrown by the
  * last update, and the churns (defined above; 0 before any update). */
