@@ -228,5 +228,25 @@ void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf);
 /* The config stored in a checkpoint: loom's own ("loom" object) if
  * present, else built from the HF keys over defaults.  Validated. */
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg);
+/* RigL state as the checkpoint side file "sparsity.safetensors": per
+ * sparse weight NAME the U8 tensors NAME.mask and NAME.mask0 (current and
+ * initial masks, [IC/bs, OC/bs]), and __metadata__ format "loom-rigl",
+ * block_size, last_update, updates (formats/checkpoint.md). */
+#define LOOM_GPT_SPARSITY_FILE "sparsity.safetensors"
+struct loom_st_tensor;
+struct loom_gpt_sidecar {
+	struct loom_st_tensor *t;
+	size_t n;
+	char (*names)[80];
+	char vals[3][32];
+	const char *meta[9];
+};
+/* Fill sc from g->rigl (borrows g's masks; release before they change). */
+int loom_gpt_ckpt_sparsity(const struct loom_gpt *g, struct loom_gpt_sidecar *sc);
+void loom_gpt_sidecar_release(struct loom_gpt_sidecar *sc);
+/* Load the masks and RigL state from ck's side file into g->rigl and
+ * zero the dead blocks (loom_gpt_rigl_sync): 0 loaded, 1 the checkpoint
+ * has none, negative on a bad file (message in g->err). */
+int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck);
 
 #endif
