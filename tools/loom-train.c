@@ -298,6 +298,17 @@ static void print_dry_run(const struct loom_config *c)
 		       cli_bytes((double)m0.bf16, b3, sizeof b3));
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
+	if (c->sparsity > 0) {
+		char sl[64];
+		int n = 0;
+		for (int j = 0; j < 4; j++)
+			n += (c->sparse_layers >> j & 1) * (j == 0 ? 3 : j == 1 ? 1 : 4);
+		uint64_t w = (uint64_t)c->n_layer * n * c->n_embd * (uint64_t)c->n_embd;
+		printf("sparsity: %g of the blocks (%dx%d) of %s: %llu of their %llu weights live "
+		       "(the FLOPs below count them dense)\n", c->sparsity, c->block_size,
+		       c->block_size, loom_sparse_layers_str(c->sparse_layers, sl, sizeof sl),
+		       (unsigned long long)llround((1 - c->sparsity) * (double)w), (unsigned long long)w);
+	}
 	printf("FLOPs per token: %.4g training (6N + 12 L T C), %.4g forward\n",
 	       loom_config_flops_per_token(c), loom_config_fwd_flops_per_token(c));
 	printf("tokens per step: %lld (global_batch %d x seq_len %d)\n",
