@@ -7,9 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
+#include "loom_ckpt.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "loom_rigl.h"
+#include "loom_safetensors.h"
 #include "tap.h"
 
 enum { B = 2, T = 7 };
@@ -232,6 +236,114 @@ static void check_layers(int layers, const char *what)
 	loom_gpt_free(d);
 }
 
+/* Write a checkpoint of g with the side file (t, n, meta) to dir, open
+ * it and load its masks into h; the result and h's message. */
+static int ckpt_round(struct loom_gpt *g, struct loom_gpt *h, const char *dir,
+		      const struct loom_st_tensor *t, size_t n, const char *const *meta)
+{
+	struct loom_err err = { 0 };
+	struct loom_ckpt_tensor *tp = calloc((size_t)g->n_tensors, sizeof *tp);
+	loom_gpt_ckpt_tensors(g, g->params, tp);
+	struct loom_ckpt_save sv = {
+		.dir = dir, .tensors = tp, .n_tensors = (size_t)g->n_tensors,
+		.state = { .step = 7 }, .sidecar_name = LOOM_GPT_SPARSITY_FILE,
+		.sidecar = t, .n_sidecar = n, .sidecar_meta = meta,
+	};
+	loom_gpt_ckpt_hf(&g->cfg, &sv.hf);
+	int rc = loom_ckpt_write(&sv, NULL, 0, &err);
+	free(tp);
+	if (rc) {
+		diag("write: %s", err.msg);
+		return rc;
+	}
+	struct loom_ckpt *ck = loom_ckpt_open(dir, 0, &err);
+	if (!ck) {
+		diag("open: %s", err.msg);
+		return -1;
+	}
+	rc = loom_gpt_ckpt_load_sparsity(h, ck);
+	loom_ckpt_free(ck);
+	return rc;
+}
+
+/* sparsity.safetensors: a round trip, and every refusal of the loader */
+static void check_side_file(void)
+{
+	char root[] = "/tmp/loom-gpt-sparse.XXXXXX", dir[64], cmd[96];
+	ok(mkdtemp(root) != NULL, "scratch dir");
+	snprintf(dir, sizeof dir, "%s/ck", root);
+	struct loom_config c = cfg_of(0.5, LOOM_SL_ALL), c2 = c;
+	c2.seed = 99;
+	loom_config_validate(&c);
+	loom_config_validate(&c2);
+	struct loom_gpt *g = loom_gpt_new(&c), *h = loom_gpt_new(&c2);
+	loom_gpt_init_weights(g, 1);
+	loom_gpt_init_weights(h, 2);
+	g->rigl->last_update = 6;
+	g->rigl->updates = 3;
+	struct loom_gpt_sidecar sc;
+	ok(!loom_gpt_ckpt_sparsity(g, &sc) && sc.n == 16, "side file: 2 tensors per sparse weight");
+	ok(memcmp(h->rigl->layer[0].mask, g->rigl->layer[0].mask, (size_t)g->rigl->layer[0].nb),
+	   "another seed: other masks before loading");
+	int rc = ckpt_round(g, h, dir, sc.t, sc.n, sc.meta);
+	int same = 1, zero = 1;
+	for (int l = 0; l < g->rigl->n; l++)
+		same &= !memcmp(h->rigl->layer[l].mask, g->rigl->layer[l].mask, (size_t)g->rigl->layer[l].nb) &&
+			!memcmp(h->rigl->layer[l].mask0, g->rigl->layer[l].mask0, (size_t)g->rigl->layer[l].nb);
+	for (size_t j = 0; j < h->n_params; j++)
+		if (dead(h, j))
+			zero &= h->params[j] == 0;
+	ok(rc == 0 && same && h->rigl->last_update == 6 && h->rigl->updates == 3,
+	   "round trip: masks, initial masks, last update and count restored");
+	ok(zero, "loading zeroes the dead blocks of the weights it meets");
+
+	struct {
+		const char *what, *want;
+	} bad[] = {
+		{ "a mask value of 2", "transformer.h.0.attn.c_attn.weight: mask value of block 0 is not 0 or 1" },
+		{ "a wrong shape", "tensor 'transformer.h.0.attn.c_attn.weight.mask' has the wrong dtype or shape (the model needs U8 [2, 6])" },
+		{ "a missing tensor", "sparsity.safetensors: 15 tensors, the model's sparse_layers need 16" },
+		{ "another block size", "sparsity.safetensors: block_size 16, the model has 8" },
+		{ "no format", "sparsity.safetensors: __metadata__ format is not loom-rigl" },
+		{ "a bad count", "sparsity.safetensors: __metadata__ updates is 'x', not a count" },
+		{ "live counts that differ", "transformer.h.0.attn.c_attn.weight: 7 live blocks, the initial mask has 6" },
+	};
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		struct loom_st_tensor t[16];
+		const char *meta[9];
+		uint8_t m0[12];
+		memcpy(t, sc.t, sizeof t);
+		memcpy(meta, sc.meta, sizeof meta);
+		memcpy(m0, g->rigl->layer[0].mask, sizeof m0);
+		size_t n = 16;
+		switch (k) {
+		case 0: m0[0] = 2; t[0].data = m0; break;
+		case 1: t[0].shape[0] = 6; t[0].shape[1] = 2; break;
+		case 2: n = 15; break;
+		case 3: meta[3] = "16"; break;
+		case 4: meta[1] = "other"; break;
+		case 5: meta[7] = "x"; break;
+		case 6:
+			for (int b = 0; b < 12; b++)
+				if (!m0[b]) {
+					m0[b] = 1;
+					break;
+				}
+			t[0].data = m0;
+			break;
+		}
+		snprintf(dir, sizeof dir, "%s/bad%zu", root, k);
+		rc = ckpt_round(g, h, dir, t, n, meta);
+		ok(rc < 0 && strstr(loom_gpt_error(h), bad[k].want), "side file with %s: refused (%s)",
+		   bad[k].what, loom_gpt_error(h));
+	}
+	loom_gpt_sidecar_release(&sc);
+	loom_gpt_free(g);
+	loom_gpt_free(h);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	ok(system(cmd) == 0, "scratch dir removed");
+}
+
 int main(void)
 {
 	uint64_t r = 3;
@@ -242,6 +354,7 @@ int main(void)
 	}
 	check_layers(LOOM_SL_ALL, "all four projections");
 	check_layers(LOOM_SL_FC | LOOM_SL_FCPROJ, "the MLP only");
+	check_side_file();
 
 	/* init_weights: masks from the seed, dead blocks zero */
 	struct loom_config c = cfg_of(0.75, LOOM_SL_ALL);
