@@ -45,7 +45,8 @@ void loom_rigl_free(struct loom_rigl *r)
 	free(r);
 }
 
-/* a candidate block of a selection (r->scratch holds max_nb of them) */
+/* a candidate block of a selection (r->scratch holds max_nb of them;
+ * loom_rigl_init_masks uses it as int[max_nb]) */
 struct cand {
 	double key;
 	int idx;
@@ -241,7 +242,6 @@ void loom_rigl_score_combine(struct loom_rigl *r, const float *all, int world)
 /* Top-k selection with a binary heap (loom_rigl_update): keeps the k most
  * preferred of the candidates (smaller key first, then the lower index);
  * the heap's root is the least preferred of those kept. */
-
 static int worse(const struct cand *a, const struct cand *b)
 {
 	return a->key > b->key || (a->key == b->key && a->idx > b->idx);
