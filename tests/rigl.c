@@ -185,7 +185,7 @@ static void run(int bs, int pooling, double sparsity, int updates)
 		uint8_t *want[2];
 		for (int l = 0; l < r->n; l++) {
 			const struct loom_rigl_layer *L = &r->layer[l];
-			want[l] = malloc((size_t)L->nb);
+			want[l] = malloc(L->nb > 0 ? (size_t)L->nb : 1);
 			memcpy(want[l], L->mask, (size_t)L->nb);
 			naive_update(L, bs, p + L->offset, g + L->offset, pooling, ratio, want[l]);
 		}
@@ -201,7 +201,8 @@ static void run(int bs, int pooling, double sparsity, int updates)
 				diag("update %d layer %d: the library's mask differs from the reference", u, l);
 			all_match &= match;
 			all_density &= count(L->mask, L->nb) == L->live;
-			uint8_t *pruned = malloc((size_t)L->nb), *regrown = malloc((size_t)L->nb);
+			size_t nb = L->nb > 0 ? (size_t)L->nb : 1;
+			uint8_t *pruned = malloc(nb), *regrown = malloc(nb);
 			for (int b = 0; b < L->nb; b++) {
 				pruned[b] = L->prev[b] && !L->mask[b];
 				regrown[b] = L->mask[b] && L->changed[b];
@@ -256,7 +257,7 @@ static void run(int bs, int pooling, double sparsity, int updates)
 	ok(any_change, "bs %d %s: the updates changed some blocks", bs, pn);
 
 	/* masks from a "checkpoint" */
-	uint8_t *mk = malloc((size_t)r->layer[1].nb);
+	uint8_t *mk = malloc(r->layer[1].nb > 0 ? (size_t)r->layer[1].nb : 1);
 	memcpy(mk, r->layer[1].mask, (size_t)r->layer[1].nb);
 	ok(!loom_rigl_set_masks(r, 1, mk, r->layer[1].mask0), "set_masks takes a valid mask");
 	mk[0] = 2;
