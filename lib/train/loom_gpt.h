@@ -248,5 +248,10 @@ void loom_gpt_sidecar_release(struct loom_gpt_sidecar *sc);
  * zero the dead blocks (loom_gpt_rigl_sync): 0 loaded, 1 the checkpoint
  * has none, negative on a bad file (message in g->err). */
 int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck);
+/* The same from an opened side file (every tensor, shape and value
+ * checked; a partial load leaves earlier layers' masks set: the caller
+ * refuses the model). */
+struct loom_st;
+int loom_gpt_sparsity_from_st(struct loom_gpt *g, const struct loom_st *st);
 
 #endif

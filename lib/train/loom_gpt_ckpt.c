@@ -130,40 +130,27 @@ static int meta_i64(struct loom_gpt *g, const struct loom_st *st, const char *ke
 	return 0;
 }
 
-int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck)
+int loom_gpt_sparsity_from_st(struct loom_gpt *g, const struct loom_st *st)
 {
 	struct loom_rigl *r = g->rigl;
-	struct loom_st *st;
 	int64_t bs, last, updates;
 	int rc;
-	if ((rc = loom_ckpt_open_sidecar(ck, LOOM_GPT_SPARSITY_FILE, &st)))
-		return loom_err_set(&g->err, rc, "%s", loom_ckpt_error(ck));
-	if (!st)
-		return 1;
-	if (!r) {
-		loom_st_free(st);
-		return 1; /* a dense model: the masks do not apply */
-	}
+	if (!r)
+		return loom_err_set(&g->err, LOOM_EINVAL, "%s: the model is dense", loom_st_name(st));
 	const char *fmt = loom_st_meta(st, "format");
-	if (!fmt || strcmp(fmt, "loom-rigl")) {
-		rc = loom_err_set(&g->err, LOOM_EFORMAT, "%s: __metadata__ format is not loom-rigl",
-				  loom_st_name(st));
-		goto out;
-	}
+	if (!fmt || strcmp(fmt, "loom-rigl"))
+		return loom_err_set(&g->err, LOOM_EFORMAT, "%s: __metadata__ format is not loom-rigl",
+				    loom_st_name(st));
 	if ((rc = meta_i64(g, st, "block_size", &bs)) || (rc = meta_i64(g, st, "last_update", &last)) ||
 	    (rc = meta_i64(g, st, "updates", &updates)))
-		goto out;
-	if (bs != r->bs) {
-		rc = loom_err_set(&g->err, LOOM_EFORMAT, "%s: block_size %lld, the model has %d",
-				  loom_st_name(st), (long long)bs, r->bs);
-		goto out;
-	}
-	if (loom_st_count(st) != 2 * (size_t)r->n) {
-		rc = loom_err_set(&g->err, LOOM_EFORMAT,
-				  "%s: %zu tensors, the model's sparse_layers need %d (a mask and an initial mask per sparse weight)",
-				  loom_st_name(st), loom_st_count(st), 2 * r->n);
-		goto out;
-	}
+		return rc;
+	if (bs != r->bs)
+		return loom_err_set(&g->err, LOOM_EFORMAT, "%s: block_size %lld, the model has %d",
+				    loom_st_name(st), (long long)bs, r->bs);
+	if (loom_st_count(st) != 2 * (size_t)r->n)
+		return loom_err_set(&g->err, LOOM_EFORMAT,
+				    "%s: %zu tensors, the model's sparse_layers need %d (a mask and an initial mask per sparse weight)",
+				    loom_st_name(st), loom_st_count(st), 2 * r->n);
 	for (int l = 0; l < r->n; l++) {
 		const struct loom_rigl_layer *L = &r->layer[l];
 		const struct loom_st_tensor *t[2];
@@ -172,24 +159,31 @@ int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck)
 			snprintf(name, sizeof name, "%s.%s", L->name, k ? "mask0" : "mask");
 			t[k] = loom_st_find(st, name);
 			if (!t[k] || t[k]->dtype != LOOM_ST_U8 || t[k]->ndim != 2 ||
-			    t[k]->shape[0] != (uint64_t)L->nbr || t[k]->shape[1] != (uint64_t)L->nbc) {
-				rc = loom_err_set(&g->err, LOOM_EFORMAT,
-						  "%s: tensor '%s' %s (the model needs U8 [%d, %d])",
-						  loom_st_name(st), name, t[k] ? "has the wrong dtype or shape" : "is missing",
-						  L->nbr, L->nbc);
-				goto out;
-			}
+			    t[k]->shape[0] != (uint64_t)L->nbr || t[k]->shape[1] != (uint64_t)L->nbc)
+				return loom_err_set(&g->err, LOOM_EFORMAT,
+						    "%s: tensor '%s' %s (the model needs U8 [%d, %d])",
+						    loom_st_name(st), name,
+						    t[k] ? "has the wrong dtype or shape" : "is missing",
+						    L->nbr, L->nbc);
 		}
-		if (loom_rigl_set_masks(r, l, t[0]->data, t[1]->data)) {
-			rc = loom_err_set(&g->err, LOOM_EFORMAT, "%s: %s", loom_st_name(st),
-					  loom_rigl_error(r));
-			goto out;
-		}
+		if (loom_rigl_set_masks(r, l, t[0]->data, t[1]->data))
+			return loom_err_set(&g->err, LOOM_EFORMAT, "%s: %s", loom_st_name(st),
+					    loom_rigl_error(r));
 	}
 	r->last_update = last;
 	r->updates = updates;
-	rc = loom_gpt_rigl_sync(g);
-out:
+	return loom_gpt_rigl_sync(g);
+}
+
+int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck)
+{
+	struct loom_st *st;
+	int rc;
+	if ((rc = loom_ckpt_open_sidecar(ck, LOOM_GPT_SPARSITY_FILE, &st)))
+		return loom_err_set(&g->err, rc, "%s", loom_ckpt_error(ck));
+	if (!st)
+		return 1;
+	rc = g->rigl ? loom_gpt_sparsity_from_st(g, st) : 1; /* dense: the masks do not apply */
 	loom_st_free(st);
 	return rc;
 }
