@@ -85,7 +85,8 @@ static int new_sparse(struct loom_gpt *g)
 				return -1;
 		}
 	loom_rigl_init_masks(g->rigl, g->cfg.sparsity, g->cfg.seed);
-	return loom_gpt_rigl_sync(g);
+	loom_gpt_rigl_sync(g);
+	return 0;
 }
 
 struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
@@ -215,10 +216,10 @@ void loom_gpt_weights_changed(struct loom_gpt *g)
 	g->sp_ok = 0;
 }
 
-int loom_gpt_rigl_sync(struct loom_gpt *g)
+void loom_gpt_rigl_sync(struct loom_gpt *g)
 {
 	if (!g->rigl)
-		return 0;
+		return;
 	loom_rigl_mask_range(g->rigl, 0, g->n_params, g->params);
 	if (g->m)
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->m);
@@ -226,7 +227,6 @@ int loom_gpt_rigl_sync(struct loom_gpt *g)
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->v);
 	g->sp_ok = g->sp_mask_ok = 0;
 	g->w16_ok = 0;
-	return 0;
 }
 
 void loom_gpt_begin_step(struct loom_gpt *g, int64_t t)

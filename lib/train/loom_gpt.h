@@ -174,7 +174,7 @@ void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t);
 /* RigL: the masks in g->rigl changed outside an update (e.g. loaded from a
  * checkpoint): hand them to the sparse kernels and zero the dead blocks in
  * the weights and (if not NULL) the moments. */
-int loom_gpt_rigl_sync(struct loom_gpt *g);
+void loom_gpt_rigl_sync(struct loom_gpt *g);
 /* Tell the model its parameters changed outside loom_gpt_step() and
  * loom_gpt_init_weights() (e.g. a data-parallel update): in bf16 the next
  * forward makes a new bf16 copy of the weights.  Loading a checkpoint
