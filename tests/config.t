@@ -66,6 +66,32 @@ reject "seq_len > records" '^loom-train: seq_len: 8 needs records of 9 tokens, r
 reject "min_lr > lr" '^loom-train: min_lr: .* is larger than lr' --set lr=1e-4,min_lr=1e-3
 reject "both warmups" '^loom-train: warmup_steps: set either' --set warmup_steps=3,warmup_proportion=0.1
 reject "ignore_id >= vocab" '^loom-train: ignore_id: 500 is not below vocab_size' --set ignore_id=500
+reject "sparsity 1" '^loom-train: sparsity: 1 is not in \[0, 1\)$' --set sparsity=1
+reject "sparsity < 0" '^loom-train: sparsity: -0.5 is outside' --set sparsity=-0.5
+reject "block size not 8/16/32" '^loom-train: block_size: 12 is not 8, 16 or 32$' --set block_size=12
+reject "block size vs widths" '^loom-train: block_size: 32 does not divide n_embd \(48\), a width of the sparse layers$' \
+	--set n_embd=48,n_head=4,sparsity=0.5,block_size=32
+reject "prune_every 0" '^loom-train: prune_every: must be at least 1 step, not 0$' --set prune_every=0
+reject "sparse_layers unknown" "^loom-train: sparse_layers: must be a comma list of qkv,proj,fc,fcproj, not 'fc,mlp'$" \
+	--set sparse_layers=fc,mlp
+reject "sparse_layers twice" "^loom-train: sparse_layers: must be a comma list of qkv,proj,fc,fcproj, not 'fc,fc'$" \
+	--set sparse_layers=fc,fc
+reject "bad pooling" '^loom-train: pooling: must be one of avg\|max' --set pooling=sum
+reject "bad prune_schedule" '^loom-train: prune_schedule: must be one of cosine\|constant' --set prune_schedule=linear
+run loom-train --print-config
+like "$out" '"sparsity": 0.0,' "sparsity: dense by default"
+like "$out" '"sparse_layers": "qkv,proj,fc,fcproj",' "sparse_layers: all four projections by default"
+like "$out" '"block_size": 16,' "block_size 16 by default"
+like "$out" '"prune_schedule": "cosine",' "cosine prune schedule by default"
+like "$out" '"pooling": "avg",' "avg pooling by default"
+run loom-train --print-config --set sparsity=0.9,sparse_layers=fc,fcproj,block_size=8,pooling=max,prune_every=50
+is_rc 0 "--set with a list value among other keys"
+like "$out" '"sparse_layers": "fc,fcproj",' "the list value runs over its commas"
+like "$out" '"prune_every": 50,' "keys after the list still apply"
+like "$out" '"pooling": "max",' "pooling max"
+echo '{ "sparsity": 0.5, "sparse_layers": "qkv,fcproj" }' > "$T/sp.json"
+run loom-train --print-config -c "$T/sp.json"
+like "$out" '"sparse_layers": "qkv,fcproj",' "sparse_layers from a config file"
 reject "--set without =" "^loom-train: --set 'lr': expected key=value" --set lr
 
 echo '{ "lr": "high" }' > "$T/bad.json"

@@ -25,6 +25,8 @@
 #include "loom_blas.h"
 #include "loom_bpe.h"
 #include "loom_ckpt.h"
+#include "loom_rigl.h"
+#include "loom_safetensors.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
 #include "loom_mm.h"
@@ -62,6 +64,8 @@ struct model {
 	struct loom_config cfg;
 	struct loom_gpt *g;
 	struct loom_ckpt *ck;
+	double sparsity;	/* the checkpoint's sparsity key */
+	int has_masks;		/* its sparsity.safetensors was loaded */
 };
 
 /* --precision: NULL keeps the checkpoint's precision key */
@@ -83,6 +87,17 @@ static void load_model(struct model *m, const char *path, int verify)
 	char why[256];
 	if (m->cfg.precision == LOOM_PREC_BF16 && loom_mm_bf16_missing(why, sizeof why))
 		cli_die("precision=bf16: %s", why);
+	/* RigL: with its masks the model runs sparse; without them (a side
+	 * file removed, or a checkpoint converted elsewhere) dense, which
+	 * computes the same function on weights whose dead blocks are 0 */
+	struct loom_st *side = NULL;
+	m->sparsity = m->cfg.sparsity;
+	if (m->cfg.sparsity > 0 &&
+	    loom_ckpt_open_sidecar(m->ck, LOOM_GPT_SPARSITY_FILE, &side) < 0)
+		cli_die("%s", loom_ckpt_error(m->ck));
+	if (!side)
+		m->cfg.sparsity = 0;
+	loom_st_free(side);
 	m->g = loom_gpt_new(&m->cfg);
 	if (!m->g)
 		cli_die("out of memory for %llu parameters",
@@ -94,6 +109,64 @@ static void load_model(struct model *m, const char *path, int verify)
 	if (loom_ckpt_load_model(m->ck, tp, (size_t)m->g->n_tensors) < 0)
 		cli_die("%s", loom_ckpt_error(m->ck));
 	free(tp);
+	if (m->g->rigl) {
+		if (loom_gpt_ckpt_load_sparsity(m->g, m->ck) != 0)
+			cli_die("%s", loom_gpt_error(m->g));
+		m->has_masks = 1;
+	}
+}
+
+/* The sparsity found in the checkpoint: per sparse weight (the
+ * configuration's sparse_layers) the fraction of dead blocks, from the
+ * masks, or else from the all-zero blocks of the weights; overall over
+ * all their blocks.  NULL for a dense model. */
+static json_t *sparsity_json(const struct model *m)
+{
+	static const char *const proj[4] = { "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj" };
+	if (!(m->sparsity > 0))
+		return NULL;
+	const struct loom_gpt *g = m->g;
+	int bs = m->cfg.block_size;
+	json_t *layers = json_object();
+	int64_t dead_all = 0, all = 0;
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct loom_gpt_tensor *t = &g->tensors[i];
+		int l, sel = 0;
+		char want[96];
+		if (sscanf(t->name, "transformer.h.%d.", &l) != 1)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			snprintf(want, sizeof want, "transformer.h.%d.%s.weight", l, proj[j]);
+			sel |= (m->cfg.sparse_layers & (1 << j)) && !strcmp(t->name, want);
+		}
+		if (!sel)
+			continue;
+		int IC = (int)t->shape[0], OC = (int)t->shape[1], nbc = OC / bs;
+		int64_t nb = (int64_t)(IC / bs) * nbc, dead = 0;
+		const struct loom_rigl_layer *L = NULL;
+		for (int k = 0; g->rigl && k < g->rigl->n; k++)
+			if (!strcmp(g->rigl->layer[k].name, t->name))
+				L = &g->rigl->layer[k];
+		for (int64_t b = 0; b < nb; b++) {
+			int zero = 1;
+			if (L) {
+				zero = !L->mask[b];
+			} else {
+				const float *w = g->params + t->offset + (size_t)(b / nbc) * bs * OC +
+						 (size_t)(b % nbc) * bs;
+				for (int a = 0; a < bs && zero; a++)
+					for (int c = 0; c < bs && zero; c++)
+						zero = w[(size_t)a * OC + c] == 0;
+			}
+			dead += zero;
+		}
+		dead_all += dead;
+		all += nb;
+		json_object_set_new(layers, t->name, json_real((double)dead / (double)nb));
+	}
+	return json_pack("{s:f, s:s, s:i, s:o}", "overall", all ? (double)dead_all / (double)all : 0.0,
+			 "from", m->has_masks ? "masks" : "zero blocks", "block_size", bs,
+			 "layers", layers);
 }
 
 static void free_model(struct model *m)
@@ -162,6 +235,9 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			      "accuracy", (double)ncorr / (double)ntok,
 			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
 			      "seconds", round((loom_now() - t0) * 1000) / 1000);
+	json_t *sp = j ? sparsity_json(&m) : NULL;
+	if (sp)
+		json_object_set_new(j, "sparsity", sp);
 	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
 		    : NULL;
 	if (!s)

@@ -32,6 +32,7 @@
 #include "loom_kernels.h"
 #include "loom_vocab.h"
 #include "loom_mm.h"
+#include "loom_rigl.h"
 #include "train_dist.h"
 
 static const char usage[] =
@@ -297,6 +298,17 @@ static void print_dry_run(const struct loom_config *c)
 		       cli_bytes((double)m0.bf16, b3, sizeof b3));
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
+	if (c->sparsity > 0) {
+		char sl[64];
+		int n = 0;
+		for (int j = 0; j < 4; j++)
+			n += (c->sparse_layers >> j & 1) * (j == 0 ? 3 : j == 1 ? 1 : 4);
+		uint64_t w = (uint64_t)c->n_layer * n * c->n_embd * (uint64_t)c->n_embd;
+		printf("sparsity: %g of the blocks (%dx%d) of %s: %llu of their %llu weights live "
+		       "(the FLOPs below count them dense)\n", c->sparsity, c->block_size,
+		       c->block_size, loom_sparse_layers_str(c->sparse_layers, sl, sizeof sl),
+		       (unsigned long long)llround((1 - c->sparsity) * (double)w), (unsigned long long)w);
+	}
 	printf("FLOPs per token: %.4g training (6N + 12 L T C), %.4g forward\n",
 	       loom_config_flops_per_token(c), loom_config_fwd_flops_per_token(c));
 	printf("tokens per step: %lld (global_batch %d x seq_len %d)\n",
@@ -379,6 +391,15 @@ static void save_ckpt(struct trainer *t)
 		.keep = t->keep,
 		.vocab = t->vocab.vocab_json ? &t->vocab : NULL,
 	};
+	struct loom_gpt_sidecar sc;
+	if (loom_gpt_ckpt_sparsity(g, &sc))
+		cli_die("out of memory");
+	if (sc.n) {
+		s.sidecar_name = LOOM_GPT_SPARSITY_FILE;
+		s.sidecar = sc.t;
+		s.n_sidecar = sc.n;
+		s.sidecar_meta = sc.meta;
+	}
 	loom_gpt_ckpt_hf(&t->cfg, &s.hf);
 	char path[4096];
 	struct loom_err err = { 0 };
@@ -388,6 +409,7 @@ static void save_ckpt(struct trainer *t)
 	t->saved = t->step + 1;
 	if (t->verbose)
 		cli_warn("saved %s (%.2f s)", path, loom_now() - t0);
+	loom_gpt_sidecar_release(&sc);
 	free(ctxt);
 	free(tp);
 	free(mm);
@@ -425,6 +447,16 @@ static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_opti
 		if (loom_ckpt_load_optimizer(ck, tp, (size_t)g->n_tensors, mm, vv))
 			cli_die("%s", loom_ckpt_error(ck));
 	}
+	/* RigL: the checkpoint's masks; --init-from a checkpoint without
+	 * them keeps the masks drawn from the seed (its weights masked) */
+	int rc = loom_gpt_ckpt_load_sparsity(g, ck);
+	if (rc < 0)
+		cli_die("%s", loom_gpt_error(g));
+	if (rc == 1 && g->rigl && with_optimizer)
+		cli_die("%s: sparsity is %g, but the checkpoint has no %s to resume from (--init-from starts new masks)",
+			loom_ckpt_dir(ck), g->cfg.sparsity, LOOM_GPT_SPARSITY_FILE);
+	if (rc == 1)
+		loom_gpt_rigl_sync(g);
 	free(tp);
 	free(mm);
 	free(vv);
@@ -746,6 +778,27 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 	}
 }
 
+/* A RigL mask update happened at this step: a JSON line and, under -v,
+ * a line on stderr. */
+static void log_rigl(const struct trainer *t, FILE *log)
+{
+	struct loom_rigl_stats st;
+	loom_rigl_stats(t->g->rigl, &st);
+	double ratio = loom_config_prune_ratio(&t->cfg, (int64_t)t->step);
+	if (log) {
+		fprintf(log, "{\"step\":%llu,\"rigl_update\":%lld,\"prune_ratio\":%.6g,\"pruned\":%lld,\"regrown\":%lld,\"live_blocks\":%lld,\"blocks\":%lld,\"density\":%.9g,\"churn\":%.6g,\"churn_init\":%.6g}\n",
+			(unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
+			(long long)st.pruned, (long long)st.regrown, (long long)st.live,
+			(long long)st.blocks, st.density, st.churn_last, st.churn_init);
+		fflush(log);
+	}
+	if (t->verbose)
+		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
+			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
+			 (long long)st.pruned, (long long)st.regrown, st.density, (long long)st.live,
+			 (long long)st.blocks, st.churn_last, st.churn_init);
+}
+
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *save = NULL, *resume = NULL, *init_from = NULL;
@@ -975,6 +1028,7 @@ int main(int argc, char **argv)
 		double lsum = 0;
 		int micro;
 		/* gradients are zero here: loom_gpt_step() leaves them so */
+		loom_gpt_begin_step(g, (int64_t)t.step + 1);
 		for (micro = 0; micro < c->grad_accum; micro++) {
 			if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
 				break; /* stop requested between steps */
@@ -1072,6 +1126,8 @@ int main(int argc, char **argv)
 					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt,
 					  etab);
 		}
+		if (g->rigl && g->rigl->last_update == (int64_t)t.step)
+			log_rigl(&t, log);
 		if (eval_every && t.step % eval_every == 0)
 			evaluate(&t, eval_data, log);
 		if (save && save_every && t.step % save_every == 0 && t.step < (uint64_t)c->steps &&

@@ -292,7 +292,7 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 	char path[PATH_MAX + 64];
 	char step[32];
 	int rc = 0;
-	struct file_sum sums[5];
+	struct file_sum sums[6];
 	size_t nsums = 0;
 	struct loom_st_tensor *st = calloc(2 * s->n_tensors + 1, sizeof *st);
 	char **on = NULL;
@@ -325,6 +325,20 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 		sums[nsums].name = "optimizer.safetensors";
 		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, &sums[nsums++].sum,
 					err)) < 0)
+			goto out;
+	}
+
+	if (s->sidecar_name) {
+		if (strchr(s->sidecar_name, '/') || !strcmp(s->sidecar_name, "model.safetensors") ||
+		    !strcmp(s->sidecar_name, "optimizer.safetensors")) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad side file name '%s'",
+					  s->sidecar_name);
+			goto out;
+		}
+		snprintf(path, sizeof path, "%s/%s", tmp, s->sidecar_name);
+		sums[nsums].name = s->sidecar_name;
+		if ((rc = loom_st_write(path, s->sidecar, s->n_sidecar, s->sidecar_meta,
+					&sums[nsums++].sum, err)) < 0)
 			goto out;
 	}
 
@@ -1052,6 +1066,23 @@ const char *loom_ckpt_vocab_spec(const struct loom_ckpt *c)
 const char *loom_ckpt_vocab_name(const struct loom_ckpt *c)
 {
 	return c->vocab_spec ? c->vocab_name : NULL;
+}
+
+int loom_ckpt_open_sidecar(struct loom_ckpt *c, const char *name, struct loom_st **st)
+{
+	char p[PATH_MAX + 64];
+	struct stat sb;
+	*st = NULL;
+	snprintf(p, sizeof p, "%s/%s", c->dir, name);
+	if (stat(p, &sb) < 0) {
+		if (recorded(c, name))
+			return loom_err_set(&c->err, LOOM_EFORMAT, "%s: %s is missing (state.json lists it)",
+					    c->dir, name);
+		return 0;
+	}
+	if (!(*st = loom_st_open(p, &c->err)))
+		return c->err.code;
+	return 0;
 }
 
 int loom_ckpt_has_state(const struct loom_ckpt *c)

@@ -8,6 +8,9 @@
  *                    /config.json            HF GPT-2 keys + "loom": {...}
  *                    /state.json             step, samples, RNG, data position
  *                    /vocab.json, merges.txt the tokenizer (optional)
+ *                    /sparsity.safetensors   a side file: RigL masks and
+ *                                            state (optional, see
+ *                                            loom_ckpt_save.sidecar)
  *   DIR/latest -> step-00000100               (relative symlink)
  *
  * See formats/checkpoint.md.  Saving writes every file into a fresh
@@ -101,6 +104,13 @@ struct loom_ckpt_save {
 					 * state.json under "extra" */
 	const struct loom_ckpt_vocab *vocab;	/* NULL: no tokenizer files */
 	unsigned keep;			/* keep newest N step dirs; 0 = all */
+	/* An extra safetensors file of the model's own (e.g.
+	 * "sparsity.safetensors"), checksummed in state.json like the
+	 * others; HuggingFace reads only model.safetensors.  NULL: none. */
+	const char *sidecar_name;
+	const struct loom_st_tensor *sidecar;
+	size_t n_sidecar;
+	const char *const *sidecar_meta;	/* __metadata__ key, value, ..., NULL */
 };
 
 /* Write DIR/step-NNNNNNNN atomically, switch DIR/latest, prune.  An
@@ -170,5 +180,9 @@ int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			     size_t n, float *const *adam_m, float *const *adam_v);
 const char *loom_ckpt_error(const struct loom_ckpt *c);
+/* The side file NAME of the checkpoint (verified at open when state.json
+ * lists it), opened and validated into *st (the caller frees it with
+ * loom_st_free); *st = NULL and 0 when the checkpoint has no such file. */
+int loom_ckpt_open_sidecar(struct loom_ckpt *c, const char *name, struct loom_st **st);
 
 #endif

@@ -10,7 +10,8 @@
 #include "loom_config.h"
 #include "loom_file.h"
 
-enum ktype { K_INT, K_I64, K_U64, K_FLOAT, K_BOOL, K_ENUM, K_STR };
+enum ktype { K_INT, K_I64, K_U64, K_FLOAT, K_BOOL, K_ENUM, K_STR, K_SET };
+/* K_SET: a non-empty comma list of enums names, stored as bits 1 << index */
 
 struct key {
 	const char *name;
@@ -25,6 +26,9 @@ static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "
 					    "polynomial", NULL };
 static const char *const lossw_names[] = { "none", "inverse_count", NULL }; /* enum loom_loss_weighting */
 static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum loom_precision */
+static const char *const layer_names[] = { "qkv", "proj", "fc", "fcproj", NULL }; /* loom_sparse_layer */
+static const char *const schedule_names[] = { "cosine", "constant", NULL };
+static const char *const pooling_names[] = { "avg", "max", NULL };
 
 #define O(f) offsetof(struct loom_config, f)
 static const struct key keys[] = {
@@ -60,6 +64,14 @@ static const struct key keys[] = {
 	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
 	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)" },
 	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)" },
+	{ "sparsity", K_FLOAT, O(sparsity), 0, 1, NULL, "RigL: fraction of dead blocks (0 = dense)" },
+	{ "sparse_layers", K_SET, O(sparse_layers), 0, 0, layer_names, "RigL: sparse projections, a comma list of qkv,proj,fc,fcproj" },
+	{ "block_size", K_INT, O(block_size), 8, 32, NULL, "RigL: block size, 8|16|32" },
+	{ "prune_ratio", K_FLOAT, O(prune_ratio), 0, 1, NULL, "RigL: fraction of live blocks replaced per update" },
+	{ "prune_schedule", K_ENUM, O(prune_schedule), 0, 0, schedule_names, "RigL: cosine|constant decay of prune_ratio" },
+	{ "prune_end", K_I64, O(prune_end), 0, 1e15, NULL, "RigL: last update before this step (0 = 0.75 x steps)" },
+	{ "prune_every", K_I64, O(prune_every), 0, 1e15, NULL, "RigL: steps between mask updates" },
+	{ "pooling", K_ENUM, O(pooling), 0, 0, pooling_names, "RigL: avg|max pooling of a block's gradient" },
 	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset" },
 };
 #undef O
@@ -101,6 +113,14 @@ void loom_config_defaults(struct loom_config *c)
 	c->recompute = 0;
 	c->precision = 0;
 	c->record_len = 0;
+	c->sparsity = 0;
+	c->sparse_layers = LOOM_SL_ALL;
+	c->block_size = 16;
+	c->prune_ratio = 0.3;
+	c->prune_schedule = LOOM_PRUNE_COSINE;
+	c->prune_end = 0;
+	c->prune_every = 100;
+	c->pooling = LOOM_POOL_AVG;
 }
 
 const char *loom_decay_name(int d)
@@ -129,19 +149,20 @@ static const char *type_name(enum ktype t)
 	case K_BOOL: return "a boolean";
 	case K_ENUM: return "one of";
 	case K_STR: return "a string";
+	case K_SET: return "a comma list of";
 	}
 	return "?";
 }
 
 static int bad_type(struct loom_config *c, const struct key *k, const char *got)
 {
-	if (k->type == K_ENUM) {
+	if (k->type == K_ENUM || k->type == K_SET) {
 		char list[128] = "";
 		for (int i = 0; k->enums[i]; i++)
 			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-				 i ? "|" : "", k->enums[i]);
-		return loom_err_set(&c->err, LOOM_EINVAL, "%s: must be one of %s, not %s",
-				    k->name, list, got);
+				 i ? (k->type == K_SET ? "," : "|") : "", k->enums[i]);
+		return loom_err_set(&c->err, LOOM_EINVAL, "%s: must be %s %s, not %s", k->name,
+				    k->type == K_SET ? "a comma list of" : "one of", list, got);
 	}
 	return loom_err_set(&c->err, LOOM_EINVAL, "%s: must be %s, not %s", k->name,
 			    type_name(k->type), got);
@@ -193,6 +214,42 @@ static int store_enum(struct loom_config *c, const struct key *k, const char *s)
 	char q[80];
 	snprintf(q, sizeof q, "'%s'", s);
 	return bad_type(c, k, q);
+}
+
+/* "fc,fcproj" -> bits; each name once, at least one. */
+static int store_set(struct loom_config *c, const struct key *k, const char *s)
+{
+	int bits = 0;
+	const char *p = s;
+	char q[96];
+	snprintf(q, sizeof q, "'%s'", s);
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		int i, found = 0;
+		for (i = 0; k->enums[i]; i++)
+			if (strlen(k->enums[i]) == n && !strncmp(k->enums[i], p, n)) {
+				found = 1;
+				break;
+			}
+		if (!found || (bits & (1 << i)))
+			return bad_type(c, k, q);
+		bits |= 1 << i;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*(int *)((char *)c + k->off) = bits;
+	return 0;
+}
+
+const char *loom_sparse_layers_str(int bits, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (int i = 0; layer_names[i] && o < n; i++)
+		if (bits & (1 << i))
+			o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? "," : "", layer_names[i]);
+	return buf;
 }
 
 static int store_str(struct loom_config *c, const struct key *k, const char *s)
@@ -260,6 +317,11 @@ int loom_config_apply_json(struct loom_config *c, const json_t *obj)
 			if (!json_is_string(v))
 				return bad_type(c, k, "a non-string");
 			rc = store_str(c, k, json_string_value(v));
+			break;
+		case K_SET:
+			if (!json_is_string(v))
+				return bad_type(c, k, "a non-string");
+			rc = store_set(c, k, json_string_value(v));
 			break;
 		}
 		if (rc)
@@ -363,28 +425,67 @@ int loom_config_set(struct loom_config *c, const char *name, const char *v)
 		return store_enum(c, k, v);
 	case K_STR:
 		return store_str(c, k, v);
+	case K_SET:
+		return store_set(c, k, v);
 	}
 	return 0;
 }
 
 int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 {
-	char *dup = strdup(kvs), *save = NULL;
+	char *dup = strdup(kvs), *p;
 	int rc = 0;
 	if (!dup)
 		return loom_err_set(&c->err, LOOM_ENOMEM, "out of memory");
-	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
+	for (p = dup; *p;) {
+		char *tok = p, *end = p + strcspn(p, ",");
+		char *eq = memchr(tok, '=', (size_t)(end - tok));
+		if (eq) {
+			*eq = 0;
+			const struct key *k = find_key(tok);
+			/* a list value runs on over the commas up to the next
+			 * key=value: "sparse_layers=fc,fcproj,lr=1e-3" */
+			while (k && k->type == K_SET && *end == ',' && end[1] &&
+			       !memchr(end + 1, '=', strcspn(end + 1, ",")))
+				end += 1 + strcspn(end + 1, ",");
+		}
+		p = *end ? end + 1 : end;
+		*end = 0;
+		if (tok == end)
+			continue;
 		if (!eq) {
 			rc = loom_err_set(&c->err, LOOM_EINVAL, "--set '%s': expected key=value", tok);
 			break;
 		}
-		*eq = 0;
 		if ((rc = loom_config_set(c, tok, eq + 1)))
 			break;
 	}
 	free(dup);
 	return rc;
+}
+
+/* RigL keys: checked even while sparsity is 0, so a config stays valid
+ * when only sparsity changes. */
+static int validate_rigl(struct loom_config *c)
+{
+	struct loom_err *e = &c->err;
+	int bs = c->block_size;
+	if (c->sparsity >= 1)
+		return loom_err_set(e, LOOM_EINVAL, "sparsity: %g is not in [0, 1)", c->sparsity);
+	if (bs != 8 && bs != 16 && bs != 32)
+		return loom_err_set(e, LOOM_EINVAL, "block_size: %d is not 8, 16 or 32", bs);
+	if (c->prune_every < 1)
+		return loom_err_set(e, LOOM_EINVAL, "prune_every: must be at least 1 step, not %lld",
+				    (long long)c->prune_every);
+	if (!c->sparse_layers)
+		return loom_err_set(e, LOOM_EINVAL, "sparse_layers: names no projection");
+	/* every width of a chosen projection: qkv C x 3C, proj C x C,
+	 * fc C x 4C, fcproj 4C x C; all are multiples of C */
+	if (c->sparsity > 0 && c->n_embd % bs)
+		return loom_err_set(e, LOOM_EINVAL,
+				    "block_size: %d does not divide n_embd (%d), a width of the sparse layers",
+				    bs, c->n_embd);
+	return 0;
 }
 
 int loom_config_validate(struct loom_config *c)
@@ -434,7 +535,7 @@ int loom_config_validate(struct loom_config *c)
 				    c->ignore_id, c->vocab_size);
 	if (c->n_embd / c->n_head < 1)
 		return loom_err_set(e, LOOM_EINVAL, "n_head: larger than n_embd");
-	return 0;
+	return validate_rigl(c);
 }
 
 int loom_config_check_data(struct loom_config *c, int batch, int rec_tokens)
@@ -467,6 +568,11 @@ json_t *loom_config_to_json(const struct loom_config *c)
 		case K_BOOL: v = json_boolean(*(const int *)base); break;
 		case K_ENUM: v = json_string(k->enums[*(const int *)base]); break;
 		case K_STR: v = json_string(base); break;
+		case K_SET: {
+			char buf[128];
+			v = json_string(loom_sparse_layers_str(*(const int *)base, buf, sizeof buf));
+			break;
+		}
 		}
 		if (!v || json_object_set_new(o, k->name, v)) {
 			json_decref(o);
@@ -550,4 +656,25 @@ double loom_config_lr(const struct loom_config *c, int64_t step)
 	if (c->decay == LOOM_DECAY_LINEAR)
 		return c->lr + (c->min_lr - c->lr) * p;
 	return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p));
+}
+
+int64_t loom_config_prune_end(const struct loom_config *c)
+{
+	return c->prune_end ? c->prune_end : (int64_t)llround(0.75 * (double)c->steps);
+}
+
+double loom_config_prune_ratio(const struct loom_config *c, int64_t t)
+{
+	int64_t end = loom_config_prune_end(c);
+	if (c->prune_schedule == LOOM_PRUNE_CONSTANT)
+		return c->prune_ratio;
+	if (end <= 0 || t >= end)
+		return 0;
+	return c->prune_ratio / 2 * (1 + cos(M_PI * (double)t / (double)end));
+}
+
+int loom_config_prune_due(const struct loom_config *c, int64_t t)
+{
+	return c->sparsity > 0 && t > 0 && t % c->prune_every == 0 &&
+	       t < loom_config_prune_end(c);
 }

@@ -26,6 +26,7 @@
 #ifndef LOOM_CONFIG_H
 #define LOOM_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "loom_common.h"
@@ -45,6 +46,15 @@ enum loom_loss_weighting {
 	LOOM_LOSSW_NONE = 0,
 	LOOM_LOSSW_INVCOUNT,    /* 1/k for a target occurring k times in its row */
 };
+
+/* RigL (lib/train/loom_rigl.h): the projections sparse_layers may name,
+ * as bits, and the schedules and poolings. */
+enum loom_sparse_layer {
+	LOOM_SL_QKV = 1, LOOM_SL_PROJ = 2, LOOM_SL_FC = 4, LOOM_SL_FCPROJ = 8,
+	LOOM_SL_ALL = 15,
+};
+enum loom_prune_schedule { LOOM_PRUNE_COSINE = 0, LOOM_PRUNE_CONSTANT };
+enum loom_pooling { LOOM_POOL_AVG = 0, LOOM_POOL_MAX };
 
 struct loom_config {
 	char preset[64];        /* name of the preset or file it came from */
@@ -78,6 +88,15 @@ struct loom_config {
 	int recompute;          /* activation checkpointing per layer */
 	int precision;          /* matmuls: enum loom_precision (lib/kernels/loom_mm.h), fp32|bf16 */
 	int record_len;         /* tokens per record in the data; 0 = unknown */
+	/* RigL dynamic block sparsity (sparsity 0: dense, the rest unused) */
+	double sparsity;        /* fraction of dead blocks per sparse layer, [0,1) */
+	int sparse_layers;      /* enum loom_sparse_layer bits */
+	int block_size;         /* 8, 16 or 32 */
+	double prune_ratio;     /* fraction of live blocks replaced per update */
+	int prune_schedule;     /* enum loom_prune_schedule */
+	int64_t prune_end;      /* no update at or after this step; 0 = 0.75 steps */
+	int64_t prune_every;    /* steps between mask updates (>= 1) */
+	int pooling;            /* enum loom_pooling: a block's gradient score */
 	struct loom_err err;
 };
 
@@ -133,6 +152,15 @@ double loom_config_fwd_flops_per_token(const struct loom_config *c);
 double loom_config_lr(const struct loom_config *c, int64_t step);
 
 const char *loom_decay_name(int decay);
+/* RigL: prune_end resolved (0 -> round(0.75 * steps)); the prune ratio at
+ * step t (cosine: prune_ratio/2 * (1 + cos(pi t / prune_end)), constant:
+ * prune_ratio); 1 if step t (1-based) updates the masks
+ * (sparsity > 0, t % prune_every == 0, t < prune_end). */
+int64_t loom_config_prune_end(const struct loom_config *c);
+double loom_config_prune_ratio(const struct loom_config *c, int64_t t);
+int loom_config_prune_due(const struct loom_config *c, int64_t t);
+/* The bits of sparse_layers as "qkv,proj,fc,fcproj" (into buf[n]). */
+const char *loom_sparse_layers_str(int bits, char *buf, size_t n);
 const char *loom_config_error(const struct loom_config *c);
 
 #endif

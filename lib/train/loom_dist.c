@@ -12,6 +12,7 @@
 #include "loom_dist.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_rigl.h"
 
 /* Largest bucket (floats): keeps every MPI count far below INT_MAX. */
 #define MAX_BUCKET ((size_t)1 << 26)
@@ -263,6 +264,35 @@ static void adamw_chunk(struct loom_dist *d, const struct bucket *b, float lr, i
 	}
 }
 
+/* RigL update step: every rank scores the blocks on its shard of the
+ * summed dense gradient, the partial scores are all-gathered and combined
+ * in rank order (the same floats on every rank), then the shard is masked
+ * to the live blocks. */
+static int rigl_scores(struct loom_dist *d)
+{
+	struct loom_rigl *r = d->g->rigl;
+	size_t n = r->n_scores;
+	if (n > INT_MAX)
+		return loom_err_set(&d->err, LOOM_EINVAL, "too many sparse blocks to exchange");
+	float *all = malloc(sizeof(float) * n * (size_t)d->world);
+	if (!all)
+		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the block scores");
+	loom_rigl_score_reset(r);
+	for (int k = 0; k < d->nb; k++)
+		loom_rigl_score_range(r, d->b[k].c0, d->b[k].c1, d->gs + d->b[k].soff);
+	int rc = MPI_Allgather(r->scores, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+	if (rc != MPI_SUCCESS) {
+		free(all);
+		return mpi_fail(d, rc, "allgather of the block scores");
+	}
+	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
+	loom_rigl_score_combine(r, all, d->world);
+	free(all);
+	for (int k = 0; k < d->nb; k++)
+		loom_rigl_mask_range(r, d->b[k].c0, d->b[k].c1, d->gs + d->b[k].soff);
+	return 0;
+}
+
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
 {
 	struct loom_gpt *g = d->g;
@@ -293,6 +323,9 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(d->b[k].b1 - d->b[k].b0 - (d->b[k].c1 - d->b[k].c0)) * 4;
 	}
 	memset(g->grads, 0, g->n_params * sizeof(float));
+	int update = g->rigl_dense;
+	if (update && (rc = rigl_scores(d)))
+		return rc;
 	double red[2] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0 };
 	MPI_TRY(d, MPI_Allreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
 		"allreduce of the gradient norm");
@@ -320,6 +353,15 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	for (int k = 0; k < d->nb; k++)
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
 	loom_gpt_weights_changed(g);
+	if (update) { /* every rank: the same weights, scores, so masks */
+		loom_gpt_rigl_update(g, t);
+		for (int k = 0; k < d->nb; k++) {
+			const struct bucket *b = &d->b[k];
+			loom_rigl_zero_changed(g->rigl, b->c0, b->c1, d->ms + b->soff);
+			loom_rigl_zero_changed(g->rigl, b->c0, b->c1, d->vs + b->soff);
+		}
+	}
+	g->rigl_dense = 0;
 	d->wait_s += loom_now() - t0;
 	d->bytes_total += d->bytes_step;
 	return 0;

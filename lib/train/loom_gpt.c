@@ -6,6 +6,8 @@
 
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_rigl.h"
+#include "loom_sparse.h"
 
 /* Per-layer tensors, in HuggingFace order. */
 enum { LN1W, LN1B, ATTW, ATTB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NLT };
@@ -15,6 +17,10 @@ static const char *const lt_names[NLT] = {
 	"attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
 	"mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias",
 };
+
+/* the four projections RigL may make sparse: tensor, sparse_layers bit */
+static const int proj_k[4] = { ATTW, PROJW, FCW, FCPW };
+static const int proj_bit[4] = { LOOM_SL_QKV, LOOM_SL_PROJ, LOOM_SL_FC, LOOM_SL_FCPROJ };
 
 #define T_WTE 0
 #define T_WPE 1
@@ -52,6 +58,35 @@ static float *falloc(size_t n)
 		return NULL;
 	memset(p, 0, (n ? n : 1) * sizeof(float));
 	return p;
+}
+
+/* The RigL masks and the sparse weights of cfg.sparse_layers, masks
+ * drawn from cfg.seed (weights are zero here). */
+static int new_sparse(struct loom_gpt *g)
+{
+	struct loom_err err = { 0 };
+	int bs = g->cfg.block_size;
+	g->rigl = loom_rigl_new(bs, g->cfg.pooling, &err);
+	g->sp = calloc((size_t)g->L * 4, sizeof *g->sp);
+	g->rl = calloc((size_t)g->L * 4, sizeof *g->rl);
+	if (!g->rigl || !g->sp || !g->rl)
+		return -1;
+	for (int l = 0; l < g->L; l++)
+		for (int j = 0; j < 4; j++) {
+			g->rl[4 * l + j] = -1;
+			if (!(g->cfg.sparse_layers & proj_bit[j]))
+				continue;
+			const struct loom_gpt_tensor *t = &g->tensors[T_LAYER(l, proj_k[j])];
+			g->rl[4 * l + j] = g->rigl->n;
+			if (loom_rigl_add(g->rigl, t->name, t->offset, (int)t->shape[0],
+					  (int)t->shape[1]) ||
+			    !(g->sp[4 * l + j] = loom_sparse_new((int)t->shape[0], (int)t->shape[1], bs,
+								 &err)))
+				return -1;
+		}
+	loom_rigl_init_masks(g->rigl, g->cfg.sparsity, g->cfg.seed);
+	loom_gpt_rigl_sync(g);
+	return 0;
 }
 
 struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
@@ -93,6 +128,8 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 	g->v = falloc(off);
 	if (!g->params || !g->grads || !g->m || !g->v)
 		goto fail;
+	if (cfg->sparsity > 0 && new_sparse(g))
+		goto fail;
 	return g;
 fail:
 	loom_gpt_free(g);
@@ -113,6 +150,11 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g->tensors);
 	free(g->layer);
 	loom_mm_free(g->mm);
+	for (int i = 0; g->sp && i < 4 * g->L; i++)
+		loom_sparse_free(g->sp[i]);
+	free(g->sp);
+	free(g->rl);
+	loom_rigl_free(g->rigl);
 	free(g);
 }
 
@@ -161,11 +203,66 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 	memset(g->v, 0, g->n_params * sizeof(float));
 	memset(g->grads, 0, g->n_params * sizeof(float));
 	g->w16_ok = 0;
+	g->sp_ok = 0;
+	if (g->rigl) { /* masks from this seed; dead blocks zero */
+		loom_rigl_init_masks(g->rigl, g->cfg.sparsity, seed);
+		loom_gpt_rigl_sync(g);
+	}
 }
 
 void loom_gpt_weights_changed(struct loom_gpt *g)
 {
 	g->w16_ok = 0;
+	g->sp_ok = 0;
+}
+
+void loom_gpt_rigl_sync(struct loom_gpt *g)
+{
+	if (!g->rigl)
+		return;
+	loom_rigl_mask_range(g->rigl, 0, g->n_params, g->params);
+	if (g->m)
+		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->m);
+	if (g->v)
+		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->v);
+	g->sp_ok = g->sp_mask_ok = 0;
+	g->w16_ok = 0;
+}
+
+void loom_gpt_begin_step(struct loom_gpt *g, int64_t t)
+{
+	g->rigl_dense = g->rigl && loom_config_prune_due(&g->cfg, t);
+}
+
+void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t)
+{
+	struct loom_rigl *r = g->rigl;
+	loom_rigl_update(r, g->params, loom_config_prune_ratio(&g->cfg, t), t);
+	loom_rigl_zero_changed(r, 0, g->n_params, g->params);
+	if (g->m)
+		loom_rigl_zero_changed(r, 0, g->n_params, g->m);
+	if (g->v)
+		loom_rigl_zero_changed(r, 0, g->n_params, g->v);
+	g->sp_ok = g->sp_mask_ok = 0;
+	g->w16_ok = 0;
+}
+
+/* Hand changed masks to the sparse weights, and pack them once after the
+ * weights changed (the next forward's job: it can report a failure). */
+static int ready_sparse(struct loom_gpt *g)
+{
+	if (!g->sp || g->sp_ok)
+		return 0;
+	for (int i = 0; !g->sp_mask_ok && i < 4 * g->L; i++)
+		if (g->sp[i] && loom_sparse_set_mask(g->sp[i], g->rigl->layer[g->rl[i]].mask))
+			return loom_err_set(&g->err, LOOM_ENOMEM, "%s", loom_sparse_error(g->sp[i]));
+	g->sp_mask_ok = 1;
+	for (int l = 0; l < g->L; l++)
+		for (int j = 0; j < 4; j++)
+			if (g->sp[4 * l + j])
+				loom_sparse_pack(g->sp[4 * l + j], LP(g, g->params, l, proj_k[j]));
+	g->sp_ok = 1;
+	return 0;
 }
 
 /* The matmul backend of cfg.precision with current weights. */
@@ -313,6 +410,36 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 
 /* ---- forward ------------------------------------------------------------ */
 
+/* Projection j of layer l: out[N,OC] = inp[N,IC] @ w + b, on the live
+ * blocks when it is sparse. */
+static void proj_fwd(struct loom_gpt *g, int l, int j, float *out, const float *inp, int N,
+		     int IC, int OC)
+{
+	float *p = g->params;
+	int k = proj_k[j];
+	struct loom_sparse *s = g->sp ? g->sp[4 * l + j] : NULL;
+	if (s)
+		loom_sparse_matmul_fwd(s, out, inp, LP(g, p, l, k + 1), N);
+	else
+		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), LP(g, p, l, k + 1), N, IC, OC);
+}
+
+/* Its backward: dinp overwritten, weight and bias gradients added; a
+ * sparse projection's weight gradient covers the live blocks only,
+ * except on a mask-update step (dense, for the regrowth scores). */
+static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float *dout,
+		     const float *inp, int N, int IC, int OC)
+{
+	float *p = g->params, *dp = g->grads;
+	int k = proj_k[j];
+	struct loom_sparse *s = g->sp ? g->sp[4 * l + j] : NULL;
+	if (s && !g->rigl_dense)
+		loom_sparse_matmul_bwd(s, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp, N);
+	else
+		loom_k_matmul_bwd(g->mm, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp,
+				  LP(g, p, l, k), N, IC, OC);
+}
+
 static uint64_t site_key(uint64_t key, int l, int site)
 {
 	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
@@ -329,18 +456,18 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	 * backward recomputes them from the saved mean and rstd */
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->qkv, g->tmp, LP(g, p, l, ATTW), LP(g, p, l, ATTB), N, C, 3 * C);
+	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * C);
 	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
 				 site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
-	loom_k_matmul_fwd(g->mm, g->tmp, a->atty, LP(g, p, l, PROJW), LP(g, p, l, PROJB), N, C, C);
+	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
 	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	loom_k_matmul_fwd(g->mm, a->fch, g->tmp, LP(g, p, l, FCW), LP(g, p, l, FCB), N, C, 4 * C);
+	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, 4 * C);
 	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
-	loom_k_matmul_fwd(g->mm, g->tmp, g->gelu, LP(g, p, l, FCPW), LP(g, p, l, FCPB), N, 4 * C, C);
+	proj_fwd(g, l, 3, g->tmp, g->gelu, N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
 	return 0;
@@ -406,7 +533,7 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 		return rc;
 	if (targets && (rc = check_tokens(g, targets, N, 1, "target")))
 		return rc;
-	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)))
+	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
 	memcpy(g->inputs, inputs, N * sizeof(int32_t));
 	if (targets)
@@ -480,13 +607,11 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		dproj = g->tmp;
 	}
 	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
-	loom_k_matmul_bwd(g->mm, g->dfc, LP(g, dp, l, FCPW), LP(g, dp, l, FCPB), dproj, g->gelu,
-			  LP(g, p, l, FCPW), N, 4 * C, C);
+	proj_bwd(g, l, 3, g->dfc, dproj, g->gelu, N, 4 * C, C);
 	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
 	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, FCW), LP(g, dp, l, FCB), g->dfc, g->tmp,
-			  LP(g, p, l, FCW), N, C, 4 * C);
+	proj_bwd(g, l, 2, g->dbtc, g->dfc, g->tmp, N, C, 4 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
 			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
 	/* attention: res2 = x + drop(atty @ Wproj + b) */
@@ -496,15 +621,13 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 		dproj = g->tmp;
 	}
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, PROJW), LP(g, dp, l, PROJB), dproj, a->atty,
-			  LP(g, p, l, PROJW), N, C, C);
+	proj_bwd(g, l, 1, g->dbtc, dproj, a->atty, N, C, C);
 	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
 				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	loom_k_matmul_bwd(g->mm, g->dbtc, LP(g, dp, l, ATTW), LP(g, dp, l, ATTB), g->dqkv, g->tmp,
-			  LP(g, p, l, ATTW), N, C, 3 * C);
+	proj_bwd(g, l, 0, g->dbtc, g->dqkv, g->tmp, N, C, 3 * C);
 	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
 			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
 	return 0;
@@ -567,6 +690,12 @@ void loom_gpt_zero_grad(struct loom_gpt *g)
 
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 {
+	int update = g->rigl_dense;
+	if (update) { /* score the blocks by the dense gradient, then mask it */
+		loom_rigl_score_reset(g->rigl);
+		loom_rigl_score_range(g->rigl, 0, g->n_params, g->grads);
+		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->grads);
+	}
 	float n = (float)sqrt(loom_k_sumsq(g->grads, g->n_params));
 	if (norm)
 		*norm = n;
@@ -581,6 +710,10 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t, gscale);
 	}
 	g->w16_ok = 0;
+	g->sp_ok = 0;
+	if (update)
+		loom_gpt_rigl_update(g, t);
+	g->rigl_dense = 0;
 }
 
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
@@ -611,7 +744,7 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
 	if ((rc = check_tokens(g, tok, (size_t)n, 0, "input")))
 		return rc;
-	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)))
+	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
 	memcpy(g->inputs, tok, sizeof(int32_t) * n);
 	g->have_targets = 0;

@@ -51,6 +51,20 @@
  * averaged) then average these per-micro-batch objectives, as the seed
  * averages its accumulated gradients and replicas.
  *
+ * Sparsity (cfg.sparsity > 0, RigL: lib/train/loom_rigl.h): the
+ * projections cfg.sparse_layers names (qkv, proj, fc, fcproj) run on
+ * lib/kernels/loom_sparse.h over their live blocks; the dense master
+ * weight keeps dead blocks exactly 0 (also in m and v).  The masks start
+ * random from the seed (loom_gpt_new and loom_gpt_init_weights).  A step
+ * t is announced with loom_gpt_begin_step(): when t updates the masks
+ * (loom_config_prune_due), backward computes the dense gradient of the
+ * sparse layers (else only their live blocks'), and loom_gpt_step()
+ * scores the blocks with it, masks it to the live blocks, takes the AdamW
+ * step with the masked gradient (as RigL's reference implementation, not
+ * the paper's Algorithm 1, which skips the step's update) and then
+ * updates the masks (loom_gpt_rigl_update).  The sparse weights are packed
+ * once per step, at the first forward after the weights changed.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -128,6 +142,15 @@ struct loom_gpt {
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
 	int w16_ok;
+	/* RigL (NULL when dense): the masks; per layer l and projection j
+	 * (0 qkv, 1 proj, 2 fc, 3 fcproj) sp[4l+j] the block-sparse weight
+	 * (NULL: dense) and rl[4l+j] its layer in rigl (-1); sp_ok: packed
+	 * values current; rigl_dense: the current step updates the masks
+	 * (loom_gpt_begin_step), so backward computes dense gradients */
+	struct loom_rigl *rigl;
+	struct loom_sparse **sp;
+	int *rl;
+	int sp_ok, sp_mask_ok, rigl_dense;
 	struct loom_err err;
 };
 
@@ -158,6 +181,20 @@ void loom_gpt_zero_grad(struct loom_gpt *g);
  * zeroed after loom_gpt_new/init_weights), so a training loop needs no
  * loom_gpt_zero_grad(). */
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm);
+/* The coming forward/backward passes belong to optimizer step t (1-based):
+ * with sparsity, t may update the masks (see above).  Without this call
+ * no step updates them. */
+void loom_gpt_begin_step(struct loom_gpt *g, int64_t t);
+/* RigL: update the masks at step t from the weights and g->rigl's scores
+ * (loom_rigl_update at loom_config_prune_ratio(t)), zero the changed
+ * blocks in the weights and (if not NULL) g->m, g->v; repack.  Called by
+ * loom_gpt_step; a data-parallel step calls it after its all-gather and
+ * zeroes its own moment shards. */
+void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t);
+/* RigL: the masks in g->rigl changed outside an update (e.g. loaded from a
+ * checkpoint): hand them to the sparse kernels and zero the dead blocks in
+ * the weights and (if not NULL) the moments. */
+void loom_gpt_rigl_sync(struct loom_gpt *g);
 /* Tell the model its parameters changed outside loom_gpt_step() and
  * loom_gpt_init_weights() (e.g. a data-parallel update): in bf16 the next
  * forward makes a new bf16 copy of the weights.  Loading a checkpoint
@@ -211,5 +248,30 @@ void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf);
 /* The config stored in a checkpoint: loom's own ("loom" object) if
  * present, else built from the HF keys over defaults.  Validated. */
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg);
+/* RigL state as the checkpoint side file "sparsity.safetensors": per
+ * sparse weight NAME the U8 tensors NAME.mask and NAME.mask0 (current and
+ * initial masks, [IC/bs, OC/bs]), and __metadata__ format "loom-rigl",
+ * block_size, last_update, updates (formats/checkpoint.md). */
+#define LOOM_GPT_SPARSITY_FILE "sparsity.safetensors"
+struct loom_st_tensor;
+struct loom_gpt_sidecar {
+	struct loom_st_tensor *t;
+	size_t n;
+	char (*names)[80];
+	char vals[3][32];
+	const char *meta[9];
+};
+/* Fill sc from g->rigl (borrows g's masks; release before they change). */
+int loom_gpt_ckpt_sparsity(const struct loom_gpt *g, struct loom_gpt_sidecar *sc);
+void loom_gpt_sidecar_release(struct loom_gpt_sidecar *sc);
+/* Load the masks and RigL state from ck's side file into g->rigl and
+ * zero the dead blocks (loom_gpt_rigl_sync): 0 loaded, 1 the checkpoint
+ * has none, negative on a bad file (message in g->err). */
+int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck);
+/* The same from an opened side file (every tensor, shape and value
+ * checked; a partial load leaves earlier layers' masks set: the caller
+ * refuses the model). */
+struct loom_st;
+int loom_gpt_sparsity_from_st(struct loom_gpt *g, const struct loom_st *st);
 
 #endif

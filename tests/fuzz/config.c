@@ -17,6 +17,8 @@ static void finish(struct loom_config *c)
 	(void)loom_config_flops_per_token(c);
 	(void)loom_config_lr(c, 1);
 	(void)loom_config_lr(c, c->steps);
+	(void)loom_config_prune_ratio(c, c->steps / 2);
+	(void)loom_config_prune_due(c, c->prune_every);
 	if (c->micro_batch <= 64 && c->seq_len <= 4096)
 		loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, c->recompute, &m);
 	free(loom_config_dump(c));
