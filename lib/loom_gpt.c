@@ -566,8 +566,10 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 						g->cfg.ignore_id);
 		}
 		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss);
+		loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once for both */
 		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
+		loom_mm_unpin(g->mm);
 	}
 	memset(g->dres, 0, sizeof(float) * N * C);
 	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,

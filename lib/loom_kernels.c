@@ -331,11 +331,13 @@ LOOM_SIMD
 void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
 		       const float *dout, const float *inp, const float *w, int N, int IC, int OC)
 {
+	loom_mm_pin(mm, dout, (size_t)N * OC); /* bf16: dout converted once for both */
 	loom_mm_gemm(mm, 1, 0, IC, OC, N, inp, dout, 1, dw);
 	if (dbias)
 		colsum_add(dbias, dout, N, OC);
 	if (dinp) /* last: it may overwrite inp */
 		loom_mm_gemm(mm, 0, 1, N, IC, OC, dout, w, 0, dinp);
+	loom_mm_unpin(mm);
 }
 
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
