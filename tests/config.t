@@ -155,8 +155,8 @@ run loom-train --dry-run -c gpt2
 like "$out" '^parameters: 124439808 ' "gpt2: 124439808 parameters (as HuggingFace's GPT-2)"
 # attention keeps no [B, NH, T, T] tensor: the plan is linear in T
 run loom-train --dry-run -c gpt2 --set micro_batch=8,seq_len=1024
-like "$out" 'activations +3\.6 GB \(1\.1 GB with recompute\)' "gpt2 B=8,T=1024: 3.6 GB of activations"
-like "$out" 'total +5\.5 GB \(3\.0 GB with recompute\)' "gpt2 B=8,T=1024: 5.5 GB in all"
+like "$out" 'activations +2\.9 GB \(680\.2 MB with recompute\)' "gpt2 B=8,T=1024: 2.9 GB of activations"
+like "$out" 'total +4\.9 GB \(2\.7 GB with recompute\)' "gpt2 B=8,T=1024: 4.9 GB in all"
 run loom-train --dry-run -c gpt3-2.7B
 like "$out" '^parameters: 26[0-9]{8} \(2\.6[0-9]*B\)' "gpt3-2.7B: ~2.65B parameters"
 done_testing

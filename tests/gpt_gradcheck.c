@@ -242,7 +242,9 @@ int main(void)
 		if (!k) {
 			loom_gpt_eval_counts(gc, &nll2, &nt2, &nc2);
 			is_int((int)gc->hr, 3, "chunked head: 3 rows per chunk");
-			ok(gc->n_acts < g->n_acts, "chunked head: fewer activations (%zu < %zu)",
+			/* the chunk lives in the shared [N,4C] buffer, as the whole
+			 * [N,V] does here (4C > V) */
+			ok(gc->n_acts == g->n_acts, "chunked head: same activations (%zu, %zu)",
 			   gc->n_acts, g->n_acts);
 			ok(fabsf(l1 - l2) <= 1e-6f * l1, "chunked head: loss %.7f vs %.7f", l2, l1);
 			ok(nt1 == nt2 && nc1 == nc2 && fabs(nll1 - nll2) <= 1e-5 * nll1,
@@ -268,6 +270,38 @@ int main(void)
 	gradcheck(gc, 0, "LM head in chunks of 1 row");
 	free(gref);
 	loom_gpt_free(gc);
+
+	/* res2 rebuilt in backward instead of kept: fewer activations,
+	 * bit-identical loss and gradients (the rebuild repeats forward's
+	 * arithmetic), with dropout too (its mask is part of the rebuild) */
+	struct loom_gpt *g2 = loom_gpt_new(&c);
+	memcpy(g2->params, g->params, sizeof(float) * g->n_params);
+	g2->keep_res2 = -1;
+	loom_gpt_forward(g2, in, tg, B, T, 0, 0, &l2);
+	loom_gpt_backward(g2, 1.0f);
+	ok(g->res2 == 1, "the tiny model keeps res2 by default");
+	ok(!g2->res2 && g2->n_acts < g->n_acts && g2->layer[0].res2 == NULL,
+	   "res2 rebuilt: fewer activations (%zu < %zu)", g2->n_acts, g->n_acts);
+	ok(l1 == l2 && !memcmp(ref, g2->grads, sizeof(float) * g->n_params),
+	   "res2 rebuilt: same loss, bit-identical gradients");
+	loom_gpt_free(g2);
+	struct loom_config cd2 = c;
+	cd2.dropout = 0.2;
+	cd2.attn_dropout = 0.1;
+	g2 = loom_gpt_new(&cd2);
+	memcpy(g2->params, g->params, sizeof(float) * g->n_params);
+	g2->keep_res2 = -1;
+	gradcheck(g2, 1, "res2 rebuilt, dropout");
+	float *dref = malloc(sizeof(float) * g->n_params);
+	memcpy(dref, g2->grads, sizeof(float) * g->n_params);
+	g2->keep_res2 = 1;
+	loom_gpt_zero_grad(g2);
+	loom_gpt_forward(g2, in, tg, B, T, 1, 77, NULL);
+	loom_gpt_backward(g2, 1.0f);
+	ok(g2->res2 == 1 && !memcmp(dref, g2->grads, sizeof(float) * g->n_params),
+	   "res2 rebuilt or kept, dropout: bit-identical gradients");
+	free(dref);
+	loom_gpt_free(g2);
 
 	/* accumulation: two half-scaled backwards = one full */
 	loom_gpt_zero_grad(gr);

@@ -68,6 +68,20 @@ static void test_matmul(int N, int IC, int OC)
 	ok(close_arr(dx1, dx2, (size_t)N * IC, 1e-4, 1e-4, "dx") &&
 	   close_arr(dw1, dw2, (size_t)IC * OC, 1e-4, 1e-4, "dw") &&
 	   close_arr(db1, db2, OC, 1e-4, 1e-4, "db"), "matmul bwd %dx%dx%d", N, IC, OC);
+	/* dinp may be inp: the input gradient overwrites the input after the
+	 * weight gradient has read it */
+	float *xa = dup(x, (size_t)N * IC);
+	memcpy(dw1, dw2, sizeof(float) * IC * OC);
+	loom_k_matmul_bwd(NULL, xa, dw1, NULL, dout, xa, w, N, IC, OC);
+	loom_k_matmul_bwd_naive(dx2, dw2, NULL, dout, x, w, N, IC, OC);
+	ok(close_arr(xa, dx2, (size_t)N * IC, 1e-4, 1e-4, "dx=x") &&
+	   close_arr(dw1, dw2, (size_t)IC * OC, 1e-4, 1e-4, "dw (dx=x)"),
+	   "matmul bwd %dx%dx%d with dinp = inp", N, IC, OC);
+	memcpy(xa, x, sizeof(float) * N * IC);
+	loom_k_matmul_bwd_naive(xa, dw2, NULL, dout, xa, w, N, IC, OC);
+	ok(close_arr(xa, dx2, (size_t)N * IC, 1e-5, 1e-5, "naive dx=x"),
+	   "naive matmul bwd %dx%dx%d with dinp = inp", N, IC, OC);
+	free(xa);
 	free(x); free(w); free(b); free(o1); free(o2); free(dout);
 	free(dx1); free(dx2); free(dw1); free(dw2); free(db1); free(db2);
 }

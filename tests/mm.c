@@ -176,6 +176,26 @@ int main(void)
 	loom_mm_weights(h, w, 2);
 	loom_mm_gemm(h, 0, 0, 1, 1, 1, x, w, 0, &y);
 	ok(y == 6.0f && loom_mm_check(h, &err) == 0, "registered again: the new weights (2) are used");
+	/* a pinned operand is read from its copy made at pin time (so it is
+	 * converted once for two products), by products in either role; a
+	 * second unpinned operand meanwhile is refused */
+	float pa[4] = { 1, 2, 3, 4 }, pb[4] = { 1, 0, 0, 1 }, pc[4], pd[4];
+	loom_mm_pin(h, pa, 4);
+	pa[0] = 100; /* not seen: the copy was made at pin time */
+	loom_mm_gemm(h, 1, 0, 2, 2, 2, pa, pb, 0, pc); /* pinned as A^T, times identity */
+	loom_mm_gemm(h, 0, 0, 2, 2, 2, pb, pa, 0, pd); /* identity times pinned as B */
+	ok(loom_mm_check(h, &err) == 0 && pc[0] == 1 && pc[1] == 3 && pc[2] == 2 && pc[3] == 4,
+	   "pinned operand: its copy is used as A (%g %g %g %g)", pc[0], pc[1], pc[2], pc[3]);
+	ok(pd[0] == 1 && pd[1] == 2 && pd[2] == 3 && pd[3] == 4,
+	   "pinned operand: its copy is used as B (%g %g %g %g)", pd[0], pd[1], pd[2], pd[3]);
+	float pe[4] = { 1, 0, 0, 1 };
+	loom_mm_gemm(h, 0, 0, 2, 2, 2, pb, pe, 0, pd);
+	ok(loom_mm_check(h, &err) == LOOM_EINVAL && strstr(err.msg, "pinned"),
+	   "two unpinned operands while pinned: refused (%s)", err.msg);
+	loom_mm_unpin(h);
+	loom_mm_gemm(h, 0, 0, 2, 2, 2, pb, pa, 0, pd);
+	ok(loom_mm_check(h, &err) == 0 && pd[0] == 100 && pd[3] == 4,
+	   "unpinned: converted as used again (%g)", pd[0]);
 	uint16_t hb[3];
 	float src[3] = { 1.0f, -2.5f, NAN };
 	loom_mm_to_bf16(hb, src, 3);

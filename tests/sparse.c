@@ -114,6 +114,23 @@ static void test_shape(int N, int IC, int OC, int bs, double density)
 				untouched = 0;
 	ok(untouched, "dead blocks of dw untouched");
 	ok(close_arr(db1, db2, OC, 1e-4, 1e-4, "dbias"), "dbias = naive");
+	/* dinp may be inp: the input gradient is written after every read of inp */
+	size_t nx = (size_t)N * IC;
+	float *xr = malloc(sizeof(float) * nx), *dwr = calloc(nw, sizeof(float));
+	float *xa = malloc(sizeof(float) * nx), *dwa = calloc(nw, sizeof(float));
+	float *xn = malloc(sizeof(float) * nx), *dwn = calloc(nw, sizeof(float));
+	float *dwnr = calloc(nw, sizeof(float));
+	memcpy(xa, x, sizeof(float) * nx);
+	memcpy(xn, x, sizeof(float) * nx);
+	loom_sparse_matmul_bwd(s, xr, dwr, NULL, dy, x, N);
+	loom_sparse_matmul_bwd(s, xa, dwa, NULL, dy, xa, N);
+	ok(!memcmp(xa, xr, sizeof(float) * nx) && !memcmp(dwa, dwr, sizeof(float) * nw),
+	   "dinp may be inp (fast): same gradients as separate buffers");
+	loom_sparse_matmul_bwd_naive(xr, dwnr, NULL, dy, x, w, m, bs, N, IC, OC);
+	loom_sparse_matmul_bwd_naive(xn, dwn, NULL, dy, xn, w, m, bs, N, IC, OC);
+	ok(!memcmp(xn, xr, sizeof(float) * nx) && !memcmp(dwn, dwnr, sizeof(float) * nw),
+	   "dinp may be inp (naive)");
+	free(xr), free(dwr), free(xa), free(dwa), free(xn), free(dwn), free(dwnr);
 	loom_sparse_free(s);
 	free(m), free(x), free(w), free(b), free(dy), free(wz), free(o1), free(o2), free(o3);
 	free(dx1), free(dx2), free(dx3), free(dw1), free(dw2), free(dw3), free(db1), free(db2), free(db3);

@@ -319,24 +319,18 @@ LOOM_SIMD
 void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
 		       const float *dout, const float *inp, const float *w, int N, int IC, int OC)
 {
-	if (dinp)
-		loom_mm_gemm(mm, 0, 1, N, IC, OC, dout, w, 0, dinp);
+	loom_mm_pin(mm, dout, (size_t)N * OC); /* bf16: dout converted once for both */
 	loom_mm_gemm(mm, 1, 0, IC, OC, N, inp, dout, 1, dw);
 	if (dbias)
 		colsum_add(dbias, dout, N, OC);
+	if (dinp) /* last: it may overwrite inp */
+		loom_mm_gemm(mm, 0, 1, N, IC, OC, dout, w, 0, dinp);
+	loom_mm_unpin(mm);
 }
 
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
 			     const float *inp, const float *w, int N, int IC, int OC)
 {
-	if (dinp)
-		for (int n = 0; n < N; n++)
-			for (int i = 0; i < IC; i++) {
-				double s = 0;
-				for (int o = 0; o < OC; o++)
-					s += (double)dout[(size_t)n * OC + o] * w[(size_t)i * OC + o];
-				dinp[(size_t)n * IC + i] = (float)s;
-			}
 	for (int i = 0; i < IC; i++)
 		for (int o = 0; o < OC; o++) {
 			double s = 0;
@@ -351,6 +345,14 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
 				s += dout[(size_t)n * OC + o];
 			dbias[o] += (float)s;
 		}
+	if (dinp)
+		for (int n = 0; n < N; n++)
+			for (int i = 0; i < IC; i++) {
+				double s = 0;
+				for (int o = 0; o < OC; o++)
+					s += (double)dout[(size_t)n * OC + o] * w[(size_t)i * OC + o];
+				dinp[(size_t)n * IC + i] = (float)s;
+			}
 }
 
 /* ---- counter-based randomness (dropout masks) ------------------------ */

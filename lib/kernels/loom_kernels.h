@@ -74,7 +74,7 @@ void loom_k_matmul_fwd(struct loom_mm *mm, float *out, const float *inp, const f
 void loom_k_matmul_fwd_naive(float *out, const float *inp, const float *w,
 			     const float *bias, int N, int IC, int OC);
 /* dinp[N,IC] = dout @ w^T (overwritten; may be NULL), dw[IC,OC] += inp^T @ dout,
- * dbias[OC] += sum_n dout (may be NULL) */
+ * dbias[OC] += sum_n dout (may be NULL).  dinp may be inp (written last). */
 void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
 		       const float *dout, const float *inp, const float *w, int N, int IC, int OC);
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,

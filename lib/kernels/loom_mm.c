@@ -26,6 +26,8 @@ struct loom_mm {
 	uint16_t *w16;
 	uint16_t *scr[2];       /* scratch for converted A / B operands */
 	size_t scr_n[2];
+	const float *pin;       /* pinned operand [pin_n], converted in scr[1] */
+	size_t pin_n;
 	struct loom_err err;    /* sticky */
 };
 
@@ -166,17 +168,54 @@ int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n)
 	return 0;
 }
 
-/* The bf16 version of operand x[n]: the weight copy, or x converted into
- * scratch slot s.  NULL on ENOMEM. */
-static const uint16_t *operand(struct loom_mm *mm, const float *x, size_t n, int s)
+/* The bf16 version of operand x[n]: the weight copy, the pinned copy, or
+ * x converted into scratch slot s (slot 0 while one is pinned: *used
+ * counts the uses of slot 0, which the pinned state allows once).  NULL
+ * on ENOMEM or a second use of slot 0 (error set). */
+static const uint16_t *operand(struct loom_mm *mm, const float *x, size_t n, int s, int *used)
 {
 	uintptr_t p = (uintptr_t)x, w0 = (uintptr_t)mm->w;
 	if (mm->w16 && p >= w0 && (p - w0) / sizeof(float) + n <= mm->nw)
 		return mm->w16 + (p - w0) / sizeof(float);
+	if (mm->pin) {
+		if (x == mm->pin && n == mm->pin_n)
+			return mm->scr[1];
+		if ((*used)++) {
+			loom_err_set(&mm->err, LOOM_EINVAL,
+				     "bf16 product with two unpinned operands while one is pinned");
+			return NULL;
+		}
+		s = 0;
+	}
 	uint16_t *d = grow(&mm->scr[s], &mm->scr_n[s], n);
 	if (d)
 		loom_mm_to_bf16(d, x, n);
+	else
+		loom_err_set(&mm->err, LOOM_ENOMEM, "out of memory for a bf16 operand of %zu values",
+			     n);
 	return d;
+}
+
+void loom_mm_pin(struct loom_mm *mm, const float *x, size_t n)
+{
+	if (!mm || mm->prec != LOOM_PREC_BF16 || mm->err.code)
+		return;
+	mm->pin = NULL;
+	uint16_t *d = grow(&mm->scr[1], &mm->scr_n[1], n);
+	if (!d) {
+		loom_err_set(&mm->err, LOOM_ENOMEM, "out of memory for a bf16 operand of %zu values",
+			     n);
+		return;
+	}
+	loom_mm_to_bf16(d, x, n);
+	mm->pin = x;
+	mm->pin_n = n;
+}
+
+void loom_mm_unpin(struct loom_mm *mm)
+{
+	if (mm)
+		mm->pin = NULL;
 }
 
 static struct prim *get_prim(struct loom_mm *mm, int ta, int tb, int M, int N, int K, int acc)
@@ -264,15 +303,11 @@ void loom_mm_gemm(struct loom_mm *mm, int ta, int tb, int M, int N, int K, const
 	}
 	if (mm->err.code)
 		return;
+	int used = 0;
 	struct prim *q = get_prim(mm, ta, tb, M, N, K, accumulate);
-	const uint16_t *a = q ? operand(mm, A, (size_t)M * K, 0) : NULL;
-	const uint16_t *b = a ? operand(mm, B, (size_t)K * N, 1) : NULL;
-	if (q && (!a || !b)) {
-		loom_err_set(&mm->err, LOOM_ENOMEM, "out of memory for bf16 operands (%dx%dx%d)",
-			     M, N, K);
-		return;
-	}
-	if (!q)
+	const uint16_t *a = q ? operand(mm, A, (size_t)M * K, 0, &used) : NULL;
+	const uint16_t *b = a ? operand(mm, B, (size_t)K * N, 1, &used) : NULL;
+	if (!b)
 		return;
 	dnnl_status_t st;
 	dnnl_exec_arg_t args[3] = {

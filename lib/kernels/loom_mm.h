@@ -10,7 +10,8 @@
  *    accumulate) and cached.  Operands lying inside the weight range
  *    registered with loom_mm_weights() are read from its bf16 copy (made
  *    once per optimizer step); any other operand (activations, gradients)
- *    is converted to bf16 into scratch as it is used.
+ *    is converted to bf16 into scratch as it is used, once for two
+ *    products when pinned (loom_mm_pin()).
  * oneDNN is used nowhere else in loom.
  *
  * bf16 needs bf16 matrix instructions (avx512_bf16 or amx_bf16 in
@@ -65,6 +66,15 @@ int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n);
  * with tb, B[N,K] transposed. */
 void loom_mm_gemm(struct loom_mm *mm, int ta, int tb, int M, int N, int K, const float *A,
 		  const float *B, int accumulate, float *C);
+
+/* bf16: convert x[0..n) now, and let the following products read that
+ * copy for every operand that is exactly x[0..n), until loom_mm_unpin():
+ * for a gradient that two products read (weight and input gradient), so
+ * it is converted once.  x must not change meanwhile, and while pinned a
+ * product may have at most one operand that is neither pinned nor in the
+ * weights.  No-op in fp32. */
+void loom_mm_pin(struct loom_mm *mm, const float *x, size_t n);
+void loom_mm_unpin(struct loom_mm *mm);
 
 /* 0, or the sticky error's code (message in *err), clearing it. */
 int loom_mm_check(struct loom_mm *mm, struct loom_err *err);

@@ -171,25 +171,6 @@ static void bwd_any(const struct loom_sparse *s, float *dinp, float *dw, float *
 {
 	int bs = s->bs, IC = s->IC, OC = s->OC;
 	size_t bb = (size_t)bs * bs;
-	if (dinp) {
-		#pragma omp parallel for schedule(static)
-		for (int n = 0; n < N; n++) {
-			const float *dy = dout + (size_t)n * OC;
-			float *dx = dinp + (size_t)n * IC;
-			for (int i = 0; i < s->ib; i++) {
-				float *dxi = dx + (size_t)i * bs;
-				for (int a = 0; a < bs; a++)
-					dxi[a] = 0.0f;
-				for (int k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++) {
-					const float *dyj = dy + (size_t)s->col_idx[k] * bs;
-					const float *t = s->valt + k * bb;
-					for (int b = 0; b < bs; b++)
-						for (int a = 0; a < bs; a++)
-							dxi[a] += dyj[b] * t[(size_t)b * bs + a];
-				}
-			}
-		}
-	}
 	#pragma omp parallel for schedule(dynamic)
 	for (int k = 0; k < s->nnz; k++) {
 		int j = 0;
@@ -212,6 +193,25 @@ static void bwd_any(const struct loom_sparse *s, float *dinp, float *dw, float *
 			for (int n = 0; n < N; n++)
 				acc += dout[(size_t)n * OC + o];
 			dbias[o] += acc;
+		}
+	}
+	if (dinp) {
+		#pragma omp parallel for schedule(static)
+		for (int n = 0; n < N; n++) {
+			const float *dy = dout + (size_t)n * OC;
+			float *dx = dinp + (size_t)n * IC;
+			for (int i = 0; i < s->ib; i++) {
+				float *dxi = dx + (size_t)i * bs;
+				for (int a = 0; a < bs; a++)
+					dxi[a] = 0.0f;
+				for (int k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++) {
+					const float *dyj = dy + (size_t)s->col_idx[k] * bs;
+					const float *t = s->valt + k * bb;
+					for (int b = 0; b < bs; b++)
+						for (int a = 0; a < bs; a++)
+							dxi[a] += dyj[b] * t[(size_t)b * bs + a];
+				}
+			}
 		}
 	}
 }
@@ -438,13 +438,6 @@ void loom_sparse_matmul_bwd(const struct loom_sparse *s, float *dinp, float *dw,
 			   xc + s->row_idx[k] * xcs, xs, dc + j * dcs, ds, N, BS, A)
 	#pragma omp parallel
 	{
-		if (dinp) {
-			float *xt = malloc(sizeof(float) * R * OC);
-			#pragma omp for schedule(static) nowait
-			for (int t = 0; t < N / R + N % R; t++)
-				BY_KIND(kind, DINP)
-			free(xt);
-		}
 		if (xp || dp) {
 			#pragma omp for schedule(static)
 			for (int n0 = 0; n0 < N; n0 += 64) {
@@ -465,6 +458,16 @@ void loom_sparse_matmul_bwd(const struct loom_sparse *s, float *dinp, float *dw,
 			#pragma omp for schedule(dynamic, 1) nowait
 			for (int j = 0; j < s->ob; j++)
 				BY_KIND(kind, BY_COL)
+		}
+		/* the input gradient last: every read of inp is done, so dinp
+		 * may be inp */
+		if (dinp) {
+			#pragma omp barrier
+			float *xt = malloc(sizeof(float) * R * OC);
+			#pragma omp for schedule(static) nowait
+			for (int t = 0; t < N / R + N % R; t++)
+				BY_KIND(kind, DINP)
+			free(xt);
 		}
 	}
 #undef DINP
@@ -496,16 +499,6 @@ void loom_sparse_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const fl
 				  int N, int IC, int OC)
 {
 	int ob = OC / bs;
-	for (int n = 0; n < N; n++) {
-		for (int c = 0; c < IC; c++) {
-			float acc = 0.0f;
-			for (int o = 0; o < OC; o++)
-				if (mask[(size_t)(c / bs) * ob + o / bs])
-					acc += dout[(size_t)n * OC + o] * w[(size_t)c * OC + o];
-			if (dinp)
-				dinp[(size_t)n * IC + c] = acc;
-		}
-	}
 	for (int c = 0; c < IC; c++)
 		for (int o = 0; o < OC; o++) {
 			if (!mask[(size_t)(c / bs) * ob + o / bs])
@@ -522,4 +515,14 @@ void loom_sparse_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const fl
 				acc += dout[(size_t)n * OC + o];
 			dbias[o] += acc;
 		}
+	for (int n = 0; n < N; n++) {
+		for (int c = 0; c < IC; c++) {
+			float acc = 0.0f;
+			for (int o = 0; o < OC; o++)
+				if (mask[(size_t)(c / bs) * ob + o / bs])
+					acc += dout[(size_t)n * OC + o] * w[(size_t)c * OC + o];
+			if (dinp)
+				dinp[(size_t)n * IC + c] = acc;
+		}
+	}
 }

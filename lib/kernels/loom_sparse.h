@@ -68,7 +68,9 @@ void loom_sparse_matmul_fwd(const struct loom_sparse *s, float *out, const float
 			    const float *bias, int N);
 /* dinp[N,IC] = dout @ w^T (overwritten; may be NULL); dw[IC,OC] (dense
  * layout) += inp^T @ dout in the live blocks only, the others untouched;
- * dbias[OC] += sum_n dout (may be NULL). */
+ * dbias[OC] += sum_n dout (may be NULL).  The input gradient is written
+ * last, after every read of inp, so dinp may be inp (as in
+ * loom_k_matmul_bwd; the naive version too). */
 void loom_sparse_matmul_bwd(const struct loom_sparse *s, float *dinp, float *dw, float *dbias,
 			    const float *dout, const float *inp, int N);
 

@@ -283,32 +283,54 @@ static int ready_mm(struct loom_gpt *g)
 /* Rows of logits per LM-head chunk for N rows: `rows` if > 0; else all N
  * in one chunk when their logits take at most HEAD_ONE_BYTES (backward
  * then reuses the forward's, no recomputation), else chunks of equal size
- * holding at most HEAD_BYTES of logits each. */
-#define HEAD_BYTES ((size_t)128 << 20)
+ * that fit the shared work buffer [N,4C] (at least HEAD_BYTES of logits
+ * each, so small batches do not run many thin chunks). */
+#define HEAD_BYTES ((size_t)64 << 20)
 #define HEAD_ONE_BYTES ((size_t)512 << 20)
-static size_t head_rows(size_t N, size_t V, int rows)
+static size_t head_rows(size_t N, size_t V, size_t C, int rows)
 {
 	if (rows > 0)
 		return (size_t)rows < N ? (size_t)rows : N;
 	if (N * V * sizeof(float) <= HEAD_ONE_BYTES)
 		return N;
-	size_t per = HEAD_BYTES / (sizeof(float) * V), nch;
+	size_t fl = N * 4 * C > HEAD_BYTES / sizeof(float) ? N * 4 * C : HEAD_BYTES / sizeof(float);
+	size_t per = fl / V, nch;
 	per = per ? per : 1;
 	nch = (N + per - 1) / per;
 	return (N + nch - 1) / nch;
 }
 
+/* Whether each layer keeps its mid-block residual res2 = x + attention
+ * branch: `want` if != 0 (1 keep, -1 rebuild); else kept while all
+ * layers' res2 take at most RES2_BYTES, or under recompute (one shared
+ * copy).  When not kept, forward builds it in the layer output's slot
+ * and backward rebuilds it there (x + the attention projection again: one
+ * [N,C] x [C,C] product per layer, ~2% of a step), the output then being
+ * no longer needed. */
+#define RES2_BYTES ((size_t)256 << 20)
+static int keep_res2(const struct loom_config *cfg, size_t N, int want)
+{
+	if (want)
+		return want > 0;
+	return cfg->recompute ||
+	       (size_t)cfg->n_layer * N * (size_t)cfg->n_embd * sizeof(float) <= RES2_BYTES;
+}
+
 /* Lay out the activations for (B, T) from base (NULL: only count), with
- * LM-head chunks of hr rows.  Every pointer is set (relative to base) and
- * the total float count returned. */
+ * LM-head chunks of hr rows and res2 kept or not.  Every pointer is set
+ * (relative to base) and the total float count returned.  glob: encoded
+ * (layer 1's output slot when there is one: see embed()),
+ * lnf_mean, lnf_rstd, losses, tmp, dres, work, lweights (only with a loss
+ * weighting). */
 static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, size_t hr,
-		     float *base, struct loom_gpt_lacts *layer, float **glob)
+		     int res2, float *base, struct loom_gpt_lacts *layer, float **glob)
 {
 	size_t N = (size_t)B * T, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
 	int L = cfg->n_layer;
 	size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
 	struct loom_gpt_lacts shared = { 0 };
+	float *out1 = NULL;
 	for (int l = 0; l < L; l++) {
 		struct loom_gpt_lacts a = { 0 };
 		if (!recompute || l == 0) {
@@ -317,7 +339,8 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 			TAKE(a.qkv, N * 3 * C);
 			TAKE(a.atty, N * C);
 			TAKE(a.lse, (size_t)B * NH * T);
-			TAKE(a.res2, N * C);
+			if (res2)
+				TAKE(a.res2, N * C);
 			TAKE(a.ln2_mean, N);
 			TAKE(a.ln2_rstd, N);
 			TAKE(a.fch, N * 4 * C);
@@ -327,24 +350,24 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 			a = shared;
 		}
 		TAKE(a.res3, N * C);
+		if (l == 1)
+			out1 = a.res3;
 		if (layer)
 			layer[l] = a;
 	}
-	/* encoded, lnf, lnf_mean, lnf_rstd, logits, losses, tmp, dres, dbtc, dqkv,
-	 * dfc, gelu, lweights (only with a loss weighting) */
-	TAKE(glob[0], N * C);
-	TAKE(glob[1], N * C);
+	/* the embeddings, layer 0's input, in layer 1's output slot (free
+	 * until layer 1 runs, and again once its backward is done) */
+	if (L > 1)
+		glob[0] = out1;
+	else
+		TAKE(glob[0], N * C);
+	TAKE(glob[1], N);
 	TAKE(glob[2], N);
 	TAKE(glob[3], N);
-	TAKE(glob[4], hr * V);
-	TAKE(glob[5], N);
-	TAKE(glob[6], N * C);
-	TAKE(glob[7], N * C);
-	TAKE(glob[8], N * C);
-	TAKE(glob[9], N * 3 * C);
-	TAKE(glob[10], N * 4 * C);
-	TAKE(glob[11], N * 4 * C);
-	TAKE(glob[12], cfg->loss_weighting != LOOM_LOSSW_NONE ? N : 0);
+	TAKE(glob[4], N * C);
+	TAKE(glob[5], N * C);
+	TAKE(glob[6], hr * V > N * 4 * C ? hr * V : N * 4 * C);
+	TAKE(glob[7], cfg->loss_weighting != LOOM_LOSSW_NONE ? N : 0);
 #undef TAKE
 	return off;
 }
@@ -352,13 +375,17 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
 			  struct loom_gpt_mem *m)
 {
-	float *glob[13];
+	float *glob[8];
+	struct loom_config c = *cfg;
+	c.recompute = recompute;
 	uint64_t np = loom_config_n_params(cfg);
-	uint64_t N = (uint64_t)B * T, hr = head_rows(N, (size_t)cfg->vocab_size, 0);
+	uint64_t N = (uint64_t)B * T;
+	uint64_t hr = head_rows(N, (size_t)cfg->vocab_size, (size_t)cfg->n_embd, 0);
 	m->params = np * 4;
 	m->grads = np * 4;
 	m->adam = np * 8;
-	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, NULL, NULL, glob) * 4 + N * 8;
+	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
+				   glob) * 4 + N * 8;
 	/* bf16: the weight copy, and the backend's two operand scratch
 	 * buffers (largest: a chunk of dlogits [hr,V] or the MLP's [N,4C],
 	 * and the MLP's [N,4C]) */
@@ -369,8 +396,9 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)
 {
-	size_t hr = head_rows((size_t)B * T, (size_t)g->V, g->head_rows);
-	if (g->acts && g->B == B && g->T == T && g->hr == hr)
+	size_t N = (size_t)B * T, hr = head_rows(N, (size_t)g->V, (size_t)g->C, g->head_rows);
+	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
+	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
 		return 0;
 	free(g->acts);
 	free(g->inputs);
@@ -378,30 +406,26 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->acts = NULL;
 	g->inputs = g->targets = NULL;
 	g->B = g->T = 0;
-	float *glob[13];
-	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, NULL, NULL, glob);
+	float *glob[8];
+	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
 	g->acts = falloc(n);
-	g->inputs = malloc(sizeof(int32_t) * (size_t)B * T);
-	g->targets = malloc(sizeof(int32_t) * (size_t)B * T);
+	g->inputs = malloc(sizeof(int32_t) * N);
+	g->targets = malloc(sizeof(int32_t) * N);
 	if (!g->acts || !g->inputs || !g->targets)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);
-	layout(&g->cfg, B, T, g->cfg.recompute, hr, g->acts, g->layer, glob);
+	layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, g->acts, g->layer, glob);
 	g->encoded = glob[0];
-	g->lnf = glob[1];
-	g->lnf_mean = glob[2];
-	g->lnf_rstd = glob[3];
-	g->logits = glob[4];
-	g->losses = glob[5];
-	g->tmp = glob[6];
-	g->dres = glob[7];
-	g->dbtc = glob[8];
-	g->dqkv = glob[9];
-	g->dfc = glob[10];
-	g->gelu = glob[11];
-	g->lweights = g->cfg.loss_weighting != LOOM_LOSSW_NONE ? glob[12] : NULL;
+	g->lnf_mean = glob[1];
+	g->lnf_rstd = glob[2];
+	g->losses = glob[3];
+	g->tmp = g->lnf = glob[4];
+	g->dres = glob[5];
+	g->work = g->logits = glob[6];
+	g->lweights = g->cfg.loss_weighting != LOOM_LOSSW_NONE ? glob[7] : NULL;
 	g->hr = hr;
+	g->res2 = res2;
 	g->n_acts = n;
 	g->B = B;
 	g->T = T;
@@ -462,26 +486,35 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
-	loom_k_residual_fwd(a->res2, x, g->tmp, (size_t)N * C);
-	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+	/* res2 in its own slot, or (not kept) in the output's */
+	float *res2 = a->res2 ? a->res2 : a->res3;
+	loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
 	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, 4 * C);
-	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
-	proj_fwd(g, l, 3, g->tmp, g->gelu, N, 4 * C, C);
+	loom_k_gelu_fwd(g->work, a->fch, (size_t)N * 4 * C);
+	proj_fwd(g, l, 3, g->tmp, g->work, N, 4 * C, C);
 	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
-	loom_k_residual_fwd(a->res3, a->res2, g->tmp, (size_t)N * C);
+	loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C);
 	return 0;
 }
 
 /* Embeddings and all blocks; returns the final hidden states [N,C], or
  * NULL (error in g->err). */
-static const float *trunk_fwd(struct loom_gpt *g)
+/* encoded = drop(wte[inputs] + wpe): by forward, and again by backward
+ * before layer 0 when encoded shares layer 1's output slot. */
+static void embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C;
 	float *p = g->params;
 	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), B, T, C);
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       site_key(g->key, -1, 0));
+}
+
+static const float *trunk_fwd(struct loom_gpt *g)
+{
+	embed(g);
 	const float *x = g->encoded;
 	for (int l = 0; l < g->L; l++) {
 		if (layer_fwd(g, l, x, &g->layer[l]))
@@ -590,45 +623,58 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 
 /* ---- backward ----------------------------------------------------------- */
 
-/* dres holds d(layer output); on return d(layer input). */
+/* dres holds d(layer output); on return d(layer input).  The shared
+ * buffers: tmp [N,C] holds a LayerNorm output (recomputed from the saved
+ * mean and rstd) or a dropped gradient, and then the input gradient of the
+ * product that read it (matmul_bwd writes dinp after using inp); work
+ * [N,4C] holds gelu(fch) (recomputed), then its gradient, then the
+ * attention's [N,3C] dqkv and [N,C] dout.  A res2 not kept is rebuilt
+ * in the output's slot, whose value layer l+1 has used. */
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
 	int B = g->B, T = g->T, C = g->C, N = B * T;
 	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
+	float *work = g->work, *res2 = a->res2;
 	const float *dproj = g->dres;
 
-	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b); gelu(fch) is not kept
-	 * per layer but recomputed here into the shared buffer */
+	if (!res2) {
+		res2 = a->res3;
+		proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+		loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
+	}
+	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b) */
 	if (drop > 0) {
 		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
 		dproj = g->tmp;
 	}
-	loom_k_gelu_fwd(g->gelu, a->fch, (size_t)N * 4 * C);
-	proj_bwd(g, l, 3, g->dfc, dproj, g->gelu, N, 4 * C, C);
-	loom_k_gelu_bwd(g->dfc, a->fch, g->dfc, (size_t)N * 4 * C);
-	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, a->res2, LP(g, p, l, LN2W),
+	loom_k_gelu_fwd(work, a->fch, (size_t)N * 4 * C);
+	proj_bwd(g, l, 3, work, dproj, work, N, 4 * C, C);
+	loom_k_gelu_bwd(work, a->fch, work, (size_t)N * 4 * C);
+	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
 			     LP(g, p, l, LN2B), N, C, eps);
-	proj_bwd(g, l, 2, g->dbtc, g->dfc, g->tmp, N, C, 4 * C);
-	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->dbtc, a->res2,
+	proj_bwd(g, l, 2, g->tmp, work, g->tmp, N, C, 4 * C);
+	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->tmp, res2,
 			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
 	/* attention: res2 = x + drop(atty @ Wproj + b) */
+	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
 	dproj = g->dres;
 	if (drop > 0) {
 		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
 		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
 		dproj = g->tmp;
 	}
-	proj_bwd(g, l, 1, g->dbtc, dproj, a->atty, N, C, C);
-	if (loom_k_attention_bwd(g->dqkv, g->dbtc, a->qkv, a->atty, a->lse, B, T, C, g->NH,
+	proj_bwd(g, l, 1, datty, dproj, a->atty, N, C, C);
+	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, B, T, C, g->NH,
 				 adrop, site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
-	proj_bwd(g, l, 0, g->dbtc, g->dqkv, g->tmp, N, C, 3 * C);
-	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->dbtc, x,
+	proj_bwd(g, l, 0, g->tmp, dqkv, g->tmp, N, C, 3 * C);
+	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->tmp, x,
 			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
 	return 0;
 }
@@ -645,7 +691,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	/* chunk by chunk as in forward: recompute the logits and their
 	 * probabilities (the losses come out as before; one chunk is still
 	 * there from forward), turn them into dlogits, then
-	 * dwte += dlogits^T @ lnf and dlnf = dlogits @ wte */
+	 * dwte += dlogits^T @ lnf and dlnf = dlogits @ wte over the chunk's
+	 * rows of lnf (tmp), which no later chunk reads */
 	for (size_t r0 = 0; r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
@@ -656,15 +703,19 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		}
 		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss,
 					g->lweights ? g->lweights + r0 : NULL);
+		loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once for both */
 		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
-		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->dbtc + r0 * C);
+		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
+		loom_mm_unpin(g->mm);
 	}
 	memset(g->dres, 0, sizeof(float) * N * C);
-	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->dbtc,
+	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,
 			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
 			     N, C);
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
+		if (!l && L > 1)
+			embed(g);
 		if (g->cfg.recompute && (rc = layer_fwd(g, l, x, &g->layer[l])))
 			return rc;
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))

@@ -21,10 +21,13 @@
  * more allocation, sized for the (B, T) of the last forward, linear in T
  * (attention keeps its output and one log-sum-exp per row, never the
  * T x T probabilities; the MLP keeps its input to GELU, whose output is
- * recomputed in backward; the LM head and loss run over chunks of rows,
- * keeping only per-row losses, and backward recomputes each chunk's
- * logits, so no [N, vocab] tensor exists); with cfg.recompute only each
- * layer's output is kept and the layer is recomputed during backward.
+ * recomputed in backward; LayerNorm outputs are recomputed from the saved
+ * mean and rstd; at large N the mid-block residual is rebuilt in backward;
+ * the LM head and loss run over chunks of rows, keeping only per-row
+ * losses, and backward recomputes each chunk's logits, so no [N, vocab]
+ * tensor exists; everything else shares three scratch buffers); with
+ * cfg.recompute only each layer's output is kept and the layer is
+ * recomputed during backward.
  *
  * Precision: cfg.precision picks the matmul backend (lib/kernels/loom_mm.h); in
  * bf16 every matmul of forward and backward multiplies bf16 copies (the
@@ -95,7 +98,7 @@ struct loom_gpt_lacts {
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
 	float *lse;                         /* [B,NH,T] attention log-sum-exp */
-	float *res2;                        /* [N,C] */
+	float *res2;                        /* [N,C] (NULL: not kept, see res2) */
 	float *ln2_mean, *ln2_rstd;         /* [N], [N] (outputs recomputed) */
 	float *fch;                         /* [N,4C] MLP pre-activation */
 	float *res3;                        /* [N,C] layer output */
@@ -113,17 +116,22 @@ struct loom_gpt {
 	size_t n_acts;
 	float *acts;
 	struct loom_gpt_lacts *layer;       /* [L] */
-	float *encoded;                     /* [N,C] */
-	float *lnf, *lnf_mean, *lnf_rstd;   /* [N,C], [N], [N] */
-	float *logits;                      /* [hr,V] one LM-head chunk (scratch) */
+	float *encoded;                     /* [N,C] (layer 1's res3 slot if L > 1) */
+	float *lnf_mean, *lnf_rstd;         /* [N], [N] */
 	float *losses;                      /* [N] */
 	float *lweights;                    /* [N] loss weights (NULL: loss_weighting none) */
-	float *tmp, *dres, *dbtc, *dqkv, *dfc; /* scratch / backward buffers */
-	float *gelu;                        /* [N,4C] gelu(fch) of the current layer */
+	/* shared buffers: tmp [N,C] and dres [N,C]; work [max(N*4C, hr*V)]
+	 * (gelu output, MLP and attention gradients, the LM-head chunk) */
+	float *tmp, *dres, *work;
+	float *lnf;                         /* = tmp: ln_f output [N,C] */
+	float *logits;                      /* = work: one LM-head chunk [hr,V] */
 	size_t hr;                          /* rows per LM-head chunk */
-	/* rows per LM-head chunk wanted (0: chunks of at most 128 MB of
-	 * logits); read by the next forward */
-	int head_rows;
+	int res2;                           /* layers keep res2 (else rebuilt) */
+	/* read by the next forward: rows per LM-head chunk wanted (0: one
+	 * chunk up to 512 MB of logits, else chunks that fit work), and
+	 * keep_res2 (0: keep while all layers' res2 fit 256 MB or under
+	 * recompute; 1: keep; -1: rebuild in backward) */
+	int head_rows, keep_res2;
 	int32_t *inputs, *targets;          /* [N] copies of the last batch */
 	int have_targets;
 	int ntok;                           /* counted targets of the last forward */
