@@ -106,6 +106,22 @@ int main(void)
 	is_int((long long)loom_config_n_params(&d), 124439808, "GPT-2 small parameter count");
 	ok(near(loom_config_flops_per_token(&d), 6.0 * 124439808 + 12.0 * 12 * 1024 * 768),
 	   "training FLOPs per token");
+	{ /* RigL: 0.9 of the MLP's 12 x 8 C^2 weights dead; updates at 100..700 of 1000 */
+		struct loom_config sp = d;
+		sp.sparsity = 0.9;
+		sp.sparse_layers = LOOM_SL_FC | LOOM_SL_FCPROJ;
+		sp.steps = 1000;
+		sp.prune_every = 100;
+		sp.prune_end = 750;
+		double dead = 0.9 * 12 * 8 * 768.0 * 768;
+		is_int((long long)loom_config_sparse_weights(&sp), 12LL * 8 * 768 * 768,
+		       "sparse weights: the MLP's");
+		ok(near(loom_config_flops_per_token(&sp), 6.0 * (124439808 - dead) + 2.0 * dead * 7 / 1000 +
+							     12.0 * 12 * 1024 * 768),
+		   "sparse training FLOPs per token: live weights, plus the dense weight gradients of 7 updates");
+		ok(near(loom_config_fwd_flops_per_token(&sp), 2.0 * (124439808 - dead) + 4.0 * 12 * 1024 * 768),
+		   "sparse forward FLOPs per token");
+	}
 	is_int(loom_config_check_data(&d, 8, 1025), LOOM_EINVAL, "micro_batch vs frames");
 	d.micro_batch = 4;
 	is_int(loom_config_check_data(&d, 4, 1025), 0, "frames of T+1 tokens fit");

@@ -300,12 +300,10 @@ static void print_dry_run(const struct loom_config *c)
 	       cli_bytes((double)m1.total, b1, sizeof b1));
 	if (c->sparsity > 0) {
 		char sl[64];
-		int n = 0;
-		for (int j = 0; j < 4; j++)
-			n += (c->sparse_layers >> j & 1) * (j == 0 ? 3 : j == 1 ? 1 : 4);
-		uint64_t w = (uint64_t)c->n_layer * n * c->n_embd * (uint64_t)c->n_embd;
+		uint64_t w = loom_config_sparse_weights(c);
 		printf("sparsity: %g of the blocks (%dx%d) of %s: %llu of their %llu weights live "
-		       "(the FLOPs below count them dense)\n", c->sparsity, c->block_size,
+		       "(the FLOPs below count the live ones, and the dense weight gradient of "
+		       "the mask-update steps)\n", c->sparsity, c->block_size,
 		       c->block_size, loom_sparse_layers_str(c->sparse_layers, sl, sizeof sl),
 		       (unsigned long long)llround((1 - c->sparsity) * (double)w), (unsigned long long)w);
 	}

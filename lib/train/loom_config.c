@@ -609,15 +609,41 @@ uint64_t loom_config_n_params(const struct loom_config *c)
 	       L * (12 * C * C + 13 * C) + 2 * C;
 }
 
+uint64_t loom_config_sparse_weights(const struct loom_config *c)
+{
+	/* qkv C x 3C, proj C x C, fc C x 4C, fcproj 4C x C */
+	static const int per[4] = { 3, 1, 4, 4 };
+	static const unsigned bit[4] = { LOOM_SL_QKV, LOOM_SL_PROJ, LOOM_SL_FC, LOOM_SL_FCPROJ };
+	uint64_t n = 0;
+	if (c->sparsity <= 0)
+		return 0;
+	for (int j = 0; j < 4; j++)
+		if (c->sparse_layers & bit[j])
+			n += per[j];
+	return (uint64_t)c->n_layer * n * (uint64_t)c->n_embd * (uint64_t)c->n_embd;
+}
+
+/* dead weights of the sparse projections */
+static double dead_weights(const struct loom_config *c)
+{
+	return c->sparsity * (double)loom_config_sparse_weights(c);
+}
+
 double loom_config_flops_per_token(const struct loom_config *c)
 {
-	return 6.0 * (double)loom_config_n_params(c) +
+	double dead = dead_weights(c), updates = 0;
+	if (dead > 0 && c->steps > 0) {
+		int64_t last = loom_config_prune_end(c) - 1; /* updates at every prune_every up to */
+		last = last < c->steps ? last : c->steps;
+		updates = (double)((last > 0 ? last : 0) / c->prune_every) / (double)c->steps;
+	}
+	return 6.0 * ((double)loom_config_n_params(c) - dead) + 2.0 * dead * updates +
 	       12.0 * c->n_layer * (double)c->seq_len * c->n_embd;
 }
 
 double loom_config_fwd_flops_per_token(const struct loom_config *c)
 {
-	return 2.0 * (double)loom_config_n_params(c) +
+	return 2.0 * ((double)loom_config_n_params(c) - dead_weights(c)) +
 	       4.0 * c->n_layer * (double)c->seq_len * c->n_embd;
 }
 

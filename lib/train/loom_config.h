@@ -132,9 +132,15 @@ char *loom_config_dump(const struct loom_config *c);
 
 /* Arithmetic. */
 uint64_t loom_config_n_params(const struct loom_config *c);
-/* Training FLOPs per token: 6 * params + 12 * n_layer * seq_len * n_embd. */
+/* Weights of the projections sparse_layers names (all of them, live or
+ * not; 0 when dense). */
+uint64_t loom_config_sparse_weights(const struct loom_config *c);
+/* Training FLOPs per token: 6 * params + 12 * n_layer * seq_len * n_embd,
+ * where a sparse model's dead weights cost nothing except in the dense
+ * weight gradient of its mask-update steps (2 per weight, averaged over
+ * the run's steps). */
 double loom_config_flops_per_token(const struct loom_config *c);
-/* Forward-only FLOPs per token (2 * params + 4 * n_layer * T * C). */
+/* Forward-only FLOPs per token (2 * live params + 4 * n_layer * T * C). */
 double loom_config_fwd_flops_per_token(const struct loom_config *c);
 
 /* Learning rate at optimizer step `step` (1-based): a linear warm-up
