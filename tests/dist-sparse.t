@@ -4,53 +4,7 @@
 # sparse checkpoint moves between 1 and 2 ranks (exact resume on 2 ranks,
 # across mask updates).
 . "$(dirname "$0")/lib.sh"
-
-command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
-loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
-	skip_all "loom-train was built without MPI (install libopenmpi-dev and rebuild)"
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
-# OpenMPI keeps allocations until exit; leak reports under ASan are its own
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-export OMP_NUM_THREADS=1
-
-# 400 records of 9 learnable tokens (next = 3 x prev + 1 mod 128)
-/usr/bin/python3 -c '
-import random
-r = random.Random(1); out = []
-for i in range(400):
-    x = r.randrange(128)
-    for j in range(9):
-        out.append(x); x = (3 * x + 1) % 128
-print(" ".join(map(str, out)))' > "$T/tok.txt"
-run loom-shard -q -f text -L 9 --no-shuffle -n 2 -o "$T/d" "$T/tok.txt"
-is_rc 0 "test shards"
-M="$T/d.manifest.json"
-FEED="loom-feed -q -m $M --seq 8 --seed 1"
-TRAIN="loom-train -c tiny --set decay=constant --threads 1"
-
-# np N 'shell command' : one command per rank, $R = rank, $W = world.  A
-# trainer killed by a signal re-raises it, so mpirun names the rank.
-np() {
-	local n=$1; shift
-	run timeout 300 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
-}
-
-# max relative difference of the losses of log $1 (steps $3..$4) vs log $2
-maxrel() { /usr/bin/python3 - "$@" <<'EOF'
-import json, sys
-def load(p):
-    return {d["step"]: d["loss"] for d in map(json.loads, open(p)) if "loss" in d}
-a, b = load(sys.argv[1]), load(sys.argv[2])
-lo, hi = int(sys.argv[3]), int(sys.argv[4])
-steps = range(lo, hi + 1)
-if any(s not in a or s not in b for s in steps):
-    print("missing steps"); sys.exit()
-print("%.3g" % max(abs(a[s] - b[s]) / abs(b[s]) for s in steps))
-EOF
-}
-small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= 1e-5))" 2>/dev/null; }
+. "$(dirname "$0")/dist-lib.sh"
 
 # updates at steps 3, 6, 9, 12 (prune_end fixed: --steps changes between runs)
 SP="sparsity=0.5,block_size=8,prune_every=3,prune_end=14,prune_ratio=0.4"

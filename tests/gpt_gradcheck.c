@@ -9,6 +9,7 @@
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "tap.h"
+#include "testlib.h"
 
 enum { B = 2, T = 7 };
 
@@ -25,20 +26,6 @@ static struct loom_config tiny_cfg(void)
 	c.micro_batch = B;
 	c.ignore_id = 5;
 	return c;
-}
-
-static void big_init(struct loom_gpt *g)
-{
-	/* larger weights than GPT-2's init so every path has sizeable gradients */
-	uint64_t s = 7;
-	for (size_t i = 0; i < g->n_params; i++) {
-		s = loom_k_hash64(s);
-		g->params[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 0.6f;
-	}
-	for (int i = 0; i < g->n_tensors; i++)
-		if (strstr(g->tensors[i].name, "ln_") && strstr(g->tensors[i].name, "weight"))
-			for (size_t j = 0; j < g->tensors[i].numel; j++)
-				g->params[g->tensors[i].offset + j] += 1.0f;
 }
 
 static int32_t in[B * T], tg[B * T];

@@ -6,46 +6,13 @@
 
 #include "loom_kernels.h"
 #include "tap.h"
-
-static uint64_t rs = 42;
-
-static float frand(void)
-{
-	rs = loom_k_hash64(rs);
-	return (float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-
-static float *rnd(size_t n, float scale)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	for (size_t i = 0; i < n; i++)
-		p[i] = frand() * scale;
-	return p;
-}
+#include "testlib.h"
 
 static float *dup(const float *x, size_t n)
 {
 	float *p = malloc(sizeof(float) * (n ? n : 1));
 	memcpy(p, x, sizeof(float) * n);
 	return p;
-}
-
-/* max |a-b| / (atol + rtol*|b|) <= 1 */
-static int close_arr(const float *a, const float *b, size_t n, double atol, double rtol,
-		     const char *what)
-{
-	double worst = 0;
-	size_t wi = 0;
-	for (size_t i = 0; i < n; i++) {
-		double e = fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
-		if (!(e <= worst)) {
-			worst = e;
-			wi = i;
-		}
-	}
-	if (!(worst <= 1.0))
-		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
-	return worst <= 1.0;
 }
 
 static void test_matmul(int N, int IC, int OC)

@@ -15,6 +15,7 @@
 #include "loom_rigl.h"
 #include "loom_safetensors.h"
 #include "tap.h"
+#include "testlib.h"
 
 enum { B = 2, T = 7 };
 
@@ -39,19 +40,6 @@ static struct loom_config cfg_of(double sparsity, int layers)
 	c.steps = 100;
 	c.grad_clip = 0;
 	return c;
-}
-
-static void big_init(struct loom_gpt *g)
-{
-	uint64_t s = 7;
-	for (size_t i = 0; i < g->n_params; i++) {
-		s = loom_k_hash64(s);
-		g->params[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 0.6f;
-	}
-	for (int i = 0; i < g->n_tensors; i++)
-		if (strstr(g->tensors[i].name, "ln_") && strstr(g->tensors[i].name, "weight"))
-			for (size_t j = 0; j < g->tensors[i].numel; j++)
-				g->params[g->tensors[i].offset + j] += 1.0f;
 }
 
 static double loss_at(struct loom_gpt *g)

@@ -10,18 +10,7 @@
 #include "loom_kernels.h"
 #include "loom_mm.h"
 #include "tap.h"
-
-static uint64_t rs = 7;
-
-static float *rnd(size_t n, float scale)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	for (size_t i = 0; i < n; i++) {
-		rs = loom_k_hash64(rs);
-		p[i] = ((float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f) * scale;
-	}
-	return p;
-}
+#include "testlib.h"
 
 static float *absdup(const float *x, size_t n)
 {
@@ -126,6 +115,7 @@ static const int shapes[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 33, 64, 96 }, { 64
 
 int main(void)
 {
+	rs = 7;
 	struct loom_err err = { 0 };
 	char why[256];
 

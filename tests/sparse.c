@@ -12,40 +12,7 @@
 #include "loom_kernels.h"
 #include "loom_sparse.h"
 #include "tap.h"
-
-static uint64_t rs = 7;
-
-static float frand(void)
-{
-	rs = loom_k_hash64(rs);
-	return (float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-
-static float *rnd(size_t n, float scale)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	for (size_t i = 0; i < n; i++)
-		p[i] = frand() * scale;
-	return p;
-}
-
-/* max |a-b| / (atol + rtol*|b|) <= 1 */
-static int close_arr(const float *a, const float *b, size_t n, double atol, double rtol,
-		     const char *what)
-{
-	double worst = 0;
-	size_t wi = 0;
-	for (size_t i = 0; i < n; i++) {
-		double e = fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
-		if (!(e <= worst)) {
-			worst = e;
-			wi = i;
-		}
-	}
-	if (!(worst <= 1.0))
-		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
-	return worst <= 1.0;
-}
+#include "testlib.h"
 
 /* a mask of exactly `live` blocks of ib*ob, chosen by the hash */
 static uint8_t *mask_of(int ib, int ob, int live)
@@ -235,6 +202,7 @@ static void test_determinism(int N, int IC, int OC, int bs, double density)
 
 int main(void)
 {
+	rs = 7;
 	struct loom_err err = { 0 };
 	ok(!loom_sparse_new(48, 40, 16, &err) && err.code == LOOM_EINVAL && strstr(err.msg, "16"),
 	   "a block size that does not divide the width is refused: %s", err.msg);

@@ -1,0 +1,66 @@
+/* Helpers shared by the C unit tests of the kernels and the model: a
+ * reproducible pseudo-random stream (rs, its state, may be reseeded), random
+ * arrays, a tolerance comparison that reports its worst element, and large
+ * GPT weights for gradient checks.  Header-only; include after tap.h. */
+#ifndef LOOM_TESTLIB_H
+#define LOOM_TESTLIB_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_gpt.h"
+#include "loom_kernels.h"
+
+static uint64_t rs = 42;
+
+/* uniform in [-1, 1) */
+static __attribute__((unused)) float frand(void)
+{
+	rs = loom_k_hash64(rs);
+	return (float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* n values uniform in [-scale, scale) (malloc'd, at least one element) */
+static __attribute__((unused)) float *rnd(size_t n, float scale)
+{
+	float *p = malloc(sizeof(float) * (n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		p[i] = frand() * scale;
+	return p;
+}
+
+/* max |a-b| / (atol + rtol*|b|) <= 1; else a diag line names the worst */
+static __attribute__((unused)) int close_arr(const float *a, const float *b, size_t n,
+					     double atol, double rtol, const char *what)
+{
+	double worst = 0;
+	size_t wi = 0;
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
+		if (!(e <= worst)) {
+			worst = e;
+			wi = i;
+		}
+	}
+	if (!(worst <= 1.0))
+		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
+	return worst <= 1.0;
+}
+
+/* Larger weights than GPT-2's init (uniform +-0.3, LayerNorm gains around
+ * 1), so every path of a gradient check has sizeable gradients. */
+static __attribute__((unused)) void big_init(struct loom_gpt *g)
+{
+	uint64_t s = 7;
+	for (size_t i = 0; i < g->n_params; i++) {
+		s = loom_k_hash64(s);
+		g->params[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 0.6f;
+	}
+	for (int i = 0; i < g->n_tensors; i++)
+		if (strstr(g->tensors[i].name, "ln_") && strstr(g->tensors[i].name, "weight"))
+			for (size_t j = 0; j < g->tensors[i].numel; j++)
+				g->params[g->tensors[i].offset + j] += 1.0f;
+}
+
+#endif
