@@ -63,7 +63,10 @@ PIPE_BIN := $(wildcard pipelines/*.sh) pipelines/retrain
 
 .PHONY: all deps test check asan bench demo install clean help fuzz tests
 .DEFAULT_GOAL := all
-.SECONDARY:
+# Keep intermediate objects and generated code (but not as .SECONDARY with no
+# prerequisites: that would also cover the empty rules -MP writes for
+# headers, and a moved header would then leave stale objects unrebuilt).
+.PRECIOUS: $(B)/obj/%.o $(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h
 
 all: $(B)/libloom.a $(TOOL_BIN)
 tests: $(TEST_BIN) $(FUZZ_BIN) $(BENCH_BIN)
