@@ -62,11 +62,18 @@ PY
 }
 
 new= old= rss_new= rss_old=
+# each round swaps which goes first, so a periodic load does not always
+# meet the same side
 for r in $(seq "$ROUNDS"); do
-	read -r x rss_old < <(run "$old_bin") || exit 1
-	old="$old $x"; echo "round $r: old (sgemm attention, P kept) $x tokens/s, peak RSS $((rss_old * 1024 / 1000000)) MB"
-	read -r x rss_new < <(run "$(command -v loom-train)") || exit 1
-	new="$new $x"; echo "round $r: fused attention $x tokens/s, peak RSS $((rss_new * 1024 / 1000000)) MB"
+	for side in $([ $((r % 2)) = 1 ] && echo "old new" || echo "new old"); do
+		if [ $side = old ]; then
+			read -r x rss_old < <(run "$old_bin") || exit 1
+			old="$old $x"; echo "round $r: old (sgemm attention, P kept) $x tokens/s, peak RSS $((rss_old * 1024 / 1000000)) MB"
+		else
+			read -r x rss_new < <(run "$(command -v loom-train)") || exit 1
+			new="$new $x"; echo "round $r: fused attention $x tokens/s, peak RSS $((rss_new * 1024 / 1000000)) MB"
+		fi
+	done
 done
 new=$(best $new) old=$(best $old)
 echo "best of $ROUNDS: fused $new, old $old tokens/s"
