@@ -290,6 +290,40 @@ int main(void)
 	free(dref);
 	loom_gpt_free(g2);
 
+	/* a training micro-batch with the LM head's gradient taken in forward
+	 * (loom_gpt_train_micro) = forward then backward, bit for bit: one
+	 * chunk or chunks of 3 rows, dropout on, plain or weighted loss */
+	for (int v = 0; v < 4; v++) {
+		struct loom_config cv = cd2;
+		cv.loss_weighting = v & 1 ? LOOM_LOSSW_INVCOUNT : LOOM_LOSSW_NONE;
+		struct loom_gpt *ga = loom_gpt_new(&cv), *gb = loom_gpt_new(&cv);
+		memcpy(ga->params, g->params, sizeof(float) * g->n_params);
+		memcpy(gb->params, g->params, sizeof(float) * g->n_params);
+		ga->head_rows = gb->head_rows = v & 2 ? 3 : 0;
+		float la, lb;
+		int rc = loom_gpt_forward(ga, in, tg, B, T, 1, 91, &la) || loom_gpt_backward(ga, 0.5f);
+		rc |= loom_gpt_train_micro(gb, in, tg, B, T, 91, 0.5f, &lb);
+		ok(!rc && la == lb && ga->wloss == gb->wloss &&
+		   !memcmp(ga->grads, gb->grads, sizeof(float) * g->n_params),
+		   "train_micro = forward + backward (%s head, %s loss): loss %.6f, bit-identical gradients",
+		   v & 2 ? "chunked" : "one-chunk", v & 1 ? "weighted" : "plain", lb);
+		loom_gpt_free(ga);
+		loom_gpt_free(gb);
+	}
+	{
+		int32_t all_ignored[B * T];
+		for (int i = 0; i < B * T; i++)
+			all_ignored[i] = 5;
+		struct loom_gpt *gz = loom_gpt_new(&c);
+		float lz = -1;
+		ok(loom_gpt_train_micro(gz, in, all_ignored, B, T, 1, 1.0f, &lz) == 0 && lz == 0 &&
+		   loom_k_sumsq(gz->grads, gz->n_params) == 0,
+		   "train_micro with every target ignored: loss 0, no gradient");
+		is_int(loom_gpt_train_micro(gz, in, NULL, B, T, 1, 1.0f, NULL), LOOM_EINVAL,
+		       "train_micro without targets is refused");
+		loom_gpt_free(gz);
+	}
+
 	/* accumulation: two half-scaled backwards = one full */
 	loom_gpt_zero_grad(gr);
 	for (int k = 0; k < 2; k++) {

@@ -1072,7 +1072,7 @@ int main(int argc, char **argv)
 			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro) ^
 						     ((uint64_t)train_dist_rank() << 48));
 			float l;
-			if (loom_gpt_forward(g, in, tg, B, T, 1, key, &l) || loom_gpt_backward(g, 1.0f / c->grad_accum))
+			if (loom_gpt_train_micro(g, in, tg, B, T, key, 1.0f / c->grad_accum, &l))
 				cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_gpt_error(g));
 			lsum += l;
 			t.data_seq = h.seq + 1;

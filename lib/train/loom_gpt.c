@@ -554,8 +554,65 @@ static int64_t count_correct(const float *probs, const int32_t *targets, int n, 
 	return correct;
 }
 
-int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
-		     int B, int T, int train, uint64_t key, float *loss)
+/* The LM head and loss over lnf, chunk by chunk: logits[n,V] = lnf[n,C] @
+ * wte[V,C]^T, then their probabilities; only the per-row losses are kept,
+ * and (not training: evaluation) the count of argmax hits.  With
+ * bscale >= 0 (a training step whose backward follows) each chunk's
+ * gradient is taken at once, while its logits are at hand, instead of
+ * being recomputed by backward: dlogits for the objective bscale * wloss,
+ * dwte += dlogits^T @ lnf and dlnf = dlogits @ wte into the chunk's rows
+ * of lnf (tmp), which no later chunk reads. */
+static int head(struct loom_gpt *g, int train, float bscale)
+{
+	size_t N = (size_t)g->B * g->T;
+	int C = g->C, V = g->V, ign = g->cfg.ignore_id, rc;
+	float *p = g->params, *dp = g->grads;
+	if (g->lweights)
+		loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign);
+	int64_t counted = 0; /* what crossentropy_fwd will count, known up front */
+	for (size_t i = 0; i < N; i++)
+		counted += g->targets[i] != ign;
+	float dloss = counted ? bscale / (float)counted : 0.0f;
+	for (size_t r0 = 0; r0 < N; r0 += g->hr) {
+		int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
+		const float *lnf = g->lnf + r0 * C;
+		loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
+		g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
+						   ign);
+		if (!train)
+			g->ncorrect += count_correct(g->logits, g->targets + r0, n, V, ign);
+		if (bscale >= 0 && counted) {
+			loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, ign, dloss,
+						g->lweights ? g->lweights + r0 : NULL);
+			loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once */
+			loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
+			loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0,
+				     g->tmp + r0 * C);
+			loom_mm_unpin(g->mm);
+		}
+	}
+	if ((rc = loom_mm_check(g->mm, &g->err)))
+		return rc;
+	double s = 0;
+	for (size_t i = 0; i < N; i++)
+		s += g->losses[i];
+	g->loss = g->ntok ? (float)(s / g->ntok) : 0.0f;
+	g->wloss = g->loss;
+	if (g->lweights) {
+		/* the training objective: sum(w * loss) / ntok (see loom_gpt.h);
+		 * backward uses the same weights */
+		double ws = 0;
+		for (size_t i = 0; i < N; i++)
+			ws += (double)g->lweights[i] * g->losses[i];
+		g->wloss = g->ntok ? (float)(ws / g->ntok) : 0.0f;
+	}
+	g->head_done = bscale >= 0;
+	return 0;
+}
+
+/* loom_gpt_forward, and with bscale >= 0 the LM head's backward too */
+static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets, int B,
+		   int T, int train, uint64_t key, float bscale, float *loss)
 {
 	int rc;
 	if (B < 1 || T < 1 || T > g->P)
@@ -572,53 +629,40 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 	if (targets)
 		memcpy(g->targets, targets, N * sizeof(int32_t));
 	g->have_targets = targets != NULL;
+	g->head_done = 0;
 	g->train = train;
 	g->key = key;
-	int C = g->C, V = g->V;
 	float *p = g->params;
 	const float *x = trunk_fwd(g);
 	if (!x)
 		return g->err.code;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
-			     TP(g, p, T_LNFB(g->L)), (int)N, C, (float)g->cfg.layer_norm_epsilon);
+			     TP(g, p, T_LNFB(g->L)), (int)N, g->C, (float)g->cfg.layer_norm_epsilon);
 	g->loss = 0;
 	g->wloss = 0;
 	g->ntok = 0;
 	g->ncorrect = 0;
-	if (targets) {
-		/* chunk by chunk: logits[n,V] = lnf[n,C] @ wte[V,C]^T, then their
-		 * probabilities; only the per-row losses are kept, and (not
-		 * training: evaluation) the count of argmax hits */
-		for (size_t r0 = 0; r0 < N; r0 += g->hr) {
-			int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
-			loom_mm_gemm(g->mm, 0, 1, n, V, C, g->lnf + r0 * C, TP(g, p, T_WTE), 0,
-				     g->logits);
-			g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0,
-							   n, V, g->cfg.ignore_id);
-			if (!train)
-				g->ncorrect += count_correct(g->logits, g->targets + r0, n, V,
-							     g->cfg.ignore_id);
-		}
-		if ((rc = loom_mm_check(g->mm, &g->err)))
-			return rc;
-		double s = 0;
-		for (size_t i = 0; i < N; i++)
-			s += g->losses[i];
-		g->loss = g->ntok ? (float)(s / g->ntok) : 0.0f;
-		g->wloss = g->loss;
-		if (g->lweights) {
-			/* the training objective: sum(w * loss) / ntok (see
-			 * loom_gpt.h); backward uses the same weights */
-			loom_k_token_weights(g->lweights, g->targets, B, T, g->cfg.ignore_id);
-			double ws = 0;
-			for (size_t i = 0; i < N; i++)
-				ws += (double)g->lweights[i] * g->losses[i];
-			g->wloss = g->ntok ? (float)(ws / g->ntok) : 0.0f;
-		}
-	}
+	if (targets && (rc = head(g, train, bscale)))
+		return rc;
 	if (loss)
 		*loss = g->loss;
 	return 0;
+}
+
+int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
+		     int B, int T, int train, uint64_t key, float *loss)
+{
+	return forward(g, inputs, targets, B, T, train, key, -1.0f, loss);
+}
+
+int loom_gpt_train_micro(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
+			 int B, int T, uint64_t key, float scale, float *loss)
+{
+	if (!targets || scale < 0)
+		return loom_err_set(&g->err, LOOM_EINVAL,
+				    "a training micro-batch needs targets and a scale >= 0");
+	int rc = forward(g, inputs, targets, B, T, 1, key, scale, loss);
+	return rc ? rc : loom_gpt_backward(g, scale);
 }
 
 /* ---- backward ----------------------------------------------------------- */
@@ -688,12 +732,13 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	if (!g->ntok)
 		return 0; /* every target ignored: no gradient */
 	float dloss = scale / (float)g->ntok;
-	/* chunk by chunk as in forward: recompute the logits and their
+	/* the LM head, unless loom_gpt_train_micro's forward took it (head()):
+	 * chunk by chunk as in forward, recompute the logits and their
 	 * probabilities (the losses come out as before; one chunk is still
 	 * there from forward), turn them into dlogits, then
 	 * dwte += dlogits^T @ lnf and dlnf = dlogits @ wte over the chunk's
 	 * rows of lnf (tmp), which no later chunk reads */
-	for (size_t r0 = 0; r0 < (size_t)N; r0 += g->hr) {
+	for (size_t r0 = 0; !g->head_done && r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
 		if (g->hr < (size_t)N) {
@@ -727,6 +772,7 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		       site_key(g->key, -1, 0));
 	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
 	g->have_targets = 0;
+	g->head_done = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
 		return rc;
 	if (g->grad_ready)

@@ -139,6 +139,7 @@ struct loom_gpt {
 	float loss;                         /* mean loss of the last forward */
 	float wloss;                        /* its training objective (= loss unless weighted) */
 	int train;                          /* last forward used dropout */
+	int head_done;                      /* its forward took the LM head's backward */
 	uint64_t key;                       /* dropout key of the last forward */
 	/* Optional (data parallelism, lib/train/loom_dist.h): backward calls
 	 * grad_ready(ctx, l) as soon as layer l's gradients are final (l = L-1
@@ -182,6 +183,13 @@ int loom_gpt_forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 /* Backward of the last forward (which had targets); gradients are ADDED
  * to g->grads: the gradient of scale * g->wloss (scale = 1/grad_accum). */
 int loom_gpt_backward(struct loom_gpt *g, float scale);
+/* A training micro-batch: loom_gpt_forward(train 1) then
+ * loom_gpt_backward(scale), with the same results, except that the LM
+ * head's gradient is taken in forward, chunk by chunk while its logits
+ * are at hand, so a chunked head (large B*T*vocab) computes its logits
+ * once instead of twice. */
+int loom_gpt_train_micro(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets,
+			 int B, int T, uint64_t key, float scale, float *loss);
 void loom_gpt_zero_grad(struct loom_gpt *g);
 /* Global gradient norm (before clipping) into *norm; clip to cfg.grad_clip
  * (if > 0); AdamW step `t` (1-based) at learning rate lr, weight decay only

@@ -8,11 +8,11 @@
 #    the step time a user buys sparsity for.
 # The vocabulary is VOCAB (default 4096, not GPT-2's 50257) so the LM head
 # does not hide the projections; the masks update every 10 steps.
-# Env: PRESET (sparse-mlp), STEPS (40), VOCAB (4096), THREADS (2).
+# Env: PRESETS ("sparse-mlp sparse-gpt"), STEPS (100), VOCAB (4096), THREADS (2).
 set -u
 cd "$(dirname "$0")/../.."
-PRESET=${PRESET:-sparse-mlp}
-STEPS=${STEPS:-40}
+PRESETS=${PRESETS:-sparse-mlp sparse-gpt}
+STEPS=${STEPS:-100}
 VOCAB=${VOCAB:-4096}
 THREADS=${THREADS:-2}
 PY=/usr/bin/python3
@@ -23,7 +23,8 @@ B=8 T=256
 $PY tests/mkframes.py $B $((T + 1)) "$STEPS" "$VOCAB" 1 > "$W/frames"
 SET="vocab_size=$VOCAB,micro_batch=$B,seq_len=$T,steps=$STEPS,warmup_steps=5,prune_every=10"
 
-train() { # name extra-set
+train() { # preset name extra-set
+	local PRESET=$1; shift
 	loom-train -q -c "$PRESET" --threads "$THREADS" --log "$W/$1.json" --set "$SET$2" < "$W/frames" ||
 		exit 1
 	$PY - "$W/$1.json" $((B * T)) <<'PY'
@@ -34,11 +35,13 @@ sec = statistics.median(r["seconds"] for r in rows[2:])
 print("%.4f %.1f %d" % (statistics.mean(r["loss"] for r in rows[-5:]), int(sys.argv[2]) / sec, up))
 PY
 }
-read -r ls ts us < <(train sparse "")
-read -r ld td ud < <(train dense ",sparsity=0")
-echo "preset $PRESET, vocab $VOCAB, B=$B T=$T, $STEPS steps, $THREADS threads; sparse run: $us mask updates"
-echo "FIGURE $PRESET sparse (0.9) final loss: $ls"
-echo "FIGURE $PRESET dense final loss: $ld"
-echo "FIGURE $PRESET sparse tokens/s: $ts"
-echo "FIGURE $PRESET dense tokens/s: $td"
-echo "FIGURE $PRESET sparse / dense tokens/s: $($PY -c "print('%.2f' % ($ts / $td))")x"
+for PRESET in $PRESETS; do
+	read -r ls ts us < <(train "$PRESET" sparse "")
+	read -r ld td ud < <(train "$PRESET" dense ",sparsity=0")
+	echo "preset $PRESET, vocab $VOCAB, B=$B T=$T, $STEPS steps, $THREADS threads; sparse run: $us mask updates"
+	echo "FIGURE $PRESET sparse (0.9) final loss: $ls"
+	echo "FIGURE $PRESET dense final loss: $ld"
+	echo "FIGURE $PRESET sparse tokens/s: $ts"
+	echo "FIGURE $PRESET dense tokens/s: $td"
+	echo "FIGURE $PRESET sparse / dense tokens/s: $($PY -c "print('%.2f' % ($ts / $td))")x"
+done
