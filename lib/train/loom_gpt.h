@@ -24,8 +24,9 @@
  * recomputed in backward; LayerNorm outputs are recomputed from the saved
  * mean and rstd; at large N the mid-block residual is rebuilt in backward;
  * the LM head and loss run over chunks of rows, keeping only per-row
- * losses, and backward recomputes each chunk's logits, so no [N, vocab]
- * tensor exists; everything else shares three scratch buffers); with
+ * losses, and backward recomputes each chunk's logits, or, in a training
+ * micro-batch (loom_gpt_train_micro), forward takes each chunk's gradient
+ * at once, so no [N, vocab] tensor exists; everything else shares three scratch buffers); with
  * cfg.recompute only each layer's output is kept and the layer is
  * recomputed during backward.
  *
