@@ -15,15 +15,7 @@ enum { B = 2, T = 7 };
 
 static struct loom_config tiny_cfg(void)
 {
-	struct loom_config c;
-	loom_config_defaults(&c);
-	c.n_layer = 2;
-	c.n_embd = 16;
-	c.n_head = 4;
-	c.vocab_size = 23;
-	c.n_positions = 8;
-	c.seq_len = T;
-	c.micro_batch = B;
+	struct loom_config c = tiny_gpt_cfg(B, T);
 	c.ignore_id = 5;
 	return c;
 }

@@ -23,15 +23,7 @@ static int32_t in[B * T], tg[B * T];
 
 static struct loom_config cfg_of(double sparsity, int layers)
 {
-	struct loom_config c;
-	loom_config_defaults(&c);
-	c.n_layer = 2;
-	c.n_embd = 16;
-	c.n_head = 4;
-	c.vocab_size = 23;
-	c.n_positions = 8;
-	c.seq_len = T;
-	c.micro_batch = B;
+	struct loom_config c = tiny_gpt_cfg(B, T);
 	c.sparsity = sparsity;
 	c.sparse_layers = layers;
 	c.block_size = 8;

@@ -1,7 +1,7 @@
 /* Helpers shared by the C unit tests of the kernels and the model: a
  * reproducible pseudo-random stream (rs, its state, may be reseeded), random
- * arrays, a tolerance comparison that reports its worst element, and large
- * GPT weights for gradient checks.  Header-only; include after tap.h. */
+ * arrays, a tolerance comparison that reports its worst element, the tiny
+ * GPT config and large GPT weights for gradient checks.  Header-only; include after tap.h. */
 #ifndef LOOM_TESTLIB_H
 #define LOOM_TESTLIB_H
 
@@ -46,6 +46,22 @@ static __attribute__((unused)) int close_arr(const float *a, const float *b, siz
 	if (!(worst <= 1.0))
 		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
 	return worst <= 1.0;
+}
+
+/* The tiny GPT of the model tests: 2 layers, 16 hidden, 4 heads, vocab 23,
+ * 8 positions, micro-batches of B x T. */
+static __attribute__((unused)) struct loom_config tiny_gpt_cfg(int B, int T)
+{
+	struct loom_config c;
+	loom_config_defaults(&c);
+	c.n_layer = 2;
+	c.n_embd = 16;
+	c.n_head = 4;
+	c.vocab_size = 23;
+	c.n_positions = 8;
+	c.seq_len = T;
+	c.micro_batch = B;
+	return c;
 }
 
 /* Larger weights than GPT-2's init (uniform +-0.3, LayerNorm gains around
