@@ -122,6 +122,19 @@ int main(void)
 	snprintf(path, sizeof path, "%s/a", dir);
 	rmdir(path);
 
+	/* loom_lock_take: one holder at a time; release removes the file */
+	int l1, l2;
+	snprintf(path, sizeof path, "%s/.x.lock", dir);
+	is_int(loom_lock_take(path, &l1, &err), 0, "lock taken");
+	is_int(loom_lock_take(path, &l2, &err), LOOM_EBUSY, "a second taker: LOOM_EBUSY");
+	ok(l2 == -1 && strstr(err.msg, ".x.lock") != NULL, "  naming the file: %s", err.msg);
+	loom_lock_release(path, &l1);
+	ok(l1 == -1 && access(path, F_OK) != 0, "release removes the file");
+	is_int(loom_lock_take(path, &l2, &err), 0, "then the lock is free");
+	loom_lock_release(path, &l2);
+	snprintf(path, sizeof path, "%s/nodir/.x.lock", dir);
+	is_int(loom_lock_take(path, &l1, &err), LOOM_EIO, "a lock in a missing directory: LOOM_EIO");
+
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	unlink(path);
 	rmdir(dir);

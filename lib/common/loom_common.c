@@ -52,6 +52,7 @@ const char *loom_strerror(int code)
 	case LOOM_ENET: return "temporary network failure";
 	case LOOM_ECHECKSUM: return "checksum mismatch";
 	case LOOM_EOF: return "end of input";
+	case LOOM_EBUSY: return "locked by another process";
 	}
 	return "unknown error";
 }

@@ -30,6 +30,7 @@ enum {
 	LOOM_ENET = -7,     /* temporary network failure (worth retrying) */
 	LOOM_ECHECKSUM = -8,/* data does not match its checksum */
 	LOOM_EOF = -9,      /* clean end of input (not an error for readers) */
+	LOOM_EBUSY = -10,   /* another process holds a lock (loom_lock_take) */
 };
 
 #define LOOM_ERR_MAX 512

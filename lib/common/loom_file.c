@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -238,6 +239,40 @@ void loom_outfile_abort(struct loom_outfile *o)
 const char *loom_outfile_error(const struct loom_outfile *o)
 {
 	return o->err.msg;
+}
+
+int loom_lock_take(const char *path, int *fd, struct loom_err *err)
+{
+	*fd = -1;
+	for (;;) {
+		int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (f < 0)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", path);
+		if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+			close(f);
+			if (e == EWOULDBLOCK)
+				return loom_err_set(err, LOOM_EBUSY, "'%s' is locked by another process",
+						    path);
+			return loom_err_errno(err, LOOM_EIO, e, "cannot lock '%s'", path);
+		}
+		struct stat a, b;
+		if (fstat(f, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			*fd = f;
+			return 0;
+		}
+		close(f); /* its last holder removed it: take the new one */
+	}
+}
+
+void loom_lock_release(const char *path, int *fd)
+{
+	if (*fd >= 0) {
+		unlink(path);
+		close(*fd);
+		*fd = -1;
+	}
 }
 
 int loom_fsync_dir_of(const char *path, struct loom_err *err)

@@ -66,6 +66,16 @@ int loom_mkdir_p(const char *path, struct loom_err *err);
  * path without a directory part is fine.  Each directory created is made
  * durable (its parent is fsynced). */
 int loom_mkdir_parent(const char *path, struct loom_err *err);
+/* Hold an exclusive flock(2) on the lock file `path` (created if missing,
+ * mode 0666 & ~umask) until loom_lock_release() or the process ends: the
+ * kernel drops the lock when the process dies, even by SIGKILL, so a lock
+ * is never stale (the file may stay behind, unlocked: the next taker takes
+ * it).  Another holder: LOOM_EBUSY (callers word the refusal).  Since
+ * release removes the file, a taker checks that the name still leads to
+ * the file it locked.  On success *fd holds the lock. */
+int loom_lock_take(const char *path, int *fd, struct loom_err *err);
+/* Remove the lock file and drop the lock (*fd = -1); nothing if *fd < 0. */
+void loom_lock_release(const char *path, int *fd);
 /* Read a whole file ("-" = stdin) into a malloc'd, NUL-terminated buffer. */
 int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err);
 /* Write a whole buffer to `path` atomically (temp + fsync + rename). */

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1262,51 +1261,23 @@ static int remove_leftovers(struct loom_shard *s)
 	return rc;
 }
 
-/* Hold DIR/.BASE.lock (flock) for the run; another run on the prefix is
- * refused.  The file is removed when the run ends, so a holder checks
- * that the name still leads to the file it locked. */
+/* Hold DIR/.BASE.lock for the run (loom_lock_take); another run on the
+ * prefix is refused. */
 static int lock_prefix(struct loom_shard *s)
 {
 	size_t n = strlen(s->dir) + strlen(s->base) + 16;
 	if (!(s->lock_path = malloc(n)))
 		return nomem(s);
 	snprintf(s->lock_path, n, "%s/.%s.lock", s->dir, s->base);
-	for (;;) {
-		int fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-		if (fd < 0) {
-			if (errno == ENOENT)
-				return loom_err_set(&s->err, LOOM_EIO,
-						    "output directory '%s' does not exist", s->dir);
-			return loom_err_errno(&s->err, LOOM_EIO, errno, "cannot create '%s'",
-					      s->lock_path);
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			int e = errno;
-			close(fd);
-			if (e == EWOULDBLOCK)
-				return loom_err_set(&s->err, LOOM_EIO,
-						    "another loom-shard is writing '%s' (it holds '%s')",
-						    s->prefix, s->lock_path);
-			return loom_err_errno(&s->err, LOOM_EIO, e, "cannot lock '%s'",
-					      s->lock_path);
-		}
-		struct stat a, b;
-		if (fstat(fd, &a) == 0 && stat(s->lock_path, &b) == 0 &&
-		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-			s->lock_fd = fd;
-			return 0;
-		}
-		close(fd); /* its last holder removed it: take the new one */
-	}
-}
-
-static void unlock_prefix(struct loom_shard *s)
-{
-	if (s->lock_fd >= 0) {
-		unlink(s->lock_path);
-		close(s->lock_fd);
-		s->lock_fd = -1;
-	}
+	if (access(s->dir, F_OK) && errno == ENOENT)
+		return loom_err_set(&s->err, LOOM_EIO, "output directory '%s' does not exist",
+				    s->dir);
+	int rc = loom_lock_take(s->lock_path, &s->lock_fd, &s->err);
+	if (rc == LOOM_EBUSY)
+		return loom_err_set(&s->err, LOOM_EIO,
+				    "another loom-shard is writing '%s' (it holds '%s')", s->prefix,
+				    s->lock_path);
+	return rc;
 }
 
 /* Lock the prefix, note the set in place, remove leftovers, pick the run id. */
@@ -1586,7 +1557,7 @@ void loom_shard_free(struct loom_shard *s)
 	for (size_t i = 0; i < s->nold; i++)
 		free(s->old[i]);
 	free(s->old);
-	unlock_prefix(s);
+	loom_lock_release(s->lock_path, &s->lock_fd);
 	free(s->lock_path);
 	free(s->dir);
 	free(s->base);
