@@ -22,11 +22,39 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
+/* Set once a failure was reported (exit status non-zero): close_stdout()
+ * then adds no second line. */
+static int cli_failed;
+
+/* At exit (the close_stdout of git and coreutils): what the tool printed on
+ * stdout must have reached it, up to the last flush and the close; if not,
+ * one line and exit 1 (a closed pipe, EPIPE, stays quiet, as in the
+ * tools' own checks).  A stdout closed before anything was written is
+ * fine. */
+static void close_stdout(void)
+{
+	errno = 0;
+	int bad = fflush(stdout) != 0 || ferror(stdout), e = errno;
+	if (fclose(stdout) != 0 && !bad && errno != EBADF) {
+		bad = 1;
+		e = errno;
+	}
+	if (!bad || e == EPIPE)
+		return;
+	if (!cli_failed)
+		fprintf(stderr, "%s: cannot write to stdout: %s\n", cli_prog,
+			e ? strerror(e) : "write error");
+	_exit(1);
+}
+
 void cli_init(const char *prog, const char *usage)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static int registered; /* a subcommand calls cli_init again */
 	cli_prog = prog;
 	cli_usage_text = usage;
+	if (!registered++)
+		atexit(close_stdout);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
@@ -79,6 +107,7 @@ void cli_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
+	cli_failed = 1;
 	exit(1);
 }
 
@@ -88,6 +117,7 @@ void cli_exit(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
+	cli_failed = code != 0;
 	exit(code);
 }
 
@@ -98,19 +128,21 @@ void cli_usage_error(const char *fmt, ...)
 	vmsg(fmt, ap);
 	va_end(ap);
 	fputs(cli_usage_text, stderr);
+	cli_failed = 1;
 	exit(EXIT_USAGE);
 }
 
 void cli_bad_option(void)
 {
 	fputs(cli_usage_text, stderr);
+	cli_failed = 1;
 	exit(EXIT_USAGE);
 }
 
 void cli_help(void)
 {
 	fputs(cli_usage_text, stdout);
-	exit(fflush(stdout) == 0 ? 0 : 1);
+	exit(0); /* a write error: close_stdout() says it, exit 1 */
 }
 
 void cli_version(const char *extra)
@@ -118,7 +150,7 @@ void cli_version(const char *extra)
 	printf("%s (loom %s)\n", cli_prog, loom_version());
 	if (extra && *extra)
 		printf("%s\n", extra);
-	exit(fflush(stdout) == 0 ? 0 : 1);
+	exit(0); /* a write error: close_stdout() says it, exit 1 */
 }
 
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)

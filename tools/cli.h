@@ -16,8 +16,11 @@
 #define EXIT_TEMPFAIL 75
 
 /* Call first in main: sets the program name used in messages, the usage
- * text printed by --help and after usage errors, and installs handlers that
- * remove live temporary outputs on SIGINT/SIGTERM/SIGHUP before dying. */
+ * text printed by --help and after usage errors, installs handlers that
+ * remove live temporary outputs on SIGINT/SIGTERM/SIGHUP before dying, and
+ * checks stdout at exit: flushed and closed without a write error, else
+ * "prog: cannot write to stdout: REASON" and exit 1 (quiet after an error
+ * already reported by cli_die/cli_exit/cli_usage_error, or on EPIPE). */
 void cli_init(const char *prog, const char *usage);
 extern const char *cli_prog;
 

@@ -9,6 +9,7 @@
  */
 #include <cblas.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -721,6 +722,25 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	loom_vocab_free(v);
 }
 
+/* --log FILE (or "-"): each JSON line written, flushed and checked; a write
+ * error ends the run with one line naming the file (never a log cut
+ * mid-line behind an exit 0). */
+static const char *log_name;
+
+static void log_line(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(FILE *log, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int bad = vfprintf(log, fmt, ap) < 0;
+	va_end(ap);
+	int e = errno;
+	if (fflush(log) != 0 || ferror(log))
+		bad = 1, e = errno;
+	if (bad)
+		cli_die("--log %s: %s", log_name, strerror(e));
+}
+
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
@@ -768,12 +788,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld tokens, %.1f s)",
 			 (unsigned long long)t->step, loss, exp(loss),
 			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok, loom_now() - t0);
-	if (log) {
-		fprintf(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
-			(unsigned long long)t->step, loss, exp(loss),
-			ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
-		fflush(log);
-	}
+	if (log)
+		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
+			 (unsigned long long)t->step, loss, exp(loss),
+			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
 }
 
 /* A RigL mask update happened at this step: a JSON line and, under -v,
@@ -783,13 +801,11 @@ static void log_rigl(const struct trainer *t, FILE *log)
 	struct loom_rigl_stats st;
 	loom_rigl_stats(t->g->rigl, &st);
 	double ratio = loom_config_prune_ratio(&t->cfg, (int64_t)t->step);
-	if (log) {
-		fprintf(log, "{\"step\":%llu,\"rigl_update\":%lld,\"prune_ratio\":%.6g,\"pruned\":%lld,\"regrown\":%lld,\"live_blocks\":%lld,\"blocks\":%lld,\"density\":%.9g,\"churn\":%.6g,\"churn_init\":%.6g}\n",
-			(unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
-			(long long)st.pruned, (long long)st.regrown, (long long)st.live,
-			(long long)st.blocks, st.density, st.churn_last, st.churn_init);
-		fflush(log);
-	}
+	if (log)
+		log_line(log, "{\"step\":%llu,\"rigl_update\":%lld,\"prune_ratio\":%.6g,\"pruned\":%lld,\"regrown\":%lld,\"live_blocks\":%lld,\"blocks\":%lld,\"density\":%.9g,\"churn\":%.6g,\"churn_init\":%.6g}\n",
+			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
+			 (long long)st.pruned, (long long)st.regrown, (long long)st.live,
+			 (long long)st.blocks, st.density, st.churn_last, st.churn_init);
 	if (t->verbose)
 		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
@@ -942,12 +958,12 @@ int main(int argc, char **argv)
 		fputs(s, stdout);
 		free(s);
 		free(sets);
-		return fflush(stdout) ? 1 : 0;
+		return 0; /* a write error: cli_init's check of stdout at exit */
 	}
 	if (dry) {
 		print_dry_run(c);
 		free(sets);
-		return fflush(stdout) ? 1 : 0;
+		return 0;
 	}
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
@@ -986,6 +1002,7 @@ int main(int argc, char **argv)
 			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 
 	FILE *log = NULL;
+	log_name = logpath;
 	if (logpath && !strcmp(logpath, "-")) {
 		log = stdout;
 	} else if (logpath) {
@@ -1108,12 +1125,10 @@ int main(int argc, char **argv)
 		if (!isfinite(loss))
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t.step, loss);
-		if (log) {
-			fprintf(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
-				(unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
-				ntok / dt, dt, eta);
-			fflush(log);
-		}
+		if (log)
+			log_line(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
+				 (unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
+				 ntok / dt, dt, eta);
 		if (!quiet && log_every && (t.step % log_every == 0 || t.step == (uint64_t)c->steps)) {
 			cli_progress_done(&prog);
 			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
@@ -1150,8 +1165,8 @@ int main(int argc, char **argv)
 			 el > 0 ? (t.tokens - start_step * (uint64_t)c->global_batch * T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}
-	if (log && (log == stdout ? fflush(log) : fclose(log)))
-		cli_die("cannot write '%s': %s", logpath, strerror(errno));
+	if (log && log != stdout && fclose(log))
+		cli_die("--log %s: %s", logpath, strerror(errno));
 	loom_batch_reader_free(r);
 	free(in);
 	free(tg);
