@@ -184,6 +184,48 @@ is "$(readlink "$T/term/latest")" "step-00000007" "SIGTERM: saved the last finis
 run loom-train -q -c tiny --steps 40 --init-from "$T/term" --steps 8 < "$F"
 is_rc 0 "--init-from a checkpoint (weights only)"
 
+# --- two runs, one --save directory ---------------------------------------------
+( head -c $((FR * 3)) "$F"; exec sleep 60 ) > "$T/fifo" &
+feeder=$!
+loom-train -q -c tiny --steps 40 --save "$T/lk" --log "$T/lk.json" < "$T/fifo" 2>/dev/null &
+trainer=$!
+for _ in $(seq 1 400); do [ "$(wc -l 2>/dev/null < "$T/lk.json")" = 3 ] && break; sleep 0.05; done
+run loom-train -q -c tiny --steps 2 --save "$T/lk" < "$F"
+is_rc 1 "a second run on a --save directory in use: exit 1"
+is "$(cat "$err")" "loom-train: --save $T/lk: another loom-train is writing checkpoints there (it holds '$T/lk/.loom-train.lock')" \
+	"  one line naming the directory and the lock"
+kill -9 $trainer; wait $trainer 2>/dev/null
+kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+run loom-train -q -c tiny --steps 2 --save "$T/lk" < "$F"
+is_rc 0 "once the first run is gone (even by SIGKILL), the directory is free"
+is "$(readlink "$T/lk/latest")" "step-00000002" "  and the second run saves there"
+ok "  its lock is gone when it ends" test ! -e "$T/lk/.loom-train.lock"
+
+# --- a run that trains nothing fails and writes nothing ------------------------
+# every file, link and checksum under a directory
+snap() { (cd "$1" && find . -printf '%p %y %l\n' | sort && find . -type f -exec cksum {} + | sort); }
+$MK 4 9 3 128 1 > "$T/three"
+run loom-train -q -c tiny --set grad_accum=4 --steps 5 --save "$T/none" < "$T/three"
+is_rc 1 "input that ends inside step 1: exit 1"
+is "$(cat "$err")" "loom-train: stdin: input ended after 3 micro-batches, but a step needs 4 (grad_accum): no step trained, nothing saved (feed more data, or --set grad_accum=N for smaller steps)" \
+	"  one line: the micro-batches that came, those a step needs, the key"
+ok "  no checkpoint, not even the directory" test ! -e "$T/none"
+snap "$T/ck" > "$T/snap0"
+run loom-train -q -c tiny --set grad_accum=4 --steps 5 --save "$T/ck" < "$T/three"
+is_rc 1 "the same into a directory of checkpoints: exit 1"
+is "$(snap "$T/ck")" "$(cat "$T/snap0")" "  the directory is exactly as it was (latest untouched)"
+run loom-train -q -c tiny --set grad_accum=2 --steps 3 --save "$T/ga" < "$F"
+snap "$T/ga" > "$T/snap0"
+$MK 4 9 7 128 1 > "$T/seven"    # frames 0..6: 0..5 trained, 6 half a step
+run loom-train -q --resume latest --save "$T/ga" --steps 10 < "$T/seven"
+is_rc 1 "a resumed run whose input ends inside its first step: exit 1"
+like "$err" "^loom-train: stdin: input ended after 1 micro-batch, but a step needs 2 \(grad_accum\): no step trained, nothing saved \(feed more data: the resumed run's steps keep their size\)$" \
+	"  one line"
+is "$(snap "$T/ga")" "$(cat "$T/snap0")" "  the checkpoint directory is exactly as it was"
+run loom-train -q --resume latest --save "$T/ga" < "$F"
+is_rc 0 "a resumed run with no step left to do: exit 0"
+is "$(snap "$T/ga")" "$(cat "$T/snap0")" "  the checkpoint directory is exactly as it was"
+
 # --- eval -------------------------------------------------------------------
 $MK 4 9 3 128 99 > "$T/eval"
 run loom-train -c tiny --steps 10 --eval-every 5 --eval-data "$T/eval" --log "$T/e.json" < "$F"

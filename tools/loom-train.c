@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -741,6 +742,41 @@ static void log_line(FILE *log, const char *fmt, ...)
 		cli_die("--log %s: %s", log_name, strerror(e));
 }
 
+/* --save DIR is held for the run by DIR/.loom-train.lock (loom_lock_take):
+ * two runs on one directory would each remove the other's temporaries as
+ * debris.  The kernel drops the lock when the process dies; at exit the
+ * file goes, and so does DIR if this run made it and left it empty. */
+static char save_lock[4200];
+static int save_lock_fd = -1;
+static char save_made[4096];
+
+static void unlock_save_dir(void)
+{
+	loom_lock_release(save_lock, &save_lock_fd);
+	if (save_made[0])
+		rmdir(save_made); /* fails, harmlessly, once a checkpoint is in it */
+}
+
+static void lock_save_dir(const char *dir)
+{
+	struct loom_err err = { 0 };
+	struct stat st;
+	if (strlen(dir) >= sizeof save_made)
+		cli_die("--save %s: the path is too long", dir);
+	if (stat(dir, &st) && errno == ENOENT)
+		snprintf(save_made, sizeof save_made, "%s", dir);
+	if (loom_mkdir_p(dir, &err))
+		cli_die("--save: %s", err.msg);
+	snprintf(save_lock, sizeof save_lock, "%s/.loom-train.lock", dir);
+	atexit(unlock_save_dir);
+	int rc = loom_lock_take(save_lock, &save_lock_fd, &err);
+	if (rc == LOOM_EBUSY)
+		cli_die("--save %s: another loom-train is writing checkpoints there (it holds '%s')",
+			dir, save_lock);
+	if (rc)
+		cli_die("--save %s: %s", dir, err.msg);
+}
+
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
@@ -811,6 +847,18 @@ static void log_rigl(const struct trainer *t, FILE *log)
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
 			 (long long)st.pruned, (long long)st.regrown, st.density, (long long)st.live,
 			 (long long)st.blocks, st.churn_last, st.churn_init);
+}
+
+/* The input ended inside the run's first step: an error, before any
+ * checkpoint is written (rank 0 says it; every rank got here). */
+static _Noreturn void trained_nothing(const struct loom_config *c, int micro, int resumed)
+{
+	if (train_dist_rank() != 0)
+		exit(1);
+	cli_die("stdin: input ended after %d micro-batch%s, but a step needs %d (grad_accum): "
+		"no step trained, nothing saved (%s)", micro, micro == 1 ? "" : "es",
+		c->grad_accum, resumed ? "feed more data: the resumed run's steps keep their size"
+				       : "feed more data, or --set grad_accum=N for smaller steps");
 }
 
 int main(int argc, char **argv)
@@ -893,6 +941,8 @@ int main(int argc, char **argv)
 			verbose = 0;
 		}
 	}
+	if (save && !print && !dry && !bench && train_dist_rank() == 0)
+		lock_save_dir(save); /* before --resume latest reads it */
 	if (threads) {
 		omp_set_num_threads(threads);
 		openblas_set_num_threads(threads);
@@ -1104,6 +1154,8 @@ int main(int argc, char **argv)
 		if (ended)
 			train_dist_sync(t.step + 1, 1, &stop_sig);
 		if (ended) {
+			if (micro && t.step == start_step) /* nothing trained: no checkpoint */
+				trained_nothing(c, micro, resume != NULL);
 			if (micro)
 				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
 					 (unsigned long long)t.step + 1, micro, c->grad_accum);
