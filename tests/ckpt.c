@@ -245,6 +245,31 @@ int main(void)
 	is_int(loom_ckpt_read_state(dir, &rs, &err), 0, "read_state");
 	is_int(rs.data_seq, 200, "read_state data position");
 
+	/* a data position that disagrees with itself: frames consumed by
+	 * batches of 0 records on 0 ranks; all zero (no frame yet) is fine */
+	{
+		char d0[600];
+		snprintf(d0, sizeof d0, "%s/zero", root);
+		struct loom_ckpt_save z = base_save(d0, 7);
+		z.state.data_batch = 0;
+		z.state.data_world = 0;
+		is_int(loom_ckpt_write(&z, NULL, 0, &err), 0, "save a state of batch 0, world 0");
+		is_int(loom_ckpt_read_state(d0, &rs, &err), LOOM_EFORMAT, "read_state refuses it");
+		ok(strstr(err.msg, "/step-00000007/state.json: data.batch is 0, expected at least 1 "
+			  "(the frames' records per frame: data.next_seq 14, batch 0, seq_len 5, "
+			  "world 0)") != NULL, "  naming the file, the key and what was expected: %s",
+		   err.msg);
+		refuse_open_flags("state batch 0, world 0", d0, 0, "data.batch is 0");
+		z.state.data_batch = 2;
+		is_int(loom_ckpt_write(&z, NULL, 0, &err), 0, "save a state of world 0");
+		refuse_open_flags("state world 0", d0, 0,
+				  "state.json: data.world is 0, expected at least 1 (the frames' rank count");
+		z = base_save(d0, 0);
+		z.state.data_seq = z.state.data_batch = z.state.data_seq_len = z.state.data_world = 0;
+		is_int(loom_ckpt_write(&z, NULL, 0, &err), 0, "save step 0, no frame consumed");
+		is_int(loom_ckpt_read_state(d0, &rs, &err), 0, "  all zero: read (%s)", err.msg);
+	}
+
 	/* more saves, keep 2 */
 	for (uint64_t k = 200; k <= 400; k += 100) {
 		s = base_save(dir, k);

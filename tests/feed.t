@@ -131,6 +131,17 @@ run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/nope"
 is_rc 1 "--resume of a missing checkpoint"
 run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck" --skip-batches 3
 is_rc 2 "--resume and --skip-batches exclude each other"
+# a state.json whose data position disagrees with itself: frames consumed
+# (next_seq 60) by batches of 0 records on 0 ranks
+mkdir -p "$T/ck0/step-00000007"
+echo '{}' > "$T/ck0/step-00000007/config.json"
+echo '{"step": 7, "data": {"next_seq": 60, "epoch": 1, "seed": 1, "batch": 0, "seq_len": 9, "world": 0}}' \
+	> "$T/ck0/step-00000007/state.json"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck0/step-00000007" --text -q
+is_rc 1 "--resume of a state.json with data.batch 0 and data.world 0: exit 1"
+is "$(cat "$err")" "loom-feed: --resume: $T/ck0/step-00000007/state.json: data.batch is 0, expected at least 1 (the frames' records per frame: data.next_seq 60, batch 0, seq_len 9, world 0)" \
+	"  one line naming the file, the key and what was expected"
+is "$(wc -c < "$out")" 0 "  nothing on stdout"
 
 # The whole contract: train 20 steps saving at 10; resume from step 10 with
 # loom-feed --resume | loom-train --resume: steps 11..20 are bit-identical.
@@ -215,6 +226,32 @@ like "$err" "^loom-feed: .*v.manifest.json: shard '.*v-00001-of-00002.tfrecord' 
 	"  one line naming the shard and both checksums"
 run loom-feed "$T/mv/v-00000-of-00002.tfrecord" --verify --text -b 4 -t 8 -s 1 -q
 is_rc 2 "--verify without --manifest: usage error"
+# keys of the wrong type are refused by name, not skipped
+cp "$T/mv/keep" "$T/mv/v-00001-of-00002.tfrecord"
+for kv in 'bytes "123"' 'bytes -5' 'records "9"' 'index 7' 'sha256 12' 'file 3'; do
+	set -- $kv
+	/usr/bin/python3 - "$T/mv/v.manifest.json" "$T/mv/bad.manifest.json" "$1" "$2" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["shards"][1][sys.argv[3]] = json.loads(sys.argv[4])
+json.dump(m, open(sys.argv[2], "w"))
+PY
+	run loom-feed -m "$T/mv/bad.manifest.json" --text -b 4 -t 8 -s 1 -q
+	is_rc 1 "manifest: shards[1].$1 is $2: exit 1"
+	if [ "$1" = file ]; then
+		is "$(cat "$err")" "loom-feed: $T/mv/bad.manifest.json: shards[1] has no \"file\"" "  one line naming the key"
+	else
+		like "$err" "^loom-feed: $T/mv/bad.manifest.json: shards\[1\]\.$1 is $2, expected (a whole number >= 0|a string)( or null)?\$" \
+			"  one line naming the file, the key and what was expected"
+	fi
+done
+/usr/bin/python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1])); m["seq_len"] = "9"; json.dump(m, open(sys.argv[2], "w"))' \
+	"$T/mv/v.manifest.json" "$T/mv/bad.manifest.json"
+run loom-feed -m "$T/mv/bad.manifest.json" --text -b 4 -t 8 -s 1 -q
+is "$rc $(cat "$err")" "1 loom-feed: $T/mv/bad.manifest.json: seq_len is \"9\", expected a whole number >= 0" \
+	"manifest: seq_len a string: exit 1, named"
 
 # --- terminals ----------------------------------------------------------
 if command -v script >/dev/null; then

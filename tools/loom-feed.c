@@ -293,19 +293,44 @@ static void add_shard(const char *path, const char *index)
 	F.nshards++;
 }
 
-/* A shard against its manifest entry: its size ("bytes"), and its sha256
- * with --verify (when recorded); one line naming the shard if they differ. */
-static void check_shard(const char *manifest, const char *shard, json_t *e, int verify)
+/* A key the manifest (formats/manifest.md) has must have its type: else one
+ * line naming the file, the key and what was expected.  Returns the value,
+ * or NULL when the key is absent (or null, where that is allowed). */
+static json_t *manifest_key(const char *path, json_t *o, const char *where, const char *key,
+			    int type, int nullable)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || (nullable && json_is_null(v)))
+		return NULL;
+	int good = type == JSON_STRING ? json_is_string(v)
+		 : json_is_integer(v) && json_integer_value(v) >= 0;
+	if (good)
+		return v;
+	char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	cli_die("%s: %s%s is %.40s, expected %s", path, where, key, text ? text : "?",
+		type == JSON_STRING ? (nullable ? "a string or null" : "a string")
+				    : "a whole number >= 0");
+}
+
+/* A shard against its manifest entry shards[i]: its size ("bytes"), and
+ * its sha256 with --verify (when recorded); one line naming the shard if
+ * they differ. */
+static void check_shard(const char *manifest, const char *shard, json_t *e, size_t i,
+			int verify)
 {
 	struct stat st;
+	char where[48];
+	snprintf(where, sizeof where, "shards[%zu].", i);
+	json_t *b = manifest_key(manifest, e, where, "bytes", JSON_INTEGER, 0);
+	json_t *h = manifest_key(manifest, e, where, "sha256", JSON_STRING, 1);
+	manifest_key(manifest, e, where, "records", JSON_INTEGER, 0);
+	manifest_key(manifest, e, where, "index", JSON_STRING, 0);
 	if (stat(shard, &st) < 0)
 		cli_die("%s: cannot open shard '%s': %s", manifest, shard, strerror(errno));
-	json_t *b = json_object_get(e, "bytes");
-	if (json_is_integer(b) && (json_int_t)st.st_size != json_integer_value(b))
+	if (b && (json_int_t)st.st_size != json_integer_value(b))
 		cli_die("%s: shard '%s' is %lld bytes, the manifest says %lld", manifest, shard,
 			(long long)st.st_size, (long long)json_integer_value(b));
-	json_t *h = json_object_get(e, "sha256");
-	if (!verify || !json_is_string(h))
+	if (!verify || !h)
 		return;
 	char hex[LOOM_HASH_HEX_MAX];
 	struct loom_err err;
@@ -357,7 +382,7 @@ static void read_manifest(const char *path, int verify)
 			snprintf(idx, sizeof idx, "%s%s", json_string_value(ji)[0] == '/' ? "" : dir,
 				 json_string_value(ji));
 		if (json_is_object(e))
-			check_shard(path, full, e, verify);
+			check_shard(path, full, e, i, verify);
 		add_shard(full, json_is_string(ji) ? idx : NULL);
 		json_t *recs = json_object_get(e, "records");
 		if (json_is_integer(recs) &&
@@ -366,12 +391,12 @@ static void read_manifest(const char *path, int verify)
 				full, (unsigned long long)F.shards[F.nshards - 1].count,
 				(long long)json_integer_value(recs));
 	}
-	json_t *feat = json_object_get(m, "feature");
-	if (json_is_string(feat)) {
+	json_t *feat = manifest_key(path, m, "", "feature", JSON_STRING, 0);
+	if (feat) {
 		snprintf(F.feature, sizeof F.feature, "%s", json_string_value(feat));
 	}
-	json_t *L = json_object_get(m, "seq_len");
-	if (json_is_integer(L) && json_integer_value(L) < (json_int_t)F.T1 && !F.pad)
+	json_t *L = manifest_key(path, m, "", "seq_len", JSON_INTEGER, 0);
+	if (L && json_integer_value(L) < (json_int_t)F.T1 && !F.pad)
 		cli_die("%s: records have seq_len %lld tokens but --seq %u needs %u "
 			"(use --pad ID or --seq %lld)", path, (long long)json_integer_value(L),
 			F.T1 - 1, F.T1, (long long)json_integer_value(L) - 1);

@@ -597,6 +597,27 @@ static void check_same_config(const struct loom_config *ckc, struct loom_config 
 	json_decref(b);
 }
 
+/* --resume --set: the RigL masks in the checkpoint's sparsity.safetensors
+ * hold its sparsity, block size and sparse layers; another value would
+ * train other masks than the ones resumed (--init-from starts new ones). */
+static void check_resume_sparsity(const struct loom_config *ck, const struct loom_config *c,
+				  const char *dir)
+{
+	char a[64], b[64];
+	if (c->sparsity != ck->sparsity)
+		cli_exit(EXIT_USAGE, "--resume: --set sparsity=%g, but the checkpoint %s has sparsity %g "
+			 "(its masks hold that density; --init-from %s starts new masks)",
+			 c->sparsity, dir, ck->sparsity, dir);
+	if (ck->sparsity > 0 && c->block_size != ck->block_size)
+		cli_exit(EXIT_USAGE, "--resume: --set block_size=%d, but the checkpoint %s has "
+			 "block_size %d (its masks' blocks)", c->block_size, dir, ck->block_size);
+	if (ck->sparsity > 0 && c->sparse_layers != ck->sparse_layers)
+		cli_exit(EXIT_USAGE, "--resume: --set sparse_layers=%s, but the checkpoint %s has "
+			 "sparse_layers %s (its masks' layers)",
+			 loom_sparse_layers_str(c->sparse_layers, a, sizeof a), dir,
+			 loom_sparse_layers_str(ck->sparse_layers, b, sizeof b));
+}
+
 /* The first frame's B and T+1 against the configuration: a micro_batch or
  * seq_len only a preset gave becomes the data's (seq_len at most
  * n_positions); one the user gave must fit, else a line naming the flag. */
@@ -975,7 +996,10 @@ int main(int argc, char **argv)
 	} else {
 		build_config(c, &orig, config ? config : "tiny");
 	}
+	struct loom_config ckc = *c; /* --resume: the checkpoint's */
 	apply_sets(c, &orig, sets, nsets);
+	if (resume)
+		check_resume_sparsity(&ckc, c, loom_ckpt_dir(ck));
 	for (struct loom_config *x = c; x; x = x == c && resume && config ? &named : NULL) {
 		if (have_steps)
 			x->steps = (int64_t)steps;

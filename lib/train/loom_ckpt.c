@@ -751,6 +751,23 @@ static int parse_state(json_t *j, const char *path, struct loom_ckpt_state *st,
 		st->data_batch = (uint32_t)v[3];
 		st->data_seq_len = (uint32_t)v[4];
 		st->data_world = (uint32_t)v[5];
+		/* all zero: no frame consumed yet (a checkpoint of step 0);
+		 * else the frames' shape, as loom-feed --resume needs it */
+		if (v[0] || v[3] || v[4] || v[5])
+			for (int i = 3; i < 6; i++)
+				if (v[i] < (i == 4 ? 2u : 1u))
+					return loom_err_set(err, LOOM_EFORMAT,
+							    "%s: data.%s is %llu, expected at least %d "
+							    "(the frames' %s: data.next_seq %llu, batch "
+							    "%llu, seq_len %llu, world %llu)", path,
+							    keys[i], (unsigned long long)v[i],
+							    i == 4 ? 2 : 1,
+							    i == 3 ? "records per frame" :
+							    i == 4 ? "record length" : "rank count",
+							    (unsigned long long)v[0],
+							    (unsigned long long)v[3],
+							    (unsigned long long)v[4],
+							    (unsigned long long)v[5]);
 	}
 	return 0;
 }

@@ -169,6 +169,14 @@ int loom_gpt_sparsity_from_st(struct loom_gpt *g, const struct loom_st *st)
 		if (loom_rigl_set_masks(r, l, t[0]->data, t[1]->data))
 			return loom_err_set(&g->err, LOOM_EFORMAT, "%s: %s", loom_st_name(st),
 					    loom_rigl_error(r));
+		int want = loom_rigl_live_for(r, l, g->cfg.sparsity);
+		if (L->live != want)
+			return loom_err_set(&g->err, LOOM_EFORMAT,
+					    "%s: tensor '%s.mask' has %d of %d blocks live (density "
+					    "%.4g), but sparsity %g needs %d (density %.4g)",
+					    loom_st_name(st), L->name, L->live, L->nb,
+					    (double)L->live / L->nb, g->cfg.sparsity, want,
+					    (double)want / L->nb);
 	}
 	r->last_update = last;
 	r->updates = updates;

@@ -95,15 +95,17 @@ int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, 
 	return 0;
 }
 
+int loom_rigl_live_for(const struct loom_rigl *r, int l, double sparsity)
+{
+	int nb = r->layer[l].nb, live = (int)llround((1.0 - sparsity) * nb);
+	return live < 1 ? 1 : live > nb ? nb : live;
+}
+
 void loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 {
 	for (int l = 0; l < r->n; l++) {
 		struct loom_rigl_layer *L = &r->layer[l];
-		int live = (int)llround((1.0 - sparsity) * L->nb);
-		if (live < 1)
-			live = 1;
-		if (live > L->nb)
-			live = L->nb;
+		int live = loom_rigl_live_for(r, l, sparsity);
 		/* partial Fisher-Yates: the first `live` of a uniformly random
 		 * permutation of the block indices */
 		int *perm = r->scratch;

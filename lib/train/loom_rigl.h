@@ -83,7 +83,10 @@ const char *loom_rigl_error(const struct loom_rigl *r);
  * no block live yet; layers must not overlap. */
 int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, int OC);
 
-/* Random initial masks: round((1 - sparsity) * nb) live blocks (>= 1) per
+/* The live blocks layer l holds at `sparsity`: round((1 - sparsity) * nb),
+ * at least 1 (constant over training: RigL regrows what it prunes). */
+int loom_rigl_live_for(const struct loom_rigl *r, int l, double sparsity);
+/* Random initial masks: loom_rigl_live_for() live blocks per
  * layer; mask0 = prev = mask.  0 <= sparsity < 1.  Allocates nothing. */
 void loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed);
 /* Set layer l's masks (e.g. from a checkpoint): every value 0 or 1, the
