@@ -110,6 +110,14 @@ is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' "${step:-0}")" "checkpoint 
 is "$?" 0 "the wrapper resumes it on 1 rank (micro-batch 8)"
 is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' $((step + 3)))" "and saves 3 steps later"
 
+# --- every input ends inside the first step: an error, nothing saved ---------
+np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,grad_accum=100 --steps 5 --save n"
+is_rc 1 "every input ends inside step 1: exit 1"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line, from rank 0 (and mpirun's report)"
+like "$err" '^loom-train: stdin: input ended after 49 micro-batches, but a step needs 100 \(grad_accum\): no step trained, nothing saved' \
+	"  the micro-batches that came and those a step needs"
+ok "  no checkpoint" test ! -e "$T/n"
+
 # --- faults -----------------------------------------------------------------
 np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | { if [ \$R = 1 ]; then head -c 3000; else cat; fi; } | $TRAIN -q --set micro_batch=4 --steps 100 --save f --save-every 5"
 ok "a feeder that closes its pipe mid-frame stops every rank (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124

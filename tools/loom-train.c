@@ -870,16 +870,15 @@ static void log_rigl(const struct trainer *t, FILE *log)
 			 (long long)st.blocks, st.churn_last, st.churn_init);
 }
 
-/* The input ended inside the run's first step: an error, before any
- * checkpoint is written (rank 0 says it; every rank got here). */
+/* The input ended inside the run's first step (on every rank: they
+ * agreed): an error, before any checkpoint is written. */
 static _Noreturn void trained_nothing(const struct loom_config *c, int micro, int resumed)
 {
-	if (train_dist_rank() != 0)
-		exit(1);
-	cli_die("stdin: input ended after %d micro-batch%s, but a step needs %d (grad_accum): "
-		"no step trained, nothing saved (%s)", micro, micro == 1 ? "" : "es",
-		c->grad_accum, resumed ? "feed more data: the resumed run's steps keep their size"
-				       : "feed more data, or --set grad_accum=N for smaller steps");
+	train_dist_agreed_die("stdin: input ended after %d micro-batch%s, but a step needs %d "
+			      "(grad_accum): no step trained, nothing saved (%s)", micro,
+			      micro == 1 ? "" : "es", c->grad_accum,
+			      resumed ? "feed more data: the resumed run's steps keep their size"
+				      : "feed more data, or --set grad_accum=N for smaller steps");
 }
 
 int main(int argc, char **argv)

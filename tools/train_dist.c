@@ -214,6 +214,21 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 	exit(1); /* not reached: a failure always stops every rank */
 }
 
+_Noreturn void train_dist_agreed_die(const char *fmt, ...)
+{
+	va_list ap;
+	agreed_exit = 1;
+	if (d_rank == 0) {
+		cli_prog = "loom-train";
+		fprintf(stderr, "%s: ", cli_prog);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	exit(1);
+}
+
 void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum)
 {
 	(void)g; /* attached at train_dist_attach() */

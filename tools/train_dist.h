@@ -47,6 +47,10 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop);
 /* A data failure on this rank: the message, then the agreement (exit 1). */
 _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* An error every rank reached together (after train_dist_sync agreed on
+ * it, e.g. every input ended inside the first step): rank 0 prints the
+ * message, every rank exits 1, MPI finalized rather than aborted. */
+_Noreturn void train_dist_agreed_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* loom_gpt_step over the ranks; *lsum becomes the mean over ranks. */
 void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum);
 /* Around a checkpoint save (every rank calls both): gathers the moments on
