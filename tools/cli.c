@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -34,7 +35,14 @@ static int cli_failed;
 static void close_stdout(void)
 {
 	errno = 0;
-	int bad = fflush(stdout) != 0 || ferror(stdout), e = errno;
+	int bad = fflush(stdout) != 0, e = errno;
+	if (!bad && ferror(stdout)) {
+		/* an earlier flush failed (stdio dropped that buffer, and the
+		 * reason): a pipe whose reader left (| head) polls as an error */
+		struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+		bad = 1;
+		e = poll(&p, 1, 0) == 1 && (p.revents & POLLERR) ? EPIPE : 0;
+	}
 	if (fclose(stdout) != 0 && !bad && errno != EBADF) {
 		bad = 1;
 		e = errno;
