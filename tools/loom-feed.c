@@ -300,6 +300,8 @@ static void check_shard(const char *manifest, const char *shard, json_t *e, int 
 	struct stat st;
 	if (stat(shard, &st) < 0)
 		cli_die("%s: cannot open shard '%s': %s", manifest, shard, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		cli_die("%s: shard '%s' is not a regular file", manifest, shard);
 	json_t *b = json_object_get(e, "bytes");
 	if (json_is_integer(b) && (json_int_t)st.st_size != json_integer_value(b))
 		cli_die("%s: shard '%s' is %lld bytes, the manifest says %lld", manifest, shard,
@@ -325,7 +327,7 @@ static void read_manifest(const char *path, int verify)
 	struct loom_err err;
 	char *text;
 	size_t len;
-	if (loom_read_file(path, &text, &len, &err) < 0)
+	if (loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0)
 		cli_die("%s", err.msg);
 	json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);

@@ -90,8 +90,16 @@ static void kill_at_step(void *ctx, const char *what, const char *path)
 static void tell_shards(const char *manifest)
 {
 	json_error_t je;
-	json_t *m = json_load_file(manifest, 0, &je), *e;
-	size_t i;
+	struct loom_err err;
+	char *text;
+	size_t len, i;
+	json_t *e;
+	if (loom_file_read_bounded(manifest, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0) {
+		cli_warn("%s", err.msg);
+		return;
+	}
+	json_t *m = json_loadb(text, len, 0, &je);
+	free(text);
 	if (!m) {
 		cli_warn("%s: line %d: %s", manifest, je.line, je.text);
 		return;

@@ -335,7 +335,7 @@ int loom_config_apply_file(struct loom_config *c, const char *path)
 	json_error_t je;
 	char *buf;
 	size_t len;
-	int rc = loom_read_file(path, &buf, &len, &c->err);
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_CONFIG, &buf, &len, &c->err);
 	if (rc)
 		return rc;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
