@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -245,13 +244,6 @@ int main(int argc, char **argv)
 	o.input_format = loom_tokfmt_name(fmt);
 	o.argc = argc;
 	o.argv = argv;
-
-	/* Many shards plus 256 spill buckets need file descriptors. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 
 	struct loom_err err;
 	struct cli_progress pr;
