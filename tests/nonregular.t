@@ -87,6 +87,16 @@ run $TO loom-eval --checkpoint "$T/hf" -j 1 < "$F"
 is_rc 1 "HuggingFace directory: model.safetensors links to /dev/zero: exit 1"
 like "$err" "^loom-eval: '[^']*/hf/model.safetensors' is not a regular file$" "  one line naming it"
 
+# --resume trims the log of steps after the checkpoint, but a log that is a
+# FIFO (read by another program) has nothing to trim: it is only written
+mkfifo "$T/log.fifo"
+cat "$T/log.fifo" > "$T/log.txt" &
+reader=$!
+run $TO loom-train -q --resume "$C" --steps 6 --threads 1 --log "$T/log.fifo" < "$F"
+is_rc 0 "loom-train --resume --log FIFO: exit 0 (not blocked reading the FIFO)"
+wait $reader
+like "$T/log.txt" '^\{"step":6,' "  the log went through the FIFO"
+
 # --- config files ----------------------------------------------------------------
 for x in /dev/zero "$T/fifo"; do
 	run $TO loom-train -c "$x" --steps 1 < "$F"

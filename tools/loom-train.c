@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <fcntl.h>
 
@@ -467,8 +468,9 @@ static void trim_log(const char *path, uint64_t step)
 	char *buf = NULL;
 	size_t len = 0, o = 0;
 	struct loom_err err = { 0 };
-	if (access(path, F_OK))
-		return;
+	struct stat st;
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return; /* nothing yet, or a pipe or device: nothing to trim */
 	if (loom_read_file(path, &buf, &len, &err))
 		cli_die("%s", err.msg);
 	char *keep = malloc(len + 1);
