@@ -134,6 +134,26 @@ int main(void)
 	loom_lock_release(path, &l2);
 	snprintf(path, sizeof path, "%s/nodir/.x.lock", dir);
 	is_int(loom_lock_take(path, &l1, &err), LOOM_EIO, "a lock in a missing directory: LOOM_EIO");
+	/* files loom opens by name: regular, size-bounded, a FIFO never blocks */
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	is_int(loom_file_read_bounded(path, 5, &buf, &len, &err), 0, "bounded read at the bound");
+	ok(len == 5 && memcmp(buf, "hello", 6) == 0, "content, NUL-terminated");
+	free(buf);
+	is_int(loom_file_read_bounded(path, 4, &buf, &len, &err), LOOM_EFORMAT, "one byte over");
+	ok(strstr(err.msg, "out.bin' is 5 bytes, more than the 4") != NULL, "names file and sizes");
+	is_int(loom_file_read_bounded("/dev/zero", 1 << 20, &buf, &len, &err), LOOM_EFORMAT,
+	       "/dev/zero refused");
+	is_str(err.msg, "'/dev/zero' is not a regular file", "message");
+	is_int(loom_file_read_bounded(dir, 1 << 20, &buf, &len, &err), LOOM_EFORMAT,
+	       "a directory refused");
+	snprintf(path, sizeof path, "%s/fifo", dir);
+	mkfifo(path, 0600);
+	uint64_t size;
+	is_int(loom_file_open_regular(path, 1 << 20, &size, &err), LOOM_EFORMAT,
+	       "a FIFO without a writer: refused, not blocked on");
+	unlink(path);
+	snprintf(path, sizeof path, "%s/no-such", dir);
+	is_int(loom_file_open_regular(path, 1, &size, &err), LOOM_EIO, "missing: LOOM_EIO");
 
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 	unlink(path);

@@ -83,6 +83,15 @@ truncate -s 200 long.tfrecord
 bad "length larger than the file" '^loom-index: long.tfrecord: record 1 at byte 50: truncated record: length field says 4000 payload bytes, the file has 138 bytes left' long.tfrecord --verify
 $REF write text.tfrecord "$(ex 13)" "$(printf 'hello, world' | od -v -An -tx1 | tr -d ' \n')"
 bad "non-Example payload" '^loom-index: text.tfrecord: record 1 at byte 50: not a tf.train.Example: ' text.tfrecord --verify
+# a feature name that is not UTF-8 (proto3 strings must be): refused by
+# --verify as by loom-cat, with the same reason
+badname=$(python3 -c "import sys; sys.path.insert(0, '$TESTS'); import tfrecord_ref as t
+print(t.ld(1, t.ld(1, t.ld(1, b'in\\xffids') + t.ld(2, t.ld(3, t.ld(1, b'\\x01'))))).hex())")
+$REF write name.tfrecord "$(ex 13)" "$badname"
+bad "feature name not UTF-8" '^loom-index: name.tfrecord: record 1 at byte 50: not a tf.train.Example: feature name: invalid UTF-8 at byte 8$' name.tfrecord --verify
+run loom-cat name.tfrecord
+is_rc 1 "  loom-cat refuses it too: exit 1"
+like "$err" '^loom-cat: name.tfrecord: record 1 at byte 50: not a tf.train.Example: feature name: invalid UTF-8 at byte 8$' "  the same reason"
 printf 'garbage' > junk.tfrecord
 bad "junk file" 'junk.tfrecord: record 0 at byte 0: truncated record header \(7 of 12 bytes\)' junk.tfrecord
 printf '0 50\n50 56\n' > three.tfrecord.index

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,19 @@ static void close_stdout(void)
 	_exit(1);
 }
 
+/* A set of shards is kept open at once (loom-shard writes them and 256
+ * spill buckets, loom-feed reads them in a shuffled order): raise the soft
+ * limit on open files (1024 by default) to the hard one, as systemd
+ * advises for programs that need many; loom never uses select(2). */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 void cli_init(const char *prog, const char *usage)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
@@ -63,6 +77,7 @@ void cli_init(const char *prog, const char *usage)
 	cli_usage_text = usage;
 	if (!registered++)
 		atexit(close_stdout);
+	raise_nofile_limit();
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);

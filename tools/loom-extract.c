@@ -101,7 +101,7 @@ static void load_rows(struct ctx *c, const char *name, int ns_table)
 	snprintf(rel, sizeof rel, "wiki/%s", name);
 	if (loom_share_path(rel, path, sizeof path))
 		cli_die("share/%s not found (set LOOM_SHARE)", rel);
-	if (loom_read_file(path, &buf, &len, &err))
+	if (loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &err))
 		cli_die("%s", err.msg);
 	size_t lineno = 0;
 	for (char *line = buf, *next; line < buf + len; line = next) {

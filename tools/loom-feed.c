@@ -327,6 +327,8 @@ static void check_shard(const char *manifest, const char *shard, json_t *e, size
 	manifest_key(manifest, e, where, "index", JSON_STRING, 0);
 	if (stat(shard, &st) < 0)
 		cli_die("%s: cannot open shard '%s': %s", manifest, shard, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		cli_die("%s: shard '%s' is not a regular file", manifest, shard);
 	if (b && (json_int_t)st.st_size != json_integer_value(b))
 		cli_die("%s: shard '%s' is %lld bytes, the manifest says %lld", manifest, shard,
 			(long long)st.st_size, (long long)json_integer_value(b));
@@ -350,7 +352,7 @@ static void read_manifest(const char *path, int verify)
 	struct loom_err err;
 	char *text;
 	size_t len;
-	if (loom_read_file(path, &text, &len, &err) < 0)
+	if (loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0)
 		cli_die("%s", err.msg);
 	json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);

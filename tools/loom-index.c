@@ -113,7 +113,7 @@ static int do_file(struct job *jb)
 		char ipath[4200], *have = NULL, *want = NULL;
 		size_t hl, wl;
 		snprintf(ipath, sizeof ipath, "%s", out);
-		rc = loom_read_file(ipath, &have, &hl, &e);
+		rc = loom_file_read_bounded(ipath, loom_tfr_index_max(s.bytes), &have, &hl, &e);
 		if (rc == 0)
 			rc = loom_tfr_index_format(off, n, &want, &wl, &e);
 		if (rc < 0) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -90,8 +89,16 @@ static void kill_at_step(void *ctx, const char *what, const char *path)
 static void tell_shards(const char *manifest)
 {
 	json_error_t je;
-	json_t *m = json_load_file(manifest, 0, &je), *e;
-	size_t i;
+	struct loom_err err;
+	char *text;
+	size_t len, i;
+	json_t *e;
+	if (loom_file_read_bounded(manifest, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0) {
+		cli_warn("%s", err.msg);
+		return;
+	}
+	json_t *m = json_loadb(text, len, 0, &je);
+	free(text);
 	if (!m) {
 		cli_warn("%s: line %d: %s", manifest, je.line, je.text);
 		return;
@@ -237,13 +244,6 @@ int main(int argc, char **argv)
 	o.input_format = loom_tokfmt_name(fmt);
 	o.argc = argc;
 	o.argv = argv;
-
-	/* Many shards plus 256 spill buckets need file descriptors. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 
 	struct loom_err err;
 	struct cli_progress pr;

@@ -469,8 +469,9 @@ static void trim_log(const char *path, uint64_t step)
 	char *buf = NULL;
 	size_t len = 0, o = 0;
 	struct loom_err err = { 0 };
-	if (access(path, F_OK))
-		return;
+	struct stat st;
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return; /* nothing yet, or a pipe or device: nothing to trim */
 	if (loom_read_file(path, &buf, &len, &err))
 		cli_die("%s", err.msg);
 	char *keep = malloc(len + 1);
@@ -662,20 +663,23 @@ static void check_ids(const struct loom_config *c, const struct origins *o,
 		      const struct loom_batch_hdr *h, const uint32_t *tok, uint64_t frame)
 {
 	size_t n = (size_t)h->batch * h->seq_len;
-	for (size_t i = 0; i < n; i++) {
-		if (tok[i] < (uint32_t)c->vocab_size ||
-		    ((h->flags & LOOM_BATCH_F_PAD) && tok[i] == h->pad_id))
-			continue;
-		uint32_t top = tok[i];
-		for (size_t k = i; k < n; k++)
-			if (tok[k] > top && !((h->flags & LOOM_BATCH_F_PAD) && tok[k] == h->pad_id))
-				top = tok[k];
+	size_t i = loom_batch_first_bad_id(h, tok, (uint64_t)c->vocab_size);
+	if (i == n)
+		return;
+	uint32_t top = tok[i];
+	for (size_t k = i; k < n; k++)
+		if (tok[k] > top && !((h->flags & LOOM_BATCH_F_PAD) && tok[k] == h->pad_id))
+			top = tok[k];
+	if (top >= LOOM_CONFIG_MAX_VOCAB)
 		cli_die("stdin: frame %llu: token %u (record %zu, position %zu) is outside the "
-			"vocabulary: vocab_size is %d (from %s); the data needs --set vocab_size=N "
-			"with N the tokenizer's size, at least %u (gpt2: 50257)",
+			"vocabulary: vocab_size is at most %d, so ids are 0..%d",
 			(unsigned long long)frame, tok[i], i / h->seq_len, i % h->seq_len,
-			c->vocab_size, origin_name(o, O_VS), top + 1);
-	}
+			LOOM_CONFIG_MAX_VOCAB, LOOM_CONFIG_MAX_VOCAB - 1);
+	cli_die("stdin: frame %llu: token %u (record %zu, position %zu) is outside the "
+		"vocabulary: vocab_size is %d (from %s); the data needs --set vocab_size=N "
+		"with N the tokenizer's size, at least %u (gpt2: 50257)",
+		(unsigned long long)frame, tok[i], i / h->seq_len, i % h->seq_len,
+		c->vocab_size, origin_name(o, O_VS), top + 1);
 }
 
 /* A frame reader over the file `path` (its descriptor in *fd). */
@@ -820,6 +824,12 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 			if (!in || !tg)
 				cli_die("out of memory");
 		}
+		size_t bad = loom_batch_first_bad_id(&h, tok, (uint64_t)t->cfg.vocab_size);
+		if (bad < (size_t)h.batch * h.seq_len)
+			cli_die("%s: frame %llu: token %u (record %zu, position %zu) is outside the "
+				"vocabulary of %d ids", path,
+				(unsigned long long)loom_batch_reader_frames(r) - 1, tok[bad],
+				bad / h.seq_len, bad % h.seq_len, t->cfg.vocab_size);
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);

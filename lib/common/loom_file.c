@@ -410,6 +410,88 @@ nomem:
 	return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
 }
 
+int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
+			   struct loom_err *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return loom_err_set(err, LOOM_EFORMAT, "'%s' is not a regular file", path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "'%s' is %llu bytes, more than the %llu such a file may have",
+				    path, (unsigned long long)st.st_size, (unsigned long long)max);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len,
+			   struct loom_err *err)
+{
+	uint64_t size;
+	int fd = loom_file_open_regular(path, max, &size, err);
+	if (fd < 0)
+		return fd;
+	/* one byte more than the file had, to see it grew; at most max + 1 */
+	size_t cap = (size_t)size + 2, n = 0;
+	char *p = malloc(cap);
+	int rc = 0;
+	if (!p) {
+		close(fd);
+		return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+	}
+	for (;;) {
+		if (n == cap - 1) {
+			if (n > max)
+				break;
+			size_t ncap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+			char *q = realloc(p, ncap);
+			if (!q) {
+				rc = loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+				break;
+			}
+			p = q;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, p + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot read '%s'", path);
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (rc == 0 && n > max)
+		rc = loom_err_set(err, LOOM_EFORMAT, "'%s' grew past %zu bytes while read", path,
+				  max);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	p[n] = '\0';
+	*buf = p;
+	*len = n;
+	return 0;
+}
+
 int loom_write_file_atomic(const char *path, const void *buf, size_t len,
 			   struct loom_err *err)
 {

@@ -78,6 +78,28 @@ int loom_lock_take(const char *path, int *fd, struct loom_err *err);
 void loom_lock_release(const char *path, int *fd);
 /* Read a whole file ("-" = stdin) into a malloc'd, NUL-terminated buffer. */
 int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err);
+/* Files loom opens by name itself (a checkpoint's files, a manifest and
+ * the shards and indexes it names, config files, vocabularies) must be
+ * regular files of bounded size: a symlink to /dev/zero or a FIFO there
+ * would hang a reader or exhaust memory.  (Data inputs a user names, which
+ * may be pipes, go through loom_read_file or the stream readers instead.)
+ * loom_file_open_regular opens `path` read-only without blocking on a FIFO
+ * (O_NONBLOCK, cleared after), refuses anything but a regular file ("'P'
+ * is not a regular file") or one larger than `max` bytes, and returns the
+ * descriptor (its size in *size) or a negative LOOM_E* code. */
+int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
+			   struct loom_err *err);
+/* Read a whole regular file of at most `max` bytes (as above) into a
+ * malloc'd, NUL-terminated buffer; a file that grows past `max` while it
+ * is read is refused too. */
+int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len,
+			   struct loom_err *err);
+/* The bounds loom applies: config.json, state.json, loom-train -c FILE; and
+ * manifests and vocabularies (gpt2's files are 1-2 MB, the largest
+ * tokenizer.json files some tens of MB). */
+#define LOOM_FILE_MAX_CONFIG ((size_t)16 << 20)
+#define LOOM_FILE_MAX_LIST ((size_t)256 << 20)
+
 /* Write a whole buffer to `path` atomically (temp + fsync + rename). */
 int loom_write_file_atomic(const char *path, const void *buf, size_t len,
 			   struct loom_err *err);

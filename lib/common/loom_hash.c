@@ -1,5 +1,6 @@
 /* loom_hash.c - see loom_hash.h */
 #include "loom_hash.h"
+#include "loom_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,9 +96,10 @@ int loom_hash_file_hex(const char *algo, const char *path, char *hex,
 		       : loom_err_set(err, LOOM_EINVAL, "unknown digest '%s'", algo);
 		goto out;
 	}
-	fd = open(path, O_RDONLY);
+	uint64_t size;
+	fd = loom_file_open_regular(path, UINT64_MAX, &size, err);
 	if (fd < 0) {
-		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+		rc = fd;
 		goto out;
 	}
 	for (;;) {

@@ -467,6 +467,17 @@ void loom_batch_writer_release(struct loom_batch_writer *w)
 	w->cap = 0;
 }
 
+size_t loom_batch_first_bad_id(const struct loom_batch_hdr *h, const uint32_t *tok,
+			       uint64_t limit)
+{
+	size_t n = (size_t)h->batch * h->seq_len;
+	int pad = (h->flags & LOOM_BATCH_F_PAD) != 0;
+	for (size_t i = 0; i < n; i++)
+		if (tok[i] >= limit && !(pad && tok[i] == h->pad_id))
+			return i;
+	return n;
+}
+
 const char *loom_batch_writer_error(const struct loom_batch_writer *w)
 {
 	return w->err.msg;

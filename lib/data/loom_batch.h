@@ -145,6 +145,14 @@ struct loom_batch_writer {
 	struct loom_err err;
 };
 
+/* The index of the first token of a frame's payload tok[batch x seq_len]
+ * that is >= limit and is not its padding (pad_id, with the PAD flag);
+ * batch x seq_len when there is none.  Ids are unsigned 32-bit: any value,
+ * pad_id too, is a valid id of the format; limit is the consumer's
+ * vocabulary size. */
+size_t loom_batch_first_bad_id(const struct loom_batch_hdr *h, const uint32_t *tok,
+			       uint64_t limit);
+
 /* `tmpl` gives dtype, batch, seq_len, flags (PAD), pad_id, rank, world and
  * seed; its seq/epoch/payload fields are ignored. */
 int loom_batch_writer_init(struct loom_batch_writer *w, int fd,

@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 
 #include "tensorflow/example.pb-c.h"
+#include "loom_pretok.h"
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -646,6 +647,22 @@ static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind
 	return 0;
 }
 
+/* A feature name is a proto3 string: valid UTF-8 (protobuf refuses the
+ * Example otherwise, and JSON cannot carry it): its first invalid byte, or
+ * NULL. */
+static const uint8_t *utf8_bad(const uint8_t *b, const uint8_t *e)
+{
+	while (b < e) {
+		uint32_t cp;
+		int valid;
+		size_t n = loom_utf8_decode(b, (size_t)(e - b), &cp, &valid);
+		if (!valid)
+			return b;
+		b += n;
+	}
+	return NULL;
+}
+
 /* Walk a whole Example.  If key != NULL, decode that int64 feature. */
 static int walk(struct rd *r, const uint8_t *p, const uint8_t *end, const char *key,
 		int64_t *o64, uint32_t *o32, size_t cap, size_t *count, int *found)
@@ -687,6 +704,10 @@ static int walk(struct rd *r, const uint8_t *p, const uint8_t *end, const char *
 					kend = be;
 				}
 			}
+			const uint8_t *bad = kb ? utf8_bad(kb, kend) : NULL;
+			if (bad)
+				return BAD(r, bad, "feature name: invalid UTF-8 at byte %td",
+					   bad - r->base);
 			int match = key && kb && (size_t)(kend - kb) == klen &&
 				    memcmp(kb, key, klen) == 0;
 			if (key && !kb && klen == 0)
@@ -783,6 +804,8 @@ static Tensorflow__Example *pbc_unpack(const uint8_t *p, size_t len, struct loom
 			Tensorflow__Features__FeatureEntry *e = fs->feature[i];
 			Tensorflow__Feature *f = e->value;
 			bad |= unknown(&e->base) || unknown(f ? &f->base : NULL);
+			bad |= e->key && utf8_bad((const uint8_t *)e->key,
+						  (const uint8_t *)e->key + strlen(e->key)) != NULL;
 			if (!f)
 				continue;
 			switch (f->kind_case) {
@@ -802,7 +825,8 @@ static Tensorflow__Example *pbc_unpack(const uint8_t *p, size_t len, struct loom
 	}
 	if (bad) {
 		tensorflow__example__free_unpacked(ex, NULL);
-		loom_err_set(err, LOOM_EFORMAT, "not a tf.train.Example: unknown fields");
+		loom_err_set(err, LOOM_EFORMAT,
+			     "not a tf.train.Example: unknown fields or a feature name not UTF-8");
 		return NULL;
 	}
 	return ex;

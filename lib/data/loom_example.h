@@ -64,8 +64,9 @@ int loom_example_decode_i64(const uint8_t *p, size_t len, const char *key, int64
 int loom_example_decode_u32(const uint8_t *p, size_t len, const char *key, uint32_t *out,
 			    size_t cap, size_t *n, struct loom_err *err);
 
-/* Strict validation through protobuf-c: p parses as an Example and has no
- * unknown fields at any level. */
+/* Strict validation through protobuf-c: p parses as an Example, has no
+ * unknown fields at any level and its feature names are valid UTF-8
+ * (proto3 strings). */
 int loom_example_check(const uint8_t *p, size_t len, struct loom_err *err);
 
 /* The same check done by protobuf-c's unpacker plus a walk for unknown

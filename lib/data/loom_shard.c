@@ -1208,7 +1208,14 @@ static int read_old_set(struct loom_shard *s)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s.manifest.json", s->prefix);
-	json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	struct loom_err err;
+	char *text;
+	size_t len;
+	json_t *m = NULL;
+	if (loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &text, &len, &err) == 0) {
+		m = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+		free(text);
+	}
 	json_t *shards = json_object_get(m, "shards"), *e;
 	size_t i;
 	int rc = 0;

@@ -711,6 +711,12 @@ bad:
 	return LOOM_EFORMAT;
 }
 
+size_t loom_tfr_index_max(uint64_t file_bytes)
+{
+	uint64_t lines = file_bytes / LOOM_TFR_OVERHEAD + 1;
+	return lines > SIZE_MAX / 128 - 4096 ? SIZE_MAX / 2 : (size_t)lines * 96 + 4096;
+}
+
 int loom_tfr_index_format(const uint64_t *offsets, uint64_t n, char **text, size_t *len,
 			  struct loom_err *err)
 {
@@ -785,25 +791,19 @@ struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_pat
 		}
 		index_path = ipath;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0) {
-		loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	uint64_t fsize;
+	f->fd = loom_file_open_regular(path, UINT64_MAX, &fsize, err);
+	if (f->fd < 0)
 		goto fail;
-	}
-	struct stat st;
-	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		loom_err_set(err, LOOM_EIO, "'%s' is not a regular file", path);
-		goto fail;
-	}
-	if (loom_read_file(index_path, &text, &tlen, err) < 0)
+	if (loom_file_read_bounded(index_path, loom_tfr_index_max(fsize), &text, &tlen, err) < 0)
 		goto fail;
 	if (loom_tfr_index_parse(text, tlen, index_path, &f->off, &f->n, err) < 0)
 		goto fail;
-	if (f->off[f->n] != (uint64_t)st.st_size) {
+	if (f->off[f->n] != fsize) {
 		loom_err_set(err, LOOM_EFORMAT,
 			     "%s: index disagrees with its file: it covers %" PRIu64
 			     " bytes in %" PRIu64 " records, the file has %" PRIu64 " bytes",
-			     index_path, f->off[f->n], f->n, (uint64_t)st.st_size);
+			     index_path, f->off[f->n], f->n, fsize);
 		goto fail;
 	}
 	for (uint64_t i = 0; i < f->n; i++) {

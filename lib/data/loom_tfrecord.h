@@ -131,6 +131,10 @@ const char *loom_tfr_reader_error(const struct loom_tfr_reader *r);
  * messages.  *offsets is malloc'd (free it). */
 int loom_tfr_index_parse(const char *text, size_t len, const char *name,
 			 uint64_t **offsets, uint64_t *n, struct loom_err *err);
+/* The most bytes a (generously spaced) index of a file of `file_bytes`
+ * can hold: every record takes at least LOOM_TFR_OVERHEAD bytes.  Readers
+ * bound an index's size with it. */
+size_t loom_tfr_index_max(uint64_t file_bytes);
 /* Format the index of records offsets[0..n] into a malloc'd buffer. */
 int loom_tfr_index_format(const uint64_t *offsets, uint64_t n, char **text,
 			  size_t *len, struct loom_err *err);

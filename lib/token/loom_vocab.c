@@ -713,9 +713,9 @@ int loom_vocab_load_gpt2(struct loom_vocab *v, const char *encoder_json,
 	char *a = NULL, *b = NULL;
 	size_t na, nb;
 	int rc;
-	if ((rc = loom_read_file(encoder_json, &a, &na, &v->err)))
+	if ((rc = loom_file_read_bounded(encoder_json, LOOM_FILE_MAX_LIST, &a, &na, &v->err)))
 		return rc;
-	if ((rc = loom_read_file(vocab_bpe, &b, &nb, &v->err))) {
+	if ((rc = loom_file_read_bounded(vocab_bpe, LOOM_FILE_MAX_LIST, &b, &nb, &v->err))) {
 		free(a);
 		return rc;
 	}
@@ -928,7 +928,7 @@ int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_read_file(path, &a, &n, &v->err);
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	rc = loom_vocab_load_tiktoken_mem(v, a, n, path);
@@ -1115,7 +1115,7 @@ int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_read_file(path, &a, &n, &v->err);
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	rc = loom_vocab_load_hf_mem(v, a, n, path);

@@ -600,7 +600,7 @@ static json_t *load_json(const char *path, struct loom_err *err)
 {
 	char *buf;
 	size_t len;
-	if (loom_read_file(path, &buf, &len, err) < 0)
+	if (loom_file_read_bounded(path, LOOM_FILE_MAX_CONFIG, &buf, &len, err) < 0)
 		return NULL;
 	json_t *j = parse_json(path, buf, len, err);
 	free(buf);
@@ -664,42 +664,24 @@ static int check_sum(const struct loom_ckpt *c, const struct recorded *r, uint64
 	return 0;
 }
 
-static int file_crc(const char *path, uint64_t *bytes, uint32_t *crc, struct loom_err *err);
-
-/* Read a file of the checkpoint and compare it with what state.json records. */
-static int verify_file(const struct loom_ckpt *c, const struct recorded *r, struct loom_err *err)
-{
-	char p[PATH_MAX + 96];
-	uint64_t bytes = 0;
-	uint32_t crc = 0;
-	snprintf(p, sizeof p, "%s/%s", c->dir, r->name);
-	if (file_crc(p, &bytes, &crc, err) < 0)
-		return err->code;
-	return check_sum(c, r, bytes, crc, err);
-}
-
-/* Size and CRC-32C of a file, read in large blocks. */
-static int file_crc(const char *path, uint64_t *bytes, uint32_t *crc, struct loom_err *err)
+/* CRC-32C of the first `size` bytes of fd, read in large blocks; *bytes is
+ * what was read (less than size if the file shrank meanwhile). */
+static int fd_crc(int fd, const char *path, uint64_t size, uint64_t *bytes, uint32_t *crc,
+		  struct loom_err *err)
 {
 	enum { BLOCK = 1 << 20 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
 	char *buf = malloc(BLOCK);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	}
 	*bytes = 0;
 	*crc = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf, BLOCK);
+	while (*bytes < size) {
+		ssize_t n = read(fd, buf, size - *bytes < BLOCK ? (size_t)(size - *bytes) : BLOCK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			int e = errno;
 			free(buf);
-			close(fd);
 			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
 		}
 		if (n == 0)
@@ -708,7 +690,57 @@ static int file_crc(const char *path, uint64_t *bytes, uint32_t *crc, struct loo
 		*bytes += (uint64_t)n;
 	}
 	free(buf);
+	return 0;
+}
+
+/* Read a file of the checkpoint (a regular file: never more bytes than
+ * state.json records) and compare it with the record. */
+static int verify_file(const struct loom_ckpt *c, const struct recorded *r, struct loom_err *err)
+{
+	char p[PATH_MAX + 96];
+	uint64_t size, bytes = 0;
+	uint32_t crc = 0;
+	snprintf(p, sizeof p, "%s/%s", c->dir, r->name);
+	int fd = loom_file_open_regular(p, UINT64_MAX, &size, err);
+	if (fd < 0)
+		return fd;
+	int rc = fd_crc(fd, p, size == r->bytes ? size : 0, &bytes, &crc, err);
 	close(fd);
+	if (rc < 0)
+		return rc;
+	return check_sum(c, r, size == r->bytes ? bytes : size, crc, err);
+}
+
+/* A loom checkpoint's file must be in its directory: a symbolic link that
+ * resolves outside it is refused (HuggingFace directories, without
+ * state.json, are exempt: its cache links snapshots/X/FILE to ../../blobs).
+ * A missing file or a dangling link is left for the open to report. */
+static int check_inside(const char *dir, const char *name, struct loom_err *err)
+{
+	char p[PATH_MAX + 96], real[PATH_MAX];
+	struct stat sb;
+	size_t n = strlen(dir);
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	if (lstat(p, &sb) < 0 || !S_ISLNK(sb.st_mode) || !realpath(p, real))
+		return 0;
+	if (strncmp(real, dir, n) == 0 && real[n] == '/')
+		return 0;
+	return loom_err_set(err, LOOM_EFORMAT,
+			    "%s: %s is a symbolic link to '%s', outside the checkpoint", dir, name,
+			    real);
+}
+
+/* check_inside for every file a loom checkpoint may hold. */
+static int check_all_inside(const struct loom_ckpt *c, struct loom_err *err)
+{
+	static const char *const names[] = { "state.json", "config.json", "model.safetensors",
+					     "optimizer.safetensors", "vocab.json", "merges.txt" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (check_inside(c->dir, names[i], err) < 0)
+			return err->code;
+	for (size_t i = 0; i < c->n_files; i++)
+		if (check_inside(c->dir, c->files[i].name, err) < 0)
+			return err->code;
 	return 0;
 }
 
@@ -778,6 +810,8 @@ int loom_ckpt_read_state(const char *path, struct loom_ckpt_state *st, struct lo
 	int rc = loom_ckpt_resolve(path, dir, sizeof dir, err);
 	if (rc < 0)
 		return rc;
+	if (check_inside(dir, "state.json", err) < 0)
+		return err->code;
 	snprintf(p, sizeof p, "%s/state.json", dir);
 	json_t *j = load_json(p, err);
 	if (!j)
@@ -954,6 +988,8 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 	/* state.json first: it records the other files' sizes and checksums */
 	snprintf(p, sizeof p, "%s/state.json", c->dir);
 	if (stat(p, &sb) == 0) {
+		if (check_inside(c->dir, "state.json", err) < 0)
+			goto fail;
 		json_t *sj = load_json(p, err);
 		if (!sj)
 			goto fail;
@@ -964,6 +1000,8 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 		if (rc < 0)
 			goto fail;
 		c->has_state = 1;
+		if (check_all_inside(c, err) < 0)
+			goto fail;
 	}
 	for (size_t i = 0; i < c->n_files; i++) {
 		snprintf(p, sizeof p, "%s/%s", c->dir, c->files[i].name);
@@ -974,7 +1012,7 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 		}
 	}
 	snprintf(p, sizeof p, "%s/config.json", c->dir);
-	if (loom_read_file(p, &raw, &rawlen, err) < 0)
+	if (loom_file_read_bounded(p, LOOM_FILE_MAX_CONFIG, &raw, &rawlen, err) < 0)
 		goto fail;
 	const struct recorded *r = recorded(c, "config.json");
 	if (verify && r && check_sum(c, r, rawlen, loom_crc32c(0, raw, rawlen), err) < 0)
@@ -1090,6 +1128,8 @@ int loom_ckpt_open_sidecar(struct loom_ckpt *c, const char *name, struct loom_st
 	char p[PATH_MAX + 64];
 	struct stat sb;
 	*st = NULL;
+	if (c->has_state && check_inside(c->dir, name, &c->err) < 0)
+		return c->err.code;
 	snprintf(p, sizeof p, "%s/%s", c->dir, name);
 	if (stat(p, &sb) < 0) {
 		if (recorded(c, name))

@@ -35,7 +35,7 @@ static const struct key keys[] = {
 	{ "n_layer", K_INT, O(n_layer), 1, 4096, NULL, "transformer blocks" },
 	{ "n_embd", K_INT, O(n_embd), 1, 1 << 20, NULL, "hidden size C" },
 	{ "n_head", K_INT, O(n_head), 1, 4096, NULL, "attention heads" },
-	{ "vocab_size", K_INT, O(vocab_size), 2, 1 << 24, NULL, "vocabulary size" },
+	{ "vocab_size", K_INT, O(vocab_size), 2, LOOM_CONFIG_MAX_VOCAB, NULL, "vocabulary size" },
 	{ "n_positions", K_INT, O(n_positions), 1, 1 << 20, NULL, "position table size" },
 	{ "seq_len", K_INT, O(seq_len), 1, 1 << 20, NULL, "training sequence length T" },
 	{ "dropout", K_FLOAT, O(dropout), 0, 0.95, NULL, "embedding/residual dropout" },
@@ -335,7 +335,7 @@ int loom_config_apply_file(struct loom_config *c, const char *path)
 	json_error_t je;
 	char *buf;
 	size_t len;
-	int rc = loom_read_file(path, &buf, &len, &c->err);
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_CONFIG, &buf, &len, &c->err);
 	if (rc)
 		return rc;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);

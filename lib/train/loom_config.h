@@ -56,6 +56,10 @@ enum loom_sparse_layer {
 enum loom_prune_schedule { LOOM_PRUNE_COSINE = 0, LOOM_PRUNE_CONSTANT };
 enum loom_pooling { LOOM_POOL_AVG = 0, LOOM_POOL_MAX };
 
+/* The largest vocab_size (token ids 0..2^24-1): larger than any tokenizer
+ * (gpt2 50257, o200k 200019), small enough for every int32 index. */
+#define LOOM_CONFIG_MAX_VOCAB (1 << 24)
+
 struct loom_config {
 	char preset[64];        /* name of the preset or file it came from */
 	/* model */

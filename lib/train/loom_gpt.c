@@ -912,12 +912,13 @@ void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int3
 void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
 		       size_t n)
 {
-	if (pad_id > INT32_MAX)
-		return; /* split_records already made such ids invalid */
+	/* split_records made ids above INT32_MAX INT32_MIN: such a pad_id is
+	 * INT32_MIN there (the caller refused other ids outside the vocabulary) */
+	int32_t p = pad_id > INT32_MAX ? INT32_MIN : (int32_t)pad_id;
 	for (size_t i = 0; i < n; i++) {
-		if (in[i] == (int32_t)pad_id)
+		if (in[i] == p)
 			in[i] = 0;
-		if (tg[i] == (int32_t)pad_id)
+		if (tg[i] == p)
 			tg[i] = g->cfg.ignore_id;
 	}
 }

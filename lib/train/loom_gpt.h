@@ -239,7 +239,9 @@ void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int3
 /* Padded frames (loom-feed --pad ID, flag PAD): targets equal to pad_id
  * become g's ignore_id (no loss, no gradient, not counted by eval); inputs
  * equal to pad_id become 0 (padding is at the end of a record, so those
- * inputs only feed positions whose targets are ignored). */
+ * inputs only feed positions whose targets are ignored).  pad_id is any
+ * u32; the caller must first refuse other ids outside the vocabulary
+ * (loom_batch_first_bad_id), as ids above INT32_MAX are all alike here. */
 void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
 		       size_t n);
 

@@ -353,18 +353,11 @@ struct loom_st *loom_st_parse(const void *buf, size_t len, const char *name,
 
 struct loom_st *loom_st_open(const char *path, struct loom_err *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0) {
-		loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	uint64_t size;
+	int fd = loom_file_open_regular(path, SIZE_MAX, &size, err);
+	if (fd < 0)
 		return NULL;
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		loom_err_set(err, LOOM_EIO, "'%s' is not a regular file", path);
-		close(fd);
-		return NULL;
-	}
-	size_t len = (size_t)sb.st_size;
+	size_t len = (size_t)size;
 	void *map = NULL;
 	if (len > 0) {
 		map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
