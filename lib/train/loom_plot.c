@@ -107,7 +107,7 @@ static __attribute__((format(printf, 2, 3))) void sb_printf(struct sbuf *b, cons
 	}
 }
 
-/* Text for an attribute or an element: the five XML specials as entities,
+/* Text for an attribute (in "") or an element: <, >, &, " as entities,
  * and U+FFFD for what XML 1.0 cannot hold (control characters but tab,
  * newline and return; invalid UTF-8; U+FFFE, U+FFFF), so that the SVG
  * parses whatever a title, a key or a file name holds. */
@@ -124,7 +124,6 @@ static void sb_escaped(struct sbuf *b, const char *s)
 		case '>': sb_printf(b, "&gt;"); break;
 		case '&': sb_printf(b, "&amp;"); break;
 		case '"': sb_printf(b, "&quot;"); break;
-		case '\'': sb_printf(b, "&#39;"); break;
 		default:
 			if (!valid || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
 			    cp == 0xfffe || cp == 0xffff)
