@@ -97,6 +97,46 @@ is_rc 1 "malformed line fails"
 like "$err" "^loom-plot: .*bad.jsonl: line 2: column" "error names file, line, column"
 ok "no chart written on error" test ! -e "$T/bad.svg"
 
+# extreme values: a chart and a sparkline, not a crash (+-1e308 indexed the
+# bar table with INT_MIN), every coordinate a number, an SVG that parses
+parses() { /usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$1"; }
+printf '{"step":1,"loss":1e308}\n{"step":2,"loss":-1e308}\n' > "$T/big.jsonl"
+printf '{"step":1.7976931348623157e308,"loss":1.7976931348623157e308,"lr":1}\n{"step":-1.7976931348623157e308,"loss":-1.7976931348623157e308,"lr":1.7976931348623157e308}\n{"step":1,"eval_loss":1.7976931348623157e308}\n' > "$T/max.jsonl"
+printf '{"step":9223372036854775807,"loss":5e-324}\n{"step":-9223372036854775807,"loss":-0.0}\n{"step":0,"loss":1e-323}\n' > "$T/tiny.jsonl"
+printf '{"step":7,"loss":2.5}\n' > "$T/one.jsonl"
+printf '{"step":1,"loss":2}\n{"step":2,"loss":2}\n{"step":3,"loss":2}\n' > "$T/flat.jsonl"
+bad=
+for f in big max tiny one flat; do
+	for o in "" --logy "--panels --smooth 0.9" "--smooth 0 --width 100 --height 100"; do
+		rm -f "$T/x.svg"
+		run loom-plot $o "$T/$f.jsonl" -o "$T/x.svg"
+		[ "$rc" = 0 ] || bad="$bad $f[$o]:rc=$rc"
+		[ ! -s "$err" ] || bad="$bad $f[$o]:stderr"
+		! grep -Eq '="[^"]*(nan|inf)' "$T/x.svg" || bad="$bad $f[$o]:nan-or-inf"
+		parses "$T/x.svg" || bad="$bad $f[$o]:not-XML"
+	done
+done
+is "$bad" "" "+-1e308, +-DBL_MAX, int64 steps, denormals, -0, one point, all equal: charts"
+run loom-plot "$T/big.jsonl"
+is "$(cat "$out")" "loss         1e+308 █▁ -1e+308  min -1e+308  (2 points, step 1..2)" "+-1e308: the top bar, the bottom bar"
+run loom-plot "$T/flat.jsonl"
+like "$out" ' ▄▄▄ ' "all equal: middle bars"
+printf '{"step":1,"loss":1e400}\n' > "$T/over.jsonl"
+run loom-plot "$T/over.jsonl"
+is_rc 1 "a number beyond a double: an error"
+like "$err" '^loom-plot: .*over.jsonl: line 1: column [0-9]+: real number overflow' "  naming file, line and column"
+
+# a title the XML cannot hold as is: control characters, invalid UTF-8, ]]>
+run loom-plot -q "$T/log.jsonl" -o "$T/title.svg" --title "$(printf 'a\001\033[1m<b>&"c'"'"']]>\377\355\240\200 z\303\251')"
+is_rc 0 "a title with control characters and invalid UTF-8"
+ok "  the SVG parses (python3 xml.etree)" parses "$T/title.svg"
+is "$(/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E
+print([t.text for t in E.parse(sys.argv[1]).iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "title"][0])' "$T/title.svg")" \
+	"a��[1m<b>&\"c']]>���� zé" "  and reads back, U+FFFD for what XML cannot hold"
+cp "$T/log.jsonl" "$T/$(printf 'r\001un]]>&.jsonl')"
+run loom-plot -q "$T/log.jsonl" "$T/$(printf 'r\001un]]>&.jsonl')" -o "$T/names.svg"
+ok "a run named by a file name with a control character: the SVG parses" parses "$T/names.svg"
+
 run loom-plot -y nosuchkey "$T/log.jsonl"
 is_rc 1 "no points"
 like "$err" "no points" "says why"

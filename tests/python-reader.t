@@ -75,6 +75,69 @@ run "$PY" "$LD" ids cut.tfrecord
 is_rc 1 "a cut shard: exit 1"
 like "$err" 'cut.tfrecord: record [0-9]+ at byte [0-9]+: truncated record' "  says truncated"
 
+# records loom-cat --ids refuses: input_ids as floats, as bytes, an empty
+# Feature, no input_ids; loom_data.py refuses the same, with the same line
+run "$PY" - "$SHARE/python" <<'PYEOF'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import crc32c
+def masked(c):
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+def ld(fn, b):  # a length-delimited protobuf field
+    n, v = len(b), b""
+    while True:
+        v += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            break
+    return bytes([fn << 3 | 2]) + v + b
+def example(key, feature):
+    return ld(1, ld(1, ld(1, key) + ld(2, feature)))
+def record(p):
+    h = struct.pack("<Q", len(p))
+    return h + struct.pack("<I", masked(crc32c(h))) + p + struct.pack("<I", masked(crc32c(p)))
+good = example(b"input_ids", ld(3, ld(1, bytes([1, 2, 3]))))
+for name, ex in (("float", example(b"input_ids", ld(2, ld(1, struct.pack("<f", float("nan")))))),
+                 ("bytes", example(b"input_ids", ld(1, ld(1, b"hi")))),
+                 ("empty", example(b"input_ids", b"")),
+                 ("nokey", example(b"other", ld(3, ld(1, bytes([1])))))):
+    open(name + ".tfrecord", "wb").write(record(good) + record(ex))
+print("ok")
+PYEOF
+is "$(cat "$out")" ok "shards with a float, a bytes, an empty and a missing input_ids"
+for kind in float bytes empty nokey; do
+	crc=0; loom-cat --ids $kind.tfrecord > cat.out 2> cat.err || crc=$?
+	is "$crc" 1 "$kind: loom-cat --ids refuses it: exit 1"
+	run "$PY" "$LD" ids $kind.tfrecord
+	is_rc 1 "  and loom_data.py ids: exit 1"
+	is "$(sed 's/^loom_data.py: //' "$err")" "$(sed 's/^loom-cat: //' cat.err)" "  with loom-cat's line"
+	is "$(wc -l < "$err")" 1 "  one line on stderr"
+	same_file "$out" cat.out "  after the same good records"
+done
+like "$err" "^loom_data.py: nokey.tfrecord: record 1 at byte 40: no feature 'input_ids'$" "the record and its byte offset"
+run "$PY" - "$SHARE/python" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import read_ids, parse_example, read_tfrecord, LoomDataError
+for path in ("float.tfrecord", "missing.tfrecord"):
+    try:
+        list(read_ids(path))
+    except LoomDataError as e:
+        print(e)
+print(parse_example(list(read_tfrecord("bytes.tfrecord"))[1]))
+PYEOF
+is "$(cat "$out")" "float.tfrecord: record 1 at byte 40: feature 'input_ids' is a float list, not an int64 list
+cannot open 'missing.tfrecord': No such file or directory
+{'input_ids': [b'hi']}" "as a library: LoomDataError with the message; parse_example still reads any feature"
+for mode in ids json frames; do
+	run "$PY" "$LD" $mode missing.file
+	is_rc 1 "$mode: a missing file: exit 1"
+	is "$(cat "$err")" "loom_data.py: cannot open 'missing.file': No such file or directory" "  one line, no traceback"
+done
+mkdir adir
+run "$PY" "$LD" ids adir
+is "$rc: $(cat "$err")" "1: loom_data.py: cannot open 'adir': Is a directory" "a directory: one line, exit 1"
+
 loom-feed -q --manifest data/w.manifest.json --batch 4 --seq 32 --seed 3 > frames.bin
 fsize=$(stat -c %s frames.bin)
 cp frames.bin badf.bin

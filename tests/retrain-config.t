@@ -89,6 +89,43 @@ run "$P/retrain" --config "$T/c.conf"
 is "$(refused SEQ '')" "" "SEQ=09 refused"
 like "$err" "SEQ='09' is not a whole number" "as not a whole number"
 
+# values the tools would refuse only after the data build: refused at once
+# (--dry-run: before the check it went on to plan a build and exited 0)
+bad=
+for kv in SEQ=0 SEQ=1 SEQ=16777217 BATCH=0 BATCH=1048577 SHARDS=1 SHARDS=100000 SHARDS=999999999 \
+	  STEPS=0 KEEP=0 KEEP_DATA=0 THREADS=1025 VOCAB_SIZE=256; do
+	conf "${kv%%=*}" "${kv#*=}"
+	run "$P/retrain" --config "$T/c.conf" --dry-run
+	bad="$bad$(refused "${kv%%=*}" "$kv")"
+	grep -q "c.conf: line [0-9]*: ${kv%%=*}='${kv#*=}' is out of range (" "$err" || bad="$bad $kv:'$(head -1 "$err")'"
+done
+is "$bad" "" "out of range (SEQ 0, 1; BATCH 0; SHARDS 1, 999999999; ...): refused naming file, line and key"
+like "$err" "VOCAB_SIZE='256' is out of range \(257 to 16777216\): with VOCAB=train, " "  and the range"
+bad=
+for kv in SEQ=2 SEQ=16777216 BATCH=1 BATCH=1048576 SHARDS=99999 THREADS=1024 VOCAB_SIZE=257; do
+	conf "${kv%%=*}" "${kv#*=}"
+	run "$P/retrain" --config "$T/c.conf" --dry-run
+	[ "$rc" = 0 ] || bad="$bad $kv:rc=$rc"
+done
+conf VOCAB gpt2; echo VOCAB_SIZE=0 >> "$T/c.conf"; sed -i '/^VOCAB_SIZE=300/d' "$T/c.conf"
+run "$P/retrain" --config "$T/c.conf" --dry-run
+[ "$rc" = 0 ] || bad="$bad VOCAB=gpt2,VOCAB_SIZE=0:rc=$rc"
+is "$bad" "" "the ends of each range are accepted (VOCAB_SIZE only matters with VOCAB=train)"
+
+# a key set twice: refused (it was: the last one wins, silently)
+conf WIKI samplewiki; echo 'STEPS=5' >> "$T/c.conf"
+first=$(grep -n '^STEPS=' "$T/c.conf" | head -1 | cut -d: -f1)
+run "$P/retrain" --config "$T/c.conf" --dry-run
+is "$(refused STEPS '')" "" "a key set twice is refused"
+is "$(cat "$err")" "retrain: $T/c.conf: line $(wc -l < "$T/c.conf"): STEPS is set a second time (first on line $first)" \
+	"  naming the file, both lines and the key"
+
+# --config DIR: one line (it was a bash error, then the defaults)
+run "$P/retrain" --config "$T" --dry-run
+is_rc 1 "--config DIR: exit 1"
+is "$(cat "$err")" "retrain: config '$T' is a directory, not a file" "  one line naming it"
+ok "  nothing written" test ! -e "$T/state"
+
 # quoted values are taken literally; a value is one line
 conf WIKI '"samplewiki"'
 sed -i "s|^MIRROR=.*|MIRROR='file://$T/mirror'|" "$T/c.conf"

@@ -162,9 +162,11 @@ struct buf {
 	size_t n, cap;
 };
 
+/* Room for extra more bytes; b->p is never NULL after it (memcpy of 0
+ * bytes to NULL is undefined: a carry of 0 bytes after a 1 MB line). */
 static void buf_need(struct buf *b, size_t extra)
 {
-	if (b->cap - b->n >= extra)
+	if (b->p && b->cap - b->n >= extra)
 		return;
 	size_t c = b->cap ? b->cap : 65536;
 	while (c - b->n < extra)

@@ -1,12 +1,16 @@
 /* loom_plot.c - see loom_plot.h */
 #include "loom_plot.h"
 
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "loom_pretok.h"
 
 void loom_series_init(struct loom_series *s, const char *xkey, const char *ykey)
 {
@@ -103,25 +107,63 @@ static __attribute__((format(printf, 2, 3))) void sb_printf(struct sbuf *b, cons
 	}
 }
 
+/* Text for an attribute (in "") or an element: <, >, &, " as entities,
+ * and U+FFFD for what XML 1.0 cannot hold (control characters but tab,
+ * newline and return; invalid UTF-8; U+FFFE, U+FFFF), so that the SVG
+ * parses whatever a title, a key or a file name holds. */
 static void sb_escaped(struct sbuf *b, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	const uint8_t *p = (const uint8_t *)s;
+	size_t n = strlen(s);
+	while (n) {
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(p, n, &cp, &valid);
+		switch (cp) {
 		case '<': sb_printf(b, "&lt;"); break;
 		case '>': sb_printf(b, "&gt;"); break;
 		case '&': sb_printf(b, "&amp;"); break;
 		case '"': sb_printf(b, "&quot;"); break;
-		default: sb_printf(b, "%c", *s);
+		default:
+			if (!valid || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
+			    cp == 0xfffe || cp == 0xffff)
+				sb_printf(b, "\uFFFD");
+			else
+				sb_printf(b, "%.*s", (int)k, (const char *)p);
 		}
+		p += k;
+		n -= k;
 	}
 }
 
-/* A "nice" tick step (1, 2 or 5 x 10^k) giving about `want` ticks. */
-static double nice_step(double range, int want)
+/* A "nice" tick step (1, 2 or 5 x 10^k) giving about `want` ticks over
+ * [lo, hi] (also when hi - lo overflows: -1e308 to 1e308). */
+static double nice_step(double lo, double hi, int want)
 {
+	double range = hi - lo;
+	if (isinf(range) && isfinite(lo) && isfinite(hi))
+		return 2 * nice_step(lo / 2, hi / 2, want);
 	double raw = range / want, mag = pow(10, floor(log10(raw)));
 	double f = raw / mag;
 	return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+/* Where v falls in [lo, hi] (0 at lo, 1 at hi), also when hi - lo
+ * overflows; within +-1e4 (a point that far out is clipped anyway), so that
+ * a coordinate always prints as a number. */
+static double frac(double v, double lo, double hi)
+{
+	double f = (v - lo) / (hi - lo);
+	if (!isfinite(f))
+		f = (v / 2 - lo / 2) / (hi / 2 - lo / 2);
+	return isnan(f) ? 0 : fmax(-1e4, fmin(1e4, f));
+}
+
+/* Keep a range's ends finite (a range of values near DBL_MAX, padded). */
+static void clamp_range(double *lo, double *hi)
+{
+	*lo = fmax(*lo, -DBL_MAX);
+	*hi = fmin(*hi, DBL_MAX);
 }
 
 /* Widen an empty range [lo, lo] around its value. */
@@ -136,6 +178,7 @@ static void widen(double *lo, double *hi)
 		*lo -= 0.5;
 		*hi += 0.5;
 	}
+	clamp_range(lo, hi);
 }
 
 /* Indices [*a, *b] of the multiples of step inside [lo, hi]; 0 when there
@@ -217,7 +260,7 @@ static double yval(const struct panel *p, double y)
 
 static int y_ok(const struct panel *p, double y)
 {
-	return !p->logy || y > 0;
+	return !isnan(y) && (!p->logy || y > 0);
 }
 
 /* Tick values (data units) for a panel's y axis, about `want` of them: nice
@@ -241,7 +284,7 @@ static size_t yticks(const struct panel *p, int want, double *out, size_t max)
 		return n;
 	}
 	double lo = p->logy ? pow(10, p->y0) : p->y0, hi = p->logy ? pow(10, p->y1) : p->y1;
-	double step = nice_step(hi - lo, want);
+	double step = nice_step(lo, hi, want);
 	if (!ticks(lo, hi, step, &a, &b))
 		return 0;
 	for (long long j = a; j <= b && n < max; j++)
@@ -250,7 +293,16 @@ static size_t yticks(const struct panel *p, int want, double *out, size_t max)
 	return n;
 }
 
-#define PY(p, v) ((p)->t + (p)->h - ((v) - (p)->y0) / ((p)->y1 - (p)->y0) * (p)->h)
+/* Page coordinates of a y value (in the panel's units) and of an x value. */
+static double py(const struct panel *p, double v)
+{
+	return p->t + p->h - frac(v, p->y0, p->y1) * p->h;
+}
+
+static double px(const struct panel *p, double x, double x0, double x1)
+{
+	return p->l + frac(x, x0, x1) * p->w;
+}
 
 static void path_d(struct sbuf *b, const struct panel *p, const double *x,
 		   const double *y, size_t n, double x0, double x1)
@@ -260,7 +312,7 @@ static void path_d(struct sbuf *b, const struct panel *p, const double *x,
 		if (!y_ok(p, y[i]))
 			continue;
 		sb_printf(b, "%s%.1f,%.1f", first ? "M" : "L",
-			  p->l + (x[i] - x0) / (x1 - x0) * p->w, PY(p, yval(p, y[i])));
+			  px(p, x[i], x0, x1), py(p, yval(p, y[i])));
 		first = 0;
 	}
 }
@@ -289,8 +341,7 @@ static void draw_series(struct sbuf *b, const struct panel *p, const struct loom
 			if (y_ok(p, s->y[i]))
 				sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
 					  "fill=\"white\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-					  p->l + (s->x[i] - x0) / (x1 - x0) * p->w,
-					  PY(p, yval(p, s->y[i])), c);
+					  px(p, s->x[i], x0, x1), py(p, yval(p, s->y[i])), c);
 		return;
 	}
 	int smoothed = smooth > 0 && s->n > 1;
@@ -310,7 +361,7 @@ static void draw_series(struct sbuf *b, const struct panel *p, const struct loom
 	}
 	if (s->n == 1 && y_ok(p, s->y[0]))
 		sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-			  p->l + (s->x[0] - x0) / (x1 - x0) * p->w, PY(p, yval(p, s->y[0])), c);
+			  px(p, s->x[0], x0, x1), py(p, yval(p, s->y[0])), c);
 }
 
 /* Legend text of a series: "run key" (the run only when there are several). */
@@ -446,7 +497,7 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 		sb_printf(&b, "</g>\n");
 	}
 
-	double xs = nice_step(x1 - x0, W > 500 ? 8 : 4);
+	double xs = nice_step(x0, x1, W > 500 ? 8 : 4);
 	for (int pi = 0; pi <= maxpanel; pi++) {
 		if (pi > 0 && !used[pi])
 			continue;
@@ -471,8 +522,11 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 			p.y0 = 0, p.y1 = 1;
 		widen(&p.y0, &p.y1);
 		double pad = (p.y1 - p.y0) * 0.05;
+		if (!isfinite(pad)) /* a range wider than DBL_MAX */
+			pad = p.y1 * 0.05 - p.y0 * 0.05;
 		p.y0 -= pad;
 		p.y1 += pad;
+		clamp_range(&p.y0, &p.y1);
 		if (pi > 0 && p.y0 < 0 && p.y0 + pad >= 0)
 			p.y0 = 0; /* rates and speeds: start at zero */
 
@@ -481,11 +535,11 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 		size_t nt = yticks(&p, p.h > 200 ? 6 : 3, tv, sizeof tv / sizeof tv[0]);
 		sb_printf(&b, "<g class=\"panel\" data-panel=\"%d\">\n", pi);
 		for (size_t t = 0; t < nt; t++) {
-			double py = PY(&p, yval(&p, tv[t]));
+			double ty = py(&p, yval(&p, tv[t]));
 			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-				  "stroke=\"#e4e4e4\"/>\n", p.l, py, p.l + p.w, py);
+				  "stroke=\"#e4e4e4\"/>\n", p.l, ty, p.l + p.w, ty);
 			sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
-				  p.l - 6, py + 4, fmt_tick(tv[t], tb, sizeof tb));
+				  p.l - 6, ty + 4, fmt_tick(tv[t], tb, sizeof tb));
 		}
 		long long ja, jb;
 		int bottom = slot[pi] == nextra;
@@ -493,12 +547,12 @@ char *loom_plot_svg(const struct loom_series *series, size_t n,
 		if (!ticks(x0, x1, xs, &ja, &jb))
 			jb = ja - 1;
 		for (long long j = ja; j <= jb; j++) {
-			double px = p.l + (j * xs - x0) / (x1 - x0) * p.w;
+			double tx = px(&p, j * xs, x0, x1);
 			sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-				  "stroke=\"#f0f0f0\"/>\n", px, p.t, px, p.t + p.h);
+				  "stroke=\"#f0f0f0\"/>\n", tx, p.t, tx, p.t + p.h);
 			if (bottom)
 				sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
-					  "fill=\"#666\">%s</text>\n", px, p.t + p.h + 16,
+					  "fill=\"#666\">%s</text>\n", tx, p.t + p.h + 16,
 					  fmt_tick(j * xs, tb, sizeof tb));
 		}
 		sb_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
@@ -547,20 +601,30 @@ size_t loom_sparkline(const double *y, size_t n, size_t width, char *out,
 		return 0;
 	out[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
-		lo = fmin(lo, y[i]);
-		hi = fmax(hi, y[i]);
+		if (isfinite(y[i])) {
+			lo = fmin(lo, y[i]);
+			hi = fmax(hi, y[i]);
+		}
 	}
 	for (size_t c = 0; c < cells; c++) {
-		/* mean of the points that fall in this cell */
-		size_t a = c * n / cells, e = (c + 1) * n / cells;
+		/* mean height of the points that fall in this cell: heights are
+		 * in [0, 1], so that +-1e308 add up without overflow; NaN is
+		 * left out, +-inf is at the top or the bottom */
+		size_t a = c * n / cells, e = (c + 1) * n / cells, m = 0;
 		double sum = 0;
-		for (size_t i = a; i < e; i++)
-			sum += y[i];
-		double v = sum / (double)(e - a);
-		int level = hi > lo ? (int)((v - lo) / (hi - lo) * 7.999) : 3;
+		for (size_t i = a; i < e; i++) {
+			if (isnan(y[i]))
+				continue;
+			sum += hi > lo ? fmax(0, fmin(1, frac(y[i], lo, hi))) : 0.5;
+			m++;
+		}
 		if (w + 4 > outlen)
 			break;
-		memcpy(out + w, bars[level], 3);
+		if (m == 0) { /* only NaN here */
+			out[w++] = ' ';
+			continue;
+		}
+		memcpy(out + w, bars[(int)(sum / (double)m * 7.999)], 3);
 		w += 3;
 	}
 	out[w] = '\0';

@@ -56,13 +56,17 @@ struct loom_plot_opts {
  * y[0..i] with weight w in [0, 1) (w = 0 copies y).  out may be y. */
 void loom_ema(const double *y, size_t n, double w, double *out);
 
-/* SVG chart of n series (see above); NULL on allocation failure. */
+/* SVG chart of n series (see above); NULL on allocation failure.  Every
+ * coordinate is a number whatever the values (NaN points are left out); text
+ * is escaped, with U+FFFD for what XML 1.0 cannot hold. */
 char *loom_plot_svg(const struct loom_series *series, size_t n,
 		    const struct loom_plot_opts *opts);
 
 /* Sparkline of y[0..n) resampled to at most `width` cells, as UTF-8 block
  * characters (3 bytes each) into out; returns the bytes written (excluding
- * the NUL), always NUL-terminating when outlen > 0. */
+ * the NUL), always NUL-terminating when outlen > 0.  Any doubles: the finite
+ * ones set the scale (+-DBL_MAX too), +-inf is at the top or the bottom,
+ * NaN is left out (a cell of NaN only is a space). */
 size_t loom_sparkline(const double *y, size_t n, size_t width, char *out,
 		      size_t outlen);
 

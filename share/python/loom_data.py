@@ -10,9 +10,11 @@ check:
                       checked; parse_example() decodes a tf.train.Example,
                       read_ids() yields the input_ids of each record.
 
-Every problem raises LoomDataError naming the stream or file, the frame or
-record number and its byte offset, as loom's tools do.  No third-party
-module is needed; with PyTorch, wrap read_frames in an IterableDataset:
+Every problem (a file that cannot be opened too) raises LoomDataError naming
+the stream or file, the frame or record number and its byte offset, as
+loom's tools do; read_ids refuses what loom-cat --ids refuses (a record
+without the feature, or with floats or bytes in it).  No third-party module
+is needed; with PyTorch, wrap read_frames in an IterableDataset:
 
     import subprocess, torch
     from loom_data import read_frames
@@ -89,6 +91,14 @@ def _read_exact(f, n):
         parts.append(b)
         got += len(b)
     return b"".join(parts)
+
+
+def _open(path):
+    """open(path, "rb"), or LoomDataError naming the file and the reason."""
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise LoomDataError("cannot open '%s': %s" % (path, e.strerror or e)) from e
 
 
 def _name(f, default):
@@ -195,7 +205,7 @@ def read_tfrecord(path, verify=True):
     """Yield the payload (bytes) of each record of a TFRecord file (a path or
     a binary file object), checking both masked CRC-32Cs (verify=False skips
     the payload's)."""
-    f = open(path, "rb") if isinstance(path, (str, bytes)) or hasattr(path, "__fspath__") \
+    f = _open(path) if isinstance(path, (str, bytes)) or hasattr(path, "__fspath__") \
         else path
     name = str(path) if f is not path else _name(f, "stream")
     try:
@@ -274,8 +284,9 @@ def _signed(v):
 
 
 def _feature(b):
-    """Feature -> ("int64" | "float" | "bytes", list)."""
-    kind, vals = "int64", []
+    """Feature -> ("int64" | "float" | "bytes" | None, list); None for a
+    Feature that holds no list at all."""
+    kind, vals = None, []
     for fn, wt, v in _fields(b):
         if fn not in (1, 2, 3) or wt != 2:
             raise ValueError("not a Feature")
@@ -304,6 +315,11 @@ def _feature(b):
 def parse_example(payload):
     """A serialized tf.train.Example -> {feature name: list of values}
     (ints, floats or bytes).  Raises ValueError on anything else."""
+    return {key: vals for key, (_, vals) in _parse_example(payload).items()}
+
+
+def _parse_example(payload):
+    """parse_example, with the kind of each feature: {name: (kind, list)}."""
     out = {}
     for fn, wt, features in _fields(payload):
         if fn != 1 or wt != 2:
@@ -319,20 +335,32 @@ def parse_example(payload):
                     value = v
                 else:
                     raise ValueError("bad map entry")
-            out[key] = _feature(value)[1]
+            out[key] = _feature(value)
     return out
 
 
+_KINDS = {None: "an empty feature", "bytes": "a bytes list", "float": "a float list"}
+
+
 def read_ids(path, feature="input_ids", verify=True):
-    """Yield the int64 list `feature` of each record of a loom shard."""
+    """Yield the int64 list `feature` of each record of a loom shard; a
+    record without it, or where it holds floats or bytes, raises
+    LoomDataError (as loom-cat --ids refuses it)."""
+    off = 0
     for k, payload in enumerate(read_tfrecord(path, verify)):
+        where = "%s: record %d at byte %d" % (path, k, off)
         try:
-            ex = parse_example(payload)
+            ex = _parse_example(payload)
         except ValueError as e:
-            raise LoomDataError("%s: record %d: not a tf.train.Example: %s" % (path, k, e))
+            raise LoomDataError("%s: not a tf.train.Example: %s" % (where, e))
         if feature not in ex:
-            raise LoomDataError("%s: record %d: no feature %r" % (path, k, feature))
-        yield ex[feature]
+            raise LoomDataError("%s: no feature '%s'" % (where, feature))
+        kind, ids = ex[feature]
+        if kind != "int64":
+            raise LoomDataError("%s: feature '%s' is %s, not an int64 list"
+                                % (where, feature, _KINDS[kind]))
+        yield ids
+        off += len(payload) + 16
 
 
 # ---- command line ------------------------------------------------------------
@@ -346,7 +374,7 @@ def _main(argv):
     out = sys.stdout
     try:
         if argv[1] == "frames":
-            f = open(argv[2], "rb") if len(argv) > 2 else sys.stdin.buffer
+            f = _open(argv[2]) if len(argv) > 2 else sys.stdin.buffer
             for fr in read_frames(f, argv[2] if len(argv) > 2 else "stdin"):
                 for r, row in enumerate(fr.rows()):
                     out.write("%d %d %d: %s\n" % (fr.seq, fr.epoch, r, " ".join(map(str, row))))
@@ -370,6 +398,9 @@ def _main(argv):
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a read error: one line, as loom's tools print
+        print("loom_data.py: %s" % e, file=sys.stderr)
+        return 1
     return 0
 
 

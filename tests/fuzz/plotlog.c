@@ -1,5 +1,6 @@
 /* Fuzz target: loom_series_add_json (the lines of a training log) and the
- * chart of what it read: two runs, eval points, a panel, smoothing, log y. */
+ * chart of what it read: two runs, eval points, a panel, smoothing, log y,
+ * and the input's first line (any bytes) as the title. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	loom_series_add_json(s + 3, 3, (const char *)data, size);
 	loom_sparkline(s[0].y, s[0].n, 64, buf, sizeof buf);
 	free(loom_plot_svg(s, 6, NULL));
-	struct loom_plot_opts o = { .title = "t", .smooth = 0.6, .logy = 1, .width = 300 };
+	const char *nl = memchr(data, '\n', size);
+	char *title = strndup((const char *)data, nl ? (size_t)(nl - (const char *)data) : size);
+	struct loom_plot_opts o = { .title = title, .smooth = 0.6, .logy = 1, .width = 300 };
 	free(loom_plot_svg(s, 6, &o));
+	free(title);
 	for (int k = 0; k < 6; k++)
 		loom_series_release(&s[k]);
 	return 0;
