@@ -185,10 +185,11 @@ const char *loom_threads_describe(const struct loom_threads *th, char *buf, size
 	if (th->fixed)
 		snprintf(buf, n, "%d thread%s (set)", th->n, th->n == 1 ? "" : "s");
 	else if (th->others < 0)
-		snprintf(buf, n, "%d thread%s (%d CPUs, load unknown)", th->n, th->n == 1 ? "" : "s",
-			 th->ncpu);
+		snprintf(buf, n, "%d thread%s (%d CPU%s, load unknown)", th->n,
+			 th->n == 1 ? "" : "s", th->ncpu, th->ncpu == 1 ? "" : "s");
 	else
-		snprintf(buf, n, "%d thread%s (%d CPUs, %d other task%s running)", th->n,
-			 th->n == 1 ? "" : "s", th->ncpu, th->others, th->others == 1 ? "" : "s");
+		snprintf(buf, n, "%d thread%s (%d CPU%s, %d other task%s running)", th->n,
+			 th->n == 1 ? "" : "s", th->ncpu, th->ncpu == 1 ? "" : "s", th->others,
+			 th->others == 1 ? "" : "s");
 	return buf;
 }
