@@ -145,8 +145,11 @@ $(B)/bin/loom-train: LIBS += $(MPI_LIBS)
 test: deps
 	@$(MAKE) --no-print-directory check
 
+# Each test clears the caller's OpenBLAS, OpenMP, loom and locale variables
+# itself (tests/lib.sh, tests/hermetic.h); prove runs in the tests' locale
+# too, so that a caller's uninstalled one does not make perl warn per test.
 check: all tests
-	PATH="$(abspath $(B))/bin:$$PATH" LOOM_BUILD="$(abspath $(B))" \
+	PATH="$(abspath $(B))/bin:$$PATH" LOOM_BUILD="$(abspath $(B))" LC_ALL=C.UTF-8 \
 	  prove -j$(PROVE_J) $(TEST_BIN) $(FUZZ_BIN) $(SH_TESTS)
 
 asan:

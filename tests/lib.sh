@@ -12,6 +12,19 @@
 #   skip N "why"            N skipped tests;  skip_all "why"; done_testing
 #   losses LOG           step, loss, lr, grad_norm of a loom-train JSON log
 set -u
+# A known environment, whatever the caller exported: no OpenBLAS, OpenMP,
+# oneDNN or loom variables (but LOOM_BUILD, which the Makefile passes on
+# purpose) and one locale.  A test about one of them sets it itself.  The C
+# tests do the same in tests/hermetic.h.
+export LC_ALL=C.UTF-8
+for _v in $(compgen -e); do
+	case $_v in
+	LOOM_BUILD | LC_ALL) ;;
+	OPENBLAS_* | GOTO* | OMP_* | GOMP_* | DNNL_* | ONEDNN_* | LOOM_* | LC_* | LANG | LANGUAGE)
+		unset "$_v" ;;
+	esac
+done
+unset _v
 # A test runs make as a user would, not as a child of the `make check` that
 # started prove (whose jobserver it cannot reach: make warns on stderr).
 unset MAKEFLAGS MFLAGS MAKELEVEL

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hermetic.h"
+
 static int tap_count, tap_failed;
 
 static void tap_vreport(int pass, const char *file, int line, const char *fmt, va_list ap)

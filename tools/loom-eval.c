@@ -13,7 +13,6 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +39,7 @@ static const char usage[] =
 	"seconds.  `generate` prints the prompt and a sampled continuation.\n"
 	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
 	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
-	"  -j, --threads N       threads (default: all cores)\n"
+	"  -j, --threads N       threads (default: the cores other processes leave free)\n"
 	"      --no-verify       do not check the checkpoint's files against the\n"
 	"                        checksums in its state.json\n"
 	"      --precision P     fp32 or bf16 matmuls (default: the checkpoint's precision)\n"
@@ -70,6 +69,19 @@ struct model {
 
 /* --precision: NULL keeps the checkpoint's precision key */
 static const char *precision;
+/* the threads, which follow the load unless set (loom_blas.h); -v */
+static struct loom_threads pool;
+static int verbose;
+
+/* Look at the load again before frame or token i; -v says when the thread
+ * count changes. */
+static void adapt_threads(const char *what, uint64_t i)
+{
+	char d[96];
+	if (loom_threads_update(&pool) && verbose)
+		cli_warn("%s %llu: %s", what, (unsigned long long)i,
+			 loom_threads_describe(&pool, d, sizeof d));
+}
 
 static void load_model(struct model *m, const char *path, int verify)
 {
@@ -212,6 +224,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
+		adapt_threads("frame", frames);
 		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
@@ -326,6 +339,7 @@ static int do_generate(const struct gen_opts *o)
 		size_t n = ids.n < (size_t)P ? ids.n : (size_t)P;
 		for (size_t i = 0; i < n; i++)
 			ctx[i] = (int32_t)ids.v[ids.n - n + i];
+		adapt_threads("token", k);
 		if (loom_gpt_logits_last(m.g, ctx, (int)n, logits) < 0)
 			cli_die("%s", loom_gpt_error(m.g));
 		int t = loom_gpt_sample(logits, V, (float)o->temperature, (int)o->top_k, &rng);
@@ -381,13 +395,14 @@ int main(int argc, char **argv)
 	};
 	struct gen_opts o = {.n = 200, .seed = 1, .temperature = 0.8, .top_k = 200};
 	uint64_t max_frames = UINT64_MAX, threads = 0;
-	int generate = 0, verbose = 0, c;
+	int generate = 0, c;
 
 	cli_init("loom-eval", usage);
-	/* before any thread: OpenBLAS picks its kernels when it loads */
+	/* before any thread: OpenBLAS picks its kernels and OpenMP its wait
+	 * policy when they load */
 	const char *core = loom_blas_better_core();
-	int brc = core ? loom_blas_reexec(argv, core) : 0;
-	if (brc < 0)
+	int brc = loom_blas_reexec(argv, core);
+	if (brc < 0 && core)
 		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
 	signal(SIGPIPE, SIG_IGN);
@@ -427,16 +442,15 @@ int main(int argc, char **argv)
 		cli_usage_error("unexpected argument '%s'", argv[optind]);
 	if (!o.ckpt)
 		cli_usage_error("--checkpoint DIR is required");
-	if (threads)
-		omp_set_num_threads((int)threads);
+	loom_threads_init(&pool, (int)threads);
 	if (verbose) {
 		const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
+		char d[96];
 		if (was)
 			cli_warn("OpenBLAS chose '%s' for this CPU; re-executed with OPENBLAS_CORETYPE=%s",
 				 was, loom_blas_core());
-		else
-			cli_warn("OpenBLAS core '%s', %d threads", loom_blas_core(),
-				 omp_get_max_threads());
+		cli_warn("OpenBLAS core '%s', %s", loom_blas_core(),
+			 loom_threads_describe(&pool, d, sizeof d));
 	}
 	if (!generate) {
 		if (o.vocab || o.have_prompt)

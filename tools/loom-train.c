@@ -63,7 +63,8 @@ static const char usage[] =
 	"      --eval-every N       evaluate on --eval-data every N steps\n"
 	"      --eval-data FILE     held-out batch frames\n"
 	"other:\n"
-	"      --threads N          threads for OpenMP and OpenBLAS [all cores]\n"
+	"      --threads N          threads for OpenMP and OpenBLAS [the cores other\n"
+	"                           processes leave free, looked at every step]\n"
 	"      --bench-sgemm        measure the best sgemm GFLOP/s and exit\n"
 	"  -v, --verbose            more detail on stderr\n"
 	"  -q, --quiet              no progress lines\n"
@@ -139,46 +140,36 @@ static int wait_input(int fd)
 	return 0;
 }
 
-/* Fix the environment the OpenMP runtime and OpenBLAS read when they load
- * (before main), re-executing ourselves once if anything changes:
- *  - Debian's OpenBLAS picks its SSE3 "Prescott" kernels on CPUs it does
- *    not know (about 5x slower): set OPENBLAS_CORETYPE from the CPU flags.
- *  - OpenMP threads that spin at barriers lose badly on a shared machine
- *    (a descheduled thread stalls every barrier): default
- *    OMP_WAIT_POLICY=passive (costs microseconds per parallel region). */
+/* Re-execute once with the environment OpenBLAS and the OpenMP runtime
+ * read when they load, before main (loom_blas_reexec): OPENBLAS_CORETYPE
+ * from the CPU's flags when Debian's OpenBLAS picked its SSE3 "Prescott"
+ * kernels (about 5x slower), OMP_WAIT_POLICY=passive unless set. */
 static void fix_env(char **argv, int verbose)
 {
-	const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
-	if (getenv("LOOM_TRAIN_REEXEC")) { /* we are the re-executed process */
-		unsetenv("LOOM_TRAIN_REEXEC");
-		if (verbose && was)
-			cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s (now '%s')",
-				 was, getenv("OPENBLAS_CORETYPE"), loom_blas_core());
-		else if (verbose)
-			cli_warn("OpenBLAS core '%s'", loom_blas_core());
-		return;
-	}
-	const char *core = loom_blas_better_core();
-	int wait = !getenv("OMP_WAIT_POLICY");
-	if (!core && !wait) {
-		if (verbose)
-			cli_warn("OpenBLAS core '%s'", loom_blas_core());
-		return;
-	}
-	if (wait)
-		setenv("OMP_WAIT_POLICY", "passive", 1);
-	setenv("LOOM_TRAIN_REEXEC", "1", 1);
-	if (core) {
-		if (verbose)
-			cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
-				 loom_blas_core(), core);
-		int rc = loom_blas_reexec(argv, core);
+	const char *core = loom_blas_better_core(), *was = getenv(LOOM_BLAS_DETECTED_ENV);
+	if (core && verbose)
+		cli_warn("OpenBLAS chose slow core '%s' for this CPU; re-executing with OPENBLAS_CORETYPE=%s",
+			 loom_blas_core(), core);
+	int rc = loom_blas_reexec(argv, core);
+	if (rc < 0 && core)
 		cli_warn("cannot re-execute with OPENBLAS_CORETYPE=%s (%s); continuing on OpenBLAS core '%s'",
 			 core, strerror(-rc), loom_blas_core());
-	} else {
-		execv("/proc/self/exe", argv);
-	}
-	unsetenv("LOOM_TRAIN_REEXEC");
+	else if (verbose && was)
+		cli_warn("OpenBLAS detected core '%s'; re-executed with OPENBLAS_CORETYPE=%s", was,
+			 getenv("OPENBLAS_CORETYPE"));
+}
+
+/* the threads, which follow the load unless set (loom_blas.h) */
+static struct loom_threads pool;
+
+/* Look at the load again before step or eval frame i; -v says when the
+ * thread count changes. */
+static void adapt_threads(const char *what, uint64_t i, int verbose)
+{
+	char d[96];
+	if (loom_threads_update(&pool) && verbose)
+		cli_warn("%s %llu: %s", what, (unsigned long long)i,
+			 loom_threads_describe(&pool, d, sizeof d));
 }
 
 static double bench_sgemm(int verbose)
@@ -833,6 +824,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
+		adapt_threads("eval frame", loom_batch_reader_frames(r) - 1, t->verbose);
 		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
 			cli_die("%s: frame %llu: %s", path,
 				(unsigned long long)loom_batch_reader_frames(r) - 1,
@@ -973,9 +965,11 @@ int main(int argc, char **argv)
 	}
 	if (save && !print && !dry && !bench && train_dist_rank() == 0)
 		lock_save_dir(save); /* before --resume latest reads it */
-	if (threads) {
-		omp_set_num_threads(threads);
-		openblas_set_num_threads(threads);
+	loom_threads_init(&pool, threads);
+	if (verbose && !print) {
+		char d[96];
+		cli_warn("OpenBLAS core '%s', %s", loom_blas_core(),
+			 loom_threads_describe(&pool, d, sizeof d));
 	}
 	if (bench) {
 		double gf = bench_sgemm(verbose);
@@ -1080,7 +1074,7 @@ int main(int argc, char **argv)
 	if (verbose)
 		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
 			 "%lld steps, %s", c->preset, (unsigned long long)g->n_params,
-			 omp_get_max_threads(), loom_k_isa(), c->micro_batch, c->seq_len,
+			 pool.n, loom_k_isa(), c->micro_batch, c->seq_len,
 			 c->grad_accum, (long long)c->steps,
 			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 
@@ -1125,6 +1119,7 @@ int main(int argc, char **argv)
 		double t0 = loom_now();
 		double lsum = 0;
 		int micro;
+		adapt_threads("step", t.step + 1, verbose);
 		/* gradients are zero here: loom_gpt_step() leaves them so */
 		loom_gpt_begin_step(g, (int64_t)t.step + 1);
 		for (micro = 0; micro < c->grad_accum; micro++) {

@@ -2,10 +2,17 @@
 #include "loom_blas.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include "loom_common.h"
 
 const char *loom_blas_core(void)
 {
@@ -64,12 +71,125 @@ const char *loom_blas_weaker_core(void)
 
 int loom_blas_reexec(char *const *argv, const char *core)
 {
-	if (setenv("OPENBLAS_CORETYPE", core, 1) < 0 ||
-	    setenv(LOOM_BLAS_DETECTED_ENV, loom_blas_core(), 1) < 0)
+	int wait = !getenv("OMP_WAIT_POLICY");
+	if (!wait && !core)
+		return 0;
+	if ((wait && setenv("OMP_WAIT_POLICY", "passive", 1) < 0) ||
+	    (core && (setenv("OPENBLAS_CORETYPE", core, 1) < 0 ||
+		      setenv(LOOM_BLAS_DETECTED_ENV, loom_blas_core(), 1) < 0)))
 		return -errno;
 	execv("/proc/self/exe", argv);
 	int e = errno;
-	unsetenv("OPENBLAS_CORETYPE");
-	unsetenv(LOOM_BLAS_DETECTED_ENV);
+	if (wait)
+		unsetenv("OMP_WAIT_POLICY");
+	if (core) {
+		unsetenv("OPENBLAS_CORETYPE");
+		unsetenv(LOOM_BLAS_DETECTED_ENV);
+	}
 	return -e;
+}
+
+int loom_threads_for_load(int ncpu, int others)
+{
+	if (ncpu < 1)
+		return 1;
+	if (others <= 0)
+		return ncpu;
+	return others >= ncpu ? 1 : ncpu - others;
+}
+
+int loom_threads_running(const char *loadavg)
+{
+	double l1, l5, l15;
+	int running, total;
+	if (sscanf(loadavg, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5 ||
+	    running < 0 || total < running)
+		return -1;
+	return running;
+}
+
+/* the first n-1 bytes of a (/proc) file as a string; -1 if unreadable */
+static int read_small(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = 0;
+	return (int)r;
+}
+
+/* this process's running threads: the caller, and workers not yet asleep */
+static int own_running(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[64], buf[512];
+	int n = 0;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%.32s/stat", e->d_name);
+		char *p = read_small(path, buf, sizeof buf) > 0 ? strrchr(buf, ')') : NULL;
+		n += p && p[1] == ' ' && p[2] == 'R';
+	}
+	if (d)
+		closedir(d);
+	return n ? n : 1;
+}
+
+static void set_threads(int n)
+{
+	omp_set_num_threads(n);
+	openblas_set_num_threads(n);
+}
+
+void loom_threads_init(struct loom_threads *th, int threads)
+{
+	const char *env = getenv("OMP_NUM_THREADS");
+	th->ncpu = omp_get_num_procs();
+	th->fixed = threads > 0 || (env && *env);
+	th->n = threads > 0 ? threads : omp_get_max_threads();
+	th->others = -1;
+	th->last = 0;
+	if (th->fixed)
+		set_threads(th->n);
+	else
+		loom_threads_update(th);
+}
+
+int loom_threads_update(struct loom_threads *th)
+{
+	char buf[128];
+	double now = loom_now();
+	if (th->fixed || now - th->last < 0.010)
+		return 0;
+	th->last = now;
+	int running = read_small("/proc/loadavg", buf, sizeof buf) > 0 ? loom_threads_running(buf) : -1;
+	int own = running < 0 ? 0 : own_running();
+	th->others = running < 0 ? -1 : running > own ? running - own : 0;
+	int n = loom_threads_for_load(th->ncpu, th->others);
+	if (n == th->n && omp_get_max_threads() == n)
+		return 0;
+	int changed = n != th->n;
+	th->n = n;
+	set_threads(n);
+	return changed;
+}
+
+const char *loom_threads_describe(const struct loom_threads *th, char *buf, size_t n)
+{
+	if (th->fixed)
+		snprintf(buf, n, "%d thread%s (set)", th->n, th->n == 1 ? "" : "s");
+	else if (th->others < 0)
+		snprintf(buf, n, "%d thread%s (%d CPU%s, load unknown)", th->n,
+			 th->n == 1 ? "" : "s", th->ncpu, th->ncpu == 1 ? "" : "s");
+	else
+		snprintf(buf, n, "%d thread%s (%d CPU%s, %d other task%s running)", th->n,
+			 th->n == 1 ? "" : "s", th->ncpu, th->ncpu == 1 ? "" : "s", th->others,
+			 th->others == 1 ? "" : "s");
+	return buf;
 }

@@ -6,14 +6,28 @@
  * kernel set is chosen when the library loads, from OPENBLAS_CORETYPE, so
  * the only fix from inside a program is to re-execute itself with that
  * variable set.  loom_blas_better_core() tells whether that is worth it;
- * loom_blas_reexec() does it.  Tools that multiply matrices (loom-train,
- * loom-eval) call both first thing in main, before any thread starts.
+ * loom_blas_reexec() does it, and makes OpenMP's waiting threads sleep.
+ * Tools that multiply matrices (loom-train, loom-eval) call both first thing
+ * in main, before any thread starts.
  *
- * Ownership/errors: no allocation.  loom_blas_reexec() returns only on
- * failure (negative errno); nothing prints.
+ * Threads on a shared machine (struct loom_threads): every parallel region
+ * of a forward or backward pass (hundreds per step) ends at a barrier, so
+ * a team with more threads than the CPUs other processes leave free waits,
+ * at each barrier, for a thread the kernel has descheduled: a mini-preset
+ * eval beside three busy processes on 2 cores took 88 s on 2 threads and
+ * 1.3 s on one.  The default thread count therefore follows the load: the
+ * CPUs minus the runnable tasks of other processes (/proc/loadavg), looked
+ * at again by the caller at every training step, eval frame or generated
+ * token.  An explicit count (-j N, or OMP_NUM_THREADS in the environment)
+ * stays exactly that.
+ *
+ * Ownership/errors: nothing to free.  loom_blas_reexec() returns only when
+ * there is nothing to change or on failure (negative errno); nothing prints.
  */
 #ifndef LOOM_BLAS_H
 #define LOOM_BLAS_H
+
+#include <stddef.h>
 
 /* The environment variable a re-executed process finds the old core in. */
 #define LOOM_BLAS_DETECTED_ENV "LOOM_OPENBLAS_DETECTED"
@@ -34,9 +48,50 @@ const char *loom_blas_better_core(void);
  * its own choice. */
 const char *loom_blas_weaker_core(void);
 
-/* Set OPENBLAS_CORETYPE=core and LOOM_OPENBLAS_DETECTED=<current core>
- * and execv("/proc/self/exe", argv).  Returns -errno if exec failed (the
- * environment is restored). */
+/* Re-execute the program once (execv("/proc/self/exe", argv)) with the
+ * environment OpenBLAS and the OpenMP runtime read when they load, before
+ * main:
+ *  - OMP_WAIT_POLICY=passive unless the user set a policy: a thread that
+ *    waits at a barrier sleeps rather than spins, and leaves its CPU to the
+ *    thread everyone waits for (a few microseconds per parallel region);
+ *  - OPENBLAS_CORETYPE=core and LOOM_OPENBLAS_DETECTED=<current core> when
+ *    core (from loom_blas_better_core()) is not NULL.
+ * Returns 0 when there is nothing to change (so in the re-executed
+ * process), -errno if exec failed (the environment is restored). */
 int loom_blas_reexec(char *const *argv, const char *core);
+
+/* The threads of OpenMP and OpenBLAS: a fixed count or one that follows
+ * the load.  Fields are read-only for callers. */
+struct loom_threads {
+	int fixed;	/* 1: an explicit count, never changed */
+	int ncpu;	/* the CPUs this process may run on */
+	int n;		/* the count in force */
+	int others;	/* runnable tasks of other processes at the last look;
+			 * -1 when unknown (no /proc) or fixed */
+	double last;	/* loom_now() of the last look */
+};
+
+/* Set up th and the thread count: threads > 0 is an explicit count (-j N);
+ * 0 takes OMP_NUM_THREADS when set, else follows the load (a first look
+ * now). */
+void loom_threads_init(struct loom_threads *th, int threads);
+
+/* When the count follows the load and the last look is 10 ms old or more,
+ * look again (/proc/loadavg, /proc/self/task) and set the count.  Call it
+ * outside parallel regions, at each step, frame or token.  Returns 1 when
+ * the count changed, else 0. */
+int loom_threads_update(struct loom_threads *th);
+
+/* The threads to run with on ncpu CPUs when `others` tasks of other
+ * processes are runnable: the CPUs they leave free, at least 1.
+ * others < 0 (unknown): ncpu. */
+int loom_threads_for_load(int ncpu, int others);
+
+/* The runnable tasks (threads) of the whole machine in the text of
+ * /proc/loadavg ("0.50 0.40 0.30 3/123 4567": 3); -1 if malformed. */
+int loom_threads_running(const char *loadavg);
+
+/* For -v: "2 threads (set)", "1 thread (2 CPUs, 3 other tasks running)". */
+const char *loom_threads_describe(const struct loom_threads *th, char *buf, size_t n);
 
 #endif

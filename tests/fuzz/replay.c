@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "loom_file.h"
+#include "../hermetic.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
