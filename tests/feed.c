@@ -514,17 +514,20 @@ static void bad_input(const char *m)
 	stat(d1, &st);
 
 	refused("none.json", 0, 0, LOOM_EIO, "none.json", "a missing manifest");
-	write_text("junk.json", "{\"shards\": [\n  oops");
-	refused("junk.json", 0, 0, LOOM_EFORMAT, "junk.json: line 2: ", "a manifest that is not JSON");
-	write_text("dup.json", "{\"shards\": [], \"shards\": []}");
-	refused("dup.json", 0, 0, LOOM_EFORMAT, "dup.json: line 1: duplicate object key",
-		"a duplicate key");
-	write_text("noshards.json", "{\"shards\": 3}");
-	refused("noshards.json", 0, 0, LOOM_EFORMAT, "noshards.json: no \"shards\" list",
-		"\"shards\" not a list");
-	write_text("empty.json", "{\"shards\": []}");
-	refused("empty.json", 0, 0, LOOM_EFORMAT, "empty.json: no \"shards\" list",
-		"an empty shard list");
+	static const struct { const char *name, *text; int code; const char *has, *what; } bad[] = {
+		{ "junk.json", "{\"shards\": [\n  oops", LOOM_EFORMAT, "junk.json: line 2: ",
+		  "a manifest that is not JSON" },
+		{ "dup.json", "{\"shards\": [], \"shards\": []}", LOOM_EFORMAT,
+		  "dup.json: line 1: duplicate object key", "a duplicate key" },
+		{ "noshards.json", "{\"shards\": 3}", LOOM_EFORMAT,
+		  "noshards.json: no \"shards\" list", "\"shards\" not a list" },
+		{ "empty.json", "{\"shards\": []}", LOOM_EFORMAT, "empty.json: no \"shards\" list",
+		  "an empty shard list" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		write_text(bad[i].name, bad[i].text);
+		refused(bad[i].name, 0, 0, bad[i].code, bad[i].has, bad[i].what);
+	}
 	manifest_with("nofile.json", "{\"index\": \"x\"}");
 	refused("nofile.json", 0, 0, LOOM_EFORMAT, "nofile.json: shards[1] has no \"file\"",
 		"an entry without a file");
