@@ -293,9 +293,16 @@ static void ranks_and_start(const char *m)
 	   "start past the end: only the END frame (seq 70)");
 	free(st.buf);
 	free(fs.tok);
-	o.epochs = 0;
 	struct loom_err e;
+	struct loom_feed_stats s = { 0 };
 	struct loom_feed *f = loom_feed_new(&o, &e);
+	if (f && loom_feed_start(f, 50) == 0)
+		loom_feed_get_stats(f, &s);
+	ok(s.seq == 50 && s.epoch == 1 && s.frames == 0 && s.bytes == 0,
+	   "stats before the first frame: its seq and epoch, nothing delivered");
+	loom_feed_free(f);
+	o.epochs = 0;
+	f = loom_feed_new(&o, &e);
 	const void *p;
 	size_t n;
 	int rc = f ? loom_feed_start(f, 0) : -1;

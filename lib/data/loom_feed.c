@@ -515,7 +515,7 @@ void loom_feed_get_stats(const struct loom_feed *f, struct loom_feed_stats *st)
 {
 	*st = (struct loom_feed_stats){
 		.records = f->N, .shards = f->nshards, .per_epoch = f->K,
-		.frames = f->frames, .bytes = f->bytes, .seq = f->cur ? f->cur - 1 : 0,
+		.frames = f->frames, .bytes = f->bytes, .seq = f->frames ? f->cur - 1 : f->start,
 		.epoch = f->last_epoch,
 	};
 }

@@ -79,7 +79,8 @@ struct loom_feed_stats {
 	uint64_t frames;       /* data frames delivered */
 	uint64_t bytes;        /* bytes delivered (with the END frame's) */
 	uint64_t seq;          /* sequence number of the last frame delivered */
-	uint32_t epoch;        /* its epoch (before any: the first one's) */
+	uint32_t epoch;        /* its epoch (before any: the first frame's seq
+				  and epoch) */
 };
 
 struct loom_feed;
