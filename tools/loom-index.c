@@ -1,6 +1,5 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
  * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
-#include <getopt.h>
 #include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,25 +11,6 @@
 #include "loom_example.h"
 #include "loom_file.h"
 #include "loom_tfrecord.h"
-
-static const char usage[] =
-	"usage: loom-index [options] FILE...\n"
-	"Write FILE.index for each TFRecord FILE, byte-identical to the `tfrecord`\n"
-	"package's tfrecord2idx: one line \"<offset> <record size>\\n\" per record.\n"
-	"  -o, --output PATH    index path (one FILE only; - = stdout)\n"
-	"      --verify         check both CRCs of every record and that every\n"
-	"                       payload is a tf.train.Example\n"
-	"  -c, --check          compare with the existing index instead of writing\n"
-	"      --stats          print records, bytes and payload min/max/mean (stdout)\n"
-	"  -n, --no-write       write no index (with --verify / --stats)\n"
-	"  -j, --jobs N         files verified in parallel (default: CPU count)\n"
-	"      --progress       show progress even when stderr is not a TTY\n"
-	"  -v, --verbose        a line per FILE: records, bytes, what was done\n"
-	"  -q, --quiet          no summary line (and no -v lines)\n"
-	"  -h, --help           this help\n"
-	"  -V, --version        version\n"
-	"Errors name the file, record and byte offset; a file with an error gets no\n"
-	"index, and the exit status is 1.\n";
 
 struct stats {
 	uint64_t records, bytes, pmin, pmax, psum;
@@ -171,65 +151,40 @@ static void *worker(void *arg)
 	}
 }
 
+static const char *output;
+static int threads;
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('o', "output", &output, "PATH", "index path (one FILE only; - = stdout)"),
+	OPT_BOOL(0, "verify", &verify, "check both CRCs of every record and that every\n"
+		 "payload is a tf.train.Example"),
+	OPT_BOOL('c', "check", &check, "compare with the existing index instead of writing"),
+	OPT_BOOL(0, "stats", &do_stats, "print records, bytes and payload min/max/mean (stdout)"),
+	OPT_BOOL('n', "no-write", &no_write, "write no index (with --verify / --stats)"),
+	OPT_INT('j', "jobs", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
+	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
+	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
+	OPT_QUIET(&quiet, "no summary line (and no -v lines)"),
+	OPT_HELP(),
+	OPT_VERSION(),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-index",
+	.usage = "usage: loom-index [options] FILE...\n"
+		 "Write FILE.index for each TFRecord FILE, byte-identical to the `tfrecord`\n"
+		 "package's tfrecord2idx: one line \"<offset> <record size>\\n\" per record.\n",
+	.opts = opts,
+	.footer = "Errors name the file, record and byte offset; a file with an error gets no\n"
+		  "index, and the exit status is 1.\n",
+	.version = loom_tfr_versions,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "verify", no_argument, NULL, 'Y' },
-		{ "check", no_argument, NULL, 'c' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "no-write", no_argument, NULL, 'n' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	const char *output = NULL;
-	int c, progress = 0, threads = 0;
-	cli_init("loom-index", usage);
+	cli_parse(&cmd, argc, argv);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:cnj:vqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'Y':
-			verify = 1;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'c':
-			check = 1;
-			break;
-		case 's':
-			do_stats = 1;
-			break;
-		case 'n':
-			no_write = 1;
-			break;
-		case 'P':
-			progress = 1;
-			break;
-		case 'j':
-			threads = (int)cli_u64("--jobs", optarg, 1, 1024);
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			cli_help();
-		case 'V':
-			cli_version(loom_tfr_versions());
-		default:
-			cli_bad_option();
-		}
-	}
-	if (quiet)
-		cli_verbose = 0;
 	int nfiles = argc - optind;
 	if (nfiles < 1)
 		cli_usage_error("no input file");
@@ -237,7 +192,7 @@ int main(int argc, char **argv)
 		cli_usage_error("-o works with one FILE only");
 	if (check && no_write)
 		cli_usage_error("--check and --no-write exclude each other");
-	cli_progress_init(&pr, progress);
+	cli_progress_init(&pr, cli_force_progress);
 	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
 	int failed = 0, stdin_used = 0;
 	double t0 = loom_now();
