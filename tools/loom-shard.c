@@ -2,7 +2,6 @@
  * with an index beside each shard and a JSON manifest (lib/data/loom_shard.h). */
 #include <ctype.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,19 +49,16 @@ static void kill_at_step(void *ctx, const char *what, const char *path)
 /* -v: the committed set as the manifest records it, a line per shard. */
 static void tell_shards(const char *manifest)
 {
-	json_error_t je;
-	json_t *m = json_load_file(manifest, 0, &je), *e;
-	size_t i;
-	if (!m) {
-		cli_warn("%s: line %d: %s", manifest, je.line, je.text);
+	struct loom_manifest m;
+	struct loom_err err;
+	if (loom_manifest_read(manifest, &m, &err) < 0) {
+		cli_warn("%s", err.msg);
 		return;
 	}
-	json_array_foreach(json_object_get(m, "shards"), i, e)
-		cli_info("shard %s: %" JSON_INTEGER_FORMAT " records, %" JSON_INTEGER_FORMAT
-			 " bytes", json_string_value(json_object_get(e, "file")),
-			 json_integer_value(json_object_get(e, "records")),
-			 json_integer_value(json_object_get(e, "bytes")));
-	json_decref(m);
+	for (size_t i = 0; i < m.nshards; i++)
+		cli_info("shard %s: %lld records, %lld bytes", m.shards[i].file,
+			 (long long)m.shards[i].records, (long long)m.shards[i].bytes);
+	loom_manifest_release(&m);
 }
 
 static int is_hex64(const char *s)

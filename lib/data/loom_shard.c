@@ -1209,18 +1209,18 @@ static int read_old_set(struct loom_shard *s)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s.manifest.json", s->prefix);
-	json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
-	json_t *shards = json_object_get(m, "shards"), *e;
-	size_t i;
+	struct loom_manifest m;
+	struct loom_err err;
 	int rc = 0;
-	json_array_foreach(shards, i, e) {
-		json_t *f = json_object_get(e, "file"), *x = json_object_get(e, "index");
-		if (rc == 0 && json_is_string(f))
-			rc = add_old(s, json_string_value(f));
-		if (rc == 0 && json_is_string(x))
-			rc = add_old(s, json_string_value(x));
+	if (loom_manifest_read(path, &m, &err) < 0)
+		return 0;
+	for (size_t i = 0; rc == 0 && i < m.nshards; i++) {
+		if (m.shards[i].file)
+			rc = add_old(s, m.shards[i].file);
+		if (rc == 0 && m.shards[i].index)
+			rc = add_old(s, m.shards[i].index);
 	}
-	json_decref(m);
+	loom_manifest_release(&m);
 	return rc;
 }
 
@@ -1620,4 +1620,65 @@ void loom_shard_free(struct loom_shard *s)
 const char *loom_shard_error(const struct loom_shard *s)
 {
 	return s->err.msg;
+}
+
+/* ======================================================================
+ * Manifest reader
+ * ====================================================================== */
+
+static const char *json_str(json_t *v)
+{
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_err *err)
+{
+	json_error_t je;
+	char *text;
+	size_t len;
+	memset(m, 0, sizeof *m);
+	int rc = loom_read_file(path, &text, &len, err);
+	if (rc < 0)
+		return rc;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (!j)
+		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, je.text);
+	json_t *shards = json_object_get(j, "shards"), *e;
+	if (!json_is_array(shards) || json_array_size(shards) == 0) {
+		json_decref(j);
+		return loom_err_set(err, LOOM_EFORMAT, "%s: no \"shards\" list", path);
+	}
+	m->priv = j;
+	m->nshards = json_array_size(shards);
+	if (!(m->shards = calloc(m->nshards, sizeof *m->shards))) {
+		loom_manifest_release(m);
+		return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+	}
+	m->feature = json_str(json_object_get(j, "feature"));
+	json_t *L = json_object_get(j, "seq_len");
+	m->has_seq_len = json_is_integer(L);
+	m->seq_len = json_integer_value(L);
+	size_t i;
+	json_array_foreach(shards, i, e) {
+		struct loom_manifest_shard *sh = &m->shards[i];
+		json_t *name = json_is_string(e) ? e : json_object_get(e, "file");
+		sh->file = json_str(name ? name : json_object_get(e, "path"));
+		sh->bare = json_is_string(e);
+		sh->index = json_str(json_object_get(e, "index"));
+		json_t *r = json_object_get(e, "records"), *b = json_object_get(e, "bytes");
+		sh->has_records = json_is_integer(r);
+		sh->records = json_integer_value(r);
+		sh->has_bytes = json_is_integer(b);
+		sh->bytes = json_integer_value(b);
+		sh->sha256 = json_str(json_object_get(e, "sha256"));
+	}
+	return 0;
+}
+
+void loom_manifest_release(struct loom_manifest *m)
+{
+	free(m->shards);
+	json_decref(m->priv);
+	memset(m, 0, sizeof *m);
 }

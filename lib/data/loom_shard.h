@@ -12,6 +12,8 @@
  *    sample of the tokens from the next start on, when at least L/2
  *    remain), encode each as Example{"input_ids": int64 list}, order them
  *    and write the shards, their .index files and PREFIX.manifest.json.
+ *  - loom_manifest: read a manifest's shard list (for loom_feed, and for
+ *    loom_shard itself: the set a run replaces).
  *
  * Order: with shuffle, sample i gets the 64-bit key splitmix64(seed, i) and
  * the output is the samples sorted by (key, i): a uniform permutation that
@@ -38,7 +40,8 @@
  *
  * Ownership: _new/_open return objects freed with _free (accepts NULL);
  * strings in the options are copied.  Errors: negative LOOM_E* with the
- * message from loom_shard_error()/loom_tokin_error().
+ * message from loom_shard_error()/loom_tokin_error() (loom_manifest_read:
+ * in the caller's struct loom_err).
  */
 #ifndef LOOM_SHARD_H
 #define LOOM_SHARD_H
@@ -69,6 +72,41 @@ uint64_t loom_tokin_bytes(const struct loom_tokin *t);
 uint64_t loom_tokin_size(const struct loom_tokin *t);
 void loom_tokin_free(struct loom_tokin *t);
 const char *loom_tokin_error(const struct loom_tokin *t);
+
+/* ---- manifest reader ----------------------------------------------------- */
+
+/* One entry of a manifest's "shards" list, as written: nothing is checked
+ * against the files here (loom_feed does that). */
+struct loom_manifest_shard {
+	const char *file;     /* "file" ("path" if there is no "file"; the entry
+				 itself if it is a bare string); NULL if none
+				 or not a string */
+	const char *index;    /* "index", NULL if absent or not a string */
+	int bare;             /* the entry is a bare string, not an object */
+	int has_records;      /* "records" is an integer ... */
+	int64_t records;
+	int has_bytes;        /* "bytes" is an integer ... */
+	int64_t bytes;
+	const char *sha256;   /* "sha256", NULL if absent, null or not a string */
+};
+
+/* A manifest (formats/manifest.md) as read by loom_manifest_read(). */
+struct loom_manifest {
+	const char *feature;  /* NULL if absent or not a string */
+	int has_seq_len;      /* "seq_len" is an integer ... */
+	int64_t seq_len;
+	size_t nshards;       /* >= 1 */
+	struct loom_manifest_shard *shards;
+	void *priv;           /* the parsed JSON the strings point into */
+};
+
+/* Read manifest `path` ("-" = stdin) into *m (freed with
+ * loom_manifest_release()).  Errors (in *err, naming the file): cannot be
+ * read (LOOM_EIO), not JSON or a duplicate key ("PATH: line N: reason"),
+ * no non-empty "shards" list (LOOM_EFORMAT). */
+int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_err *err);
+/* Frees what loom_manifest_read() allocated; a zeroed *m is fine. */
+void loom_manifest_release(struct loom_manifest *m);
 
 /* ---- sharder ------------------------------------------------------------- */
 
