@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# share/bash-completion/loom: subcommands, options from --help, enumerated
-# values (checked against each tool's --help so the lists cannot drift),
+# share/bash-completion/loom: subcommands, options and enumerated values from
+# each tool's option table (--list-options; the values checked against each
+# tool's --help, so help and table cannot drift),
 # presets, loom-train's --set keys and values, and --opt=VALUE split by bash
 # at '=' (COMP_WORDBREAKS).
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +23,7 @@ is "$(complete_words loom-eval gen)" "generate" "loom-eval gen -> generate"
 is "$(complete_words loom-eval generate --pro)" "--prompt" "loom-eval generate: its options"
 like <(complete_words loom-bpe train --)  '(^| )--vocab-size( |$)' "loom-bpe train --: train's options"
 unlike <(complete_words loom-bpe train --) '(^| )--allow-special( |$)' "and not encode's"
-is "$(complete_words loom-feed --dt)" "--dtype" "options from --help"
+is "$(complete_words loom-feed --dt)" "--dtype" "options from the tool's table"
 is "$(complete_words loom-train -)" "$(complete_words loom-train -)" "(stable)"
 like <(complete_words loom-train -) '(^| )-V( |$)' "short options too"
 
