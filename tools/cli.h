@@ -126,9 +126,10 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv);
 /* -q, --quiet and --progress of the command line cli_parse() read */
 extern int cli_quiet, cli_force_progress;
 
-/* Call first in main: sets the program name used in messages, the usage
- * text printed by --help and after usage errors, and installs handlers that
- * remove live temporary outputs on SIGINT/SIGTERM/SIGHUP before dying. */
+/* Sets the program name used in messages, the usage text printed by --help
+ * and after usage errors, and installs handlers that remove live temporary
+ * outputs on SIGINT/SIGTERM/SIGHUP before dying.  cli_parse() calls it; a
+ * main without a table of its own (loom-bpe's dispatcher) calls it first. */
 void cli_init(const char *prog, const char *usage);
 extern const char *cli_prog;
 
