@@ -31,103 +31,73 @@ struct job {
 
 #define cli_warn(...) snprintf(jb->msg, sizeof jb->msg, __VA_ARGS__)
 
+static int check_example(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e)
+{
+	(void)ctx;
+	return loom_example_check(payload, len, e);
+}
+
+static void show_scan(void *ctx, uint64_t records, uint64_t bytes)
+{
+	const struct job *jb = ctx;
+	if (show_progress && cli_progress_due(&pr)) {
+		char b[32];
+		cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", jb->path, records,
+				  cli_bytes((double)bytes, b, sizeof b));
+	}
+}
+
+/* --check: the index at jb->out against offsets[0..n]; 0 or -1. */
+static int compare_index(struct job *jb, const uint64_t *off, uint64_t n)
+{
+	struct loom_err e;
+	char *have = NULL, *want = NULL;
+	size_t hl, wl;
+	int rc = loom_read_file(jb->out, &have, &hl, &e);
+	if (rc == 0)
+		rc = loom_tfr_index_format(off, n, &want, &wl, &e);
+	if (rc < 0) {
+		cli_warn("%s", e.msg);
+	} else if (hl != wl || memcmp(have, want, wl)) {
+		/* Name the first line that differs. */
+		size_t line = 1, i = 0;
+		while (i < hl && i < wl && have[i] == want[i])
+			line += have[i++] == '\n';
+		cli_warn("%s: index disagrees with its file '%s' from line %zu on", jb->out,
+			 jb->path, line);
+		rc = -1;
+	}
+	free(have);
+	free(want);
+	return rc < 0 ? -1 : 0;
+}
+
 /* Index (and verify) one file; 0, or -1 with the error in jb->msg. */
 static int do_file(struct job *jb)
 {
-	const char *path = jb->path, *out = jb->out;
-	struct stats *st = &jb->st;
 	struct loom_err e;
-	int flags = verify ? 0 : LOOM_TFR_SKIP_PAYLOAD;
-	struct loom_tfr_reader *r = loom_tfr_reader_open(path, flags, &e);
-	if (!r) {
+	struct loom_tfr_scan s;
+	if (loom_tfr_scan(jb->path, verify ? check_example : NULL, show_scan, jb, &s, &e) < 0) {
 		cli_warn("%s", e.msg);
 		return -1;
 	}
-	size_t cap = 1 << 16;
-	uint64_t n = 0, *off = malloc(cap * sizeof *off);
-	struct stats s = { 0, 0, UINT64_MAX, 0, 0 };
-	struct loom_tfr_record rec;
-	int rc;
-	if (!off)
-		cli_die("out of memory");
-	off[0] = 0;
-	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
-		if (verify && loom_example_check(rec.data, rec.len, &e) < 0) {
-			cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, rec.index,
-				 rec.offset, e.msg);
-			rc = 1; /* reported */
-			break;
-		}
-		if (n + 2 > cap) {
-			cap *= 2;
-			uint64_t *p = realloc(off, cap * sizeof *off);
-			if (!p)
-				cli_die("out of memory");
-			off = p;
-		}
-		off[n] = rec.offset;
-		off[++n] = rec.offset + rec.len + LOOM_TFR_OVERHEAD;
-		s.records++;
-		s.psum += rec.len;
-		if (rec.len < s.pmin)
-			s.pmin = rec.len;
-		if (rec.len > s.pmax)
-			s.pmax = rec.len;
-		if (show_progress && (n & 1023) == 0 && cli_progress_due(&pr)) {
-			char b[32];
-			cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", path, n,
-					  cli_bytes((double)loom_tfr_reader_offset(r), b, sizeof b));
-		}
-	}
-	s.bytes = loom_tfr_reader_offset(r);
-	if (rc != LOOM_EOF) {
-		if (rc != 1)
-			cli_warn("%s", loom_tfr_reader_error(r));
-		loom_tfr_reader_free(r);
-		free(off);
-		return -1;
-	}
-	loom_tfr_reader_free(r);
+	int rc = 0;
 	if (check) {
-		char ipath[4200], *have = NULL, *want = NULL;
-		size_t hl, wl;
-		snprintf(ipath, sizeof ipath, "%s", out);
-		rc = loom_read_file(ipath, &have, &hl, &e);
-		if (rc == 0)
-			rc = loom_tfr_index_format(off, n, &want, &wl, &e);
-		if (rc < 0) {
-			cli_warn("%s", e.msg);
-		} else if (hl != wl || memcmp(have, want, wl)) {
-			/* Name the first line that differs. */
-			size_t line = 1, i = 0;
-			while (i < hl && i < wl && have[i] == want[i])
-				line += have[i++] == '\n';
-			cli_warn("%s: index disagrees with its file '%s' from line %zu on", ipath,
-				 path, line);
-			rc = -1;
-		}
-		free(have);
-		free(want);
-		free(off);
-		if (rc < 0)
-			return -1;
-	} else if (!no_write) {
-		rc = loom_tfr_index_write(out, off, n, &e);
-		free(off);
-		if (rc < 0) {
-			cli_warn("%s", e.msg);
-			return -1;
-		}
-	} else {
-		free(off);
+		rc = compare_index(jb, s.offsets, s.records);
+	} else if (!no_write && loom_tfr_index_write(jb->out, s.offsets, s.records, &e) < 0) {
+		cli_warn("%s", e.msg);
+		rc = -1;
 	}
+	free(s.offsets);
+	if (rc < 0)
+		return -1;
 	if (do_stats)
 		snprintf(jb->statline, sizeof jb->statline,
 			 "%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
-			 " max %" PRIu64 " mean %.1f\n", path, s.records, s.bytes,
+			 " max %" PRIu64 " mean %.1f\n", jb->path, s.records, s.bytes,
 			 s.records ? s.pmin : 0, s.pmax,
 			 s.records ? (double)s.psum / (double)s.records : 0.0);
-	*st = s;
+	jb->st = (struct stats){ s.records, s.bytes, s.pmin, s.pmax, s.psum };
 	return 0;
 }
 
