@@ -7,15 +7,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$SHARE/bash-completion/loom"
 
-# complete WORD...: the last word is the one being completed; COMPREPLY
-# sorted, one line
-complete_words() {
-	COMP_WORDS=("$@")
-	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-	COMPREPLY=()
-	_loom_complete
-	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
-}
 
 is "$(complete_words loom-bpe '')" "--help --version decode encode train" "loom-bpe: commands"
 is "$(complete_words loom-bpe en)" "encode" "loom-bpe en -> encode"

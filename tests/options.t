@@ -6,13 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$SHARE/bash-completion/loom"
 
-complete_words() {
-	COMP_WORDS=("$@")
-	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-	COMPREPLY=()
-	_loom_complete
-	printf '%s\n' "${COMPREPLY[@]}" | sort
-}
 # the long options of --help's option lines ("  -x, --name ARG  help")
 help_longs() { grep -oE '^ +(-[a-zA-Z], )?--[a-z0-9-]+' | sed 's/.*--//'; }
 
@@ -34,7 +27,7 @@ for t in loom-fetch loom-extract "loom-bpe encode" "loom-bpe decode" "loom-bpe t
 		grep -qE -- "--$o([^a-z0-9-]|\$)" <<< "$man" || missing="$missing --$o"
 	done
 	is "$missing" "" "$t: every option in man/man1/$tool.1"
-	is "$(complete_words $tool $cmd -- | sed 's/^--//' | grep -v '^-' | sort)" "$(sort <<< "$help")" \
+	is "$(complete_words $tool $cmd -- | tr ' ' '\n' | sed 's/^--//' | grep -v '^-' | sort)" "$(sort <<< "$help")" \
 		"$t: completion offers the options of --help"
 done
 

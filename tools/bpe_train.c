@@ -8,8 +8,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "loom_bpe_train.h"
 #include "loom_common.h"
@@ -168,11 +166,6 @@ static const struct cli_opt opts[] = {
 	OPT_END()
 };
 
-static const char *versions(void)
-{
-	return "jansson " JANSSON_VERSION;
-}
-
 static const struct cli_cmd cmd = {
 	.prog = "loom-bpe",
 	.usage = "usage: loom-bpe train --vocab-size N -o DIR [options] [FILE...]\n"
@@ -181,7 +174,7 @@ static const struct cli_cmd cmd = {
 	.opts = opts,
 	.footer = "Ties between equally frequent pairs go to the smaller (left id, right id),\n"
 		  "as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n",
-	.version = versions,
+	.version = cli_version_jansson,
 };
 
 static void print_summary(const struct loom_bpe_train_stats *s, double t0, double t1, double t2)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -213,6 +214,11 @@ static void take(const struct cli_opt *o, const char *arg)
 		break;
 	case CLI_END: case CLI_TEXT: break;
 	}
+}
+
+const char *cli_version_jansson(void)
+{
+	return "jansson " JANSSON_VERSION;
 }
 
 enum { LIST_OPTIONS = 1000 }; /* getopt's code of the hidden --list-options */

@@ -123,6 +123,8 @@ struct cli_cmd {
  * --list-options and exits on a bad option or value (exit 2).  Returns the
  * index of the first non-option argument. */
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv);
+/* A cli_cmd.version for tools whose only library of note is jansson */
+const char *cli_version_jansson(void);
 /* -q, --quiet and --progress of the command line cli_parse() read */
 extern int cli_quiet, cli_force_progress;
 

@@ -4,7 +4,6 @@
  * writing the frames, progress and the summary line.
  */
 #include <errno.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,11 +115,6 @@ static const struct cli_opt opts[] = {
 	OPT_END()
 };
 
-static const char *versions(void)
-{
-	return "jansson " JANSSON_VERSION;
-}
-
 static const struct cli_cmd cmd = {
 	.prog = "loom-feed",
 	.usage = "usage: loom-feed [options] (--manifest M | SHARD.tfrecord...) --batch B --seq T --seed S\n"
@@ -130,7 +124,7 @@ static const struct cli_cmd cmd = {
 	.footer = "Records longer than T+1 are cut.  Each epoch yields floor(N / (B x W)) global\n"
 		  "batches (the remainder is dropped).  The stream ends with an end-of-stream\n"
 		  "frame; a closed pipe (| head) ends loom-feed quietly with status 0.\n",
-	.version = versions,
+	.version = cli_version_jansson,
 };
 
 static void parse_args(int argc, char **argv, struct args *a)

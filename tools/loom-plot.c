@@ -1,6 +1,5 @@
 /* loom-plot - training log (JSON lines) -> SVG chart + terminal sparkline. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +100,6 @@ static const struct cli_opt opts[] = {
 	OPT_END()
 };
 
-static const char *versions(void)
-{
-	return "jansson " JANSSON_VERSION;
-}
-
 static const struct cli_cmd cmd = {
 	.prog = "loom-plot",
 	.usage = "usage: loom-plot [options] [LOG.jsonl...]\n"
@@ -115,7 +109,7 @@ static const struct cli_cmd cmd = {
 	.footer = "Prints one line per series to stdout: [run,] key, first value, sparkline,\n"
 		  "last value, min, points.  Lines without the keys are skipped; a line that\n"
 		  "is not JSON is an error naming the file and line.\n",
-	.version = versions,
+	.version = cli_version_jansson,
 };
 
 /* One line per series on stdout: [run,] key, first value, sparkline, last
