@@ -466,8 +466,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("the vocabulary loaded (source, size) and each\n"
 		    "input file read, on stderr"),
 	OPT_QUIET(NULL, "no summary on stderr (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

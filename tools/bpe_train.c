@@ -161,8 +161,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("each input read, every 1000 merges, the files\n"
 		    "written (on stderr)"),
 	OPT_QUIET(NULL, "no summary on stderr (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -139,7 +139,7 @@ static int opt_lead(const struct cli_opt *o, char *buf, size_t len)
 }
 
 /* The usage text, the options section generated from the table. */
-static char *usage_text(const struct cli_cmd *cmd)
+static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
 {
 	char *text = NULL, lead[128];
 	size_t len = 0;
@@ -147,13 +147,13 @@ static char *usage_text(const struct cli_cmd *cmd)
 	int col = 20;
 	if (!f)
 		cli_die("out of memory");
-	for (const struct cli_opt *o = cmd->opts; o->kind != CLI_END; o++) {
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
 		int w = o->kind == CLI_TEXT ? 0 : opt_lead(o, lead, sizeof lead) + 2;
 		if (w > col)
 			col = w;
 	}
 	fputs(cmd->usage, f);
-	for (const struct cli_opt *o = cmd->opts; o->kind != CLI_END; o++) {
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
 		if (o->kind == CLI_TEXT) {
 			fprintf(f, "%s\n", o->help);
 			continue;
@@ -175,9 +175,9 @@ static char *usage_text(const struct cli_cmd *cmd)
 }
 
 /* --list-options: "-o --output" per option, " : VALUES" when enumerated */
-static _Noreturn void list_options(const struct cli_cmd *cmd)
+static _Noreturn void list_options(const struct cli_opt *opts)
 {
-	for (const struct cli_opt *o = cmd->opts; o->kind != CLI_END; o++) {
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
 		if (o->kind == CLI_TEXT)
 			continue;
 		if (o->short_name)
@@ -221,21 +221,34 @@ const char *cli_version_jansson(void)
 	return "jansson " JANSSON_VERSION;
 }
 
-enum { LIST_OPTIONS = 1000 }; /* getopt's code of the hidden --list-options */
+enum { LIST_OPTIONS = 1000 };
+
+/* every table ends with these */
+#define OPT_HELP() { .kind = CLI_HELP, .short_name = 'h', .name = "help", .help = "this help" }
+#define OPT_VERSION() \
+	{ .kind = CLI_VERSION, .short_name = 'V', .name = "version", .help = "version" }
+ /* getopt's code of the hidden --list-options */
 
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 {
+	static const struct cli_opt std[] = { OPT_HELP(), OPT_VERSION(), OPT_END() };
 	static char *text;
+	static struct cli_opt *opts; /* cmd's, then -h and -V */
 	size_t n = 0;
 	while (cmd->opts[n].kind != CLI_END)
 		n++;
-	struct option *lo = calloc(n + 2, sizeof *lo);
-	char *shorts = malloc(3 * n + 2), *sp = shorts;
-	if (!lo || !shorts)
+	free(opts);
+	opts = malloc((n + 3) * sizeof *opts);
+	struct option *lo = calloc(n + 3, sizeof *lo);
+	char *shorts = malloc(3 * n + 8), *sp = shorts;
+	if (!opts || !lo || !shorts)
 		cli_die("out of memory");
+	memcpy(opts, cmd->opts, n * sizeof *opts);
+	memcpy(opts + n, std, sizeof std);
+	n += 2;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct cli_opt *o = &cmd->opts[i];
+		const struct cli_opt *o = &opts[i];
 		if (o->kind == CLI_TEXT)
 			continue;
 		lo[k++] = (struct option){ o->name, o->arg ? required_argument : no_argument,
@@ -249,7 +262,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	lo[k] = (struct option){ "list-options", no_argument, NULL, LIST_OPTIONS };
 	*sp = 0;
 	free(text);
-	text = usage_text(cmd);
+	text = usage_text(cmd, opts);
 	cli_init(cmd->prog, text);
 	cli_cmd = cmd;
 	optind = 1;
@@ -257,12 +270,12 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct cli_opt *o = NULL;
 		if (c == LIST_OPTIONS)
-			list_options(cmd);
+			list_options(opts);
 		if (c >= 256 && c < 256 + (int)n)
-			o = &cmd->opts[c - 256];
+			o = &opts[c - 256];
 		for (size_t i = 0; !o && c > 0 && c < 256 && i < n; i++)
-			if (cmd->opts[i].short_name == c && cmd->opts[i].kind != CLI_TEXT)
-				o = &cmd->opts[i];
+			if (opts[i].short_name == c && opts[i].kind != CLI_TEXT)
+				o = &opts[i];
 		if (!o)
 			cli_bad_option();
 		take(o, optarg);

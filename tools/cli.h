@@ -19,7 +19,6 @@
  *		OPT_BOOL(0, "no-write", &no_write, "write no index"),
  *		OPT_INT('j', "jobs", &jobs, "N", 1, 1024, "files verified in parallel"),
  *		OPT_VERBOSE("a line per FILE"), OPT_QUIET(NULL, "no summary line"),
- *		OPT_HELP(), OPT_VERSION(),
  *		OPT_END()
  *	};
  *	static const struct cli_cmd cmd = { "loom-index", "usage: ...\n", opts };
@@ -99,12 +98,10 @@ struct cli_opt {
 #define OPT_ENUM_CALLBACK(S_, L_, F_, A_, VALS_, H_) \
 	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), \
 	  .help = (H_), .values = (VALS_) }
-/* The shared ones.  -v sets cli_verbose, -q sets cli_quiet (and *v if v is
- * not NULL) and clears cli_verbose once all options are read; --progress
- * sets cli_force_progress (and *v). */
-#define OPT_HELP() { .kind = CLI_HELP, .short_name = 'h', .name = "help", .help = "this help" }
-#define OPT_VERSION() \
-	{ .kind = CLI_VERSION, .short_name = 'V', .name = "version", .help = "version" }
+/* The shared ones (-h and -V end every table: cli_parse() adds them):
+ * -v sets cli_verbose, -q sets cli_quiet (and *v if v is not NULL) and
+ * clears cli_verbose once all options are read; --progress sets
+ * cli_force_progress (and *v). */
 #define OPT_VERBOSE(H_) { .kind = CLI_VERBOSE, .short_name = 'v', .name = "verbose", .help = (H_) }
 #define OPT_QUIET(V_, H_) { .kind = CLI_QUIET, .short_name = 'q', .name = "quiet", .var.i = (V_), .help = (H_) }
 #define OPT_PROGRESS(V_, H_) { .kind = CLI_PROGRESS, .name = "progress", .var.i = (V_), .help = (H_) }
@@ -119,7 +116,7 @@ struct cli_cmd {
 };
 
 /* Sets the program name and the usage text (as cli_init), parses argv by
- * the table (getopt_long, arguments permuted), handles -h, -V and
+ * the table and -h, -V (getopt_long, arguments permuted), handles -h, -V and
  * --list-options and exits on a bad option or value (exit 2).  Returns the
  * index of the first non-option argument. */
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv);

@@ -195,8 +195,6 @@ static const struct cli_opt opts[] = {
 		     "across all FILEs, read through FILE.index; A: and :B\n"
 		     "are open ends, A alone is one record"),
 	OPT_VERBOSE("each FILE read, with its record count, on stderr"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -361,8 +361,6 @@ static const struct cli_opt opts[] = {
 	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default 1)"),
 	OPT_BOOL(0, "no-prompt", &o.no_prompt, "print only the continuation"),
 	OPT_BOOL(0, "no-stop", &o.no_stop, "do not stop at <|endoftext|>"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

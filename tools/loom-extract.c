@@ -413,8 +413,6 @@ static const struct cli_opt opts[] = {
 		    "(namespace, redirect, disambiguation, empty or\n"
 		    "short; too large and no text are always told)"),
 	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -110,8 +110,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("each shard opened (records, index) and each epoch\n"
 		    "started (its batches and seed), on stderr"),
 	OPT_QUIET(&args.quiet, "no summary line (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -343,8 +343,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("each URL requested, and what came of it (bytes,\n"
 		    "attempts, resume offset)"),
 	OPT_QUIET(&g.quiet, "no progress, no summary lines (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -135,8 +135,6 @@ static const struct cli_opt opts[] = {
 	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
 	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
 	OPT_QUIET(&quiet, "no summary line (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

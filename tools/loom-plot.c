@@ -95,8 +95,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("a line per log read on stderr: lines, lines without\n"
 		    "the keys (skipped), points per series"),
 	OPT_QUIET(NULL, "print no sparkline lines (same as --spark 0), no -v"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -148,8 +148,6 @@ static const struct cli_opt opts[] = {
 	OPT_VERBOSE("each input read (tokens) and each shard\n"
 		    "committed (name, records, bytes)"),
 	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 

@@ -793,8 +793,6 @@ static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
 	OPT_VERBOSE("more detail on stderr"),
 	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
-	OPT_HELP(),
-	OPT_VERSION(),
 	OPT_END()
 };
 
