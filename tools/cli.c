@@ -197,7 +197,6 @@ static void take(const struct cli_opt *o, const char *arg)
 	case CLI_INT: *o->var.i = (int)cli_u64(opt, arg, o->min, o->max); break;
 	case CLI_U64: *o->var.u = cli_u64(opt, arg, o->min, o->max); break;
 	case CLI_DOUBLE: *o->var.d = cli_double(opt, arg, o->dmin, o->dmax); break;
-	case CLI_SIZE: *o->var.u = cli_size(opt, arg); break;
 	case CLI_CALL: o->var.fn(opt, arg); break;
 	case CLI_HELP: cli_help();
 	case CLI_VERSION: cli_version(cli_cmd->version ? cli_cmd->version() : NULL);
@@ -221,13 +220,14 @@ const char *cli_version_jansson(void)
 	return "jansson " JANSSON_VERSION;
 }
 
-enum { LIST_OPTIONS = 1000 };
-
-/* every table ends with these */
+/* Every table ends with -h and -V. */
 #define OPT_HELP() { .kind = CLI_HELP, .short_name = 'h', .name = "help", .help = "this help" }
 #define OPT_VERSION() \
 	{ .kind = CLI_VERSION, .short_name = 'V', .name = "version", .help = "version" }
- /* getopt's code of the hidden --list-options */
+
+/* getopt's code of the hidden --list-options (a long-only option's is 256 +
+ * its index in the table) */
+enum { LIST_OPTIONS = 1000 };
 
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 {

@@ -6,8 +6,8 @@
  * Options: each command declares each option once, in a table of OPT_*()
  * lines (long name, short letter, variable, kind, argument name, help), in
  * the spirit of git's parse-options.  cli_parse() turns the table into
- * getopt_long's, checks every value (whole numbers and numbers in a range,
- * sizes like 512M; one line naming the option, exit 2), generates the
+ * getopt_long's, checks every value (whole numbers and numbers in a range;
+ * one line naming the option, exit 2), generates the
  * options section of --help, and gives every tool the same -h/--help,
  * -V/--version, -v/--verbose, -q/--quiet (-q wins over -v) and --progress.
  * A hidden --list-options prints the options, one per line, with their
@@ -22,7 +22,7 @@
  *		OPT_END()
  *	};
  *	static const struct cli_cmd cmd = { "loom-index", "usage: ...\n", opts };
- *	int optind = cli_parse(&cmd, argc, argv);
+ *	cli_parse(&cmd, argc, argv);   (the arguments: argv[optind..argc))
  *
  * This is the tools' side (it prints and exits); libloom itself never does.
  * Exit codes: 0 ok, 1 runtime/data failure, 2 bad usage, 75 temporary
@@ -44,7 +44,6 @@ enum cli_kind {
 	CLI_INT,            /* *var.i: a whole number in [min, max] */
 	CLI_U64,            /* *var.u: a whole number in [min, max] */
 	CLI_DOUBLE,         /* *var.d: a number in [dmin, dmax] */
-	CLI_SIZE,           /* *var.u: a size (512M, 2G) */
 	CLI_CALL,           /* var.fn("--name", argument or NULL) */
 	CLI_HELP, CLI_VERSION, CLI_VERBOSE, CLI_QUIET, CLI_PROGRESS,
 };
@@ -89,10 +88,9 @@ struct cli_opt {
 #define OPT_DOUBLE(S_, L_, V_, A_, LO_, HI_, H_) \
 	{ .kind = CLI_DOUBLE, .short_name = (S_), .name = (L_), .var.d = (V_), .arg = (A_), \
 	  .dmin = (LO_), .dmax = (HI_), .help = (H_) }
-#define OPT_SIZE(S_, L_, V_, A_, H_) \
-	{ .kind = CLI_SIZE, .short_name = (S_), .name = (L_), .var.u = (V_), .arg = (A_), .help = (H_) }
-/* special ones (repeated --set K=V, values that depend on others): a =
- * NULL for an option without argument */
+/* special ones (repeated --set K=V, values with limits of their own such as
+ * sizes, options that set several things): a = NULL for an option without
+ * argument */
 #define OPT_CALLBACK(S_, L_, F_, A_, H_) \
 	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), .help = (H_) }
 #define OPT_ENUM_CALLBACK(S_, L_, F_, A_, VALS_, H_) \
