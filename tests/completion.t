@@ -1,20 +1,12 @@
 #!/usr/bin/env bash
-# share/bash-completion/loom: subcommands, options from --help, enumerated
-# values (checked against each tool's --help so the lists cannot drift),
+# share/bash-completion/loom: subcommands, options and enumerated values from
+# each tool's option table (--list-options; the values checked against each
+# tool's --help, so help and table cannot drift),
 # presets, loom-train's --set keys and values, and --opt=VALUE split by bash
 # at '=' (COMP_WORDBREAKS).
 . "$(dirname "$0")/lib.sh"
 . "$SHARE/bash-completion/loom"
 
-# complete WORD...: the last word is the one being completed; COMPREPLY
-# sorted, one line
-complete_words() {
-	COMP_WORDS=("$@")
-	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-	COMPREPLY=()
-	_loom_complete
-	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
-}
 
 is "$(complete_words loom-bpe '')" "--help --version decode encode train" "loom-bpe: commands"
 is "$(complete_words loom-bpe en)" "encode" "loom-bpe en -> encode"
@@ -22,7 +14,7 @@ is "$(complete_words loom-eval gen)" "generate" "loom-eval gen -> generate"
 is "$(complete_words loom-eval generate --pro)" "--prompt" "loom-eval generate: its options"
 like <(complete_words loom-bpe train --)  '(^| )--vocab-size( |$)' "loom-bpe train --: train's options"
 unlike <(complete_words loom-bpe train --) '(^| )--allow-special( |$)' "and not encode's"
-is "$(complete_words loom-feed --dt)" "--dtype" "options from --help"
+is "$(complete_words loom-feed --dt)" "--dtype" "options from the tool's table"
 is "$(complete_words loom-train -)" "$(complete_words loom-train -)" "(stable)"
 like <(complete_words loom-train -) '(^| )-V( |$)' "short options too"
 

@@ -11,6 +11,8 @@
 #   no_tmp_left DIR "name"  no temporary (.tmp-) or output debris in DIR
 #   skip N "why"            N skipped tests;  skip_all "why"; done_testing
 #   losses LOG           step, loss, lr, grad_norm of a loom-train JSON log
+#   complete_words WORD...  bash completion's replies for the last WORD, sorted,
+#                        on one line (after . "$SHARE/bash-completion/loom")
 set -u
 # A known environment, whatever the caller exported: no OpenBLAS, OpenMP,
 # oneDNN or loom variables (but LOOM_BUILD, which the Makefile passes on
@@ -78,6 +80,13 @@ for l in open(sys.argv[1]):
     if "loss" in d:
         print(d["step"], repr(d["loss"]), repr(d["lr"]), repr(d["grad_norm"]))
 ' "$1"; }
+complete_words() {
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMPREPLY=()
+	_loom_complete
+	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.
 TESTS=$(cd "${0%/*}" && pwd)

@@ -78,6 +78,30 @@ static int count_dir(void)
 	return n;
 }
 
+/* loom_tfr_scan's check: counts payloads, refuses record `refuse` */
+struct scan_ctx {
+	int checked, refuse, progress_calls;
+	uint64_t last_records, last_bytes;
+};
+
+static int scan_check(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e)
+{
+	struct scan_ctx *c = ctx;
+	(void)payload;
+	(void)len;
+	if (c->checked++ == c->refuse)
+		return loom_err_set(e, LOOM_EFORMAT, "not an Example");
+	return 0;
+}
+
+static void scan_progress(void *ctx, uint64_t records, uint64_t bytes)
+{
+	struct scan_ctx *c = ctx;
+	c->progress_calls++;
+	c->last_records = records;
+	c->last_bytes = bytes;
+}
+
 int main(void)
 {
 	struct loom_err e;
@@ -263,6 +287,58 @@ int main(void)
 	is_int(loom_tfr_index_parse("0x0 50\n", 7, "x", &off, &cnt, &e), LOOM_EFORMAT, "hex");
 	is_int(loom_tfr_index_parse("0 99999999999999999999\n", 23, "x", &off, &cnt, &e),
 	       LOOM_EFORMAT, "overflow");
+
+	/* ---- one pass: index and payload sizes (loom-index) ---- */
+	struct loom_tfr_scan sc;
+	struct scan_ctx sx = { .refuse = -1 };
+	is_int(loom_tfr_scan(f3, NULL, NULL, NULL, &sc, &e), 0, "scan");
+	ok(sc.records == 3 && sc.bytes == 157 && sc.offsets[0] == 0 && sc.offsets[1] == 50 &&
+	   sc.offsets[2] == 106 && sc.offsets[3] == 157, "  3 records, 157 bytes, offsets 0 50 106 157");
+	ok(sc.pmin == 34 && sc.pmax == 40 && sc.psum == 109, "  payloads: min 34, max 40, sum 109");
+	loom_tfr_index_format(sc.offsets, sc.records, &txt, &tl, &e);
+	is_str(txt, "0 50\n50 56\n106 51\n", "  its index is the writer's");
+	free(txt);
+	free(sc.offsets);
+	is_int(loom_tfr_scan(f3, scan_check, NULL, &sx, &sc, &e), 0, "scan with a check");
+	is_int(sx.checked, 3, "  called on every payload");
+	free(sc.offsets);
+	sx = (struct scan_ctx){ .refuse = 1 };
+	is_int(loom_tfr_scan(f3, scan_check, NULL, &sx, &sc, &e), LOOM_EFORMAT,
+	       "a payload the check refuses stops the scan");
+	ok(strstr(e.msg, "three.tfrecord: record 1 at byte 50: not an Example") != NULL, "  %s", e.msg);
+	ok(sc.offsets == NULL, "  nothing to free");
+	memcpy(bad, fb, flen);
+	bad[50 + 12 + 7] ^= 0x10; /* payload of record 1 */
+	spit(fb_path, bad, flen);
+	is_int(loom_tfr_scan(fb_path, NULL, NULL, NULL, &sc, &e), 0,
+	       "without a check payloads are skipped (their CRCs too)");
+	free(sc.offsets);
+	sx = (struct scan_ctx){ .refuse = -1 };
+	is_int(loom_tfr_scan(fb_path, scan_check, NULL, &sx, &sc, &e), LOOM_ECHECKSUM,
+	       "with a check, a payload CRC mismatch");
+	ok(strstr(e.msg, "bad.tfrecord: record 1 at byte 50: payload CRC mismatch") != NULL,
+	   "  %s", e.msg);
+	spit(fb_path, "", 0);
+	is_int(loom_tfr_scan(fb_path, NULL, NULL, NULL, &sc, &e), 0, "empty file");
+	ok(sc.records == 0 && sc.bytes == 0 && sc.offsets[0] == 0 && sc.pmin == UINT64_MAX &&
+	   sc.pmax == 0, "  no records, pmin UINT64_MAX");
+	free(sc.offsets);
+	is_int(loom_tfr_scan(path_of("missing"), NULL, NULL, NULL, &sc, &e), LOOM_EIO, "missing file");
+	ok(strstr(e.msg, "cannot open") != NULL, "  %s", e.msg);
+	w = loom_tfr_writer_new(fb_path, 0, 0, &e);
+	for (int i = 0; i < 2500; i++)
+		loom_tfr_writer_write(w, pay[0], (size_t)(i % 3));
+	loom_tfr_writer_commit(w);
+	loom_tfr_writer_free(w);
+	sx = (struct scan_ctx){ .refuse = -1 };
+	is_int(loom_tfr_scan(fb_path, NULL, scan_progress, &sx, &sc, &e), 0, "2500 records");
+	ok(sx.progress_calls == 2 && sx.last_records == 2048 && sx.last_bytes == sc.offsets[2048],
+	   "  progress every 1024 records (%d calls, last at %llu records, byte %llu)",
+	   sx.progress_calls, (unsigned long long)sx.last_records,
+	   (unsigned long long)sx.last_bytes);
+	ok(sc.records == 2500 && sc.pmin == 0 && sc.pmax == 2 && sc.psum == 2499 &&
+	   sc.offsets[2500] == sc.bytes, "  sizes and offsets of 2500 records");
+	free(sc.offsets);
 
 	/* ---- random access ---- */
 	struct loom_tfr_file *tf = loom_tfr_file_open(f3, NULL, &e);

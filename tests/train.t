@@ -46,6 +46,12 @@ run loom-train -v -c tiny --steps 2 < "$F"
 is_rc 0 "train -v"
 like "$err" "^loom-train: OpenBLAS (detected )?core '[A-Za-z0-9]+'" "-v names the OpenBLAS core"
 like "$err" "threads, (AVX-512|AVX2|baseline) kernels, B=4 T=8" "-v names the kernels' instruction set"
+# -q wins over -v, in either order (cli.h): no -v line, no step line
+for qv in "-q -v" "-v -q"; do
+	run loom-train $qv -c tiny --steps 2 --log-every 1 < "$F"
+	is_rc 0 "train $qv"
+	is "$(cat "$err")" "" "train $qv: nothing on stderr"
+done
 
 # --- checkpoints -------------------------------------------------------------
 run loom-train -q -c tiny --steps 12 --save "$T/ck" --save-every 4 --keep 2 < "$F"

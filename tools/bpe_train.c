@@ -3,36 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "loom_bpe_train.h"
 #include "loom_common.h"
-
-static const char train_usage[] =
-"usage: loom-bpe train --vocab-size N -o DIR [options] [FILE...]\n"
-"Learn byte-level BPE merges (GPT-2 pre-tokenization) from FILEs or stdin and\n"
-"write DIR/encoder.json, DIR/vocab.bpe and DIR/tokenizer.json.\n"
-"  -n, --vocab-size N      vocabulary size: 256 bytes + merges + specials\n"
-"  -m, --min-frequency N   stop when the best pair occurs fewer than N times (2)\n"
-"  -s, --special TOKEN     special token, id after the merges (repeatable; the\n"
-"                          default is <|endoftext|>; --special '' for none)\n"
-"  -d, --docs MODE         lines: one document per line (default); nul:\n"
-"                          NUL-separated; whole: each input is one document\n"
-"  -o, --output DIR        output directory (created if missing)\n"
-"      --progress          progress on stderr even when it is not a terminal\n"
-"  -v, --verbose           each input read, every 1000 merges, the files\n"
-"                          written (on stderr)\n"
-"  -q, --quiet             no summary on stderr (and no -v lines)\n"
-"  -h, --help              this help;  -V, --version  versions\n"
-"Ties between equally frequent pairs go to the smaller (left id, right id),\n"
-"as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n";
 
 enum { DOCS_LINES, DOCS_NUL, DOCS_WHOLE };
 
@@ -130,82 +108,92 @@ static void on_progress(void *ctx, size_t done, size_t target)
 		cli_progress_show(&c->prog, "train: merges %zu/%zu", done, target);
 }
 
+static struct loom_bpe_train_opts o = { .min_frequency = 2 };
+static struct train_ctx c = { .docs = DOCS_LINES };
+static const char **specials;
+static size_t nspecials;
+static int given_special;
+static const char *outdir;
+
+static void on_vocab_size(const char *opt, const char *arg)
+{
+	o.vocab_size = cli_u64(opt, arg, 1, 1u << 24);
+}
+
+static void on_special(const char *opt, const char *arg)
+{
+	(void)opt;
+	given_special = 1;
+	if (!*arg)
+		return;
+	specials = realloc(specials, (nspecials + 1) * sizeof *specials);
+	if (!specials)
+		cli_die("out of memory");
+	specials[nspecials++] = arg;
+}
+
+static void on_docs(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (!strcmp(arg, "lines"))
+		c.docs = DOCS_LINES;
+	else if (!strcmp(arg, "nul"))
+		c.docs = DOCS_NUL;
+	else if (!strcmp(arg, "whole"))
+		c.docs = DOCS_WHOLE;
+	else
+		cli_usage_error("--docs: '%s' is not lines, nul or whole", arg);
+}
+
+static const struct cli_opt opts[] = {
+	OPT_CALLBACK('n', "vocab-size", on_vocab_size, "N",
+		     "vocabulary size: 256 bytes + merges + specials"),
+	OPT_U64('m', "min-frequency", &o.min_frequency, "N", 0, UINT64_MAX,
+		"stop when the best pair occurs fewer than N times (2)"),
+	OPT_CALLBACK('s', "special", on_special, "TOKEN",
+		     "special token, id after the merges (repeatable; the\n"
+		     "default is <|endoftext|>; --special '' for none)"),
+	OPT_ENUM_CALLBACK('d', "docs", on_docs, "MODE", "lines nul whole",
+			  "lines: one document per line (default); nul:\n"
+			  "NUL-separated; whole: each input is one document"),
+	OPT_STRING('o', "output", &outdir, "DIR", "output directory (created if missing)"),
+	OPT_PROGRESS(NULL, "progress on stderr even when it is not a terminal"),
+	OPT_VERBOSE("each input read, every 1000 merges, the files\n"
+		    "written (on stderr)"),
+	OPT_QUIET(NULL, "no summary on stderr (and no -v lines)"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-bpe",
+	.usage = "usage: loom-bpe train --vocab-size N -o DIR [options] [FILE...]\n"
+		 "Learn byte-level BPE merges (GPT-2 pre-tokenization) from FILEs or stdin and\n"
+		 "write DIR/encoder.json, DIR/vocab.bpe and DIR/tokenizer.json.\n",
+	.opts = opts,
+	.footer = "Ties between equally frequent pairs go to the smaller (left id, right id),\n"
+		  "as in HuggingFace's BpeTrainer; see loom-bpe(1), TRAIN.\n",
+	.version = cli_version_jansson,
+};
+
+static void print_summary(const struct loom_bpe_train_stats *s, double t0, double t1, double t2)
+{
+	struct rusage ru;
+	char b1[32], b2[32];
+	getrusage(RUSAGE_SELF, &ru);
+	cli_warn("train: %llu documents, %s, %llu pre-tokens (%llu distinct), "
+		 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
+		 "peak memory %s",
+		 (unsigned long long)s->docs, cli_bytes((double)s->bytes, b1, sizeof b1),
+		 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
+		 (unsigned long long)s->merges, (unsigned long long)s->vocab,
+		 loom_now() - t0, t1 - t0, t2 - t1,
+		 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
+}
+
 int bpe_train_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "vocab-size", required_argument, NULL, 'n' },
-		{ "min-frequency", required_argument, NULL, 'm' },
-		{ "special", required_argument, NULL, 's' },
-		{ "docs", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static const char *default_special[] = { "<|endoftext|>" };
-	struct loom_bpe_train_opts o = { 0 };
-	struct train_ctx c = { .docs = DOCS_LINES };
-	const char **specials = NULL;
-	size_t nspecials = 0;
-	int given_special = 0, force_progress = 0, quiet = 0;
-	const char *outdir = NULL;
-	int ch;
-
-	o.min_frequency = 2;
-	cli_init(cli_prog, train_usage);
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "n:m:s:d:o:vqhV", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'n':
-			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1u << 24);
-			break;
-		case 'm':
-			o.min_frequency = cli_u64("--min-frequency", optarg, 0, UINT64_MAX);
-			break;
-		case 's':
-			given_special = 1;
-			if (!*optarg)
-				break;
-			specials = realloc(specials, (nspecials + 1) * sizeof *specials);
-			if (!specials)
-				cli_die("out of memory");
-			specials[nspecials++] = optarg;
-			break;
-		case 'd':
-			if (!strcmp(optarg, "lines"))
-				c.docs = DOCS_LINES;
-			else if (!strcmp(optarg, "nul"))
-				c.docs = DOCS_NUL;
-			else if (!strcmp(optarg, "whole"))
-				c.docs = DOCS_WHOLE;
-			else
-				cli_usage_error("--docs: '%s' is not lines, nul or whole", optarg);
-			break;
-		case 'o':
-			outdir = optarg;
-			break;
-		case 'P':
-			force_progress = 1;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			cli_help();
-		case 'V':
-			cli_version("jansson " JANSSON_VERSION);
-		default:
-			cli_bad_option();
-		}
-	}
-	if (quiet)
-		cli_verbose = 0;
+	cli_parse(&cmd, argc, argv);
 	if (!o.vocab_size)
 		cli_usage_error("train: --vocab-size is required");
 	if (!outdir || !*outdir)
@@ -225,7 +213,7 @@ int bpe_train_main(int argc, char **argv)
 		cli_die("out of memory");
 	if (loom_bpe_trainer_check(c.t, &o) < 0)
 		cli_usage_error("train: %s", loom_bpe_trainer_error(c.t));
-	cli_progress_init(&c.prog, force_progress);
+	cli_progress_init(&c.prog, cli_force_progress);
 
 	if (optind >= argc)
 		read_input(&c, NULL);
@@ -246,24 +234,12 @@ int bpe_train_main(int argc, char **argv)
 	cli_info("train: wrote %s/encoder.json, %s/vocab.bpe and %s/tokenizer.json: "
 		 "%llu merges, vocabulary %llu", outdir, outdir, outdir,
 		 (unsigned long long)st.merges, (unsigned long long)st.vocab);
-	if (!quiet && st.merges + 256 + nspecials < o.vocab_size)
+	if (!cli_quiet && st.merges + 256 + nspecials < o.vocab_size)
 		cli_warn("train: vocabulary is %llu, not %zu: no pair left that occurs at least "
 			 "%llu times", (unsigned long long)st.vocab, o.vocab_size,
 			 (unsigned long long)(o.min_frequency ? o.min_frequency : 1));
-	if (!quiet) {
-		const struct loom_bpe_train_stats *s = &st;
-		struct rusage ru;
-		char b1[32], b2[32];
-		getrusage(RUSAGE_SELF, &ru);
-		cli_warn("train: %llu documents, %s, %llu pre-tokens (%llu distinct), "
-			 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
-			 "peak memory %s",
-			 (unsigned long long)s->docs, cli_bytes((double)s->bytes, b1, sizeof b1),
-			 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
-			 (unsigned long long)s->merges, (unsigned long long)s->vocab,
-			 loom_now() - t0, t1 - t0, t2 - t1,
-			 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
-	}
+	if (!cli_quiet)
+		print_summary(&st, t0, t1, t2);
 	loom_bpe_trainer_free(c.t);
 	if (given_special)
 		free(specials);

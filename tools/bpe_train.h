@@ -2,7 +2,7 @@
  * bpe_train.h - the `loom-bpe train` subcommand (tools/bpe_train.c).
  *
  * Called by loom-bpe's dispatcher with argv[0] == "train"; parses its own
- * options (getopt_long), learns byte-level BPE merges with libloom's
+ * options (its cli table), learns byte-level BPE merges with libloom's
  * loom_bpe_train module and writes encoder.json, vocab.bpe and
  * tokenizer.json into the output directory.  Returns the process exit code
  * (0 ok, 1 data/runtime failure, 2 usage) or exits through tools/cli.h.

@@ -2,6 +2,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -108,6 +110,7 @@ void cli_warn(const char *fmt, ...)
 }
 
 int cli_verbose;
+int cli_quiet, cli_force_progress;
 
 void cli_info(const char *fmt, ...)
 {
@@ -174,6 +177,169 @@ void cli_version(const char *extra)
 	if (extra && *extra)
 		printf("%s\n", extra);
 	exit(0); /* a write error: close_stdout() says it, exit 1 */
+}
+
+/* --- the option table ---------------------------------------------------- */
+
+static const struct cli_cmd *cli_cmd; /* cli_parse()'s, for -V */
+
+/* "  -o, --output PATH" */
+static int opt_lead(const struct cli_opt *o, char *buf, size_t len)
+{
+	char s[8] = "    ";
+	if (o->short_name)
+		snprintf(s, sizeof s, "-%c, ", o->short_name);
+	return snprintf(buf, len, "  %s--%s%s%s", s, o->name, o->arg ? " " : "",
+			o->arg ? o->arg : "");
+}
+
+/* The usage text, the options section generated from the table. */
+static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
+{
+	char *text = NULL, lead[128];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int col = 20;
+	if (!f)
+		cli_die("out of memory");
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
+		int w = o->kind == CLI_TEXT ? 0 : opt_lead(o, lead, sizeof lead) + 2;
+		if (w > col)
+			col = w;
+	}
+	fputs(cmd->usage, f);
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
+		if (o->kind == CLI_TEXT) {
+			fprintf(f, "%s\n", o->help);
+			continue;
+		}
+		int w = opt_lead(o, lead, sizeof lead);
+		fprintf(f, "%s%*s", lead, col - w, "");
+		for (const char *h = o->help; *h; h++) {
+			fputc(*h, f);
+			if (*h == '\n')
+				fprintf(f, "%*s", col, "");
+		}
+		fputc('\n', f);
+	}
+	if (cmd->footer)
+		fputs(cmd->footer, f);
+	if (fclose(f) != 0 || !text)
+		cli_die("out of memory");
+	return text;
+}
+
+/* --list-options: "-o --output" per option, " : VALUES" when enumerated */
+static _Noreturn void list_options(const struct cli_opt *opts)
+{
+	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
+		if (o->kind == CLI_TEXT)
+			continue;
+		if (o->short_name)
+			printf("-%c ", o->short_name);
+		printf("--%s%s%s\n", o->name, o->values ? " : " : "", o->values ? o->values : "");
+	}
+	exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+static void take(const struct cli_opt *o, const char *arg)
+{
+	char opt[64];
+	snprintf(opt, sizeof opt, "--%s", o->name);
+	switch (o->kind) {
+	case CLI_SET: *o->var.i = o->value; break;
+	case CLI_STRING: *o->var.s = arg; break;
+	case CLI_INT: *o->var.i = (int)cli_u64(opt, arg, o->min, o->max); break;
+	case CLI_U64: *o->var.u = cli_u64(opt, arg, o->min, o->max); break;
+	case CLI_DOUBLE: *o->var.d = cli_double(opt, arg, o->dmin, o->dmax); break;
+	case CLI_CALL: o->var.fn(opt, arg); break;
+	case CLI_HELP: cli_help();
+	case CLI_VERSION: cli_version(cli_cmd->version ? cli_cmd->version() : NULL);
+	case CLI_VERBOSE: cli_verbose = 1; break;
+	case CLI_QUIET:
+		cli_quiet = 1;
+		if (o->var.i)
+			*o->var.i = 1;
+		break;
+	case CLI_PROGRESS:
+		cli_force_progress = 1;
+		if (o->var.i)
+			*o->var.i = 1;
+		break;
+	case CLI_END: case CLI_TEXT: break;
+	}
+}
+
+const char *cli_version_jansson(void)
+{
+	return "jansson " JANSSON_VERSION;
+}
+
+/* Every table ends with -h and -V. */
+#define OPT_HELP() { .kind = CLI_HELP, .short_name = 'h', .name = "help", .help = "this help" }
+#define OPT_VERSION() \
+	{ .kind = CLI_VERSION, .short_name = 'V', .name = "version", .help = "version" }
+
+/* getopt's code of the hidden --list-options (a long-only option's is 256 +
+ * its index in the table) */
+enum { LIST_OPTIONS = 1000 };
+
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	static const struct cli_opt std[] = { OPT_HELP(), OPT_VERSION(), OPT_END() };
+	static char *text;
+	static struct cli_opt *opts; /* cmd's, then -h and -V */
+	size_t n = 0;
+	while (cmd->opts[n].kind != CLI_END)
+		n++;
+	free(opts);
+	opts = malloc((n + 3) * sizeof *opts);
+	struct option *lo = calloc(n + 3, sizeof *lo);
+	char *shorts = malloc(3 * n + 8), *sp = shorts;
+	if (!opts || !lo || !shorts)
+		cli_die("out of memory");
+	memcpy(opts, cmd->opts, n * sizeof *opts);
+	memcpy(opts + n, std, sizeof std);
+	n += 2;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cli_opt *o = &opts[i];
+		if (o->kind == CLI_TEXT)
+			continue;
+		lo[k++] = (struct option){ o->name, o->arg ? required_argument : no_argument,
+					   NULL, o->short_name ? o->short_name : 256 + (int)i };
+		if (o->short_name) {
+			*sp++ = (char)o->short_name;
+			if (o->arg)
+				*sp++ = ':';
+		}
+	}
+	lo[k] = (struct option){ "list-options", no_argument, NULL, LIST_OPTIONS };
+	*sp = 0;
+	free(text);
+	text = usage_text(cmd, opts);
+	cli_init(cmd->prog, text);
+	cli_cmd = cmd;
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		const struct cli_opt *o = NULL;
+		if (c == LIST_OPTIONS)
+			list_options(opts);
+		if (c >= 256 && c < 256 + (int)n)
+			o = &opts[c - 256];
+		for (size_t i = 0; !o && c > 0 && c < 256 && i < n; i++)
+			if (opts[i].short_name == c && opts[i].kind != CLI_TEXT)
+				o = &opts[i];
+		if (!o)
+			cli_bad_option();
+		take(o, optarg);
+	}
+	if (cli_quiet)
+		cli_verbose = 0;
+	free(lo);
+	free(shorts);
+	return optind;
 }
 
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)

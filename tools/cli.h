@@ -1,6 +1,28 @@
 /*
- * cli.h - what every loom tool's main shares: naming, messages, exit codes,
- * option-value parsing, progress lines, and signal-time cleanup.
+ * cli.h - what every loom tool's main shares: one option table per command,
+ * naming, messages, exit codes, option-value parsing, progress lines, and
+ * signal-time cleanup.
+ *
+ * Options: each command declares each option once, in a table of OPT_*()
+ * lines (long name, short letter, variable, kind, argument name, help), in
+ * the spirit of git's parse-options.  cli_parse() turns the table into
+ * getopt_long's, checks every value (whole numbers and numbers in a range;
+ * one line naming the option, exit 2), generates the
+ * options section of --help, and gives every tool the same -h/--help,
+ * -V/--version, -v/--verbose, -q/--quiet (-q wins over -v) and --progress.
+ * A hidden --list-options prints the options, one per line, with their
+ * enumerated values: share/bash-completion/loom completes from it.
+ *
+ *	static int no_write;
+ *	static const struct cli_opt opts[] = {
+ *		OPT_STRING('o', "output", &output, "PATH", "index path (- = stdout)"),
+ *		OPT_BOOL(0, "no-write", &no_write, "write no index"),
+ *		OPT_INT('j', "jobs", &jobs, "N", 1, 1024, "files verified in parallel"),
+ *		OPT_VERBOSE("a line per FILE"), OPT_QUIET(NULL, "no summary line"),
+ *		OPT_END()
+ *	};
+ *	static const struct cli_cmd cmd = { "loom-index", "usage: ...\n", opts };
+ *	cli_parse(&cmd, argc, argv);   (the arguments: argv[optind..argc))
  *
  * This is the tools' side (it prints and exits); libloom itself never does.
  * Exit codes: 0 ok, 1 runtime/data failure, 2 bad usage, 75 temporary
@@ -15,19 +37,107 @@
 #define EXIT_USAGE 2
 #define EXIT_TEMPFAIL 75
 
-/* Call first in main: sets the program name used in messages, the usage
- * text printed by --help and after usage errors, installs handlers that
- * remove live temporary outputs on SIGINT/SIGTERM/SIGHUP before dying, and
- * checks stdout at exit: flushed and closed without a write error, else
- * "prog: cannot write to stdout: REASON" and exit 1 (quiet after an error
- * already reported by cli_die/cli_exit/cli_usage_error, or on EPIPE). */
+enum cli_kind {
+	CLI_END, CLI_TEXT,  /* end of table; a line of text in --help */
+	CLI_SET,            /* no argument: *var.i = value */
+	CLI_STRING,         /* *var.s = the argument */
+	CLI_INT,            /* *var.i: a whole number in [min, max] */
+	CLI_U64,            /* *var.u: a whole number in [min, max] */
+	CLI_DOUBLE,         /* *var.d: a number in [dmin, dmax] */
+	CLI_CALL,           /* var.fn("--name", argument or NULL) */
+	CLI_HELP, CLI_VERSION, CLI_VERBOSE, CLI_QUIET, CLI_PROGRESS,
+};
+
+struct cli_opt {
+	enum cli_kind kind;
+	int short_name;     /* a letter, or 0 */
+	const char *name;   /* the long name, without "--" */
+	union {
+		int *i;
+		uint64_t *u;
+		double *d;
+		const char **s;
+		void (*fn)(const char *opt, const char *arg);
+	} var;
+	const char *arg;    /* the argument's name in --help; NULL: no argument */
+	const char *help;   /* its text in --help; '\n' continues it below */
+	int value;          /* CLI_SET */
+	uint64_t min, max;  /* CLI_INT, CLI_U64 */
+	double dmin, dmax;  /* CLI_DOUBLE */
+	const char *values; /* the enumerated values, for completion ("u16 u32 text") */
+};
+
+#define OPT_END() { .kind = CLI_END }
+/* a heading or a line of text among the options in --help */
+#define OPT_TEXT(H_) { .kind = CLI_TEXT, .help = (H_) }
+#define OPT_SET_INT(S_, L_, V_, VAL_, H_) \
+	{ .kind = CLI_SET, .short_name = (S_), .name = (L_), .var.i = (V_), .value = (VAL_), .help = (H_) }
+#define OPT_BOOL(S_, L_, V_, H_) OPT_SET_INT(S_, L_, V_, 1, H_)
+#define OPT_STRING(S_, L_, V_, A_, H_) \
+	{ .kind = CLI_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), .help = (H_) }
+/* a string with enumerated values (checked by the tool; listed for completion) */
+#define OPT_ENUM(S_, L_, V_, A_, VALS_, H_) \
+	{ .kind = CLI_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), \
+	  .help = (H_), .values = (VALS_) }
+#define OPT_INT(S_, L_, V_, A_, LO_, HI_, H_) \
+	{ .kind = CLI_INT, .short_name = (S_), .name = (L_), .var.i = (V_), .arg = (A_), \
+	  .min = (LO_), .max = (HI_), .help = (H_) }
+#define OPT_U64(S_, L_, V_, A_, LO_, HI_, H_) \
+	{ .kind = CLI_U64, .short_name = (S_), .name = (L_), .var.u = (V_), .arg = (A_), \
+	  .min = (LO_), .max = (HI_), .help = (H_) }
+#define OPT_DOUBLE(S_, L_, V_, A_, LO_, HI_, H_) \
+	{ .kind = CLI_DOUBLE, .short_name = (S_), .name = (L_), .var.d = (V_), .arg = (A_), \
+	  .dmin = (LO_), .dmax = (HI_), .help = (H_) }
+/* special ones (repeated --set K=V, values with limits of their own such as
+ * sizes, options that set several things): a = NULL for an option without
+ * argument */
+#define OPT_CALLBACK(S_, L_, F_, A_, H_) \
+	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), .help = (H_) }
+#define OPT_ENUM_CALLBACK(S_, L_, F_, A_, VALS_, H_) \
+	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), \
+	  .help = (H_), .values = (VALS_) }
+/* The shared ones (-h and -V end every table: cli_parse() adds them):
+ * -v sets cli_verbose, -q sets cli_quiet (and *v if v is not NULL) and
+ * clears cli_verbose once all options are read; --progress sets
+ * cli_force_progress (and *v). */
+#define OPT_VERBOSE(H_) { .kind = CLI_VERBOSE, .short_name = 'v', .name = "verbose", .help = (H_) }
+#define OPT_QUIET(V_, H_) { .kind = CLI_QUIET, .short_name = 'q', .name = "quiet", .var.i = (V_), .help = (H_) }
+#define OPT_PROGRESS(V_, H_) { .kind = CLI_PROGRESS, .name = "progress", .var.i = (V_), .help = (H_) }
+
+struct cli_cmd {
+	const char *prog;    /* the name in messages ("loom-bpe" for its subcommands) */
+	const char *usage;   /* --help before the options: "usage: ...\n" and a description */
+	const struct cli_opt *opts;
+	const char *footer;  /* --help after the options (or NULL) */
+	/* -V's second line: library versions (or NULL) */
+	const char *(*version)(void);
+};
+
+/* Sets the program name and the usage text (as cli_init), parses argv by
+ * the table and -h, -V (getopt_long, arguments permuted), handles -h, -V and
+ * --list-options and exits on a bad option or value (exit 2).  Returns the
+ * index of the first non-option argument. */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv);
+/* A cli_cmd.version for tools whose only library of note is jansson */
+const char *cli_version_jansson(void);
+/* -q, --quiet and --progress of the command line cli_parse() read */
+extern int cli_quiet, cli_force_progress;
+
+/* Sets the program name used in messages, the usage text printed by --help
+ * and after usage errors, installs handlers that remove live temporary
+ * outputs on SIGINT/SIGTERM/SIGHUP before dying, raises the soft limit on
+ * open files to the hard one, and checks stdout at exit: flushed and closed
+ * without a write error, else "prog: cannot write to stdout: REASON" and
+ * exit 1 (quiet after an error already reported by cli_die/cli_exit/
+ * cli_usage_error, or on EPIPE).  cli_parse() calls it; a main without a
+ * table of its own (loom-bpe's dispatcher) calls it first. */
 void cli_init(const char *prog, const char *usage);
 extern const char *cli_prog;
 
 /* "prog: message" to stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* -v, --verbose: one "prog: message" line per event to stderr (never
- * stdout).  Tools set cli_verbose from -v and clear it under -q: -q wins. */
+ * stdout).  cli_parse() sets it from -v and clears it under -q: -q wins. */
 extern int cli_verbose;
 /* "prog: message" to stderr when cli_verbose, else nothing; one whole
  * line even when called from several threads. */
@@ -40,7 +150,7 @@ _Noreturn void cli_exit(int code, const char *fmt, ...)
 /* "prog: message" + usage to stderr, exit 2. */
 _Noreturn void cli_usage_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
-/* Usage to stdout, exit 0. */
+/* Usage to stdout, exit 0 (the generated one after cli_parse()). */
 _Noreturn void cli_help(void);
 /* "prog (loom X.Y.Z)" plus `extra` (library versions, may be NULL), exit 0. */
 _Noreturn void cli_version(const char *extra);
@@ -68,7 +178,8 @@ void cli_progress_init(struct cli_progress *p, int force);
  * terminal shows one progress line, the last stage's. */
 void cli_progress_init_upstream(struct cli_progress *p, int force);
 /* Returns 1 if it is time for an update (cheap to call often): at the first
- * call, then at most four times a second. */int cli_progress_due(struct cli_progress *p);
+ * call, then at most four times a second. */
+int cli_progress_due(struct cli_progress *p);
 void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Clear the progress line (if one was shown). */

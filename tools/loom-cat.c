@@ -1,7 +1,6 @@
 /* loom-cat - print TFRecord records of tf.train.Example as JSON lines or bare
  * token ids, streaming or by record range through the index. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,22 +11,6 @@
 #include "cli.h"
 #include "loom_example.h"
 #include "loom_tfrecord.h"
-
-static const char usage[] =
-	"usage: loom-cat [options] [FILE...]\n"
-	"Print the records of TFRecord files of tf.train.Example, one per line:\n"
-	"as JSON ({\"input_ids\":[...]}, any feature types) or, with --ids, as bare\n"
-	"space-separated ids.  No FILE, or FILE -, reads stdin.\n"
-	"      --ids            bare ids of the int64 feature (see --feature)\n"
-	"      --feature NAME   feature for --ids (default input_ids)\n"
-	"  -r, --range A:B      records A (inclusive) to B (exclusive), numbered\n"
-	"                       across all FILEs, read through FILE.index; A: and :B\n"
-	"                       are open ends, A alone is one record\n"
-	"  -v, --verbose        each FILE read, with its record count, on stderr\n"
-	"  -h, --help           this help\n"
-	"  -V, --version        version\n"
-	"Every record's CRCs are checked; errors name the file, record and byte\n"
-	"offset.  Records in a file: `loom-index --stats FILE`.\n";
 
 static int ids_only;
 static const char *feature = LOOM_EXAMPLE_IDS;
@@ -178,8 +161,14 @@ static int cat_stream(const char *path)
 	return rc == LOOM_EOF ? 0 : -1;
 }
 
-static void parse_range(const char *s, uint64_t *a, uint64_t *b)
+static int ranged;
+static uint64_t range_a, range_b = UINT64_MAX;
+
+static void parse_range(const char *opt, const char *s)
 {
+	uint64_t *a = &range_a, *b = &range_b;
+	(void)opt;
+	ranged = 1;
 	const char *colon = strchr(s, ':');
 	char left[32];
 	if (!colon) {
@@ -198,43 +187,81 @@ static void parse_range(const char *s, uint64_t *a, uint64_t *b)
 		cli_usage_error("--range: end %" PRIu64 " is before start %" PRIu64, *b, *a);
 }
 
+static const struct cli_opt opts[] = {
+	OPT_BOOL(0, "ids", &ids_only, "bare ids of the int64 feature (see --feature)"),
+	OPT_STRING(0, "feature", &feature, "NAME", "feature for --ids (default input_ids)"),
+	OPT_CALLBACK('r', "range", parse_range, "A:B",
+		     "records A (inclusive) to B (exclusive), numbered\n"
+		     "across all FILEs, read through FILE.index; A: and :B\n"
+		     "are open ends, A alone is one record"),
+	OPT_VERBOSE("each FILE read, with its record count, on stderr"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-cat",
+	.usage = "usage: loom-cat [options] [FILE...]\n"
+		 "Print the records of TFRecord files of tf.train.Example, one per line:\n"
+		 "as JSON ({\"input_ids\":[...]}, any feature types) or, with --ids, as bare\n"
+		 "space-separated ids.  No FILE, or FILE -, reads stdin.\n",
+	.opts = opts,
+	.footer = "Every record's CRCs are checked; errors name the file, record and byte\n"
+		  "offset.  Records in a file: `loom-index --stats FILE`.\n",
+	.version = loom_tfr_versions,
+};
+
+/* Records range_a to range_b of files[0..n) through their indexes: 0, or
+ * -1 after an error message. */
+static int cat_range(char **files, int n)
+{
+	uint64_t a = range_a, b = range_b;
+	uint64_t base = 0; /* global number of the file's first record */
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int failed = 0;
+	for (int i = 0; i < n && !failed && base < b; i++) {
+		struct loom_err e;
+		if (!strcmp(files[i], "-"))
+			cli_usage_error("--range needs files with an index, not stdin");
+		struct loom_tfr_file *f = loom_tfr_file_open(files[i], NULL, &e);
+		if (!f) {
+			cli_warn("%s", e.msg);
+			failed = 1;
+			break;
+		}
+		uint64_t cnt = loom_tfr_file_count(f);
+		uint64_t lo = a > base ? a - base : 0;
+		uint64_t hi = b - base < cnt ? b - base : cnt;
+		if (loom_tfr_file_max_payload(f) > cap) {
+			free(buf);
+			cap = loom_tfr_file_max_payload(f);
+			buf = malloc(cap ? cap : 1);
+			if (!buf)
+				cli_die("out of memory");
+		}
+		for (uint64_t k = lo; k < hi && !failed; k++) {
+			size_t len;
+			if (loom_tfr_file_read(f, k, buf, cap, &len, &e) < 0) {
+				cli_warn("%s", e.msg);
+				failed = 1;
+			} else {
+				failed = print_record(files[i], k, loom_tfr_file_offset(f, k),
+						      buf, len) < 0;
+			}
+		}
+		if (!failed)
+			cli_info("%s: %" PRIu64 " records, read %" PRIu64 " to %" PRIu64
+				 " through its index", files[i], cnt, lo < hi ? lo : hi, hi);
+		base += cnt;
+		loom_tfr_file_free(f);
+	}
+	free(buf);
+	return failed ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ids", no_argument, NULL, 'i' },
-		{ "feature", required_argument, NULL, 'F' },
-		{ "range", required_argument, NULL, 'r' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	int c, ranged = 0;
-	uint64_t a = 0, b = UINT64_MAX;
-	cli_init("loom-cat", usage);
-	while ((c = getopt_long(argc, argv, "r:vhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			ids_only = 1;
-			break;
-		case 'F':
-			feature = optarg;
-			break;
-		case 'r':
-			parse_range(optarg, &a, &b);
-			ranged = 1;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'h':
-			cli_help();
-		case 'V':
-			cli_version(loom_tfr_versions());
-		default:
-			cli_bad_option();
-		}
-	}
+	cli_parse(&cmd, argc, argv);
 	char *stdin_only[] = { argv[0], "-" };
 	if (optind >= argc) {
 		if (isatty(STDIN_FILENO))
@@ -250,46 +277,7 @@ int main(int argc, char **argv)
 		for (int i = optind; i < argc && !failed; i++)
 			failed = cat_stream(argv[i]) < 0;
 	} else {
-		uint64_t base = 0; /* global number of the file's first record */
-		uint8_t *buf = NULL;
-		size_t cap = 0;
-		for (int i = optind; i < argc && !failed && base < b; i++) {
-			struct loom_err e;
-			if (!strcmp(argv[i], "-"))
-				cli_usage_error("--range needs files with an index, not stdin");
-			struct loom_tfr_file *f = loom_tfr_file_open(argv[i], NULL, &e);
-			if (!f) {
-				cli_warn("%s", e.msg);
-				failed = 1;
-				break;
-			}
-			uint64_t n = loom_tfr_file_count(f);
-			uint64_t lo = a > base ? a - base : 0;
-			uint64_t hi = b - base < n ? b - base : n;
-			if (loom_tfr_file_max_payload(f) > cap) {
-				free(buf);
-				cap = loom_tfr_file_max_payload(f);
-				buf = malloc(cap ? cap : 1);
-				if (!buf)
-					cli_die("out of memory");
-			}
-			for (uint64_t k = lo; k < hi && !failed; k++) {
-				size_t len;
-				if (loom_tfr_file_read(f, k, buf, cap, &len, &e) < 0) {
-					cli_warn("%s", e.msg);
-					failed = 1;
-				} else {
-					failed = print_record(argv[i], k, loom_tfr_file_offset(f, k),
-							      buf, len) < 0;
-				}
-			}
-			if (!failed)
-				cli_info("%s: %" PRIu64 " records, read %" PRIu64 " to %" PRIu64
-					 " through its index", argv[i], n, lo < hi ? lo : hi, hi);
-			base += n;
-			loom_tfr_file_free(f);
-		}
-		free(buf);
+		failed = cat_range(argv + optind, argc - optind) < 0;
 	}
 	if (fflush(stdout) != 0)
 		out_fail();

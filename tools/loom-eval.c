@@ -10,7 +10,6 @@
  * tensor table); each refusal is one line on stderr and exit status 1.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -31,34 +30,6 @@
 #include "loom_mm.h"
 #include "loom_vocab.h"
 
-static const char usage[] =
-	"usage: loom-eval --checkpoint DIR [options] < frames\n"
-	"       loom-eval generate --checkpoint DIR [--vocab V] --prompt TEXT [options]\n"
-	"Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
-	"one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
-	"seconds.  `generate` prints the prompt and a sampled continuation.\n"
-	"  -c, --checkpoint DIR  a checkpoint: DIR (its latest), DIR/latest or a step dir\n"
-	"      --batches N       evaluate at most N frames (default: the whole stream)\n"
-	"  -j, --threads N       threads (default: the cores other processes leave free)\n"
-	"      --no-verify       do not check the checkpoint's files against the\n"
-	"                        checksums in its state.json\n"
-	"      --precision P     fp32 or bf16 matmuls (default: the checkpoint's precision)\n"
-	"  -v, --verbose         say which OpenBLAS kernels run (and fix a slow choice)\n"
-	"generate:\n"
-	"      --vocab V         tokenizer: gpt2, a directory with encoder.json +\n"
-	"                        vocab.bpe, ENC.json,VOCAB.bpe, a tokenizer.json\n"
-	"                        or a .tiktoken file (default: the checkpoint's\n"
-	"                        vocab.json + merges.txt)\n"
-	"  -p, --prompt TEXT     the text to continue (empty: start of a document)\n"
-	"  -n, --tokens N        tokens to generate (default 200)\n"
-	"      --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
-	"      --top-k K         sample among the K most likely tokens, 0 = all (default 200)\n"
-	"      --seed S          sampling seed (default 1)\n"
-	"      --no-prompt       print only the continuation\n"
-	"      --no-stop         do not stop at <|endoftext|>\n"
-	"  -h, --help            this help\n"
-	"  -V, --version         version\n";
-
 struct model {
 	struct loom_config cfg;
 	struct loom_gpt *g;
@@ -71,14 +42,13 @@ struct model {
 static const char *precision;
 /* the threads, which follow the load unless set (loom_blas.h); -v */
 static struct loom_threads pool;
-static int verbose;
 
 /* Look at the load again before frame or token i; -v says when the thread
  * count changes. */
 static void adapt_threads(const char *what, uint64_t i)
 {
 	char d[96];
-	if (loom_threads_update(&pool) && verbose)
+	if (loom_threads_update(&pool) && cli_verbose)
 		cli_warn("%s %llu: %s", what, (unsigned long long)i,
 			 loom_threads_describe(&pool, d, sizeof d));
 }
@@ -372,32 +342,81 @@ static int do_generate(const struct gen_opts *o)
 	return 0;
 }
 
+static struct gen_opts o = { .n = 200, .seed = 1, .temperature = 0.8, .top_k = 200 };
+static uint64_t max_frames = UINT64_MAX, threads;
+
+static void on_prompt(const char *opt, const char *arg)
+{
+	(void)opt;
+	o.prompt = arg;
+	o.have_prompt = 1;
+}
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('c', "checkpoint", &o.ckpt, "DIR",
+		   "a checkpoint: DIR (its latest), DIR/latest or a step dir"),
+	OPT_U64(0, "batches", &max_frames, "N", 1, UINT64_MAX,
+		"evaluate at most N frames (default: the whole stream)"),
+	OPT_U64('j', "threads", &threads, "N", 1, 1024,
+		"threads (default: the cores other processes leave free)"),
+	OPT_BOOL(0, "no-verify", &o.no_verify,
+		 "do not check the checkpoint's files against the\n"
+		 "checksums in its state.json"),
+	OPT_ENUM(0, "precision", &precision, "P", "fp32 bf16",
+		 "fp32 or bf16 matmuls (default: the checkpoint's precision)"),
+	OPT_VERBOSE("say which OpenBLAS kernels run (and fix a slow choice)"),
+	OPT_TEXT("generate:"),
+	OPT_STRING(0, "vocab", &o.vocab, "V",
+		   "tokenizer: gpt2, a directory with encoder.json +\n"
+		   "vocab.bpe, ENC.json,VOCAB.bpe, a tokenizer.json\n"
+		   "or a .tiktoken file (default: the checkpoint's\n"
+		   "vocab.json + merges.txt)"),
+	OPT_CALLBACK('p', "prompt", on_prompt, "TEXT", "the text to continue (empty: start of a document)"),
+	OPT_U64('n', "tokens", &o.n, "N", 0, 1u << 20, "tokens to generate (default 200)"),
+	OPT_DOUBLE(0, "temperature", &o.temperature, "T", 0, 100,
+		   "sampling temperature, 0 = greedy (default 0.8)"),
+	OPT_U64(0, "top-k", &o.top_k, "K", 0, 1u << 24,
+		"sample among the K most likely tokens, 0 = all (default 200)"),
+	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default 1)"),
+	OPT_BOOL(0, "no-prompt", &o.no_prompt, "print only the continuation"),
+	OPT_BOOL(0, "no-stop", &o.no_stop, "do not stop at <|endoftext|>"),
+	OPT_END()
+};
+
+static const char *versions(void)
+{
+	static char v[256];
+	snprintf(v, sizeof v, "jansson %s, OpenBLAS core %s", JANSSON_VERSION, loom_blas_core());
+	return v;
+}
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-eval",
+	.usage = "usage: loom-eval --checkpoint DIR [options] < frames\n"
+		 "       loom-eval generate --checkpoint DIR [--vocab V] --prompt TEXT [options]\n"
+		 "Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
+		 "one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
+		 "seconds.  `generate` prints the prompt and a sampled continuation.\n",
+	.opts = opts,
+	.version = versions,
+};
+
+/* -v: which OpenBLAS kernels run, and the threads */
+static void tell_blas(void)
+{
+	const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
+	char d[96];
+	if (was)
+		cli_warn("OpenBLAS chose '%s' for this CPU; re-executed with OPENBLAS_CORETYPE=%s",
+			 was, loom_blas_core());
+	cli_warn("OpenBLAS core '%s', %s", loom_blas_core(),
+		 loom_threads_describe(&pool, d, sizeof d));
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"checkpoint", required_argument, NULL, 'c'},
-		{"batches", required_argument, NULL, 1},
-		{"threads", required_argument, NULL, 'j'},
-		{"vocab", required_argument, NULL, 2},
-		{"prompt", required_argument, NULL, 'p'},
-		{"tokens", required_argument, NULL, 'n'},
-		{"temperature", required_argument, NULL, 3},
-		{"top-k", required_argument, NULL, 4},
-		{"seed", required_argument, NULL, 5},
-		{"no-prompt", no_argument, NULL, 6},
-		{"no-stop", no_argument, NULL, 7},
-		{"precision", required_argument, NULL, 9},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"no-verify", no_argument, NULL, 8},
-		{0}
-	};
-	struct gen_opts o = {.n = 200, .seed = 1, .temperature = 0.8, .top_k = 200};
-	uint64_t max_frames = UINT64_MAX, threads = 0;
-	int generate = 0, c;
-
-	cli_init("loom-eval", usage);
+	int generate = 0;
+	cli_init("loom-eval", "");
 	/* before any thread: OpenBLAS picks its kernels and OpenMP its wait
 	 * policy when they load */
 	const char *core = loom_blas_better_core();
@@ -412,46 +431,14 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
-	while ((c = getopt_long(argc, argv, "c:j:p:n:hVv", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': o.ckpt = optarg; break;
-		case 1: max_frames = cli_u64("--batches", optarg, 1, UINT64_MAX); break;
-		case 'j': threads = cli_u64("--threads", optarg, 1, 1024); break;
-		case 2: o.vocab = optarg; break;
-		case 'p': o.prompt = optarg; o.have_prompt = 1; break;
-		case 'n': o.n = cli_u64("--tokens", optarg, 0, 1u << 20); break;
-		case 3: o.temperature = cli_double("--temperature", optarg, 0, 100); break;
-		case 4: o.top_k = cli_u64("--top-k", optarg, 0, 1u << 24); break;
-		case 5: o.seed = cli_u64("--seed", optarg, 0, UINT64_MAX); break;
-		case 6: o.no_prompt = 1; break;
-		case 7: o.no_stop = 1; break;
-		case 8: o.no_verify = 1; break;
-		case 9: precision = optarg; break;
-		case 'h': cli_help();
-		case 'V': {
-			char v[256];
-			snprintf(v, sizeof v, "jansson %s, OpenBLAS core %s", JANSSON_VERSION,
-				 loom_blas_core());
-			cli_version(v);
-		}
-		case 'v': verbose = 1; break;
-		default: cli_bad_option();
-		}
-	}
+	cli_parse(&cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("unexpected argument '%s'", argv[optind]);
 	if (!o.ckpt)
 		cli_usage_error("--checkpoint DIR is required");
 	loom_threads_init(&pool, (int)threads);
-	if (verbose) {
-		const char *was = getenv(LOOM_BLAS_DETECTED_ENV);
-		char d[96];
-		if (was)
-			cli_warn("OpenBLAS chose '%s' for this CPU; re-executed with OPENBLAS_CORETYPE=%s",
-				 was, loom_blas_core());
-		cli_warn("OpenBLAS core '%s', %s", loom_blas_core(),
-			 loom_threads_describe(&pool, d, sizeof d));
-	}
+	if (cli_verbose)
+		tell_blas();
 	if (!generate) {
 		if (o.vocab || o.have_prompt)
 			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");

@@ -2,7 +2,6 @@
  * jsonl, doc), in dump order, with parallel workers. */
 #include <archive.h>
 #include <expat.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,39 +12,6 @@
 #include "loom_dump.h"
 #include "loom_file.h"
 #include "loom_wikitext.h"
-
-static const char usage[] =
-	"usage: loom-extract [options] [DUMP.xml.bz2|.xml.gz|.xml|-]\n"
-	"Extract clean article text from a MediaWiki XML dump (stdin if no file).\n"
-	"  -o, --output FILE        write to FILE atomically (default: stdout)\n"
-	"  -f, --format FMT         lines (one article per line, default), text\n"
-	"                           (paragraph lines, articles end with an empty\n"
-	"                           line), jsonl ({id,revid,url,title,text}), doc\n"
-	"                           (WikiExtractor's <doc id url title> ... </doc>)\n"
-	"  -z, --null               lines/text: end each article with NUL instead\n"
-	"  -n, --namespaces LIST    namespaces to keep, e.g. 0,14 (default 0)\n"
-	"      --keep-redirects     list redirects too (text = the target title)\n"
-	"      --skip-disambiguation  drop disambiguation pages\n"
-	"      --min-length N       drop articles shorter than N characters\n"
-	"      --keep-tables        keep table cell text (a row per line)\n"
-	"      --headings           keep section headings as lines\n"
-	"      --max-page-size SIZE skip pages with more wikitext than SIZE\n"
-	"                           (default 8M: 4x MediaWiki's 2 MiB limit on a\n"
-	"                           revision; at most 1G); counted as too large\n"
-	"  -j, --jobs N             worker threads (default: CPUs online)\n"
-	"      --index FILE         multistream index (default: NAME-index.txt.bz2\n"
-	"                           beside NAME.xml.bz2 if it exists)\n"
-	"      --no-index           read a multistream dump as one stream\n"
-	"      --progress           progress even when stderr is not a terminal\n"
-	"  -v, --verbose            each page skipped, with its id, title and reason\n"
-	"                           (namespace, redirect, disambiguation, empty or\n"
-	"                           short; too large and no text are always told)\n"
-	"  -q, --quiet              no summary line (and no -v lines)\n"
-	"  -h, --help               this help\n"
-	"  -V, --version            version\n"
-	"Templates are removed, not expanded.  A summary line goes to stderr.  A\n"
-	"truncated or corrupt dump: the articles before the damage are written\n"
-	"(with -o to FILE.incomplete, FILE is untouched) and the exit status is 1.\n";
 
 enum { FMT_LINES, FMT_TEXT, FMT_JSONL, FMT_DOC };
 enum { S_ARTICLES, S_REDIRECTS, S_NS, S_DAB, S_SHORT, S_NOTEXT, S_BYTES_OUT, S_KEPT_REDIRECTS,
@@ -392,81 +358,139 @@ static void parse_namespaces(struct ctx *c, const char *arg)
 		cli_usage_error("--namespaces: empty list");
 }
 
+static struct ctx c = { .nns = 1, .wopts.valid_utf8 = 1 }; /* loom_dump repairs UTF-8 before expat */
+static const char *output = "-";
+static struct loom_dump_opts dopts = { .max_text = 8u << 20 };
+
+static void on_format(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (!strcmp(arg, "lines")) c.format = FMT_LINES;
+	else if (!strcmp(arg, "text")) c.format = FMT_TEXT;
+	else if (!strcmp(arg, "jsonl")) c.format = FMT_JSONL;
+	else if (!strcmp(arg, "doc")) c.format = FMT_DOC;
+	else cli_usage_error("--format: '%s' is not lines, text, jsonl or doc", arg);
+}
+
+static void on_namespaces(const char *opt, const char *arg)
+{
+	(void)opt;
+	parse_namespaces(&c, arg);
+}
+
+static void on_max_page_size(const char *opt, const char *arg)
+{
+	dopts.max_text = cli_size(opt, arg);
+	if (dopts.max_text < 1024 || dopts.max_text > (1u << 30))
+		cli_usage_error("--max-page-size: '%s' is not between 1K and 1G", arg);
+}
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('o', "output", &output, "FILE", "write to FILE atomically (default: stdout)"),
+	OPT_ENUM_CALLBACK('f', "format", on_format, "FMT", "lines text jsonl doc",
+			  "lines (one article per line, default), text\n"
+			  "(paragraph lines, articles end with an empty\n"
+			  "line), jsonl ({id,revid,url,title,text}), doc\n"
+			  "(WikiExtractor's <doc id url title> ... </doc>)"),
+	OPT_BOOL('z', "null", &c.nul, "lines/text: end each article with NUL instead"),
+	OPT_CALLBACK('n', "namespaces", on_namespaces, "LIST", "namespaces to keep, e.g. 0,14 (default 0)"),
+	OPT_BOOL(0, "keep-redirects", &c.keep_redirects, "list redirects too (text = the target title)"),
+	OPT_BOOL(0, "skip-disambiguation", &c.skip_dab, "drop disambiguation pages"),
+	OPT_U64(0, "min-length", &c.min_length, "N", 0, UINT64_MAX, "drop articles shorter than N characters"),
+	OPT_BOOL(0, "keep-tables", &c.wopts.keep_tables, "keep table cell text (a row per line)"),
+	OPT_BOOL(0, "headings", &c.wopts.headings, "keep section headings as lines"),
+	OPT_CALLBACK(0, "max-page-size", on_max_page_size, "SIZE",
+		     "skip pages with more wikitext than SIZE\n"
+		     "(default 8M: 4x MediaWiki's 2 MiB limit on a\n"
+		     "revision; at most 1G); counted as too large"),
+	OPT_INT('j', "jobs", &dopts.threads, "N", 1, 256, "worker threads (default: CPUs online)"),
+	OPT_STRING(0, "index", &dopts.index, "FILE",
+		   "multistream index (default: NAME-index.txt.bz2\n"
+		   "beside NAME.xml.bz2 if it exists)"),
+	OPT_BOOL(0, "no-index", &dopts.no_index, "read a multistream dump as one stream"),
+	OPT_PROGRESS(NULL, "progress even when stderr is not a terminal"),
+	OPT_VERBOSE("each page skipped, with its id, title and reason\n"
+		    "(namespace, redirect, disambiguation, empty or\n"
+		    "short; too large and no text are always told)"),
+	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
+	OPT_END()
+};
+
+static const char *versions(void)
+{
+	static char ver[160];
+	snprintf(ver, sizeof ver, "%s, expat %d.%d.%d, jansson %s", archive_version_string(),
+		 XML_MAJOR_VERSION, XML_MINOR_VERSION, XML_MICRO_VERSION, JANSSON_VERSION);
+	return ver;
+}
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-extract",
+	.usage = "usage: loom-extract [options] [DUMP.xml.bz2|.xml.gz|.xml|-]\n"
+		 "Extract clean article text from a MediaWiki XML dump (stdin if no file).\n",
+	.opts = opts,
+	.footer = "Templates are removed, not expanded.  A summary line goes to stderr.  A\n"
+		  "truncated or corrupt dump: the articles before the damage are written\n"
+		  "(with -o to FILE.incomplete, FILE is untouched) and the exit status is 1.\n",
+	.version = versions,
+};
+
+/* Commit the output; after a dump error (r), as FILE.incomplete.  Returns
+ * the exit status; *incomplete: the name written, or NULL. */
+static int finish_output(int r, const struct loom_dump_stats *st, char **incomplete)
+{
+	*incomplete = NULL;
+	if (!r) {
+		if (loom_outfile_commit(&c.out))
+			cli_die("%s", loom_outfile_error(&c.out));
+		return 0;
+	}
+	if (r == LOOM_EIO && c.out.err.msg[0]) {
+		cli_warn("%s", loom_outfile_error(&c.out));
+		loom_outfile_abort(&c.out);
+		return 1;
+	}
+	cli_warn("%s", loom_dump_error(c.dump));
+	if (c.out.tmp) { /* a regular file: FILE.incomplete */
+		if (asprintf(incomplete, "%s.incomplete", output) < 0)
+			cli_die("out of memory");
+		free(c.out.path);
+		c.out.path = strdup(*incomplete);
+	}
+	if (loom_outfile_commit(&c.out))
+		cli_warn("%s", loom_outfile_error(&c.out));
+	cli_warn("output is INCOMPLETE: %llu articles before the error%s%s",
+		 (unsigned long long)st->stat[S_ARTICLES],
+		 *incomplete ? " written to " : "", *incomplete ? *incomplete : "");
+	return 1;
+}
+
+static void print_summary(const struct loom_dump_stats *st, int r)
+{
+	char a[32], b[32], o[32];
+	fprintf(stderr,
+		"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
+		"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
+		"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
+		"%.2f s%s%s\n",
+		cli_prog, (unsigned long long)st->pages,
+		(unsigned long long)st->stat[S_ARTICLES],
+		(unsigned long long)st->stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
+		(unsigned long long)st->stat[S_NS], (unsigned long long)st->stat[S_DAB],
+		c.skip_dab ? " skipped" : "", (unsigned long long)st->stat[S_SHORT],
+		(unsigned long long)st->stat[S_NOTEXT], (unsigned long long)st->stat[S_TOO_LARGE],
+		cli_bytes(st->bytes_in, a, sizeof a),
+		cli_bytes(st->bytes_xml, b, sizeof b),
+		cli_bytes(st->stat[S_BYTES_OUT], o, sizeof o),
+		(unsigned long long)st->invalid_utf8, loom_now() - c.t0,
+		st->multistream ? ", multistream" : "", r ? ", INCOMPLETE" : "");
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "null", no_argument, NULL, 'z' },
-		{ "namespaces", required_argument, NULL, 'n' },
-		{ "keep-redirects", no_argument, NULL, 1 },
-		{ "skip-disambiguation", no_argument, NULL, 2 },
-		{ "min-length", required_argument, NULL, 3 },
-		{ "keep-tables", no_argument, NULL, 4 },
-		{ "headings", no_argument, NULL, 5 },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "index", required_argument, NULL, 6 },
-		{ "no-index", no_argument, NULL, 7 },
-		{ "progress", no_argument, NULL, 8 },
-		{ "max-page-size", required_argument, NULL, 9 },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	static struct ctx c;
-	const char *output = "-";
-	struct loom_dump_opts dopts = { 0 };
-	int quiet = 0, force_progress = 0, ch;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	char ver[160];
-
-	c.nns = 1;
-	c.ns[0] = 0;
-	c.wopts.valid_utf8 = 1; /* loom_dump repairs UTF-8 before expat */
 	dopts.threads = ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu;
-	dopts.max_text = 8u << 20;
-	cli_init("loom-extract", usage);
-	while ((ch = getopt_long(argc, argv, "o:f:zn:j:vqhV", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'o': output = optarg; break;
-		case 'f':
-			if (!strcmp(optarg, "lines")) c.format = FMT_LINES;
-			else if (!strcmp(optarg, "text")) c.format = FMT_TEXT;
-			else if (!strcmp(optarg, "jsonl")) c.format = FMT_JSONL;
-			else if (!strcmp(optarg, "doc")) c.format = FMT_DOC;
-			else cli_usage_error("--format: '%s' is not lines, text, jsonl or doc", optarg);
-			break;
-		case 'z': c.nul = 1; break;
-		case 'n': parse_namespaces(&c, optarg); break;
-		case 1: c.keep_redirects = 1; break;
-		case 2: c.skip_dab = 1; break;
-		case 3: c.min_length = cli_u64("--min-length", optarg, 0, UINT64_MAX); break;
-		case 4: c.wopts.keep_tables = 1; break;
-		case 5: c.wopts.headings = 1; break;
-		case 'j': dopts.threads = (int)cli_u64("-j", optarg, 1, 256); break;
-		case 6: dopts.index = optarg; break;
-		case 7: dopts.no_index = 1; break;
-		case 8: force_progress = 1; break;
-		case 9:
-			dopts.max_text = cli_size("--max-page-size", optarg);
-			if (dopts.max_text < 1024 || dopts.max_text > (1u << 30))
-				cli_usage_error("--max-page-size: '%s' is not between 1K and 1G", optarg);
-			break;
-		case 'v': cli_verbose = 1; break;
-		case 'q': quiet = 1; break;
-		case 'h': cli_help();
-		case 'V':
-			snprintf(ver, sizeof ver, "%s, expat %d.%d.%d, jansson %s",
-				 archive_version_string(), XML_MAJOR_VERSION, XML_MINOR_VERSION,
-				 XML_MICRO_VERSION, JANSSON_VERSION);
-			cli_version(ver);
-		default: cli_bad_option();
-		}
-	}
-	if (quiet)
-		cli_verbose = 0;
+	cli_parse(&cmd, argc, argv);
 	if (argc - optind > 1)
 		cli_usage_error("one dump at a time (got %d)", argc - optind);
 	if (c.nul && (c.format == FMT_JSONL || c.format == FMT_DOC))
@@ -486,7 +510,7 @@ int main(int argc, char **argv)
 		cli_die("out of memory");
 	if (loom_outfile_open(&c.out, output))
 		cli_die("%s", loom_outfile_error(&c.out));
-	cli_progress_init(&c.prog, force_progress);
+	cli_progress_init(&c.prog, cli_force_progress);
 	c.t0 = loom_now();
 
 	int r = loom_dump_run(c.dump, page_fn, write_fn, &c);
@@ -494,49 +518,10 @@ int main(int argc, char **argv)
 	cli_progress_done(&c.prog);
 	struct loom_dump_stats st;
 	loom_dump_stats(c.dump, &st);
-	int status = 0;
-	char *incomplete = NULL;
-	if (r) {
-		status = 1;
-		if (r == LOOM_EIO && c.out.err.msg[0]) {
-			cli_warn("%s", loom_outfile_error(&c.out));
-			loom_outfile_abort(&c.out);
-		} else {
-			cli_warn("%s", loom_dump_error(c.dump));
-			if (c.out.tmp) { /* a regular file: FILE.incomplete */
-				if (asprintf(&incomplete, "%s.incomplete", output) < 0)
-					cli_die("out of memory");
-				free(c.out.path);
-				c.out.path = strdup(incomplete);
-			}
-			if (loom_outfile_commit(&c.out))
-				cli_warn("%s", loom_outfile_error(&c.out));
-			cli_warn("output is INCOMPLETE: %llu articles before the error%s%s",
-				 (unsigned long long)st.stat[S_ARTICLES],
-				 incomplete ? " written to " : "", incomplete ? incomplete : "");
-		}
-	} else if (loom_outfile_commit(&c.out)) {
-		cli_die("%s", loom_outfile_error(&c.out));
-	}
-	if (!quiet) {
-		char a[32], b[32], o[32];
-		fprintf(stderr,
-			"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
-			"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
-			"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
-			"%.2f s%s%s\n",
-			cli_prog, (unsigned long long)st.pages,
-			(unsigned long long)st.stat[S_ARTICLES],
-			(unsigned long long)st.stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
-			(unsigned long long)st.stat[S_NS], (unsigned long long)st.stat[S_DAB],
-			c.skip_dab ? " skipped" : "", (unsigned long long)st.stat[S_SHORT],
-			(unsigned long long)st.stat[S_NOTEXT], (unsigned long long)st.stat[S_TOO_LARGE],
-			cli_bytes(st.bytes_in, a, sizeof a),
-			cli_bytes(st.bytes_xml, b, sizeof b),
-			cli_bytes(st.stat[S_BYTES_OUT], o, sizeof o),
-			(unsigned long long)st.invalid_utf8, loom_now() - c.t0,
-			st.multistream ? ", multistream" : "", r ? ", INCOMPLETE" : "");
-	}
+	char *incomplete;
+	int status = finish_output(r, &st, &incomplete);
+	if (!cli_quiet)
+		print_summary(&st, r);
 	for (int i = 0; i < dopts.threads; i++) {
 		loom_wikitext_free(c.w[i].wt);
 		loom_wt_buf_free(&c.w[i].text);

@@ -4,8 +4,6 @@
  * writing the frames, progress and the summary line.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,37 +16,6 @@
 #include "loom_feed.h"
 #include "loom_file.h"
 
-static const char usage[] =
-	"usage: loom-feed [options] (--manifest M | SHARD.tfrecord...) --batch B --seq T --seed S\n"
-	"Write shuffled micro-batches of B records of T+1 tokens as binary frames\n"
-	"(formats/batch.md) on stdout, for loom-train and loom-eval.\n"
-	"  -m, --manifest FILE   shards listed in loom-shard's manifest (paths relative to it);\n"
-	"                        each shard must have the size the manifest records\n"
-	"      --verify          also check each shard's sha256 against the manifest\n"
-	"  -b, --batch B         records per frame (per rank)\n"
-	"  -t, --seq T           sequence length T; each record gives T+1 tokens\n"
-	"  -s, --seed S          shuffle seed (same seed = same bytes)\n"
-	"  -e, --epochs E        passes over the data (default 1; 0 = endless)\n"
-	"      --rank R          this rank's slice of each global batch (default 0)\n"
-	"      --world W         number of ranks (default 1); global batch = B x W\n"
-	"      --skip-batches N  start at global batch N (sequence number N)\n"
-	"      --resume CKPT     start where checkpoint CKPT's training stopped\n"
-	"      --pad ID          pad records shorter than T+1 with ID (else an error)\n"
-	"      --dtype D         auto (u16 when every id fits, per frame), u16 or u32\n"
-	"  -j, --threads N       read-ahead threads (default 2)\n"
-	"      --text            write \"SEQ EPOCH ROW: ids...\" lines instead of frames\n"
-	"  -f, --force           write binary frames even to a terminal\n"
-	"      --progress        progress on stderr even when it is not a terminal\n"
-	"                        or stdout is a pipe (then loom-train's line shows)\n"
-	"  -v, --verbose         each shard opened (records, index) and each epoch\n"
-	"                        started (its batches and seed), on stderr\n"
-	"  -q, --quiet           no summary line (and no -v lines)\n"
-	"  -h, --help            this help\n"
-	"  -V, --version         version\n"
-	"Records longer than T+1 are cut.  Each epoch yields floor(N / (B x W)) global\n"
-	"batches (the remainder is dropped).  The stream ends with an end-of-stream\n"
-	"frame; a closed pipe (| head) ends loom-feed quietly with status 0.\n";
-
 struct args {
 	struct loom_feed_opts o;
 	const char *resume;
@@ -56,73 +23,113 @@ struct args {
 	int force, quiet, progress;
 };
 
+/* The options' values, copied out by parse_args(). */
+static struct args args = { .o = { .epochs = 1, .threads = 2, .world = 1 } };
+static int have_b, have_t, have_s, have_skip;
+
+static void on_batch(const char *opt, const char *arg)
+{
+	args.o.batch = (uint32_t)cli_u64(opt, arg, 1, 1u << 20);
+	have_b = 1;
+}
+
+static void on_seq(const char *opt, const char *arg)
+{
+	args.o.seq_len = (uint32_t)cli_u64(opt, arg, 1, 1u << 24) + 1;
+	have_t = 1;
+}
+
+static void on_seed(const char *opt, const char *arg)
+{
+	args.o.seed = cli_u64(opt, arg, 0, UINT64_MAX);
+	have_s = 1;
+}
+
+static void on_rank(const char *opt, const char *arg)
+{
+	args.o.rank = (uint32_t)cli_u64(opt, arg, 0, 65534);
+}
+
+static void on_world(const char *opt, const char *arg)
+{
+	args.o.world = (uint32_t)cli_u64(opt, arg, 1, 65535);
+}
+
+static void on_skip(const char *opt, const char *arg)
+{
+	args.skip = cli_u64(opt, arg, 0, UINT64_MAX / 2);
+	have_skip = 1;
+}
+
+static void on_pad(const char *opt, const char *arg)
+{
+	args.o.pad_id = (uint32_t)cli_u64(opt, arg, 0, UINT32_MAX);
+	args.o.pad = 1;
+}
+
+static void on_dtype(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (strcmp(arg, "auto") == 0)
+		args.o.dtype = 0;
+	else if (strcmp(arg, "u16") == 0)
+		args.o.dtype = LOOM_BATCH_U16;
+	else if (strcmp(arg, "u32") == 0)
+		args.o.dtype = LOOM_BATCH_U32;
+	else
+		cli_usage_error("--dtype: '%s' is not auto, u16 or u32", arg);
+}
+
+static void on_threads(const char *opt, const char *arg)
+{
+	args.o.threads = (unsigned)cli_u64(opt, arg, 1, 64);
+}
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('m', "manifest", &args.o.manifest, "FILE",
+		   "shards listed in loom-shard's manifest (paths relative to it);\n"
+		   "each shard must have the size the manifest records"),
+	OPT_BOOL(0, "verify", &args.o.verify, "also check each shard's sha256 against the manifest"),
+	OPT_CALLBACK('b', "batch", on_batch, "B", "records per frame (per rank)"),
+	OPT_CALLBACK('t', "seq", on_seq, "T", "sequence length T; each record gives T+1 tokens"),
+	OPT_CALLBACK('s', "seed", on_seed, "S", "shuffle seed (same seed = same bytes)"),
+	OPT_U64('e', "epochs", &args.o.epochs, "E", 0, UINT32_MAX,
+		"passes over the data (default 1; 0 = endless)"),
+	OPT_CALLBACK(0, "rank", on_rank, "R", "this rank's slice of each global batch (default 0)"),
+	OPT_CALLBACK(0, "world", on_world, "W", "number of ranks (default 1); global batch = B x W"),
+	OPT_CALLBACK(0, "skip-batches", on_skip, "N", "start at global batch N (sequence number N)"),
+	OPT_STRING(0, "resume", &args.resume, "CKPT", "start where checkpoint CKPT's training stopped"),
+	OPT_CALLBACK(0, "pad", on_pad, "ID", "pad records shorter than T+1 with ID (else an error)"),
+	OPT_ENUM_CALLBACK(0, "dtype", on_dtype, "D", "auto u16 u32",
+			  "auto (u16 when every id fits, per frame), u16 or u32"),
+	OPT_CALLBACK('j', "threads", on_threads, "N", "read-ahead threads (default 2)"),
+	OPT_BOOL(0, "text", &args.o.text, "write \"SEQ EPOCH ROW: ids...\" lines instead of frames"),
+	OPT_BOOL('f', "force", &args.force, "write binary frames even to a terminal"),
+	OPT_PROGRESS(&args.progress, "progress on stderr even when it is not a terminal\n"
+		     "or stdout is a pipe (then loom-train's line shows)"),
+	OPT_VERBOSE("each shard opened (records, index) and each epoch\n"
+		    "started (its batches and seed), on stderr"),
+	OPT_QUIET(&args.quiet, "no summary line (and no -v lines)"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-feed",
+	.usage = "usage: loom-feed [options] (--manifest M | SHARD.tfrecord...) --batch B --seq T --seed S\n"
+		 "Write shuffled micro-batches of B records of T+1 tokens as binary frames\n"
+		 "(formats/batch.md) on stdout, for loom-train and loom-eval.\n",
+	.opts = opts,
+	.footer = "Records longer than T+1 are cut.  Each epoch yields floor(N / (B x W)) global\n"
+		  "batches (the remainder is dropped).  The stream ends with an end-of-stream\n"
+		  "frame; a closed pipe (| head) ends loom-feed quietly with status 0.\n",
+	.version = cli_version_jansson,
+};
+
 static void parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option opts[] = {
-		{"manifest", required_argument, NULL, 'm'},
-		{"batch", required_argument, NULL, 'b'},
-		{"seq", required_argument, NULL, 't'},
-		{"seed", required_argument, NULL, 's'},
-		{"epochs", required_argument, NULL, 'e'},
-		{"rank", required_argument, NULL, 1},
-		{"world", required_argument, NULL, 2},
-		{"skip-batches", required_argument, NULL, 3},
-		{"resume", required_argument, NULL, 4},
-		{"pad", required_argument, NULL, 5},
-		{"dtype", required_argument, NULL, 6},
-		{"progress", no_argument, NULL, 7},
-		{"text", no_argument, NULL, 8},
-		{"verify", no_argument, NULL, 9},
-		{"threads", required_argument, NULL, 'j'},
-		{"force", no_argument, NULL, 'f'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{0}
-	};
 	struct loom_feed_opts *o = &a->o;
-	int have_b = 0, have_t = 0, have_s = 0, have_skip = 0, c;
-
-	o->epochs = 1;
-	o->threads = 2;
-	o->world = 1;
-	while ((c = getopt_long(argc, argv, "m:b:t:s:e:j:fvqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm': o->manifest = optarg; break;
-		case 'b': o->batch = (uint32_t)cli_u64("--batch", optarg, 1, 1u << 20); have_b = 1; break;
-		case 't': o->seq_len = (uint32_t)cli_u64("--seq", optarg, 1, 1u << 24) + 1; have_t = 1; break;
-		case 's': o->seed = cli_u64("--seed", optarg, 0, UINT64_MAX); have_s = 1; break;
-		case 'e': o->epochs = cli_u64("--epochs", optarg, 0, UINT32_MAX); break;
-		case 1: o->rank = (uint32_t)cli_u64("--rank", optarg, 0, 65534); break;
-		case 2: o->world = (uint32_t)cli_u64("--world", optarg, 1, 65535); break;
-		case 3: a->skip = cli_u64("--skip-batches", optarg, 0, UINT64_MAX / 2); have_skip = 1; break;
-		case 4: a->resume = optarg; break;
-		case 5: o->pad_id = (uint32_t)cli_u64("--pad", optarg, 0, UINT32_MAX); o->pad = 1; break;
-		case 6:
-			if (strcmp(optarg, "auto") == 0)
-				o->dtype = 0;
-			else if (strcmp(optarg, "u16") == 0)
-				o->dtype = LOOM_BATCH_U16;
-			else if (strcmp(optarg, "u32") == 0)
-				o->dtype = LOOM_BATCH_U32;
-			else
-				cli_usage_error("--dtype: '%s' is not auto, u16 or u32", optarg);
-			break;
-		case 7: a->progress = 1; break;
-		case 8: o->text = 1; break;
-		case 9: o->verify = 1; break;
-		case 'j': o->threads = (unsigned)cli_u64("--threads", optarg, 1, 64); break;
-		case 'f': a->force = 1; break;
-		case 'v': cli_verbose = 1; break;
-		case 'q': a->quiet = 1; break;
-		case 'h': cli_help();
-		case 'V': cli_version("jansson " JANSSON_VERSION);
-		default: cli_bad_option();
-		}
-	}
-	if (a->quiet)
-		cli_verbose = 0;
+	cli_parse(&cmd, argc, argv);
+	*a = args;
 	if (!have_b || !have_t || !have_s)
 		cli_usage_error("--batch, --seq and --seed are required");
 	if (o->manifest && optind < argc)
@@ -188,7 +195,6 @@ int main(int argc, char **argv)
 {
 	struct args a = {0};
 	struct loom_err err;
-	cli_init("loom-feed", usage);
 	parse_args(argc, argv, &a);
 	if (!a.o.text)
 		cli_no_binary_tty(STDOUT_FILENO, a.force);

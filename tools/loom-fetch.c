@@ -3,7 +3,6 @@
  * verified against the published checksums.  See loom-fetch(1).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,44 +16,6 @@
 #include "loom_file.h"
 
 #define DEFAULT_MIRROR "https://dumps.wikimedia.org"
-
-static const char usage[] =
-	"usage: loom-fetch [options] -o DIR          download a Wikipedia dump into DIR\n"
-	"       loom-fetch [options] URL [-o FILE]   download one URL\n"
-	"\n"
-	"Dump (the files of one run, verified against its dumpstatus.json or\n"
-	"<wiki>-<date>-sha1sums.txt; names on disk carry the real date):\n"
-	"      --mirror URL     mirror root (default $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
-	"                       http://, https:// or file:// with /<wiki>/<date>/ layout\n"
-	"      --wiki NAME      wiki database name (default enwiki)\n"
-	"      --date D         latest (default) or YYYYMMDD\n"
-	"      --what SET       articles-multistream (default: dump + its index),\n"
-	"                       articles, meta-current, abstract, or a file suffix\n"
-	"                       such as pages-articles-multistream.xml.bz2 (repeatable)\n"
-	"  -o, --output PATH    output directory (dump) or file (URL; default: the\n"
-	"                       URL's file name; a directory keeps that name)\n"
-	"One URL:\n"
-	"      --sha1 X / --md5 X / --sha256 X   expected digest\n"
-	"      --size N         expected size in bytes\n"
-	"Transfer:\n"
-	"      --retries N      retries after a temporary failure (default 5)\n"
-	"      --retry-delay S  first wait before a retry, doubled each time up to\n"
-	"                       60 s (default 1)\n"
-	"      --timeout S      connect timeout (default 30); a transfer without\n"
-	"                       data for twice as long counts as failed\n"
-	"      --recheck        rehash files already present even when they are\n"
-	"                       recorded as verified (xattr user.loom.verified)\n"
-	"      --progress       show progress even when stderr is not a terminal\n"
-	"  -v, --verbose        each URL requested, and what came of it (bytes,\n"
-	"                       attempts, resume offset)\n"
-	"  -q, --quiet          no progress, no summary lines (and no -v lines)\n"
-	"  -h, --help           this help\n"
-	"  -V, --version        versions of loom and libcurl\n"
-	"\n"
-	"An interrupted download resumes from FILE.part; a file already present\n"
-	"and verified is not fetched again.  stdout lists the verified files.\n"
-	"Exit: 0 ok, 1 checksum mismatch or permanent failure (404...), 2 usage,\n"
-	"75 temporary failure (network down, server error, dump not finished).\n";
 
 static struct {
 	int quiet;
@@ -321,75 +282,155 @@ out:
 	return rc;
 }
 
+static const char *mirror, *wiki, *date, *out, *sha1, *md5, *sha256;
+static const char *suffix[MAX_WHAT];
+static int nsuf;
+static int64_t size = -1;
+static struct loom_fetch_opts fo;
+
+static void on_what(const char *opt, const char *arg)
+{
+	(void)opt;
+	nsuf = add_what(suffix, nsuf, arg);
+}
+
+static void on_size(const char *opt, const char *arg)
+{
+	size = (int64_t)cli_u64(opt, arg, 0, INT64_MAX);
+}
+
+static void on_retries(const char *opt, const char *arg)
+{
+	fo.retries = (unsigned)cli_u64(opt, arg, 0, 1000);
+}
+
+static void on_timeout(const char *opt, const char *arg)
+{
+	fo.connect_timeout = (long)cli_u64(opt, arg, 1, 86400);
+	fo.stall_timeout = 2 * fo.connect_timeout;
+}
+
+static const struct cli_opt opts[] = {
+	OPT_STRING(0, "mirror", &mirror, "URL",
+		   "mirror root (default $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
+		   "http://, https:// or file:// with /<wiki>/<date>/ layout"),
+	OPT_STRING(0, "wiki", &wiki, "NAME", "wiki database name (default enwiki)"),
+	OPT_STRING(0, "date", &date, "D", "latest (default) or YYYYMMDD"),
+	OPT_CALLBACK(0, "what", on_what, "SET",
+		     "articles-multistream (default: dump + its index),\n"
+		     "articles, meta-current, abstract, or a file suffix\n"
+		     "such as pages-articles-multistream.xml.bz2 (repeatable)"),
+	OPT_STRING('o', "output", &out, "PATH",
+		   "output directory (dump) or file (URL; default: the\n"
+		   "URL's file name; a directory keeps that name)"),
+	OPT_TEXT("One URL:"),
+	OPT_STRING(0, "sha1", &sha1, "X", "expected SHA-1 digest"),
+	OPT_STRING(0, "md5", &md5, "X", "expected MD5 digest"),
+	OPT_STRING(0, "sha256", &sha256, "X", "expected SHA-256 digest"),
+	OPT_CALLBACK(0, "size", on_size, "N", "expected size in bytes"),
+	OPT_TEXT("Transfer:"),
+	OPT_CALLBACK(0, "retries", on_retries, "N", "retries after a temporary failure (default 5)"),
+	OPT_DOUBLE(0, "retry-delay", &fo.retry_delay, "S", 0, 3600,
+		   "first wait before a retry, doubled each time up to\n"
+		   "60 s (default 1)"),
+	OPT_CALLBACK(0, "timeout", on_timeout, "S",
+		     "connect timeout (default 30); a transfer without\n"
+		     "data for twice as long counts as failed"),
+	OPT_BOOL(0, "recheck", &fo.recheck,
+		 "rehash files already present even when they are\n"
+		 "recorded as verified (xattr user.loom.verified)"),
+	OPT_PROGRESS(NULL, "show progress even when stderr is not a terminal"),
+	OPT_VERBOSE("each URL requested, and what came of it (bytes,\n"
+		    "attempts, resume offset)"),
+	OPT_QUIET(&g.quiet, "no progress, no summary lines (and no -v lines)"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-fetch",
+	.usage = "usage: loom-fetch [options] -o DIR          download a Wikipedia dump into DIR\n"
+		 "       loom-fetch [options] URL [-o FILE]   download one URL\n"
+		 "\n"
+		 "Dump (the files of one run, verified against its dumpstatus.json or\n"
+		 "<wiki>-<date>-sha1sums.txt; names on disk carry the real date):\n",
+	.opts = opts,
+	.footer = "\n"
+		  "An interrupted download resumes from FILE.part; a file already present\n"
+		  "and verified is not fetched again.  stdout lists the verified files.\n"
+		  "Exit: 0 ok, 1 checksum mismatch or permanent failure (404...), 2 usage,\n"
+		  "75 temporary failure (network down, server error, dump not finished).\n",
+	.version = loom_fetch_curl_version,
+};
+
+/* One URL to out (a file, or a directory that gets the URL's file name, or
+ * NULL: the URL's file name here). */
+static int fetch_url(struct loom_fetch *f, const char *url)
+{
+	const char *bn = loom_basename(url);
+	char *name = strndup(bn, strcspn(bn, "?#"));
+	char *path;
+	struct stat st;
+	if (!name)
+		cli_die("out of memory");
+	if (out && !*out)
+		cli_usage_error("-o: empty file name");
+	if (out && !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+		path = xasprintf("%s", out);
+	} else {
+		if (!name[0] || !strcmp(name, ".") || !strcmp(name, ".."))
+			cli_usage_error("cannot name the output after '%s': use -o FILE", url);
+		path = out ? xasprintf("%s/%s", out, name) : xasprintf("%s", name);
+	}
+	struct loom_fetch_expect exp = { size, sha1, md5, sha256 };
+	int rc = fetch_one(f, url, path, &exp);
+	free(path);
+	free(name);
+	return rc;
+}
+
+/* The dump of --wiki at --date from --mirror into the directory out. */
+static int fetch_wiki(struct loom_fetch *f)
+{
+	if (sha1 || md5 || sha256 || size >= 0)
+		cli_usage_error("--sha1/--md5/--sha256/--size need a URL");
+	if (!out || !*out)
+		cli_usage_error("missing -o DIR");
+	if (!mirror || !*mirror)
+		mirror = DEFAULT_MIRROR;
+	char *m = strdup(mirror);
+	if (!m)
+		cli_die("out of memory");
+	for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
+		m[l - 1] = 0;
+	if (!strstr(m, "://"))
+		cli_usage_error("--mirror: '%s' is not a URL (http://, https://, file://)", mirror);
+	if (!loom_dumpinfo_valid_wiki(wiki))
+		cli_usage_error("--wiki: '%s' is not a wiki name like enwiki", wiki);
+	if (strcmp(date, "latest") && !loom_dumpinfo_valid_date(date))
+		cli_usage_error("--date: '%s' is not 'latest' or YYYYMMDD", date);
+	if (nsuf == 0)
+		nsuf = add_what(suffix, 0, "articles-multistream");
+	int rc = fetch_dump(f, m, wiki, date, suffix, nsuf, out);
+	free(m);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_MIRROR = 256, O_WIKI, O_DATE, O_WHAT, O_SHA1, O_MD5, O_SHA256, O_SIZE,
-	       O_RETRIES, O_DELAY, O_TIMEOUT, O_RECHECK, O_PROGRESS, O_VERSION };
-	static const struct option lo[] = {
-		{ "mirror", required_argument, 0, O_MIRROR },
-		{ "wiki", required_argument, 0, O_WIKI },
-		{ "date", required_argument, 0, O_DATE },
-		{ "what", required_argument, 0, O_WHAT },
-		{ "output", required_argument, 0, 'o' },
-		{ "sha1", required_argument, 0, O_SHA1 },
-		{ "md5", required_argument, 0, O_MD5 },
-		{ "sha256", required_argument, 0, O_SHA256 },
-		{ "size", required_argument, 0, O_SIZE },
-		{ "retries", required_argument, 0, O_RETRIES },
-		{ "retry-delay", required_argument, 0, O_DELAY },
-		{ "timeout", required_argument, 0, O_TIMEOUT },
-		{ "recheck", no_argument, 0, O_RECHECK },
-		{ "progress", no_argument, 0, O_PROGRESS },
-		{ "verbose", no_argument, 0, 'v' },
-		{ "quiet", no_argument, 0, 'q' },
-		{ "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, O_VERSION },
-		{ 0, 0, 0, 0 },
-	};
-	const char *mirror = getenv("LOOM_MIRROR"), *wiki = "enwiki", *date = "latest";
-	const char *out = NULL, *sha1 = NULL, *md5 = NULL, *sha256 = NULL;
-	const char *suffix[MAX_WHAT];
-	int nsuf = 0, force_progress = 0, dump_opt = 0;
-	int64_t size = -1;
-	struct loom_fetch_opts fo;
-	int c;
-
-	cli_init("loom-fetch", usage);
 	loom_fetch_opts_default(&fo);
-	while ((c = getopt_long(argc, argv, "o:vqhV", lo, NULL)) != -1) {
-		switch (c) {
-		case O_MIRROR: mirror = optarg; dump_opt = 1; break;
-		case O_WIKI: wiki = optarg; dump_opt = 1; break;
-		case O_DATE: date = optarg; dump_opt = 1; break;
-		case O_WHAT: nsuf = add_what(suffix, nsuf, optarg); dump_opt = 1; break;
-		case 'o': out = optarg; break;
-		case O_SHA1: sha1 = optarg; break;
-		case O_MD5: md5 = optarg; break;
-		case O_SHA256: sha256 = optarg; break;
-		case O_SIZE: size = (int64_t)cli_u64("--size", optarg, 0, INT64_MAX); break;
-		case O_RETRIES: fo.retries = (unsigned)cli_u64("--retries", optarg, 0, 1000); break;
-		case O_DELAY: fo.retry_delay = cli_double("--retry-delay", optarg, 0, 3600); break;
-		case O_TIMEOUT:
-			fo.connect_timeout = (long)cli_u64("--timeout", optarg, 1, 86400);
-			fo.stall_timeout = 2 * fo.connect_timeout;
-			break;
-		case O_RECHECK: fo.recheck = 1; break;
-		case O_PROGRESS: force_progress = 1; break;
-		case 'v': cli_verbose = 1; break;
-		case 'q': g.quiet = 1; break;
-		case 'h': cli_help();
-		case 'V':
-		case O_VERSION: cli_version(loom_fetch_curl_version());
-		default: cli_bad_option();
-		}
-	}
+	cli_parse(&cmd, argc, argv);
+	int dump_opt = mirror || wiki || date || nsuf;
+	if (!mirror)
+		mirror = getenv("LOOM_MIRROR");
+	if (!wiki)
+		wiki = "enwiki";
+	if (!date)
+		date = "latest";
 	if (fo.retry_delay_max < fo.retry_delay)
 		fo.retry_delay_max = fo.retry_delay;
-	cli_progress_init(&g.prog, force_progress && !g.quiet);
-	if (g.quiet) {
+	cli_progress_init(&g.prog, cli_force_progress && !g.quiet);
+	if (g.quiet)
 		g.prog.enabled = 0;
-		cli_verbose = 0;
-	}
 	fo.progress = show_progress;
 
 	const char *url = NULL;
@@ -407,57 +448,13 @@ int main(int argc, char **argv)
 		if (strlen(dv[i]) != dg[i].n || k != dg[i].n)
 			cli_usage_error("%s: '%s' is not %zu hex digits", dg[i].opt, dv[i], dg[i].n);
 	}
+	if (url && dump_opt)
+		cli_usage_error("--mirror/--wiki/--date/--what do not apply to a single URL");
 
 	struct loom_fetch *f = loom_fetch_new(&fo);
 	if (!f)
 		cli_die("cannot initialise libcurl");
-	int rc;
-	if (url) {
-		if (dump_opt)
-			cli_usage_error("--mirror/--wiki/--date/--what do not apply to a single URL");
-		const char *bn = loom_basename(url);
-		char *name = strndup(bn, strcspn(bn, "?#"));
-		char *path;
-		struct stat st;
-		if (!name)
-			cli_die("out of memory");
-		if (out && !*out)
-			cli_usage_error("-o: empty file name");
-		if (out && !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-			path = xasprintf("%s", out);
-		} else {
-			if (!name[0] || !strcmp(name, ".") || !strcmp(name, ".."))
-				cli_usage_error("cannot name the output after '%s': use -o FILE", url);
-			path = out ? xasprintf("%s/%s", out, name) : xasprintf("%s", name);
-		}
-		struct loom_fetch_expect exp = { size, sha1, md5, sha256 };
-		rc = fetch_one(f, url, path, &exp);
-		free(path);
-		free(name);
-	} else {
-		if (sha1 || md5 || sha256 || size >= 0)
-			cli_usage_error("--sha1/--md5/--sha256/--size need a URL");
-		if (!out || !*out)
-			cli_usage_error("missing -o DIR");
-		if (!mirror || !*mirror)
-			mirror = DEFAULT_MIRROR;
-		char *m = strdup(mirror);
-		if (!m)
-			cli_die("out of memory");
-		for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
-			m[l - 1] = 0;
-		if (!strstr(m, "://"))
-			cli_usage_error("--mirror: '%s' is not a URL (http://, https://, file://)",
-					mirror);
-		if (!loom_dumpinfo_valid_wiki(wiki))
-			cli_usage_error("--wiki: '%s' is not a wiki name like enwiki", wiki);
-		if (strcmp(date, "latest") && !loom_dumpinfo_valid_date(date))
-			cli_usage_error("--date: '%s' is not 'latest' or YYYYMMDD", date);
-		if (nsuf == 0)
-			nsuf = add_what(suffix, 0, "articles-multistream");
-		rc = fetch_dump(f, m, wiki, date, suffix, nsuf, out);
-		free(m);
-	}
+	int rc = url ? fetch_url(f, url) : fetch_wiki(f);
 	loom_fetch_free(f);
 	return rc;
 }

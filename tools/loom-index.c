@@ -1,6 +1,5 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
  * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
-#include <getopt.h>
 #include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,25 +12,6 @@
 #include "loom_example.h"
 #include "loom_file.h"
 #include "loom_tfrecord.h"
-
-static const char usage[] =
-	"usage: loom-index [options] FILE...\n"
-	"Write FILE.index for each TFRecord FILE, byte-identical to the `tfrecord`\n"
-	"package's tfrecord2idx: one line \"<offset> <record size>\\n\" per record.\n"
-	"  -o, --output PATH    index path (one FILE only; - = stdout)\n"
-	"      --verify         check both CRCs of every record and that every\n"
-	"                       payload is a tf.train.Example\n"
-	"  -c, --check          compare with the existing index instead of writing\n"
-	"      --stats          print records, bytes and payload min/max/mean (stdout)\n"
-	"  -n, --no-write       write no index (with --verify / --stats)\n"
-	"  -j, --jobs N         files verified in parallel (default: CPU count)\n"
-	"      --progress       show progress even when stderr is not a TTY\n"
-	"  -v, --verbose        a line per FILE: records, bytes, what was done\n"
-	"  -q, --quiet          no summary line (and no -v lines)\n"
-	"  -h, --help           this help\n"
-	"  -V, --version        version\n"
-	"Errors name the file, record and byte offset; a file with an error gets no\n"
-	"index, and the exit status is 1.\n";
 
 struct stats {
 	uint64_t records, bytes, pmin, pmax, psum;
@@ -52,103 +32,75 @@ struct job {
 
 #define cli_warn(...) snprintf(jb->msg, sizeof jb->msg, __VA_ARGS__)
 
+static int check_example(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e)
+{
+	(void)ctx;
+	return loom_example_check(payload, len, e);
+}
+
+static void show_scan(void *ctx, uint64_t records, uint64_t bytes)
+{
+	const struct job *jb = ctx;
+	if (show_progress && cli_progress_due(&pr)) {
+		char b[32];
+		cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", jb->path, records,
+				  cli_bytes((double)bytes, b, sizeof b));
+	}
+}
+
+/* --check: the index at jb->out against offsets[0..n]; 0 or -1. */
+static int compare_index(struct job *jb, const struct loom_tfr_scan *s)
+{
+	const uint64_t *off = s->offsets;
+	uint64_t n = s->records;
+	struct loom_err e;
+	char *have = NULL, *want = NULL;
+	size_t hl, wl;
+	int rc = loom_file_read_bounded(jb->out, loom_tfr_index_max(s->bytes), &have, &hl, &e);
+	if (rc == 0)
+		rc = loom_tfr_index_format(off, n, &want, &wl, &e);
+	if (rc < 0) {
+		cli_warn("%s", e.msg);
+	} else if (hl != wl || memcmp(have, want, wl)) {
+		/* Name the first line that differs. */
+		size_t line = 1, i = 0;
+		while (i < hl && i < wl && have[i] == want[i])
+			line += have[i++] == '\n';
+		cli_warn("%s: index disagrees with its file '%s' from line %zu on", jb->out,
+			 jb->path, line);
+		rc = -1;
+	}
+	free(have);
+	free(want);
+	return rc < 0 ? -1 : 0;
+}
+
 /* Index (and verify) one file; 0, or -1 with the error in jb->msg. */
 static int do_file(struct job *jb)
 {
-	const char *path = jb->path, *out = jb->out;
-	struct stats *st = &jb->st;
 	struct loom_err e;
-	int flags = verify ? 0 : LOOM_TFR_SKIP_PAYLOAD;
-	struct loom_tfr_reader *r = loom_tfr_reader_open(path, flags, &e);
-	if (!r) {
+	struct loom_tfr_scan s;
+	if (loom_tfr_scan(jb->path, verify ? check_example : NULL, show_scan, jb, &s, &e) < 0) {
 		cli_warn("%s", e.msg);
 		return -1;
 	}
-	size_t cap = 1 << 16;
-	uint64_t n = 0, *off = malloc(cap * sizeof *off);
-	struct stats s = { 0, 0, UINT64_MAX, 0, 0 };
-	struct loom_tfr_record rec;
-	int rc;
-	if (!off)
-		cli_die("out of memory");
-	off[0] = 0;
-	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
-		if (verify && loom_example_check(rec.data, rec.len, &e) < 0) {
-			cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, rec.index,
-				 rec.offset, e.msg);
-			rc = 1; /* reported */
-			break;
-		}
-		if (n + 2 > cap) {
-			cap *= 2;
-			uint64_t *p = realloc(off, cap * sizeof *off);
-			if (!p)
-				cli_die("out of memory");
-			off = p;
-		}
-		off[n] = rec.offset;
-		off[++n] = rec.offset + rec.len + LOOM_TFR_OVERHEAD;
-		s.records++;
-		s.psum += rec.len;
-		if (rec.len < s.pmin)
-			s.pmin = rec.len;
-		if (rec.len > s.pmax)
-			s.pmax = rec.len;
-		if (show_progress && (n & 1023) == 0 && cli_progress_due(&pr)) {
-			char b[32];
-			cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", path, n,
-					  cli_bytes((double)loom_tfr_reader_offset(r), b, sizeof b));
-		}
-	}
-	s.bytes = loom_tfr_reader_offset(r);
-	if (rc != LOOM_EOF) {
-		if (rc != 1)
-			cli_warn("%s", loom_tfr_reader_error(r));
-		loom_tfr_reader_free(r);
-		free(off);
-		return -1;
-	}
-	loom_tfr_reader_free(r);
+	int rc = 0;
 	if (check) {
-		char ipath[4200], *have = NULL, *want = NULL;
-		size_t hl, wl;
-		snprintf(ipath, sizeof ipath, "%s", out);
-		rc = loom_file_read_bounded(ipath, loom_tfr_index_max(s.bytes), &have, &hl, &e);
-		if (rc == 0)
-			rc = loom_tfr_index_format(off, n, &want, &wl, &e);
-		if (rc < 0) {
-			cli_warn("%s", e.msg);
-		} else if (hl != wl || memcmp(have, want, wl)) {
-			/* Name the first line that differs. */
-			size_t line = 1, i = 0;
-			while (i < hl && i < wl && have[i] == want[i])
-				line += have[i++] == '\n';
-			cli_warn("%s: index disagrees with its file '%s' from line %zu on", ipath,
-				 path, line);
-			rc = -1;
-		}
-		free(have);
-		free(want);
-		free(off);
-		if (rc < 0)
-			return -1;
-	} else if (!no_write) {
-		rc = loom_tfr_index_write(out, off, n, &e);
-		free(off);
-		if (rc < 0) {
-			cli_warn("%s", e.msg);
-			return -1;
-		}
-	} else {
-		free(off);
+		rc = compare_index(jb, &s);
+	} else if (!no_write && loom_tfr_index_write(jb->out, s.offsets, s.records, &e) < 0) {
+		cli_warn("%s", e.msg);
+		rc = -1;
 	}
+	free(s.offsets);
+	if (rc < 0)
+		return -1;
 	if (do_stats)
 		snprintf(jb->statline, sizeof jb->statline,
 			 "%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
-			 " max %" PRIu64 " mean %.1f\n", path, s.records, s.bytes,
+			 " max %" PRIu64 " mean %.1f\n", jb->path, s.records, s.bytes,
 			 s.records ? s.pmin : 0, s.pmax,
 			 s.records ? (double)s.psum / (double)s.records : 0.0);
-	*st = s;
+	jb->st = (struct stats){ s.records, s.bytes, s.pmin, s.pmax, s.psum };
 	return 0;
 }
 
@@ -172,65 +124,38 @@ static void *worker(void *arg)
 	}
 }
 
+static const char *output;
+static int threads;
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('o', "output", &output, "PATH", "index path (one FILE only; - = stdout)"),
+	OPT_BOOL(0, "verify", &verify, "check both CRCs of every record and that every\n"
+		 "payload is a tf.train.Example"),
+	OPT_BOOL('c', "check", &check, "compare with the existing index instead of writing"),
+	OPT_BOOL(0, "stats", &do_stats, "print records, bytes and payload min/max/mean (stdout)"),
+	OPT_BOOL('n', "no-write", &no_write, "write no index (with --verify / --stats)"),
+	OPT_INT('j', "jobs", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
+	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
+	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
+	OPT_QUIET(&quiet, "no summary line (and no -v lines)"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-index",
+	.usage = "usage: loom-index [options] FILE...\n"
+		 "Write FILE.index for each TFRecord FILE, byte-identical to the `tfrecord`\n"
+		 "package's tfrecord2idx: one line \"<offset> <record size>\\n\" per record.\n",
+	.opts = opts,
+	.footer = "Errors name the file, record and byte offset; a file with an error gets no\n"
+		  "index, and the exit status is 1.\n",
+	.version = loom_tfr_versions,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "verify", no_argument, NULL, 'Y' },
-		{ "check", no_argument, NULL, 'c' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "no-write", no_argument, NULL, 'n' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	const char *output = NULL;
-	int c, progress = 0, threads = 0;
-	cli_init("loom-index", usage);
+	cli_parse(&cmd, argc, argv);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:cnj:vqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'Y':
-			verify = 1;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'c':
-			check = 1;
-			break;
-		case 's':
-			do_stats = 1;
-			break;
-		case 'n':
-			no_write = 1;
-			break;
-		case 'P':
-			progress = 1;
-			break;
-		case 'j':
-			threads = (int)cli_u64("--jobs", optarg, 1, 1024);
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			cli_help();
-		case 'V':
-			cli_version(loom_tfr_versions());
-		default:
-			cli_bad_option();
-		}
-	}
-	if (quiet)
-		cli_verbose = 0;
 	int nfiles = argc - optind;
 	if (nfiles < 1)
 		cli_usage_error("no input file");
@@ -238,7 +163,7 @@ int main(int argc, char **argv)
 		cli_usage_error("-o works with one FILE only");
 	if (check && no_write)
 		cli_usage_error("--check and --no-write exclude each other");
-	cli_progress_init(&pr, progress);
+	cli_progress_init(&pr, cli_force_progress);
 	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
 	int failed = 0, stdin_used = 0;
 	double t0 = loom_now();

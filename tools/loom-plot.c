@@ -1,40 +1,13 @@
 /* loom-plot - training log (JSON lines) -> SVG chart + terminal sparkline. */
 #include <errno.h>
-#include <getopt.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "loom_file.h"
 #include "loom_plot.h"
-
-static const char usage[] =
-	"usage: loom-plot [options] [LOG.jsonl...]\n"
-	"Plot loom-train logs (one JSON object per line; stdin if no file, or -).\n"
-	"Each file is a run: several files are overlaid, one colour each.\n"
-	"  -o, --output FILE     write an SVG chart to FILE (atomically)\n"
-	"  -x, --x KEY           x key (default: step)\n"
-	"  -y, --y KEY[,KEY...]  y keys, one series each (default: loss,eval_loss);\n"
-	"                        eval_* keys are drawn as points\n"
-	"  -s, --smooth W        moving-average weight in [0, 1) drawn over the\n"
-	"                        faint raw curve (default 0.6; 0 = raw only)\n"
-	"  -p, --panels          add panels for lr and tokens_per_s\n"
-	"  -t, --title TEXT      chart title\n"
-	"      --ylabel TEXT     y axis label (default: the key and its unit)\n"
-	"      --width N         chart width in pixels (default 800)\n"
-	"      --height N        chart height in pixels (default 400, +150 a panel)\n"
-	"      --logy            logarithmic y axis\n"
-	"  -w, --spark N         sparkline width in cells (default 60, 0 = none)\n"
-	"  -v, --verbose         a line per log read on stderr: lines, lines without\n"
-	"                        the keys (skipped), points per series\n"
-	"  -q, --quiet           print no sparkline lines (same as --spark 0), no -v\n"
-	"  -h, --help            this help\n"
-	"  -V, --version         version\n"
-	"Prints one line per series to stdout: [run,] key, first value, sparkline,\n"
-	"last value, min, points.  Lines without the keys are skipped; a line that\n"
-	"is not JSON is an error naming the file and line.\n";
 
 #define MAX_SERIES 8
 #define MAX_RUNS 16
@@ -97,57 +70,83 @@ static char *run_name(char **paths, int n, int i)
 	return strndup(base, len);
 }
 
+static const char *output, *xkey = "step", *ykeys_arg = "loss,eval_loss";
+static struct loom_plot_opts po = { .smooth = 0.6 };
+static int panels;
+static uint64_t spark = 60;
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('o', "output", &output, "FILE", "write an SVG chart to FILE (atomically)"),
+	OPT_STRING('x', "x", &xkey, "KEY", "x key (default: step)"),
+	OPT_STRING('y', "y", &ykeys_arg, "KEY[,KEY...]",
+		   "y keys, one series each (default: loss,eval_loss);\n"
+		   "eval_* keys are drawn as points"),
+	OPT_DOUBLE('s', "smooth", &po.smooth, "W", 0, 0.999,
+		   "moving-average weight in [0, 1) drawn over the\n"
+		   "faint raw curve (default 0.6; 0 = raw only)"),
+	OPT_BOOL('p', "panels", &panels, "add panels for lr and tokens_per_s"),
+	OPT_STRING('t', "title", &po.title, "TEXT", "chart title"),
+	OPT_STRING(0, "ylabel", &po.ylabel, "TEXT", "y axis label (default: the key and its unit)"),
+	OPT_INT(0, "width", &po.width, "N", 100, 20000, "chart width in pixels (default 800)"),
+	OPT_INT(0, "height", &po.height, "N", 100, 20000,
+		"chart height in pixels (default 400, +150 a panel)"),
+	OPT_BOOL(0, "logy", &po.logy, "logarithmic y axis"),
+	OPT_U64('w', "spark", &spark, "N", 0, 1000, "sparkline width in cells (default 60, 0 = none)"),
+	OPT_VERBOSE("a line per log read on stderr: lines, lines without\n"
+		    "the keys (skipped), points per series"),
+	OPT_QUIET(NULL, "print no sparkline lines (same as --spark 0), no -v"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-plot",
+	.usage = "usage: loom-plot [options] [LOG.jsonl...]\n"
+		 "Plot loom-train logs (one JSON object per line; stdin if no file, or -).\n"
+		 "Each file is a run: several files are overlaid, one colour each.\n",
+	.opts = opts,
+	.footer = "Prints one line per series to stdout: [run,] key, first value, sparkline,\n"
+		  "last value, min, points.  Lines without the keys are skipped; a line that\n"
+		  "is not JSON is an error naming the file and line.\n",
+	.version = cli_version_jansson,
+};
+
+/* One line per series on stdout: [run,] key, first value, sparkline, last
+ * value, min, points. */
+static void print_sparklines(const struct loom_series *s, size_t ns, int nruns)
+{
+	/* columns: the widest run name and key */
+	int rw = 0, kw = 10;
+	for (size_t k = 0; k < ns; k++) {
+		if (s[k].n && (int)strlen(s[k].run) > rw)
+			rw = (int)strlen(s[k].run);
+		if (s[k].n && (int)strlen(s[k].ykey) > kw)
+			kw = (int)strlen(s[k].ykey);
+	}
+	char *buf = malloc(spark * 3 + 1);
+	for (size_t k = 0; k < ns && spark; k++) {
+		if (s[k].n == 0)
+			continue;
+		double mn = s[k].y[0];
+		for (size_t i = 1; i < s[k].n; i++)
+			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
+		loom_sparkline(s[k].y, s[k].n, spark, buf, spark * 3 + 1);
+		if (nruns > 1)
+			printf("%-*s ", rw, s[k].run);
+		printf("%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
+		       kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
+		       s[k].x[0], s[k].x[s[k].n - 1]);
+	}
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "x", required_argument, NULL, 'x' },
-		{ "y", required_argument, NULL, 'y' },
-		{ "title", required_argument, NULL, 't' },
-		{ "width", required_argument, NULL, 1 },
-		{ "height", required_argument, NULL, 2 },
-		{ "logy", no_argument, NULL, 3 },
-		{ "spark", required_argument, NULL, 'w' },
-		{ "smooth", required_argument, NULL, 's' },
-		{ "panels", no_argument, NULL, 'p' },
-		{ "ylabel", required_argument, NULL, 4 },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	const char *output = NULL, *xkey = "step";
-	char *ykeys = strdup("loss,eval_loss");
-	struct loom_plot_opts po = { .smooth = 0.6 };
-	int panels = 0, quiet = 0;
-	size_t spark = 60;
-	int c;
-
-	cli_init("loom-plot", usage);
-	while ((c = getopt_long(argc, argv, "o:x:y:t:w:s:pvqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': output = optarg; break;
-		case 'x': xkey = optarg; break;
-		case 'y': free(ykeys); ykeys = strdup(optarg); break;
-		case 't': po.title = optarg; break;
-		case 1: po.width = (int)cli_u64("--width", optarg, 100, 20000); break;
-		case 2: po.height = (int)cli_u64("--height", optarg, 100, 20000); break;
-		case 3: po.logy = 1; break;
-		case 'w': spark = cli_u64("--spark", optarg, 0, 1000); break;
-		case 's': po.smooth = cli_double("--smooth", optarg, 0, 0.999); break;
-		case 'p': panels = 1; break;
-		case 4: po.ylabel = optarg; break;
-		case 'v': cli_verbose = 1; break;
-		case 'q': spark = 0; quiet = 1; break;
-		case 'h': cli_help();
-		case 'V': cli_version("jansson " JANSSON_VERSION);
-		default: cli_bad_option();
-		}
-	}
-
-	if (quiet)
-		cli_verbose = 0;
+	cli_parse(&cmd, argc, argv);
+	if (cli_quiet)
+		spark = 0;
+	char *ykeys = strdup(ykeys_arg);
+	if (!ykeys)
+		cli_die("out of memory");
 
 	static const char *panel_keys[] = { "lr", "tokens_per_s" };
 	const char *keys[MAX_SERIES];
@@ -192,29 +191,7 @@ int main(int argc, char **argv)
 	if (total == 0)
 		cli_die("no points: no line has both '%s' and one of the --y keys", xkey);
 
-	/* columns: the widest run name and key */
-	int rw = 0, kw = 10;
-	for (size_t k = 0; k < ns; k++) {
-		if (s[k].n && (int)strlen(s[k].run) > rw)
-			rw = (int)strlen(s[k].run);
-		if (s[k].n && (int)strlen(s[k].ykey) > kw)
-			kw = (int)strlen(s[k].ykey);
-	}
-	char *buf = malloc(spark * 3 + 1);
-	for (size_t k = 0; k < ns && spark; k++) {
-		if (s[k].n == 0)
-			continue;
-		double mn = s[k].y[0];
-		for (size_t i = 1; i < s[k].n; i++)
-			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
-		loom_sparkline(s[k].y, s[k].n, spark, buf, spark * 3 + 1);
-		if (nruns > 1)
-			printf("%-*s ", rw, s[k].run);
-		printf("%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
-		       kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
-		       s[k].x[0], s[k].x[s[k].n - 1]);
-	}
-	free(buf);
+	print_sparklines(s, ns, nruns);
 
 	if (output) {
 		struct loom_err err;

@@ -1,7 +1,6 @@
 /* loom-shard - token stream -> TFRecord shards of tf.train.Example{"input_ids"}
  * with an index beside each shard and a JSON manifest (lib/data/loom_shard.h). */
 #include <ctype.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,44 +12,6 @@
 #include "loom_tfrecord.h"
 #include "loom_file.h"
 #include "loom_shard.h"
-
-static const char usage[] =
-	"usage: loom-shard -o PREFIX [options] [TOKENS...]\n"
-	"Cut a token stream (files in order, or stdin) into samples of --seq-len\n"
-	"tokens and write them as TFRecord shards of tf.train.Example{\"input_ids\"}:\n"
-	"PREFIX-00000-of-0000N.tfrecord, each with its .index, and PREFIX.manifest.json.\n"
-	"  -o, --output PREFIX        output prefix (required)\n"
-	"  -f, --input-format FMT     u16 | u32 (little-endian binary) | text\n"
-	"                             (whitespace-separated ids); default u16\n"
-	"  -L, --seq-len N            tokens per sample (default 2049: a model with\n"
-	"                             context T needs T + 1, inputs plus shifted targets)\n"
-	"  -s, --stride N             a sample starts every N tokens (default seq-len)\n"
-	"      --keep-tail            keep a final shorter sample if >= seq-len/2 remain\n"
-	"      --seed N               shuffle seed (default 0)\n"
-	"      --no-shuffle           keep stream order\n"
-	"  -m, --memory SIZE          memory for the shuffle, e.g. 512M, 4G (default:\n"
-	"                             a quarter of RAM, at least 512M);\n"
-	"                             beyond it samples spill to temporary files\n"
-	"  -n, --shards N             N shards, sample r in shard r mod N (default 1)\n"
-	"  -r, --records-per-shard R  R consecutive samples per shard instead\n"
-	"      --vocab-size N         reject tokens >= N; recorded in the manifest\n"
-	"      --vocab-sha256 HEX     vocabulary checksum recorded in the manifest\n"
-	"      --feature NAME         feature name (default input_ids)\n"
-	"  -j, --threads N            encoding threads (default: all CPUs; the\n"
-	"                             output is the same for any N)\n"
-	"      --tmpdir DIR           for spill files (default: the output directory)\n"
-	"      --no-sha256            do not hash the shards (sha256 null in the\n"
-	"                             manifest; SHA-256 is the costliest step)\n"
-	"      --progress             show progress even when stderr is not a TTY\n"
-	"  -v, --verbose              each input read (tokens) and each shard\n"
-	"                             committed (name, records, bytes)\n"
-	"  -q, --quiet                no summary line (and no -v lines)\n"
-	"  -h, --help                 this help\n"
-	"  -V, --version              version\n"
-	"Same input and seed give byte-identical shards whatever the memory limit.\n"
-	"The manifest is the commit point: it always names a complete set, the old\n"
-	"one or the new one, even if the run is killed; on error nothing is left\n"
-	"behind, and a killed run's leftovers are removed by the next run.\n";
 
 static struct loom_shard *g_shard;
 static uint32_t *tok; /* read buffer */
@@ -110,118 +71,165 @@ static int is_hex64(const char *s)
 	return 1;
 }
 
+static struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1 };
+static enum loom_tokfmt fmt = LOOM_TOK_U16;
+static uint64_t stride;
+
+static void on_format(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (loom_tokfmt_parse(arg, &fmt) < 0)
+		cli_usage_error("--input-format: '%s' is not u16, u32 or text", arg);
+}
+
+static void on_seq_len(const char *opt, const char *arg)
+{
+	o.seq_len = (uint32_t)cli_u64(opt, arg, 1, 1u << 24);
+}
+
+static void on_memory(const char *opt, const char *arg)
+{
+	o.memory = cli_size(opt, arg);
+	if (o.memory < (1u << 20))
+		cli_usage_error("--memory: at least 1M");
+}
+
+static void on_vocab_sha256(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (!is_hex64(arg))
+		cli_usage_error("--vocab-sha256: expected 64 hex digits");
+	for (char *q = (char *)arg; *q; q++) /* an argv string: ours to change */
+		*q = (char)tolower((unsigned char)*q);
+	o.vocab_sha256 = arg;
+}
+
+static void on_feature(const char *opt, const char *arg)
+{
+	(void)opt;
+	if (!*arg)
+		cli_usage_error("--feature: empty name");
+	o.feature = arg;
+}
+
+static const struct cli_opt opts[] = {
+	OPT_STRING('o', "output", &o.prefix, "PREFIX", "output prefix (required)"),
+	OPT_ENUM_CALLBACK('f', "input-format", on_format, "FMT", "u16 u32 text",
+			  "u16 | u32 (little-endian binary) | text\n"
+			  "(whitespace-separated ids); default u16"),
+	OPT_CALLBACK('L', "seq-len", on_seq_len, "N",
+		     "tokens per sample (default 2049: a model with\n"
+		     "context T needs T + 1, inputs plus shifted targets)"),
+	OPT_U64('s', "stride", &stride, "N", 1, 1u << 30, "a sample starts every N tokens (default seq-len)"),
+	OPT_BOOL(0, "keep-tail", &o.keep_tail, "keep a final shorter sample if >= seq-len/2 remain"),
+	OPT_U64(0, "seed", &o.seed, "N", 0, INT64_MAX, "shuffle seed (default 0)"),
+	OPT_SET_INT(0, "no-shuffle", &o.shuffle, 0, "keep stream order"),
+	OPT_CALLBACK('m', "memory", on_memory, "SIZE",
+		     "memory for the shuffle, e.g. 512M, 4G (default:\n"
+		     "a quarter of RAM, at least 512M);\n"
+		     "beyond it samples spill to temporary files"),
+	OPT_U64('n', "shards", &o.shards, "N", 1, 99999, "N shards, sample r in shard r mod N (default 1)"),
+	OPT_U64('r', "records-per-shard", &o.records_per_shard, "R", 1, UINT64_MAX,
+		"R consecutive samples per shard instead"),
+	OPT_U64(0, "vocab-size", &o.vocab_size, "N", 1, 1ull << 32,
+		"reject tokens >= N; recorded in the manifest"),
+	OPT_CALLBACK(0, "vocab-sha256", on_vocab_sha256, "HEX",
+		     "vocabulary checksum recorded in the manifest"),
+	OPT_CALLBACK(0, "feature", on_feature, "NAME", "feature name (default input_ids)"),
+	OPT_INT('j', "threads", &o.threads, "N", 1, 256,
+		"encoding threads (default: all CPUs; the\n"
+		"output is the same for any N)"),
+	OPT_STRING(0, "tmpdir", &o.tmpdir, "DIR", "for spill files (default: the output directory)"),
+	OPT_BOOL(0, "no-sha256", &o.no_sha256,
+		 "do not hash the shards (sha256 null in the\n"
+		 "manifest; SHA-256 is the costliest step)"),
+	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
+	OPT_VERBOSE("each input read (tokens) and each shard\n"
+		    "committed (name, records, bytes)"),
+	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
+	OPT_END()
+};
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-shard",
+	.usage = "usage: loom-shard -o PREFIX [options] [TOKENS...]\n"
+		 "Cut a token stream (files in order, or stdin) into samples of --seq-len\n"
+		 "tokens and write them as TFRecord shards of tf.train.Example{\"input_ids\"}:\n"
+		 "PREFIX-00000-of-0000N.tfrecord, each with its .index, and PREFIX.manifest.json.\n",
+	.opts = opts,
+	.footer = "Same input and seed give byte-identical shards whatever the memory limit.\n"
+		  "The manifest is the commit point: it always names a complete set, the old\n"
+		  "one or the new one, even if the run is killed; on error nothing is left\n"
+		  "behind, and a killed run's leftovers are removed by the next run.\n",
+	.version = loom_tfr_versions,
+};
+
+static void show_input_progress(struct cli_progress *pr, const char *name, struct loom_tokin *in)
+{
+	char b1[32], b2[32];
+	struct loom_shard_stats st;
+	loom_shard_get_stats(g_shard, &st);
+	uint64_t size = loom_tokin_size(in);
+	if (size)
+		cli_progress_show(pr, "%s: %s of %s, %" PRIu64 " samples", name,
+				  cli_bytes((double)loom_tokin_bytes(in), b1, sizeof b1),
+				  cli_bytes((double)size, b2, sizeof b2), st.samples);
+	else
+		cli_progress_show(pr, "%s: %s, %" PRIu64 " samples", name,
+				  cli_bytes((double)loom_tokin_bytes(in), b1, sizeof b1), st.samples);
+}
+
+/* Feed one input's tokens to g_shard (fail() on an error). */
+static void read_input(const char *name, struct cli_progress *pr)
+{
+	struct loom_err err;
+	size_t cap = 1u << 18;
+	struct loom_tokin *in = loom_tokin_open(name, fmt, &err);
+	if (!in)
+		fail(err.msg);
+	ssize_t n;
+	while ((n = loom_tokin_read(in, tok, cap)) > 0) {
+		if (loom_shard_tokens(g_shard, tok, (size_t)n) < 0) {
+			char msg[LOOM_ERR_MAX + 300];
+			snprintf(msg, sizeof msg, "%s: %s", strcmp(name, "-") ? name : "(stdin)",
+				 loom_shard_error(g_shard));
+			loom_tokin_free(in);
+			fail(msg);
+		}
+		if (cli_progress_due(pr))
+			show_input_progress(pr, name, in);
+	}
+	if (n < 0) {
+		char msg[LOOM_ERR_MAX];
+		snprintf(msg, sizeof msg, "%s", loom_tokin_error(in));
+		loom_tokin_free(in);
+		fail(msg);
+	}
+	struct loom_shard_stats st;
+	loom_shard_get_stats(g_shard, &st);
+	cli_info("%s: %" PRIu64 " bytes read, %" PRIu64 " tokens so far",
+		 strcmp(name, "-") ? name : "(stdin)", loom_tokin_bytes(in), st.tokens);
+	loom_tokin_free(in);
+}
+
+static void print_summary(const struct loom_shard_stats *st, double dt)
+{
+	char b1[32], b2[32], sp[64] = "";
+	if (st->spilled)
+		snprintf(sp, sizeof sp, ", spilled %s", cli_bytes((double)st->spilled, b2, sizeof b2));
+	fprintf(stderr,
+		"loom-shard: %" PRIu64 " tokens -> %" PRIu64 " records (seq-len %u, stride %u%s)"
+		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s\n",
+		st->tokens, st->samples, o.seq_len, o.stride ? o.stride : o.seq_len,
+		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
+		cli_bytes((double)st->bytes, b1, sizeof b1),
+		o.shuffle ? "shuffled" : "stream order", sp, dt, st->manifest);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "input-format", required_argument, NULL, 'f' },
-		{ "seq-len", required_argument, NULL, 'L' },
-		{ "stride", required_argument, NULL, 's' },
-		{ "keep-tail", no_argument, NULL, 'T' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "no-shuffle", no_argument, NULL, 'N' },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "shards", required_argument, NULL, 'n' },
-		{ "records-per-shard", required_argument, NULL, 'r' },
-		{ "vocab-size", required_argument, NULL, 'W' },
-		{ "vocab-sha256", required_argument, NULL, 'H' },
-		{ "feature", required_argument, NULL, 'F' },
-		{ "tmpdir", required_argument, NULL, 't' },
-		{ "no-sha256", no_argument, NULL, 'C' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1 };
-	enum loom_tokfmt fmt = LOOM_TOK_U16;
-	int c, progress = 0, quiet = 0;
-	uint64_t stride = 0;
-
-	cli_init("loom-shard", usage);
+	cli_parse(&cmd, argc, argv);
 	atexit(loom_outfile_unlink_all);
-	while ((c = getopt_long(argc, argv, "o:f:L:s:m:n:r:j:vqhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o.prefix = optarg;
-			break;
-		case 'f':
-			if (loom_tokfmt_parse(optarg, &fmt) < 0)
-				cli_usage_error("--input-format: '%s' is not u16, u32 or text",
-						optarg);
-			break;
-		case 'L':
-			o.seq_len = (uint32_t)cli_u64("--seq-len", optarg, 1, 1u << 24);
-			break;
-		case 's':
-			stride = cli_u64("--stride", optarg, 1, 1u << 30);
-			break;
-		case 'T':
-			o.keep_tail = 1;
-			break;
-		case 'S':
-			o.seed = cli_u64("--seed", optarg, 0, INT64_MAX);
-			break;
-		case 'N':
-			o.shuffle = 0;
-			break;
-		case 'm':
-			o.memory = cli_size("--memory", optarg);
-			if (o.memory < (1u << 20))
-				cli_usage_error("--memory: at least 1M");
-			break;
-		case 'n':
-			o.shards = cli_u64("--shards", optarg, 1, 99999);
-			break;
-		case 'r':
-			o.records_per_shard = cli_u64("--records-per-shard", optarg, 1, UINT64_MAX);
-			break;
-		case 'W':
-			o.vocab_size = cli_u64("--vocab-size", optarg, 1, 1ull << 32);
-			break;
-		case 'H':
-			if (!is_hex64(optarg))
-				cli_usage_error("--vocab-sha256: expected 64 hex digits");
-			for (char *q = optarg; *q; q++)
-				*q = (char)tolower((unsigned char)*q);
-			o.vocab_sha256 = optarg;
-			break;
-		case 'F':
-			if (!*optarg)
-				cli_usage_error("--feature: empty name");
-			o.feature = optarg;
-			break;
-		case 't':
-			o.tmpdir = optarg;
-			break;
-		case 'C':
-			o.no_sha256 = 1;
-			break;
-		case 'j':
-			o.threads = (int)cli_u64("--threads", optarg, 1, 256);
-			break;
-		case 'P':
-			progress = 1;
-			break;
-		case 'v':
-			cli_verbose = 1;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			cli_help();
-		case 'V':
-			cli_version(loom_tfr_versions());
-		default:
-			cli_bad_option();
-		}
-	}
-	if (quiet)
-		cli_verbose = 0;
 	if (!o.prefix)
 		cli_usage_error("-o PREFIX is required");
 	if (o.shards && o.records_per_shard)
@@ -235,7 +243,7 @@ int main(int argc, char **argv)
 
 	struct loom_err err;
 	struct cli_progress pr;
-	cli_progress_init(&pr, progress);
+	cli_progress_init(&pr, cli_force_progress);
 	o.progress = on_progress;
 	o.progress_ctx = &pr;
 	uint64_t kill_at;
@@ -257,58 +265,12 @@ int main(int argc, char **argv)
 			if (!strcmp(inputs[i], "-") && isatty(STDIN_FILENO))
 				cli_usage_error("refusing to read binary tokens from a terminal");
 
-	size_t cap = 1u << 18;
-	tok = malloc(cap * sizeof *tok);
+	tok = malloc((1u << 18) * sizeof *tok);
 	if (!tok)
 		fail("out of memory");
 	double t0 = loom_now();
-	uint64_t in_bytes = 0;
-	for (int i = 0; i < ninputs; i++) {
-		struct loom_tokin *in = loom_tokin_open(inputs[i], fmt, &err);
-		if (!in)
-			fail(err.msg);
-		ssize_t n;
-		while ((n = loom_tokin_read(in, tok, cap)) > 0) {
-			if (loom_shard_tokens(g_shard, tok, (size_t)n) < 0) {
-				char msg[LOOM_ERR_MAX + 300];
-				snprintf(msg, sizeof msg, "%s: %s", strcmp(inputs[i], "-")
-					 ? inputs[i] : "(stdin)", loom_shard_error(g_shard));
-				loom_tokin_free(in);
-				fail(msg);
-			}
-			if (cli_progress_due(&pr)) {
-				char b1[32], b2[32];
-				struct loom_shard_stats st;
-				loom_shard_get_stats(g_shard, &st);
-				uint64_t size = loom_tokin_size(in);
-				if (size)
-					cli_progress_show(&pr, "%s: %s of %s, %" PRIu64 " samples",
-							  inputs[i],
-							  cli_bytes((double)loom_tokin_bytes(in), b1, sizeof b1),
-							  cli_bytes((double)size, b2, sizeof b2), st.samples);
-				else
-					cli_progress_show(&pr, "%s: %s, %" PRIu64 " samples",
-							  inputs[i],
-							  cli_bytes((double)loom_tokin_bytes(in), b1, sizeof b1),
-							  st.samples);
-			}
-		}
-		if (n < 0) {
-			char msg[LOOM_ERR_MAX];
-			snprintf(msg, sizeof msg, "%s", loom_tokin_error(in));
-			loom_tokin_free(in);
-			fail(msg);
-		}
-		in_bytes += loom_tokin_bytes(in);
-		{
-			struct loom_shard_stats st;
-			loom_shard_get_stats(g_shard, &st);
-			cli_info("%s: %" PRIu64 " bytes read, %" PRIu64 " tokens so far",
-				 strcmp(inputs[i], "-") ? inputs[i] : "(stdin)",
-				 loom_tokin_bytes(in), st.tokens);
-		}
-		loom_tokin_free(in);
-	}
+	for (int i = 0; i < ninputs; i++)
+		read_input(inputs[i], &pr);
 	free(tok);
 	tok = NULL;
 	if (pr.enabled)
@@ -327,20 +289,8 @@ int main(int argc, char **argv)
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
-	if (!quiet) {
-		char b1[32], b2[32], sp[64] = "";
-		if (st.spilled)
-			snprintf(sp, sizeof sp, ", spilled %s",
-				 cli_bytes((double)st.spilled, b2, sizeof b2));
-		fprintf(stderr,
-			"loom-shard: %" PRIu64 " tokens -> %" PRIu64 " records (seq-len %u, stride %u%s)"
-			" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s\n",
-			st.tokens, st.samples, o.seq_len, o.stride ? o.stride : o.seq_len,
-			st.tail_tokens ? ", 1 tail" : "", st.shards, st.shards == 1 ? "" : "s",
-			cli_bytes((double)st.bytes, b1, sizeof b1),
-			o.shuffle ? "shuffled" : "stream order", sp, dt, st.manifest);
-	}
-	(void)in_bytes;
+	if (!cli_quiet)
+		print_summary(&st, dt);
 	loom_shard_free(g_shard);
 	return 0;
 }

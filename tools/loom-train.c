@@ -10,7 +10,6 @@
 #include <cblas.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
@@ -36,73 +35,6 @@
 #include "loom_mm.h"
 #include "loom_rigl.h"
 #include "train_dist.h"
-
-static const char usage[] =
-	"usage: loom-train [options] < frames\n"
-	"Train a GPT on batch frames read from stdin (loom-feed ... | loom-train).\n"
-	"\n"
-	"configuration (applied in this order):\n"
-	"  -c, --config NAME|FILE   preset (share/presets/NAME.json) or JSON file [tiny]\n"
-	"      --set K=V,...        override keys (repeatable); see --print-config\n"
-	"      --steps N            optimizer steps (= --set steps=N)\n"
-	"      --seed N             seed for init and dropout (= --set seed=N)\n"
-	"      --recompute          activation checkpointing (= --set recompute=true)\n"
-	"      --print-config       print the resolved configuration as JSON and exit\n"
-	"      --dry-run            print parameters, memory plan, FLOPs, time estimate; exit\n"
-	"checkpoints:\n"
-	"      --save DIR           write DIR/step-NNNNNNNN and DIR/latest\n"
-	"      --save-every N       also every N steps (default: only at the end)\n"
-	"      --keep N             keep the newest N checkpoints (default: all)\n"
-	"      --resume DIR|latest  continue exactly from a checkpoint (latest: of --save)\n"
-	"      --init-from DIR      start from a checkpoint's weights only\n"
-	"      --vocab V            the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
-	"                           stored in checkpoints (vocab.json + merges.txt)\n"
-	"logging and evaluation:\n"
-	"      --log FILE           one JSON line per step (- = stdout)\n"
-	"      --log-every N        human progress line on stderr every N steps [10]\n"
-	"      --eval-every N       evaluate on --eval-data every N steps\n"
-	"      --eval-data FILE     held-out batch frames\n"
-	"other:\n"
-	"      --threads N          threads for OpenMP and OpenBLAS [the cores other\n"
-	"                           processes leave free, looked at every step]\n"
-	"      --bench-sgemm        measure the best sgemm GFLOP/s and exit\n"
-	"  -v, --verbose            more detail on stderr\n"
-	"  -q, --quiet              no progress lines\n"
-	"  -h, --help               this help\n"
-	"  -V, --version            versions\n";
-
-enum {
-	O_SET = 256, O_STEPS, O_SEED, O_RECOMPUTE, O_PRINT, O_DRY, O_SAVE, O_SAVE_EVERY, O_KEEP,
-	O_RESUME, O_INIT, O_LOG, O_LOG_EVERY, O_EVAL_EVERY, O_EVAL_DATA, O_THREADS, O_BENCH,
-	O_VERSION, O_VOCAB,
-};
-
-static const struct option longopts[] = {
-	{ "config", required_argument, 0, 'c' },
-	{ "set", required_argument, 0, O_SET },
-	{ "steps", required_argument, 0, O_STEPS },
-	{ "seed", required_argument, 0, O_SEED },
-	{ "recompute", no_argument, 0, O_RECOMPUTE },
-	{ "print-config", no_argument, 0, O_PRINT },
-	{ "dry-run", no_argument, 0, O_DRY },
-	{ "save", required_argument, 0, O_SAVE },
-	{ "save-every", required_argument, 0, O_SAVE_EVERY },
-	{ "keep", required_argument, 0, O_KEEP },
-	{ "resume", required_argument, 0, O_RESUME },
-	{ "init-from", required_argument, 0, O_INIT },
-	{ "vocab", required_argument, 0, O_VOCAB },
-	{ "log", required_argument, 0, O_LOG },
-	{ "log-every", required_argument, 0, O_LOG_EVERY },
-	{ "eval-every", required_argument, 0, O_EVAL_EVERY },
-	{ "eval-data", required_argument, 0, O_EVAL_DATA },
-	{ "threads", required_argument, 0, O_THREADS },
-	{ "bench-sgemm", no_argument, 0, O_BENCH },
-	{ "verbose", no_argument, 0, 'v' },
-	{ "quiet", no_argument, 0, 'q' },
-	{ "help", no_argument, 0, 'h' },
-	{ "version", no_argument, 0, O_VERSION },
-	{ 0, 0, 0, 0 },
-};
 
 static volatile sig_atomic_t stop_sig;
 
@@ -883,54 +815,94 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 				      : "feed more data, or --set grad_accum=N for smaller steps");
 }
 
-int main(int argc, char **argv)
-{
-	const char *config = NULL, *save = NULL, *resume = NULL, *init_from = NULL;
-	const char *logpath = NULL, *eval_data = NULL, *vocab_spec = NULL;
-	char **sets = calloc((size_t)argc + 1, sizeof *sets);
-	int nsets = 0, print = 0, dry = 0, verbose = 0, quiet = 0, recompute = 0, bench = 0;
-	uint64_t steps = 0, seed = 0, save_every = 0, keep = 0, log_every = 10, eval_every = 0;
-	int have_steps = 0, have_seed = 0, threads = 0, o;
+/* The command line */
+static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec;
+static char **sets;
+static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
+static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
+/* -v and -q, then off on the ranks other than 0 */
+static int verbose, quiet;
 
-	cli_init("loom-train", usage);
-	if (!sets)
+static void on_set(const char *opt, const char *arg)
+{
+	(void)opt;
+	char **s = realloc(sets, (size_t)(nsets + 1) * sizeof *sets);
+	if (!s)
 		cli_die("out of memory");
-	while ((o = getopt_long(argc, argv, "c:vqhV", longopts, NULL)) != -1) {
-		switch (o) {
-		case 'c': config = optarg; break;
-		case O_SET: sets[nsets++] = optarg; break;
-		case O_STEPS: steps = cli_u64("--steps", optarg, 0, 1ull << 50); have_steps = 1; break;
-		case O_SEED: seed = cli_u64("--seed", optarg, 0, INT64_MAX); have_seed = 1; break;
-		case O_RECOMPUTE: recompute = 1; break;
-		case O_PRINT: print = 1; break;
-		case O_DRY: dry = 1; break;
-		case O_SAVE: save = optarg; break;
-		case O_SAVE_EVERY: save_every = cli_u64("--save-every", optarg, 1, 1ull << 50); break;
-		case O_KEEP: keep = cli_u64("--keep", optarg, 1, 1u << 30); break;
-		case O_RESUME: resume = optarg; break;
-		case O_INIT: init_from = optarg; break;
-		case O_VOCAB: vocab_spec = optarg; break;
-		case O_LOG: logpath = optarg; break;
-		case O_LOG_EVERY: log_every = cli_u64("--log-every", optarg, 0, 1ull << 50); break;
-		case O_EVAL_EVERY: eval_every = cli_u64("--eval-every", optarg, 1, 1ull << 50); break;
-		case O_EVAL_DATA: eval_data = optarg; break;
-		case O_THREADS: threads = (int)cli_u64("--threads", optarg, 1, 1024); break;
-		case O_BENCH: bench = 1; break;
-		case 'v': verbose = 1; break;
-		case 'q': quiet = 1; break;
-		case 'h': cli_help();
-		case 'V':
-		case O_VERSION: {
-			char extra[256];
-			snprintf(extra, sizeof extra, "OpenBLAS %s (%s), jansson %s",
-				 openblas_get_config(), openblas_get_corename(), JANSSON_VERSION);
-			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", %s",
-				 train_dist_version());
-			cli_version(extra);
-		}
-		default: cli_bad_option();
-		}
-	}
+	sets = s;
+	sets[nsets++] = (char *)arg; /* an argv string */
+}
+
+static void on_steps(const char *opt, const char *arg)
+{
+	steps = cli_u64(opt, arg, 0, 1ull << 50);
+	have_steps = 1;
+}
+
+static void on_seed(const char *opt, const char *arg)
+{
+	seed = cli_u64(opt, arg, 0, INT64_MAX);
+	have_seed = 1;
+}
+
+static const struct cli_opt opts[] = {
+	OPT_TEXT("configuration (applied in this order):"),
+	OPT_STRING('c', "config", &config, "NAME|FILE",
+		   "preset (share/presets/NAME.json) or JSON file [tiny]"),
+	OPT_CALLBACK(0, "set", on_set, "K=V,...", "override keys (repeatable); see --print-config"),
+	OPT_CALLBACK(0, "steps", on_steps, "N", "optimizer steps (= --set steps=N)"),
+	OPT_CALLBACK(0, "seed", on_seed, "N", "seed for init and dropout (= --set seed=N)"),
+	OPT_BOOL(0, "recompute", &recompute, "activation checkpointing (= --set recompute=true)"),
+	OPT_BOOL(0, "print-config", &print, "print the resolved configuration as JSON and exit"),
+	OPT_BOOL(0, "dry-run", &dry, "print parameters, memory plan, FLOPs, time estimate; exit"),
+	OPT_TEXT("checkpoints:"),
+	OPT_STRING(0, "save", &save, "DIR", "write DIR/step-NNNNNNNN and DIR/latest"),
+	OPT_U64(0, "save-every", &save_every, "N", 1, 1ull << 50,
+		"also every N steps (default: only at the end)"),
+	OPT_U64(0, "keep", &keep, "N", 1, 1u << 30, "keep the newest N checkpoints (default: all)"),
+	OPT_STRING(0, "resume", &resume, "DIR|latest",
+		   "continue exactly from a checkpoint (latest: of --save)"),
+	OPT_STRING(0, "init-from", &init_from, "DIR", "start from a checkpoint's weights only"),
+	OPT_STRING(0, "vocab", &vocab_spec, "V",
+		   "the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
+		   "stored in checkpoints (vocab.json + merges.txt)"),
+	OPT_TEXT("logging and evaluation:"),
+	OPT_STRING(0, "log", &logpath, "FILE", "one JSON line per step (- = stdout)"),
+	OPT_U64(0, "log-every", &log_every, "N", 0, 1ull << 50,
+		"human progress line on stderr every N steps [10]"),
+	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
+		"evaluate on --eval-data every N steps"),
+	OPT_STRING(0, "eval-data", &eval_data, "FILE", "held-out batch frames"),
+	OPT_TEXT("other:"),
+	OPT_INT(0, "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS [the cores other\n"
+		"processes leave free, looked at every step]"),
+	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_VERBOSE("more detail on stderr"),
+	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
+	OPT_END()
+};
+
+static const char *versions(void)
+{
+	static char extra[256];
+	snprintf(extra, sizeof extra, "OpenBLAS %s (%s), jansson %s", openblas_get_config(),
+		 openblas_get_corename(), JANSSON_VERSION);
+	snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", %s", train_dist_version());
+	return extra;
+}
+
+static const struct cli_cmd cmd = {
+	.prog = "loom-train",
+	.usage = "usage: loom-train [options] < frames\n"
+		 "Train a GPT on batch frames read from stdin (loom-feed ... | loom-train).\n"
+		 "\n",
+	.opts = opts,
+	.version = versions,
+};
+
+/* Option combinations that make no sense: usage errors. */
+static void check_args(int argc, char **argv)
+{
 	if (optind < argc)
 		cli_usage_error("unexpected argument '%s' (batches are read from stdin)", argv[optind]);
 	if (resume && init_from)
@@ -944,9 +916,14 @@ int main(int argc, char **argv)
 	}
 	if (save_every && !save)
 		cli_usage_error("--save-every needs --save DIR");
+}
 
+/* The environment OpenBLAS and OpenMP read, the ranks under mpirun, the
+ * threads; --bench-sgemm runs here and exits. */
+static void set_up_process(int *argc, char ***argv)
+{
 	if (!print)
-		fix_env(argv, verbose);
+		fix_env(*argv, verbose);
 	const char *weak = loom_blas_weaker_core();
 	if (weak && !quiet && !print)
 		cli_warn("OPENBLAS_CORETYPE=%s holds OpenBLAS to weaker kernels than this CPU runs (%s: about 2x the sgemm rate); honoured, unset it for full speed",
@@ -955,7 +932,7 @@ int main(int argc, char **argv)
 		/* the model outlives train_dist's exit handler (registered next,
 		 * so it runs before ours), which still looks at it */
 		atexit(free_model);
-		train_dist_init(&argc, &argv); /* mpirun: one process per rank */
+		train_dist_init(argc, argv); /* mpirun: one process per rank */
 		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
 			logpath = NULL;
 			eval_every = 0;
@@ -976,31 +953,34 @@ int main(int argc, char **argv)
 		printf("sgemm_gflops %.2f threads %d core %s\n", gf, omp_get_max_threads(),
 		       openblas_get_corename());
 		free(sets);
-		return 0;
+		exit(0);
 	}
+}
 
-	struct trainer t = { .verbose = verbose, .quiet = quiet, .save_dir = save,
-			     .keep = (unsigned)keep };
-	struct loom_config *c = &t.cfg;
+/* The configuration: the checkpoint's (--resume) or --config's, then --set
+ * and the shorthands; validated.  Returns the checkpoint to resume from. */
+static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
+{
+	struct loom_config *c = &t->cfg;
 	struct loom_ckpt *ck = NULL;
-	struct origins orig, named_orig;
+	struct origins named_orig;
 	struct loom_config named;
 	if (resume) {
 		ck = open_ckpt(resume, 1);
 		if (loom_gpt_ckpt_config(ck, c))
 			cli_die("%s", loom_config_error(c));
-		memset(&orig, 0, sizeof orig);
+		memset(orig, 0, sizeof *orig);
 		for (int i = 0; i < N_ORIGIN; i++)
-			snprintf(orig.src[i], sizeof orig.src[i], "the checkpoint");
+			snprintf(orig->src[i], sizeof orig->src[i], "the checkpoint");
 		if (config) {
 			build_config(&named, &named_orig, config);
 			apply_sets(&named, &named_orig, sets, nsets);
 		}
 	} else {
-		build_config(c, &orig, config ? config : "tiny");
+		build_config(c, orig, config ? config : "tiny");
 	}
 	struct loom_config ckc = *c; /* --resume: the checkpoint's */
-	apply_sets(c, &orig, sets, nsets);
+	apply_sets(c, orig, sets, nsets);
 	if (resume)
 		check_resume_sparsity(&ckc, c, loom_ckpt_dir(ck));
 	for (struct loom_config *x = c; x; x = x == c && resume && config ? &named : NULL) {
@@ -1026,40 +1006,30 @@ int main(int argc, char **argv)
 		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
 	}
 	if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
-		load_vocab(&t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
-			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), &orig);
-	if (print) {
-		char *s = loom_config_dump(c);
-		if (!s)
-			cli_die("out of memory");
-		fputs(s, stdout);
-		free(s);
-		free(sets);
-		return 0; /* a write error: cli_init's check of stdout at exit */
-	}
-	if (dry) {
-		print_dry_run(c);
-		free(sets);
-		return 0;
-	}
-	if (isatty(STDIN_FILENO))
-		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
+		load_vocab(t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
+			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), orig);
+	return ck;
+}
 
-	/* model */
+/* The model, its weights from the checkpoint ck (--resume), --init-from or
+ * fresh, attached to the data-parallel layer. */
+static void build_model(struct trainer *t, struct loom_ckpt *ck)
+{
+	struct loom_config *c = &t->cfg;
 	struct loom_gpt *g = the_model = loom_gpt_new(c);
 	if (!g)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
-	t.g = g;
+	t->g = g;
 	if (resume) {
 		const struct loom_ckpt_state *st = loom_ckpt_state(ck);
 		load_weights(g, ck, 1);
-		t.step = st->step;
-		t.samples = st->samples;
-		t.tokens = st->tokens;
-		t.data_seq = st->data_seq;
+		t->step = st->step;
+		t->samples = st->samples;
+		t->tokens = st->tokens;
+		t->data_seq = st->data_seq;
 		if (verbose)
 			cli_warn("resumed from %s at step %llu (next frame %llu)", loom_ckpt_dir(ck),
-				 (unsigned long long)t.step, (unsigned long long)t.data_seq);
+				 (unsigned long long)t->step, (unsigned long long)t->data_seq);
 		loom_ckpt_free(ck);
 	} else if (init_from) {
 		ck = open_ckpt(init_from, 0);
@@ -1077,7 +1047,11 @@ int main(int argc, char **argv)
 			 pool.n, loom_k_isa(), c->micro_batch, c->seq_len,
 			 c->grad_accum, (long long)c->steps,
 			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
+}
 
+/* --log: stdout, or FILE (appended to when resuming, cut at the step). */
+static FILE *open_log(const struct trainer *t)
+{
 	FILE *log = NULL;
 	log_name = logpath;
 	if (logpath && !strcmp(logpath, "-")) {
@@ -1086,12 +1060,17 @@ int main(int argc, char **argv)
 		struct loom_err merr;
 		if (loom_mkdir_parent(logpath, &merr) < 0)
 			cli_die("%s", merr.msg);
-		if (t.step)
-			trim_log(logpath, t.step);
-		if (!(log = fopen(logpath, t.step ? "a" : "w")))
+		if (t->step)
+			trim_log(logpath, t->step);
+		if (!(log = fopen(logpath, t->step ? "a" : "w")))
 			cli_die("cannot open '%s': %s", logpath, strerror(errno));
 	}
+	return log;
+}
 
+/* SIGINT, SIGTERM and SIGUSR1 finish the step, save and exit 0. */
+static void catch_stop_signals(void)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
@@ -1099,157 +1078,238 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL); /* mpirun forwards SIGUSR1 to every rank */
+}
 
-	struct loom_batch_reader *r = loom_batch_reader_new(STDIN_FILENO, "stdin");
-	if (!r)
+/* The training loop's state besides the trainer's. */
+struct run {
+	struct trainer *t;
+	struct origins *orig;
+	struct loom_batch_reader *r;
+	int B, T;               /* the batches' (until the first frame: the config's) */
+	int32_t *in, *tg;
+	int eval_rec;           /* --eval-data's record length */
+	int first, ended;
+	double t_start;
+	uint64_t start_step;
+	float loss, norm;
+	struct cli_progress prog;
+	FILE *log;
+};
+
+/* The first frame fixes B and T (and the buffers). */
+static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint64_t frame)
+{
+	struct loom_config *c = &u->t->cfg;
+	fit_first_frame(c, u->orig, (int)h->batch, (int)h->seq_len, frame, verbose);
+	u->B = c->micro_batch;
+	u->T = c->seq_len;
+	if (u->eval_rec && u->eval_rec < u->T + 1)
+		cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %d",
+			eval_data, u->T, u->T + 1, u->eval_rec);
+	u->in = malloc(sizeof(int32_t) * u->B * u->T);
+	u->tg = malloc(sizeof(int32_t) * u->B * u->T);
+	if (!u->in || !u->tg)
 		cli_die("out of memory");
-	int B = c->micro_batch, T = c->seq_len; /* until the first frame */
-	int32_t *in = NULL, *tg = NULL;
-	int eval_rec = eval_data ? check_eval_data(eval_data) : 0;
+	loom_batch_reader_expect(u->r, h->batch, h->seq_len);
+	if (u->t->data_seq && h->seq != u->t->data_seq)
+		cli_warn("resuming at frame seq %llu, but the stream starts at %llu: not an exact continuation",
+			 (unsigned long long)u->t->data_seq, (unsigned long long)h->seq);
+	u->first = 0;
+}
+
+/* The micro-batches of one step, forward and backward; returns how many
+ * were done (u->ended: the input ended first), their loss sum in *lsum. */
+static int run_micro_batches(struct run *u, double *lsum)
+{
+	struct trainer *t = u->t;
+	struct loom_config *c = &t->cfg;
+	struct loom_gpt *g = t->g;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
-	int first = 1, ended = 0, rc;
-	double t_start = loom_now();
-	uint64_t start_step = t.step;
-	float loss = 0, norm = 0;
-	struct cli_progress prog;
-	cli_progress_init(&prog, 0);
+	int micro, rc;
+	for (micro = 0; micro < c->grad_accum; micro++) {
+		if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
+			break; /* stop requested between steps */
+		for (;;) {
+			rc = loom_batch_read(u->r, &h, &tok);
+			if (rc < 0)
+				train_dist_fail(t->step + 1, "%s", loom_batch_reader_error(u->r));
+			if (rc == 0 || h.seq >= t->data_seq)
+				break;
+			/* resuming: skip frames consumed before the checkpoint */
+		}
+		if (rc == 0) {
+			u->ended = 1;
+			break;
+		}
+		if (u->first)
+			train_dist_check_frame(h.rank, h.world);
+		if (micro == c->grad_accum - 1) /* all ranks agree before the last backward */
+			train_dist_sync(t->step + 1, 0, &stop_sig);
+		uint64_t frame = loom_batch_reader_frames(u->r) - 1;
+		if (u->first)
+			take_first_frame(u, &h, frame);
+		check_ids(c, u->orig, &h, tok, frame);
+		loom_gpt_split_records(tok, u->B, (int)h.seq_len, u->T, u->in, u->tg);
+		if (h.flags & LOOM_BATCH_F_PAD)
+			loom_gpt_mask_pad(g, h.pad_id, u->in, u->tg, (size_t)u->B * u->T);
+		/* dropout masks: independent per rank (rank 0 as a single process) */
+		uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t->step + 1) * 65536 + (uint64_t)micro) ^
+					     ((uint64_t)train_dist_rank() << 48));
+		float l;
+		if (loom_gpt_train_micro(g, u->in, u->tg, u->B, u->T, key, 1.0f / c->grad_accum, &l))
+			cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_gpt_error(g));
+		*lsum += l;
+		t->data_seq = h.seq + 1;
+		t->data_epoch = h.epoch;
+		t->data_seed = h.seed;
+		t->data_batch = h.batch;
+		t->data_seq_len = h.seq_len;
+		t->data_world = h.world;
+	}
+	return micro;
+}
 
-	while (t.step < (uint64_t)c->steps && !stop_sig && !ended) {
+/* After step t->step (begun at t0): the --log line, the progress or
+ * --log-every line. */
+static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
+{
+	struct trainer *t = u->t;
+	const struct loom_config *c = &t->cfg;
+	double now = loom_now(), dt = now - t0;
+	/* ETA: this run's mean step time so far times the steps left */
+	double eta = (now - u->t_start) / (double)(t->step - u->start_step) *
+		     (double)((uint64_t)c->steps - t->step);
+	char etab[32];
+	cli_duration(eta, etab, sizeof etab);
+	if (u->log)
+		log_line(u->log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
+			 (unsigned long long)t->step, u->loss, lr, u->norm, (unsigned long long)t->tokens,
+			 ntok / dt, dt, eta);
+	if (!quiet && log_every && (t->step % log_every == 0 || t->step == (uint64_t)c->steps)) {
+		cli_progress_done(&u->prog);
+		cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
+			 (unsigned long long)t->step, (long long)c->steps, u->loss, lr, u->norm,
+			 ntok / dt, etab);
+	} else if (!quiet && cli_progress_due(&u->prog)) {
+		cli_progress_show(&u->prog, "step %llu/%lld loss %.4f %.0f tok/s ETA %s",
+				  (unsigned long long)t->step, (long long)c->steps, u->loss, ntok / dt,
+				  etab);
+	}
+}
+
+/* Steps until --steps, the end of the input or a stop signal. */
+static void train_loop(struct run *u)
+{
+	struct trainer *t = u->t;
+	struct loom_config *c = &t->cfg;
+	struct loom_gpt *g = t->g;
+	while (t->step < (uint64_t)c->steps && !stop_sig && !u->ended) {
 		double t0 = loom_now();
 		double lsum = 0;
-		int micro;
-		adapt_threads("step", t.step + 1, verbose);
+		adapt_threads("step", t->step + 1, t->verbose);
 		/* gradients are zero here: loom_gpt_step() leaves them so */
-		loom_gpt_begin_step(g, (int64_t)t.step + 1);
-		for (micro = 0; micro < c->grad_accum; micro++) {
-			if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
-				break; /* stop requested between steps */
-			for (;;) {
-				rc = loom_batch_read(r, &h, &tok);
-				if (rc < 0)
-					train_dist_fail(t.step + 1, "%s", loom_batch_reader_error(r));
-				if (rc == 0 || h.seq >= t.data_seq)
-					break;
-				/* resuming: skip frames consumed before the checkpoint */
-			}
-			if (rc == 0) {
-				ended = 1;
-				break;
-			}
-			if (first)
-				train_dist_check_frame(h.rank, h.world);
-			if (micro == c->grad_accum - 1) /* all ranks agree before the last backward */
-				train_dist_sync(t.step + 1, 0, &stop_sig);
-			uint64_t frame = loom_batch_reader_frames(r) - 1;
-			if (first) {
-				fit_first_frame(c, &orig, (int)h.batch, (int)h.seq_len, frame, verbose);
-				B = c->micro_batch;
-				T = c->seq_len;
-				if (eval_rec && eval_rec < T + 1)
-					cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %d",
-						eval_data, T, T + 1, eval_rec);
-				in = malloc(sizeof(int32_t) * B * T);
-				tg = malloc(sizeof(int32_t) * B * T);
-				if (!in || !tg)
-					cli_die("out of memory");
-				loom_batch_reader_expect(r, h.batch, h.seq_len);
-				if (t.data_seq && h.seq != t.data_seq)
-					cli_warn("resuming at frame seq %llu, but the stream starts at %llu: not an exact continuation",
-						 (unsigned long long)t.data_seq, (unsigned long long)h.seq);
-				first = 0;
-			}
-			check_ids(c, &orig, &h, tok, frame);
-			loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
-			if (h.flags & LOOM_BATCH_F_PAD)
-				loom_gpt_mask_pad(g, h.pad_id, in, tg, (size_t)B * T);
-			/* dropout masks: independent per rank (rank 0 as a single process) */
-			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro) ^
-						     ((uint64_t)train_dist_rank() << 48));
-			float l;
-			if (loom_gpt_train_micro(g, in, tg, B, T, key, 1.0f / c->grad_accum, &l))
-				cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_gpt_error(g));
-			lsum += l;
-			t.data_seq = h.seq + 1;
-			t.data_epoch = h.epoch;
-			t.data_seed = h.seed;
-			t.data_batch = h.batch;
-			t.data_seq_len = h.seq_len;
-			t.data_world = h.world;
-		}
+		loom_gpt_begin_step(g, (int64_t)t->step + 1);
+		int micro = run_micro_batches(u, &lsum);
 		if (stop_sig && micro == 0)
 			break;
-		if (ended)
-			train_dist_sync(t.step + 1, 1, &stop_sig);
-		if (ended) {
-			if (micro && t.step == start_step) /* nothing trained: no checkpoint */
+		if (u->ended)
+			train_dist_sync(t->step + 1, 1, &stop_sig);
+		if (u->ended) {
+			if (micro && t->step == u->start_step) /* nothing trained: no checkpoint */
 				trained_nothing(c, micro, resume != NULL);
 			if (micro)
 				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
-					 (unsigned long long)t.step + 1, micro, c->grad_accum);
+					 (unsigned long long)t->step + 1, micro, c->grad_accum);
 			break;
 		}
-		t.step++;
-		float lr = (float)loom_config_lr(c, (int64_t)t.step);
-		train_dist_step(g, lr, (int64_t)t.step, &norm, &lsum);
-		loss = (float)(lsum / c->grad_accum);
-		uint64_t ntok = (uint64_t)c->global_batch * T; /* all ranks */
-		t.samples += (uint64_t)c->global_batch;
-		t.tokens += ntok;
-		double now = loom_now(), dt = now - t0;
-		/* ETA: this run's mean step time so far times the steps left */
-		double eta = (now - t_start) / (double)(t.step - start_step) *
-			     (double)((uint64_t)c->steps - t.step);
-		char etab[32];
-		cli_duration(eta, etab, sizeof etab);
-		if (!isfinite(loss))
+		t->step++;
+		float lr = (float)loom_config_lr(c, (int64_t)t->step);
+		train_dist_step(g, lr, (int64_t)t->step, &u->norm, &lsum);
+		u->loss = (float)(lsum / c->grad_accum);
+		uint64_t ntok = (uint64_t)c->global_batch * u->T; /* all ranks */
+		t->samples += (uint64_t)c->global_batch;
+		t->tokens += ntok;
+		if (!isfinite(u->loss))
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
-				(unsigned long long)t.step, loss);
-		if (log)
-			log_line(log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
-				 (unsigned long long)t.step, loss, lr, norm, (unsigned long long)t.tokens,
-				 ntok / dt, dt, eta);
-		if (!quiet && log_every && (t.step % log_every == 0 || t.step == (uint64_t)c->steps)) {
-			cli_progress_done(&prog);
-			cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
-				 (unsigned long long)t.step, (long long)c->steps, loss, lr, norm, ntok / dt,
-				 etab);
-		} else if (!quiet && cli_progress_due(&prog)) {
-			cli_progress_show(&prog, "step %llu/%lld loss %.4f %.0f tok/s ETA %s",
-					  (unsigned long long)t.step, (long long)c->steps, loss, ntok / dt,
-					  etab);
-		}
-		if (g->rigl && g->rigl->last_update == (int64_t)t.step)
-			log_rigl(&t, log);
-		if (eval_every && t.step % eval_every == 0)
-			evaluate(&t, eval_data, log);
-		if (save && save_every && t.step % save_every == 0 && t.step < (uint64_t)c->steps &&
+				(unsigned long long)t->step, u->loss);
+		report_step(u, lr, ntok, t0);
+		if (g->rigl && g->rigl->last_update == (int64_t)t->step)
+			log_rigl(t, u->log);
+		if (eval_every && t->step % eval_every == 0)
+			evaluate(t, eval_data, u->log);
+		if (save && save_every && t->step % save_every == 0 && t->step < (uint64_t)c->steps &&
 		    !stop_sig)
-			save_ckpt(&t);
+			save_ckpt(t);
 	}
-	cli_progress_done(&prog);
+}
+
+int main(int argc, char **argv)
+{
+	cli_parse(&cmd, argc, argv);
+	verbose = cli_verbose;
+	quiet = cli_quiet;
+	check_args(argc, argv);
+	set_up_process(&argc, &argv);
+
+	struct trainer t = { .verbose = verbose, .quiet = quiet, .save_dir = save,
+			     .keep = (unsigned)keep };
+	struct loom_config *c = &t.cfg;
+	struct origins orig;
+	struct loom_ckpt *ck = resolve_config(&t, &orig);
+	if (print) {
+		char *s = loom_config_dump(c);
+		if (!s)
+			cli_die("out of memory");
+		fputs(s, stdout);
+		free(s);
+		free(sets);
+		return 0; /* a write error: cli_init's check of stdout at exit */
+	}
+	if (dry) {
+		print_dry_run(c);
+		free(sets);
+		return 0;
+	}
+	if (isatty(STDIN_FILENO))
+		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
+
+	build_model(&t, ck);
+	struct run u = { .t = &t, .orig = &orig, .B = c->micro_batch, .T = c->seq_len,
+			 .first = 1, .start_step = t.step };
+	u.log = open_log(&t);
+	catch_stop_signals();
+	u.r = loom_batch_reader_new(STDIN_FILENO, "stdin");
+	if (!u.r)
+		cli_die("out of memory");
+	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
+	u.t_start = loom_now();
+	cli_progress_init(&u.prog, 0);
+
+	train_loop(&u);
+	cli_progress_done(&u.prog);
 	if (stop_sig && !quiet)
 		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),
 			 (unsigned long long)t.step);
-	if (first && !stop_sig && t.step < (uint64_t)c->steps)
+	if (u.first && !stop_sig && t.step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
-	if (save && t.saved != t.step + 1 && (t.step > start_step || !resume))
+	if (save && t.saved != t.step + 1 && (t.step > u.start_step || !resume))
 		save_ckpt(&t);
-	double el = loom_now() - t_start;
+	double el = loom_now() - u.t_start;
 	if (!quiet) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		char mb[32];
 		cli_warn("done: %llu steps, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
-			 (unsigned long long)t.step, loss, el,
-			 el > 0 ? (t.tokens - start_step * (uint64_t)c->global_batch * T) / el : 0.0,
+			 (unsigned long long)t.step, u.loss, el,
+			 el > 0 ? (t.tokens - u.start_step * (uint64_t)c->global_batch * u.T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}
-	if (log && log != stdout && fclose(log))
+	if (u.log && u.log != stdout && fclose(u.log))
 		cli_die("--log %s: %s", logpath, strerror(errno));
-	loom_batch_reader_free(r);
-	free(in);
-	free(tg);
+	loom_batch_reader_free(u.r);
+	free(u.in);
+	free(u.tg);
 	free(sets);
 	free((char *)t.vocab.name);
 	free((char *)t.vocab.vocab_json);

@@ -758,6 +758,68 @@ int loom_tfr_index_write(const char *path, const uint64_t *offsets, uint64_t n,
 	return rc;
 }
 
+int loom_tfr_scan(const char *path,
+		  int (*check)(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e),
+		  void (*progress)(void *ctx, uint64_t records, uint64_t bytes), void *ctx,
+		  struct loom_tfr_scan *s, struct loom_err *err)
+{
+	memset(s, 0, sizeof *s);
+	s->pmin = UINT64_MAX;
+	struct loom_tfr_reader *r = loom_tfr_reader_open(path, check ? 0 : LOOM_TFR_SKIP_PAYLOAD,
+							 err);
+	if (!r)
+		return err->code ? err->code : LOOM_EIO;
+	size_t cap = 1 << 16;
+	uint64_t n = 0, *off = malloc(cap * sizeof *off);
+	struct loom_tfr_record rec;
+	int rc, told = 0; /* the error is in err already */
+	if (!off) {
+		loom_tfr_reader_free(r);
+		return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+	}
+	off[0] = 0;
+	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
+		struct loom_err ce;
+		if (check && (rc = check(ctx, rec.data, rec.len, &ce)) < 0) {
+			loom_err_set(err, rc, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path,
+				     rec.index, rec.offset, ce.msg);
+			told = 1;
+			break;
+		}
+		if (n + 2 > cap) {
+			uint64_t *p = realloc(off, 2 * cap * sizeof *off);
+			if (!p) {
+				rc = loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+				told = 1;
+				break;
+			}
+			off = p;
+			cap *= 2;
+		}
+		off[n] = rec.offset;
+		off[++n] = rec.offset + rec.len + LOOM_TFR_OVERHEAD;
+		s->psum += rec.len;
+		if (rec.len < s->pmin)
+			s->pmin = rec.len;
+		if (rec.len > s->pmax)
+			s->pmax = rec.len;
+		if (progress && (n & 1023) == 0)
+			progress(ctx, n, loom_tfr_reader_offset(r));
+	}
+	if (rc == LOOM_EOF) {
+		s->offsets = off;
+		s->records = n;
+		s->bytes = loom_tfr_reader_offset(r);
+		rc = 0;
+	} else {
+		if (!told) /* the reader's own */
+			loom_err_set(err, rc, "%s", loom_tfr_reader_error(r));
+		free(off);
+	}
+	loom_tfr_reader_free(r);
+	return rc;
+}
+
 /* ======================================================================
  * Random access
  * ====================================================================== */

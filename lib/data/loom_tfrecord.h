@@ -142,6 +142,23 @@ int loom_tfr_index_format(const uint64_t *offsets, uint64_t n, char **text,
 int loom_tfr_index_write(const char *path, const uint64_t *offsets, uint64_t n,
 			 struct loom_err *err);
 
+/* One pass over a whole TFRecord file (path, or "-": stdin): its index,
+ * offsets[0..records] (the last one the end of the file, as
+ * loom_tfr_index_format takes them; free() it), and payload sizes.  With a
+ * check, every payload's CRC is checked and check() called on it; its
+ * error stops the scan as "PATH: record N at byte B: <its message>".
+ * progress, if not NULL, is called every 1024 records (records, bytes read).
+ * Returns 0, or a negative LOOM_E* with the message in err (nothing to free). */
+struct loom_tfr_scan {
+	uint64_t *offsets;
+	uint64_t records, bytes;    /* bytes: the file's */
+	uint64_t pmin, pmax, psum;  /* payload sizes; pmin UINT64_MAX without records */
+};
+int loom_tfr_scan(const char *path,
+		  int (*check)(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e),
+		  void (*progress)(void *ctx, uint64_t records, uint64_t bytes), void *ctx,
+		  struct loom_tfr_scan *s, struct loom_err *err);
+
 /* ---- random access ----------------------------------------------------- */
 
 struct loom_tfr_file;
