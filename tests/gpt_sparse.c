@@ -111,7 +111,7 @@ static void check_layers(int layers, const char *what)
 	for (int ti = 0; ti < s->n_tensors; ti++) {
 		const struct loom_gpt_tensor *t = &s->tensors[ti];
 		for (int k = 0, tries = 0; k < 6 && tries < 100; tries++) {
-			size_t j = t->offset + loom_k_hash64((uint64_t)ti * 31 + tries) % t->numel;
+			size_t j = t->offset + loom_splitmix64((uint64_t)ti * 31 + tries) % t->numel;
 			if (dead(s, j))
 				continue;
 			k++;
@@ -328,7 +328,7 @@ int main(void)
 {
 	uint64_t r = 3;
 	for (int i = 0; i < B * T; i++) {
-		r = loom_k_hash64(r);
+		r = loom_splitmix64(r);
 		in[i] = (int32_t)(r % 23);
 		tg[i] = (int32_t)((r >> 20) % 23);
 	}

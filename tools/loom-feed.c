@@ -110,7 +110,7 @@ static struct {
 
 static uint64_t round_fn(uint64_t key, unsigned r, uint64_t x)
 {
-	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)r << 56) ^ x));
+	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)r << 56) ^ x));
 }
 
 /* Keyed 6-round balanced Feistel bijection on [0, 2^(2h)). */
@@ -130,7 +130,7 @@ static uint64_t feistel(uint64_t key, uint64_t x)
 /* Position p of epoch e's permutation of [0, N). */
 static uint64_t permute(uint32_t epoch, uint64_t p)
 {
-	uint64_t key = loom_k_hash64(loom_k_hash64(F.seed) ^ (0x9e3779b97f4a7c15ull * (epoch + 1ull)));
+	uint64_t key = loom_splitmix64(loom_splitmix64(F.seed) ^ (0x9e3779b97f4a7c15ull * (epoch + 1ull)));
 	uint64_t x = p;
 	do
 		x = feistel(key, x);

@@ -1069,7 +1069,7 @@ int main(int argc, char **argv)
 			if (h.flags & LOOM_BATCH_F_PAD)
 				loom_gpt_mask_pad(g, h.pad_id, in, tg, (size_t)B * T);
 			/* dropout masks: independent per rank (rank 0 as a single process) */
-			uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t.step + 1) * 65536 + (uint64_t)micro) ^
+			uint64_t key = loom_splitmix64(c->seed ^ loom_splitmix64((t.step + 1) * 65536 + (uint64_t)micro) ^
 						     ((uint64_t)train_dist_rank() << 48));
 			float l;
 			if (loom_gpt_train_micro(g, in, tg, B, T, key, 1.0f / c->grad_accum, &l))

@@ -302,10 +302,7 @@ uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int kee
 uint64_t loom_shard_key(uint64_t seed, uint64_t i)
 {
 	/* A bijection of i for a fixed seed: no two samples share a key. */
-	uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
+	return loom_mix64(i * 0x9E3779B97F4A7C15ull + seed);
 }
 
 void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64_t total)

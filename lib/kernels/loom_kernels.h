@@ -164,7 +164,4 @@ void loom_k_scale(float *x, size_t n, float s);
  * clone the loader picked): "AVX-512", "AVX2" or "baseline". */
 const char *loom_k_isa(void);
 
-/* splitmix64 hash, the basis of loom's counter-based randomness. */
-uint64_t loom_k_hash64(uint64_t x);
-
 #endif
