@@ -10,6 +10,16 @@
  *
  * Ownership: nothing here allocates.  A message is at most LOOM_ERR_MAX-1
  * bytes and is overwritten by the next failure on the same object.
+ *
+ * Thread-safety, the default for all of libloom: an object (anything made
+ * by a _new/_open/_init and passed back in) may be used by one thread at a
+ * time; distinct objects are independent, so threads may each use their
+ * own; functions without an object are thread-safe unless noted.  A
+ * module's header says where it differs (an object shared read-only, a
+ * callback run on other threads, something to call before threads start).
+ * Objects that start threads of their own (loom_dump, loom_shard, the
+ * loom_tfr_writer, the OpenMP kernels) still present one caller thread.
+ * Everything here is thread-safe.
  */
 #ifndef LOOM_COMMON_H
 #define LOOM_COMMON_H

@@ -10,7 +10,9 @@
  * loom-eval) call both first thing in main, before any thread starts.
  *
  * Ownership/errors: no allocation.  loom_blas_reexec() returns only on
- * failure (negative errno); nothing prints.
+ * failure (negative errno); nothing prints.  Thread-safety: unlike the
+ * default, loom_blas_reexec() (setenv, execv) must run before any other
+ * thread exists; loom_blas_better_core() is thread-safe.
  */
 #ifndef LOOM_BLAS_H
 #define LOOM_BLAS_H

@@ -19,7 +19,11 @@
  *
  * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
  * Nothing here allocates except the attention kernels' per-thread
- * scratch (a few tiles; the naive ones a row); nothing prints.
+ * scratch (a few tiles; the naive ones a row); nothing prints.  Errors:
+ * most kernels cannot fail (void); the attention kernels return -1 when
+ * their scratch cannot be allocated.  Thread-safety: the default
+ * (loom_common.h): kernels are functions without an object, each runs an
+ * OpenMP team of its own; an mm passed in is an object (loom_mm.h).
  */
 #ifndef LOOM_KERNELS_H
 #define LOOM_KERNELS_H
