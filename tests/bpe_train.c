@@ -52,16 +52,6 @@ static char *merges_str(const struct loom_bpe_trainer *t)
 	return out;
 }
 
-static char *slurp(const char *dir, const char *name, size_t *len)
-{
-	char path[700], *buf = NULL;
-	struct loom_err err;
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (loom_read_file(path, &buf, len, &err) < 0)
-		return NULL;
-	return buf;
-}
-
 static void rm_dir(const char *dir)
 {
 	const char *names[] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
@@ -75,15 +65,11 @@ static void rm_dir(const char *dir)
 
 int main(void)
 {
-	char tmpl[] = "/tmp/loom-bpe-train-XXXXXX";
-	char *tmp = mkdtemp(tmpl);
+	const char *tmp = tap_tmpdir();
 	char d1[600], d2[600];
 	int rc;
 	struct loom_bpe_train_stats st;
 	static const char *eot[] = { "<|endoftext|>" };
-
-	if (!tmp)
-		skip_all("cannot make a temporary directory");
 
 	/* --- hand-checked: pre-tokens the, " cat" x2, " the" x2, " sat", ...
 	 * (a,t)=8 > (t,h)=5 > (th,e)=4; then three pairs tie at 2: (c,at),
@@ -111,14 +97,14 @@ int main(void)
 	snprintf(d1, sizeof d1, "%s/v1", tmp);
 	is_int(loom_bpe_trainer_write(t, d1), 0, "write vocabulary directory");
 	loom_bpe_trainer_free(t);
-	char *bpe = slurp(d1, "vocab.bpe", &n);
+	char *bpe = tap_slurp(&n, "%s/%s", d1, "vocab.bpe");
 	is_str(bpe, "#version: 0.2\na t\nt h\nth e\nc at\nĠ the\nĠ cat\n", "vocab.bpe text");
 	free(bpe);
-	char *enc = slurp(d1, "encoder.json", &n);
+	char *enc = tap_slurp(&n, "%s/%s", d1, "encoder.json");
 	ok(enc && strstr(enc, "\"\\u0120cat\": 261") && strstr(enc, "\"<|endoftext|>\": 262}"),
 	   "encoder.json has \\u0120cat = 261 and <|endoftext|> = 262 last");
 	free(enc);
-	char *hf = slurp(d1, "tokenizer.json", &n);
+	char *hf = tap_slurp(&n, "%s/%s", d1, "tokenizer.json");
 	ok(hf && strstr(hf, "\"type\": \"BPE\"") && strstr(hf, "\"Ġ cat\"") &&
 	   strstr(hf, "\"add_prefix_space\": false") && strstr(hf, "\"content\": \"<|endoftext|>\""),
 	   "tokenizer.json: BPE model, merges, ByteLevel pre-tokenizer, added token");
@@ -166,7 +152,7 @@ int main(void)
 	const char *names[] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
 	for (int i = 0; i < 3; i++) {
 		size_t n1, n2;
-		char *a = slurp(d1, names[i], &n1), *b = slurp(d2, names[i], &n2);
+		char *a = tap_slurp(&n1, "%s/%s", d1, names[i]), *b = tap_slurp(&n2, "%s/%s", d2, names[i]);
 		ok(a && b && n1 == n2 && !memcmp(a, b, n1), "%s byte-identical across runs",
 		   names[i]);
 		free(a);
@@ -176,7 +162,7 @@ int main(void)
 	t = train_docs(tiny, 3, 258, 2, eot, 1, &rc);
 	is_int(loom_bpe_trainer_write(t, d2), 0, "write into an existing directory");
 	loom_bpe_trainer_free(t);
-	bpe = slurp(d2, "vocab.bpe", &n);
+	bpe = tap_slurp(&n, "%s/%s", d2, "vocab.bpe");
 	is_str(bpe, "#version: 0.2\na t\n", "vocab size 258 + 1 special: one merge");
 	free(bpe);
 	is_int(tap_count_dir(d2, ""), 3, "exactly three files, no temporaries");
@@ -224,7 +210,7 @@ int main(void)
 	is_int(st.vocab, 261, "special 'at' reuses token 256: vocabulary 261");
 	snprintf(d1, sizeof d1, "%s/v3", tmp);
 	is_int(loom_bpe_trainer_write(t, d1), 0, "write with specials");
-	hf = slurp(d1, "tokenizer.json", &n);
+	hf = tap_slurp(&n, "%s/%s", d1, "tokenizer.json");
 	ok(hf && strstr(hf, "\"id\": 256,\n      \"content\": \"at\""),
 	   "tokenizer.json: added token 'at' has id 256");
 	free(hf);
@@ -347,6 +333,5 @@ int main(void)
 		free(ref);
 	}
 
-	rmdir(tmp);
 	return done_testing();
 }

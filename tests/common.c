@@ -40,8 +40,8 @@ int main(void)
 	loom_err_errno(&err, LOOM_EIO, ENOSPC, "cannot write '%s'", "x");
 	is_str(err.msg, "cannot write 'x': No space left on device", "errno message");
 
-	char dir[] = "/tmp/loom-common-XXXXXX";
-	ok(mkdtemp(dir) != NULL, "scratch dir");
+	const char *dir;
+	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
 	char path[256];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 
@@ -115,15 +115,5 @@ int main(void)
 	snprintf(path, sizeof path, "%s/out.bin/f.txt", dir);
 	ok(loom_outfile_open(&o, path) < 0 && strstr(loom_outfile_error(&o), "out.bin"),
 	   "outfile below a file fails, naming the path");
-	snprintf(path, sizeof path, "%s/a/b/c", dir);
-	rmdir(path);
-	snprintf(path, sizeof path, "%s/a/b", dir);
-	rmdir(path);
-	snprintf(path, sizeof path, "%s/a", dir);
-	rmdir(path);
-
-	snprintf(path, sizeof path, "%s/out.bin", dir);
-	unlink(path);
-	rmdir(dir);
 	return done_testing();
 }

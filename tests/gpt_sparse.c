@@ -249,8 +249,9 @@ static int ckpt_round(struct loom_gpt *g, struct loom_gpt *h, const char *dir,
 /* sparsity.safetensors: a round trip, and every refusal of the loader */
 static void check_side_file(void)
 {
-	char root[] = "/tmp/loom-gpt-sparse.XXXXXX", dir[64], cmd[96];
-	ok(mkdtemp(root) != NULL, "scratch dir");
+	const char *root;
+	char dir[PATH_MAX + 32];
+	ok((root = tap_tmpdir()) != NULL, "scratch dir");
 	snprintf(dir, sizeof dir, "%s/ck", root);
 	struct loom_config c = cfg_of(0.5, LOOM_SL_ALL), c2 = c;
 	c2.seed = 99;
@@ -320,8 +321,7 @@ static void check_side_file(void)
 	loom_gpt_sidecar_release(&sc);
 	loom_gpt_free(g);
 	loom_gpt_free(h);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	ok(system(cmd) == 0, "scratch dir removed");
+	ok(tap_rm_rf(root) == 0, "scratch dir removed");
 }
 
 int main(void)

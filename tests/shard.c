@@ -14,7 +14,7 @@
 #include "loom_tfrecord.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/loom-shardtest-XXXXXX";
+static const char *dir;
 
 /* Brute force: starts 0, S, 2S ... while start < n - L, then the tail. */
 static uint64_t model(uint64_t n, uint64_t L, uint64_t S, int keep, uint64_t *tail)
@@ -86,15 +86,6 @@ static void encoder_vs_pbc(void)
 	free(out);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	char *b;
-	struct loom_err e;
-	if (loom_read_file(path, &b, len, &e) < 0)
-		return NULL;
-	return (uint8_t *)b;
-}
-
 /* Shard tokens[0..n) with the given memory and chunking; returns 0/err. */
 static int run(const char *name, const uint32_t *tok, size_t n, uint64_t memory, size_t chunk,
 	       uint64_t shards, uint64_t rps, int shuffle, struct loom_shard_stats *st)
@@ -126,11 +117,8 @@ static int run(const char *name, const uint32_t *tok, size_t n, uint64_t memory,
 
 static int same(const char *a, const char *b)
 {
-	char pa[512], pb[512];
 	size_t la, lb;
-	snprintf(pa, sizeof pa, "%s/%s", dir, a);
-	snprintf(pb, sizeof pb, "%s/%s", dir, b);
-	uint8_t *x = slurp(pa, &la), *y = slurp(pb, &lb);
+	char *x = tap_slurp(&la, "%s/%s", dir, a), *y = tap_slurp(&lb, "%s/%s", dir, b);
 	int r = x && y && la == lb && memcmp(x, y, la) == 0;
 	free(x);
 	free(y);
@@ -139,8 +127,7 @@ static int same(const char *a, const char *b)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		skip_all("no temp dir");
+	dir = tap_tmpdir();
 	encoder_vs_pbc();
 
 	/* ---- the window rule ---- */
@@ -270,20 +257,8 @@ int main(void)
 	is_int(rc16, LOOM_ERANGE, "u16 input format: an id >= 2^16 is an error");
 	is_str(s ? loom_shard_error(s) : "", "token >= 65536 in u16 input", "  and says so");
 	loom_shard_free(s);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "ls -A %s | grep -c fail", dir);
-	FILE *p = popen(cmd, "r");
-	int left = -1;
-	if (p) {
-		if (fscanf(p, "%d", &left) != 1)
-			left = -1;
-		pclose(p);
-	}
-	is_int(left, 0, "  nothing left of the failed run");
+	is_int(tap_count_dir_containing(dir, "fail"), 0, "  nothing left of the failed run");
 
 	free(tok);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		diag("cleanup failed");
 	return done_testing();
 }
