@@ -44,23 +44,25 @@ static int read_all(const char *path, int flags, uint64_t *nrec, char *msg)
 	return rc;
 }
 
+/* three.tfrecord's payloads, and its bytes once written */
+static uint8_t pay[3][40];
+static const size_t plen[3] = { 34, 40, 35 };
+static uint8_t *fb;
+static size_t flen;
+
 static int count_dir(void)
 {
 	return tap_count_dir(tap_tmpdir(), "");
 }
 
-int main(void)
+/* three records of 34, 40, 35 bytes: the index vector, the framing */
+static void three_records(void)
 {
 	struct loom_err e;
-	tap_tmpdir();
-
-	/* ---- three records of 34, 40, 35 bytes: the index vector ---- */
-	uint8_t pay[3][40];
-	size_t plen[3] = { 34, 40, 35 };
 	for (int r = 0; r < 3; r++)
 		for (int i = 0; i < 40; i++)
 			pay[r][i] = (uint8_t)(r * 40 + i);
-	char *f3 = strdup(tap_path("three.tfrecord"));
+	const char *f3 = tap_path("three.tfrecord");
 	struct loom_tfr_writer *w = loom_tfr_writer_new(f3, 0, LOOM_TFW_SHA256, &e);
 	ok(w != NULL, "writer opens");
 	for (int r = 0; r < 3; r++)
@@ -75,13 +77,13 @@ int main(void)
 	is_int(loom_tfr_writer_write_index(w, tap_path("three.tfrecord.index")), 0,
 	       "write index");
 	loom_tfr_writer_free(w);
-	size_t ilen, flen;
+	size_t ilen;
 	char *itext = (char *)tap_slurp(&ilen, "%s", tap_path("three.tfrecord.index"));
 	is_str(itext, "0 50\n50 56\n106 51\n", "index is exactly tfrecord2idx's");
 	free(itext);
 
 	/* Framing by hand: u64 LE length, masked CRC of it, payload, masked CRC. */
-	uint8_t *fb = (uint8_t *)tap_slurp(&flen, "%s", f3);
+	fb = (uint8_t *)tap_slurp(&flen, "%s", f3);
 	is_int(flen, 157, "file size");
 	ok(fb[0] == 34 && fb[1] == 0 && fb[7] == 0, "length is u64 little-endian");
 	uint32_t lc = (uint32_t)fb[8] | (uint32_t)fb[9] << 8 | (uint32_t)fb[10] << 16 |
@@ -94,8 +96,13 @@ int main(void)
 	uint8_t framed[34 + 16];
 	loom_tfr_frame(framed, pay[0], 34);
 	ok(memcmp(framed, fb, 50) == 0, "loom_tfr_frame == writer's framing");
+}
 
-	/* ---- streaming reader ---- */
+/* the streaming reader: a file, skipped payloads, a pipe */
+static void streaming_reader(void)
+{
+	const char *f3 = tap_path("three.tfrecord");
+	struct loom_err e;
 	struct loom_tfr_reader *rd = loom_tfr_reader_open(f3, 0, &e);
 	struct loom_tfr_record rec;
 	int good = 1;
@@ -141,12 +148,15 @@ int main(void)
 		close(pfd[0]);
 		waitpid(pid, NULL, 0);
 	}
+}
 
-	/* ---- corruptions ---- */
+/* every corruption the streaming reader must name */
+static void corruptions(void)
+{
 	char msg[LOOM_ERR_MAX];
 	uint64_t n;
 	uint8_t *bad = malloc(flen);
-	char *fb_path = strdup(tap_path("bad.tfrecord"));
+	const char *fb_path = tap_path("bad.tfrecord");
 
 	memcpy(bad, fb, flen);
 	bad[50 + 12 + 7] ^= 0x10; /* payload of record 1 */
@@ -205,8 +215,13 @@ int main(void)
 	is_int(read_all(fb_path, 0, &n, msg), LOOM_EOF, "empty file: no records, clean EOF");
 	is_int(read_all(tap_path("missing"), 0, &n, msg), LOOM_EIO, "missing file");
 	ok(strstr(msg, "cannot open") != NULL, "  %s", msg);
+	free(bad);
+}
 
-	/* ---- index parse / format ---- */
+/* index parse / format */
+static void index_parse_format(void)
+{
+	struct loom_err e;
 	uint64_t *off, cnt;
 	is_int(loom_tfr_index_parse("0 50\n50 56\n106 51\n", 18, "x", &off, &cnt, &e), 0,
 	       "parse index");
@@ -233,8 +248,14 @@ int main(void)
 	is_int(loom_tfr_index_parse("0x0 50\n", 7, "x", &off, &cnt, &e), LOOM_EFORMAT, "hex");
 	is_int(loom_tfr_index_parse("0 99999999999999999999\n", 23, "x", &off, &cnt, &e),
 	       LOOM_EFORMAT, "overflow");
+}
 
-	/* ---- random access ---- */
+/* random access through the index, and indexes that disagree with their file */
+static void random_access(void)
+{
+	const char *f3 = tap_path("three.tfrecord"), *fb_path = tap_path("bad.tfrecord");
+	uint8_t *bad = malloc(flen);
+	struct loom_err e;
 	struct loom_tfr_file *tf = loom_tfr_file_open(f3, NULL, &e);
 	ok(tf != NULL, "open shard + index%s%s", tf ? "" : ": ", tf ? "" : e.msg);
 	is_int(loom_tfr_file_count(tf), 3, "  3 records");
@@ -243,7 +264,7 @@ int main(void)
 	is_int(loom_tfr_file_offset(tf, 2), 106, "  offset 2");
 	uint8_t rb[64];
 	size_t got;
-	good = 1;
+	int good = 1;
 	for (int r = 2; r >= 0; r--)
 		good &= loom_tfr_file_read(tf, (uint64_t)r, rb, sizeof rb, &got, NULL) == 0 &&
 			got == plen[r] && memcmp(rb, pay[r], got) == 0;
@@ -282,9 +303,17 @@ int main(void)
 	loom_tfr_file_free(tf);
 	tf = loom_tfr_file_open(fb_path, tap_path("nonexistent.index"), &e);
 	ok(tf == NULL && strstr(e.msg, "cannot open") != NULL, "missing index: %s", e.msg);
+	free(bad);
+}
 
-	/* ---- writer: async + tiny buffer + record larger than the buffer ---- */
-	size_t nrec = 2000;
+/* writer: async + tiny buffer + record larger than the buffer; abandoned and unwritable writers */
+static void writers(void)
+{
+	struct loom_err e;
+	struct loom_tfr_file *tf;
+	struct loom_tfr_writer *w;
+	char hex[LOOM_HASH_HEX_MAX];
+	size_t got, nrec = 2000;
 	uint8_t *big = malloc(20000);
 	for (int i = 0; i < 20000; i++)
 		big[i] = (uint8_t)(i * 7 + 3);
@@ -341,13 +370,20 @@ int main(void)
 	w = loom_tfr_writer_new(tap_path("plain/x.tfrecord"), 0, 0, &e);
 	ok(w == NULL && strstr(e.msg, "Not a directory"), "unwritable path: %s", e.msg);
 	unlink(tap_path("plain"));
-
 	free(big);
-	free(f3);
-	free(fb_path);
 	free(fa);
 	free(fs);
-	free(bad);
+}
+
+int main(void)
+{
+	tap_tmpdir();
+	three_records();
+	streaming_reader();
+	corruptions();
+	index_parse_format();
+	random_access();
+	writers();
 	free(fb);
 	return done_testing();
 }
