@@ -3,6 +3,7 @@
 #   lib/*/*.c              -> $(B)/libloom.a (plus C generated from formats/**/*.proto);
 #                             lib/ has one folder per stage: common, wiki, token, data,
 #                             kernels, train (every folder is on the include path)
+#   $(B)/LOOM-CFLAGS, $(B)/LOOM-LDFLAGS  the flags of the last build (see "build flags")
 #   tools/loom-*.c         -> $(B)/bin/loom-*   (+ tools/X_*.c for loom-X, + tools/cli.c)
 #   tests/*.c              -> $(B)/tests/*.t    (C unit tests, TAP)
 #   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
