@@ -92,33 +92,33 @@ static __attribute__((unused, noreturn)) void skip_all(const char *why)
 	exit(0);
 }
 
-/* Entries of dir (not "." or "..") whose names start with prefix ("" for
- * all): temp-file debris checks.  0 if dir cannot be opened. */
-static __attribute__((unused)) int tap_count_dir(const char *dir, const char *prefix)
+/* Entries of dir (not "." or "..") whose names start with s, or with
+ * `anywhere` contain it.  0 if dir cannot be opened. */
+static int tap_count_entries(const char *dir, const char *s, int anywhere)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int n = 0;
 	while (d && (e = readdir(d)))
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		     strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+		     (anywhere ? strstr(e->d_name, s) != NULL
+			       : strncmp(e->d_name, s, strlen(s)) == 0);
 	if (d)
 		closedir(d);
 	return n;
 }
 
+/* Entries of dir whose names start with prefix ("" for all): temp-file
+ * debris checks. */
+static __attribute__((unused)) int tap_count_dir(const char *dir, const char *prefix)
+{
+	return tap_count_entries(dir, prefix, 0);
+}
+
 /* Entries of dir whose names contain `part` anywhere. */
 static __attribute__((unused)) int tap_count_dir_containing(const char *dir, const char *part)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		     strstr(e->d_name, part) != NULL;
-	if (d)
-		closedir(d);
-	return n;
+	return tap_count_entries(dir, part, 1);
 }
 
 static int tap_rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
