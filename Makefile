@@ -3,6 +3,7 @@
 #   lib/*/*.c              -> $(B)/libloom.a (plus C generated from formats/**/*.proto);
 #                             lib/ has one folder per stage: common, wiki, token, data,
 #                             kernels, train (every folder is on the include path)
+#   $(B)/LOOM-CFLAGS, $(B)/LOOM-LDFLAGS  the flags of the last build (see "build flags")
 #   tools/loom-*.c         -> $(B)/bin/loom-*   (+ tools/X_*.c for loom-X, + tools/cli.c)
 #   tests/*.c              -> $(B)/tests/*.t    (C unit tests, TAP)
 #   tests/fuzz/*.c         -> $(B)/tests/fuzz-*.t (corpus replay) / make fuzz
@@ -61,7 +62,36 @@ SH_TESTS := $(wildcard tests/*.t)
 MANPAGES := $(wildcard share/man/man1/*.1)
 PIPE_BIN := $(wildcard pipelines/*.sh) pipelines/retrain
 
-.PHONY: all deps test check asan bench demo install clean help fuzz tests
+# --- build flags ---------------------------------------------------------
+# git's GIT-CFLAGS pattern: $(B)/LOOM-CFLAGS holds the compiler and flags of
+# the last build (PREFIX is in them: LOOM_SHARE_DIR is compiled in) and
+# $(B)/LOOM-LDFLAGS the link flags; each is rewritten, when make reads this
+# file, only if its string changed, and every object (program) depends on
+# it, so `make OPT=-O0` or `make PREFIX=/opt/x install` rebuilds instead of
+# keeping stale objects, and an unchanged build rebuilds nothing.  Under -n
+# or -q nothing is written: a changed file is made phony instead, so the
+# dry run shows (make -q reports) the rebuild.  tests/build-flags.t.
+LOOM_CFLAGS  = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(MPI_CFLAGS)
+LOOM_LDFLAGS = $(CC) $(ALL_LDFLAGS) $(LIBS) $(MPI_LIBS)
+LOOM_DRY    := $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))
+# $1: the file under $(B), $2: the name of the variable holding the flags
+define loom_track
+ifneq ($$(file <$(B)/$1),$$(strip $$($2)))
+ifeq ($(LOOM_DRY),)
+$$(shell mkdir -p $(B))
+$$(file >$(B)/$1,$$(strip $$($2)))
+else
+.PHONY: $(B)/$1
+endif
+endif
+endef
+ifneq ($(filter-out clean help deps install-only,$(or $(MAKECMDGOALS),all)),)
+$(eval $(call loom_track,LOOM-CFLAGS,LOOM_CFLAGS))
+$(eval $(call loom_track,LOOM-LDFLAGS,LOOM_LDFLAGS))
+endif
+$(B)/LOOM-CFLAGS $(B)/LOOM-LDFLAGS: ;
+
+.PHONY: all deps test check asan bench demo install install-only clean help fuzz tests
 .DEFAULT_GOAL := all
 # Keep intermediate objects and generated code (but not as .SECONDARY with no
 # prerequisites: that would also cover the empty rules -MP writes for
@@ -81,8 +111,10 @@ help:
 	@echo 'make demo       deps + build + the whole pipeline on the bundled sample'
 	@echo 'make fuzz FUZZ=NAME [SECONDS=60]  libFuzzer run of tests/fuzz/NAME.c (clang)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=  tools, man pages, share/, pipelines/, docs'
+	@echo 'make install-only  the same, of what $(B) holds, without building'
 	@echo 'make clean      remove build outputs'
 	@echo 'variables: B=build dir, OPT=-O2, ARCH= (e.g. -march=native), CC=cc'
+	@echo '           a change of CC, CFLAGS, CPPFLAGS, OPT, ARCH, SAN, PREFIX, LDFLAGS or LIBS rebuilds'
 
 # --- dependencies --------------------------------------------------------
 deps:
@@ -102,10 +134,10 @@ $(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: formats/%.proto
 	@mkdir -p $(B)/gen
 	protoc-c -Iformats --c_out=$(B)/gen $<
 
-$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c $(GEN_H)
+$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c $(GEN_H) $(B)/LOOM-CFLAGS
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -Wno-unused-parameter -MMD -MP -c -o $@ $<
 
-$(B)/obj/%.o: %.c | $(GEN_H)
+$(B)/obj/%.o: %.c $(B)/LOOM-CFLAGS | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -117,19 +149,20 @@ $(B)/libloom.a: $(LIB_OBJ)
 .SECONDEXPANSION:
 $(B)/bin/%: $(B)/obj/tools/%.o \
 	    $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$(subst loom-,,$$*)_*.c))) \
-	    $(CLI_OBJ) $(B)/libloom.a
+	    $(CLI_OBJ) $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
 
-$(B)/tests/%.t: $(B)/obj/tests/%.o $(B)/libloom.a
+$(B)/tests/%.t: $(B)/obj/tests/%.o $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
 
-$(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libloom.a
+$(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
 
-$(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a | $(GEN_H)
+$(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a \
+	    $(B)/LOOM-CFLAGS $(B)/LOOM-LDFLAGS | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
 	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
@@ -183,7 +216,13 @@ demo: deps
 	@PATH="$(abspath $(B))/bin:$$PATH" bash pipelines/demo.sh
 
 # --- install -------------------------------------------------------------
+# install-only copies what $(B) holds without building it (or checking its
+# flags): tests/install.t installs the build under test (make asan's too)
+# this way without rebuilding it for PREFIX.
 install: all
+	@$(MAKE) --no-print-directory install-only
+install-only:
+	@for f in $(TOOL_BIN); do test -x $$f || { echo "make install-only: $$f is not built (make all)" >&2; exit 1; }; done
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/loom
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(MANPAGES),install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/)

@@ -52,16 +52,6 @@ static char *merges_str(const struct loom_bpe_trainer *t)
 	return out;
 }
 
-static char *slurp(const char *dir, const char *name, size_t *len)
-{
-	char path[700], *buf = NULL;
-	struct loom_err err;
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (loom_read_file(path, &buf, len, &err) < 0)
-		return NULL;
-	return buf;
-}
-
 static void rm_dir(const char *dir)
 {
 	const char *names[] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
@@ -73,18 +63,16 @@ static void rm_dir(const char *dir)
 	rmdir(dir);
 }
 
-int main(void)
+static const char *eot[] = { "<|endoftext|>" };
+
+/* hand-checked merges and files, then determinism: a second run writes byte-identical files */
+static void hand_checked(void)
 {
-	char tmpl[] = "/tmp/loom-bpe-train-XXXXXX";
-	char *tmp = mkdtemp(tmpl);
-	char d1[600], d2[600];
+	const char *tmp = tap_tmpdir();
+	char d1[PATH_MAX + 32];
+	char d2[PATH_MAX + 32];
 	int rc;
 	struct loom_bpe_train_stats st;
-	static const char *eot[] = { "<|endoftext|>" };
-
-	if (!tmp)
-		skip_all("cannot make a temporary directory");
-
 	/* --- hand-checked: pre-tokens the, " cat" x2, " the" x2, " sat", ...
 	 * (a,t)=8 > (t,h)=5 > (th,e)=4; then three pairs tie at 2: (c,at),
 	 * (Ġ,the), (Ġ,cat) - smaller left id first ('c' = 66 < 'Ġ' = 220),
@@ -111,21 +99,21 @@ int main(void)
 	snprintf(d1, sizeof d1, "%s/v1", tmp);
 	is_int(loom_bpe_trainer_write(t, d1), 0, "write vocabulary directory");
 	loom_bpe_trainer_free(t);
-	char *bpe = slurp(d1, "vocab.bpe", &n);
+	char *bpe = tap_slurp(&n, "%s/%s", d1, "vocab.bpe");
 	is_str(bpe, "#version: 0.2\na t\nt h\nth e\nc at\nĠ the\nĠ cat\n", "vocab.bpe text");
 	free(bpe);
-	char *enc = slurp(d1, "encoder.json", &n);
+	char *enc = tap_slurp(&n, "%s/%s", d1, "encoder.json");
 	ok(enc && strstr(enc, "\"\\u0120cat\": 261") && strstr(enc, "\"<|endoftext|>\": 262}"),
 	   "encoder.json has \\u0120cat = 261 and <|endoftext|> = 262 last");
 	free(enc);
-	char *hf = slurp(d1, "tokenizer.json", &n);
+	char *hf = tap_slurp(&n, "%s/%s", d1, "tokenizer.json");
 	ok(hf && strstr(hf, "\"type\": \"BPE\"") && strstr(hf, "\"Ġ cat\"") &&
 	   strstr(hf, "\"add_prefix_space\": false") && strstr(hf, "\"content\": \"<|endoftext|>\""),
 	   "tokenizer.json: BPE model, merges, ByteLevel pre-tokenizer, added token");
 	free(hf);
 
 	struct loom_vocab *v = loom_vocab_new();
-	char ep[700], mp[700];
+	char ep[PATH_MAX + 64], mp[PATH_MAX + 64];
 	snprintf(ep, sizeof ep, "%s/encoder.json", d1);
 	snprintf(mp, sizeof mp, "%s/vocab.bpe", d1);
 	rc = loom_vocab_load_gpt2(v, ep, mp);
@@ -166,7 +154,7 @@ int main(void)
 	const char *names[] = { "encoder.json", "vocab.bpe", "tokenizer.json" };
 	for (int i = 0; i < 3; i++) {
 		size_t n1, n2;
-		char *a = slurp(d1, names[i], &n1), *b = slurp(d2, names[i], &n2);
+		char *a = tap_slurp(&n1, "%s/%s", d1, names[i]), *b = tap_slurp(&n2, "%s/%s", d2, names[i]);
 		ok(a && b && n1 == n2 && !memcmp(a, b, n1), "%s byte-identical across runs",
 		   names[i]);
 		free(a);
@@ -176,13 +164,20 @@ int main(void)
 	t = train_docs(tiny, 3, 258, 2, eot, 1, &rc);
 	is_int(loom_bpe_trainer_write(t, d2), 0, "write into an existing directory");
 	loom_bpe_trainer_free(t);
-	bpe = slurp(d2, "vocab.bpe", &n);
+	bpe = tap_slurp(&n, "%s/%s", d2, "vocab.bpe");
 	is_str(bpe, "#version: 0.2\na t\n", "vocab size 258 + 1 special: one merge");
 	free(bpe);
 	is_int(tap_count_dir(d2, ""), 3, "exactly three files, no temporaries");
 	rm_dir(d1);
 	rm_dir(d2);
+}
 
+/* min_frequency */
+static void min_frequency(void)
+{
+	int rc;
+	struct loom_bpe_train_stats st;
+	struct loom_bpe_trainer *t;
 	/* --- min_frequency */
 	t = train_docs(tiny, 3, 300, 3, NULL, 0, &rc);
 	is_str(merges_str(t), "a t|t h|th e|", "min_frequency 3: pairs seen twice are not merged");
@@ -193,7 +188,13 @@ int main(void)
 	   (unsigned long long)st.merges);
 	is_int(st.vocab, 256 + st.merges, "no specials: vocabulary = 256 + merges");
 	loom_bpe_trainer_free(t);
+}
 
+/* tie rule with single occurrences, and overlap counting */
+static void ties_and_overlaps(void)
+{
+	int rc;
+	struct loom_bpe_trainer *t;
 	/* --- tie rule with single occurrences, and overlap counting */
 	static const char *ties[] = { "cd ab" };
 	t = train_docs(ties, 1, 300, 1, NULL, 0, &rc);
@@ -205,14 +206,33 @@ int main(void)
 	t = train_docs(runs, 4, 300, 2, NULL, 0, &rc);
 	is_str(merges_str(t), "a a|aa aa|", "runs: overlapping pairs counted as HF does");
 	loom_bpe_trainer_free(t);
+}
 
+/* vocabulary size limit is exact */
+static void vocab_size_limit(void)
+{
+	int rc;
+	struct loom_bpe_train_stats st;
+	struct loom_bpe_trainer *t;
 	/* --- vocabulary size limit is exact */
 	t = train_docs(tiny, 3, 259, 0, eot, 1, &rc);
 	loom_bpe_trainer_stats(t, &st);
 	is_int(st.vocab, 259, "vocab_size 259 reached exactly");
 	is_int(st.merges, 2, "two merges");
 	loom_bpe_trainer_free(t);
+}
 
+/* specials: several, and one that is already a token */
+static void specials(void)
+{
+	const char *tmp = tap_tmpdir();
+	char d1[PATH_MAX + 32];
+	int rc;
+	struct loom_bpe_train_stats st;
+	struct loom_bpe_trainer *t;
+	size_t n;
+	const uint8_t *s;
+	char *hf;
 	/* --- specials: several, and one that is already a token */
 	static const char *sp[] = { "<|endoftext|>", "<pad>", "at" };
 	t = train_docs(tiny, 3, 262, 2, sp, 3, &rc);
@@ -224,13 +244,23 @@ int main(void)
 	is_int(st.vocab, 261, "special 'at' reuses token 256: vocabulary 261");
 	snprintf(d1, sizeof d1, "%s/v3", tmp);
 	is_int(loom_bpe_trainer_write(t, d1), 0, "write with specials");
-	hf = slurp(d1, "tokenizer.json", &n);
+	hf = tap_slurp(&n, "%s/%s", d1, "tokenizer.json");
 	ok(hf && strstr(hf, "\"id\": 256,\n      \"content\": \"at\""),
 	   "tokenizer.json: added token 'at' has id 256");
 	free(hf);
 	loom_bpe_trainer_free(t);
 	rm_dir(d1);
+}
 
+/* bad options and input */
+static void bad_options(void)
+{
+	const char *tmp = tap_tmpdir();
+	char d1[PATH_MAX + 32];
+	char d2[PATH_MAX + 32];
+	int rc;
+	struct loom_bpe_train_stats st;
+	struct loom_bpe_trainer *t;
 	/* --- bad options and input */
 	t = train_docs(tiny, 3, 256, 2, eot, 1, &rc);
 	is_int(rc, LOOM_EINVAL, "vocab_size 256 with a special: EINVAL");
@@ -278,7 +308,11 @@ int main(void)
 	unlink(d1);
 	is_int(tap_count_dir(tmp, ""), 0, "failed writes leave nothing behind");
 	loom_bpe_trainer_free(t);
+}
 
+/* streaming: a 3 MB document fed in odd pieces counts what one piece does */
+static void streaming(void)
+{
 	/* --- streaming: a 3 MB single document fed in odd pieces counts the
 	 * same pre-tokens as in one piece (cuts at safe points) */
 	size_t big = 3u << 20;
@@ -316,7 +350,12 @@ int main(void)
 	loom_bpe_trainer_free(a);
 	loom_bpe_trainer_free(b);
 	free(doc);
+}
 
+/* position lists (long words) give exactly the rescanning result */
+static void position_lists(void)
+{
+	struct loom_bpe_train_stats st;
 	/* --- position lists (long words) give exactly the rescanning result */
 	{
 		static const char *docs[] = {
@@ -346,7 +385,18 @@ int main(void)
 		}
 		free(ref);
 	}
+}
 
-	rmdir(tmp);
+int main(void)
+{
+	tap_tmpdir();
+	hand_checked();
+	min_frequency();
+	ties_and_overlaps();
+	vocab_size_limit();
+	specials();
+	bad_options();
+	streaming();
+	position_lists();
 	return done_testing();
 }

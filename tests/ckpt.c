@@ -95,7 +95,7 @@ static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
 	return s;
 }
 
-static char root[] = "/tmp/loom-ckpt-XXXXXX";
+static const char *root;
 
 static void sh(const char *fmt, const char *arg)
 {
@@ -145,7 +145,7 @@ int main(void)
 	struct loom_err err = {0};
 	char dir[512], out[512], p[600], link[512];
 	build_table();
-	ok(mkdtemp(root) != NULL, "scratch dir");
+	ok((root = tap_tmpdir()) != NULL, "scratch dir");
 	snprintf(dir, sizeof dir, "%s/run/ckpt", root);
 
 	struct loom_ckpt_save s = base_save(dir, 100);
@@ -331,8 +331,8 @@ int main(void)
 	snprintf(bad, sizeof bad, "%s/bad", root);
 	char cmd[4096];
 #define FRESH() do { \
-	snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", bad, p, bad); \
-	if (system(cmd)) diag("cp failed"); } while (0)
+	snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", p, bad); \
+	if (tap_rm_rf(bad) || system(cmd)) diag("cp failed"); } while (0)
 
 	FRESH();
 	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
@@ -511,9 +511,6 @@ int main(void)
 	   "infinite moment refused: %s", c ? loom_ckpt_error(c) : err.msg);
 	loom_ckpt_free(c);
 
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	if (system(cmd))
-		diag("cleanup failed");
 	free(save_p);
 	free(save_m);
 	free(save_v);

@@ -40,8 +40,8 @@ int main(void)
 	loom_err_errno(&err, LOOM_EIO, ENOSPC, "cannot write '%s'", "x");
 	is_str(err.msg, "cannot write 'x': No space left on device", "errno message");
 
-	char dir[] = "/tmp/loom-common-XXXXXX";
-	ok(mkdtemp(dir) != NULL, "scratch dir");
+	const char *dir;
+	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
 	char path[256];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 
@@ -115,13 +115,6 @@ int main(void)
 	snprintf(path, sizeof path, "%s/out.bin/f.txt", dir);
 	ok(loom_outfile_open(&o, path) < 0 && strstr(loom_outfile_error(&o), "out.bin"),
 	   "outfile below a file fails, naming the path");
-	snprintf(path, sizeof path, "%s/a/b/c", dir);
-	rmdir(path);
-	snprintf(path, sizeof path, "%s/a/b", dir);
-	rmdir(path);
-	snprintf(path, sizeof path, "%s/a", dir);
-	rmdir(path);
-
 	/* loom_lock_take: one holder at a time; release removes the file */
 	int l1, l2;
 	snprintf(path, sizeof path, "%s/.x.lock", dir);
@@ -155,8 +148,5 @@ int main(void)
 	snprintf(path, sizeof path, "%s/no-such", dir);
 	is_int(loom_file_open_regular(path, 1, &size, &err), LOOM_EIO, "missing: LOOM_EIO");
 
-	snprintf(path, sizeof path, "%s/out.bin", dir);
-	unlink(path);
-	rmdir(dir);
 	return done_testing();
 }

@@ -5,10 +5,7 @@
 
 reject() { # name regex args...
 	local name=$1 re=$2; shift 2
-	run loom-train --print-config "$@"
-	is_rc 2 "$name: exit 2"
-	like "$err" "$re" "$name: message names the key and rule"
-	is "$(wc -l < "$err")" 1 "$name: one line"
+	fails_with 2 "$re" "$name" loom-train --print-config "$@"
 }
 
 run loom-train --print-config
@@ -121,10 +118,7 @@ like "$err" "preset 'nosuchpreset': no such preset" "unknown preset named"
 # every configuration file error: exit 2, one line naming the file, never
 # a line number of -1
 bad_file() { # name regex file
-	run loom-train --print-config -c "$3"
-	is_rc 2 "$1: exit 2"
-	like "$err" "$2" "$1: message names the file and the reason"
-	is "$(wc -l < "$err")" 1 "$1: one line"
+	fails_with 2 "$2" "$1" loom-train --print-config -c "$3"
 	unlike "$err" ':-1:' "$1: no line number -1"
 }
 cd "$T"

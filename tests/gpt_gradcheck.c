@@ -45,7 +45,7 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 	for (int ti = 0; ti < g->n_tensors; ti++) {
 		const struct loom_gpt_tensor *t = &g->tensors[ti];
 		for (int k = 0; k < 6; k++) {
-			size_t j = t->offset + loom_k_hash64(ti * 31 + k) % t->numel;
+			size_t j = t->offset + loom_splitmix64(ti * 31 + k) % t->numel;
 			float save = g->params[j];
 			g->params[j] = save + h;
 			double lp = loss_at(g, train, 77);
@@ -70,7 +70,7 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 	double dot = 0, nn = 0;
 	uint64_t s = 99;
 	for (size_t i = 0; i < g->n_params; i++) {
-		s = loom_k_hash64(s);
+		s = loom_splitmix64(s);
 		d[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5);
 		nn += (double)d[i] * d[i];
 	}
@@ -117,11 +117,11 @@ static void attention_gradcheck(float p)
 	float *dqkv = malloc(sizeof(float) * n3);
 	uint64_t s = 3;
 	for (size_t i = 0; i < n3; i++) {
-		s = loom_k_hash64(s);
+		s = loom_splitmix64(s);
 		qkv[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 3.0f;
 	}
 	for (size_t i = 0; i < n; i++) {
-		s = loom_k_hash64(s);
+		s = loom_splitmix64(s);
 		w[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5);
 	}
 	att_loss(qkv, w, out, lse, Bk, Tk, C, NH, p);
@@ -130,7 +130,7 @@ static void attention_gradcheck(float p)
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;
 	for (int k = 0; k < 300; k++) {
-		size_t j = loom_k_hash64(k + 1000) % n3;
+		size_t j = loom_splitmix64(k + 1000) % n3;
 		float save = qkv[j];
 		qkv[j] = save + h;
 		double lp = att_loss(qkv, w, out, lse, Bk, Tk, C, NH, p);
@@ -152,8 +152,8 @@ int main(void)
 	struct loom_config c = tiny_cfg();
 	is_int(loom_config_validate(&c), 0, "tiny config valid");
 	for (int i = 0; i < B * T; i++) {
-		in[i] = (int32_t)(loom_k_hash64(i) % 23);
-		tg[i] = (int32_t)(loom_k_hash64(i + 1000) % 23);
+		in[i] = (int32_t)(loom_splitmix64(i) % 23);
+		tg[i] = (int32_t)(loom_splitmix64(i + 1000) % 23);
 	}
 	tg[3] = 5; /* ignored */
 	tg[9] = 5;

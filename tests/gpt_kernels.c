@@ -110,7 +110,7 @@ static void test_encoder(int B, int T, int C, int V)
 {
 	int32_t tok[256];
 	for (int i = 0; i < B * T; i++)
-		tok[i] = (int32_t)(loom_k_hash64(i * 7 + 1) % V) % 3; /* repeats on purpose */
+		tok[i] = (int32_t)(loom_splitmix64(i * 7 + 1) % V) % 3; /* repeats on purpose */
 	float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)T * C, 1);
 	float *o1 = rnd((size_t)B * T * C, 1), *o2 = rnd((size_t)B * T * C, 1);
 	loom_k_encoder_fwd(o1, tok, wte, wpe, B, T, C);
@@ -175,7 +175,7 @@ static void test_crossentropy(int N, int V, float spread)
 	float loss1[64], loss2[64];
 	int32_t tg[64];
 	for (int i = 0; i < N; i++)
-		tg[i] = i % 5 == 3 ? 0 : (int32_t)(loom_k_hash64(i + 100) % V);
+		tg[i] = i % 5 == 3 ? 0 : (int32_t)(loom_splitmix64(i + 100) % V);
 	int c1 = loom_k_crossentropy_fwd(lg, loss1, tg, N, V, 0);
 	int c2 = loom_k_crossentropy_fwd_naive(l2, loss2, tg, N, V, 0);
 	is_int(c1, c2, "crossentropy counts (N=%d V=%d)", N, V);
@@ -208,7 +208,7 @@ static void test_token_weights(void)
 	int32_t rt[RB * RT];
 	float rw[RB * RT];
 	for (int i = 0; i < RB * RT; i++)
-		rt[i] = (int32_t)(loom_k_hash64(i + 500) % 11) - 1; /* -1 = ignored */
+		rt[i] = (int32_t)(loom_splitmix64(i + 500) % 11) - 1; /* -1 = ignored */
 	loom_k_token_weights(rw, rt, RB, RT, -1);
 	int good = 1;
 	for (int b = 0; b < RB; b++)

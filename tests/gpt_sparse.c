@@ -111,7 +111,7 @@ static void check_layers(int layers, const char *what)
 	for (int ti = 0; ti < s->n_tensors; ti++) {
 		const struct loom_gpt_tensor *t = &s->tensors[ti];
 		for (int k = 0, tries = 0; k < 6 && tries < 100; tries++) {
-			size_t j = t->offset + loom_k_hash64((uint64_t)ti * 31 + tries) % t->numel;
+			size_t j = t->offset + loom_splitmix64((uint64_t)ti * 31 + tries) % t->numel;
 			if (dead(s, j))
 				continue;
 			k++;
@@ -249,8 +249,9 @@ static int ckpt_round(struct loom_gpt *g, struct loom_gpt *h, const char *dir,
 /* sparsity.safetensors: a round trip, and every refusal of the loader */
 static void check_side_file(void)
 {
-	char root[] = "/tmp/loom-gpt-sparse.XXXXXX", dir[64], cmd[96];
-	ok(mkdtemp(root) != NULL, "scratch dir");
+	const char *root;
+	char dir[PATH_MAX + 32];
+	ok((root = tap_tmpdir()) != NULL, "scratch dir");
 	snprintf(dir, sizeof dir, "%s/ck", root);
 	struct loom_config c = cfg_of(0.5, LOOM_SL_ALL), c2 = c;
 	c2.seed = 99;
@@ -320,15 +321,14 @@ static void check_side_file(void)
 	loom_gpt_sidecar_release(&sc);
 	loom_gpt_free(g);
 	loom_gpt_free(h);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-	ok(system(cmd) == 0, "scratch dir removed");
+	ok(tap_rm_rf(root) == 0, "scratch dir removed");
 }
 
 int main(void)
 {
 	uint64_t r = 3;
 	for (int i = 0; i < B * T; i++) {
-		r = loom_k_hash64(r);
+		r = loom_splitmix64(r);
 		in[i] = (int32_t)(r % 23);
 		tg[i] = (int32_t)((r >> 20) % 23);
 	}

@@ -7,10 +7,9 @@
 # gelu_new and tied head that from_pretrained relies on.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 REF="/usr/bin/python3 $TESTS/hf_gpt2.py"
-$MK 4 9 300 128 1 --noise 0.1 > "$T/train.bin"
-$MK 2 9 3 128 9 --noise 0.1 > "$T/val.bin"
+make_frames 4 9 300 128 1 --noise 0.1 > "$T/train.bin"
+make_frames 2 9 3 128 9 --noise 0.1 > "$T/val.bin"
 
 # attention dropout on: the eval path must not apply it
 run loom-train -q -c tiny --steps 300 --threads 1 --set attn_dropout=0.1,dropout=0.05,lr=3e-3,warmup_steps=10 \

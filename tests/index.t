@@ -57,15 +57,9 @@ no_tmp_left . "no temporaries"
 bad() {
 	local name=$1 re=$2 f=$3; shift 3
 	rm -f "$f.index"
-	run loom-index "$@" "$f"
-	is_rc 1 "$name: exit 1"
-	like "$err" "$re" "$name: message"
-	is "$(wc -l < "$err")" 1 "$name: one line"
+	fails_with 1 "$re" "$name" loom-index "$@" "$f"
 	ok "$name: no index written" test ! -e "$f.index"
 	no_tmp_left . "$name: no temporary left"
-}
-flip() { # file offset: xor one byte with 0x20
-	python3 -c "import sys; f=open(sys.argv[1],'r+b'); o=int(sys.argv[2]); f.seek(o); b=f.read(1)[0]; f.seek(o); f.write(bytes([b^0x20]))" "$1" "$2"
 }
 cp three.tfrecord trunc.tfrecord; truncate -s 150 trunc.tfrecord
 bad "truncated final record" '^loom-index: trunc.tfrecord: record 2 at byte 106: truncated record: length field says 35 payload bytes, the file has 32 bytes left for payload and CRC$' trunc.tfrecord

@@ -91,3 +91,26 @@ done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.
 TESTS=$(cd "${0%/*}" && pwd)
 SHARE=$(cd "$TESTS/../share" && pwd)
+
+# --- fixtures ---------------------------------------------------------------
+#   fails_with N REGEX NAME CMD ARGS...   exit N, one stderr line matching
+#              REGEX, nothing on stdout (four checks: "NAME: exit N", ...)
+#   flip FILE OFFSET [MASK]   xor the byte at OFFSET (< 0: from the end) with
+#              MASK (default 0x20)
+#   make_frames B SEQ COUNT VOCAB SEED [opts]   frames as loom-feed writes
+#              them, of a learnable rule, on stdout (tests/mkframes.py)
+fails_with() { # N REGEX NAME CMD ARGS...
+	local n=$1 re=$2 name=$3; shift 3
+	run "$@"
+	is_rc "$n" "$name: exit $n"
+	like "$err" "$re" "$name: message"
+	is "$(wc -l < "$err")" 1 "$name: one line"
+	is "$(wc -c < "$out")" 0 "$name: no stdout"
+}
+flip() { # FILE OFFSET [MASK]: xor one byte (OFFSET < 0 counts from the end)
+	/usr/bin/python3 -c 'import sys
+f = open(sys.argv[1], "r+b"); o = int(sys.argv[2])
+f.seek(o, 0 if o >= 0 else 2); b = f.read(1)[0]; f.seek(-1, 1)
+f.write(bytes([b ^ int(sys.argv[3], 0)]))' "$1" "$2" "${3:-0x20}"
+}
+make_frames() { /usr/bin/python3 "$TESTS/mkframes.py" "$@"; }

@@ -16,7 +16,7 @@ static uint64_t rs = 11;
 
 static uint64_t rnd64(void)
 {
-	rs = loom_k_hash64(rs + 0x9e3779b97f4a7c15ull);
+	rs = loom_splitmix64(rs + 0x9e3779b97f4a7c15ull);
 	return rs;
 }
 

@@ -9,7 +9,7 @@
 #include "loom_safetensors.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/loom-st-XXXXXX";
+static const char *dir;
 
 /* Build a file from a header string and data bytes; parse it. */
 static struct loom_st *parse_raw(const char *hdr, size_t dlen, struct loom_err *err)
@@ -41,7 +41,7 @@ int main(void)
 	int64_t b[2] = {-1, 1ll << 40};
 	uint8_t c[3] = {7, 8, 9};
 
-	ok(mkdtemp(dir) != NULL, "scratch dir");
+	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
 	snprintf(path, sizeof path, "%s/t.safetensors", dir);
 
 	is_int(loom_st_dtype_parse("F32"), LOOM_ST_F32, "dtype F32");
@@ -173,7 +173,5 @@ int main(void)
 	st = loom_st_open("/nonexistent/x.safetensors", &err);
 	ok(st == NULL && strstr(err.msg, "No such file") != NULL, "missing file: %s", err.msg);
 
-	unlink(path);
-	rmdir(dir);
 	return done_testing();
 }

@@ -14,7 +14,10 @@
 #include "loom_tfrecord.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/loom-shardtest-XXXXXX";
+static const char *dir;
+/* the token stream the sharding cases cut: 200000 ids below 50257 */
+#define NTOK 200000
+static uint32_t *tok;
 
 /* Brute force: starts 0, S, 2S ... while start < n - L, then the tail. */
 static uint64_t model(uint64_t n, uint64_t L, uint64_t S, int keep, uint64_t *tail)
@@ -86,15 +89,6 @@ static void encoder_vs_pbc(void)
 	free(out);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	char *b;
-	struct loom_err e;
-	if (loom_read_file(path, &b, len, &e) < 0)
-		return NULL;
-	return (uint8_t *)b;
-}
-
 /* Shard tokens[0..n) with the given memory and chunking; returns 0/err. */
 static int run(const char *name, const uint32_t *tok, size_t n, uint64_t memory, size_t chunk,
 	       uint64_t shards, uint64_t rps, int shuffle, struct loom_shard_stats *st)
@@ -126,24 +120,17 @@ static int run(const char *name, const uint32_t *tok, size_t n, uint64_t memory,
 
 static int same(const char *a, const char *b)
 {
-	char pa[512], pb[512];
 	size_t la, lb;
-	snprintf(pa, sizeof pa, "%s/%s", dir, a);
-	snprintf(pb, sizeof pb, "%s/%s", dir, b);
-	uint8_t *x = slurp(pa, &la), *y = slurp(pb, &lb);
+	char *x = tap_slurp(&la, "%s/%s", dir, a), *y = tap_slurp(&lb, "%s/%s", dir, b);
 	int r = x && y && la == lb && memcmp(x, y, la) == 0;
 	free(x);
 	free(y);
 	return r;
 }
 
-int main(void)
+/* the window rule */
+static void window_rule(void)
 {
-	if (!mkdtemp(dir))
-		skip_all("no temp dir");
-	encoder_vs_pbc();
-
-	/* ---- the window rule ---- */
 	int bad = 0;
 	for (uint64_t n = 0; n < 60; n++)
 		for (uint32_t L = 1; L < 20; L++)
@@ -160,8 +147,11 @@ int main(void)
 	is_int(loom_shard_count(10, 10, 10, 1, &t), 1, "n == L with tail: 1 sample");
 	is_int(t, 10, "  the tail is the whole stream");
 	is_int(loom_shard_count(1000000000ull, 2049, 2049, 0, &t), 488042, "1e9 tokens, L=2049");
+}
 
-	/* ---- shuffle keys: a bijection for a fixed seed ---- */
+/* shuffle keys: a bijection for a fixed seed; shard names */
+static void shuffle_keys(void)
+{
 	size_t nk = 1 << 20;
 	uint64_t *keys = malloc(nk * sizeof *keys);
 	for (size_t i = 0; i < nk; i++)
@@ -177,8 +167,11 @@ int main(void)
 	char nm[256];
 	loom_shard_name(nm, sizeof nm, "out/x", 3, 12);
 	is_str(nm, "out/x-00003-of-00012.tfrecord", "shard name");
+}
 
-	/* ---- token input ---- */
+/* token input: text across the 1 MiB read buffer, formats */
+static void token_input(void)
+{
 	char path[512];
 	snprintf(path, sizeof path, "%s/tok.txt", dir);
 	FILE *f = fopen(path, "w");
@@ -208,12 +201,14 @@ int main(void)
 	enum loom_tokfmt fmt;
 	ok(loom_tokfmt_parse("u32", &fmt) == 0 && fmt == LOOM_TOK_U32, "format u32");
 	ok(loom_tokfmt_parse("i32", &fmt) == LOOM_EINVAL, "format i32 rejected");
+}
 
-	/* ---- sharding ---- */
-	size_t n = 200000;
-	uint32_t *tok = malloc(n * sizeof *tok);
-	for (size_t i = 0; i < n; i++)
-		tok[i] = (uint32_t)((i * 2654435761u) % 50257);
+/* sharding: in memory, chunked, spilled, split again, records per shard */
+static void sharding(void)
+{
+	size_t n = NTOK;
+	char path[512];
+	struct loom_err e;
 	struct loom_shard_stats st;
 	is_int(run("mem", tok, n, 1ull << 30, n, 3, 0, 1, &st), 0, "in-memory shuffle");
 	is_int(st.spilled, 0, "  nothing spilled");
@@ -243,8 +238,12 @@ int main(void)
 	struct loom_tfr_file *tf = loom_tfr_file_open(path, NULL, &e);
 	ok(tf && loom_tfr_file_count(tf) == 5000, "  shard 2 has 5000 records");
 	loom_tfr_file_free(tf);
+}
 
-	/* A failing run leaves nothing. */
+/* a failing run leaves nothing */
+static void failing_run(void)
+{
+	struct loom_err e;
 	char prefix[256];
 	snprintf(prefix, sizeof prefix, "%s/fail", dir);
 	struct loom_shard_opts o = { .prefix = prefix, .seq_len = 24, .shards = 2,
@@ -270,20 +269,21 @@ int main(void)
 	is_int(rc16, LOOM_ERANGE, "u16 input format: an id >= 2^16 is an error");
 	is_str(s ? loom_shard_error(s) : "", "token >= 65536 in u16 input", "  and says so");
 	loom_shard_free(s);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "ls -A %s | grep -c fail", dir);
-	FILE *p = popen(cmd, "r");
-	int left = -1;
-	if (p) {
-		if (fscanf(p, "%d", &left) != 1)
-			left = -1;
-		pclose(p);
-	}
-	is_int(left, 0, "  nothing left of the failed run");
+	is_int(tap_count_dir_containing(dir, "fail"), 0, "  nothing left of the failed run");
+}
 
+int main(void)
+{
+	dir = tap_tmpdir();
+	encoder_vs_pbc();
+	window_rule();
+	shuffle_keys();
+	token_input();
+	tok = malloc(NTOK * sizeof *tok);
+	for (size_t i = 0; i < NTOK; i++)
+		tok[i] = (uint32_t)((i * 2654435761u) % 50257);
+	sharding();
+	failing_run();
 	free(tok);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		diag("cleanup failed");
 	return done_testing();
 }

@@ -158,10 +158,7 @@ ok "  and not in stream order" differ <(loom-cat --ids s1-00000-of-00002.tfrecor
 bad() { # name expected-regex args...
 	local name=$1 re=$2; shift 2
 	rm -rf bad; mkdir bad
-	run loom-shard "$@"
-	is_rc 1 "$name: exit 1"
-	like "$err" "$re" "$name: message"
-	is "$(wc -l < "$err")" 1 "$name: one line"
+	fails_with 1 "$re" "$name" loom-shard "$@"
 	is "$(ls -A bad | wc -l)" 0 "$name: no output file"
 }
 printf '1 2 3\n4 abc 6\n' > notnum.txt

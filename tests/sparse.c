@@ -106,7 +106,7 @@ static void test_shape(int N, int IC, int OC, int bs, double density)
 
 static int irand(int n)
 {
-	rs = loom_k_hash64(rs);
+	rs = loom_splitmix64(rs);
 	return (int)(rs % (uint64_t)n);
 }
 

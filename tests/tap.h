@@ -1,17 +1,32 @@
 /*
  * tap.h - a tiny TAP producer for loom's C unit tests (tests/NAME.c is
- * built to build/tests/NAME.t and run by prove).
+ * built to build/tests/NAME.t and run by prove), and the file-system
+ * fixtures they share.
  *
  *   ok(cond, "name %d", i);       is_int(got, want, "name");
  *   is_str(got, want, "name");    is_mem(got, want, n, "name");
  *   diag("...");                  skip_all("reason");
  *   return done_testing();        // prints the plan, returns exit status
+ *
+ *   tap_tmpdir()                  the test's scratch directory, removed at exit
+ *   tap_path("name")              tap_tmpdir()/name (a few rotating buffers)
+ *   tap_slurp(&len, "%s/x", d)    a whole file, malloc'd, NUL-terminated
+ *   tap_rm_rf(path)               recursive removal
+ *   tap_count_dir(dir, "prefix")  entries of a directory (debris checks)
+ *
+ * The fixtures live here rather than in testlib.h because every C test
+ * includes tap.h and some of them need files, while testlib.h is the
+ * kernels' and the model's (it pulls in loom_gpt.h); tap.h stays
+ * independent of libloom.  A long test is a set of named cases: static
+ * functions called one after another from a short main.
  */
 #ifndef LOOM_TAP_H
 #define LOOM_TAP_H
 
 #include <dirent.h>
+#include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,19 +94,127 @@ static __attribute__((unused, noreturn)) void skip_all(const char *why)
 	exit(0);
 }
 
-/* Entries of dir (not "." or "..") whose names start with prefix ("" for
- * all): temp-file debris checks.  0 if dir cannot be opened. */
-static __attribute__((unused)) int tap_count_dir(const char *dir, const char *prefix)
+/* Entries of dir (not "." or "..") whose names start with s, or with
+ * `anywhere` contain it.  0 if dir cannot be opened. */
+static int tap_count_entries(const char *dir, const char *s, int anywhere)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int n = 0;
 	while (d && (e = readdir(d)))
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		     strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+		     (anywhere ? strstr(e->d_name, s) != NULL
+			       : strncmp(e->d_name, s, strlen(s)) == 0);
 	if (d)
 		closedir(d);
 	return n;
+}
+
+/* Entries of dir whose names start with prefix ("" for all): temp-file
+ * debris checks. */
+static __attribute__((unused)) int tap_count_dir(const char *dir, const char *prefix)
+{
+	return tap_count_entries(dir, prefix, 0);
+}
+
+/* Entries of dir whose names contain `part` anywhere. */
+static __attribute__((unused)) int tap_count_dir_containing(const char *dir, const char *part)
+{
+	return tap_count_entries(dir, part, 1);
+}
+
+static int tap_rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+/* Remove path and everything under it (symlinks are not followed).
+ * 0, or -1 if something could not be removed. */
+static __attribute__((unused)) int tap_rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return 0;
+	return nftw(path, tap_rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+static char tap_dir[PATH_MAX];
+
+static void tap_tmpdir_remove(void)
+{
+	if (!tap_dir[0])
+		return;
+	if (getenv("KEEP"))
+		printf("# KEEP: scratch directory %s kept\n", tap_dir);
+	else if (tap_rm_rf(tap_dir) != 0)
+		printf("# cannot remove the scratch directory %s\n", tap_dir);
+}
+
+/* The test's scratch directory, made on first use under $TMPDIR (or
+ * /tmp) and removed with everything in it at exit (KEEP=1 in the
+ * environment keeps it).  Skips the whole test if it cannot be made. */
+static __attribute__((unused)) const char *tap_tmpdir(void)
+{
+	if (!tap_dir[0]) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tap_dir, sizeof tap_dir, "%s/loom-test.XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(tap_dir)) {
+			tap_dir[0] = 0;
+			skip_all("cannot make a scratch directory");
+		}
+		atexit(tap_tmpdir_remove);
+	}
+	return tap_dir;
+}
+
+/* tap_tmpdir()/name, in one of 8 rotating static buffers. */
+static __attribute__((unused)) const char *tap_path(const char *name)
+{
+	static char buf[8][PATH_MAX];
+	static int k;
+	k = (k + 1) % 8;
+	if (snprintf(buf[k], sizeof buf[k], "%s/%s", tap_tmpdir(), name) >= (int)sizeof buf[k])
+		printf("# tap_path: '%s' too long\n", name);
+	return buf[k];
+}
+
+/* The whole file at the printf-style path, malloc'd with a NUL after its
+ * *len bytes; NULL if it cannot be read. */
+static __attribute__((format(printf, 2, 3), unused)) char *tap_slurp(size_t *len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	int pn = vsnprintf(path, sizeof path, fmt, ap);
+	va_end(ap);
+	if (pn < 0 || pn >= (int)sizeof path)
+		return NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0, k;
+	char *b = malloc(cap);
+	while (b && (k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 2) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb)
+				free(b);
+			b = nb;
+			cap *= 2;
+		}
+	}
+	if (b && ferror(f)) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	if (b) {
+		b[n] = 0;
+		*len = n;
+	}
+	return b;
 }
 
 static __attribute__((unused)) int done_testing(void)

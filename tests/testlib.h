@@ -17,7 +17,7 @@ static uint64_t rs = 42;
 /* uniform in [-1, 1) */
 static __attribute__((unused)) float frand(void)
 {
-	rs = loom_k_hash64(rs);
+	rs = loom_splitmix64(rs);
 	return (float)((rs >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
@@ -70,7 +70,7 @@ static __attribute__((unused)) void big_init(struct loom_gpt *g)
 {
 	uint64_t s = 7;
 	for (size_t i = 0; i < g->n_params; i++) {
-		s = loom_k_hash64(s);
+		s = loom_splitmix64(s);
 		g->params[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5) * 0.6f;
 	}
 	for (int i = 0; i < g->n_tensors; i++)

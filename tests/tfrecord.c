@@ -14,26 +14,6 @@
 #include "loom_tfrecord.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/loom-tfrecord-XXXXXX";
-
-static const char *path_of(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-	return buf[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	char *b;
-	struct loom_err e;
-	if (loom_read_file(path, &b, len, &e) < 0)
-		return NULL;
-	return (uint8_t *)b;
-}
-
 static void spit(const char *path, const void *b, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -64,18 +44,15 @@ static int read_all(const char *path, int flags, uint64_t *nrec, char *msg)
 	return rc;
 }
 
+/* three.tfrecord's payloads, and its bytes once written */
+static uint8_t pay[3][40];
+static const size_t plen[3] = { 34, 40, 35 };
+static uint8_t *fb;
+static size_t flen;
+
 static int count_dir(void)
 {
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
-	FILE *p = popen(cmd, "r");
-	int n = -1;
-	if (p) {
-		if (fscanf(p, "%d", &n) != 1)
-			n = -1;
-		pclose(p);
-	}
-	return n;
+	return tap_count_dir(tap_tmpdir(), "");
 }
 
 /* loom_tfr_scan's check: counts payloads, refuses record `refuse` */
@@ -102,19 +79,14 @@ static void scan_progress(void *ctx, uint64_t records, uint64_t bytes)
 	c->last_bytes = bytes;
 }
 
-int main(void)
+/* three records of 34, 40, 35 bytes: the index vector, the framing */
+static void three_records(void)
 {
 	struct loom_err e;
-	if (!mkdtemp(dir))
-		skip_all("no temp dir");
-
-	/* ---- three records of 34, 40, 35 bytes: the index vector ---- */
-	uint8_t pay[3][40];
-	size_t plen[3] = { 34, 40, 35 };
 	for (int r = 0; r < 3; r++)
 		for (int i = 0; i < 40; i++)
 			pay[r][i] = (uint8_t)(r * 40 + i);
-	char *f3 = strdup(path_of("three.tfrecord"));
+	const char *f3 = tap_path("three.tfrecord");
 	struct loom_tfr_writer *w = loom_tfr_writer_new(f3, 0, LOOM_TFW_SHA256, &e);
 	ok(w != NULL, "writer opens");
 	for (int r = 0; r < 3; r++)
@@ -126,16 +98,16 @@ int main(void)
 	char hex[LOOM_HASH_HEX_MAX];
 	loom_hash_file_hex("sha256", f3, hex, &e);
 	is_str(loom_tfr_writer_sha256(w), hex, "sha256 computed while writing == file sha256");
-	is_int(loom_tfr_writer_write_index(w, path_of("three.tfrecord.index")), 0,
+	is_int(loom_tfr_writer_write_index(w, tap_path("three.tfrecord.index")), 0,
 	       "write index");
 	loom_tfr_writer_free(w);
-	size_t ilen, flen;
-	char *itext = (char *)slurp(path_of("three.tfrecord.index"), &ilen);
+	size_t ilen;
+	char *itext = (char *)tap_slurp(&ilen, "%s", tap_path("three.tfrecord.index"));
 	is_str(itext, "0 50\n50 56\n106 51\n", "index is exactly tfrecord2idx's");
 	free(itext);
 
 	/* Framing by hand: u64 LE length, masked CRC of it, payload, masked CRC. */
-	uint8_t *fb = slurp(f3, &flen);
+	fb = (uint8_t *)tap_slurp(&flen, "%s", f3);
 	is_int(flen, 157, "file size");
 	ok(fb[0] == 34 && fb[1] == 0 && fb[7] == 0, "length is u64 little-endian");
 	uint32_t lc = (uint32_t)fb[8] | (uint32_t)fb[9] << 8 | (uint32_t)fb[10] << 16 |
@@ -148,8 +120,13 @@ int main(void)
 	uint8_t framed[34 + 16];
 	loom_tfr_frame(framed, pay[0], 34);
 	ok(memcmp(framed, fb, 50) == 0, "loom_tfr_frame == writer's framing");
+}
 
-	/* ---- streaming reader ---- */
+/* the streaming reader: a file, skipped payloads, a pipe */
+static void streaming_reader(void)
+{
+	const char *f3 = tap_path("three.tfrecord");
+	struct loom_err e;
 	struct loom_tfr_reader *rd = loom_tfr_reader_open(f3, 0, &e);
 	struct loom_tfr_record rec;
 	int good = 1;
@@ -195,12 +172,15 @@ int main(void)
 		close(pfd[0]);
 		waitpid(pid, NULL, 0);
 	}
+}
 
-	/* ---- corruptions ---- */
+/* every corruption the streaming reader must name */
+static void corruptions(void)
+{
 	char msg[LOOM_ERR_MAX];
 	uint64_t n;
 	uint8_t *bad = malloc(flen);
-	char *fb_path = strdup(path_of("bad.tfrecord"));
+	const char *fb_path = tap_path("bad.tfrecord");
 
 	memcpy(bad, fb, flen);
 	bad[50 + 12 + 7] ^= 0x10; /* payload of record 1 */
@@ -257,10 +237,15 @@ int main(void)
 
 	spit(fb_path, "", 0);
 	is_int(read_all(fb_path, 0, &n, msg), LOOM_EOF, "empty file: no records, clean EOF");
-	is_int(read_all(path_of("missing"), 0, &n, msg), LOOM_EIO, "missing file");
+	is_int(read_all(tap_path("missing"), 0, &n, msg), LOOM_EIO, "missing file");
 	ok(strstr(msg, "cannot open") != NULL, "  %s", msg);
+	free(bad);
+}
 
-	/* ---- index parse / format ---- */
+/* index parse / format */
+static void index_parse_format(void)
+{
+	struct loom_err e;
 	uint64_t *off, cnt;
 	is_int(loom_tfr_index_parse("0 50\n50 56\n106 51\n", 18, "x", &off, &cnt, &e), 0,
 	       "parse index");
@@ -287,8 +272,17 @@ int main(void)
 	is_int(loom_tfr_index_parse("0x0 50\n", 7, "x", &off, &cnt, &e), LOOM_EFORMAT, "hex");
 	is_int(loom_tfr_index_parse("0 99999999999999999999\n", 23, "x", &off, &cnt, &e),
 	       LOOM_EFORMAT, "overflow");
+}
 
-	/* ---- one pass: index and payload sizes (loom-index) ---- */
+/* one pass: index and payload sizes (loom-index's loom_tfr_scan) */
+static void scan(void)
+{
+	const char *f3 = tap_path("three.tfrecord"), *fb_path = tap_path("bad.tfrecord");
+	uint8_t *bad = malloc(flen);
+	struct loom_err e;
+	char *txt;
+	size_t tl;
+	struct loom_tfr_writer *w;
 	struct loom_tfr_scan sc;
 	struct scan_ctx sx = { .refuse = -1 };
 	is_int(loom_tfr_scan(f3, NULL, NULL, NULL, &sc, &e), 0, "scan");
@@ -323,7 +317,7 @@ int main(void)
 	ok(sc.records == 0 && sc.bytes == 0 && sc.offsets[0] == 0 && sc.pmin == UINT64_MAX &&
 	   sc.pmax == 0, "  no records, pmin UINT64_MAX");
 	free(sc.offsets);
-	is_int(loom_tfr_scan(path_of("missing"), NULL, NULL, NULL, &sc, &e), LOOM_EIO, "missing file");
+	is_int(loom_tfr_scan(tap_path("missing"), NULL, NULL, NULL, &sc, &e), LOOM_EIO, "missing file");
 	ok(strstr(e.msg, "cannot open") != NULL, "  %s", e.msg);
 	w = loom_tfr_writer_new(fb_path, 0, 0, &e);
 	for (int i = 0; i < 2500; i++)
@@ -340,7 +334,15 @@ int main(void)
 	   sc.offsets[2500] == sc.bytes, "  sizes and offsets of 2500 records");
 	free(sc.offsets);
 
-	/* ---- random access ---- */
+	free(bad);
+}
+
+/* random access through the index, and indexes that disagree with their file */
+static void random_access(void)
+{
+	const char *f3 = tap_path("three.tfrecord"), *fb_path = tap_path("bad.tfrecord");
+	uint8_t *bad = malloc(flen);
+	struct loom_err e;
 	struct loom_tfr_file *tf = loom_tfr_file_open(f3, NULL, &e);
 	ok(tf != NULL, "open shard + index%s%s", tf ? "" : ": ", tf ? "" : e.msg);
 	is_int(loom_tfr_file_count(tf), 3, "  3 records");
@@ -349,7 +351,7 @@ int main(void)
 	is_int(loom_tfr_file_offset(tf, 2), 106, "  offset 2");
 	uint8_t rb[64];
 	size_t got;
-	good = 1;
+	int good = 1;
 	for (int r = 2; r >= 0; r--)
 		good &= loom_tfr_file_read(tf, (uint64_t)r, rb, sizeof rb, &got, NULL) == 0 &&
 			got == plen[r] && memcmp(rb, pay[r], got) == 0;
@@ -362,7 +364,7 @@ int main(void)
 	memcpy(bad, fb, flen);
 	bad[106 + 20] ^= 1;
 	spit(fb_path, bad, flen);
-	spit(path_of("bad.tfrecord.index"), "0 50\n50 56\n106 51\n", 18);
+	spit(tap_path("bad.tfrecord.index"), "0 50\n50 56\n106 51\n", 18);
 	tf = loom_tfr_file_open(fb_path, NULL, &e);
 	is_int(loom_tfr_file_read(tf, 2, rb, 64, &got, &e), LOOM_ECHECKSUM,
 	       "random access: payload CRC checked");
@@ -373,12 +375,12 @@ int main(void)
 
 	/* Index disagreeing with its file. */
 	spit(fb_path, fb, flen);
-	spit(path_of("bad.tfrecord.index"), "0 50\n50 56\n", 11);
+	spit(tap_path("bad.tfrecord.index"), "0 50\n50 56\n", 11);
 	tf = loom_tfr_file_open(fb_path, NULL, &e);
 	ok(tf == NULL, "index covering too little is rejected on open");
 	ok(strstr(e.msg, "index disagrees with its file: it covers 106 bytes in 2 records, the "
 			 "file has 157 bytes") != NULL, "  %s", e.msg);
-	spit(path_of("bad.tfrecord.index"), "0 56\n56 50\n106 51\n", 18);
+	spit(tap_path("bad.tfrecord.index"), "0 56\n56 50\n106 51\n", 18);
 	tf = loom_tfr_file_open(fb_path, NULL, &e);
 	ok(tf != NULL, "index with the right total opens");
 	is_int(loom_tfr_file_read(tf, 0, rb, 64, &got, &e), LOOM_EFORMAT,
@@ -386,15 +388,23 @@ int main(void)
 	ok(strstr(e.msg, "record 0 at byte 0: index disagrees with its file: index says a payload "
 			 "of 40 bytes, the record header says 34") != NULL, "  %s", e.msg);
 	loom_tfr_file_free(tf);
-	tf = loom_tfr_file_open(fb_path, path_of("nonexistent.index"), &e);
+	tf = loom_tfr_file_open(fb_path, tap_path("nonexistent.index"), &e);
 	ok(tf == NULL && strstr(e.msg, "cannot open") != NULL, "missing index: %s", e.msg);
+	free(bad);
+}
 
-	/* ---- writer: async + tiny buffer + record larger than the buffer ---- */
-	size_t nrec = 2000;
+/* writer: async + tiny buffer + record larger than the buffer; abandoned and unwritable writers */
+static void writers(void)
+{
+	struct loom_err e;
+	struct loom_tfr_file *tf;
+	struct loom_tfr_writer *w;
+	char hex[LOOM_HASH_HEX_MAX];
+	size_t got, nrec = 2000;
 	uint8_t *big = malloc(20000);
 	for (int i = 0; i < 20000; i++)
 		big[i] = (uint8_t)(i * 7 + 3);
-	char *fa = strdup(path_of("async.tfrecord")), *fs = strdup(path_of("sync.tfrecord"));
+	char *fa = strdup(tap_path("async.tfrecord")), *fs = strdup(tap_path("sync.tfrecord"));
 	struct loom_tfr_writer *wa = loom_tfr_writer_new(fa, 4096, LOOM_TFW_ASYNC | LOOM_TFW_SHA256,
 							 &e);
 	struct loom_tfr_writer *ws = loom_tfr_writer_new(fs, 1 << 20, 0, &e);
@@ -414,12 +424,12 @@ int main(void)
 	is_int(loom_tfr_writer_commit(wa), 0, "async commit");
 	is_int(loom_tfr_writer_commit(ws), 0, "sync commit");
 	size_t la, ls;
-	uint8_t *ba = slurp(fa, &la), *bs = slurp(fs, &ls);
+	uint8_t *ba = (uint8_t *)tap_slurp(&la, "%s", fa), *bs = (uint8_t *)tap_slurp(&ls, "%s", fs);
 	ok(ba && bs && la == ls && memcmp(ba, bs, la) == 0, "async == sync output (%zu bytes)", la);
 	loom_hash_file_hex("sha256", fa, hex, &e);
 	is_str(loom_tfr_writer_sha256(wa), hex, "async sha256 == file sha256");
 	is_int(loom_tfr_writer_bytes(wa), la, "bytes() == file size");
-	is_int(loom_tfr_writer_write_index(wa, path_of("async.tfrecord.index")), 0, "async index");
+	is_int(loom_tfr_writer_write_index(wa, tap_path("async.tfrecord.index")), 0, "async index");
 	tf = loom_tfr_file_open(fa, NULL, &e);
 	ok(tf && loom_tfr_file_count(tf) == nrec && loom_tfr_file_payload_len(tf, 777) == 20000,
 	   "index of the async file opens, 20000-byte record 777");
@@ -435,29 +445,33 @@ int main(void)
 
 	/* Abandoned writer: no final file, no temporary left. */
 	int before = count_dir();
-	w = loom_tfr_writer_new(path_of("abandoned.tfrecord"), 0, LOOM_TFW_ASYNC, &e);
+	w = loom_tfr_writer_new(tap_path("abandoned.tfrecord"), 0, LOOM_TFW_ASYNC, &e);
 	for (int i = 0; i < 3000; i++)
 		loom_tfr_writer_write(w, big, 5000);
 	loom_tfr_writer_free(w);
-	ok(access(path_of("abandoned.tfrecord"), F_OK) != 0, "abandoned writer: no output");
+	ok(access(tap_path("abandoned.tfrecord"), F_OK) != 0, "abandoned writer: no output");
 	is_int(count_dir(), before, "  no temporary left");
 
-	FILE *pf = fopen(path_of("plain"), "w");
+	FILE *pf = fopen(tap_path("plain"), "w");
 	fclose(pf);
-	w = loom_tfr_writer_new(path_of("plain/x.tfrecord"), 0, 0, &e);
+	w = loom_tfr_writer_new(tap_path("plain/x.tfrecord"), 0, 0, &e);
 	ok(w == NULL && strstr(e.msg, "Not a directory"), "unwritable path: %s", e.msg);
-	unlink(path_of("plain"));
-
+	unlink(tap_path("plain"));
 	free(big);
-	free(f3);
-	free(fb_path);
 	free(fa);
 	free(fs);
-	free(bad);
+}
+
+int main(void)
+{
+	tap_tmpdir();
+	three_records();
+	streaming_reader();
+	corruptions();
+	index_parse_format();
+	scan();
+	random_access();
+	writers();
 	free(fb);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (getenv("KEEP") || system(cmd) != 0)
-		diag("cleanup failed");
 	return done_testing();
 }

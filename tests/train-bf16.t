@@ -7,10 +7,9 @@
 # fp32, loom-eval --precision.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 F=$T/frames
 FR=136                      # bytes per frame: 64 + 4 x 9 x 2
-$MK 4 9 60 128 1 > "$F"
+make_frames 4 9 60 128 1 > "$F"
 export OMP_NUM_THREADS=2
 
 # --- on any CPU ---------------------------------------------------------------
@@ -60,7 +59,7 @@ if ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
 fi
 
 # a learnable stream with noise (the loss has a floor well above 0)
-$MK 4 9 300 128 3 --noise 0.3 > "$T/learn"
+make_frames 4 9 300 128 3 --noise 0.3 > "$T/learn"
 run loom-train -q -c tiny --steps 300 --log "$T/f32.json" < "$T/learn"
 is_rc 0 "fp32: 300 steps"
 run loom-train -q -c tiny --steps 300 --set precision=bf16 --log "$T/b16.json" < "$T/learn"

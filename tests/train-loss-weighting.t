@@ -4,9 +4,8 @@
 # unweighted loss, keeps the key in its checkpoints and resumes exactly.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 # ids 0..7 with 40% noise: every row of 8 targets repeats ids, unevenly
-$MK 4 9 30 8 1 --noise 0.4 > "$T/frames"
+make_frames 4 9 30 8 1 --noise 0.4 > "$T/frames"
 export OMP_NUM_THREADS=2
 
 run loom-train -q -c tiny --steps 20 --log "$T/none.json" < "$T/frames"
@@ -43,7 +42,7 @@ run loom-train -q --resume "$T/ck/step-00000010" --set loss_weighting=none --ste
 is_rc 0 "--resume with --set loss_weighting=none"
 is "$(losses "$T/n.json" | sed -n 1p | cut -d' ' -f1,2)" "$(sed -n 11p "$T/w.l" | cut -d' ' -f1,2)" \
 	"step 11: the same logged loss with and without the weighting"
-$MK 4 9 11 8 1 --noise 0.4 | tail -c $((64 + 4 * 9 * 2 + 64)) > "$T/frame10"
+make_frames 4 9 11 8 1 --noise 0.4 | tail -c $((64 + 4 * 9 * 2 + 64)) > "$T/frame10"
 run loom-eval --checkpoint "$T/ck/step-00000010" < "$T/frame10"
 is_rc 0 "loom-eval on the weighted run's step-10 checkpoint, frame 10"
 /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$out" > "$T/ev"

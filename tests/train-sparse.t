@@ -5,10 +5,9 @@
 # updates, damaged side files, loom-eval's sparsity report.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 F=$T/frames
 FR=136                      # bytes per frame: 64 + 4 x 9 x 2
-$MK 4 9 60 128 1 > "$F"
+make_frames 4 9 60 128 1 > "$F"
 export OMP_NUM_THREADS=2
 # updates at steps 5, 10, ..., 25 (prune_end 0 -> 0.75 x 40 = 30)
 SP="--set sparsity=0.5,block_size=8,prune_every=5,prune_ratio=0.4"
@@ -112,10 +111,7 @@ like "$err" "^loom-train: .*/nomask: sparsity is 0.5, but the checkpoint has no 
 	"says what is missing"
 rm -rf "$T/dmg"
 cp -r "$T/ck/step-00000040" "$T/dmg"
-/usr/bin/python3 -c '
-import sys
-p = sys.argv[1] + "/sparsity.safetensors"; b = bytearray(open(p, "rb").read()); b[-3] ^= 1
-open(p, "wb").write(b)' "$T/dmg"
+flip "$T/dmg/sparsity.safetensors" -3 1
 run loom-train -q --resume "$T/dmg" --steps 50 < "$F"
 is_rc 1 "--resume with a flipped bit in sparsity.safetensors: exit 1"
 like "$err" "sparsity.safetensors" "names the file"

@@ -3,10 +3,9 @@
 # SIGKILL, SIGTERM save, checkpoints, eval, and every bad-input case.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 F=$T/frames
 FR=136                      # bytes per frame: 64 + 4 x 9 x 2
-$MK 4 9 60 128 1 > "$F"
+make_frames 4 9 60 128 1 > "$F"
 export OMP_NUM_THREADS=2
 
 
@@ -114,13 +113,13 @@ like "$err" "state.json records no checksums \\(written by an older loom\\): not
 	"a checkpoint without checksums is read with a warning"
 
 # --- a preset's micro_batch and seq_len come from the frames ------------------
-$MK 8 5 6 128 1 > "$T/b8"
+make_frames 8 5 6 128 1 > "$T/b8"
 run loom-train -v -c tiny --steps 3 --log "$T/b8.json" < "$T/b8"
 is_rc 0 "-c tiny on frames of B=8 x 5 tokens (the preset says 4 x 9)"
 like "$err" "micro_batch 8 from the frames \\(preset 'tiny' says 4\\)" "-v: micro_batch from the frames"
 like "$err" "seq_len 4 from the frames' records of 5 tokens \\(preset 'tiny' says 8\\)" "-v: seq_len from the frames"
 like "$T/b8.json" '"step":3,.*"tokens":96,' "3 steps of 8 x 4 tokens"
-$MK 2 17 4 128 1 > "$T/long"
+make_frames 2 17 4 128 1 > "$T/long"
 run loom-train -v -c tiny --steps 2 < "$T/long"
 is_rc 0 "records longer than the preset's n_positions: trains on the first n_positions + 1"
 like "$err" "seq_len 8 from the frames' records of 17 tokens \\(preset 'tiny' says 8; a larger n_positions would use them whole\\)" \
@@ -135,7 +134,7 @@ is_rc 1 "--set seq_len longer than the records"
 like "$err" "seq_len: 6 needs records of 7 tokens, the batches have 5 \\(seq_len is from --set: change it to 4 there, or feed loom-feed --seq 6\\)$" \
 	"names --set"
 
-$MK 8 5 20 128 1 > "$T/b8long"
+make_frames 8 5 20 128 1 > "$T/b8long"
 run loom-train -q --resume "$T/ck" --steps 14 < "$T/b8long"
 is_rc 1 "--resume on frames shorter than the checkpoint's seq_len"
 like "$err" "seq_len: 8 needs records of 9 tokens, the batches have 5 \\(seq_len is the checkpoint's: --set seq_len=4 overrides it, or feed loom-feed --seq 8\\)$" \
@@ -152,7 +151,7 @@ like "$err" "^loom-train: --resume: --config $T/tiny-lr.json disagrees with the 
 is "$(wc -l < "$err")" 1 "one line"
 
 # --- a truncated --eval-data is found before training -------------------------
-$MK 4 9 3 128 99 > "$T/ev"
+make_frames 4 9 3 128 99 > "$T/ev"
 head -c 300 "$T/ev" > "$T/evcut"
 run loom-train -q -c tiny --steps 20 --eval-every 10 --eval-data "$T/evcut" --save "$T/evck" < "$F"
 is_rc 1 "truncated --eval-data: exit 1"
@@ -233,23 +232,23 @@ is_rc 0 "a resumed run with no step left to do: exit 0"
 is "$(snap "$T/ga")" "$(cat "$T/snap0")" "  the checkpoint directory is exactly as it was"
 
 # --- eval -------------------------------------------------------------------
-$MK 4 9 3 128 99 > "$T/eval"
+make_frames 4 9 3 128 99 > "$T/eval"
 run loom-train -c tiny --steps 10 --eval-every 5 --eval-data "$T/eval" --log "$T/e.json" < "$F"
 is_rc 0 "--eval-every with --eval-data"
 like "$err" 'eval step 10: loss [0-9.]+ ppl [0-9.]+ acc' "eval line on stderr"
 like "$T/e.json" '"eval_loss":' "eval line in the log"
 
 # --- bad input ----------------------------------------------------------------
-$MK 4 9 6 128 1 --corrupt magic@3 > "$T/bad"
+make_frames 4 9 6 128 1 --corrupt magic@3 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "bad magic: exit 1"
 like "$err" '^loom-train: stdin: frame 3 .*magic' "bad magic names the frame"
 is "$(wc -l < "$err")" 1 "one line"
-$MK 4 9 6 128 1 --corrupt crc@2 > "$T/bad"
+make_frames 4 9 6 128 1 --corrupt crc@2 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "bad payload checksum: exit 1"
 like "$err" 'frame 2 .*checksum' "checksum error names the frame"
-$MK 4 9 6 128 1 --corrupt shape@4 > "$T/bad"
+make_frames 4 9 6 128 1 --corrupt shape@4 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "frame of another shape: exit 1"
 like "$err" 'frame 4 .*shape' "shape error names the frame"
@@ -266,7 +265,7 @@ like "$err" '^loom-train: stdin: frame 0: seq_len: 16 needs records of 17 tokens
 run loom-train -q -c tiny --set micro_batch=8 --steps 10 < "$F"
 is_rc 1 "micro_batch differs from the frames: exit 1"
 like "$err" 'micro_batch: 8, but the batches have 4 records \(micro_batch is from --set: change it to 4 there, or feed loom-feed --batch 8\)$' "micro_batch rule named, with the flag to change"
-$MK 4 9 6 300 1 > "$T/bad"
+make_frames 4 9 6 300 1 > "$T/bad"
 run loom-train -q -c tiny --steps 10 < "$T/bad"
 is_rc 1 "token id >= vocab_size: exit 1"
 like "$err" "^loom-train: stdin: frame 0: token [0-9]+ \\(record [0-9]+, position [0-9]+\\) is outside the vocabulary: vocab_size is 128 \\(from preset 'tiny'\\); the data needs --set vocab_size=N with N the tokenizer's size, at least [0-9]+ \\(gpt2: 50257\\)$" \

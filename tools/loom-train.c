@@ -1154,7 +1154,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(g, h.pad_id, u->in, u->tg, (size_t)u->B * u->T);
 		/* dropout masks: independent per rank (rank 0 as a single process) */
-		uint64_t key = loom_k_hash64(c->seed ^ loom_k_hash64((t->step + 1) * 65536 + (uint64_t)micro) ^
+		uint64_t key = loom_splitmix64(c->seed ^ loom_splitmix64((t->step + 1) * 65536 + (uint64_t)micro) ^
 					     ((uint64_t)train_dist_rank() << 48));
 		float l;
 		if (loom_gpt_train_micro(g, u->in, u->tg, u->B, u->T, key, 1.0f / c->grad_accum, &l))

@@ -10,6 +10,16 @@
  *
  * Ownership: nothing here allocates.  A message is at most LOOM_ERR_MAX-1
  * bytes and is overwritten by the next failure on the same object.
+ *
+ * Thread-safety, the default for all of libloom: an object (anything made
+ * by a _new/_open/_init and passed back in) may be used by one thread at a
+ * time; distinct objects are independent, so threads may each use their
+ * own; functions without an object are thread-safe unless noted.  A
+ * module's header says where it differs (an object shared read-only, a
+ * callback run on other threads, something to call before threads start).
+ * Objects that start threads of their own (loom_dump, loom_shard, the
+ * loom_tfr_writer, the OpenMP kernels) still present one caller thread.
+ * Everything here is thread-safe.
  */
 #ifndef LOOM_COMMON_H
 #define LOOM_COMMON_H
@@ -57,6 +67,23 @@ double loom_now(void);
 
 /* Library version string, e.g. "0.1.0". */
 const char *loom_version(void);
+
+/* splitmix64's output function (Stafford's "mix13"): a bijection of the
+ * 64-bit integers that mixes every input bit into every output bit. */
+static inline uint64_t loom_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* splitmix64: the generator's output for state x (x + the golden gamma,
+ * mixed), the basis of loom's counter-based randomness (initialisation,
+ * dropout masks, sampling, RigL, loom-feed's shuffle). */
+static inline uint64_t loom_splitmix64(uint64_t x)
+{
+	return loom_mix64(x + 0x9e3779b97f4a7c15ull);
+}
 
 /* Parse a whole decimal (or 0x hex) unsigned integer in [min, max].
  * Returns 0, or LOOM_EINVAL (not a number / trailing junk) or LOOM_ERANGE. */

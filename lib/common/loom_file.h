@@ -19,6 +19,10 @@
  * and abort release everything (both are safe to call on a closed object).
  * Errors: functions return 0 or a negative LOOM_E* code and leave a
  * message (naming the file) in o->err / loom_outfile_error(o).
+ * Thread-safety: the default (loom_common.h); the table of temporary names
+ * is shared by all outfiles and locked, so threads may each commit their
+ * own (loom-shard does).  loom_share_path reads LOOM_SHARE: no setenv
+ * concurrently.
  */
 #ifndef LOOM_FILE_H
 #define LOOM_FILE_H

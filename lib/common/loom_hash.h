@@ -7,7 +7,8 @@
  *
  * Ownership: loom_hash_new/_free (free accepts NULL).  Errors: functions
  * return 0 or a negative LOOM_E* code, message in loom_hash_error(h) (or
- * in `err` for the one-shot helpers).
+ * in `err` for the one-shot helpers).  Thread-safety: the default
+ * (loom_common.h).
  */
 #ifndef LOOM_HASH_H
 #define LOOM_HASH_H

@@ -33,6 +33,7 @@
  * LOOM_E* code and keep a one-line message naming the stream, the frame
  * number (0-based, counted from the start of the stream) and byte offset,
  * e.g. "stdin: frame 3 at byte 4160: payload checksum mismatch".
+ * Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_BATCH_H
 #define LOOM_BATCH_H

@@ -13,7 +13,6 @@
 #include "loom_batch.h"
 #include "loom_example.h"
 #include "loom_hash.h"
-#include "loom_kernels.h"
 #include "loom_shard.h"
 #include "loom_tfrecord.h"
 
@@ -80,7 +79,7 @@ static void note(struct loom_feed *f, const char *fmt, ...)
 
 static uint64_t round_fn(uint64_t key, unsigned r, uint64_t x)
 {
-	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)r << 56) ^ x));
+	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)r << 56) ^ x));
 }
 
 /* Keyed 6-round balanced Feistel bijection on [0, 2^(2h)). */
@@ -99,7 +98,7 @@ static uint64_t feistel(unsigned h, uint64_t key, uint64_t x)
 /* Position p of epoch e's permutation of [0, N). */
 static uint64_t permute(const struct loom_feed *f, uint32_t epoch, uint64_t p)
 {
-	uint64_t key = loom_k_hash64(loom_k_hash64(f->o.seed) ^
+	uint64_t key = loom_splitmix64(loom_splitmix64(f->o.seed) ^
 				     (0x9e3779b97f4a7c15ull * (epoch + 1ull)));
 	uint64_t x = p;
 	do

@@ -20,6 +20,7 @@
 
 #include "loom_example.h"
 #include "loom_file.h"
+#include "loom_reader.h"
 #include "loom_tfrecord.h"
 
 /* ======================================================================
@@ -47,13 +48,10 @@ const char *loom_tokfmt_name(enum loom_tokfmt fmt)
 #define TOKIN_BUF (1u << 20)
 
 struct loom_tokin {
-	int fd, own;
+	struct loom_reader rd;
+	int own;
 	char *name;
 	enum loom_tokfmt fmt;
-	uint8_t *buf;
-	size_t start, end;
-	int eof;
-	uint64_t consumed;   /* bytes before buf[start] */
 	uint64_t size;
 	uint64_t line;       /* text: current line (1-based) */
 	struct loom_err err;
@@ -63,10 +61,10 @@ struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
 				   struct loom_err *err)
 {
 	struct loom_tokin *t = calloc(1, sizeof *t);
-	if (!t || !(t->buf = malloc(TOKIN_BUF + 1)) ||
+	if (!t || loom_reader_init(&t->rd, -1, TOKIN_BUF) ||
 	    !(t->name = strdup(strcmp(path, "-") ? path : "(stdin)"))) {
 		if (t)
-			free(t->buf);
+			loom_reader_release(&t->rd);
 		free(t);
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
@@ -74,10 +72,10 @@ struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
 	t->fmt = fmt;
 	t->line = 1;
 	if (strcmp(path, "-") == 0) {
-		t->fd = STDIN_FILENO;
+		t->rd.fd = STDIN_FILENO;
 	} else {
-		t->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (t->fd < 0) {
+		t->rd.fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->rd.fd < 0) {
 			loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
 			loom_tokin_free(t);
 			return NULL;
@@ -85,7 +83,7 @@ struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
 		t->own = 1;
 	}
 	struct stat st;
-	if (fstat(t->fd, &st) == 0) {
+	if (fstat(t->rd.fd, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			loom_err_set(err, LOOM_EIO, "cannot read '%s': Is a directory", path);
 			loom_tokin_free(t);
@@ -94,37 +92,23 @@ struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
 		if (S_ISREG(st.st_mode)) {
 			t->size = (uint64_t)st.st_size;
 #ifdef POSIX_FADV_SEQUENTIAL
-			posix_fadvise(t->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+			posix_fadvise(t->rd.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
 		}
 	}
 	return t;
 }
 
-/* Refill: keep buf[start..end), read more after it. */
+/* Refill: keep the unread bytes, read until 64 KiB (or, for a token cut
+ * by the end of the buffer, at least one more byte) are unread. */
 static int tokin_fill(struct loom_tokin *t)
 {
-	if (t->start) {
-		memmove(t->buf, t->buf + t->start, t->end - t->start);
-		t->end -= t->start;
-		t->consumed += t->start;
-		t->start = 0;
-	}
-	while (!t->eof && t->end < TOKIN_BUF) {
-		ssize_t n = read(t->fd, t->buf + t->end, TOKIN_BUF - t->end);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return loom_err_errno(&t->err, LOOM_EIO, errno, "cannot read '%s'", t->name);
-		}
-		if (n == 0) {
-			t->eof = 1;
-			break;
-		}
-		t->end += (size_t)n;
-		if (t->end - t->start >= 65536)
-			break;
-	}
+	size_t want = t->rd.end - t->rd.start + 1;
+	ssize_t got = loom_reader_fill(&t->rd, want > 65536 ? want : 65536);
+	if (got == LOOM_EIO)
+		return loom_err_errno(&t->err, LOOM_EIO, t->rd.errnum, "cannot read '%s'", t->name);
+	if (got < 0)
+		return loom_err_set(&t->err, (int)got, "out of memory");
 	return 0;
 }
 
@@ -141,25 +125,25 @@ static void widen_u16(uint32_t *restrict out, const uint8_t *restrict p, size_t 
 static ssize_t tokin_binary(struct loom_tokin *t, uint32_t *out, size_t cap)
 {
 	size_t w = t->fmt == LOOM_TOK_U16 ? 2 : 4;
-	if (t->end - t->start < w && !t->eof) {
+	if (t->rd.end - t->rd.start < w && !t->rd.eof) {
 		int rc = tokin_fill(t);
 		if (rc < 0)
 			return rc;
 	}
-	size_t avail = (t->end - t->start) / w;
+	size_t avail = (t->rd.end - t->rd.start) / w;
 	if (avail == 0) {
-		if (t->end > t->start)
+		if (t->rd.end > t->rd.start)
 			return loom_err_set(&t->err, LOOM_ETRUNC,
 					    "%s: input ends inside a %s token (%zu stray byte%s at"
 					    " byte %" PRIu64 ")", t->name,
-					    loom_tokfmt_name(t->fmt), t->end - t->start,
-					    t->end - t->start == 1 ? "" : "s",
-					    t->consumed + t->start);
+					    loom_tokfmt_name(t->fmt), t->rd.end - t->rd.start,
+					    t->rd.end - t->rd.start == 1 ? "" : "s",
+					    t->rd.pos + t->rd.start);
 		return 0;
 	}
 	if (avail > cap)
 		avail = cap;
-	const uint8_t *p = t->buf + t->start;
+	const uint8_t *p = t->rd.buf + t->rd.start;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (w == 2)
 		widen_u16(out, p, avail);
@@ -174,7 +158,7 @@ static ssize_t tokin_binary(struct loom_tokin *t, uint32_t *out, size_t cap)
 			out[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
 				 (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
 #endif
-	t->start += avail * w;
+	t->rd.start += avail * w;
 	return (ssize_t)avail;
 }
 
@@ -188,10 +172,10 @@ static ssize_t tokin_text(struct loom_tokin *t, uint32_t *out, size_t cap)
 	size_t n = 0;
 	while (n < cap) {
 		/* Skip whitespace. */
-		while (t->start < t->end && is_space(t->buf[t->start]))
-			t->line += t->buf[t->start++] == '\n';
-		if (t->start == t->end) {
-			if (t->eof || n)
+		while (t->rd.start < t->rd.end && is_space(t->rd.buf[t->rd.start]))
+			t->line += t->rd.buf[t->rd.start++] == '\n';
+		if (t->rd.start == t->rd.end) {
+			if (t->rd.eof || n)
 				break;
 			int rc = tokin_fill(t);
 			if (rc < 0)
@@ -199,11 +183,11 @@ static ssize_t tokin_text(struct loom_tokin *t, uint32_t *out, size_t cap)
 			continue;
 		}
 		/* A token must be complete in the buffer: refill if it may continue. */
-		size_t e = t->start;
-		while (e < t->end && !is_space(t->buf[e]))
+		size_t e = t->rd.start;
+		while (e < t->rd.end && !is_space(t->rd.buf[e]))
 			e++;
-		if (e == t->end && !t->eof) {
-			if (t->start == 0 && t->end >= TOKIN_BUF)
+		if (e == t->rd.end && !t->rd.eof) {
+			if (t->rd.start == 0 && t->rd.end >= TOKIN_BUF)
 				return loom_err_set(&t->err, LOOM_EFORMAT,
 						    "%s: line %" PRIu64 ": token longer than 1 MiB",
 						    t->name, t->line);
@@ -214,8 +198,8 @@ static ssize_t tokin_text(struct loom_tokin *t, uint32_t *out, size_t cap)
 				return rc;
 			continue;
 		}
-		const uint8_t *p = t->buf + t->start;
-		size_t len = e - t->start;
+		const uint8_t *p = t->rd.buf + t->rd.start;
+		size_t len = e - t->rd.start;
 		uint64_t v = 0;
 		int digits = 1;
 		for (size_t i = 0; i < len; i++) {
@@ -240,7 +224,7 @@ static ssize_t tokin_text(struct loom_tokin *t, uint32_t *out, size_t cap)
 					    digits ? "is >= 2^32" : "is not a number");
 		}
 		out[n++] = (uint32_t)v;
-		t->start = e;
+		t->rd.start = e;
 	}
 	return (ssize_t)n;
 }
@@ -256,7 +240,7 @@ ssize_t loom_tokin_read(struct loom_tokin *t, uint32_t *out, size_t cap)
 
 uint64_t loom_tokin_bytes(const struct loom_tokin *t)
 {
-	return t->consumed + t->start;
+	return t->rd.pos + t->rd.start;
 }
 
 uint64_t loom_tokin_size(const struct loom_tokin *t)
@@ -269,9 +253,9 @@ void loom_tokin_free(struct loom_tokin *t)
 	if (!t)
 		return;
 	if (t->own)
-		close(t->fd);
+		close(t->rd.fd);
 	free(t->name);
-	free(t->buf);
+	loom_reader_release(&t->rd);
 	free(t);
 }
 
@@ -301,10 +285,7 @@ uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int kee
 uint64_t loom_shard_key(uint64_t seed, uint64_t i)
 {
 	/* A bijection of i for a fixed seed: no two samples share a key. */
-	uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
+	return loom_mix64(i * 0x9E3779B97F4A7C15ull + seed);
 }
 
 void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64_t total)

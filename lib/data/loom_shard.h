@@ -41,7 +41,9 @@
  * Ownership: _new/_open return objects freed with _free (accepts NULL);
  * strings in the options are copied.  Errors: negative LOOM_E* with the
  * message from loom_shard_error()/loom_tokin_error() (loom_manifest_read:
- * in the caller's struct loom_err).
+ * in the caller's struct loom_err).  Thread-safety: the default
+ * (loom_common.h); a loom_shard encodes and writes on threads of its own,
+ * behind its calls.
  */
 #ifndef LOOM_SHARD_H
 #define LOOM_SHARD_H

@@ -19,6 +19,7 @@
 #include "loom_crc32c.h"
 #include "loom_file.h"
 #include "loom_hash.h"
+#include "loom_reader.h"
 
 static inline void put_u32(uint8_t *p, uint32_t v)
 {
@@ -415,16 +416,13 @@ const char *loom_tfr_writer_error(const struct loom_tfr_writer *w)
  * ====================================================================== */
 
 struct loom_tfr_reader {
-	int fd, own_fd;
+	struct loom_reader rd; /* rd.pos: the file offset of rd.buf[0] */
+	int own_fd;
 	char *name;
 	int flags;
 	int regular;
 	uint64_t size;       /* file size (regular files) */
-	uint64_t pos;        /* file offset of buf[start] */
 	uint64_t index;      /* number of the next record */
-	uint8_t *buf;
-	size_t cap, start, end;
-	int eof;
 	struct loom_err err;
 };
 
@@ -434,21 +432,13 @@ static struct loom_tfr_reader *reader_new(int fd, const char *name, int flags,
 					  struct loom_err *err)
 {
 	struct loom_tfr_reader *r = calloc(1, sizeof *r);
-	if (r)
-		r->name = strdup(name);
-	if (r)
-		r->buf = malloc(READ_CHUNK);
-	if (!r || !r->name || !r->buf) {
-		if (r) {
+	if (!r || !(r->name = strdup(name)) || loom_reader_init(&r->rd, fd, READ_CHUNK)) {
+		if (r)
 			free(r->name);
-			free(r->buf);
-			free(r);
-		}
+		free(r);
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
-	r->fd = fd;
-	r->cap = READ_CHUNK;
 	r->flags = flags;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -456,7 +446,7 @@ static struct loom_tfr_reader *reader_new(int fd, const char *name, int flags,
 		r->size = (uint64_t)st.st_size;
 		off_t cur = lseek(fd, 0, SEEK_CUR);
 		if (cur > 0) /* the record stream starts at the current offset */
-			r->pos = (uint64_t)cur;
+			r->rd.pos = (uint64_t)cur;
 #ifdef POSIX_FADV_SEQUENTIAL
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -495,41 +485,16 @@ struct loom_tfr_reader *loom_tfr_reader_open(const char *path, int flags,
 	return r;
 }
 
-/* Make at least `want` bytes available at buf[start]; returns what is
- * available (less only at end of input) or a negative error. */
+/* Make at least `want` bytes available at rd.buf[rd.start]; returns what
+ * is available (less only at end of input) or a negative error. */
 static ssize_t fill(struct loom_tfr_reader *r, size_t want)
 {
-	if (r->end - r->start >= want)
-		return (ssize_t)(r->end - r->start);
-	if (r->start) { /* slide what is left to the front */
-		memmove(r->buf, r->buf + r->start, r->end - r->start);
-		r->end -= r->start;
-		r->pos += r->start;
-		r->start = 0;
-	}
-	if (want > r->cap) {
-		size_t nc = r->cap;
-		while (nc < want)
-			nc *= 2;
-		uint8_t *p = realloc(r->buf, nc);
-		if (!p)
-			return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
-		r->buf = p;
-		r->cap = nc;
-	}
-	while (r->end < want && !r->eof) {
-		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return loom_err_errno(&r->err, LOOM_EIO, errno, "cannot read '%s'",
-					      r->name);
-		}
-		if (n == 0)
-			r->eof = 1;
-		r->end += (size_t)n;
-	}
-	return (ssize_t)r->end;
+	ssize_t got = loom_reader_fill(&r->rd, want);
+	if (got == LOOM_EIO)
+		return loom_err_errno(&r->err, LOOM_EIO, r->rd.errnum, "cannot read '%s'", r->name);
+	if (got == LOOM_ENOMEM)
+		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
+	return got;
 }
 
 #define RERR(r, code, off, ...) \
@@ -551,17 +516,18 @@ record_error(struct loom_err *e, int code, const char *name, uint64_t rec, uint6
 /* Skip `n` payload+footer bytes without reading them (regular files). */
 static int skip_bytes(struct loom_tfr_reader *r, uint64_t n)
 {
-	size_t have = r->end - r->start;
+	struct loom_reader *rd = &r->rd;
+	size_t have = rd->end - rd->start;
 	if (n <= have) {
-		r->start += n;
+		rd->start += n;
 		return 0;
 	}
 	n -= have;
-	r->pos += r->end; /* pos is the file offset of buf[0] */
-	r->start = r->end = 0;
-	if (lseek(r->fd, (off_t)n, SEEK_CUR) < 0)
+	rd->pos += rd->end; /* pos is the file offset of buf[0] */
+	rd->start = rd->end = 0;
+	if (lseek(rd->fd, (off_t)n, SEEK_CUR) < 0)
 		return loom_err_errno(&r->err, LOOM_EIO, errno, "cannot seek in '%s'", r->name);
-	r->pos += n;
+	rd->pos += n;
 	return 0;
 }
 
@@ -572,13 +538,13 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 	ssize_t got = fill(r, LOOM_TFR_HEADER);
 	if (got < 0)
 		return (int)got;
-	uint64_t off = r->pos + r->start;
+	uint64_t off = r->rd.pos + r->rd.start;
 	if (got == 0)
 		return LOOM_EOF;
 	if (got < LOOM_TFR_HEADER)
 		return RERR(r, LOOM_ETRUNC, off,
 			    "truncated record header (%zd of 12 bytes)", got);
-	const uint8_t *h = r->buf + r->start;
+	const uint8_t *h = r->rd.buf + r->rd.start;
 	uint64_t len = get_u64(h);
 	if (get_u32(h + 8) != loom_crc32c_masked(h, 8))
 		return RERR(r, LOOM_ECHECKSUM, off, "length CRC mismatch (length field %" PRIu64 ")",
@@ -597,7 +563,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 	}
 	size_t total = (size_t)len + LOOM_TFR_OVERHEAD;
 	if ((r->flags & LOOM_TFR_SKIP_PAYLOAD) && r->regular) {
-		r->start += LOOM_TFR_HEADER;
+		r->rd.start += LOOM_TFR_HEADER;
 		int rc = skip_bytes(r, len + LOOM_TFR_FOOTER);
 		if (rc < 0)
 			return rc;
@@ -610,12 +576,12 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 			return RERR(r, LOOM_ETRUNC, off,
 				    "truncated record (payload of %" PRIu64 " bytes, %zd of %zu"
 				    " bytes present)", len, got, total);
-		const uint8_t *p = r->buf + r->start + LOOM_TFR_HEADER;
+		const uint8_t *p = r->rd.buf + r->rd.start + LOOM_TFR_HEADER;
 		if (!(r->flags & (LOOM_TFR_NO_PAYLOAD_CRC | LOOM_TFR_SKIP_PAYLOAD)) &&
 		    get_u32(p + len) != loom_crc32c_masked(p, (size_t)len))
 			return RERR(r, LOOM_ECHECKSUM, off, "payload CRC mismatch");
 		rec->data = (r->flags & LOOM_TFR_SKIP_PAYLOAD) ? NULL : p;
-		r->start += total;
+		r->rd.start += total;
 	}
 	rec->len = (size_t)len;
 	rec->offset = off;
@@ -625,7 +591,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 
 uint64_t loom_tfr_reader_offset(const struct loom_tfr_reader *r)
 {
-	return r->pos + r->start;
+	return r->rd.pos + r->rd.start;
 }
 
 void loom_tfr_reader_free(struct loom_tfr_reader *r)
@@ -633,9 +599,9 @@ void loom_tfr_reader_free(struct loom_tfr_reader *r)
 	if (!r)
 		return;
 	if (r->own_fd)
-		close(r->fd);
+		close(r->rd.fd);
 	free(r->name);
-	free(r->buf);
+	loom_reader_release(&r->rd);
 	free(r);
 }
 

@@ -33,6 +33,11 @@
  * short or a length running past the end of the file LOOM_ETRUNC; a bad
  * index, or an index that disagrees with its file, LOOM_EFORMAT; system
  * errors LOOM_EIO.  A clean end of a stream is LOOM_EOF.
+ *
+ * Thread-safety: the default (loom_common.h), except that a loom_tfr_file
+ * may be read (loom_tfr_file_read) by several threads at once, and that
+ * loom_tfr_versions() returns a static buffer (not thread-safe).  A writer
+ * writes on a thread of its own, behind its calls.
  */
 #ifndef LOOM_TFRECORD_H
 #define LOOM_TFRECORD_H

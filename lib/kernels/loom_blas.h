@@ -23,6 +23,10 @@
  *
  * Ownership/errors: nothing to free.  loom_blas_reexec() returns only when
  * there is nothing to change or on failure (negative errno); nothing prints.
+ * Thread-safety: unlike the default, loom_blas_reexec() (setenv, execv) must
+ * run before any other thread exists; loom_blas_better_core() is
+ * thread-safe; a struct loom_threads belongs to the thread that runs the
+ * model (it sets the OpenMP and OpenBLAS thread counts of the process).
  */
 #ifndef LOOM_BLAS_H
 #define LOOM_BLAS_H

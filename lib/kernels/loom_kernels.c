@@ -357,17 +357,9 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
 
 /* ---- counter-based randomness (dropout masks) ------------------------ */
 
-uint64_t loom_k_hash64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static inline int keep(uint64_t key, size_t i, float p)
 {
-	uint64_t h = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
+	uint64_t h = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
 	return (float)((h >> 40) * (1.0 / 16777216.0)) >= p;
 }
 

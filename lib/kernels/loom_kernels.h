@@ -19,7 +19,11 @@
  *
  * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
  * Nothing here allocates except the attention kernels' per-thread
- * scratch (a few tiles; the naive ones a row); nothing prints.
+ * scratch (a few tiles; the naive ones a row); nothing prints.  Errors:
+ * most kernels cannot fail (void); the attention kernels return -1 when
+ * their scratch cannot be allocated.  Thread-safety: the default
+ * (loom_common.h): kernels are functions without an object, each runs an
+ * OpenMP team of its own; an mm passed in is an object (loom_mm.h).
  */
 #ifndef LOOM_KERNELS_H
 #define LOOM_KERNELS_H
@@ -163,8 +167,5 @@ void loom_k_scale(float *x, size_t n, float s);
 /* The instruction set the fast kernels run with on this machine (the
  * clone the loader picked): "AVX-512", "AVX2" or "baseline". */
 const char *loom_k_isa(void);
-
-/* splitmix64 hash, the basis of loom's counter-based randomness. */
-uint64_t loom_k_hash64(uint64_t x);
 
 #endif

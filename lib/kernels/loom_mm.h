@@ -26,7 +26,9 @@
  * returns NULL.  loom_mm_gemm() cannot return a code through the kernels
  * that call it: a failure (out of memory, a primitive oneDNN refuses)
  * leaves C unspecified and is kept sticky in the object until
- * loom_mm_check() reports and clears it.  Nothing prints.
+ * loom_mm_check() reports and clears it.  Nothing prints.  Thread-safety:
+ * the default (loom_common.h): one thread at a time calls an mm (its
+ * products run on OpenMP/oneDNN threads of their own).
  */
 #ifndef LOOM_MM_H
 #define LOOM_MM_H

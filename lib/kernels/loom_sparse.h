@@ -35,7 +35,7 @@
  * Ownership: loom_sparse_new/_free (free accepts NULL); the object owns
  * its index and packed values.  Errors: functions that allocate return 0
  * or LOOM_ENOMEM/LOOM_EINVAL with the message in loom_sparse_error();
- * nothing prints.
+ * nothing prints.  Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_SPARSE_H
 #define LOOM_SPARSE_H

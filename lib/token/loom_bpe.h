@@ -29,8 +29,9 @@
  * its position.  encode then decode gives back the input bytes exactly,
  * also for invalid UTF-8 (see loom_pretok.h).
  *
- * Ownership: one struct loom_bpe per thread; it borrows the vocabulary,
- * which must outlive it and may be shared.  Memory: about 1.1 MB plus
+ * Ownership and thread-safety: one struct loom_bpe per thread (the
+ * default, loom_common.h); it borrows the vocabulary, which must outlive
+ * it and may be shared by any number of them (loom_vocab.h).  Memory: about 1.1 MB plus
  * 28 bytes per byte of the longest piece (> LOOM_BPE_SHORT) encoded so far.
  * Errors: 0 or a negative LOOM_E* code; message in loom_bpe_error().
  */

@@ -12,6 +12,7 @@
 #include "loom_common.h"
 #include "loom_file.h"
 #include "loom_pretok.h"
+#include "loom_utf8.h"
 #include "loom_vocab.h"
 
 /* Make room for `need` elements of `size` bytes in the array *pp of *cap

@@ -61,7 +61,8 @@
  * Ownership: the trainer owns everything it allocates; results returned by
  * the accessors stay valid until the trainer is freed.
  * Errors: 0 or a negative LOOM_E* code; the message is kept on the trainer
- * (loom_bpe_trainer_error).  Not thread-safe (one trainer per thread).
+ * (loom_bpe_trainer_error).  Thread-safety: the default (loom_common.h):
+ * one trainer per thread.
  */
 #ifndef LOOM_BPE_TRAIN_H
 #define LOOM_BPE_TRAIN_H

@@ -26,46 +26,6 @@ static inline int cont(uint8_t b)
 	return (b & 0xc0) == 0x80;
 }
 
-size_t loom_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp, int *valid)
-{
-	uint8_t c = s[0];
-	*valid = 1;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c < 0xc2)
-		goto bad;
-	if (c < 0xe0) {
-		if (n < 2 || !cont(s[1]))
-			goto bad;
-		*cp = (uint32_t)(c & 0x1f) << 6 | (s[1] & 0x3f);
-		return 2;
-	}
-	if (c < 0xf0) {
-		if (n < 3 || !cont(s[1]) || !cont(s[2]))
-			goto bad;
-		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))
-			goto bad;
-		*cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 |
-		      (s[2] & 0x3f);
-		return 3;
-	}
-	if (c < 0xf5) {
-		if (n < 4 || !cont(s[1]) || !cont(s[2]) || !cont(s[3]))
-			goto bad;
-		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-			goto bad;
-		*cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
-		      (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
-		return 4;
-	}
-bad:
-	*valid = 0;
-	*cp = 0xfffd;
-	return 1;
-}
-
 /* Class of the character at s[0..n), n >= 1; its length in *len. */
 static inline int cls(const uint8_t *s, size_t n, size_t *len)
 {

@@ -19,7 +19,8 @@
  * Contractions are case-sensitive ("'S" is not one); ` ?` is U+0020 only.
  *
  * Invalid UTF-8: input is bytes.  At each position a well-formed UTF-8
- * sequence (shortest form, no surrogates, <= U+10FFFF) is one character;
+ * sequence (shortest form, no surrogates, <= U+10FFFF: loom_utf8_decode
+ * in loom_utf8.h) is one character;
  * otherwise the single byte at that position is one character of class O
  * (exactly how a decoder substituting U+FFFD, itself class O, would
  * classify it).  Pieces are always contiguous byte ranges of the input, so
@@ -36,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loom_utf8.h"
+
 /* Character classes of the pattern. */
 enum { LOOM_UC_O = 0, LOOM_UC_L = 1, LOOM_UC_N = 2, LOOM_UC_S = 3 };
 
@@ -45,11 +48,6 @@ size_t loom_pretok_next(const uint8_t *s, size_t n);
 
 /* Class (LOOM_UC_*) of code point cp (any value; > 0x10FFFF gives O). */
 int loom_uclass(uint32_t cp);
-
-/* Decode one character at s[0..n), n >= 1, by the rule above: stores the
- * code point in *cp (0xFFFD for an invalid byte) and returns its byte
- * length (1..4).  Sets *valid to 0 for an invalid byte, else 1. */
-size_t loom_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp, int *valid);
 
 /* For streaming very long documents: the largest p in [1, n) such that
  * splitting s[0..n) at p gives exactly the same pieces as the whole

@@ -9,6 +9,7 @@
 
 #include "loom_file.h"
 #include "loom_pretok.h"
+#include "loom_utf8.h"
 
 /* bytes_to_unicode(): printable bytes map to themselves, the other 68 to
  * U+0100.. in increasing byte order. */

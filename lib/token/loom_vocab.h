@@ -43,8 +43,9 @@
  * the vocabulary, a duplicate merge, a vocab.bpe whose last line has no
  * newline (truncated), bad base64, duplicate ranks.
  *
- * Ownership: loom_vocab_new/_free; the loaded vocabulary is immutable and
- * may be shared by any number of threads (loom_bpe objects).
+ * Ownership: loom_vocab_new/_free.  Thread-safety: unlike the default
+ * (loom_common.h), a loaded vocabulary is immutable and may be shared by
+ * any number of threads (loom_bpe objects); loading is one thread's.
  * Errors: 0 or a negative LOOM_E* code, message in loom_vocab_error().
  */
 #ifndef LOOM_VOCAB_H

@@ -36,7 +36,8 @@
  * Errors: 0 or negative LOOM_E*; one line naming the checkpoint directory
  * or file and the reason, e.g. "ckpt/step-00000100/model.safetensors:
  * tensor 'transformer.wte.weight' is [128, 64] but config.json (n_embd 32,
- * vocab_size 128) needs [128, 32]".
+ * vocab_size 128) needs [128, 32]".  Thread-safety: the default
+ * (loom_common.h).
  */
 #ifndef LOOM_CKPT_H
 #define LOOM_CKPT_H

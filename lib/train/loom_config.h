@@ -21,7 +21,8 @@
  * buffer layout exactly).
  *
  * Ownership: plain struct, no allocations.  Errors: functions return 0 or a
- * negative LOOM_E* code and leave the message in c->err.
+ * negative LOOM_E* code and leave the message in c->err.  Thread-safety:
+ * the default (loom_common.h).
  */
 #ifndef LOOM_CONFIG_H
 #define LOOM_CONFIG_H

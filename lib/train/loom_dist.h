@@ -32,6 +32,9 @@
  * 1, attach frees g->m and g->v (set to NULL): the moments live here.
  * Errors: 0 or negative LOOM_E*, message in loom_dist_error().  Nothing
  * prints or exits (except loom_dist_abort()).
+ * Thread-safety: stricter than the default: MPI runs FUNNELED, so only
+ * the thread that called loom_dist_init may call the functions here
+ * (loom_dist_backend's first call included: it fills a static buffer).
  */
 #ifndef LOOM_DIST_H
 #define LOOM_DIST_H

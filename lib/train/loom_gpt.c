@@ -161,8 +161,8 @@ void loom_gpt_free(struct loom_gpt *g)
 /* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
 static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
 {
-	uint64_t a = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
-	uint64_t b = loom_k_hash64(a);
+	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
+	uint64_t b = loom_splitmix64(a);
 	float u1 = ((a >> 40) + 1.0f) * (1.0f / 16777217.0f);
 	float u2 = (b >> 40) * (1.0f / 16777216.0f);
 	float r = sqrtf(-2.0f * logf(u1)), s, c;
@@ -177,7 +177,7 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct loom_gpt_tensor *t = &g->tensors[i];
 		float *p = g->params + t->offset;
-		uint64_t key = loom_k_hash64(seed ^ loom_k_hash64(0x5eed0000ull + (uint64_t)i));
+		uint64_t key = loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
 		if (t->ndim == 1) {
 			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
 			for (size_t j = 0; j < t->numel; j++)
@@ -466,7 +466,7 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 
 static uint64_t site_key(uint64_t key, int l, int site)
 {
-	return loom_k_hash64(key ^ loom_k_hash64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
+	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
@@ -888,7 +888,7 @@ int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, ui
 		if (logits[v] >= thresh)
 			sum += exp((logits[v] - mx) / temperature);
 	*rng += 0x9e3779b97f4a7c15ull;
-	double u = (loom_k_hash64(*rng) >> 11) * (1.0 / 9007199254740992.0) * sum, c = 0;
+	double u = (loom_splitmix64(*rng) >> 11) * (1.0 / 9007199254740992.0) * sum, c = 0;
 	for (int v = 0; v < V; v++)
 		if (logits[v] >= thresh) {
 			c += exp((logits[v] - mx) / temperature);

@@ -72,8 +72,11 @@
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
- * Errors: 0 or negative LOOM_E*; message in g->err (loom_gpt_error()).
- * Nothing prints.
+ * Ownership: loom_gpt_new/_free; the model owns its parameters, moments,
+ * activations and scratch.  Errors: 0 or negative LOOM_E*; message in
+ * g->err (loom_gpt_error()).  Nothing prints.  Thread-safety: the default
+ * (loom_common.h): one thread drives a model, whose kernels run OpenMP
+ * teams of their own.
  */
 #ifndef LOOM_GPT_H
 #define LOOM_GPT_H

@@ -16,6 +16,7 @@
  * Ownership: loom_series_init/_release; loom_plot_svg returns a malloc'd
  * string the caller frees.  Errors: 0 or a negative LOOM_E* code with the
  * message in the series' err (a malformed line is LOOM_EFORMAT).
+ * Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_PLOT_H
 #define LOOM_PLOT_H

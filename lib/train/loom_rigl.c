@@ -109,12 +109,12 @@ void loom_rigl_init_masks(struct loom_rigl *r, double sparsity, uint64_t seed)
 		/* partial Fisher-Yates: the first `live` of a uniformly random
 		 * permutation of the block indices */
 		int *perm = r->scratch;
-		uint64_t key = loom_k_hash64(seed ^ loom_k_hash64(0x7191000ull + (uint64_t)l));
+		uint64_t key = loom_splitmix64(seed ^ loom_splitmix64(0x7191000ull + (uint64_t)l));
 		memset(L->mask, 0, (size_t)L->nb);
 		for (int i = 0; i < L->nb; i++)
 			perm[i] = i;
 		for (int i = 0; i < live; i++) {
-			uint64_t h = loom_k_hash64(key ^ loom_k_hash64((uint64_t)i));
+			uint64_t h = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
 			int j = i + (int)(h % (uint64_t)(L->nb - i));
 			int t = perm[i];
 			perm[i] = perm[j];

@@ -39,7 +39,7 @@
  * Ownership: loom_rigl_new/_free (free accepts NULL); the object owns its
  * masks and scores.  Errors: functions that allocate or check return 0 or
  * LOOM_ENOMEM/LOOM_EINVAL with the message in loom_rigl_error(); nothing
- * prints.
+ * prints.  Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_RIGL_H
 #define LOOM_RIGL_H

@@ -21,6 +21,7 @@
  * keeps caller pointers.
  * Errors: 0 or a negative LOOM_E* code; the message names the file (and
  * the tensor or byte offset) and is kept on the reader, or in `err`.
+ * Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_SAFETENSORS_H
 #define LOOM_SAFETENSORS_H

@@ -34,6 +34,10 @@
  * Ownership: loom_dump_open copies what it needs; the page passed to the
  * page function is valid only during the call.  Errors: 0 or negative
  * LOOM_E*, message on the object (loom_dump_error / loom_pagexml_error).
+ * Thread-safety: the default (loom_common.h) for the object, but the
+ * page function runs on the worker threads, several at once (never two at
+ * once for one worker): it must be thread-safe, e.g. one loom_wikitext
+ * per worker; the write function runs on the calling thread.
  */
 #ifndef LOOM_DUMP_H
 #define LOOM_DUMP_H

@@ -23,6 +23,7 @@
  * Errors: 0 or negative LOOM_E* (LOOM_EFORMAT for malformed input), with a
  * message naming the source (as given by the caller), the line or JSON
  * path, and the problem in d->err / loom_dumpinfo_error(d).
+ * Thread-safety: the default (loom_common.h).
  */
 #ifndef LOOM_DUMPINFO_H
 #define LOOM_DUMPINFO_H

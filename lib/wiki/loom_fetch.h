@@ -29,9 +29,11 @@
  *     file system has no extended attributes the file is always rehashed.
  * It never prints: progress goes to an optional callback.
  *
- * Ownership: loom_fetch_new/_free (free accepts NULL); one object per
- * thread.  Errors: 0 or negative LOOM_E*, one-line message (naming the URL
- * or file) in loom_fetch_error(f).
+ * Ownership: loom_fetch_new/_free (free accepts NULL).  Errors: 0 or
+ * negative LOOM_E*, one-line message (naming the URL or file) in
+ * loom_fetch_error(f).  Thread-safety: the default (loom_common.h), one
+ * object per thread, except that the first loom_fetch_new of the process
+ * (it runs curl_global_init) must not race another.
  */
 #ifndef LOOM_FETCH_H
 #define LOOM_FETCH_H

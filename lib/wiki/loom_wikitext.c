@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_utf8.h"
+
 /* ------------------------------------------------------------------ */
 /* buffers */
 
@@ -80,40 +82,6 @@ static int scratch(struct loom_wt_buf *b, size_t need)
 /* ------------------------------------------------------------------ */
 /* UTF-8 */
 
-/* Length of the valid sequence at s (1-4), 0 if s[0] starts no valid
- * sequence, -1 if the n available bytes are a valid but incomplete prefix. */
-static int u8seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0], c1;
-	if (c < 0x80)
-		return 1;
-	if (c < 0xC2)
-		return 0;
-	if (n < 2)
-		return -1;
-	c1 = s[1];
-	if ((c1 & 0xC0) != 0x80)
-		return 0;
-	if (c < 0xE0)
-		return 2;
-	if (c < 0xF0) {
-		if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
-			return 0;
-		if (n < 3)
-			return -1;
-		return (s[2] & 0xC0) == 0x80 ? 3 : 0;
-	}
-	if (c >= 0xF5 || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))
-		return 0;
-	if (n < 3)
-		return -1;
-	if ((s[2] & 0xC0) != 0x80)
-		return 0;
-	if (n < 4)
-		return -1;
-	return (s[3] & 0xC0) == 0x80 ? 4 : 0;
-}
-
 static const char FFFD[3] = { (char)0xEF, (char)0xBF, (char)0xBD };
 
 int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
@@ -134,7 +102,7 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 		size_t take = n < (size_t)(4 - k) ? n : (size_t)(4 - k);
 		memcpy(tmp, carry, k);
 		memcpy(tmp + k, s, take);
-		int r = u8seq(tmp, k + take);
+		int r = loom_utf8_seq(tmp, k + take);
 		if (r > 0) {
 			memcpy(o, tmp, r);
 			o += r;
@@ -157,31 +125,8 @@ int64_t loom_utf8_sanitize(const char *src, size_t n, struct loom_wt_buf *out,
 	}
 	while (i < n) {
 		/* find the run of valid UTF-8 starting at i, copy it at once */
-		size_t j = i;
-		int r = 1;
-		while (j < n) {
-			if (s[j] < 0x80) {
-				j++;
-				while (j + 8 <= n) {
-					uint64_t w;
-					memcpy(&w, s + j, 8);
-					if (w & 0x8080808080808080ull)
-						break;
-					j += 8;
-				}
-				continue;
-			}
-			/* common 3-byte case (CJK) inline */
-			if (s[j] >= 0xE1 && s[j] <= 0xEC && j + 2 < n && (s[j + 1] & 0xC0) == 0x80 &&
-			    (s[j + 2] & 0xC0) == 0x80) {
-				j += 3;
-				continue;
-			}
-			r = u8seq(s + j, n - j);
-			if (r <= 0)
-				break;
-			j += r;
-		}
+		int r;
+		size_t j = i + loom_utf8_span(s + i, n - i, &r);
 		memcpy(o, s + i, j - i);
 		o += j - i;
 		i = j;

@@ -31,8 +31,8 @@
  *
  * Ownership: a loom_wikitext object owns its scratch buffers and reuses
  * them between calls (memory ~ a few times the largest article, reported
- * in loom_wikitext_info.scratch); it is
- * not thread-safe, use one per thread.  Errors: functions return 0 or a
+ * in loom_wikitext_info.scratch).  Thread-safety: the default
+ * (loom_common.h): one object per thread.  Errors: functions return 0 or a
  * negative LOOM_E* (only LOOM_ENOMEM / LOOM_EINVAL, the latter for a page
  * over 1.4 GB); the message is kept
  * on the object (loom_wikitext_error).

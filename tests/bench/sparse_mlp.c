@@ -41,7 +41,7 @@ static float *fill(size_t n, float scale, uint64_t seed)
 		exit(1);
 	}
 	for (size_t i = 0; i < n; i++)
-		p[i] = (float)((loom_k_hash64(seed ^ i) >> 40) * (1.0 / 16777216.0) * 2 - 1) * scale;
+		p[i] = (float)((loom_splitmix64(seed ^ i) >> 40) * (1.0 / 16777216.0) * 2 - 1) * scale;
 	return p;
 }
 
@@ -52,7 +52,7 @@ static struct loom_sparse *sparse_of(float *w, int IC, int OC, int bs, double de
 	int ib = IC / bs, ob = OC / bs, nb = ib * ob, live = (int)(density * nb + 0.5);
 	uint8_t *m = calloc((size_t)nb, 1);
 	for (int k = 0; k < live; seed++) {
-		int p = (int)(loom_k_hash64(seed) % (uint64_t)nb);
+		int p = (int)(loom_splitmix64(seed) % (uint64_t)nb);
 		if (!m[p])
 			m[p] = 1, k++;
 	}
