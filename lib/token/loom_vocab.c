@@ -479,9 +479,10 @@ out:
 }
 
 /* Build the vocabulary from entries E (token -> id) and merge lines
- * ("A B\n" each, an optional "#..." first line).  With `hf`, single-byte
- * tokens may be missing (HuggingFace's trainer keeps only the bytes it saw)
- * and merges are numbered as entries of model.merges, not lines. */
+ * ("A B\n" each, an optional "#..." first line).  Single-byte tokens may
+ * be missing (HuggingFace's trainer keeps only the bytes it saw, in its
+ * tokenizer.json and vocab.json alike).  With `hf`, merges are numbered as
+ * entries of model.merges, not lines. */
 static int build(struct loom_vocab *v, const struct entries *ents, const char *enc_name,
 		 const char *merges, size_t merges_len, const char *merges_name, int hf)
 {
@@ -672,7 +673,7 @@ static int build(struct loom_vocab *v, const struct entries *ents, const char *e
 		}
 		free(buf);
 	}
-	rc = finish(v, enc_name, made, hf);
+	rc = finish(v, enc_name, made, 1);
 out:
 	free(made);
 	return rc;
