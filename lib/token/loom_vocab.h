@@ -29,9 +29,16 @@
  *    ids are the file's, so encoding gives HF's ids.  HF's trainer keeps
  *    only the bytes it saw: single-byte tokens may be missing
  *    (n_missing_bytes; byte_id[b] is then LOOM_VOCAB_NONE and encoding a
- *    text with such a byte fails, naming it and its offset).  Anything
- *    else that changes the pieces or the text (another pre-tokenizer, a
- *    normalizer, subword affixes) is refused with a message naming it.
+ *    text with such a byte fails, naming it and its offset).  A ByteLevel
+ *    post-processor (offsets only) is accepted.  Anything else that
+ *    changes the pieces, the text or the ids (another pre-tokenizer, a
+ *    normalizer, subword affixes, a post-processor that adds tokens, BPE
+ *    dropout, ignore_merges, truncation, padding, an added token with
+ *    lstrip/rstrip/single_word) is refused with a message naming it.
+ *    One pass reads model.vocab and model.merges straight into the
+ *    loader's arrays and the small rest through jansson (a malformed file
+ *    is re-read as a whole DOM, which words the error; a truncated one is
+ *    named without it).
  *  - tiktoken format: lines "BASE64 RANK"; the id of a token is its rank and
  *    a pair of tokens merges when its concatenation is a token, the lowest
  *    rank first (tiktoken's rule).  One special token <|endoftext|> is added
