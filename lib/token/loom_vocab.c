@@ -440,9 +440,13 @@ static int js_str(const char *s, size_t n, size_t *pi, struct sbuf *out)
 	}
 }
 
-/* The object {"token": id, ...} at s[*i] into E (ids: plain integers in
- * [0, LOOM_VOCAB_MAX_ID]). */
-static int js_vocab(const char *s, size_t n, size_t *pi, struct entries *E)
+/* The object at s[*i]: each member's key (its text, NUL-terminated) and
+ * the position of its value go to member(), which reads the value and
+ * moves *i past it. */
+typedef int (*js_member_fn)(const char *key, size_t klen, const char *s, size_t n,
+			    size_t *pi, void *ctx);
+
+static int js_object(const char *s, size_t n, size_t *pi, js_member_fn member, void *ctx)
 {
 	struct sbuf key = { 0 };
 	size_t i = *pi;
@@ -457,18 +461,14 @@ static int js_vocab(const char *s, size_t n, size_t *pi, struct entries *E)
 	for (;;) {
 		key.n = 0;
 		js_ws(s, n, &i);
-		if (js_str(s, n, &i, &key))
+		if (js_str(s, n, &i, &key) || sb_room(&key, 1))
 			goto out;
+		key.p[key.n] = 0;
 		js_ws(s, n, &i);
 		if (i >= n || s[i++] != ':')
 			goto out;
 		js_ws(s, n, &i);
-		uint64_t v = 0;
-		size_t st = i;
-		while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
-			v = v * 10 + (uint64_t)(s[i++] - '0');
-		if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID ||
-		    ent_add(E, key.p, key.n, (uint32_t)v))
+		if (member(key.p, key.n, s, n, &i, ctx))
 			goto out;
 		js_ws(s, n, &i);
 		if (i >= n)
@@ -488,12 +488,27 @@ out:
 	return rc;
 }
 
+/* A member "token": id of {"token": id, ...} into the entries ctx (ids:
+ * plain integers in [0, LOOM_VOCAB_MAX_ID]). */
+static int vocab_member(const char *key, size_t klen, const char *s, size_t n, size_t *pi,
+			void *ctx)
+{
+	uint64_t v = 0;
+	size_t i = *pi, st = i;
+	while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
+		v = v * 10 + (uint64_t)(s[i++] - '0');
+	if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID)
+		return -1;
+	*pi = i;
+	return ent_add(ctx, key, klen, (uint32_t)v);
+}
+
 /* encoder.json: the whole text is one {"token": id} object. */
 static int fast_entries(const char *s, size_t n, struct entries *E)
 {
 	size_t i = 0;
 	js_ws(s, n, &i);
-	if (js_vocab(s, n, &i, E))
+	if (js_object(s, n, &i, vocab_member, E))
 		return -1;
 	js_ws(s, n, &i);
 	return i == n ? 0 : -1;
@@ -1121,63 +1136,38 @@ static json_t *js_value(const char *s, size_t n, size_t *pi)
 	return j;
 }
 
-/* The members of the object at s[*i] into obj; in the root, "model" is
- * scanned the same way, and in the model, "vocab" and "merges" go to the
- * doc's entries and merge lines. */
-static int js_members(const char *s, size_t n, size_t *pi, json_t *obj, struct hf_doc *d,
-		      int model)
+/* One level of a tokenizer.json being scanned: the root or its model. */
+struct hf_level {
+	json_t *obj;		/* the members read so far */
+	struct hf_doc *d;
+	int model;
+};
+
+/* A member of the root or of the model into the level's DOM object; the
+ * model object is scanned the same way, and its "vocab" and "merges" go
+ * to the doc's entries and merge lines. */
+static int doc_member(const char *key, size_t klen, const char *s, size_t n, size_t *pi,
+		      void *ctx)
 {
-	struct sbuf key = { 0 };
-	size_t i = *pi;
-	int rc = -1;
-	if (i >= n || s[i++] != '{')
+	struct hf_level *L = ctx;
+	char c = *pi < n ? s[*pi] : 0;
+	json_t *val;
+	(void)klen;
+	if (json_object_get(L->obj, key)) /* a duplicate: jansson names it */
 		return -1;
-	js_ws(s, n, &i);
-	if (i < n && s[i] == '}') {
-		*pi = i + 1;
-		return 0;
+	if (!L->model && c == '{' && !strcmp(key, "model")) {
+		struct hf_level M = { json_object(), L->d, 1 };
+		if (!M.obj || json_object_set_new(L->obj, key, M.obj))
+			return -1;
+		return js_object(s, n, pi, doc_member, &M);
 	}
-	for (;;) {
-		json_t *val;
-		key.n = 0;
-		js_ws(s, n, &i);
-		if (js_str(s, n, &i, &key) || sb_room(&key, 1))
-			goto out;
-		key.p[key.n] = 0;
-		js_ws(s, n, &i);
-		if (i >= n || s[i++] != ':' || json_object_get(obj, key.p)) /* duplicate */
-			goto out;
-		js_ws(s, n, &i);
-		char c = i < n ? s[i] : 0;
-		if (!model && c == '{' && !strcmp(key.p, "model")) {
-			if (!(val = json_object()) || json_object_set_new(obj, key.p, val) ||
-			    js_members(s, n, &i, val, d, 1))
-				goto out;
-		} else if (model && c == '{' && !strcmp(key.p, "vocab")) {
-			if (js_vocab(s, n, &i, &d->E) || json_object_set_new(obj, key.p, json_object()))
-				goto out;
-		} else if (model && c == '[' && !strcmp(key.p, "merges")) {
-			if (js_merges(s, n, &i, &d->m) || json_object_set_new(obj, key.p, json_array()))
-				goto out;
-		} else if (!(val = js_value(s, n, &i)) || json_object_set_new(obj, key.p, val)) {
-			goto out;
-		}
-		js_ws(s, n, &i);
-		if (i >= n)
-			goto out;
-		if (s[i] == ',') {
-			i++;
-			continue;
-		}
-		if (s[i++] != '}')
-			goto out;
-		*pi = i;
-		rc = 0;
-		goto out;
-	}
-out:
-	free(key.p);
-	return rc;
+	if (L->model && c == '{' && !strcmp(key, "vocab"))
+		return js_object(s, n, pi, vocab_member, &L->d->E) ||
+		       json_object_set_new(L->obj, key, json_object()) ? -1 : 0;
+	if (L->model && c == '[' && !strcmp(key, "merges"))
+		return js_merges(s, n, pi, &L->d->m) ||
+		       json_object_set_new(L->obj, key, json_array()) ? -1 : 0;
+	return !(val = js_value(s, n, pi)) || json_object_set_new(L->obj, key, val) ? -1 : 0;
 }
 
 /* The "type" of member `key` of root ("null" when null or absent). */
@@ -1326,7 +1316,8 @@ static int hf_read(struct loom_vocab *v, const char *buf, size_t len, const char
 	size_t i = 0, start;
 	js_ws(buf, len, &i);
 	start = i;
-	if ((d->root = json_object()) && !js_members(buf, len, &i, d->root, d, 0)) {
+	struct hf_level root = { d->root = json_object(), d, 0 };
+	if (root.obj && !js_object(buf, len, &i, doc_member, &root)) {
 		js_ws(buf, len, &i);
 		if (i == len)
 			return hf_check(v, d->root, name);

@@ -17,11 +17,7 @@ MB=${VOCAB_BENCH_MB:-99}
 mkdir -p "$W"
 command -v loom-bpe >/dev/null || { echo "vocab-load: loom-bpe not on PATH (make first)"; exit 1; }
 
-fig() { # name value target-op target unit
-	local ok
-	ok=$(awk -v v="$2" -v op="$3" -v t="$4" 'BEGIN { print ((op == ">=" && v >= t) || (op == "<=" && v <= t)) ? "ok" : "MISSED" }')
-	printf 'FIGURE %s: %s%s (target %s %s%s) %s\n' "$1" "$2" "$5" "$3" "$4" "$5" "$ok"
-}
+. tests/bench/fig.bash
 
 TOK=$W/tokenizer-$MB.json
 if [ ! -s "$TOK" ]; then
