@@ -131,6 +131,31 @@ sed 's/"c": 3,/"c": 2,/' hand.json > dupid.json
 refuse "two tokens with one id" "'dupid.json': entry \"[bc]\": duplicate id 2" dupid.json
 head -c 500 hand.json > trunc.json
 refuse "a truncated file" "'trunc.json': truncated JSON at line" trunc.json
+# features loom does not implement: one line naming the file and the feature
+sed 's/"post_processor": null/"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}}/' hand.json > tmpl.json
+refuse "a TemplateProcessing post-processor" "^loom-bpe: 'tmpl.json': post_processor TemplateProcessing adds tokens around the text, which loom does not \\(only a ByteLevel post-processor is read\\)$" tmpl.json
+sed 's/"post_processor": null/"post_processor": {"type": "BertProcessing", "sep": ["<sep here>", 9], "cls": ["<|endoftext|>", 0]}/' hand.json > bertp.json
+refuse "a BertProcessing post-processor" "'bertp.json': post_processor BertProcessing adds tokens" bertp.json
+sed 's/"post_processor": null/"post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true}/' hand.json > blpost.json
+run loom-bpe encode -q --vocab blpost.json --eos none -f text t1.txt
+is "$(cat "$out")" "6 4 5 4 3 5 7" "a ByteLevel post-processor (offsets only) is read: the same ids"
+sed 's/"dropout": null/"dropout": 0.1/' hand.json > dropout.json
+refuse "BPE dropout" "^loom-bpe: 'dropout.json': model.dropout is set: BPE dropout is not supported \\(loom's merges are deterministic\\)$" dropout.json
+sed 's/"dropout": null/"dropout": 0.0/' hand.json > dropout0.json
+run loom-bpe encode -q --vocab dropout0.json --eos none -f text t1.txt
+is "$(cat "$out")" "6 4 5 4 3 5 7" "dropout 0.0 is no dropout: read"
+sed 's/"byte_fallback": false/"byte_fallback": false, "ignore_merges": true/' hand.json > ignm.json
+refuse "ignore_merges" "'ignm.json': model.ignore_merges true is not supported" ignm.json
+sed 's/"version": "1.0",/"version": "1.0", "truncation": {"direction": "Right", "max_length": 512, "strategy": "LongestFirst", "stride": 0},/' hand.json > trunc512.json
+refuse "truncation" "^loom-bpe: 'trunc512.json': truncation is set: loom does not truncate the ids \\(want \"truncation\": null\\)$" trunc512.json
+sed 's/"version": "1.0",/"version": "1.0", "padding": {"strategy": {"Fixed": 16}, "pad_id": 0},/' hand.json > pad.json
+refuse "padding" "'pad.json': padding is set: loom does not pad the ids" pad.json
+sed '0,/"rstrip": false/s//"rstrip": true/' hand.json > rstrip.json
+refuse "an added token with rstrip" "^loom-bpe: 'rstrip.json': added_tokens\\[0\\] \"<\\|endoftext\\|>\": rstrip true is not supported \\(loom matches an added token as its text only\\)$" rstrip.json
+sed 's/"type": "BPE"/"type": "Unigram"/' hand.json > uni.json
+refuse "a Unigram model" "'uni.json': model type Unigram, not BPE" uni.json
+sed 's/\["ab", "c"\]/"abc"/' hand.json > onepart.json
+refuse "a merge of one part" "^loom-bpe: 'onepart.json' model.merges\\[1\\]: \"abc\": not a merge \"A B\"$" onepart.json
 echo '{"model": {"vocab": {}}}' > novocab.json
 refuse "no merges" "'novocab.json': not a tokenizer.json with model.vocab and model.merges" novocab.json
 

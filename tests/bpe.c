@@ -393,8 +393,22 @@ static void test_bad_vocab(void)
 	is_int(load2(v, enc_ok, "a b\nabc\n"), LOOM_EFORMAT, "merge line without a space");
 	is_int(load2(v, enc_ok, "a b\nab c"), LOOM_ETRUNC, "vocab.bpe without final newline");
 	is_str(loom_vocab_error(v), "'vocab.bpe': truncated: line 2 has no newline", "message");
-	is_int(load2(v, "{\"a\": 0}", "\n"), LOOM_EFORMAT, "missing byte tokens");
-	like(loom_vocab_error(v), "no token for byte 0x00", "message");
+	/* HF's ByteLevelBPETokenizer saves a vocab.json with only the bytes it
+	 * saw (and loom-train stores such a tokenizer.json as one): it loads,
+	 * and encoding a missing byte is the error */
+	is_int(load2(v, "{\"a\": 0, \"b\": 1}", "\n"), 0, "missing byte tokens load");
+	ok(v->n_missing_bytes == 254 && v->byte_id['a'] == 0 && v->byte_id[0] == LOOM_VOCAB_NONE,
+	   "  254 bytes without a token");
+	{
+		struct loom_bpe *eb = loom_bpe_new(v);
+		struct loom_ids ib = { 0 };
+		is_int(loom_bpe_encode(eb, (const uint8_t *)"abc", 3, 0, &ib), LOOM_EFORMAT,
+		       "  encoding a byte without a token fails");
+		is_str(loom_bpe_error(eb), "byte 0x63 'c' at offset 2 has no token in the vocabulary",
+		       "  naming the byte and its offset");
+		loom_ids_release(&ib);
+		loom_bpe_free(eb);
+	}
 
 	const char *tk = "YQ== 0\nYg== 1\n";
 	is_int(loom_vocab_load_tiktoken_mem(v, tk, strlen(tk), "x.tiktoken"), LOOM_EFORMAT,

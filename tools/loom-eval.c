@@ -296,8 +296,15 @@ static int do_generate(const struct gen_opts *o)
 		cli_die("out of memory");
 	int32_t *ctx = malloc(sizeof *ctx * (size_t)P);
 	float *logits = malloc(sizeof *logits * (size_t)V);
-	if (!ctx || !logits)
+	/* ids of the model the tokenizer lacks (a padded vocab_size, as
+	 * 50304 for GPT-2's 50257, or holes): their logits are masked before
+	 * sampling, so they are never generated */
+	uint32_t *lacks = malloc(sizeof *lacks * (size_t)V), n_lacks = 0;
+	if (!ctx || !logits || !lacks)
 		cli_die("out of memory");
+	for (uint32_t id = 0; id < (uint32_t)V; id++)
+		if (id >= v->n_ids || !v->present[id])
+			lacks[n_lacks++] = id;
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0;
 	if (!o->no_prompt && o->prompt) {
@@ -312,6 +319,8 @@ static int do_generate(const struct gen_opts *o)
 		adapt_threads("token", k);
 		if (loom_gpt_logits_last(m.g, ctx, (int)n, logits) < 0)
 			cli_die("%s", loom_gpt_error(m.g));
+		for (uint32_t i = 0; i < n_lacks; i++)
+			logits[lacks[i]] = -INFINITY;
 		int t = loom_gpt_sample(logits, V, (float)o->temperature, (int)o->top_k, &rng);
 		if (t < 0)
 			cli_die("sampling failed");
@@ -335,6 +344,7 @@ static int do_generate(const struct gen_opts *o)
 	free(buf);
 	free(ctx);
 	free(logits);
+	free(lacks);
 	loom_ids_release(&ids);
 	loom_bpe_free(e);
 	loom_vocab_free(v);

@@ -323,121 +323,208 @@ static int hexv(int c)
 	     : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Fast path for the common shape {"token": id, ...} (jansson takes ~90 ms
- * for GPT-2's 50k entries, most of it building its own hash table).
- * Returns 0, or -1 on anything unusual: the caller then parses with
- * jansson, which also produces the error messages. */
-static int fast_entries(const char *s, size_t n, struct entries *E)
+/* ---- JSON scanning: the fast paths -------------------------------------
+ * encoder.json and a tokenizer.json's model.vocab and model.merges are
+ * read in one pass straight into the loader's own arrays (jansson takes
+ * ~90 ms for GPT-2's 50k entries, most of it building its own hash table,
+ * and a DOM of a 100 MB tokenizer.json takes 7x the file in memory).
+ * Anything unusual (\u0000, a value that is not a plain id, malformed
+ * JSON) returns -1: the caller then parses with jansson, which words the
+ * errors. */
+
+struct sbuf {
+	char *p;
+	size_t n, cap;
+};
+
+static int sb_room(struct sbuf *b, size_t extra)
 {
-	size_t i = 0;
-	char key[1024];
-#define WS() while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) i++
-	WS();
-	if (i >= n || s[i++] != '{')
+	if (b->cap - b->n >= extra)
+		return 0;
+	size_t c = b->cap ? b->cap : 1 << 16;
+	while (c - b->n < extra)
+		c *= 2;
+	char *p = realloc(b->p, c);
+	if (!p)
 		return -1;
-	WS();
-	if (i < n && s[i] == '}')
-		return -1; /* empty: let jansson and the checks speak */
+	b->p = p;
+	b->cap = c;
+	return 0;
+}
+
+static void js_ws(const char *s, size_t n, size_t *i)
+{
+	while (*i < n && (s[*i] == ' ' || s[*i] == '\n' || s[*i] == '\t' || s[*i] == '\r'))
+		++*i;
+}
+
+/* The JSON string at s[*i], its text (UTF-8) appended to out; -1 if it
+ * is malformed or holds \u0000. */
+static int js_str(const char *s, size_t n, size_t *pi, struct sbuf *out)
+{
+	size_t i = *pi;
+	if (i >= n || s[i++] != '"')
+		return -1;
 	for (;;) {
-		size_t kl = 0;
-		WS();
-		if (i >= n || s[i++] != '"')
-			return -1;
-		for (;;) {
-			if (i >= n || kl + 4 >= sizeof key)
-				return -1;
-			unsigned char c = (unsigned char)s[i++];
-			if (c == '"')
-				break;
-			if (c < 0x20)
-				return -1;
-			if (c != '\\') {
-				key[kl++] = (char)c;
-				continue;
-			}
-			if (i >= n)
-				return -1;
-			c = (unsigned char)s[i++];
-			switch (c) {
-			case '"': case '\\': case '/': key[kl++] = (char)c; break;
-			case 'b': key[kl++] = '\b'; break;
-			case 'f': key[kl++] = '\f'; break;
-			case 'n': key[kl++] = '\n'; break;
-			case 'r': key[kl++] = '\r'; break;
-			case 't': key[kl++] = '\t'; break;
-			case 'u': {
-				uint32_t cp = 0;
-				for (int k = 0; k < 4; k++) {
-					int h = i < n ? hexv((unsigned char)s[i++]) : -1;
-					if (h < 0)
-						return -1;
-					cp = cp << 4 | (uint32_t)h;
-				}
-				if (cp >= 0xd800 && cp < 0xdc00) {
-					uint32_t lo = 0;
-					if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u')
-						return -1;
-					i += 2;
-					for (int k = 0; k < 4; k++) {
-						int h = hexv((unsigned char)s[i++]);
-						if (h < 0)
-							return -1;
-						lo = lo << 4 | (uint32_t)h;
-					}
-					if (lo < 0xdc00 || lo > 0xdfff)
-						return -1;
-					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				} else if (cp >= 0xdc00 && cp < 0xe000) {
-					return -1;
-				}
-				if (cp == 0)
-					return -1;
-				if (cp < 0x80) {
-					key[kl++] = (char)cp;
-				} else if (cp < 0x800) {
-					key[kl++] = (char)(0xc0 | cp >> 6);
-					key[kl++] = (char)(0x80 | (cp & 0x3f));
-				} else if (cp < 0x10000) {
-					key[kl++] = (char)(0xe0 | cp >> 12);
-					key[kl++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-					key[kl++] = (char)(0x80 | (cp & 0x3f));
-				} else {
-					key[kl++] = (char)(0xf0 | cp >> 18);
-					key[kl++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-					key[kl++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-					key[kl++] = (char)(0x80 | (cp & 0x3f));
-				}
-				break;
-			}
-			default:
-				return -1;
-			}
-		}
-		WS();
-		if (i >= n || s[i++] != ':')
-			return -1;
-		WS();
-		uint64_t v = 0;
 		size_t st = i;
-		while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
-			v = v * 10 + (uint64_t)(s[i++] - '0');
-		if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID)
+		while (i < n && s[i] != '"' && s[i] != '\\' && (unsigned char)s[i] >= 0x20)
+			i++;
+		if (sb_room(out, i - st + 4))
 			return -1;
-		if (ent_add(E, key, kl, (uint32_t)v))
+		memcpy(out->p + out->n, s + st, i - st);
+		out->n += i - st;
+		if (i >= n || (unsigned char)s[i] < 0x20)
 			return -1;
-		WS();
+		if (s[i++] == '"') {
+			*pi = i;
+			return 0;
+		}
 		if (i >= n)
 			return -1;
+		char *o = out->p + out->n;
+		switch (s[i++]) {
+		case '"': *o = '"'; break;
+		case '\\': *o = '\\'; break;
+		case '/': *o = '/'; break;
+		case 'b': *o = '\b'; break;
+		case 'f': *o = '\f'; break;
+		case 'n': *o = '\n'; break;
+		case 'r': *o = '\r'; break;
+		case 't': *o = '\t'; break;
+		case 'u': {
+			uint32_t cp = 0;
+			for (int k = 0; k < 4; k++) {
+				int h = i < n ? hexv((unsigned char)s[i++]) : -1;
+				if (h < 0)
+					return -1;
+				cp = cp << 4 | (uint32_t)h;
+			}
+			if (cp >= 0xd800 && cp < 0xdc00) {
+				uint32_t lo = 0;
+				if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u')
+					return -1;
+				i += 2;
+				for (int k = 0; k < 4; k++) {
+					int h = hexv((unsigned char)s[i++]);
+					if (h < 0)
+						return -1;
+					lo = lo << 4 | (uint32_t)h;
+				}
+				if (lo < 0xdc00 || lo > 0xdfff)
+					return -1;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			} else if ((cp >= 0xdc00 && cp < 0xe000) || cp == 0) {
+				return -1;
+			}
+			if (cp < 0x80) {
+				o[0] = (char)cp;
+			} else if (cp < 0x800) {
+				o[0] = (char)(0xc0 | cp >> 6);
+				o[1] = (char)(0x80 | (cp & 0x3f));
+			} else if (cp < 0x10000) {
+				o[0] = (char)(0xe0 | cp >> 12);
+				o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+				o[2] = (char)(0x80 | (cp & 0x3f));
+			} else {
+				o[0] = (char)(0xf0 | cp >> 18);
+				o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+				o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+				o[3] = (char)(0x80 | (cp & 0x3f));
+			}
+			out->n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+			continue;
+		}
+		default:
+			return -1;
+		}
+		out->n++;
+	}
+}
+
+/* The object at s[*i]: each member's key (its text, NUL-terminated) and
+ * the position of its value go to member(), which reads the value and
+ * moves *i past it. */
+typedef int (*js_member_fn)(const char *key, size_t klen, const char *s, size_t n,
+			    size_t *pi, void *ctx);
+
+static int js_object(const char *s, size_t n, size_t *pi, js_member_fn member, void *ctx)
+{
+	struct sbuf key = { 0 };
+	size_t i = *pi;
+	int rc = -1;
+	if (i >= n || s[i++] != '{')
+		return -1;
+	js_ws(s, n, &i);
+	if (i < n && s[i] == '}') {
+		*pi = i + 1;
+		return 0;
+	}
+	for (;;) {
+		key.n = 0;
+		js_ws(s, n, &i);
+		if (js_str(s, n, &i, &key) || sb_room(&key, 1))
+			goto out;
+		key.p[key.n] = 0;
+		js_ws(s, n, &i);
+		if (i >= n || s[i++] != ':')
+			goto out;
+		js_ws(s, n, &i);
+		if (member(key.p, key.n, s, n, &i, ctx))
+			goto out;
+		js_ws(s, n, &i);
+		if (i >= n)
+			goto out;
 		if (s[i] == ',') {
 			i++;
 			continue;
 		}
 		if (s[i++] != '}')
-			return -1;
-		WS();
-		return i == n ? 0 : -1;
+			goto out;
+		*pi = i;
+		rc = 0;
+		goto out;
 	}
-#undef WS
+out:
+	free(key.p);
+	return rc;
+}
+
+/* A member "token": id of {"token": id, ...} into the entries ctx (ids:
+ * plain integers in [0, LOOM_VOCAB_MAX_ID]). */
+static int vocab_member(const char *key, size_t klen, const char *s, size_t n, size_t *pi,
+			void *ctx)
+{
+	uint64_t v = 0;
+	size_t i = *pi, st = i;
+	while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
+		v = v * 10 + (uint64_t)(s[i++] - '0');
+	if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID)
+		return -1;
+	*pi = i;
+	return ent_add(ctx, key, klen, (uint32_t)v);
+}
+
+/* encoder.json: the whole text is one {"token": id} object. */
+static int fast_entries(const char *s, size_t n, struct entries *E)
+{
+	size_t i = 0;
+	js_ws(s, n, &i);
+	if (js_object(s, n, &i, vocab_member, E))
+		return -1;
+	js_ws(s, n, &i);
+	return i == n ? 0 : -1;
+}
+
+/* jansson's error about text[0..len) as one line: truncated (the text
+ * ends: "premature end of input", "... near end of file", an error at the
+ * last byte) or not valid (also "end of file expected": text after it). */
+static int json_fail(struct loom_vocab *v, const char *name, size_t len, const json_error_t *je)
+{
+	int trunc = strstr(je->text, "premature") || strstr(je->text, "near end of file") ||
+		    ((size_t)je->position >= len && !strstr(je->text, "end of file expected"));
+	return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
+			    "'%s': %s JSON at line %d column %d: %s", name,
+			    trunc ? "truncated" : "not valid", je->line, je->column, je->text);
 }
 
 static int json_entries(struct loom_vocab *v, const char *enc, size_t enc_len,
@@ -449,12 +536,7 @@ static int json_entries(struct loom_vocab *v, const char *enc, size_t enc_len,
 	int rc = 0;
 	root = json_loadb(enc, enc_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!root) {
-		int trunc = strstr(je.text, "end of") || strstr(je.text, "premature") ||
-			    je.position >= (int)enc_len;
-		return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
-				    "'%s': %s JSON at line %d column %d: %s", enc_name,
-				    trunc ? "truncated" : "not valid", je.line, je.column,
-				    je.text);
+		return json_fail(v, enc_name, enc_len, &je);
 	}
 	if (!json_is_object(root)) {
 		rc = loom_err_set(&v->err, LOOM_EFORMAT,
@@ -480,9 +562,10 @@ out:
 }
 
 /* Build the vocabulary from entries E (token -> id) and merge lines
- * ("A B\n" each, an optional "#..." first line).  With `hf`, single-byte
- * tokens may be missing (HuggingFace's trainer keeps only the bytes it saw)
- * and merges are numbered as entries of model.merges, not lines. */
+ * ("A B\n" each, an optional "#..." first line).  Single-byte tokens may
+ * be missing (HuggingFace's trainer keeps only the bytes it saw, in its
+ * tokenizer.json and vocab.json alike).  With `hf`, merges are numbered as
+ * entries of model.merges, not lines. */
 static int build(struct loom_vocab *v, const struct entries *ents, const char *enc_name,
 		 const char *merges, size_t merges_len, const char *merges_name, int hf)
 {
@@ -673,7 +756,7 @@ static int build(struct loom_vocab *v, const struct entries *ents, const char *e
 		}
 		free(buf);
 	}
-	rc = finish(v, enc_name, made, hf);
+	rc = finish(v, enc_name, made, 1);
 out:
 	free(made);
 	return rc;
@@ -939,6 +1022,155 @@ int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
 
 /* ---- HuggingFace tokenizer.json ---------------------------------------- */
 
+/* A tokenizer.json read: its small members as a jansson DOM (root; when
+ * model.vocab and model.merges were scanned straight into E and m, they
+ * stay in the DOM as an empty object and array), the vocabulary as
+ * entries and the merges as the lines of a vocab.bpe. */
+struct hf_doc {
+	json_t *root;
+	struct entries E;
+	struct sbuf m;
+};
+
+static void hf_doc_free(struct hf_doc *d)
+{
+	json_decref(d->root);
+	entries_free(&d->E);
+	free(d->m.p);
+	memset(d, 0, sizeof *d);
+}
+
+/* model.merges at s[*i], each "A B" or ["A", "B"] (no space in A or B),
+ * as lines "A B\n" into m. */
+static int js_merges(const char *s, size_t n, size_t *pi, struct sbuf *m)
+{
+	size_t i = *pi;
+	if (i >= n || s[i++] != '[')
+		return -1;
+	js_ws(s, n, &i);
+	if (i < n && s[i] == ']') {
+		*pi = i + 1;
+		return 0;
+	}
+	for (;;) {
+		size_t st = m->n;
+		js_ws(s, n, &i);
+		if (i < n && s[i] == '[') {
+			i++;
+			js_ws(s, n, &i);
+			if (js_str(s, n, &i, m) || memchr(m->p + st, ' ', m->n - st))
+				return -1;
+			js_ws(s, n, &i);
+			if (i >= n || s[i++] != ',' || sb_room(m, 1))
+				return -1;
+			m->p[m->n++] = ' ';
+			size_t st2 = m->n;
+			js_ws(s, n, &i);
+			if (js_str(s, n, &i, m) || memchr(m->p + st2, ' ', m->n - st2))
+				return -1;
+			js_ws(s, n, &i);
+			if (i >= n || s[i++] != ']')
+				return -1;
+		} else if (js_str(s, n, &i, m)) {
+			return -1;
+		}
+		if (memchr(m->p + st, '\n', m->n - st) || sb_room(m, 1))
+			return -1;
+		m->p[m->n++] = '\n';
+		js_ws(s, n, &i);
+		if (i >= n)
+			return -1;
+		if (s[i] == ',') {
+			i++;
+			continue;
+		}
+		if (s[i++] != ']')
+			return -1;
+		*pi = i;
+		return 0;
+	}
+}
+
+/* The end of the JSON value at s[i], found by a scan of brackets and
+ * strings only (not validated); SIZE_MAX if the text ends inside it. */
+static size_t js_end(const char *s, size_t n, size_t i)
+{
+	int depth = 0;
+	while (i < n) {
+		char c = s[i];
+		if (c == '"') {
+			for (i++; i < n && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			if (i >= n)
+				return SIZE_MAX;
+			i++;
+		} else if (c == '{' || c == '[') {
+			depth++;
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (!depth)
+				return i;
+			i++;
+			if (!--depth)
+				return i;
+		} else if (!depth && (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r')) {
+			return i;
+		} else {
+			i++;
+		}
+	}
+	return depth ? SIZE_MAX : i;
+}
+
+/* The JSON value at s[*i] as a jansson value (jansson parses and checks
+ * what js_end finds). */
+static json_t *js_value(const char *s, size_t n, size_t *pi)
+{
+	size_t e = js_end(s, n, *pi);
+	if (e == SIZE_MAX)
+		return NULL;
+	json_error_t je;
+	json_t *j = json_loadb(s + *pi, e - *pi, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	if (j)
+		*pi = e;
+	return j;
+}
+
+/* One level of a tokenizer.json being scanned: the root or its model. */
+struct hf_level {
+	json_t *obj;		/* the members read so far */
+	struct hf_doc *d;
+	int model;
+};
+
+/* A member of the root or of the model into the level's DOM object; the
+ * model object is scanned the same way, and its "vocab" and "merges" go
+ * to the doc's entries and merge lines. */
+static int doc_member(const char *key, size_t klen, const char *s, size_t n, size_t *pi,
+		      void *ctx)
+{
+	struct hf_level *L = ctx;
+	char c = *pi < n ? s[*pi] : 0;
+	json_t *val;
+	(void)klen;
+	if (json_object_get(L->obj, key)) /* a duplicate: jansson names it */
+		return -1;
+	if (!L->model && c == '{' && !strcmp(key, "model")) {
+		struct hf_level M = { json_object(), L->d, 1 };
+		if (!M.obj || json_object_set_new(L->obj, key, M.obj))
+			return -1;
+		return js_object(s, n, pi, doc_member, &M);
+	}
+	if (L->model && c == '{' && !strcmp(key, "vocab"))
+		return js_object(s, n, pi, vocab_member, &L->d->E) ||
+		       json_object_set_new(L->obj, key, json_object()) ? -1 : 0;
+	if (L->model && c == '[' && !strcmp(key, "merges"))
+		return js_merges(s, n, pi, &L->d->m) ||
+		       json_object_set_new(L->obj, key, json_array()) ? -1 : 0;
+	return !(val = js_value(s, n, pi)) || json_object_set_new(L->obj, key, val) ? -1 : 0;
+}
+
 /* The "type" of member `key` of root ("null" when null or absent). */
 static const char *type_of(json_t *root, const char *key)
 {
@@ -949,114 +1181,98 @@ static const char *type_of(json_t *root, const char *key)
 	return json_is_string(t) ? json_string_value(t) : "?";
 }
 
-int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len, const char *name)
+/* What loom does not implement is refused, naming it, rather than
+ * giving other ids than HuggingFace's. */
+static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 {
-	struct entries E = { 0 };
-	char *mtext = NULL;
-	size_t mlen = 0, mcap = 0;
-	json_error_t je;
-	json_t *root, *model, *vocab, *merges, *added, *val;
-	const char *key, *t;
-	int rc = 0;
-
-	vocab_clear(v);
-	loom_err_clear(&v->err);
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root) {
-		int trunc = strstr(je.text, "end of") || strstr(je.text, "premature") ||
-			    je.position >= (int)len;
-		return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
-				    "'%s': %s JSON at line %d column %d: %s", name,
-				    trunc ? "truncated" : "not valid", je.line, je.column, je.text);
-	}
-	model = json_object_get(root, "model");
-	vocab = model ? json_object_get(model, "vocab") : NULL;
-	merges = model ? json_object_get(model, "merges") : NULL;
-	added = json_object_get(root, "added_tokens");
-	t = model ? json_string_value(json_object_get(model, "type")) : NULL;
-	if (!json_is_object(root) || !json_is_object(model) || !json_is_object(vocab) ||
-	    !json_is_array(merges)) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT,
-				  "'%s': not a tokenizer.json with model.vocab and model.merges", name);
-		goto out;
-	}
-	if (t && strcmp(t, "BPE")) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model type %s, not BPE", name, t);
-		goto out;
-	}
+	json_t *model = json_object_get(root, "model");
+	const char *t = model ? json_string_value(json_object_get(model, "type")) : NULL;
+	if (!json_is_object(root) || !json_is_object(model) ||
+	    !json_is_object(json_object_get(model, "vocab")) ||
+	    !json_is_array(json_object_get(model, "merges")))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': not a tokenizer.json with model.vocab and model.merges", name);
+	if (t && strcmp(t, "BPE"))
+		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model type %s, not BPE", name, t);
 	/* only byte-level BPE as GPT-2 does it: anything that changes the text
 	 * or the pieces first would give other ids */
-	if (strcmp(type_of(root, "pre_tokenizer"), "ByteLevel")) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT,
-				  "'%s': pre_tokenizer %s, not ByteLevel (only byte-level BPE is read)",
-				  name, type_of(root, "pre_tokenizer"));
-		goto out;
-	}
-	if (strcmp(type_of(root, "decoder"), "ByteLevel") &&
-	    strcmp(type_of(root, "decoder"), "null")) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': decoder %s, not ByteLevel", name,
-				  type_of(root, "decoder"));
-		goto out;
-	}
-	if (strcmp(type_of(root, "normalizer"), "null")) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT,
-				  "'%s': normalizer %s: loom reads byte-level BPE without a normalizer",
-				  name, type_of(root, "normalizer"));
-		goto out;
-	}
+	if (strcmp(type_of(root, "pre_tokenizer"), "ByteLevel"))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': pre_tokenizer %s, not ByteLevel (only byte-level BPE is read)",
+				    name, type_of(root, "pre_tokenizer"));
+	if (strcmp(type_of(root, "decoder"), "ByteLevel") && strcmp(type_of(root, "decoder"), "null"))
+		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': decoder %s, not ByteLevel", name,
+				    type_of(root, "decoder"));
+	if (strcmp(type_of(root, "normalizer"), "null"))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': normalizer %s: loom reads byte-level BPE without a normalizer",
+				    name, type_of(root, "normalizer"));
 	json_t *pt = json_object_get(root, "pre_tokenizer");
 	if (json_is_true(json_object_get(pt, "add_prefix_space")) ||
-	    json_is_false(json_object_get(pt, "use_regex"))) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT,
-				  "'%s': pre_tokenizer ByteLevel with %s: loom splits as GPT-2 (add_prefix_space false, use_regex true)",
-				  name, json_is_false(json_object_get(pt, "use_regex"))
-						? "use_regex false" : "add_prefix_space true");
-		goto out;
+	    json_is_false(json_object_get(pt, "use_regex")))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': pre_tokenizer ByteLevel with %s: loom splits as GPT-2 (add_prefix_space false, use_regex true)",
+				    name, json_is_false(json_object_get(pt, "use_regex"))
+					  ? "use_regex false" : "add_prefix_space true");
+	/* a ByteLevel post-processor only trims offsets; the others
+	 * (TemplateProcessing, BertProcessing, ...) add tokens */
+	if (strcmp(type_of(root, "post_processor"), "ByteLevel") &&
+	    strcmp(type_of(root, "post_processor"), "null"))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': post_processor %s adds tokens around the text, which loom does not (only a ByteLevel post-processor is read)",
+				    name, type_of(root, "post_processor"));
+	static const char *const cut[] = { "truncation", "padding" };
+	for (int k = 0; k < 2; k++) {
+		json_t *o = json_object_get(root, cut[k]);
+		if (o && !json_is_null(o))
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s': %s is set: loom does not %s the ids (want \"%s\": null)",
+					    name, cut[k], k ? "pad" : "truncate", cut[k]);
 	}
 	static const char *const affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
 	for (int k = 0; k < 2; k++) {
 		const char *a = json_string_value(json_object_get(model, affix[k]));
-		if (a && *a) {
-			rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.%s \"%s\" is not supported",
-					  name, affix[k], a);
-			goto out;
-		}
+		if (a && *a)
+			return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.%s \"%s\" is not supported",
+					    name, affix[k], a);
 	}
-	json_object_foreach(vocab, key, val) {
+	json_t *dr = json_object_get(model, "dropout");
+	if (dr && !json_is_null(dr) && !(json_is_number(dr) && json_number_value(dr) == 0))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': model.dropout is set: BPE dropout is not supported (loom's merges are deterministic)",
+				    name);
+	if (json_is_true(json_object_get(model, "ignore_merges")))
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': model.ignore_merges true is not supported (loom applies the merges to every word)",
+				    name);
+	return 0;
+}
+
+/* The whole file as a jansson DOM: slower and larger, but it words every
+ * JSON error; model.vocab and model.merges then go to d->E and d->m. */
+static int hf_read_dom(struct loom_vocab *v, const char *buf, size_t len, const char *name,
+		       struct hf_doc *d)
+{
+	json_error_t je;
+	const char *key;
+	json_t *val;
+	int rc;
+	d->root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!d->root) {
+		return json_fail(v, name, len, &je);
+	}
+	if ((rc = hf_check(v, d->root, name)))
+		return rc;
+	json_t *model = json_object_get(d->root, "model");
+	json_t *merges = json_object_get(model, "merges");
+	json_object_foreach(json_object_get(model, "vocab"), key, val) {
 		if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-		    json_integer_value(val) > LOOM_VOCAB_MAX_ID) {
-			rc = loom_err_set(&v->err, LOOM_EFORMAT,
-					  "'%s': model.vocab entry \"%.60s\": value is not an id in [0, %u]",
-					  name, key, LOOM_VOCAB_MAX_ID);
-			goto out;
-		}
-		if (ent_add(&E, key, strlen(key), (uint32_t)json_integer_value(val)))
-			goto nomem;
-	}
-	/* added tokens (the text itself, not byte-level printed) not already
-	 * in model.vocab under the same id */
-	if (added && !json_is_array(added)) {
-		rc = loom_err_set(&v->err, LOOM_EFORMAT, "'%s': added_tokens is not an array", name);
-		goto out;
-	}
-	for (size_t i = 0; added && i < json_array_size(added); i++) {
-		json_t *a = json_array_get(added, i), *id = json_object_get(a, "id");
-		const char *c = json_string_value(json_object_get(a, "content"));
-		if (!c || !*c || !json_is_integer(id) || json_integer_value(id) < 0 ||
-		    json_integer_value(id) > LOOM_VOCAB_MAX_ID) {
-			rc = loom_err_set(&v->err, LOOM_EFORMAT,
-					  "'%s': added_tokens[%zu]: no \"content\" string and \"id\" in [0, %u]",
-					  name, i, LOOM_VOCAB_MAX_ID);
-			goto out;
-		}
-		json_t *same = json_object_get(vocab, c);
-		if (same && json_integer_value(same) == json_integer_value(id))
-			continue;
-		if (!E.raw && !(E.raw = calloc(E.cap ? E.cap : 1, 1)))
-			goto nomem;
-		if (ent_add(&E, c, strlen(c), (uint32_t)json_integer_value(id)))
-			goto nomem;
-		E.raw[E.n - 1] = 1;
+		    json_integer_value(val) > LOOM_VOCAB_MAX_ID)
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s': model.vocab entry \"%.60s\": value is not an id in [0, %u]",
+					    name, key, LOOM_VOCAB_MAX_ID);
+		if (ent_add(&d->E, key, strlen(key), (uint32_t)json_integer_value(val)))
+			return loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
 	}
 	/* merges as the lines of a vocab.bpe */
 	for (size_t i = 0; i < json_array_size(merges); i++) {
@@ -1075,41 +1291,129 @@ int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len, co
 			la = json_string_length(json_array_get(m, 0));
 			lb = json_string_length(json_array_get(m, 1));
 		}
-		if (!a || memchr(a, '\n', la) || (b && memchr(b, '\n', lb))) {
+		if (!a || memchr(a, '\n', la) || (b && memchr(b, '\n', lb)))
+			return loom_err_set(&v->err, LOOM_EFORMAT,
+					    "'%s': model.merges[%zu] is not \"A B\" or [\"A\", \"B\"]", name, i);
+		if (sb_room(&d->m, la + lb + 2))
+			return loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+		memcpy(d->m.p + d->m.n, a, la);
+		d->m.n += la;
+		if (b) {
+			d->m.p[d->m.n++] = ' ';
+			memcpy(d->m.p + d->m.n, b, lb);
+			d->m.n += lb;
+		}
+		d->m.p[d->m.n++] = '\n';
+	}
+	return 0;
+}
+
+/* Read buf into d: one pass when the file is well-formed (the vocabulary
+ * and merges straight into d, the rest a small DOM), else the DOM of the
+ * whole file, which words the error. */
+static int hf_read(struct loom_vocab *v, const char *buf, size_t len, const char *name,
+		   struct hf_doc *d)
+{
+	size_t i = 0, start;
+	js_ws(buf, len, &i);
+	start = i;
+	struct hf_level root = { d->root = json_object(), d, 0 };
+	if (root.obj && !js_object(buf, len, &i, doc_member, &root)) {
+		js_ws(buf, len, &i);
+		if (i == len)
+			return hf_check(v, d->root, name);
+	}
+	hf_doc_free(d);
+	/* a file cut short (an interrupted download) is named without a DOM */
+	if (js_end(buf, len, start) == SIZE_MAX) {
+		size_t line = 1, col = 1;
+		for (size_t k = 0; k < len; k++, col++)
+			if (buf[k] == '\n') {
+				line++;
+				col = 0;
+			}
+		return loom_err_set(&v->err, LOOM_ETRUNC,
+				    "'%s': truncated JSON at line %zu column %zu: the text ends inside an object, array or string",
+				    name, line, col);
+	}
+	return hf_read_dom(v, buf, len, name, d);
+}
+
+/* Added tokens (their text itself, not byte-level printed) not already in
+ * model.vocab under the same id join the vocabulary as special tokens;
+ * then the tables. */
+static int hf_build(struct loom_vocab *v, struct hf_doc *d, const char *name)
+{
+	struct entries *E = &d->E;
+	json_t *added = json_object_get(d->root, "added_tokens");
+	uint32_t *at = NULL, max_id = 0; /* id -> model.vocab entry + 1 */
+	int rc = 0;
+	if (added && !json_is_array(added))
+		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': added_tokens is not an array", name);
+	if (json_array_size(added)) {
+		for (size_t k = 0; k < E->n; k++)
+			max_id = E->id[k] > max_id ? E->id[k] : max_id;
+		if (!(at = calloc((size_t)max_id + 1, sizeof *at)))
+			return loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+		for (size_t k = E->n; k-- > 0;)
+			at[E->id[k]] = (uint32_t)k + 1;
+	}
+	for (size_t i = 0; i < json_array_size(added); i++) {
+		json_t *a = json_array_get(added, i), *id = json_object_get(a, "id");
+		const char *c = json_string_value(json_object_get(a, "content"));
+		if (!c || !*c || !json_is_integer(id) || json_integer_value(id) < 0 ||
+		    json_integer_value(id) > LOOM_VOCAB_MAX_ID) {
 			rc = loom_err_set(&v->err, LOOM_EFORMAT,
-					  "'%s': model.merges[%zu] is not \"A B\" or [\"A\", \"B\"]", name, i);
+					  "'%s': added_tokens[%zu]: no \"content\" string and \"id\" in [0, %u]",
+					  name, i, LOOM_VOCAB_MAX_ID);
 			goto out;
 		}
-		if (mcap - mlen < la + lb + 2) {
-			size_t c = mcap ? mcap * 2 : 1 << 16;
-			while (c - mlen < la + lb + 2)
-				c *= 2;
-			char *q = realloc(mtext, c);
-			if (!q)
-				goto nomem;
-			mtext = q;
-			mcap = c;
+		/* HF matches these around the token, loom the text only */
+		static const char *const strip[] = { "lstrip", "rstrip", "single_word" };
+		for (int k = 0; k < 3; k++)
+			if (json_is_true(json_object_get(a, strip[k]))) {
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s': added_tokens[%zu] \"%.60s\": %s true is not supported (loom matches an added token as its text only)",
+						  name, i, c, strip[k]);
+				goto out;
+			}
+		uint32_t aid = (uint32_t)json_integer_value(id);
+		if (aid <= max_id && at[aid] && !strcmp(E->keys + E->koff[at[aid] - 1], c))
+			continue;
+		if ((!E->raw && !(E->raw = calloc(E->cap ? E->cap : 1, 1))) ||
+		    ent_add(E, c, strlen(c), aid)) {
+			rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+			goto out;
 		}
-		memcpy(mtext + mlen, a, la);
-		mlen += la;
-		if (b) {
-			mtext[mlen++] = ' ';
-			memcpy(mtext + mlen, b, lb);
-			mlen += lb;
-		}
-		mtext[mlen++] = '\n';
+		E->raw[E->n - 1] = 1;
 	}
-	rc = build(v, &E, name, mtext ? mtext : "", mlen, name, 1);
-	goto out;
-nomem:
-	rc = loom_err_set(&v->err, LOOM_ENOMEM, "out of memory");
+	rc = build(v, E, name, d->m.p ? d->m.p : "", d->m.n, name, 1);
 out:
-	json_decref(root);
-	entries_free(&E);
-	free(mtext);
+	free(at);
+	return rc;
+}
+
+/* Load from buf; `owned` (the file's text, or NULL) is freed once read,
+ * before the tables are built. */
+static int hf_load(struct loom_vocab *v, const char *buf, size_t len, const char *name,
+		   char *owned)
+{
+	struct hf_doc d = { 0 };
+	vocab_clear(v);
+	loom_err_clear(&v->err);
+	int rc = hf_read(v, buf, len, name, &d);
+	free(owned);
+	if (!rc)
+		rc = hf_build(v, &d, name);
+	hf_doc_free(&d);
 	if (rc)
 		vocab_clear(v);
 	return rc;
+}
+
+int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len, const char *name)
+{
+	return hf_load(v, buf, len, name, NULL);
 }
 
 int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
@@ -1119,9 +1423,7 @@ int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
 	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
-	rc = loom_vocab_load_hf_mem(v, a, n, path);
-	free(a);
-	return rc;
+	return hf_load(v, a, n, path, a);
 }
 
 /* ---- --vocab ----------------------------------------------------------- */

@@ -13,7 +13,9 @@
  *    must be tokens.  Tokens that are neither single bytes nor the result
  *    of a merge are the special tokens (GPT-2: <|endoftext|> = 50256).  A
  *    key with characters outside the byte alphabet is accepted verbatim
- *    only when it looks like a special token (<...> or [...]).
+ *    only when it looks like a special token (<...> or [...]).  Single-byte
+ *    tokens may be missing, as in the vocab.json HuggingFace's trainer
+ *    saves (n_missing_bytes, as for tokenizer.json below).
  *    encoder.json is parsed by a fast path for the plain {"token": id}
  *    shape (about 4x faster than jansson on GPT-2's 50k entries); anything
  *    else goes through jansson, which also words the JSON errors.
@@ -27,9 +29,16 @@
  *    ids are the file's, so encoding gives HF's ids.  HF's trainer keeps
  *    only the bytes it saw: single-byte tokens may be missing
  *    (n_missing_bytes; byte_id[b] is then LOOM_VOCAB_NONE and encoding a
- *    text with such a byte fails, naming it and its offset).  Anything
- *    else that changes the pieces or the text (another pre-tokenizer, a
- *    normalizer, subword affixes) is refused with a message naming it.
+ *    text with such a byte fails, naming it and its offset).  A ByteLevel
+ *    post-processor (offsets only) is accepted.  Anything else that
+ *    changes the pieces, the text or the ids (another pre-tokenizer, a
+ *    normalizer, subword affixes, a post-processor that adds tokens, BPE
+ *    dropout, ignore_merges, truncation, padding, an added token with
+ *    lstrip/rstrip/single_word) is refused with a message naming it.
+ *    One pass reads model.vocab and model.merges straight into the
+ *    loader's arrays and the small rest through jansson (a malformed file
+ *    is re-read as a whole DOM, which words the error; a truncated one is
+ *    named without it).
  *  - tiktoken format: lines "BASE64 RANK"; the id of a token is its rank and
  *    a pair of tokens merges when its concatenation is a token, the lowest
  *    rank first (tiktoken's rule).  One special token <|endoftext|> is added
@@ -38,7 +47,8 @@
  * Validation (each failure is one message naming the file and the entry,
  * LOOM_EFORMAT / LOOM_ETRUNC): not JSON or truncated JSON (line, column),
  * a value that is not an id in [0, 2^24), duplicate ids, duplicate keys,
- * a character outside the byte alphabet, a missing single-byte token,
+ * a character outside the byte alphabet, a missing single-byte token (a
+ * tiktoken file),
  * a merge line that is not "A B", a merge part or result that is not in
  * the vocabulary, a duplicate merge, a vocab.bpe whose last line has no
  * newline (truncated), bad base64, duplicate ranks.
@@ -125,10 +135,11 @@ int loom_vocab_load_hf_mem(struct loom_vocab *v, const char *buf, size_t len,
 int loom_vocab_load_spec(struct loom_vocab *v, const char *spec);
 
 /* A loaded vocabulary as GPT-2's two files (HuggingFace's vocab.json and
- * merges.txt): {"token": id} in id order, tokens printed through
- * bytes_to_unicode (specials verbatim), and "#version: 0.2" then one merge
- * "A B" per line in rank order.  Loading them gives the same ids and
- * merges.  Malloc'd, NUL-terminated (lengths without the NUL).  For
+ * merges.txt): {"token": id} in id order, every token (specials and
+ * added tokens too: "my special" is "myĠspecial") printed through
+ * bytes_to_unicode, and "#version: 0.2" then one merge
+ * "A B" per line in rank order.  Loading them gives the same ids, tokens,
+ * merges and special tokens.  Malloc'd, NUL-terminated (lengths without the NUL).  For
  * vocabularies loaded from GPT-2 files (a tiktoken file's merges have no
  * order of their own: LOOM_EINVAL).  lib/token/loom_vocab_render.c. */
 int loom_vocab_render_gpt2(struct loom_vocab *v, char **vocab_json, size_t *json_len,

@@ -12,15 +12,14 @@ static int by_rank(const void *a, const void *b)
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* Append token `id` printed GPT-2 style (specials verbatim) to buf. */
+/* Token `id` printed GPT-2 style into out.  Special tokens too: their bytes
+ * through bytes_to_unicode, so that any special token (an added token
+ * "my special", one whose text holds a printed-byte character, not UTF-8)
+ * reads back as the same bytes; "<|endoftext|>" prints as itself. */
 static size_t print_token(const struct loom_vocab *v, uint32_t id, char *out)
 {
 	size_t n;
 	const uint8_t *t = loom_vocab_token(v, id, &n);
-	if (v->present[id] == 2) {
-		memcpy(out, t, n);
-		return n;
-	}
 	return loom_gpt2_bytes_to_str(t, n, out);
 }
 

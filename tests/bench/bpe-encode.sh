@@ -16,11 +16,7 @@ MB=${BPE_BENCH_MB:-100}
 mkdir -p "$W"
 command -v loom-bpe >/dev/null || { echo "bpe-encode: loom-bpe not on PATH (make first)"; exit 1; }
 
-fig() { # name value target-op target unit
-	local ok
-	ok=$(awk -v v="$2" -v op="$3" -v t="$4" 'BEGIN { print ((op == ">=" && v >= t) || (op == "<=" && v <= t)) ? "ok" : "MISSED" }')
-	printf 'FIGURE %s: %s%s (target %s %s%s) %s\n' "$1" "$2" "$5" "$3" "$4" "$5" "$ok"
-}
+. tests/bench/fig.bash
 
 # --- corpus: Wikipedia samples (extracted when loom-extract exists), then
 # the machine's own documentation, valid UTF-8, ~$MB MB, one document per line

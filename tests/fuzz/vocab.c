@@ -3,7 +3,10 @@
  * byte selects the loader (bit 0: tiktoken, else bit 1: tokenizer.json,
  * else GPT-2); for GPT-2 the rest is split at the first "\n--\n" into
  * encoder.json and vocab.bpe.
- * A vocabulary that loads must encode and decode a text byte-exactly. */
+ * A vocabulary that loads must encode and decode a text byte-exactly, and
+ * (unless it has no merge order: tiktoken) its rendering as vocab.json +
+ * merges.txt (what a checkpoint stores) must load back as the same
+ * tokens, merges and specials. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +46,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(b);
 		loom_ids_release(&ids);
 		loom_bpe_free(e);
+		char *js, *mg;
+		size_t jl, ml;
+		if (loom_vocab_render_gpt2(v, &js, &jl, &mg, &ml) == 0) {
+			struct loom_vocab *w = loom_vocab_new();
+			if (loom_vocab_load_gpt2_mem(w, js, jl, "vocab.json", mg, ml, "merges.txt") ||
+			    w->n_ids != v->n_ids || w->n_merges != v->n_merges ||
+			    w->n_specials != v->n_specials || w->eot != v->eot ||
+			    memcmp(w->present, v->present, v->n_ids) ||
+			    memcmp(w->off, v->off, sizeof *v->off * (v->n_ids + 1)) ||
+			    memcmp(w->bytes, v->bytes, v->off[v->n_ids]))
+				abort();
+			loom_vocab_free(w);
+			free(js);
+			free(mg);
+		}
 	} else if (!loom_vocab_error(v)[0]) {
 		abort(); /* a failure always has a message */
 	}
