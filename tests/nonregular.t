@@ -7,9 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 TO="timeout 120"
-MK="/usr/bin/python3 $TESTS/mkframes.py"
 F=$T/frames
-$MK 4 9 12 128 1 > "$F"
+make_frames 4 9 12 128 1 > "$F"
 export OMP_NUM_THREADS=1
 run loom-train -q -c tiny --steps 4 --threads 1 \
 	--set sparsity=0.5,block_size=8,prune_every=2,prune_ratio=0.4 --save "$T/ck" < "$F"

@@ -5,8 +5,7 @@
 # N.  Counts, not times: each tool says under -v what it chose.
 . "$(dirname "$0")/lib.sh"
 
-MK="/usr/bin/python3 $TESTS/mkframes.py"
-$MK 2 9 4 128 1 > "$T/frames"
+make_frames 2 9 4 128 1 > "$T/frames"
 run loom-train -q -c tiny --steps 2 --threads 1 --save "$T/ck" < "$T/frames"
 is_rc 0 "a tiny checkpoint"
 

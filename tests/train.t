@@ -209,7 +209,7 @@ ok "  its lock is gone when it ends" test ! -e "$T/lk/.loom-train.lock"
 # --- a run that trains nothing fails and writes nothing ------------------------
 # every file, link and checksum under a directory
 snap() { (cd "$1" && find . -printf '%p %y %l\n' | sort && find . -type f -exec cksum {} + | sort); }
-$MK 4 9 3 128 1 > "$T/three"
+make_frames 4 9 3 128 1 > "$T/three"
 run loom-train -q -c tiny --set grad_accum=4 --steps 5 --save "$T/none" < "$T/three"
 is_rc 1 "input that ends inside step 1: exit 1"
 is "$(cat "$err")" "loom-train: stdin: input ended after 3 micro-batches, but a step needs 4 (grad_accum): no step trained, nothing saved (feed more data, or --set grad_accum=N for smaller steps)" \
@@ -221,7 +221,7 @@ is_rc 1 "the same into a directory of checkpoints: exit 1"
 is "$(snap "$T/ck")" "$(cat "$T/snap0")" "  the directory is exactly as it was (latest untouched)"
 run loom-train -q -c tiny --set grad_accum=2 --steps 3 --save "$T/ga" < "$F"
 snap "$T/ga" > "$T/snap0"
-$MK 4 9 7 128 1 > "$T/seven"    # frames 0..6: 0..5 trained, 6 half a step
+make_frames 4 9 7 128 1 > "$T/seven"    # frames 0..6: 0..5 trained, 6 half a step
 run loom-train -q --resume latest --save "$T/ga" --steps 10 < "$T/seven"
 is_rc 1 "a resumed run whose input ends inside its first step: exit 1"
 like "$err" "^loom-train: stdin: input ended after 1 micro-batch, but a step needs 2 \(grad_accum\): no step trained, nothing saved \(feed more data: the resumed run's steps keep their size\)$" \
