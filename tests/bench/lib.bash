@@ -1,0 +1,35 @@
+# tests/bench/lib.bash - shared by the bench scripts (source it after setting
+# ROOT, SHARED and W):
+#   fig NAME VALUE OP TARGET UNIT   prints "FIGURE NAME: VALUE (target OP TARGET) ok|MISSED"
+#   corpus MB                       path of a ~MB MB corpus of real text, built once in
+#                                   $W: the Wikipedia samples of $SHARED (extracted),
+#                                   then the machine's documentation; valid UTF-8, one
+#                                   document per line
+fig() { # name value target-op target unit
+	local ok
+	ok=$(awk -v v="$2" -v op="$3" -v t="$4" 'BEGIN { print ((op == ">=" && v >= t) || (op == "<=" && v <= t)) ? "ok" : "MISSED" }')
+	printf 'FIGURE %s: %s%s (target %s %s%s) %s\n' "$1" "$2" "$5" "$3" "$4" "$5" "$ok"
+}
+
+corpus() { # MB -> prints the path
+	local mb=$1 c="$W/corpus-$1.txt"
+	if [ ! -s "$c" ]; then
+		echo "building a ${mb} MB corpus in $c" >&2
+		set +o pipefail # head ends the producers early
+		{
+			for f in "$SHARED"/data/wiki/*.xml.bz2; do
+				[ -e "$f" ] || continue
+				case $f in *multistream*) continue ;; esac
+				if command -v loom-extract >/dev/null && loom-extract "$f" 2>/dev/null; then :
+				else bzcat "$f"; fi
+			done
+			find /usr/share/doc /usr/share/man -name '*.gz' 2>/dev/null | sort | xargs -r zcat 2>/dev/null
+			find /usr/share/perl* /usr/lib/python3* -name '*.pod' -o -name '*.py' 2>/dev/null | sort | xargs -r cat 2>/dev/null
+		} | head -c $((mb * 1000000)) |
+			/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8", "ignore").encode("utf-8"))' \
+			> "$c.tmp"
+		set -o pipefail
+		mv "$c.tmp" "$c"
+	fi
+	echo "$c"
+}
