@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "loom_squad.h"
+#include "loom_wordpiece.h"
 #include "tap.h"
 
 /* "Éclair" makes code points and bytes differ before the answers. */
@@ -163,11 +164,48 @@ static void case_bad(void)
 	loom_squad_free(s);
 }
 
+/* Windows and answer positions: context "a b c d e f g h" (one token a
+ * word), question "q", seq 8: room for 8 - 3 - 1 = 4 context tokens. */
+static void case_features(void)
+{
+	static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nq\na\nb\nc\nd\ne\nf\ng\nh\n";
+	static const char data[] =
+		"{\"data\": [{\"paragraphs\": [{\"context\": \"a b c d e f g h\", \"qas\": ["
+		"{\"id\": \"x\", \"question\": \"Q\", \"answers\": [{\"text\": \"f g\", \"answer_start\": 10}]}]}]}]}";
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	struct loom_squad *s = loom_squad_new();
+	ok(!loom_wordpiece_load_mem(w, vocab, sizeof vocab - 1, "v", NULL) &&
+	   !loom_squad_load_mem(s, data, sizeof data - 1, "d"), "load");
+	struct loom_squad_feature_opts o = { 8, 2, 64 };
+	struct loom_squad_features F;
+	is_int(loom_squad_features(s, w, &o, &F), 0, "features");
+	is_int(F.n, 3, "windows at 0, 2, 4 (stride 2) until one reaches the end");
+	static const uint32_t want0[8] = { 2, 4, 3, 5, 6, 7, 8, 3 };
+	is_mem(F.input_ids, want0, sizeof want0, "[CLS] q [SEP] a b c d [SEP]");
+	static const uint8_t seg0[8] = { 0, 0, 0, 1, 1, 1, 1, 1 };
+	is_mem(F.segment_ids, seg0, 8, "segment ids");
+	static const uint32_t want2[8] = { 2, 4, 3, 9, 10, 11, 12, 3 };
+	is_mem(F.input_ids + 16, want2, sizeof want2, "last window: e f g h");
+	ok(F.f[0].start == 0 && F.f[0].end == 0, "window 0 lacks the answer: [CLS]");
+	ok(F.f[1].start == 0 && F.f[1].end == 0, "window 1 (c d e f) lacks g: [CLS]");
+	ok(F.f[2].start == 4 && F.f[2].end == 5, "window 2: f g at 4, 5");
+	is_int(F.f[2].ctx_first, 4, "window 2 starts at context token 4");
+	is_int(F.tok_start[F.ctx_off[0] + 5], 10, "token f starts at byte 10");
+	loom_squad_features_release(&F);
+	o.seq = 4;
+	is_int(loom_squad_features(s, w, &o, &F), LOOM_EINVAL, "no room for the context");
+	ok(strstr(loom_squad_error(s), "question x: 1 question tokens leave no room") != NULL,
+	   "named: %s", loom_squad_error(s));
+	loom_squad_free(s);
+	loom_wordpiece_free(w);
+}
+
 int main(void)
 {
 	case_load();
 	case_metrics();
 	case_score();
 	case_bad();
+	case_features();
 	return done_testing();
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loom_pretok.h"
+#include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
 
 #define MAX_FILE (1ull << 32) /* 4 GiB: far above any SQuAD file */
@@ -539,4 +540,162 @@ const char *loom_squad_repr(double x, char *buf, size_t len)
 	if (d <= 0 && strlen(buf) + 3 <= len)
 		strcat(buf, ".0");
 	return buf;
+}
+
+/* --- features ------------------------------------------------------------ */
+
+void loom_squad_features_release(struct loom_squad_features *f)
+{
+	free(f->f);
+	free(f->input_ids);
+	free(f->segment_ids);
+	free(f->ctx_off);
+	free(f->tok_start);
+	free(f->tok_end);
+	memset(f, 0, sizeof *f);
+}
+
+static int feature_push(struct loom_squad_features *out, size_t *cap)
+{
+	if (out->n < *cap)
+		return 0;
+	size_t c = *cap ? 2 * *cap : 1024, seq = out->seq;
+	struct loom_squad_feature *f = realloc(out->f, c * sizeof *f);
+	if (!f)
+		return LOOM_ENOMEM;
+	out->f = f;
+	uint32_t *ids = realloc(out->input_ids, c * seq * sizeof *ids);
+	if (!ids)
+		return LOOM_ENOMEM;
+	out->input_ids = ids;
+	uint8_t *seg = realloc(out->segment_ids, c * seq);
+	if (!seg)
+		return LOOM_ENOMEM;
+	out->segment_ids = seg;
+	*cap = c;
+	return 0;
+}
+
+/* Answer positions of gold answer g in the window of feature f. */
+static void answer_positions(const struct loom_squad_features *out,
+			     struct loom_squad_feature *f, size_t para,
+			     const struct loom_squad_answer *g)
+{
+	f->start = f->end = 0;
+	if (!g || !f->ctx_len)
+		return;
+	const uint64_t *ts = out->tok_start + out->ctx_off[para] + f->ctx_first;
+	const uint64_t *te = out->tok_end + out->ctx_off[para] + f->ctx_first;
+	uint64_t a = g->start, b = g->start + g->len;
+	if (!(ts[0] <= a && te[f->ctx_len - 1] >= b))
+		return;
+	uint32_t s = 0, e = f->ctx_len - 1;
+	while (s + 1 < f->ctx_len && ts[s + 1] <= a)
+		s++;
+	while (e > 0 && te[e - 1] >= b)
+		e--;
+	if (e < s)
+		return;
+	f->start = f->doc_start + s;
+	f->end = f->doc_start + e;
+}
+
+int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
+			const struct loom_squad_feature_opts *o, struct loom_squad_features *out)
+{
+	memset(out, 0, sizeof *out);
+	out->seq = o->seq;
+	uint32_t cls = loom_wordpiece_id(w, "[CLS]", 5), sep = loom_wordpiece_id(w, "[SEP]", 5);
+	uint32_t pad = loom_wordpiece_id(w, "[PAD]", 5);
+	if (cls == LOOM_VOCAB_NONE || sep == LOOM_VOCAB_NONE || pad == LOOM_VOCAB_NONE)
+		return loom_err_set(&s->err, LOOM_EINVAL,
+				    "the vocabulary lacks [CLS], [SEP] or [PAD]");
+	if (o->seq < 4 || !o->stride)
+		return loom_err_set(&s->err, LOOM_EINVAL, "seq %u, stride %u: need seq >= 4, stride >= 1",
+				    o->seq, o->stride);
+	struct loom_ids ids = { 0 }, q = { 0 };
+	struct loom_offsets offs = { 0 };
+	int rc = 0;
+	out->ctx_off = malloc((s->n_paras + 1) * sizeof *out->ctx_off);
+	if (!out->ctx_off) {
+		rc = loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* every context once, with the byte span of each token */
+	for (size_t p = 0; p < s->n_paras; p++) {
+		out->ctx_off[p] = ids.n;
+		if (loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context, s->paras[p].len,
+					  &ids, &offs, 0)) {
+			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+			goto fail;
+		}
+	}
+	out->ctx_off[s->n_paras] = ids.n;
+	out->tok_start = offs.start;
+	out->tok_end = offs.end;
+	offs.start = offs.end = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < s->n_qas; i++) {
+		const struct loom_squad_qa *qa = &s->qas[i];
+		q.n = 0;
+		if (loom_wordpiece_encode(w, (const uint8_t *)qa->question, strlen(qa->question), &q,
+					  NULL, 0)) {
+			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+			goto fail;
+		}
+		size_t qlen = q.n < o->max_query ? q.n : o->max_query;
+		if (qlen + 3 >= o->seq) {
+			rc = loom_err_set(&s->err, LOOM_EINVAL,
+					  "question %s: %zu question tokens leave no room for the context in %u (raise --seq or lower --max-query)",
+					  qa->id, qlen, o->seq);
+			goto fail;
+		}
+		size_t room = o->seq - 3 - qlen, para = qa->para;
+		size_t nctx = out->ctx_off[para + 1] - out->ctx_off[para];
+		const uint32_t *ctx = ids.v + out->ctx_off[para];
+		for (size_t start = 0, win = 0;; win++) {
+			size_t len = nctx - start < room ? nctx - start : room;
+			if ((rc = feature_push(out, &cap))) {
+				rc = loom_err_set(&s->err, rc, "out of memory");
+				goto fail;
+			}
+			struct loom_squad_feature *f = &out->f[out->n];
+			uint32_t *in = out->input_ids + out->n * o->seq;
+			uint8_t *seg = out->segment_ids + out->n * o->seq;
+			size_t k = 0;
+			in[k++] = cls;
+			memcpy(in + k, q.v, qlen * sizeof *in);
+			k += qlen;
+			in[k++] = sep;
+			memset(seg, 0, k);
+			memcpy(in + k, ctx + start, len * sizeof *in);
+			k += len;
+			in[k++] = sep;
+			memset(seg + qlen + 2, 1, len + 1);
+			f->qa = (uint32_t)i;
+			f->window = (uint32_t)win;
+			f->n_tokens = (uint32_t)k;
+			f->doc_start = (uint32_t)(qlen + 2);
+			f->ctx_first = (uint32_t)start;
+			f->ctx_len = (uint32_t)len;
+			for (; k < o->seq; k++) {
+				in[k] = pad;
+				seg[k] = 0;
+			}
+			answer_positions(out, f, para, qa->n_answers ? &qa->answers[0] : NULL);
+			out->n++;
+			if (start + len >= nctx)
+				break;
+			start += len < o->stride ? len : o->stride;
+		}
+	}
+	loom_ids_release(&ids);
+	loom_ids_release(&q);
+	return 0;
+fail:
+	loom_ids_release(&ids);
+	loom_ids_release(&q);
+	loom_offsets_release(&offs);
+	loom_squad_features_release(out);
+	return rc;
 }

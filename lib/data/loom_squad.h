@@ -92,6 +92,56 @@ void loom_squad_metrics(const char *pred, size_t pred_len,
 			const struct loom_squad_answer *gold, uint32_t n_gold,
 			double *em, double *f1);
 
+/* --- features: question + context window, as BERT reads them ----------
+ *
+ * Each question becomes one or more features of seq tokens:
+ *   [CLS] question [SEP] window of the context [SEP] [PAD]...
+ * The question keeps its first max_query tokens; windows of at most
+ * seq - 3 - (question tokens) context tokens start every `stride` tokens
+ * (Google's run_squad.py doc_stride: 0, stride, 2 stride, ... until a
+ * window reaches the end of the context).  segment_ids are 0 up to and
+ * including the first [SEP], 1 for the window and its [SEP]; input_mask
+ * is 1 on real tokens.  The answer (the first gold answer) is the tokens
+ * from the last one starting at or before its first byte to the first one
+ * ending at or after its last byte (HuggingFace run_qa.py), when the
+ * window holds them all; otherwise start = end = 0, the [CLS] index. */
+struct loom_wordpiece;
+
+struct loom_squad_feature {
+	uint32_t qa;          /* question (index into qas) */
+	uint32_t window;      /* 0, 1, ... within its question */
+	uint32_t n_tokens;    /* real tokens; the rest is [PAD] */
+	uint32_t doc_start;   /* position of the window's first token */
+	uint32_t ctx_first;   /* index of that token in the context's tokens */
+	uint32_t ctx_len;     /* context tokens in the window */
+	uint32_t start, end;  /* answer positions (0, 0: not in the window) */
+};
+
+struct loom_squad_features {
+	uint32_t seq;
+	size_t n;
+	struct loom_squad_feature *f;
+	uint32_t *input_ids;            /* n x seq */
+	uint8_t *segment_ids;           /* n x seq */
+	/* the context tokens of paragraph p: byte spans in its context,
+	 * ctx_off[p] .. ctx_off[p + 1] into tok_start / tok_end */
+	size_t *ctx_off;
+	uint64_t *tok_start, *tok_end;
+};
+
+struct loom_squad_feature_opts {
+	uint32_t seq;         /* 384 */
+	uint32_t stride;      /* 128 */
+	uint32_t max_query;   /* 64 */
+};
+
+/* Features of every question; fails (LOOM_EINVAL, naming the question)
+ * when a question leaves no room for the context.  Free with
+ * loom_squad_features_release. */
+int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
+			const struct loom_squad_feature_opts *o, struct loom_squad_features *out);
+void loom_squad_features_release(struct loom_squad_features *f);
+
 /* A double as Python's repr() prints it (shortest round-trip, ".0" on
  * whole numbers), into buf; returns buf. */
 const char *loom_squad_repr(double x, char *buf, size_t len);
