@@ -16,29 +16,8 @@ MB=${BPE_BENCH_MB:-100}
 mkdir -p "$W"
 command -v loom-bpe >/dev/null || { echo "bpe-encode: loom-bpe not on PATH (make first)"; exit 1; }
 
-. tests/bench/fig.bash
-
-# --- corpus: Wikipedia samples (extracted when loom-extract exists), then
-# the machine's own documentation, valid UTF-8, ~$MB MB, one document per line
-CORPUS=$W/corpus-$MB.txt
-if [ ! -s "$CORPUS" ]; then
-	echo "bpe-encode: building a ${MB} MB corpus in $CORPUS"
-	set +o pipefail # head ends the producers early
-	{
-		for f in "$SHARED"/data/wiki/*.xml.bz2; do
-			[ -e "$f" ] || continue
-			case $f in *multistream*) continue ;; esac
-			if command -v loom-extract >/dev/null && loom-extract "$f" 2>/dev/null; then :
-			else bzcat "$f"; fi
-		done
-		find /usr/share/doc /usr/share/man -name '*.gz' 2>/dev/null | sort | xargs -r zcat 2>/dev/null
-		find /usr/share/perl* /usr/lib/python3* -name '*.pod' -o -name '*.py' 2>/dev/null | sort | xargs -r cat 2>/dev/null
-	} | head -c $((MB * 1000000)) |
-		python3 -c 'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8", "ignore").encode("utf-8"))' \
-		> "$CORPUS.tmp"
-	set -o pipefail
-	mv "$CORPUS.tmp" "$CORPUS"
-fi
+. tests/bench/lib.bash
+CORPUS=$(corpus "$MB")
 BYTES=$(wc -c < "$CORPUS")
 echo "bpe-encode: corpus $BYTES bytes, $(wc -l < "$CORPUS") lines"
 

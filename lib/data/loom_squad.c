@@ -1,0 +1,701 @@
+/*
+ * loom_squad.c - SQuAD v1.1 reader and official scores; see loom_squad.h.
+ */
+#include "loom_squad.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_pretok.h"
+#include "loom_wordpiece.h"
+#include "loom_wordpiece_tab.h"
+
+#define MAX_FILE (1ull << 32) /* 4 GiB: far above any SQuAD file */
+
+struct loom_squad *loom_squad_new(void)
+{
+	return calloc(1, sizeof(struct loom_squad));
+}
+
+static void squad_clear(struct loom_squad *s)
+{
+	for (size_t i = 0; i < s->n_qas; i++)
+		free(s->qas[i].answers);
+	free(s->qas);
+	free(s->paras);
+	free(s->version);
+	if (s->root)
+		json_decref(s->root);
+	s->qas = NULL;
+	s->paras = NULL;
+	s->version = NULL;
+	s->root = NULL;
+	s->n_qas = s->n_paras = 0;
+}
+
+void loom_squad_free(struct loom_squad *s)
+{
+	if (!s)
+		return;
+	squad_clear(s);
+	free(s);
+}
+
+const char *loom_squad_error(const struct loom_squad *s)
+{
+	return s->err.msg;
+}
+
+/* Read a whole regular file of at most MAX_FILE bytes. */
+static int read_file(struct loom_err *e, const char *path, char **buf, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return loom_err_errno(e, LOOM_EIO, errno, "%s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return loom_err_set(e, LOOM_EIO, "%s: not a regular file", path);
+	}
+	if ((unsigned long long)st.st_size > MAX_FILE) {
+		close(fd);
+		return loom_err_set(e, LOOM_EFORMAT, "%s: %lld bytes is more than a SQuAD file holds",
+				    path, (long long)st.st_size);
+	}
+	size_t n = (size_t)st.st_size, got = 0;
+	char *b = malloc(n + 1);
+	if (!b) {
+		close(fd);
+		return loom_err_set(e, LOOM_ENOMEM, "%s: out of memory", path);
+	}
+	while (got < n) {
+		ssize_t r = read(fd, b + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int err = r < 0 ? errno : 0;
+			free(b);
+			close(fd);
+			return err ? loom_err_errno(e, LOOM_EIO, err, "%s", path)
+				   : loom_err_set(e, LOOM_ETRUNC, "%s: shrank while being read", path);
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* Byte offset of code point `chars` in s[0..n), or -1 past the end. */
+static long long char_to_byte(const char *s, size_t n, long long chars)
+{
+	size_t i = 0;
+	for (long long c = 0; c < chars; c++) {
+		if (i >= n)
+			return -1;
+		uint32_t cp;
+		int valid;
+		i += loom_utf8_decode((const uint8_t *)s + i, n - i, &cp, &valid);
+	}
+	return (long long)i;
+}
+
+static const char *str_member(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const char *name)
+{
+	squad_clear(s);
+	json_error_t je;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
+				    je.text);
+	s->root = root;
+	json_t *data = json_object_get(root, "data");
+	if (!json_is_object(root) || !json_is_array(data))
+		return loom_err_set(&s->err, LOOM_EFORMAT, "%s: no \"data\" array: not a SQuAD file",
+				    name);
+	const char *ver = str_member(root, "version");
+	if (ver && !(s->version = strdup(ver)))
+		return loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+	/* count first, then fill */
+	size_t np = 0, nq = 0, ai, pi, qi;
+	json_t *art, *para, *qa;
+	json_array_foreach(data, ai, art) {
+		json_t *ps = json_object_get(art, "paragraphs");
+		if (!json_is_array(ps))
+			return loom_err_set(&s->err, LOOM_EFORMAT,
+					    "%s: article %zu has no \"paragraphs\" array", name, ai);
+		json_array_foreach(ps, pi, para) {
+			json_t *qs = json_object_get(para, "qas");
+			if (!json_is_array(qs))
+				return loom_err_set(&s->err, LOOM_EFORMAT,
+						    "%s: article %zu paragraph %zu has no \"qas\" array",
+						    name, ai, pi);
+			np++;
+			nq += json_array_size(qs);
+		}
+	}
+	s->paras = calloc(np ? np : 1, sizeof *s->paras);
+	s->qas = calloc(nq ? nq : 1, sizeof *s->qas);
+	if (!s->paras || !s->qas)
+		return loom_err_set(&s->err, LOOM_ENOMEM, "%s: out of memory", name);
+	json_t *seen = json_object();
+	if (!seen)
+		return loom_err_set(&s->err, LOOM_ENOMEM, "%s: out of memory", name);
+	int rc = 0;
+	json_array_foreach(data, ai, art) {
+		const char *title = str_member(art, "title");
+		json_array_foreach(json_object_get(art, "paragraphs"), pi, para) {
+			struct loom_squad_para *p = &s->paras[s->n_paras];
+			json_t *ctx = json_object_get(para, "context");
+			if (!json_is_string(ctx) || !json_string_length(ctx)) {
+				rc = loom_err_set(&s->err, LOOM_EFORMAT,
+						  "%s: article %zu paragraph %zu: %s context", name, ai,
+						  pi, json_is_string(ctx) ? "empty" : "no");
+				goto out;
+			}
+			p->title = title ? title : "";
+			p->context = json_string_value(ctx);
+			p->len = json_string_length(ctx);
+			json_array_foreach(json_object_get(para, "qas"), qi, qa) {
+				struct loom_squad_qa *q = &s->qas[s->n_qas];
+				q->id = str_member(qa, "id");
+				q->question = str_member(qa, "question");
+				json_t *ans = json_object_get(qa, "answers");
+				if (!q->id) {
+					rc = loom_err_set(&s->err, LOOM_EFORMAT,
+							  "%s: article %zu paragraph %zu question %zu: no \"id\" string",
+							  name, ai, pi, qi);
+					goto out;
+				}
+				if (json_object_get(seen, q->id)) {
+					rc = loom_err_set(&s->err, LOOM_EFORMAT,
+							  "%s: question %s: the id repeats", name, q->id);
+					goto out;
+				}
+				json_object_set_new(seen, q->id, json_true());
+				if (!q->question || !json_is_array(ans)) {
+					rc = loom_err_set(&s->err, LOOM_EFORMAT,
+							  "%s: question %s: no \"%s\"", name, q->id,
+							  q->question ? "answers\" array" : "question\" string");
+					goto out;
+				}
+				q->para = (uint32_t)s->n_paras;
+				s->n_qas++; /* from here on squad_clear frees its answers */
+				size_t na = json_array_size(ans), k;
+				json_t *a;
+				q->answers = calloc(na ? na : 1, sizeof *q->answers);
+				if (!q->answers) {
+					rc = loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+					goto out;
+				}
+				json_array_foreach(ans, k, a) {
+					json_t *t = json_object_get(a, "text");
+					json_t *st = json_object_get(a, "answer_start");
+					if (!json_is_string(t) || !json_is_integer(st)) {
+						rc = loom_err_set(&s->err, LOOM_EFORMAT,
+								  "%s: question %s: answer %zu has no \"%s\"",
+								  name, q->id, k,
+								  json_is_string(t) ? "answer_start\" integer"
+										    : "text\" string");
+						goto out;
+					}
+					struct loom_squad_answer *g = &q->answers[q->n_answers++];
+					g->text = json_string_value(t);
+					g->len = json_string_length(t);
+					long long b = json_integer_value(st) < 0
+							      ? -1
+							      : char_to_byte(p->context, p->len,
+									     json_integer_value(st));
+					if (b < 0 || (size_t)b + g->len > p->len ||
+					    memcmp(p->context + b, g->text, g->len)) {
+						rc = loom_err_set(&s->err, LOOM_EFORMAT,
+								  "%s: question %s: answer %zu: answer_start %lld is %s",
+								  name, q->id, k,
+								  (long long)json_integer_value(st),
+								  b < 0 || (size_t)b > p->len
+									  ? "outside the context"
+									  : "not where its text is in the context");
+						goto out;
+					}
+					g->start = (size_t)b;
+				}
+			}
+			s->n_paras++;
+		}
+	}
+out:
+	json_decref(seen);
+	return rc;
+}
+
+int loom_squad_load(struct loom_squad *s, const char *path)
+{
+	char *buf;
+	size_t len;
+	int rc = read_file(&s->err, path, &buf, &len);
+	if (rc)
+		return rc;
+	rc = loom_squad_load_mem(s, buf, len, path);
+	free(buf);
+	return rc;
+}
+
+/* --- the official normalization ----------------------------------------- */
+
+/* Python's str.isspace(). */
+static int py_space(uint32_t c)
+{
+	return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+	       c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+	       c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* Python's \w in a str pattern: a letter, a number or "_". */
+static int py_word(uint32_t c)
+{
+	int k = loom_uclass(c);
+	return c == '_' || k == LOOM_UC_L || k == LOOM_UC_N;
+}
+
+static const struct loom_wp_map *lower_find(uint32_t cp)
+{
+	uint32_t lo = 0, hi = loom_wp_lower_n;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (loom_wp_lower[mid].cp < cp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < loom_wp_lower_n && loom_wp_lower[lo].cp == cp ? &loom_wp_lower[lo] : NULL;
+}
+
+/* Normalized tokens of s: code points in *cp, token i = cp[tok[2i] ..
+ * tok[2i+1]).  Returns the number of tokens, -1 when out of memory. */
+struct norm {
+	uint32_t *cp;
+	size_t *tok;
+	size_t ntok;
+};
+
+static long normalize(const char *s, size_t n, struct norm *out)
+{
+	/* at most 2 code points per input code point after lower-casing
+	 * (U+0130 -> i + U+0307; no lower-case mapping is longer) */
+	uint32_t *a = malloc((2 * n + 1) * sizeof *a);
+	if (!a)
+		return -1;
+	size_t m = 0;
+	for (size_t i = 0; i < n;) {
+		uint32_t c;
+		int valid;
+		i += loom_utf8_decode((const uint8_t *)s + i, n - i, &c, &valid);
+		const struct loom_wp_map *lm = c >= 'A' && c <= 'Z' ? NULL
+					       : c < 0x80	   ? NULL
+					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? lower_find(c)
+										    : NULL;
+		if (c >= 'A' && c <= 'Z')
+			c += 32;
+		uint32_t outc[4];
+		int k = 0;
+		if (lm)
+			for (int j = 0; j < lm->n; j++)
+				outc[k++] = loom_wp_lower_pool[lm->off + j];
+		else
+			outc[k++] = c;
+		for (int j = 0; j < k; j++)
+			if (!(outc[j] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)outc[j]) &&
+			      outc[j]))
+				a[m++] = outc[j];
+	}
+	/* remove \b(a|an|the)\b, replaced by a space */
+	for (size_t i = 0; i < m; i++) {
+		if (i > 0 && py_word(a[i - 1]))
+			continue;
+		size_t len = 0;
+		if (a[i] == 'a')
+			len = (i + 1 < m && a[i + 1] == 'n' && !(i + 2 < m && py_word(a[i + 2]))) ? 2
+			      : !(i + 1 < m && py_word(a[i + 1]))				   ? 1
+												   : 0;
+		else if (a[i] == 't' && i + 2 < m && a[i + 1] == 'h' && a[i + 2] == 'e' &&
+			 !(i + 3 < m && py_word(a[i + 3])))
+			len = 3;
+		if (!len)
+			continue;
+		a[i] = ' ';
+		memmove(a + i + 1, a + i + len, (m - i - len) * sizeof *a);
+		m -= len - 1;
+	}
+	size_t *tok = malloc((m + 1) * sizeof *tok);
+	if (!tok) {
+		free(a);
+		return -1;
+	}
+	size_t nt = 0;
+	for (size_t i = 0; i < m;) {
+		while (i < m && py_space(a[i]))
+			i++;
+		if (i == m)
+			break;
+		size_t j = i;
+		while (j < m && !py_space(a[j]))
+			j++;
+		tok[2 * nt] = i;
+		tok[2 * nt + 1] = j;
+		nt++;
+		i = j;
+	}
+	out->cp = a;
+	out->tok = tok;
+	out->ntok = nt;
+	return (long)nt;
+}
+
+static int tok_cmp3(const struct norm *x, size_t i, const struct norm *y, size_t j)
+{
+	size_t a0 = x->tok[2 * i], a1 = x->tok[2 * i + 1];
+	size_t b0 = y->tok[2 * j], b1 = y->tok[2 * j + 1];
+	for (; a0 < a1 && b0 < b1; a0++, b0++)
+		if (x->cp[a0] != y->cp[b0])
+			return x->cp[a0] < y->cp[b0] ? -1 : 1;
+	return (a0 < a1) - (b0 < b1);
+}
+
+static int sort_cmp(const void *pa, const void *pb, void *x)
+{
+	return tok_cmp3(x, *(const size_t *)pa, x, *(const size_t *)pb);
+}
+
+/* Token indices of x in sorted order. */
+static size_t *sorted(const struct norm *x)
+{
+	size_t *o = malloc((x->ntok + 1) * sizeof *o);
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < x->ntok; i++)
+		o[i] = i;
+	qsort_r(o, x->ntok, sizeof *o, sort_cmp, (void *)x);
+	return o;
+}
+
+static size_t overlap(const struct norm *x, const struct norm *y)
+{
+	size_t *ox = sorted(x), *oy = sorted(y), i = 0, j = 0, same = 0;
+	if (ox && oy)
+		while (i < x->ntok && j < y->ntok) {
+			int c = tok_cmp3(x, ox[i], y, oy[j]);
+			if (c == 0) {
+				same++;
+				i++;
+				j++;
+			} else if (c < 0) {
+				i++;
+			} else {
+				j++;
+			}
+		}
+	free(ox);
+	free(oy);
+	return same;
+}
+
+static int same_tokens(const struct norm *x, const struct norm *y)
+{
+	if (x->ntok != y->ntok)
+		return 0;
+	for (size_t i = 0; i < x->ntok; i++)
+		if (tok_cmp3(x, i, y, i))
+			return 0;
+	return 1;
+}
+
+void loom_squad_metrics(const char *pred, size_t pred_len,
+			const struct loom_squad_answer *gold, uint32_t n_gold,
+			double *em, double *f1)
+{
+	struct norm p = { 0 };
+	*em = 0;
+	*f1 = 0;
+	if (normalize(pred, pred_len, &p) < 0)
+		return;
+	for (uint32_t g = 0; g < n_gold; g++) {
+		struct norm t = { 0 };
+		if (normalize(gold[g].text, gold[g].len, &t) < 0)
+			break;
+		if (same_tokens(&p, &t))
+			*em = 1;
+		size_t same = overlap(&p, &t);
+		if (same) {
+			double precision = 1.0 * (double)same / (double)p.ntok;
+			double recall = 1.0 * (double)same / (double)t.ntok;
+			double f = (2 * precision * recall) / (precision + recall);
+			if (f > *f1)
+				*f1 = f;
+		}
+		free(t.cp);
+		free(t.tok);
+	}
+	free(p.cp);
+	free(p.tok);
+}
+
+int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, const char *name,
+			 struct loom_squad_score *out)
+{
+	json_error_t je;
+	json_t *pred = json_loadb(buf, len, 0, &je);
+	if (!pred)
+		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
+				    je.text);
+	if (!json_is_object(pred)) {
+		json_decref(pred);
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    "%s: not a JSON object of question id -> answer text", name);
+	}
+	if (!s->n_qas) {
+		json_decref(pred);
+		return loom_err_set(&s->err, LOOM_EINVAL, "%s: the data set has no questions", name);
+	}
+	/* the official script sums EM as an integer and F1 as a double */
+	long long em = 0;
+	double f1 = 0;
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < s->n_qas; i++) {
+		const struct loom_squad_qa *q = &s->qas[i];
+		json_t *v = json_object_get(pred, q->id);
+		out->questions++;
+		if (!v) {
+			out->unanswered++;
+			continue;
+		}
+		if (!json_is_string(v)) {
+			json_decref(pred);
+			return loom_err_set(&s->err, LOOM_EFORMAT,
+					    "%s: question %s: the prediction is not a string", name,
+					    q->id);
+		}
+		if (!q->n_answers) {
+			json_decref(pred);
+			return loom_err_set(&s->err, LOOM_EFORMAT,
+					    "%s: question %s has no gold answer to score against",
+					    name, q->id);
+		}
+		double e, f;
+		loom_squad_metrics(json_string_value(v), json_string_length(v), q->answers,
+				   q->n_answers, &e, &f);
+		em += e > 0;
+		f1 += f;
+	}
+	json_decref(pred);
+	out->exact_match = 100.0 * (double)em / (double)out->questions;
+	out->f1 = 100.0 * f1 / (double)out->questions;
+	return 0;
+}
+
+int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
+			  struct loom_squad_score *out)
+{
+	char *buf;
+	size_t len;
+	int rc = read_file(&s->err, pred_path, &buf, &len);
+	if (rc)
+		return rc;
+	rc = loom_squad_score_mem(s, buf, len, pred_path, out);
+	free(buf);
+	return rc;
+}
+
+const char *loom_squad_repr(double x, char *buf, size_t len)
+{
+	int p = 1;
+	for (; p < 17; p++) {
+		snprintf(buf, len, "%.*e", p - 1, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	snprintf(buf, len, "%.*e", p - 1, x);
+	const char *e = strchr(buf, 'e');
+	int e10 = e ? atoi(e + 1) : 0;
+	if (x != x || x == 0 || !e || e10 < -4 || e10 >= 16) {
+		if (x == 0)
+			snprintf(buf, len, "%s", signbit(x) ? "-0.0" : "0.0");
+		return buf; /* Python's repr: 1e-05, 1.5e+16 */
+	}
+	int d = p - 1 - e10;
+	snprintf(buf, len, "%.*f", d > 0 ? d : 0, x);
+	if (d <= 0 && strlen(buf) + 3 <= len)
+		strcat(buf, ".0");
+	return buf;
+}
+
+/* --- features ------------------------------------------------------------ */
+
+void loom_squad_features_release(struct loom_squad_features *f)
+{
+	free(f->f);
+	free(f->input_ids);
+	free(f->segment_ids);
+	free(f->ctx_off);
+	free(f->tok_start);
+	free(f->tok_end);
+	memset(f, 0, sizeof *f);
+}
+
+static int feature_push(struct loom_squad_features *out, size_t *cap)
+{
+	if (out->n < *cap)
+		return 0;
+	size_t c = *cap ? 2 * *cap : 1024, seq = out->seq;
+	struct loom_squad_feature *f = realloc(out->f, c * sizeof *f);
+	if (!f)
+		return LOOM_ENOMEM;
+	out->f = f;
+	uint32_t *ids = realloc(out->input_ids, c * seq * sizeof *ids);
+	if (!ids)
+		return LOOM_ENOMEM;
+	out->input_ids = ids;
+	uint8_t *seg = realloc(out->segment_ids, c * seq);
+	if (!seg)
+		return LOOM_ENOMEM;
+	out->segment_ids = seg;
+	*cap = c;
+	return 0;
+}
+
+/* Answer positions of gold answer g in the window of feature f. */
+static void answer_positions(const struct loom_squad_features *out,
+			     struct loom_squad_feature *f, size_t para,
+			     const struct loom_squad_answer *g)
+{
+	f->start = f->end = 0;
+	if (!g || !f->ctx_len)
+		return;
+	const uint64_t *ts = out->tok_start + out->ctx_off[para] + f->ctx_first;
+	const uint64_t *te = out->tok_end + out->ctx_off[para] + f->ctx_first;
+	uint64_t a = g->start, b = g->start + g->len;
+	if (!(ts[0] <= a && te[f->ctx_len - 1] >= b))
+		return;
+	uint32_t s = 0, e = f->ctx_len - 1;
+	while (s + 1 < f->ctx_len && ts[s + 1] <= a)
+		s++;
+	while (e > 0 && te[e - 1] >= b)
+		e--;
+	if (e < s)
+		return;
+	f->start = f->doc_start + s;
+	f->end = f->doc_start + e;
+}
+
+int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
+			const struct loom_squad_feature_opts *o, struct loom_squad_features *out)
+{
+	memset(out, 0, sizeof *out);
+	out->seq = o->seq;
+	uint32_t cls = loom_wordpiece_id(w, "[CLS]", 5), sep = loom_wordpiece_id(w, "[SEP]", 5);
+	uint32_t pad = loom_wordpiece_id(w, "[PAD]", 5);
+	if (cls == LOOM_VOCAB_NONE || sep == LOOM_VOCAB_NONE || pad == LOOM_VOCAB_NONE)
+		return loom_err_set(&s->err, LOOM_EINVAL,
+				    "the vocabulary lacks [CLS], [SEP] or [PAD]");
+	if (o->seq < 4 || !o->stride)
+		return loom_err_set(&s->err, LOOM_EINVAL, "seq %u, stride %u: need seq >= 4, stride >= 1",
+				    o->seq, o->stride);
+	struct loom_ids ids = { 0 }, q = { 0 };
+	struct loom_offsets offs = { 0 };
+	int rc = 0;
+	out->ctx_off = malloc((s->n_paras + 1) * sizeof *out->ctx_off);
+	if (!out->ctx_off) {
+		rc = loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* every context once, with the byte span of each token */
+	for (size_t p = 0; p < s->n_paras; p++) {
+		out->ctx_off[p] = ids.n;
+		if (loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context, s->paras[p].len,
+					  &ids, &offs, 0)) {
+			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+			goto fail;
+		}
+	}
+	out->ctx_off[s->n_paras] = ids.n;
+	out->tok_start = offs.start;
+	out->tok_end = offs.end;
+	offs.start = offs.end = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < s->n_qas; i++) {
+		const struct loom_squad_qa *qa = &s->qas[i];
+		q.n = 0;
+		if (loom_wordpiece_encode(w, (const uint8_t *)qa->question, strlen(qa->question), &q,
+					  NULL, 0)) {
+			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+			goto fail;
+		}
+		size_t qlen = q.n < o->max_query ? q.n : o->max_query;
+		if (qlen + 3 >= o->seq) {
+			rc = loom_err_set(&s->err, LOOM_EINVAL,
+					  "question %s: %zu question tokens leave no room for the context in %u (raise --seq or lower --max-query)",
+					  qa->id, qlen, o->seq);
+			goto fail;
+		}
+		size_t room = o->seq - 3 - qlen, para = qa->para;
+		size_t nctx = out->ctx_off[para + 1] - out->ctx_off[para];
+		const uint32_t *ctx = ids.v + out->ctx_off[para];
+		for (size_t start = 0, win = 0;; win++) {
+			size_t len = nctx - start < room ? nctx - start : room;
+			if ((rc = feature_push(out, &cap))) {
+				rc = loom_err_set(&s->err, rc, "out of memory");
+				goto fail;
+			}
+			struct loom_squad_feature *f = &out->f[out->n];
+			uint32_t *in = out->input_ids + out->n * o->seq;
+			uint8_t *seg = out->segment_ids + out->n * o->seq;
+			size_t k = 0;
+			in[k++] = cls;
+			memcpy(in + k, q.v, qlen * sizeof *in);
+			k += qlen;
+			in[k++] = sep;
+			memset(seg, 0, k);
+			memcpy(in + k, ctx + start, len * sizeof *in);
+			k += len;
+			in[k++] = sep;
+			memset(seg + qlen + 2, 1, len + 1);
+			f->qa = (uint32_t)i;
+			f->window = (uint32_t)win;
+			f->n_tokens = (uint32_t)k;
+			f->doc_start = (uint32_t)(qlen + 2);
+			f->ctx_first = (uint32_t)start;
+			f->ctx_len = (uint32_t)len;
+			for (; k < o->seq; k++) {
+				in[k] = pad;
+				seg[k] = 0;
+			}
+			answer_positions(out, f, para, qa->n_answers ? &qa->answers[0] : NULL);
+			out->n++;
+			if (start + len >= nctx)
+				break;
+			start += len < o->stride ? len : o->stride;
+		}
+	}
+	loom_ids_release(&ids);
+	loom_ids_release(&q);
+	return 0;
+fail:
+	loom_ids_release(&ids);
+	loom_ids_release(&q);
+	loom_offsets_release(&offs);
+	loom_squad_features_release(out);
+	return rc;
+}

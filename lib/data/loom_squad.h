@@ -1,0 +1,149 @@
+/*
+ * loom_squad.h - SQuAD v1.1 data sets and their official EM/F1 scores.
+ *
+ * Purpose: read a SQuAD JSON file ({"version", "data": [{"title",
+ * "paragraphs": [{"context", "qas": [{"id", "question", "answers":
+ * [{"text", "answer_start"}]}]}]}]}) into flat arrays of paragraphs and
+ * questions, and score a predictions file ({"id": "answer text", ...})
+ * exactly as the official evaluate-v1.1.py does.
+ *
+ * Scoring (evaluate-v1.1.py to the last digit): each text is normalized
+ * (lower-cased with Unicode's full mapping; ASCII punctuation removed; the
+ * words "a", "an", "the" removed where Python's \b bounds them, a word
+ * character being a letter, a number or "_"; split at Python's white
+ * space), EM is 1 when a normalized gold answer equals the normalized
+ * prediction, F1 the harmonic mean of token precision and recall over
+ * the multiset of tokens (0 when no token is shared), each the maximum
+ * over the gold answers; the totals are 100 * sum / questions, the sums
+ * taken in file order in double precision as Python does.  A question
+ * without a prediction scores 0 and is counted.  Known difference:
+ * Python lower-cases a final capital sigma to U+03C2; here it is U+03C3.
+ *
+ * Validation (LOOM_EFORMAT, one message naming the file and, where there
+ * is one, the question id): not JSON (line, column), a missing or
+ * mistyped member, an empty context, a question id that repeats, an
+ * answer_start outside its context or not at its text (compared by code
+ * points, as Python indexes strings), a prediction that is not a string.
+ * answer_start counts code points; loom_squad_answer.start is the byte
+ * offset in the context's UTF-8.
+ *
+ * Ownership: loom_squad_new/_free; the strings belong to the object.
+ * Not thread-safe while loading; read-only use afterwards may be shared.
+ * Errors: 0 or a negative LOOM_E* code, message in loom_squad_error().
+ */
+#ifndef LOOM_SQUAD_H
+#define LOOM_SQUAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+
+struct loom_squad_answer {
+	const char *text;
+	size_t len;          /* bytes */
+	size_t start;        /* byte offset in the context */
+};
+
+struct loom_squad_qa {
+	const char *id, *question;
+	uint32_t para;       /* index into paras */
+	uint32_t n_answers;
+	struct loom_squad_answer *answers;
+};
+
+struct loom_squad_para {
+	const char *title;
+	const char *context;
+	size_t len;          /* bytes */
+};
+
+struct loom_squad {
+	struct loom_squad_para *paras;
+	struct loom_squad_qa *qas;
+	size_t n_paras, n_qas;
+	char *version;       /* the file's "version", or NULL */
+	void *root;          /* the parsed JSON (jansson), owning the strings */
+	struct loom_err err;
+};
+
+struct loom_squad *loom_squad_new(void);
+void loom_squad_free(struct loom_squad *s);
+const char *loom_squad_error(const struct loom_squad *s);
+
+/* Load a SQuAD file (path / memory; name is for messages). */
+int loom_squad_load(struct loom_squad *s, const char *path);
+int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const char *name);
+
+/* The official scores of the predictions file pred_path (or buffer)
+ * against the loaded questions: exact_match and f1 in percent, and the
+ * number of questions without a prediction. */
+struct loom_squad_score {
+	double exact_match, f1;
+	size_t questions, unanswered;
+};
+int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
+			  struct loom_squad_score *out);
+int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len,
+			 const char *name, struct loom_squad_score *out);
+
+/* One prediction against its gold answers (EM 0/1 and F1 in [0, 1]). */
+void loom_squad_metrics(const char *pred, size_t pred_len,
+			const struct loom_squad_answer *gold, uint32_t n_gold,
+			double *em, double *f1);
+
+/* --- features: question + context window, as BERT reads them ----------
+ *
+ * Each question becomes one or more features of seq tokens:
+ *   [CLS] question [SEP] window of the context [SEP] [PAD]...
+ * The question keeps its first max_query tokens; windows of at most
+ * seq - 3 - (question tokens) context tokens start every `stride` tokens
+ * (Google's run_squad.py doc_stride: 0, stride, 2 stride, ... until a
+ * window reaches the end of the context).  segment_ids are 0 up to and
+ * including the first [SEP], 1 for the window and its [SEP]; input_mask
+ * is 1 on real tokens.  The answer (the first gold answer) is the tokens
+ * from the last one starting at or before its first byte to the first one
+ * ending at or after its last byte (HuggingFace run_qa.py), when the
+ * window holds them all; otherwise start = end = 0, the [CLS] index. */
+struct loom_wordpiece;
+
+struct loom_squad_feature {
+	uint32_t qa;          /* question (index into qas) */
+	uint32_t window;      /* 0, 1, ... within its question */
+	uint32_t n_tokens;    /* real tokens; the rest is [PAD] */
+	uint32_t doc_start;   /* position of the window's first token */
+	uint32_t ctx_first;   /* index of that token in the context's tokens */
+	uint32_t ctx_len;     /* context tokens in the window */
+	uint32_t start, end;  /* answer positions (0, 0: not in the window) */
+};
+
+struct loom_squad_features {
+	uint32_t seq;
+	size_t n;
+	struct loom_squad_feature *f;
+	uint32_t *input_ids;            /* n x seq */
+	uint8_t *segment_ids;           /* n x seq */
+	/* the context tokens of paragraph p: byte spans in its context,
+	 * ctx_off[p] .. ctx_off[p + 1] into tok_start / tok_end */
+	size_t *ctx_off;
+	uint64_t *tok_start, *tok_end;
+};
+
+struct loom_squad_feature_opts {
+	uint32_t seq;         /* 384 */
+	uint32_t stride;      /* 128 */
+	uint32_t max_query;   /* 64 */
+};
+
+/* Features of every question; fails (LOOM_EINVAL, naming the question)
+ * when a question leaves no room for the context.  Free with
+ * loom_squad_features_release. */
+int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
+			const struct loom_squad_feature_opts *o, struct loom_squad_features *out);
+void loom_squad_features_release(struct loom_squad_features *f);
+
+/* A double as Python's repr() prints it (shortest round-trip, ".0" on
+ * whole numbers), into buf; returns buf. */
+const char *loom_squad_repr(double x, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,728 @@
+/*
+ * loom_wordpiece.c - BERT's WordPiece tokenizer; see loom_wordpiece.h.
+ *
+ * The encoder runs the normalizer, the pre-tokenizer and WordPiece in one
+ * pass over the input: each input character is cleaned, stripped and
+ * lower-cased into zero or more normalized characters, which either end
+ * the current word (white space), form a word of their own (punctuation,
+ * CJK) or are appended to it.  A finished word is looked up greedily in
+ * a word buffer that keeps two bytes of room before it, so that "##" can
+ * be written in front of any later part without a copy.  ASCII text goes
+ * through a 128-entry table.
+ */
+#include "loom_wordpiece.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loom_pretok.h"
+#include "loom_wordpiece_tab.h"
+
+#define PREFIX "##"
+#define PREFIX_LEN 2
+#define MAX_IDS (1u << 24)
+
+/* The vocabulary, shared by loom_wordpiece_dup copies (refcounted). */
+struct wp_vocab {
+	int refs;
+	uint32_t n;              /* lines = ids */
+	uint64_t *off;           /* n + 1: token i = bytes[off[i]..off[i+1]) */
+	char *bytes;
+	uint64_t *slot;          /* hash tag << 32 | (id + 1); 0 = empty */
+	uint32_t mask;
+	uint32_t max_len;        /* longest token in bytes */
+	uint32_t unk;
+	uint32_t special[5];     /* [PAD] [UNK] [CLS] [SEP] [MASK] or NONE */
+	struct loom_wordpiece_opts opts;
+	int strip;
+	/* ASCII: normalized byte (0 = dropped) and class of each byte */
+	uint8_t amap[128], aclass[128];
+};
+
+enum { C_WORD, C_SPACE, C_PUNCT, C_DROP };
+
+struct loom_wordpiece {
+	struct wp_vocab *v;
+	/* the word being built: normalized bytes after PREFIX_LEN bytes of
+	 * room; per normalized character its byte offset in the word and the
+	 * input span it came from */
+	uint8_t *word;
+	size_t wlen, wcap;
+	uint32_t *cstart;
+	uint64_t *ostart, *oend;
+	size_t nch, chcap;
+	int emitted;             /* decode: a token was written already */
+	struct loom_err err;
+};
+
+void loom_wordpiece_opts_default(struct loom_wordpiece_opts *o)
+{
+	o->lowercase = 1;
+	o->strip_accents = -1;
+	o->clean_text = 1;
+	o->chinese_chars = 1;
+	o->max_chars = 100;
+}
+
+void loom_offsets_release(struct loom_offsets *o)
+{
+	free(o->start);
+	free(o->end);
+	memset(o, 0, sizeof *o);
+}
+
+static int offsets_push(struct loom_offsets *o, uint64_t s, uint64_t e)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 256;
+		uint64_t *a = realloc(o->start, cap * sizeof *a);
+		if (!a)
+			return LOOM_ENOMEM;
+		o->start = a;
+		uint64_t *b = realloc(o->end, cap * sizeof *b);
+		if (!b)
+			return LOOM_ENOMEM;
+		o->end = b;
+		o->cap = cap;
+	}
+	o->start[o->n] = s;
+	o->end[o->n++] = e;
+	return 0;
+}
+
+static void vocab_unref(struct wp_vocab *v)
+{
+	if (!v || --v->refs > 0)
+		return;
+	free(v->off);
+	free(v->bytes);
+	free(v->slot);
+	free(v);
+}
+
+struct loom_wordpiece *loom_wordpiece_new(void)
+{
+	return calloc(1, sizeof(struct loom_wordpiece));
+}
+
+void loom_wordpiece_free(struct loom_wordpiece *w)
+{
+	if (!w)
+		return;
+	vocab_unref(w->v);
+	free(w->word);
+	free(w->cstart);
+	free(w->ostart);
+	free(w->oend);
+	free(w);
+}
+
+const char *loom_wordpiece_error(const struct loom_wordpiece *w)
+{
+	return w->err.msg;
+}
+
+struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w)
+{
+	struct loom_wordpiece *d = loom_wordpiece_new();
+	if (d && w->v) {
+		d->v = w->v;
+		d->v->refs++;
+	}
+	return d;
+}
+
+static inline uint64_t hash_bytes(const uint8_t *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static uint32_t vocab_lookup(const struct wp_vocab *v, const uint8_t *s, size_t n)
+{
+	uint64_t h = hash_bytes(s, n);
+	uint32_t tag = (uint32_t)(h >> 32), i = (uint32_t)h & v->mask;
+	for (;; i = (i + 1) & v->mask) {
+		uint64_t e = v->slot[i];
+		if (!e)
+			return LOOM_VOCAB_NONE;
+		if ((uint32_t)(e >> 32) != tag)
+			continue;
+		uint32_t id = (uint32_t)e - 1;
+		if (v->off[id + 1] - v->off[id] == n && !memcmp(v->bytes + v->off[id], s, n))
+			return id;
+	}
+}
+
+/* Insert token id; a token already present takes the new id (the later
+ * line wins, as in HuggingFace's HashMap). */
+static void vocab_insert(struct wp_vocab *v, uint32_t id)
+{
+	const uint8_t *s = (const uint8_t *)v->bytes + v->off[id];
+	size_t n = v->off[id + 1] - v->off[id];
+	uint64_t h = hash_bytes(s, n);
+	uint32_t tag = (uint32_t)(h >> 32), i = (uint32_t)h & v->mask;
+	for (;; i = (i + 1) & v->mask) {
+		uint64_t e = v->slot[i];
+		if (e && (uint32_t)(e >> 32) == tag) {
+			uint32_t old = (uint32_t)e - 1;
+			if (v->off[old + 1] - v->off[old] == n &&
+			    !memcmp(v->bytes + v->off[old], s, n)) {
+				v->slot[i] = (uint64_t)tag << 32 | (id + 1);
+				return;
+			}
+			continue;
+		}
+		if (!e) {
+			v->slot[i] = (uint64_t)tag << 32 | (id + 1);
+			return;
+		}
+	}
+}
+
+/* Byte length of s[0..n) without its trailing White_Space characters. */
+static size_t trim_end(const uint8_t *s, size_t n)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(s + i, n - i, &cp, &valid);
+		i += k;
+		if (!(loom_wp_flags(cp) & LOOM_WP_WS))
+			keep = i;
+	}
+	return keep;
+}
+
+static int utf8_ok(const uint8_t *s, size_t n, size_t *bad)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(s + i, n - i, &cp, &valid);
+		if (!valid) {
+			*bad = i;
+			return 0;
+		}
+		i += k;
+	}
+	return 1;
+}
+
+static void set_ascii(struct wp_vocab *v)
+{
+	const struct loom_wordpiece_opts *o = &v->opts;
+	for (int c = 0; c < 128; c++) {
+		unsigned f = loom_wp_flags((uint32_t)c);
+		uint8_t cls = C_WORD, out = (uint8_t)c;
+		if (o->clean_text && (c == 0 || (f & LOOM_WP_CTRL)))
+			cls = C_DROP;
+		else if (f & LOOM_WP_WS)
+			cls = C_SPACE;
+		else if (f & LOOM_WP_PUNCT)
+			cls = C_PUNCT;
+		if (o->lowercase && c >= 'A' && c <= 'Z')
+			out = (uint8_t)(c + 32);
+		v->amap[c] = out;
+		v->aclass[c] = cls;
+	}
+}
+
+int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t len,
+			    const char *name, const struct loom_wordpiece_opts *o)
+{
+	const uint8_t *s = (const uint8_t *)buf;
+	struct wp_vocab *v = calloc(1, sizeof *v);
+	if (!v)
+		return loom_err_set(&w->err, LOOM_ENOMEM, "%s: out of memory", name);
+	v->refs = 1;
+	if (o)
+		v->opts = *o;
+	else
+		loom_wordpiece_opts_default(&v->opts);
+	v->strip = v->opts.strip_accents < 0 ? v->opts.lowercase : v->opts.strip_accents;
+	set_ascii(v);
+	int rc = 0;
+	if (!len) {
+		rc = loom_err_set(&w->err, LOOM_EFORMAT, "%s: empty vocabulary", name);
+		goto fail;
+	}
+	uint64_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += s[i] == '\n';
+	lines += s[len - 1] != '\n';
+	if (lines > MAX_IDS) {
+		rc = loom_err_set(&w->err, LOOM_EFORMAT,
+				  "%s: %llu lines; at most %u tokens are supported", name,
+				  (unsigned long long)lines, MAX_IDS);
+		goto fail;
+	}
+	v->n = (uint32_t)lines;
+	v->off = malloc((v->n + 1) * sizeof *v->off);
+	v->bytes = malloc(len + 1);
+	uint32_t cap = 16;
+	while (cap < 2 * v->n)
+		cap *= 2;
+	v->slot = calloc(cap, sizeof *v->slot);
+	if (!v->off || !v->bytes || !v->slot) {
+		rc = loom_err_set(&w->err, LOOM_ENOMEM, "%s: out of memory", name);
+		goto fail;
+	}
+	v->mask = cap - 1;
+	uint64_t used = 0;
+	size_t p = 0;
+	for (uint32_t id = 0; id < v->n; id++) {
+		const uint8_t *nl = memchr(s + p, '\n', len - p);
+		size_t end = nl ? (size_t)(nl - s) : len, bad;
+		if (!utf8_ok(s + p, end - p, &bad)) {
+			rc = loom_err_set(&w->err, LOOM_EFORMAT,
+					  "%s:%u: invalid UTF-8 at byte %zu of the line", name,
+					  id + 1, bad + 1);
+			goto fail;
+		}
+		size_t k = trim_end(s + p, end - p);
+		v->off[id] = used;
+		memcpy(v->bytes + used, s + p, k);
+		used += k;
+		if (k > v->max_len)
+			v->max_len = (uint32_t)k;
+		p = end + 1;
+	}
+	v->off[v->n] = used;
+	for (uint32_t id = 0; id < v->n; id++)
+		vocab_insert(v, id);
+	static const char *const names[5] = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" };
+	for (int i = 0; i < 5; i++)
+		v->special[i] = vocab_lookup(v, (const uint8_t *)names[i], strlen(names[i]));
+	v->unk = v->special[1];
+	if (v->unk == LOOM_VOCAB_NONE) {
+		rc = loom_err_set(&w->err, LOOM_EFORMAT, "%s: no [UNK] token in the vocabulary",
+				  name);
+		goto fail;
+	}
+	vocab_unref(w->v);
+	w->v = v;
+	return 0;
+fail:
+	vocab_unref(v);
+	return rc;
+}
+
+int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
+			const struct loom_wordpiece_opts *o)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return loom_err_errno(&w->err, LOOM_EIO, errno, "%s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return loom_err_set(&w->err, LOOM_EIO, "%s: not a regular file", path);
+	}
+	if (st.st_size > (1 << 30)) {
+		close(fd);
+		return loom_err_set(&w->err, LOOM_EFORMAT, "%s: %lld bytes; a vocabulary is at most 1 GiB",
+				    path, (long long)st.st_size);
+	}
+	size_t len = (size_t)st.st_size, got = 0;
+	char *buf = malloc(len + 1);
+	if (!buf) {
+		close(fd);
+		return loom_err_set(&w->err, LOOM_ENOMEM, "%s: out of memory", path);
+	}
+	while (got < len) {
+		ssize_t r = read(fd, buf + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : 0;
+			free(buf);
+			close(fd);
+			return e ? loom_err_errno(&w->err, LOOM_EIO, e, "%s", path)
+				 : loom_err_set(&w->err, LOOM_ETRUNC, "%s: shrank while being read", path);
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	int rc = loom_wordpiece_load_mem(w, buf, len, path, o);
+	free(buf);
+	return rc;
+}
+
+uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)
+{
+	return w->v ? w->v->n : 0;
+}
+
+uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n)
+{
+	return vocab_lookup(w->v, (const uint8_t *)tok, n);
+}
+
+const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n)
+{
+	const struct wp_vocab *v = w->v;
+	if (!v || id >= v->n)
+		return NULL;
+	*n = v->off[id + 1] - v->off[id];
+	return v->bytes + v->off[id];
+}
+
+/* --- encoding ----------------------------------------------------------- */
+
+static int word_room(struct loom_wordpiece *w, size_t bytes)
+{
+	if (w->wlen + bytes + PREFIX_LEN > w->wcap) {
+		size_t cap = w->wcap ? w->wcap : 256;
+		while (cap < w->wlen + bytes + PREFIX_LEN)
+			cap *= 2;
+		uint8_t *p = realloc(w->word, cap);
+		if (!p)
+			return LOOM_ENOMEM;
+		w->word = p;
+		w->wcap = cap;
+	}
+	if (w->nch + 2 > w->chcap) { /* one spare slot for word_flush */
+		size_t cap = w->chcap ? 2 * w->chcap : 64;
+		uint32_t *a = realloc(w->cstart, cap * sizeof *a);
+		if (!a)
+			return LOOM_ENOMEM;
+		w->cstart = a;
+		uint64_t *b = realloc(w->ostart, cap * sizeof *b);
+		if (!b)
+			return LOOM_ENOMEM;
+		w->ostart = b;
+		uint64_t *c = realloc(w->oend, cap * sizeof *c);
+		if (!c)
+			return LOOM_ENOMEM;
+		w->oend = c;
+		w->chcap = cap;
+	}
+	return 0;
+}
+
+static size_t utf8_put(uint8_t *p, uint32_t cp)
+{
+	if (cp < 0x80) {
+		p[0] = (uint8_t)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		p[0] = (uint8_t)(0xC0 | cp >> 6);
+		p[1] = (uint8_t)(0x80 | (cp & 63));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		p[0] = (uint8_t)(0xE0 | cp >> 12);
+		p[1] = (uint8_t)(0x80 | (cp >> 6 & 63));
+		p[2] = (uint8_t)(0x80 | (cp & 63));
+		return 3;
+	}
+	p[0] = (uint8_t)(0xF0 | cp >> 18);
+	p[1] = (uint8_t)(0x80 | (cp >> 12 & 63));
+	p[2] = (uint8_t)(0x80 | (cp >> 6 & 63));
+	p[3] = (uint8_t)(0x80 | (cp & 63));
+	return 4;
+}
+
+/* Append one normalized character (as UTF-8 bytes) to the word. */
+static inline int word_add(struct loom_wordpiece *w, const uint8_t *b, size_t k,
+			   uint64_t os, uint64_t oe)
+{
+	if (w->wlen + k + PREFIX_LEN > w->wcap || w->nch + 2 > w->chcap) {
+		int rc = word_room(w, k);
+		if (rc)
+			return rc;
+	}
+	w->cstart[w->nch] = (uint32_t)w->wlen;
+	w->ostart[w->nch] = os;
+	w->oend[w->nch++] = oe;
+	memcpy(w->word + PREFIX_LEN + w->wlen, b, k);
+	w->wlen += k;
+	return 0;
+}
+
+/* The word's tokens: greedy longest match first, [UNK] for a word too long
+ * or with a part not in the vocabulary. */
+static int word_flush(struct loom_wordpiece *w, struct loom_ids *out, struct loom_offsets *offs)
+{
+	if (!w->nch)
+		return 0;
+	const struct wp_vocab *v = w->v;
+	size_t n0 = out->n, nch = w->nch, len = w->wlen;
+	uint8_t *word = w->word + PREFIX_LEN;
+	int rc = 0;
+	w->cstart[nch] = (uint32_t)len; /* word_room keeps one spare slot */
+	if (nch > v->opts.max_chars)
+		goto unk;
+	size_t c = 0; /* first character of the part */
+	while (c < nch) {
+		size_t start = w->cstart[c], room = v->max_len - (c ? PREFIX_LEN : 0);
+		if (v->max_len < (c ? PREFIX_LEN : 0))
+			goto unk;
+		/* the last character whose end is within room */
+		size_t e = nch;
+		while (e > c && w->cstart[e] - start > room)
+			e--;
+		uint32_t id = LOOM_VOCAB_NONE;
+		for (; e > c; e--) {
+			size_t end = w->cstart[e];
+			if (c) {
+				word[start - 2] = '#';
+				word[start - 1] = '#';
+				id = vocab_lookup(v, word + start - 2, end - start + 2);
+			} else {
+				id = vocab_lookup(v, word, end);
+			}
+			if (id != LOOM_VOCAB_NONE)
+				break;
+		}
+		if (id == LOOM_VOCAB_NONE)
+			goto unk;
+		if ((rc = loom_ids_reserve(out, 1)))
+			return rc;
+		out->v[out->n++] = id;
+		if (offs && (rc = offsets_push(offs, w->ostart[c], w->oend[e - 1])))
+			return rc;
+		c = e;
+	}
+	w->nch = w->wlen = 0;
+	return 0;
+unk:
+	if (offs)
+		offs->n -= out->n - n0;
+	out->n = n0;
+	if ((rc = loom_ids_reserve(out, 1)))
+		return rc;
+	out->v[out->n++] = v->unk;
+	if (offs && (rc = offsets_push(offs, w->ostart[0], w->oend[nch - 1])))
+		return rc;
+	w->nch = w->wlen = 0;
+	return 0;
+}
+
+static const struct loom_wp_map *map_find(const struct loom_wp_map *m, uint32_t n, uint32_t cp)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (m[mid].cp < cp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && m[lo].cp == cp ? &m[lo] : NULL;
+}
+
+/* Pre-tokenize one normalized character. */
+static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
+		struct loom_ids *out, struct loom_offsets *offs)
+{
+	unsigned f = loom_wp_flags(cp);
+	uint8_t b[4];
+	size_t k = utf8_put(b, cp);
+	int rc;
+	if (f & LOOM_WP_WS)
+		return word_flush(w, out, offs);
+	if (f & LOOM_WP_PUNCT) {
+		if ((rc = word_flush(w, out, offs)) || (rc = word_add(w, b, k, os, oe)))
+			return rc;
+		return word_flush(w, out, offs);
+	}
+	return word_add(w, b, k, os, oe);
+}
+
+/* Lower-case one character (if enabled), then pre-tokenize. */
+static int lower_emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
+		      struct loom_ids *out, struct loom_offsets *offs)
+{
+	if (w->v->opts.lowercase && (loom_wp_flags(cp) & LOOM_WP_LOWER)) {
+		const struct loom_wp_map *m = map_find(loom_wp_lower, loom_wp_lower_n, cp);
+		for (int i = 0; m && i < m->n; i++) {
+			int rc = emit(w, loom_wp_lower_pool[m->off + i], os, oe, out, offs);
+			if (rc)
+				return rc;
+		}
+		if (m)
+			return 0;
+	}
+	return emit(w, cp, os, oe, out, offs);
+}
+
+/* Normalize one input character at s[os..oe): clean-up, CJK, accents. */
+static int normalize(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
+		     struct loom_ids *out, struct loom_offsets *offs)
+{
+	const struct wp_vocab *v = w->v;
+	unsigned f = loom_wp_flags(cp);
+	int rc;
+	if (v->opts.clean_text) {
+		if (cp == 0 || cp == 0xFFFD || (f & LOOM_WP_CTRL))
+			return 0;
+		if (f & LOOM_WP_WS)
+			return word_flush(w, out, offs);
+	}
+	int cjk = v->opts.chinese_chars && (f & LOOM_WP_CJK);
+	if (cjk && (rc = word_flush(w, out, offs)))
+		return rc;
+	if (v->strip && (f & LOOM_WP_STRIP)) {
+		if (cp >= 0xAC00 && cp <= 0xD7A3) { /* Hangul syllable: L V (T) */
+			uint32_t si = cp - 0xAC00, t = si % 28;
+			if ((rc = lower_emit(w, 0x1100 + si / 588, os, oe, out, offs)) ||
+			    (rc = lower_emit(w, 0x1161 + si % 588 / 28, os, oe, out, offs)))
+				return rc;
+			if (t && (rc = lower_emit(w, 0x11A7 + t, os, oe, out, offs)))
+				return rc;
+		} else {
+			const struct loom_wp_map *m = map_find(loom_wp_strip, loom_wp_strip_n, cp);
+			for (int i = 0; i < m->n; i++)
+				if ((rc = lower_emit(w, loom_wp_strip_pool[m->off + i], os, oe, out,
+						     offs)))
+					return rc;
+		}
+	} else if ((rc = lower_emit(w, cp, os, oe, out, offs))) {
+		return rc;
+	}
+	return cjk ? word_flush(w, out, offs) : 0;
+}
+
+int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
+			  struct loom_ids *out, struct loom_offsets *offs, uint64_t base)
+{
+	const struct wp_vocab *v = w->v;
+	if (!v)
+		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
+	w->nch = w->wlen = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc;) {
+		uint8_t c = s[i];
+		if (c < 0x80) {
+			switch (v->aclass[c]) {
+			case C_WORD:
+				rc = word_add(w, &v->amap[c], 1, base + i, base + i + 1);
+				break;
+			case C_SPACE:
+				rc = word_flush(w, out, offs);
+				break;
+			case C_PUNCT:
+				if (!(rc = word_flush(w, out, offs)) &&
+				    !(rc = word_add(w, &v->amap[c], 1, base + i, base + i + 1)))
+					rc = word_flush(w, out, offs);
+				break;
+			}
+			i++;
+			continue;
+		}
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(s + i, n - i, &cp, &valid);
+		rc = normalize(w, valid ? cp : 0xFFFD, base + i, base + i + k, out, offs);
+		i += k;
+	}
+	if (!rc)
+		rc = word_flush(w, out, offs);
+	if (rc)
+		return loom_err_set(&w->err, rc, "out of memory");
+	return 0;
+}
+
+/* --- decoding ----------------------------------------------------------- */
+
+static int buf_put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (c < *len + n)
+			c *= 2;
+		uint8_t *b = realloc(*buf, c);
+		if (!b)
+			return LOOM_ENOMEM;
+		*buf = b;
+		*cap = c;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	return 0;
+}
+
+/* HuggingFace's cleanup of one decoded token (" ." -> "." ...), in its
+ * order; `t` has room for the result (it only shrinks). */
+static size_t cleanup_token(char *t, size_t n)
+{
+	static const char *const from[] = { " .", " ?", " !", " ,", " ' ", " n't", " 'm",
+					    " do not", " 's", " 've", " 're" };
+	static const char *const to[] = { ".", "?", "!", ",", "'", "n't", "'m",
+					  " don't", "'s", "'ve", "'re" };
+	for (size_t r = 0; r < sizeof from / sizeof from[0]; r++) {
+		size_t fl = strlen(from[r]), tl = strlen(to[r]), o = 0;
+		if (n < fl)
+			continue;
+		for (size_t i = 0; i < n;) {
+			if (i + fl <= n && !memcmp(t + i, from[r], fl)) {
+				memmove(t + o, to[r], tl);
+				o += tl;
+				i += fl;
+			} else {
+				t[o++] = t[i++];
+			}
+		}
+		n = o;
+	}
+	return n;
+}
+
+int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
+			  uint64_t first, int skip_special, int cleanup,
+			  uint8_t **buf, size_t *len, size_t *cap)
+{
+	const struct wp_vocab *v = w->v;
+	if (!v)
+		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
+	if (first == 0)
+		w->emitted = 0;
+	char tmp[2 * 1024];
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if (id >= v->n)
+			return loom_err_set(&w->err, LOOM_ERANGE,
+					    "token %llu: id %u is not in the vocabulary (%u tokens)",
+					    (unsigned long long)(first + i), id, v->n);
+		if (skip_special) {
+			int sp = 0;
+			for (int k = 0; k < 5; k++)
+				sp |= v->special[k] == id;
+			if (sp)
+				continue;
+		}
+		const char *t = v->bytes + v->off[id];
+		size_t tl = v->off[id + 1] - v->off[id];
+		char *p = tmp, *heap = NULL;
+		if (tl + 1 > sizeof tmp && !(p = heap = malloc(tl + 1)))
+			return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+		size_t pl = 0;
+		if (w->emitted && tl >= PREFIX_LEN && !memcmp(t, PREFIX, PREFIX_LEN)) {
+			memcpy(p, t + PREFIX_LEN, tl - PREFIX_LEN);
+			pl = tl - PREFIX_LEN;
+		} else {
+			if (w->emitted)
+				p[pl++] = ' ';
+			memcpy(p + pl, t, tl);
+			pl += tl;
+		}
+		if (cleanup)
+			pl = cleanup_token(p, pl);
+		int rc = buf_put(buf, len, cap, p, pl);
+		free(heap);
+		if (rc)
+			return loom_err_set(&w->err, rc, "out of memory");
+		w->emitted = 1;
+	}
+	return 0;
+}

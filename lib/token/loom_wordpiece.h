@@ -1,0 +1,115 @@
+/*
+ * loom_wordpiece.h - BERT's WordPiece tokenizer, exactly HuggingFace's
+ * BertTokenizerFast (BertNormalizer + BertPreTokenizer + WordPiece).
+ *
+ * Purpose: text bytes -> token ids (with the byte span of the input that
+ * each token came from) and ids -> text, for BERT vocabularies (vocab.txt:
+ * one token a line, line number = id).
+ *
+ * Encoding, in HuggingFace's order, one character at a time:
+ *  1. clean-up (clean_text): NUL, U+FFFD and control characters (general
+ *     category Cc Cf Co Cs, but TAB LF CR) are removed; White_Space
+ *     characters become spaces;
+ *  2. CJK ideographs (chinese_chars) become pieces of their own;
+ *  3. accents stripped (strip_accents, default: as lowercase): canonical
+ *     decomposition (NFD), then marks of category Mn removed;
+ *  4. lower-cased (lowercase): Unicode's full lower-case mapping of each
+ *     character (no context: final sigma is not special);
+ *  5. pre-tokenized: split at White_Space, and every punctuation character
+ *     (category P*, or ASCII punctuation such as $ + < = > ^ ` | ~) is a
+ *     piece of its own;
+ *  6. each piece (a "word") of more than max_chars characters is [UNK];
+ *     else greedy longest-match-first from the left, later parts looked up
+ *     with the "##" prefix; a word with any part not in the vocabulary is
+ *     one [UNK].
+ * Tables: Unicode 15.0 (lib/token/gen_wordpiece_tab.py).  One known
+ * simplification: NFD's canonical reordering of combining marks is not
+ * done (marks that survive the Mn removal keep their order).
+ *
+ * Invalid UTF-8: each byte that does not start a well-formed sequence is
+ * read as U+FFFD (as a decoder substituting it would), which clean-up
+ * removes; without clean-up it is part of its word, as "\xEF\xBF\xBD".
+ *
+ * Offsets: with offsets requested, token i came from input bytes
+ * [start[i], end[i]): from the first byte of the first character it
+ * holds to the last byte of its last one (a character that expands to
+ * several, as U+0130 or a Hangul syllable, belongs whole to each token
+ * holding a part of it).  An [UNK] covers its whole word.
+ *
+ * Decoding (HuggingFace's WordPiece decoder): tokens are joined with a
+ * space, a "##" part is glued to the token before it without its prefix,
+ * and (cleanup) " ." " ?" " !" " ," and the English contractions lose
+ * their space; special tokens ([PAD] [UNK] [CLS] [SEP] [MASK]) are
+ * dropped with skip_special.
+ *
+ * Vocabulary (vocab.txt): a token a line, trailing white space removed, a
+ * token appearing twice takes the later line's id (as HuggingFace);
+ * "[UNK]" must be present.  Failures name the file and line
+ * (LOOM_EFORMAT): empty file, a line over 1000 bytes, invalid UTF-8, no
+ * [UNK], more than 2^24 lines.
+ *
+ * Ownership: loom_wordpiece_new/_free.  The loaded vocabulary is
+ * immutable; encode/decode keep scratch space in the object, so one
+ * object per thread (loom_wordpiece_dup shares the vocabulary).
+ * Errors: 0 or a negative LOOM_E* code, message in loom_wordpiece_error().
+ */
+#ifndef LOOM_WORDPIECE_H
+#define LOOM_WORDPIECE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_bpe.h"
+#include "loom_common.h"
+
+struct loom_wordpiece_opts {
+	int lowercase;       /* 1: lower-case (bert-base-uncased); 0: cased */
+	int strip_accents;   /* -1: as lowercase; 0 no; 1 yes */
+	int clean_text;      /* 1 */
+	int chinese_chars;   /* 1 */
+	uint32_t max_chars;  /* 100: longer words are [UNK] */
+};
+/* bert-base-uncased's settings. */
+void loom_wordpiece_opts_default(struct loom_wordpiece_opts *o);
+
+/* Byte spans of the tokens in the input: token i is [start[i], end[i]). */
+struct loom_offsets {
+	uint64_t *start, *end;
+	size_t n, cap;
+};
+void loom_offsets_release(struct loom_offsets *o);
+
+struct loom_wordpiece;
+
+struct loom_wordpiece *loom_wordpiece_new(void);
+void loom_wordpiece_free(struct loom_wordpiece *w);
+const char *loom_wordpiece_error(const struct loom_wordpiece *w);
+
+/* Load vocab.txt (from a file / memory; name is for messages). */
+int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
+			const struct loom_wordpiece_opts *o);
+int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t len,
+			    const char *name, const struct loom_wordpiece_opts *o);
+/* A second object for another thread, sharing w's vocabulary (w must
+ * outlive it); NULL when out of memory. */
+struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);
+
+/* Vocabulary size (lines), the id of a token (LOOM_VOCAB_NONE if absent)
+ * and the text of an id (NULL if id >= size). */
+uint32_t loom_wordpiece_size(const struct loom_wordpiece *w);
+uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n);
+const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n);
+
+/* Append the ids of text s[0..n) to *out, and their spans (relative to s,
+ * plus `base`) to *offs when it is not NULL. */
+int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
+			  struct loom_ids *out, struct loom_offsets *offs, uint64_t base);
+
+/* Append the text of ids[0..n) to the buffer *buf (malloc'd, *len used,
+ * *cap allocated; all may start 0/NULL).  An id past the vocabulary is an
+ * error naming it and its position (first + index). */
+int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
+			  uint64_t first, int skip_special, int cleanup,
+			  uint8_t **buf, size_t *len, size_t *cap);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * loom_wordpiece_tab.h - the generated character tables behind
+ * loom_wordpiece.c (lib/token/loom_wordpiece_tab.c, made by
+ * lib/token/gen_wordpiece_tab.py from the Unicode Character Database).
+ *
+ * Internal to lib/token; constant data, thread-safe.
+ */
+#ifndef LOOM_WORDPIECE_TAB_H
+#define LOOM_WORDPIECE_TAB_H
+
+#include <stdint.h>
+
+enum {
+	LOOM_WP_WS = 1,     /* White_Space */
+	LOOM_WP_CTRL = 2,   /* removed by clean-up: Cc Cf Co Cs but TAB LF CR */
+	LOOM_WP_PUNCT = 4,  /* a piece of its own: P* or ASCII punctuation */
+	LOOM_WP_CJK = 8,    /* CJK ideograph: a piece of its own */
+	LOOM_WP_STRIP = 16, /* changes under NFD without Mn marks */
+	LOOM_WP_LOWER = 32, /* changes under lower-casing */
+};
+
+/* cp -> mapped code points pool[off .. off + n) */
+struct loom_wp_map {
+	uint32_t cp;
+	uint16_t off;
+	uint8_t n;
+};
+
+extern const uint8_t loom_wp_stage1[0x1100];
+extern const uint8_t loom_wp_stage2[][256];
+extern const uint32_t loom_wp_strip_pool[], loom_wp_lower_pool[];
+extern const struct loom_wp_map loom_wp_strip[], loom_wp_lower[];
+extern const uint32_t loom_wp_strip_n, loom_wp_lower_n;
+
+static inline unsigned loom_wp_flags(uint32_t cp)
+{
+	return cp < 0x110000 ? loom_wp_stage2[loom_wp_stage1[cp >> 8]][cp & 255] : 0;
+}
+
+#endif

@@ -1,0 +1,211 @@
+/* tests/squad.c - loom_squad: reading SQuAD v1.1 files (answer positions
+ * by code point, every refusal named) and the official EM/F1 (the
+ * normalization of evaluate-v1.1.py, Python's float repr). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_squad.h"
+#include "loom_wordpiece.h"
+#include "tap.h"
+
+/* "Éclair" makes code points and bytes differ before the answers. */
+static const char DATA[] =
+	"{\"version\": \"1.1\", \"data\": [{\"title\": \"T\", \"paragraphs\": ["
+	"{\"context\": \"\\u00c9clair: The Denver Broncos won the game in 2016.\","
+	" \"qas\": ["
+	"  {\"id\": \"q1\", \"question\": \"Who won?\", \"answers\": ["
+	"    {\"text\": \"The Denver Broncos\", \"answer_start\": 8},"
+	"    {\"text\": \"Denver Broncos\", \"answer_start\": 12}]},"
+	"  {\"id\": \"q2\", \"question\": \"When?\", \"answers\": ["
+	"    {\"text\": \"2016\", \"answer_start\": 43}]}]},"
+	"{\"context\": \"Second paragraph.\", \"qas\": ["
+	"  {\"id\": \"q3\", \"question\": \"Which?\", \"answers\": ["
+	"    {\"text\": \"Second\", \"answer_start\": 0}]}]}]}]}";
+
+static struct loom_squad *load(void)
+{
+	struct loom_squad *s = loom_squad_new();
+	int rc = loom_squad_load_mem(s, DATA, sizeof DATA - 1, "dev.json");
+	if (rc)
+		diag("%s", loom_squad_error(s));
+	return s;
+}
+
+static void case_load(void)
+{
+	struct loom_squad *s = load();
+	is_int(s->n_paras, 2, "2 paragraphs");
+	is_int(s->n_qas, 3, "3 questions");
+	is_str(s->version, "1.1", "version");
+	is_str(s->qas[0].id, "q1", "first id");
+	is_int(s->qas[0].n_answers, 2, "two gold answers");
+	is_int(s->qas[0].answers[0].start, 9, "answer_start 8 (code points) is byte 9 after the 2-byte E acute");
+	is_int(s->qas[1].answers[0].start, 44, "2016 at byte 44");
+	is_int(s->qas[2].para, 1, "q3 in the second paragraph");
+	is_str(s->paras[1].title, "T", "title");
+	loom_squad_free(s);
+	loom_squad_free(NULL);
+}
+
+static double em_of(const char *pred, const char *gold)
+{
+	struct loom_squad_answer g = { gold, strlen(gold), 0 };
+	double em, f1;
+	loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1);
+	return em;
+}
+
+static double f1_of(const char *pred, const char *gold)
+{
+	struct loom_squad_answer g = { gold, strlen(gold), 0 };
+	double em, f1;
+	loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1);
+	return f1;
+}
+
+static void case_metrics(void)
+{
+	ok(em_of("the Denver Broncos!", "Denver Broncos") == 1, "EM: articles and punctuation removed");
+	ok(em_of("DENVER  broncos", "denver broncos") == 1, "EM: case and white space");
+	ok(em_of("an apple", "apple") == 1, "EM: 'an' is an article");
+	ok(em_of("anapple", "apple") == 0, "EM: 'an' inside a word is kept");
+	ok(em_of("the_apple", "apple") == 0, "EM: '_' is a word character, so no \\b");
+	ok(em_of("\xc3\xa9the apple", "\xc3\xa9the apple") == 1, "EM: letters are word characters");
+	ok(em_of("the\xc3\xa9 x", "x") == 0, "EM: no \\b between 'the' and a letter");
+	ok(em_of("x\xe3\x80\x80y", "x y") == 1, "EM: U+3000 is white space");
+	ok(em_of("a\xe3\x80\x80" "b", "b") == 1, "EM: an article before U+3000 goes");
+	ok(em_of("x\x1cy", "x y") == 1, "EM: U+001C is white space to Python");
+	ok(em_of("\xc4\xb0stanbul", "i\xcc\x87stanbul") == 1, "EM: U+0130 lower-cases to i + U+0307");
+	ok(em_of("", "") == 1 && f1_of("", "") == 0, "empty vs empty: EM 1, F1 0 (as the script)");
+	ok(f1_of("Denver Broncos won", "Denver Broncos") > 0.7999999 &&
+	   f1_of("Denver Broncos won", "Denver Broncos") < 0.8000001, "F1 0.8");
+	ok(f1_of("a b b", "b b c") == f1_of("b c b", "b b a"), "F1 counts tokens as a multiset");
+	ok(f1_of("x", "y") == 0, "F1 0 without a shared token");
+}
+
+static const char *score(const char *pred, int *rc, struct loom_squad_score *sc)
+{
+	static char out[128];
+	struct loom_squad *s = load();
+	*rc = loom_squad_score_mem(s, pred, strlen(pred), "pred.json", sc);
+	char a[40], b[40];
+	if (*rc)
+		snprintf(out, sizeof out, "%s", loom_squad_error(s));
+	else
+		snprintf(out, sizeof out, "%s %s", loom_squad_repr(sc->exact_match, a, sizeof a),
+			 loom_squad_repr(sc->f1, b, sizeof b));
+	loom_squad_free(s);
+	return out;
+}
+
+static void case_score(void)
+{
+	struct loom_squad_score sc;
+	int rc;
+	is_str(score("{\"q1\": \"Broncos\", \"q2\": \"in 2016\", \"q3\": \"second\"}", &rc, &sc),
+	       "33.333333333333336 77.77777777777777",
+	       "scores as the official script prints them (evaluate-v1.1.py on the same files)");
+	is_int(sc.unanswered, 0, "all answered");
+	is_str(score("{\"q1\": \"Denver Broncos\"}", &rc, &sc), "33.333333333333336 33.333333333333336",
+	       "missing predictions score 0 and count");
+	is_int(sc.unanswered, 2, "two unanswered");
+	is_str(score("{\"q1\": 3}", &rc, &sc), "pred.json: question q1: the prediction is not a string",
+	       "a prediction that is not a string is refused");
+	is_str(score("[1]", &rc, &sc), "pred.json: not a JSON object of question id -> answer text",
+	       "predictions not an object");
+	ok(strstr(score("{\"q1\": ", &rc, &sc), "pred.json:1:") != NULL, "truncated predictions: line, column");
+	char b[40];
+	is_str(loom_squad_repr(100.0, b, sizeof b), "100.0", "repr 100.0");
+	is_str(loom_squad_repr(0.0, b, sizeof b), "0.0", "repr 0.0");
+	is_str(loom_squad_repr(1e-05, b, sizeof b), "1e-05", "repr 1e-05");
+	is_str(loom_squad_repr(0.0001, b, sizeof b), "0.0001", "repr 0.0001");
+	is_str(loom_squad_repr(12.5, b, sizeof b), "12.5", "repr 12.5");
+}
+
+static void case_bad(void)
+{
+	static const struct {
+		const char *json, *msg;
+	} bad[] = {
+		{ "{\"data\": [", "d.json:1:10: " },
+		{ "{\"version\": \"1.1\"}", "d.json: no \"data\" array: not a SQuAD file" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"\", \"qas\": []}]}]}",
+		  "d.json: article 0 paragraph 0: empty context" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"x\", "
+		  "\"question\": \"q\", \"answers\": [{\"text\": \"bc\", \"answer_start\": 0}]}]}]}]}",
+		  "d.json: question x: answer 0: answer_start 0 is not where its text is in the context" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"x\", "
+		  "\"question\": \"q\", \"answers\": [{\"text\": \"c\", \"answer_start\": 9}]}]}]}]}",
+		  "d.json: question x: answer 0: answer_start 9 is outside the context" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"x\", "
+		  "\"question\": \"q\", \"answers\": []}, {\"id\": \"x\", \"question\": \"q\", "
+		  "\"answers\": []}]}]}]}",
+		  "d.json: question x: the id repeats" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"x\", "
+		  "\"answers\": []}]}]}]}",
+		  "d.json: question x: no \"question\" string" },
+		{ "{\"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"x\", "
+		  "\"question\": \"q\", \"answers\": [{\"text\": \"c\"}]}]}]}]}",
+		  "d.json: question x: answer 0 has no \"answer_start\" integer" },
+		{ "{\"data\": [{\"title\": 1}]}", "d.json: article 0 has no \"paragraphs\" array" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct loom_squad *s = loom_squad_new();
+		int rc = loom_squad_load_mem(s, bad[i].json, strlen(bad[i].json), "d.json");
+		is_int(rc, LOOM_EFORMAT, "bad file %zu refused", i);
+		ok(!strncmp(loom_squad_error(s), bad[i].msg, strlen(bad[i].msg)), "message %zu: %s", i,
+		   loom_squad_error(s));
+		loom_squad_free(s);
+	}
+	struct loom_squad *s = loom_squad_new();
+	is_int(loom_squad_load(s, "/dev/zero"), LOOM_EIO, "/dev/zero refused");
+	is_str(loom_squad_error(s), "/dev/zero: not a regular file", "named");
+	loom_squad_free(s);
+}
+
+/* Windows and answer positions: context "a b c d e f g h" (one token a
+ * word), question "q", seq 8: room for 8 - 3 - 1 = 4 context tokens. */
+static void case_features(void)
+{
+	static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nq\na\nb\nc\nd\ne\nf\ng\nh\n";
+	static const char data[] =
+		"{\"data\": [{\"paragraphs\": [{\"context\": \"a b c d e f g h\", \"qas\": ["
+		"{\"id\": \"x\", \"question\": \"Q\", \"answers\": [{\"text\": \"f g\", \"answer_start\": 10}]}]}]}]}";
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	struct loom_squad *s = loom_squad_new();
+	ok(!loom_wordpiece_load_mem(w, vocab, sizeof vocab - 1, "v", NULL) &&
+	   !loom_squad_load_mem(s, data, sizeof data - 1, "d"), "load");
+	struct loom_squad_feature_opts o = { 8, 2, 64 };
+	struct loom_squad_features F;
+	is_int(loom_squad_features(s, w, &o, &F), 0, "features");
+	is_int(F.n, 3, "windows at 0, 2, 4 (stride 2) until one reaches the end");
+	static const uint32_t want0[8] = { 2, 4, 3, 5, 6, 7, 8, 3 };
+	is_mem(F.input_ids, want0, sizeof want0, "[CLS] q [SEP] a b c d [SEP]");
+	static const uint8_t seg0[8] = { 0, 0, 0, 1, 1, 1, 1, 1 };
+	is_mem(F.segment_ids, seg0, 8, "segment ids");
+	static const uint32_t want2[8] = { 2, 4, 3, 9, 10, 11, 12, 3 };
+	is_mem(F.input_ids + 16, want2, sizeof want2, "last window: e f g h");
+	ok(F.f[0].start == 0 && F.f[0].end == 0, "window 0 lacks the answer: [CLS]");
+	ok(F.f[1].start == 0 && F.f[1].end == 0, "window 1 (c d e f) lacks g: [CLS]");
+	ok(F.f[2].start == 4 && F.f[2].end == 5, "window 2: f g at 4, 5");
+	is_int(F.f[2].ctx_first, 4, "window 2 starts at context token 4");
+	is_int(F.tok_start[F.ctx_off[0] + 5], 10, "token f starts at byte 10");
+	loom_squad_features_release(&F);
+	o.seq = 4;
+	is_int(loom_squad_features(s, w, &o, &F), LOOM_EINVAL, "no room for the context");
+	ok(strstr(loom_squad_error(s), "question x: 1 question tokens leave no room") != NULL,
+	   "named: %s", loom_squad_error(s));
+	loom_squad_free(s);
+	loom_wordpiece_free(w);
+}
+
+int main(void)
+{
+	case_load();
+	case_metrics();
+	case_score();
+	case_bad();
+	case_features();
+	return done_testing();
+}

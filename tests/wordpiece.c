@@ -1,0 +1,211 @@
+/* tests/wordpiece.c - loom_wordpiece: BERT's normalizer, pre-tokenizer,
+ * greedy WordPiece, offsets, decoding and vocabulary validation, on a small
+ * vocabulary written here.  The expected ids are what HuggingFace's
+ * BertTokenizerFast gives for the same vocabulary and options (its rules,
+ * worked by hand below; tests/bench/wordpiece.sh compares whole texts). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_wordpiece.h"
+#include "tap.h"
+
+/* line number = id */
+static const char VOCAB[] =
+	"[PAD]\n"     /* 0 */
+	"[UNK]\n"     /* 1 */
+	"[CLS]\n"     /* 2 */
+	"[SEP]\n"     /* 3 */
+	"[MASK]\n"    /* 4 */
+	"un\n"        /* 5 */
+	"##aff\n"     /* 6 */
+	"##able\n"    /* 7 */
+	"hello\n"     /* 8 */
+	",\n"         /* 9 */
+	"world\n"     /* 10 */
+	"!\n"         /* 11 */
+	"cafe\n"      /* 12 */
+	"東\n"        /* 13 */
+	"京\n"        /* 14 */
+	"$\n"         /* 15 */
+	"i\n"         /* 16 */
+	"Hello\n"     /* 17 */
+	"café\n"      /* 18 */
+	"a\n"         /* 19 */
+	"##a\n"       /* 20 */
+	".\n"         /* 21 */
+	"ᄒ\n"         /* 22: U+1112, Hangul choseong hieuh */
+	"##ᅡ\n"       /* 23: U+1161 */
+	"##ᆫ\n"       /* 24: U+11AB */
+	"dup  \n"     /* 25: trailing spaces trimmed */
+	"dup\n";      /* 26: the later line wins */
+
+static struct loom_wordpiece *load(int lowercase)
+{
+	struct loom_wordpiece_opts o;
+	loom_wordpiece_opts_default(&o);
+	o.lowercase = lowercase;
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	int rc = loom_wordpiece_load_mem(w, VOCAB, sizeof VOCAB - 1, "vocab.txt", &o);
+	if (rc)
+		diag("load: %s", loom_wordpiece_error(w));
+	return w;
+}
+
+/* ids of text as "a b c" */
+static const char *enc(struct loom_wordpiece *w, const char *text)
+{
+	static char buf[4096];
+	struct loom_ids ids = { 0 };
+	if (loom_wordpiece_encode(w, (const uint8_t *)text, strlen(text), &ids, NULL, 0))
+		return loom_wordpiece_error(w);
+	size_t p = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < ids.n && p < sizeof buf - 16; i++)
+		p += (size_t)snprintf(buf + p, sizeof buf - p, i ? " %u" : "%u", ids.v[i]);
+	loom_ids_release(&ids);
+	return buf;
+}
+
+static void case_greedy(void)
+{
+	struct loom_wordpiece *w = load(1);
+	is_str(enc(w, "unaffable"), "5 6 7", "greedy longest match with ## parts");
+	is_str(enc(w, "Hello, WORLD!"), "8 9 10 11", "lower-cased, punctuation split");
+	is_str(enc(w, "unaffablex"), "1", "a word with a part not in the vocabulary is one [UNK]");
+	is_str(enc(w, "aaaa"), "19 20 20 20", "repeated ## parts");
+	is_str(enc(w, "dup"), "26", "a token listed twice takes the later id (trailing space trimmed)");
+	char longw[202];
+	memset(longw, 'a', 101);
+	longw[101] = 0;
+	is_str(enc(w, longw), "1", "a word of 101 characters is [UNK]");
+	longw[100] = 0;
+	const char *r = enc(w, longw);
+	ok(!strncmp(r, "19 20 20", 8) && strlen(r) == 2 + 99 * 3, "a word of 100 characters is encoded");
+	is_str(enc(w, ""), "", "empty text: no ids");
+	is_str(enc(w, " \t\n "), "", "white space only: no ids");
+	loom_wordpiece_free(w);
+}
+
+static void case_normalizer(void)
+{
+	struct loom_wordpiece *w = load(1);
+	is_str(enc(w, "Caf\xc3\xa9"), "12", "accent stripped when lower-casing (precomposed)");
+	is_str(enc(w, "Cafe\xcc\x81"), "12", "combining acute (Mn) removed");
+	is_str(enc(w, "\xc4\xb0"), "16", "U+0130 decomposes, loses its dot, lower-cases to i");
+	is_str(enc(w, "\xe6\x9d\xb1\xe4\xba\xac"), "13 14", "CJK ideographs are words of their own");
+	is_str(enc(w, "a\xe6\x9d\xb1" "a"), "19 13 19", "CJK splits the word around it");
+	is_str(enc(w, "hel\x01lo\xe2\x80\x8b"), "8", "control and format characters removed (clean-up)");
+	is_str(enc(w, "hello\xc2\xa0world\xe3\x80\x80!"), "8 10 11", "Unicode white space splits");
+	is_str(enc(w, "$hello"), "15 8", "ASCII symbols are punctuation");
+	is_str(enc(w, "hel\xfflo"), "8", "an invalid byte is U+FFFD, removed by clean-up");
+	is_str(enc(w, "\xed\x95\x9c"), "22 23 24", "a Hangul syllable decomposes into its jamo");
+	is_str(enc(w, "hello\xe3\x80\x82"), "8 1", "ideographic full stop is punctuation ([UNK] here)");
+	loom_wordpiece_free(w);
+	w = load(0);
+	is_str(enc(w, "Hello"), "17", "cased: no lower-casing");
+	is_str(enc(w, "caf\xc3\xa9"), "18", "cased: accents kept");
+	is_str(enc(w, "hello"), "8", "cased: lower-case text still matches");
+	loom_wordpiece_free(w);
+}
+
+static void case_offsets(void)
+{
+	struct loom_wordpiece *w = load(1);
+	const char *text = "  Unaffable, Caf\xc3\xa9 \xc4\xb0 zzz";
+	struct loom_ids ids = { 0 };
+	struct loom_offsets o = { 0 };
+	int rc = loom_wordpiece_encode(w, (const uint8_t *)text, strlen(text), &ids, &o, 100);
+	is_int(rc, 0, "encode with offsets");
+	is_int(ids.n, 7, "7 tokens");
+	is_int(o.n, 7, "7 spans");
+	static const unsigned want[7][2] = { { 2, 4 }, { 4, 7 }, { 7, 11 }, { 11, 12 },
+					     { 13, 18 }, { 19, 21 }, { 22, 25 } };
+	int good = o.n == 7;
+	for (size_t i = 0; good && i < 7; i++)
+		good = o.start[i] == 100 + want[i][0] && o.end[i] == 100 + want[i][1];
+	ok(good, "spans: parts of a word, punctuation, a 2-byte accent, U+0130 whole, [UNK] whole word");
+	for (size_t i = 0; i < o.n && !good; i++)
+		diag("token %zu id %u: [%llu, %llu)", i, ids.v[i], (unsigned long long)o.start[i],
+		     (unsigned long long)o.end[i]);
+	loom_ids_release(&ids);
+	loom_offsets_release(&o);
+	loom_wordpiece_free(w);
+}
+
+static const char *dec(struct loom_wordpiece *w, const uint32_t *ids, size_t n, int skip)
+{
+	static char out[1024];
+	uint8_t *b = NULL;
+	size_t len = 0, cap = 0;
+	if (loom_wordpiece_decode(w, ids, n, 0, skip, 1, &b, &len, &cap)) {
+		free(b);
+		return loom_wordpiece_error(w);
+	}
+	snprintf(out, sizeof out, "%.*s", (int)len, b ? (char *)b : "");
+	free(b);
+	return out;
+}
+
+static void case_decode(void)
+{
+	struct loom_wordpiece *w = load(1);
+	const uint32_t a[] = { 2, 5, 6, 7, 9, 8, 10, 11, 3 };
+	is_str(dec(w, a, 9, 0), "[CLS] unaffable, hello world! [SEP]",
+	       "decode glues ## parts and cleans up the space before , and !");
+	is_str(dec(w, a, 9, 1), "unaffable, hello world!", "skip_special drops [CLS] [SEP]");
+	const uint32_t b[] = { 6, 21 };
+	is_str(dec(w, b, 2, 0), "##aff.", "a first token keeps its ## (as HuggingFace)");
+	const uint32_t bad[] = { 8, 27 };
+	ok(strstr(dec(w, bad, 2, 0), "token 1: id 27 is not in the vocabulary (27 tokens)") != NULL,
+	   "an id past the vocabulary is named with its position");
+	is_int(loom_wordpiece_size(w), 27, "size");
+	size_t n;
+	const char *t = loom_wordpiece_token(w, 25, &n);
+	ok(t && n == 3 && !memcmp(t, "dup", 3), "token text, trimmed");
+	is_int(loom_wordpiece_id(w, "##able", 6), 7, "id of a token");
+	is_int(loom_wordpiece_id(w, "nope", 4), LOOM_VOCAB_NONE, "id of an absent token");
+	struct loom_wordpiece *d = loom_wordpiece_dup(w);
+	loom_wordpiece_free(w);
+	is_str(enc(d, "unaffable"), "5 6 7", "a dup'd object keeps the shared vocabulary");
+	loom_wordpiece_free(d);
+}
+
+static void case_bad_vocab(void)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "", "v.txt: empty vocabulary" },
+		{ "a\nb\n", "v.txt: no [UNK] token in the vocabulary" },
+		{ "[UNK]\nok\nb\xff\n", "v.txt:3: invalid UTF-8 at byte 2 of the line" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct loom_wordpiece *w = loom_wordpiece_new();
+		int rc = loom_wordpiece_load_mem(w, bad[i].text, strlen(bad[i].text), "v.txt", NULL);
+		is_int(rc, LOOM_EFORMAT, "bad vocabulary %zu refused", i);
+		is_str(loom_wordpiece_error(w), bad[i].msg, "message %zu", i);
+		struct loom_ids ids = { 0 };
+		is_int(loom_wordpiece_encode(w, (const uint8_t *)"x", 1, &ids, NULL, 0), LOOM_EINVAL,
+		       "no vocabulary: encode refused");
+		loom_wordpiece_free(w);
+	}
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	is_int(loom_wordpiece_load(w, "/nonexistent/vocab.txt", NULL), LOOM_EIO, "missing file");
+	ok(strstr(loom_wordpiece_error(w), "/nonexistent/vocab.txt: No such file") != NULL,
+	   "missing file named");
+	is_int(loom_wordpiece_load(w, "/dev/zero", NULL), LOOM_EIO, "/dev/zero refused");
+	is_str(loom_wordpiece_error(w), "/dev/zero: not a regular file", "not a regular file");
+	loom_wordpiece_free(w);
+	loom_wordpiece_free(NULL);
+}
+
+int main(void)
+{
+	case_greedy();
+	case_normalizer();
+	case_offsets();
+	case_decode();
+	case_bad_vocab();
+	return done_testing();
+}
