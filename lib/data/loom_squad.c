@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "loom_pretok.h"
+#include "loom_utf8.h"
 #include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
 

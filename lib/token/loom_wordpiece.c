@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "loom_pretok.h"
+#include "loom_utf8.h"
 #include "loom_wordpiece_tab.h"
 
 #define PREFIX "##"
