@@ -190,28 +190,43 @@ static void test_encoder(int B, int T, int C, int V)
 	free(wtt); free(dt1); free(dt2);
 }
 
+/* The two GELUs: tanh approximation (GPT) and erf (BERT). */
+static const struct gelu_kind {
+	const char *name;
+	void (*fwd)(float *, const float *, size_t), (*fwd_naive)(float *, const float *, size_t);
+	void (*bwd)(float *, const float *, const float *, size_t);
+	void (*bwd_naive)(float *, const float *, const float *, size_t);
+} gelus[2] = {
+	{ "gelu", loom_k_gelu_fwd, loom_k_gelu_fwd_naive, loom_k_gelu_bwd, loom_k_gelu_bwd_naive },
+	{ "gelu erf", loom_k_gelu_erf_fwd, loom_k_gelu_erf_fwd_naive, loom_k_gelu_erf_bwd,
+	  loom_k_gelu_erf_bwd_naive },
+};
+
+/* fast against naive, forward and backward (o1, o2 [n] scratch);
+ * `what` names the inputs in the test names */
+static void check_gelu(const struct gelu_kind *k, const float *x, const float *dy, float *o1,
+		       float *o2, size_t n, const char *what)
+{
+	k->fwd(o1, x, n);
+	k->fwd_naive(o2, x, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, k->name), "%s fwd %s", k->name, what);
+	k->bwd(o1, x, dy, n);
+	k->bwd_naive(o2, x, dy, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, k->name), "%s bwd %s", k->name, what);
+}
+
 static void test_elementwise(size_t n)
 {
 	float *x = rnd(n, 4), *o1 = rnd(n, 1), *o2 = rnd(n, 1), *dy = rnd(n, 1);
-	loom_k_gelu_fwd(o1, x, n);
-	loom_k_gelu_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu"), "gelu fwd n=%zu", n);
-	loom_k_gelu_bwd(o1, x, dy, n);
-	loom_k_gelu_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu bwd"), "gelu bwd n=%zu", n);
-	memcpy(o2, dy, sizeof(float) * n);
-	loom_k_gelu_bwd(o2, x, o2, n); /* in place */
-	ok(close_arr(o2, o1, n, 1e-6, 1e-5, "gelu bwd in place"), "gelu bwd in place n=%zu", n);
-	loom_k_gelu_erf_fwd(o1, x, n);
-	loom_k_gelu_erf_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu erf"), "gelu erf fwd n=%zu", n);
-	loom_k_gelu_erf_bwd(o1, x, dy, n);
-	loom_k_gelu_erf_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu erf bwd"), "gelu erf bwd n=%zu", n);
-	memcpy(o2, dy, sizeof(float) * n);
-	loom_k_gelu_erf_bwd(o2, x, o2, n); /* in place */
-	ok(close_arr(o2, o1, n, 1e-6, 1e-6, "gelu erf bwd in place"),
-	   "gelu erf bwd in place n=%zu", n);
+	char what[32];
+	snprintf(what, sizeof what, "n=%zu", n);
+	for (int k = 0; k < 2; k++) {
+		check_gelu(&gelus[k], x, dy, o1, o2, n, what);
+		memcpy(o2, dy, sizeof(float) * n);
+		gelus[k].bwd(o2, x, o2, n); /* in place */
+		ok(close_arr(o2, o1, n, 1e-6, 1e-5, "in place"), "%s bwd in place n=%zu",
+		   gelus[k].name, n);
+	}
 	memcpy(o1, x, sizeof(float) * n);
 	memcpy(o2, x, sizeof(float) * n);
 	loom_k_dropout(o1, n, 0.3f, 99);
@@ -236,18 +251,8 @@ static void test_gelu_wide(void)
 		x[i] = (i - n / 2) * 0.06f; /* -120 .. 120 */
 		dy[i] = 1.0f;
 	}
-	loom_k_gelu_fwd(o1, x, n);
-	loom_k_gelu_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu wide"), "gelu fwd on -120..120");
-	loom_k_gelu_bwd(o1, x, dy, n);
-	loom_k_gelu_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu bwd wide"), "gelu bwd on -120..120");
-	loom_k_gelu_erf_fwd(o1, x, n);
-	loom_k_gelu_erf_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu erf wide"), "gelu erf fwd on -120..120");
-	loom_k_gelu_erf_bwd(o1, x, dy, n);
-	loom_k_gelu_erf_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-6, 1e-5, "gelu erf bwd wide"), "gelu erf bwd on -120..120");
+	for (int k = 0; k < 2; k++)
+		check_gelu(&gelus[k], x, dy, o1, o2, n, "on -120..120");
 	/* its derivative against central differences of the naive forward
 	 * (h = 1e-2: error ~h^2, far above fp32 rounding) on -6..6 */
 	int bad = 0;
