@@ -403,9 +403,9 @@ static int check_ids(struct loom_bert *b, const int32_t *x, size_t n, int lim, c
 	return 0;
 }
 
-/* Cross-entropy of row r of lg [B,T] over its first len[r] logits at
- * target t: the loss (0 when t is outside 0..len-1, not counted) and, with
- * d != NULL, d[T] = (softmax - onehot) * w (0 on padding). */
+/* Cross-entropy of a row of logits lg[T] over its first n (the real
+ * tokens) at target t < n: the loss and, with d != NULL,
+ * d[T] = (softmax - onehot) * w (0 on padding). */
 static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
 {
 	double mx = -INFINITY, s = 0;
@@ -540,9 +540,10 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 
 /* ---- backward ----------------------------------------------------------- */
 
-/* dres holds d(layer output); on return d(layer input) (see loom_bert.h
- * for the buffers: buf1 the gradient at a residual sum, buf2 its dropped
- * copy, work the intermediate's and then the attention's gradients). */
+/* dres holds d(layer output); on return d(layer input).  Buffers: buf1
+ * the gradient at a residual sum (a LayerNorm's input), buf2 its dropped
+ * copy, work gelu(fch) (recomputed), then its gradient, then the
+ * attention's dqkv [N,3C] and dout [N,C]. */
 static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
 	int B = b->B, T = b->T, C = b->C, I = b->I, N = B * T;

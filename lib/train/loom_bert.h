@@ -21,8 +21,9 @@
  *  - MLM head (cls.predictions): transform dense C -> C, GELU erf,
  *    LayerNorm, decoder tied to the word embeddings plus a bias [V];
  *    cross-entropy over the positions whose target is >= 0 (others, e.g.
- *    -100 as in HF, ignored), mean over them.  Only those rows go through
- *    the head.
+ *    -100 as in HF, ignored), mean over them.  Only those M rows go
+ *    through the head (its buffers, grown as needed, hold M x V logits:
+ *    ~15% of B*T rows).
  *
  * Parameters: one float allocation (and grads, m, v), tensors named and
  * shaped as HuggingFace's state dict (nn.Linear weights [out, in]):
