@@ -303,11 +303,20 @@ static void test_recompute_determinism(int task)
 static void test_bf16(void)
 {
 	char why[256];
+	struct loom_bert_config c = tiny(LOOM_BERT_QA);
 	if (loom_mm_bf16_missing(why, sizeof why)) {
-		ok(1, "# SKIP bf16: %s", why);
+		/* refused at the first forward, with the reason */
+		c.precision = LOOM_PREC_BF16;
+		struct loom_bert *b = loom_bert_new(&c);
+		struct loom_bert_batch x = batch(LOOM_BERT_QA);
+		is_int(loom_bert_forward(b, &x, B, T, 0, 0, NULL), LOOM_EINVAL,
+		       "bf16 without bf16 instructions: forward refused");
+		ok(strstr(loom_bert_error(b), "precision=bf16") != NULL, "message: %s",
+		   loom_bert_error(b));
+		loom_bert_free(b);
+		ok(1, "# SKIP bf16 numerics: %s", why);
 		return;
 	}
-	struct loom_bert_config c = tiny(LOOM_BERT_QA);
 	struct loom_bert *b1 = loom_bert_new(&c);
 	c.precision = LOOM_PREC_BF16;
 	struct loom_bert *b2 = loom_bert_new(&c);
