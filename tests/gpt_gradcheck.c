@@ -97,10 +97,10 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 /* The flash-attention kernel alone against finite differences, at a T
  * that spans three key/query tiles (the last partial): loss = sum w * out
  * for fixed random w; sampled entries of q, k and v. */
-static double att_loss(const float *qkv, const float *w, float *out, float *lse, int Bk,
-		       int Tk, int C, int NH, float p)
+static double att_loss(const float *qkv, const float *w, float *out, float *lse,
+		       const int32_t *len, int Bk, int Tk, int C, int NH, float p)
 {
-	if (loom_k_attention_fwd(out, lse, qkv, Bk, Tk, C, NH, p, 5))
+	if (loom_k_attention_fwd(out, lse, qkv, len, Bk, Tk, C, NH, p, 5))
 		return NAN;
 	double l = 0;
 	for (size_t i = 0; i < (size_t)Bk * Tk * C; i++)
@@ -108,9 +108,11 @@ static double att_loss(const float *qkv, const float *w, float *out, float *lse,
 	return l;
 }
 
-static void attention_gradcheck(float p)
+/* causal (len NULL) or with a key-padding mask (BERT) */
+static void attention_gradcheck(float p, const int32_t *len)
 {
 	enum { Bk = 2, Tk = 150, C = 16, NH = 2 };
+	const char *mode = len ? "masked" : "causal";
 	size_t n3 = (size_t)Bk * Tk * 3 * C, n = (size_t)Bk * Tk * C;
 	float *qkv = malloc(sizeof(float) * n3), *w = malloc(sizeof(float) * n);
 	float *out = malloc(sizeof(float) * n), *lse = malloc(sizeof(float) * Bk * NH * Tk);
@@ -124,26 +126,26 @@ static void attention_gradcheck(float p)
 		s = loom_splitmix64(s);
 		w[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5);
 	}
-	att_loss(qkv, w, out, lse, Bk, Tk, C, NH, p);
-	is_int(loom_k_attention_bwd(dqkv, w, qkv, out, lse, Bk, Tk, C, NH, p, 5), 0,
-	       "attention T=%d dropout %.1f: backward runs", Tk, p);
+	att_loss(qkv, w, out, lse, len, Bk, Tk, C, NH, p);
+	is_int(loom_k_attention_bwd(dqkv, w, qkv, out, lse, len, Bk, Tk, C, NH, p, 5), 0,
+	       "attention %s T=%d dropout %.1f: backward runs", mode, Tk, p);
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;
 	for (int k = 0; k < 300; k++) {
 		size_t j = loom_splitmix64(k + 1000) % n3;
 		float save = qkv[j];
 		qkv[j] = save + h;
-		double lp = att_loss(qkv, w, out, lse, Bk, Tk, C, NH, p);
+		double lp = att_loss(qkv, w, out, lse, len, Bk, Tk, C, NH, p);
 		qkv[j] = save - h;
-		double lm = att_loss(qkv, w, out, lse, Bk, Tk, C, NH, p);
+		double lm = att_loss(qkv, w, out, lse, len, Bk, Tk, C, NH, p);
 		qkv[j] = save;
 		double fd = (lp - lm) / (2 * h), an = dqkv[j];
 		checked++;
 		if (fabs(fd - an) > 2e-3 + 3e-2 * fabs(an) && bad++ < 5)
 			diag("qkv[%zu]: analytic %.6g, numeric %.6g", j, an, fd);
 	}
-	ok(!bad, "attention T=%d dropout %.1f: %d sampled q/k/v gradients match finite "
-	   "differences (%d off)", Tk, p, checked, bad);
+	ok(!bad, "attention %s T=%d dropout %.1f: %d sampled q/k/v gradients match finite "
+	   "differences (%d off)", mode, Tk, p, checked, bad);
 	free(qkv); free(w); free(out); free(lse); free(dqkv);
 }
 
@@ -416,8 +418,11 @@ int main(void)
 		memcpy(tg, tsave, sizeof tg);
 	}
 
-	attention_gradcheck(0);
-	attention_gradcheck(0.3f);
+	attention_gradcheck(0, NULL);
+	attention_gradcheck(0.3f, NULL);
+	static const int32_t len[2] = { 150, 77 }; /* one row padded */
+	attention_gradcheck(0, len);
+	attention_gradcheck(0.3f, len);
 
 	/* bad tokens are refused */
 	in[0] = 23;

@@ -53,6 +53,35 @@ static void test_matmul(int N, int IC, int OC)
 	free(dx1); free(dx2); free(dw1); free(dw2); free(db1); free(db2);
 }
 
+/* The nn.Linear kernels (w[OC,IC]) against the naive matmul on w^T. */
+static void test_linear(int N, int IC, int OC)
+{
+	float *x = rnd((size_t)N * IC, 1), *w = rnd((size_t)OC * IC, 0.5f), *b = rnd(OC, 1);
+	float *wt = rnd((size_t)IC * OC, 1);
+	for (int i = 0; i < IC; i++)
+		for (int o = 0; o < OC; o++)
+			wt[(size_t)i * OC + o] = w[(size_t)o * IC + i];
+	float *o1 = rnd((size_t)N * OC, 1), *o2 = rnd((size_t)N * OC, 1);
+	loom_k_linear_fwd(NULL, o1, x, w, b, N, IC, OC);
+	loom_k_matmul_fwd_naive(o2, x, wt, b, N, IC, OC);
+	ok(close_arr(o1, o2, (size_t)N * OC, 1e-4, 1e-4, "linear fwd"), "linear fwd %dx%dx%d", N,
+	   IC, OC);
+	float *dout = rnd((size_t)N * OC, 1), *dx1 = rnd((size_t)N * IC, 1);
+	float *dx2 = rnd((size_t)N * IC, 1), *dw1 = calloc((size_t)IC * OC, sizeof(float));
+	float *dw2 = calloc((size_t)IC * OC, sizeof(float)), *db1 = rnd(OC, 1), *db2 = dup(db1, OC);
+	loom_k_linear_bwd(NULL, dx1, dw1, db1, dout, x, w, N, IC, OC);
+	loom_k_matmul_bwd_naive(dx2, dw2, db2, dout, x, wt, N, IC, OC);
+	int okw = 1; /* dw1 [OC,IC] against dw2^T */
+	for (int i = 0; i < IC; i++)
+		for (int o = 0; o < OC; o++)
+			okw &= fabs(dw1[(size_t)o * IC + i] - dw2[(size_t)i * OC + o]) <=
+			       1e-4 * (1 + fabs(dw2[(size_t)i * OC + o]));
+	ok(close_arr(dx1, dx2, (size_t)N * IC, 1e-4, 1e-4, "linear dx") && okw &&
+	   close_arr(db1, db2, OC, 1e-4, 1e-4, "linear db"), "linear bwd %dx%dx%d", N, IC, OC);
+	free(x); free(w); free(b); free(wt); free(o1); free(o2); free(dout);
+	free(dx1); free(dx2); free(dw1); free(dw2); free(db1); free(db2);
+}
+
 static void test_layernorm(int N, int C)
 {
 	float *x = rnd((size_t)N * C, 2), *w = rnd(C, 1), *b = rnd(C, 1);
@@ -77,27 +106,47 @@ static void test_layernorm(int N, int C)
 
 /* The flash-attention kernels against the naive ones: output and
  * log-sum-exp forward; backward from the fast forward's out and lse against
- * the naive backward from the naive probabilities. */
-static void test_attention(int B, int T, int C, int NH, float p)
+ * the naive backward from the naive probabilities.  Causal, or (masked)
+ * bidirectional with row lengths from T down to 1. */
+static void test_attention(int B, int T, int C, int NH, float p, int masked)
 {
 	size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
 	size_t nl = (size_t)B * NH * T;
 	float *qkv = rnd(n3, 1.5f), *o1 = rnd(n, 1), *o2 = rnd(n, 1), *a2 = rnd(na, 1);
 	float *l1 = rnd(nl, 1), *l2 = rnd(nl, 1);
-	is_int(loom_k_attention_fwd(o1, l1, qkv, B, T, C, NH, p, 41), 0, "attention fwd runs");
-	is_int(loom_k_attention_fwd_naive(o2, a2, l2, qkv, B, T, C, NH, p, 41), 0,
+	int32_t len[8];
+	for (int b = 0; b < B; b++)
+		len[b] = b == 0 ? T : 1 + (int32_t)(loom_splitmix64((uint64_t)(b * 31 + T)) % T);
+	const int32_t *ln = masked ? len : NULL;
+	const char *mode = masked ? "masked" : "causal";
+	is_int(loom_k_attention_fwd(o1, l1, qkv, ln, B, T, C, NH, p, 41), 0, "attention fwd runs");
+	is_int(loom_k_attention_fwd_naive(o2, a2, l2, qkv, ln, B, T, C, NH, p, 41), 0,
 	       "attention fwd naive runs");
 	ok(close_arr(o1, o2, n, 1e-5, 1e-4, "att out") && close_arr(l1, l2, nl, 1e-5, 1e-5, "lse"),
-	   "attention fwd B=%d T=%d C=%d NH=%d dropout %.2f", B, T, C, NH, p);
+	   "attention fwd %s B=%d T=%d C=%d NH=%d dropout %.2f", mode, B, T, C, NH, p);
 	float *dy = rnd(n, 1), *d1 = rnd(n3, 1), *d2 = rnd(n3, 1);
-	is_int(loom_k_attention_bwd(d1, dy, qkv, o1, l1, B, T, C, NH, p, 41), 0,
+	is_int(loom_k_attention_bwd(d1, dy, qkv, o1, l1, ln, B, T, C, NH, p, 41), 0,
 	       "attention bwd runs");
-	loom_k_attention_bwd_naive(d2, dy, qkv, a2, B, T, C, NH, p, 41);
+	loom_k_attention_bwd_naive(d2, dy, qkv, a2, ln, B, T, C, NH, p, 41);
 	ok(close_arr(d1, d2, n3, 1e-5, 1e-3, "att bwd"),
-	   "attention bwd B=%d T=%d C=%d NH=%d dropout %.2f", B, T, C, NH, p);
+	   "attention bwd %s B=%d T=%d C=%d NH=%d dropout %.2f", mode, B, T, C, NH, p);
+	if (masked) {
+		/* keys past a row's length are invisible: changing them
+		 * changes no output */
+		float *q2 = dup(qkv, n3), *o3 = rnd(n, 1);
+		for (int b = 0; b < B; b++)
+			for (int t = len[b]; t < T; t++)
+				for (int c = C; c < 3 * C; c++)
+					q2[((size_t)b * T + t) * 3 * C + c] += 1.0f;
+		loom_k_attention_fwd(o3, l2, q2, ln, B, T, C, NH, p, 41);
+		ok(!memcmp(o1, o3, sizeof(float) * n),
+		   "attention masked B=%d T=%d: padding keys and values change nothing", B, T);
+		free(q2);
+		free(o3);
+	}
 	if (p > 0) {
 		/* the mask is real: without dropout the output differs */
-		loom_k_attention_fwd(o2, l2, qkv, B, T, C, NH, 0, 41);
+		loom_k_attention_fwd(o2, l2, qkv, ln, B, T, C, NH, 0, 41);
 		double diff = 0;
 		for (size_t i = 0; i < n; i++)
 			diff = fmax(diff, fabs((double)o1[i] - o2[i]));
@@ -113,30 +162,71 @@ static void test_encoder(int B, int T, int C, int V)
 		tok[i] = (int32_t)(loom_splitmix64(i * 7 + 1) % V) % 3; /* repeats on purpose */
 	float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)T * C, 1);
 	float *o1 = rnd((size_t)B * T * C, 1), *o2 = rnd((size_t)B * T * C, 1);
-	loom_k_encoder_fwd(o1, tok, wte, wpe, B, T, C);
-	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, B, T, C);
+	loom_k_encoder_fwd(o1, tok, wte, wpe, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, NULL, NULL, B, T, C);
 	ok(!memcmp(o1, o2, sizeof(float) * B * T * C), "encoder fwd %dx%dx%d", B, T, C);
 	float *dw1 = rnd((size_t)V * C, 1), *dw2 = dup(dw1, (size_t)V * C);
 	float *dp1 = rnd((size_t)T * C, 1), *dp2 = dup(dp1, (size_t)T * C);
-	loom_k_encoder_bwd(dw1, dp1, o1, tok, B, T, C);
-	loom_k_encoder_bwd_naive(dw2, dp2, o1, tok, B, T, C);
+	loom_k_encoder_bwd(dw1, dp1, NULL, o1, tok, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, dp2, NULL, o1, tok, NULL, B, T, C);
 	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
 	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe"), "encoder bwd %dx%dx%d", B, T, C);
+	/* with token types (BERT) */
+	int32_t typ[256];
+	for (int i = 0; i < B * T; i++)
+		typ[i] = (int32_t)(loom_splitmix64(i * 3 + 5) % 2);
+	float *wtt = rnd((size_t)2 * C, 1), *dt1 = rnd((size_t)2 * C, 1), *dt2 = dup(dt1, 2 * C);
+	loom_k_encoder_fwd(o1, tok, wte, wpe, typ, wtt, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, typ, wtt, B, T, C);
+	ok(close_arr(o1, o2, (size_t)B * T * C, 1e-6, 1e-6, "types fwd"),
+	   "encoder fwd with token types %dx%dx%d", B, T, C);
+	loom_k_encoder_bwd(dw1, dp1, dt1, o1, tok, typ, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, dp2, dt2, o1, tok, typ, B, T, C);
+	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
+	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe") &&
+	   close_arr(dt1, dt2, (size_t)2 * C, 1e-6, 1e-5, "dwtt"),
+	   "encoder bwd with token types %dx%dx%d", B, T, C);
 	free(wte); free(wpe); free(o1); free(o2); free(dw1); free(dw2); free(dp1); free(dp2);
+	free(wtt); free(dt1); free(dt2);
+}
+
+/* The two GELUs: tanh approximation (GPT) and erf (BERT). */
+static const struct gelu_kind {
+	const char *name;
+	void (*fwd)(float *, const float *, size_t), (*fwd_naive)(float *, const float *, size_t);
+	void (*bwd)(float *, const float *, const float *, size_t);
+	void (*bwd_naive)(float *, const float *, const float *, size_t);
+} gelus[2] = {
+	{ "gelu", loom_k_gelu_fwd, loom_k_gelu_fwd_naive, loom_k_gelu_bwd, loom_k_gelu_bwd_naive },
+	{ "gelu erf", loom_k_gelu_erf_fwd, loom_k_gelu_erf_fwd_naive, loom_k_gelu_erf_bwd,
+	  loom_k_gelu_erf_bwd_naive },
+};
+
+/* fast against naive, forward and backward (o1, o2 [n] scratch);
+ * `what` names the inputs in the test names */
+static void check_gelu(const struct gelu_kind *k, const float *x, const float *dy, float *o1,
+		       float *o2, size_t n, const char *what)
+{
+	k->fwd(o1, x, n);
+	k->fwd_naive(o2, x, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, k->name), "%s fwd %s", k->name, what);
+	k->bwd(o1, x, dy, n);
+	k->bwd_naive(o2, x, dy, n);
+	ok(close_arr(o1, o2, n, 1e-5, 1e-5, k->name), "%s bwd %s", k->name, what);
 }
 
 static void test_elementwise(size_t n)
 {
 	float *x = rnd(n, 4), *o1 = rnd(n, 1), *o2 = rnd(n, 1), *dy = rnd(n, 1);
-	loom_k_gelu_fwd(o1, x, n);
-	loom_k_gelu_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu"), "gelu fwd n=%zu", n);
-	loom_k_gelu_bwd(o1, x, dy, n);
-	loom_k_gelu_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu bwd"), "gelu bwd n=%zu", n);
-	memcpy(o2, dy, sizeof(float) * n);
-	loom_k_gelu_bwd(o2, x, o2, n); /* in place */
-	ok(close_arr(o2, o1, n, 1e-6, 1e-5, "gelu bwd in place"), "gelu bwd in place n=%zu", n);
+	char what[32];
+	snprintf(what, sizeof what, "n=%zu", n);
+	for (int k = 0; k < 2; k++) {
+		check_gelu(&gelus[k], x, dy, o1, o2, n, what);
+		memcpy(o2, dy, sizeof(float) * n);
+		gelus[k].bwd(o2, x, o2, n); /* in place */
+		ok(close_arr(o2, o1, n, 1e-6, 1e-5, "in place"), "%s bwd in place n=%zu",
+		   gelus[k].name, n);
+	}
 	memcpy(o1, x, sizeof(float) * n);
 	memcpy(o2, x, sizeof(float) * n);
 	loom_k_dropout(o1, n, 0.3f, 99);
@@ -161,12 +251,19 @@ static void test_gelu_wide(void)
 		x[i] = (i - n / 2) * 0.06f; /* -120 .. 120 */
 		dy[i] = 1.0f;
 	}
-	loom_k_gelu_fwd(o1, x, n);
-	loom_k_gelu_fwd_naive(o2, x, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu wide"), "gelu fwd on -120..120");
-	loom_k_gelu_bwd(o1, x, dy, n);
-	loom_k_gelu_bwd_naive(o2, x, dy, n);
-	ok(close_arr(o1, o2, n, 1e-5, 1e-5, "gelu bwd wide"), "gelu bwd on -120..120");
+	for (int k = 0; k < 2; k++)
+		check_gelu(&gelus[k], x, dy, o1, o2, n, "on -120..120");
+	/* its derivative against central differences of the naive forward
+	 * (h = 1e-2: error ~h^2, far above fp32 rounding) on -6..6 */
+	int bad = 0;
+	for (int i = 0; i < n; i += 10) {
+		float xs = (i - n / 2) * 0.003f, xp = xs + 1e-2f, xm = xs - 1e-2f, fp, fm, d, one = 1;
+		loom_k_gelu_erf_fwd_naive(&fp, &xp, 1);
+		loom_k_gelu_erf_fwd_naive(&fm, &xm, 1);
+		loom_k_gelu_erf_bwd(&d, &xs, &one, 1);
+		bad += fabs((fp - fm) / 2e-2 - d) > 2e-4;
+	}
+	ok(!bad, "gelu erf bwd matches finite differences on -6..6 (%d off)", bad);
 }
 
 static void test_crossentropy(int N, int V, float spread)
@@ -337,6 +434,8 @@ int main(void)
 	static const int mm[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 33, 64, 96 }, { 16, 17, 129 } };
 	for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
 		test_matmul(mm[i][0], mm[i][1], mm[i][2]);
+	for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+		test_linear(mm[i][0], mm[i][1], mm[i][2]);
 	test_layernorm(1, 1);
 	test_layernorm(5, 7);
 	test_layernorm(40, 130);
@@ -345,8 +444,10 @@ int main(void)
 	static const int at[][4] = { { 1, 1, 4, 1 }, { 2, 5, 12, 3 }, { 3, 17, 32, 4 }, { 1, 64, 16, 2 },
 				     { 2, 65, 8, 1 }, { 1, 128, 24, 2 }, { 2, 150, 16, 2 } };
 	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
-		test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0);
-		test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0.25f);
+		for (int masked = 0; masked < 2; masked++) {
+			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0, masked);
+			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0.25f, masked);
+		}
 	}
 	test_encoder(2, 3, 5, 7);
 	test_encoder(3, 11, 70, 13);

@@ -17,7 +17,9 @@
  * sets (loom_k_isa()), so machines of different kinds may differ in the
  * last bits, as OpenBLAS's kernels do.
  *
- * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b.
+ * Weights are in GPT-2 "Conv1D" layout: w[in, out], y = x @ w + b, for
+ * the matmul kernels, and in nn.Linear layout w[out, in], y = x @ w^T + b,
+ * for the linear kernels (BERT: lib/train/loom_bert.h).
  * Nothing here allocates except the attention kernels' per-thread
  * scratch (a few tiles; the naive ones a row); nothing prints.  Errors:
  * most kernels cannot fail (void); the attention kernels return -1 when
@@ -47,16 +49,19 @@
 #define LOOM_SIMD
 #endif
 
-/* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :] */
+/* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :], or with token types typ[B,T]
+ * (BERT; NULL: none) (wte[tok[b,t], :] + wtt[typ[b,t], :]) + wpe[t, :] */
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-			int B, int T, int C);
+			const int32_t *typ, const float *wtt, int B, int T, int C);
 void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
-			      const float *wpe, int B, int T, int C);
-/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout */
-void loom_k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
-			int B, int T, int C);
-void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, const float *dout,
-			      const int32_t *tok, int B, int T, int C);
+			      const float *wpe, const int32_t *typ, const float *wtt, int B,
+			      int T, int C);
+/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout, and with typ
+ * dwtt[types,C] += scatter(dout) by type */
+void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout,
+			const int32_t *tok, const int32_t *typ, int B, int T, int C);
+void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, float *dwtt, const float *dout,
+			      const int32_t *tok, const int32_t *typ, int B, int T, int C);
 
 /* out[N,C] = (inp - mean) * rstd * w + b; mean[N], rstd[N] saved. */
 void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
@@ -84,9 +89,24 @@ void loom_k_matmul_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
 void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *dout,
 			     const float *inp, const float *w, int N, int IC, int OC);
 
-/* Causal multi-head attention.  qkv[B,T,3C] (q|k|v, heads of C/NH),
+/* nn.Linear: out[N,OC] = inp[N,IC] @ w^T + bias with w[OC,IC] (read
+ * transposed by the backend, bf16 too); backward dinp[N,IC] = dout @ w
+ * (overwritten; may be NULL; may be inp), dw[OC,IC] += dout^T @ inp,
+ * dbias += sum_n dout.  The same code as the matmul kernels with the
+ * other weight layout, tested against loom_k_matmul_*_naive on w^T. */
+void loom_k_linear_fwd(struct loom_mm *mm, float *out, const float *inp, const float *w,
+		       const float *bias, int N, int IC, int OC);
+void loom_k_linear_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
+		       const float *dout, const float *inp, const float *w, int N, int IC, int OC);
+
+/* Multi-head attention, causal (len == NULL: the GPT) or bidirectional
+ * with a key-padding mask (len[B]: BERT, whose rows are real tokens then
+ * padding): query i of batch row b sees keys j <= i (causal) or
+ * j < len[b] (len[b] kept in 1..T; every query, padding ones too, sees
+ * the row's real keys, as HuggingFace's additive mask does; keys from
+ * len[b] on get zero gradient).  qkv[B,T,3C] (q|k|v, heads of C/NH),
  * out[B,T,C], lse[B,NH,T] the log-sum-exp of each row of scaled scores
- * S_ij = q_i . k_j / sqrt(C/NH), j <= i, so the softmax probabilities are
+ * S_ij = q_i . k_j / sqrt(C/NH) over the visible j, so the softmax probabilities are
  * P_ij = exp(S_ij - lse_i).  With attention dropout p > 0 the output is
  * drop(P) @ V, element (b,h,i,j) of the mask drawn from `key` as
  * loom_k_dropout() draws element (b*NH+h)*T*T + i*T + j; backward
@@ -97,19 +117,21 @@ void loom_k_matmul_bwd_naive(float *dinp, float *dw, float *dbias, const float *
  * and (b, h) backward, with a few tiles of scratch per thread; backward
  * recomputes P from qkv and lse.  The naive ones are the definition and
  * also produce (forward) and consume (backward) att[B,NH,T,T], P (zero
- * above the diagonal; kept without dropout).  Return 0, or -1 if scratch
+ * where not visible; kept without dropout).  Return 0, or -1 if scratch
  * could not be allocated. */
-int loom_k_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C,
-			 int NH, float p, uint64_t key);
-int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv, int B,
-			       int T, int C, int NH, float p, uint64_t key);
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len, int B,
+			 int T, int C, int NH, float p, uint64_t key);
+int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
+			       const int32_t *len, int B, int T, int C, int NH, float p,
+			       uint64_t key);
 /* dqkv[B,T,3C] = gradient (overwritten), from dout[B,T,C] and the
  * forward's out and lse (fast) or att (naive). */
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-			 const float *lse, int B, int T, int C, int NH, float p, uint64_t key);
+			 const float *lse, const int32_t *len, int B, int T, int C, int NH, float p,
+			 uint64_t key);
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
-			       const float *att, int B, int T, int C, int NH, float p,
-			       uint64_t key);
+			       const float *att, const int32_t *len, int B, int T, int C, int NH,
+			       float p, uint64_t key);
 
 /* GELU, tanh approximation ("gelu_new"). */
 void loom_k_gelu_fwd(float *out, const float *inp, size_t n);
@@ -117,6 +139,14 @@ void loom_k_gelu_fwd_naive(float *out, const float *inp, size_t n);
 /* dinp = dout * gelu'(inp) (dinp may alias dout) */
 void loom_k_gelu_bwd(float *dinp, const float *inp, const float *dout, size_t n);
 void loom_k_gelu_bwd_naive(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* GELU with the exact erf, 0.5 x (1 + erf(x / sqrt 2)) (HuggingFace's
+ * "gelu", BERT's); the fast one through a polynomial erf (absolute error
+ * ~2e-7). */
+void loom_k_gelu_erf_fwd(float *out, const float *inp, size_t n);
+void loom_k_gelu_erf_fwd_naive(float *out, const float *inp, size_t n);
+void loom_k_gelu_erf_bwd(float *dinp, const float *inp, const float *dout, size_t n);
+void loom_k_gelu_erf_bwd_naive(float *dinp, const float *inp, const float *dout, size_t n);
 
 /* out = a + b */
 void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n);

@@ -37,27 +37,12 @@ const char *loom_gpt_error(const struct loom_gpt *g)
 	return g->err.msg;
 }
 
+/* weight decay on all but biases and LayerNorms */
 static void add_tensor(struct loom_gpt *g, size_t *off, const char *name, int ndim,
 		       int64_t d0, int64_t d1)
 {
-	struct loom_gpt_tensor *t = &g->tensors[g->n_tensors++];
-	snprintf(t->name, sizeof t->name, "%s", name);
-	t->ndim = ndim;
-	t->shape[0] = d0;
-	t->shape[1] = ndim > 1 ? d1 : 0;
-	t->numel = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1);
-	t->offset = *off;
-	t->decay = !strstr(name, "bias") && !strstr(name, "ln_");
-	*off += t->numel;
-}
-
-static float *falloc(size_t n)
-{
-	float *p = NULL;
-	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
-		return NULL;
-	memset(p, 0, (n ? n : 1) * sizeof(float));
-	return p;
+	loom_model_add(g->tensors, &g->n_tensors, off, name, ndim, d0, d1,
+		       !strstr(name, "bias") && !strstr(name, "ln_"));
 }
 
 /* The RigL masks and the sparse weights of cfg.sparse_layers, masks
@@ -122,10 +107,10 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
 	add_tensor(g, &off, "transformer.ln_f.bias", 1, C, 0);
 	g->n_params = off;
-	g->params = falloc(off);
-	g->grads = falloc(off);
-	g->m = falloc(off);
-	g->v = falloc(off);
+	g->params = loom_model_falloc(off);
+	g->grads = loom_model_falloc(off);
+	g->m = loom_model_falloc(off);
+	g->v = loom_model_falloc(off);
 	if (!g->params || !g->grads || !g->m || !g->v)
 		goto fail;
 	if (cfg->sparsity > 0 && new_sparse(g))
@@ -158,26 +143,12 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g);
 }
 
-/* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
-static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
-{
-	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
-	uint64_t b = loom_splitmix64(a);
-	float u1 = ((a >> 40) + 1.0f) * (1.0f / 16777217.0f);
-	float u2 = (b >> 40) * (1.0f / 16777216.0f);
-	float r = sqrtf(-2.0f * logf(u1)), s, c;
-	sincosf(2.0f * (float)M_PI * u2, &s, &c);
-	*z0 = r * c;
-	*z1 = r * s;
-}
-
 void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 {
 	float resid_std = 0.02f / sqrtf(2.0f * g->L);
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct loom_gpt_tensor *t = &g->tensors[i];
 		float *p = g->params + t->offset;
-		uint64_t key = loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
 		if (t->ndim == 1) {
 			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
 			for (size_t j = 0; j < t->numel; j++)
@@ -185,19 +156,7 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 			continue;
 		}
 		float std = strstr(t->name, "c_proj.weight") ? resid_std : 0.02f;
-		size_t half = t->numel / 2;
-		#pragma omp parallel for schedule(static)
-		for (size_t j = 0; j < half; j++) {
-			float z0, z1;
-			normal_pair(key, j, &z0, &z1);
-			p[2 * j] = std * z0;
-			p[2 * j + 1] = std * z1;
-		}
-		if (t->numel & 1) {
-			float z0, z1;
-			normal_pair(key, half, &z0, &z1);
-			p[t->numel - 1] = std * z0;
-		}
+		loom_model_normal(p, t->numel, std, loom_model_init_key(seed, i));
 	}
 	memset(g->m, 0, g->n_params * sizeof(float));
 	memset(g->v, 0, g->n_params * sizeof(float));
@@ -268,14 +227,8 @@ static int ready_sparse(struct loom_gpt *g)
 /* The matmul backend of cfg.precision with current weights. */
 static int ready_mm(struct loom_gpt *g)
 {
-	if (g->cfg.precision == LOOM_PREC_FP32)
-		return 0;
-	if (!g->mm && !(g->mm = loom_mm_new(g->cfg.precision, &g->err)))
-		return g->err.code;
-	if (!g->w16_ok && loom_mm_weights(g->mm, g->params, g->n_params))
-		return loom_mm_check(g->mm, &g->err);
-	g->w16_ok = 1;
-	return 0;
+	return loom_model_ready_mm(&g->mm, &g->w16_ok, g->cfg.precision, g->params, g->n_params,
+				   &g->err);
 }
 
 /* ---- activation layout --------------------------------------------------- */
@@ -408,7 +361,7 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->B = g->T = 0;
 	float *glob[8];
 	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
-	g->acts = falloc(n);
+	g->acts = loom_model_falloc(n);
 	g->inputs = malloc(sizeof(int32_t) * N);
 	g->targets = malloc(sizeof(int32_t) * N);
 	if (!g->acts || !g->inputs || !g->targets)
@@ -464,11 +417,6 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 				  LP(g, p, l, k), N, IC, OC);
 }
 
-static uint64_t site_key(uint64_t key, int l, int site)
-{
-	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
-}
-
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
 	int B = g->B, T = g->T, C = g->C, N = B * T;
@@ -481,11 +429,11 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, B, T, C, g->NH, adrop,
-				 site_key(g->key, l, 3)))
+	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, B, T, C, g->NH, adrop,
+				 loom_model_site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
-	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+	loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
 	/* res2 in its own slot, or (not kept) in the output's */
 	float *res2 = a->res2 ? a->res2 : a->res3;
 	loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
@@ -494,7 +442,7 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, 4 * C);
 	loom_k_gelu_fwd(g->work, a->fch, (size_t)N * 4 * C);
 	proj_fwd(g, l, 3, g->tmp, g->work, N, 4 * C, C);
-	loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
+	loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
 	loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C);
 	return 0;
 }
@@ -507,9 +455,10 @@ static void embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C;
 	float *p = g->params;
-	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), B, T, C);
+	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, B,
+			   T, C);
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       site_key(g->key, -1, 0));
+		       loom_model_site_key(g->key, -1, 0));
 }
 
 static const float *trunk_fwd(struct loom_gpt *g)
@@ -686,13 +635,13 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	if (!res2) {
 		res2 = a->res3;
 		proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
 		loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
 	}
 	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b) */
 	if (drop > 0) {
 		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 2));
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
 		dproj = g->tmp;
 	}
 	loom_k_gelu_fwd(work, a->fch, (size_t)N * 4 * C);
@@ -708,12 +657,12 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	dproj = g->dres;
 	if (drop > 0) {
 		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, site_key(g->key, l, 1));
+		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
 		dproj = g->tmp;
 	}
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, C, C);
-	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, B, T, C, g->NH,
-				 adrop, site_key(g->key, l, 3)))
+	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, B, T, C, g->NH,
+				 adrop, loom_model_site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
@@ -769,8 +718,9 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 			g->grad_ready(g->grad_ready_ctx, l);
 	}
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       site_key(g->key, -1, 0));
-	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), g->dres, g->inputs, B, T, C);
+		       loom_model_site_key(g->key, -1, 0));
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, B,
+			   T, C);
 	g->have_targets = 0;
 	g->head_done = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
@@ -793,19 +743,10 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 		loom_rigl_score_range(g->rigl, 0, g->n_params, g->grads);
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->grads);
 	}
-	float n = (float)sqrt(loom_k_sumsq(g->grads, g->n_params));
-	if (norm)
-		*norm = n;
-	float gscale = 1.0f;
-	if (g->cfg.grad_clip > 0 && n > g->cfg.grad_clip)
-		gscale = (float)(g->cfg.grad_clip / n);
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *tt = &g->tensors[i];
-		size_t o = tt->offset;
-		loom_k_adamw(g->params + o, g->grads + o, g->m + o, g->v + o, tt->numel, lr,
-			     (float)g->cfg.beta1, (float)g->cfg.beta2, (float)g->cfg.eps,
-			     tt->decay ? (float)g->cfg.weight_decay : 0.0f, t, gscale);
-	}
+	const struct loom_config *c = &g->cfg;
+	struct loom_adamw h = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip };
+	loom_model_adamw(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v, g->n_params,
+			 &h, lr, t, norm);
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (update)

@@ -86,15 +86,11 @@
 
 #include "loom_common.h"
 #include "loom_config.h"
+#include "loom_model.h"
 
-struct loom_gpt_tensor {
-	char name[64];
-	int ndim;
-	int64_t shape[2];
-	size_t offset;          /* in floats, into params/grads/m/v */
-	size_t numel;
-	int decay;              /* 1: weight decay applies (not norm/bias) */
-};
+/* The parameter table's entries are lib/train/loom_model.h's, shared with
+ * BERT; the GPT's name for them is kept for its users. */
+#define loom_gpt_tensor loom_tensor
 
 /* Per-layer activations (pointers into g->acts). */
 struct loom_gpt_lacts {

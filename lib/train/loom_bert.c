@@ -1,0 +1,710 @@
+/* loom_bert.c - BERT forward/backward/AdamW over flat arrays; see loom_bert.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_bert.h"
+#include "loom_kernels.h"
+
+/* Embedding tensors, then per layer, then the head. */
+enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
+enum { QW, KW, VW, QB, KB, VB, AOW, AOB, ALNW, ALNB, IW, IB, OW, OB, OLNW, OLNB, NLT };
+enum { QAW, QAB };                      /* QA head */
+enum { TDW, TDB, TLNW, TLNB, MBIAS };    /* MLM head */
+
+static const char *const lt_names[NLT] = {
+	"attention.self.query.weight", "attention.self.key.weight",
+	"attention.self.value.weight", "attention.self.query.bias",
+	"attention.self.key.bias", "attention.self.value.bias",
+	"attention.output.dense.weight", "attention.output.dense.bias",
+	"attention.output.LayerNorm.weight", "attention.output.LayerNorm.bias",
+	"intermediate.dense.weight", "intermediate.dense.bias",
+	"output.dense.weight", "output.dense.bias",
+	"output.LayerNorm.weight", "output.LayerNorm.bias",
+};
+
+#define T_LAYER(l, k) (NE + (l) * NLT + (k))
+#define T_HEAD(b, k) (NE + (b)->L * NLT + (k))
+#define TP(b, base, i) ((base) + (b)->tensors[i].offset)
+#define LP(b, base, l, k) TP(b, base, T_LAYER(l, k))
+#define HP(b, base, k) TP(b, base, T_HEAD(b, k))
+
+const char *loom_bert_error(const struct loom_bert *b)
+{
+	return b->err.msg;
+}
+
+int loom_bert_preset(const char *name, int task, struct loom_bert_config *c)
+{
+	static const struct {
+		const char *name;
+		int L, C, NH;
+	} presets[] = { { "bert-tiny", 2, 128, 2 }, { "bert-base", 12, 768, 12 },
+			{ "bert-large", 24, 1024, 16 } };
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		if (strcmp(name, presets[i].name))
+			continue;
+		memset(c, 0, sizeof *c);
+		c->n_layer = presets[i].L;
+		c->hidden = presets[i].C;
+		c->n_head = presets[i].NH;
+		c->intermediate = 4 * presets[i].C;
+		c->vocab_size = 30522;
+		c->max_positions = 512;
+		c->type_vocab_size = 2;
+		c->layer_norm_eps = 1e-12;
+		c->dropout = 0.1;
+		c->attn_dropout = 0.1;
+		c->init_std = 0.02;
+		c->pad_token_id = 0;
+		c->task = task;
+		c->precision = LOOM_PREC_FP32;
+		c->adamw = (struct loom_adamw){ 0.9, 0.999, 1e-6, 0.01, 1.0 };
+		return 0;
+	}
+	return -1;
+}
+
+int loom_bert_config_check(const struct loom_bert_config *c, struct loom_err *err)
+{
+	if (c->n_layer < 1 || c->hidden < 1 || c->n_head < 1 || c->intermediate < 1 ||
+	    c->vocab_size < 1 || c->max_positions < 1 || c->type_vocab_size < 1)
+		return loom_err_set(err, LOOM_EINVAL,
+				    "BERT config: layers, hidden, heads, intermediate, vocab, "
+				    "positions and types must all be >= 1");
+	if (c->hidden % c->n_head)
+		return loom_err_set(err, LOOM_EINVAL, "BERT config: hidden %d is not a multiple of "
+				    "the %d heads", c->hidden, c->n_head);
+	if (!(c->dropout >= 0 && c->dropout < 1) || !(c->attn_dropout >= 0 && c->attn_dropout < 1))
+		return loom_err_set(err, LOOM_EINVAL, "BERT config: dropout must be in [0, 1)");
+	if (!(c->layer_norm_eps > 0) || !(c->init_std >= 0))
+		return loom_err_set(err, LOOM_EINVAL,
+				    "BERT config: layer_norm_eps must be > 0 and init_std >= 0");
+	if (c->task != LOOM_BERT_QA && c->task != LOOM_BERT_MLM)
+		return loom_err_set(err, LOOM_EINVAL, "BERT config: unknown task %d", c->task);
+	if (c->precision != LOOM_PREC_FP32 && c->precision != LOOM_PREC_BF16)
+		return loom_err_set(err, LOOM_EINVAL, "BERT config: unknown precision %d",
+				    c->precision);
+	if (c->pad_token_id < -1 || c->pad_token_id >= c->vocab_size)
+		return loom_err_set(err, LOOM_EINVAL, "BERT config: pad_token_id %d is outside the "
+				    "vocabulary (-1: none)", c->pad_token_id);
+	return 0;
+}
+
+/* weight decay on all but biases and LayerNorms */
+static void add(struct loom_bert *b, size_t *off, const char *name, int ndim, int64_t d0,
+		int64_t d1)
+{
+	loom_model_add(b->tensors, &b->n_tensors, off, name, ndim, d0, d1,
+		       !strstr(name, "bias") && !strstr(name, "LayerNorm"));
+}
+
+struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
+{
+	struct loom_err e = { 0 };
+	if (loom_bert_config_check(cfg, &e))
+		return NULL;
+	struct loom_bert *b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->cfg = *cfg;
+	b->L = cfg->n_layer;
+	b->C = cfg->hidden;
+	b->NH = cfg->n_head;
+	b->I = cfg->intermediate;
+	b->V = cfg->vocab_size;
+	b->P = cfg->max_positions;
+	int64_t C = b->C, I = b->I;
+	b->tensors = calloc(NE + (size_t)b->L * NLT + 5, sizeof *b->tensors);
+	b->layer = calloc((size_t)b->L, sizeof *b->layer);
+	if (!b->tensors || !b->layer)
+		goto fail;
+	size_t off = 0;
+	char name[64];
+	add(b, &off, "bert.embeddings.word_embeddings.weight", 2, b->V, C);
+	add(b, &off, "bert.embeddings.position_embeddings.weight", 2, b->P, C);
+	add(b, &off, "bert.embeddings.token_type_embeddings.weight", 2, cfg->type_vocab_size, C);
+	add(b, &off, "bert.embeddings.LayerNorm.weight", 1, C, 0);
+	add(b, &off, "bert.embeddings.LayerNorm.bias", 1, C, 0);
+	for (int l = 0; l < b->L; l++) {
+		/* [out, in] or [out] */
+		const int64_t shp[NLT][2] = {
+			{ C, C }, { C, C }, { C, C }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ C, C }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ I, C }, { I, 0 }, { C, I }, { C, 0 }, { C, 0 }, { C, 0 },
+		};
+		for (int k = 0; k < NLT; k++) {
+			snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", l, lt_names[k]);
+			add(b, &off, name, shp[k][1] ? 2 : 1, shp[k][0], shp[k][1]);
+		}
+	}
+	if (cfg->task == LOOM_BERT_QA) {
+		add(b, &off, "qa_outputs.weight", 2, 2, C);
+		add(b, &off, "qa_outputs.bias", 1, 2, 0);
+	} else {
+		add(b, &off, "cls.predictions.transform.dense.weight", 2, C, C);
+		add(b, &off, "cls.predictions.transform.dense.bias", 1, C, 0);
+		add(b, &off, "cls.predictions.transform.LayerNorm.weight", 1, C, 0);
+		add(b, &off, "cls.predictions.transform.LayerNorm.bias", 1, C, 0);
+		add(b, &off, "cls.predictions.bias", 1, b->V, 0);
+	}
+	b->n_params = off;
+	b->params = loom_model_falloc(off);
+	b->grads = loom_model_falloc(off);
+	b->m = loom_model_falloc(off);
+	b->v = loom_model_falloc(off);
+	if (!b->params || !b->grads || !b->m || !b->v)
+		goto fail;
+	return b;
+fail:
+	loom_bert_free(b);
+	return NULL;
+}
+
+void loom_bert_free(struct loom_bert *b)
+{
+	if (!b)
+		return;
+	free(b->params);
+	free(b->grads);
+	free(b->m);
+	free(b->v);
+	free(b->acts);
+	free(b->ids);
+	free(b->mlm);
+	free(b->mlm_row);
+	free(b->tensors);
+	free(b->layer);
+	loom_mm_free(b->mm);
+	free(b);
+}
+
+void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
+{
+	for (int i = 0; i < b->n_tensors; i++) {
+		const struct loom_tensor *t = &b->tensors[i];
+		float *p = b->params + t->offset;
+		if (t->ndim == 1) {
+			float v = strstr(t->name, "LayerNorm.weight") ? 1.0f : 0.0f;
+			for (size_t j = 0; j < t->numel; j++)
+				p[j] = v;
+			continue;
+		}
+		loom_model_normal(p, t->numel, (float)b->cfg.init_std, loom_model_init_key(seed, i));
+	}
+	if (b->cfg.pad_token_id >= 0)
+		memset(TP(b, b->params, E_WORD) + (size_t)b->cfg.pad_token_id * b->C, 0,
+		       sizeof(float) * b->C);
+	memset(b->m, 0, b->n_params * sizeof(float));
+	memset(b->v, 0, b->n_params * sizeof(float));
+	memset(b->grads, 0, b->n_params * sizeof(float));
+	b->w16_ok = 0;
+}
+
+void loom_bert_weights_changed(struct loom_bert *b)
+{
+	b->w16_ok = 0;
+}
+
+void loom_bert_zero_grad(struct loom_bert *b)
+{
+	memset(b->grads, 0, b->n_params * sizeof(float));
+}
+
+const float *loom_bert_start_logits(const struct loom_bert *b)
+{
+	return b->start_logits;
+}
+
+const float *loom_bert_end_logits(const struct loom_bert *b)
+{
+	return b->end_logits;
+}
+
+/* ---- activations -------------------------------------------------------- */
+
+/* Lay out the activations for (B, T) from base (NULL: only count); every
+ * pointer of b set relative to base; returns the float count.  Under
+ * recompute the layers share layer 0's slots except their outputs. */
+static size_t layout(struct loom_bert *b, int B, int T, float *base)
+{
+	size_t N = (size_t)B * T, C = b->C, I = b->I, off = 0;
+#define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
+	struct loom_bert_lacts shared = { 0 };
+	for (int l = 0; l < b->L; l++) {
+		struct loom_bert_lacts a = { 0 };
+		if (!b->cfg.recompute || l == 0) {
+			TAKE(a.qkv, N * 3 * C);
+			TAKE(a.atty, N * C);
+			TAKE(a.lse, (size_t)B * b->NH * T);
+			TAKE(a.res1, N * C);
+			TAKE(a.ln1_mean, N);
+			TAKE(a.ln1_rstd, N);
+			TAKE(a.h1, N * C);
+			TAKE(a.fch, N * I);
+			TAKE(a.res2, N * C);
+			TAKE(a.ln2_mean, N);
+			TAKE(a.ln2_rstd, N);
+			shared = a;
+		} else {
+			a = shared;
+		}
+		TAKE(a.out, N * C);
+		if (base)
+			b->layer[l] = a;
+	}
+	TAKE(b->emb, N * C);
+	TAKE(b->emb_mean, N);
+	TAKE(b->emb_rstd, N);
+	TAKE(b->x0, N * C);
+	TAKE(b->dres, N * C);
+	TAKE(b->buf1, N * C);
+	TAKE(b->buf2, N * C);
+	TAKE(b->work, N * (I > 4 * C ? I : 4 * C));
+	TAKE(b->logits, N * 2);
+	TAKE(b->start_logits, N);
+	TAKE(b->end_logits, N);
+#undef TAKE
+	return off;
+}
+
+static int ensure_acts(struct loom_bert *b, int B, int T)
+{
+	if (b->acts && b->B == B && b->T == T)
+		return 0;
+	free(b->acts);
+	free(b->ids);
+	b->acts = NULL;
+	b->ids = NULL;
+	b->B = b->T = 0;
+	size_t N = (size_t)B * T, n = layout(b, B, T, NULL);
+	b->acts = loom_model_falloc(n);
+	/* ids [N], seg [N], len, start, end [B] */
+	b->ids = malloc(sizeof(int32_t) * (2 * N + 3 * (size_t)B));
+	if (!b->acts || !b->ids)
+		return loom_err_set(&b->err, LOOM_ENOMEM,
+				    "out of memory for activations (%zu MB at B=%d T=%d)", n * 4 >> 20,
+				    B, T);
+	layout(b, B, T, b->acts);
+	b->seg = b->ids + N;
+	b->len = b->seg + N;
+	b->start_pos = b->len + B;
+	b->end_pos = b->start_pos + B;
+	b->n_acts = n;
+	b->B = B;
+	b->T = T;
+	return 0;
+}
+
+/* MLM head buffers for m rows. */
+static int ensure_mlm(struct loom_bert *b, size_t m)
+{
+	if (m <= b->mlm_cap && b->mlm)
+		return 0;
+	free(b->mlm);
+	free(b->mlm_row);
+	b->mlm_cap = 0;
+	size_t C = b->C, V = b->V;
+	b->mlm = loom_model_falloc(m * (5 * C + 3 + V));
+	b->mlm_row = malloc(sizeof(int32_t) * 2 * (m ? m : 1));
+	if (!b->mlm || !b->mlm_row)
+		return loom_err_set(&b->err, LOOM_ENOMEM,
+				    "out of memory for the masked-LM head (%zu rows)", m);
+	b->mlm_tgt = b->mlm_row + m;
+	b->mx = b->mlm;
+	b->mt = b->mx + m * C;
+	b->mg = b->mt + m * C;
+	b->mln = b->mg + m * C;
+	b->md = b->mln + m * C;
+	b->mmean = b->md + m * C;
+	b->mrstd = b->mmean + m;
+	b->mloss = b->mrstd + m;
+	b->mlogits = b->mloss + m;
+	b->mlm_cap = m;
+	return 0;
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+static void embed_fwd(struct loom_bert *b)
+{
+	int N = b->B * b->T;
+	float *p = b->params;
+	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), TP(b, p, E_POS), b->seg,
+			   TP(b, p, E_TYPE), b->B, b->T, b->C);
+	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
+			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
+	loom_k_dropout(b->x0, (size_t)N * b->C, b->train ? (float)b->cfg.dropout : 0.0f,
+		       loom_model_site_key(b->key, -1, 0));
+}
+
+static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
+{
+	int B = b->B, T = b->T, C = b->C, I = b->I, N = B * T;
+	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
+	float drop = b->train ? (float)b->cfg.dropout : 0.0f;
+	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
+	size_t NC = (size_t)N * C;
+
+	/* q|k|v in one product: the three weights [C,C] are adjacent */
+	loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C, 3 * C);
+	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len, B, T, C, b->NH, adrop,
+				 loom_model_site_key(b->key, l, 3)))
+		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention");
+	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) */
+	loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW), LP(b, p, l, AOB), N, C, C);
+	loom_k_dropout(a->res1, NC, drop, loom_model_site_key(b->key, l, 1));
+	loom_k_residual_fwd(a->res1, a->res1, x, NC);
+	loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1, LP(b, p, l, ALNW),
+			     LP(b, p, l, ALNB), N, C, eps);
+	/* res2 = drop(gelu(h1 W1^T + b1) W2^T + b2) + h1; out = LayerNorm(res2) */
+	loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N, C, I);
+	loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I);
+	loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB), N, I, C);
+	loom_k_dropout(a->res2, NC, drop, loom_model_site_key(b->key, l, 2));
+	loom_k_residual_fwd(a->res2, a->res2, a->h1, NC);
+	loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2, LP(b, p, l, OLNW),
+			     LP(b, p, l, OLNB), N, C, eps);
+	return 0;
+}
+
+/* Row lengths from input_mask (1s then 0s, at least one 1). */
+static int lengths(struct loom_bert *b, const int32_t *mask, int B, int T)
+{
+	for (int r = 0; r < B; r++) {
+		int n = T;
+		if (mask) {
+			const int32_t *m = mask + (size_t)r * T;
+			for (n = 0; n < T && m[n] == 1; n++)
+				;
+			for (int t = n; t < T; t++)
+				if (m[t] != 0)
+					return loom_err_set(&b->err, LOOM_EINVAL,
+							    "input_mask row %d: position %d is %d after "
+							    "padding began at %d (want 1s then 0s)",
+							    r, t, m[t], n);
+			if (!n)
+				return loom_err_set(&b->err, LOOM_EINVAL,
+						    "input_mask row %d has no real token", r);
+		}
+		b->len[r] = n;
+	}
+	return 0;
+}
+
+static int check_ids(struct loom_bert *b, const int32_t *x, size_t n, int lim, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (x[i] < 0 || x[i] >= lim)
+			return loom_err_set(&b->err, LOOM_EINVAL,
+					    "%s %d at position %zu is outside 0..%d", what, x[i], i,
+					    lim - 1);
+	return 0;
+}
+
+/* Cross-entropy of a row of logits lg[T] over its first n (the real
+ * tokens) at target t < n: the loss and, with d != NULL,
+ * d[T] = (softmax - onehot) * w (0 on padding). */
+static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
+{
+	double mx = -INFINITY, s = 0;
+	for (int j = 0; j < n; j++)
+		mx = lg[j] > mx ? lg[j] : mx;
+	for (int j = 0; j < n; j++)
+		s += exp(lg[j] - mx);
+	if (d) {
+		for (int j = 0; j < T; j++)
+			d[j] = j < n ? (float)(exp(lg[j] - mx) / s * w) : 0.0f;
+		d[t] -= w;
+	}
+	return log(s) + mx - lg[t];
+}
+
+static int qa_head(struct loom_bert *b, const float *seq, int have)
+{
+	int B = b->B, T = b->T, N = B * T;
+	float *p = b->params;
+	loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW), HP(b, p, QAB), N, b->C, 2);
+	for (int i = 0; i < N; i++) {
+		b->start_logits[i] = b->logits[2 * i];
+		b->end_logits[i] = b->logits[2 * i + 1];
+	}
+	if (!have)
+		return 0;
+	double ls = 0, le = 0;
+	b->nstart = b->nend = 0;
+	for (int r = 0; r < B; r++) {
+		int n = b->len[r], s = b->start_pos[r], e = b->end_pos[r];
+		if (s >= 0 && s < n) {
+			ls += qa_ce(b->start_logits + (size_t)r * T, n, T, s, NULL, 0);
+			b->nstart++;
+		}
+		if (e >= 0 && e < n) {
+			le += qa_ce(b->end_logits + (size_t)r * T, n, T, e, NULL, 0);
+			b->nend++;
+		}
+	}
+	b->loss = (float)(((b->nstart ? ls / b->nstart : 0) + (b->nend ? le / b->nend : 0)) / 2);
+	return 0;
+}
+
+static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels)
+{
+	int N = b->B * b->T, C = b->C, V = b->V, M = 0, rc;
+	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
+	for (int i = 0; i < N; i++) {
+		if (labels[i] >= V)
+			return loom_err_set(&b->err, LOOM_EINVAL,
+					    "MLM label %d at position %d is outside 0..%d", labels[i],
+					    i, V - 1);
+		M += labels[i] >= 0;
+	}
+	b->M = M;
+	b->loss = 0;
+	if (!M)
+		return 0;
+	if ((rc = ensure_mlm(b, (size_t)M)))
+		return rc;
+	for (int i = 0, k = 0; i < N; i++)
+		if (labels[i] >= 0) {
+			b->mlm_row[k] = i;
+			b->mlm_tgt[k] = labels[i];
+			memcpy(b->mx + (size_t)k * C, seq + (size_t)i * C, sizeof(float) * C);
+			k++;
+		}
+	loom_k_linear_fwd(b->mm, b->mt, b->mx, HP(b, p, TDW), HP(b, p, TDB), M, C, C);
+	loom_k_gelu_erf_fwd(b->mg, b->mt, (size_t)M * C);
+	loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW), HP(b, p, TLNB),
+			     M, C, eps);
+	/* the decoder: the word embeddings [V,C] as an nn.Linear weight */
+	loom_k_linear_fwd(b->mm, b->mlogits, b->mln, TP(b, p, E_WORD), HP(b, p, MBIAS), M, C, V);
+	loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1);
+	double s = 0;
+	for (int k = 0; k < M; k++)
+		s += b->mloss[k];
+	b->loss = (float)(s / M);
+	return 0;
+}
+
+int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int B, int T,
+		      int train, uint64_t key, float *loss)
+{
+	int rc;
+	b->have_targets = 0;
+	if (B < 1 || T < 1 || T > b->P)
+		return loom_err_set(&b->err, LOOM_EINVAL,
+				    "batch %dx%d: T must be in 1..max_positions (%d)", B, T, b->P);
+	size_t N = (size_t)B * T;
+	if ((rc = check_ids(b, x->input_ids, N, b->V, "input id")) ||
+	    (x->segment_ids &&
+	     (rc = check_ids(b, x->segment_ids, N, b->cfg.type_vocab_size, "segment id"))))
+		return rc;
+	if ((rc = ensure_acts(b, B, T)) ||
+	    (rc = loom_model_ready_mm(&b->mm, &b->w16_ok, b->cfg.precision, b->params,
+				      b->n_params, &b->err)) ||
+	    (rc = lengths(b, x->input_mask, B, T)))
+		return rc;
+	memcpy(b->ids, x->input_ids, N * sizeof(int32_t));
+	if (x->segment_ids)
+		memcpy(b->seg, x->segment_ids, N * sizeof(int32_t));
+	else
+		memset(b->seg, 0, N * sizeof(int32_t));
+	int qa = b->cfg.task == LOOM_BERT_QA;
+	int have = qa ? x->start_positions && x->end_positions : x->mlm_labels != NULL;
+	if (qa && have) {
+		memcpy(b->start_pos, x->start_positions, sizeof(int32_t) * B);
+		memcpy(b->end_pos, x->end_positions, sizeof(int32_t) * B);
+	}
+	b->train = train;
+	b->key = key;
+	b->loss = 0;
+	embed_fwd(b);
+	const float *h = b->x0;
+	for (int l = 0; l < b->L; l++) {
+		if ((rc = layer_fwd(b, l, h, &b->layer[l])))
+			return rc;
+		h = b->layer[l].out;
+	}
+	if (qa)
+		rc = qa_head(b, h, have);
+	else if (have)
+		rc = mlm_head(b, h, x->mlm_labels);
+	if (rc || (rc = loom_mm_check(b->mm, &b->err)))
+		return rc;
+	b->have_targets = have;
+	if (loss)
+		*loss = b->loss;
+	return 0;
+}
+
+/* ---- backward ----------------------------------------------------------- */
+
+/* dres holds d(layer output); on return d(layer input).  Buffers: buf1
+ * the gradient at a residual sum (a LayerNorm's input), buf2 its dropped
+ * copy, work gelu(fch) (recomputed), then its gradient, then the
+ * attention's dqkv [N,3C] and dout [N,C]. */
+static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
+{
+	int B = b->B, T = b->T, C = b->C, I = b->I, N = B * T;
+	float *p = b->params, *dp = b->grads, *work = b->work;
+	float drop = b->train ? (float)b->cfg.dropout : 0.0f;
+	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
+	size_t NC = (size_t)N * C;
+	const float *dproj = b->buf1;
+
+	/* out = LayerNorm(res2): buf1 = d res2 */
+	memset(b->buf1, 0, sizeof(float) * NC);
+	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres, a->res2,
+			     LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C);
+	if (drop > 0) {
+		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
+		loom_k_dropout(b->buf2, NC, drop, loom_model_site_key(b->key, l, 2));
+		dproj = b->buf2;
+	}
+	loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I);
+	loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
+			  LP(b, p, l, OW), N, I, C);
+	loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I);
+	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
+			  LP(b, p, l, IW), N, C, I);
+	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d h1 */
+	/* h1 = LayerNorm(res1): buf1 = d res1 */
+	memset(b->buf1, 0, sizeof(float) * NC);
+	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres, a->res1,
+			     LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C);
+	dproj = b->buf1;
+	if (drop > 0) {
+		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
+		loom_k_dropout(b->buf2, NC, drop, loom_model_site_key(b->key, l, 1));
+		dproj = b->buf2;
+	}
+	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
+	loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj, a->atty,
+			  LP(b, p, l, AOW), N, C, C);
+	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len, B, T, C, b->NH,
+				 adrop, loom_model_site_key(b->key, l, 3)))
+		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention backward");
+	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
+			  LP(b, p, l, QW), N, C, 3 * C);
+	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d x */
+	return 0;
+}
+
+/* dres = d(sequence output) from the QA loss * scale. */
+static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
+{
+	int B = b->B, T = b->T, N = B * T;
+	float *p = b->params, *dp = b->grads;
+	float *ds = b->work, *de = b->work + N; /* d start/end logits [B,T] */
+	float ws = b->nstart ? scale * 0.5f / b->nstart : 0, we = b->nend ? scale * 0.5f / b->nend : 0;
+	memset(ds, 0, sizeof(float) * 2 * N);
+	for (int r = 0; r < B; r++) {
+		int n = b->len[r], s = b->start_pos[r], e = b->end_pos[r];
+		size_t o = (size_t)r * T;
+		if (s >= 0 && s < n)
+			qa_ce(b->start_logits + o, n, T, s, ds + o, ws);
+		if (e >= 0 && e < n)
+			qa_ce(b->end_logits + o, n, T, e, de + o, we);
+	}
+	for (int i = 0; i < N; i++) {
+		b->logits[2 * i] = ds[i];
+		b->logits[2 * i + 1] = de[i];
+	}
+	loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
+			  HP(b, p, QAW), N, b->C, 2);
+}
+
+/* dres = d(sequence output) from the MLM loss * scale. */
+static void mlm_bwd(struct loom_bert *b, float scale)
+{
+	int M = b->M, C = b->C, V = b->V, N = b->B * b->T;
+	float *p = b->params, *dp = b->grads;
+	loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL);
+	loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits, b->mln,
+			  TP(b, p, E_WORD), M, C, V);
+	memset(b->mln, 0, sizeof(float) * M * C);
+	loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
+			     HP(b, p, TLNW), b->mmean, b->mrstd, M, C);
+	loom_k_gelu_erf_bwd(b->mln, b->mt, b->mln, (size_t)M * C);
+	loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
+			  HP(b, p, TDW), M, C, C);
+	memset(b->dres, 0, sizeof(float) * N * C);
+	for (int k = 0; k < M; k++)
+		memcpy(b->dres + (size_t)b->mlm_row[k] * C, b->md + (size_t)k * C, sizeof(float) * C);
+}
+
+int loom_bert_backward(struct loom_bert *b, float scale)
+{
+	if (!b->acts || !b->have_targets)
+		return loom_err_set(&b->err, LOOM_EINVAL, "backward without a forward with targets");
+	int N = b->B * b->T, C = b->C, L = b->L, rc;
+	float *p = b->params, *dp = b->grads;
+	b->have_targets = 0;
+	int qa = b->cfg.task == LOOM_BERT_QA;
+	if (qa ? !b->nstart && !b->nend : !b->M)
+		return 0; /* every target ignored: no gradient */
+	const float *seq = b->layer[L - 1].out;
+	if (qa)
+		qa_bwd(b, seq, scale);
+	else
+		mlm_bwd(b, scale);
+	for (int l = L - 1; l >= 0; l--) {
+		const float *x = l ? b->layer[l - 1].out : b->x0;
+		if (b->cfg.recompute && (rc = layer_fwd(b, l, x, &b->layer[l])))
+			return rc;
+		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
+			return rc;
+		if (b->grad_ready)
+			b->grad_ready(b->grad_ready_ctx, l);
+	}
+	/* x0 = drop(LayerNorm(emb)) */
+	loom_k_dropout(b->dres, (size_t)N * C, b->train ? (float)b->cfg.dropout : 0.0f,
+		       loom_model_site_key(b->key, -1, 0));
+	memset(b->buf1, 0, sizeof(float) * N * C);
+	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
+			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
+	loom_k_encoder_bwd(TP(b, dp, E_WORD), TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
+			   b->seg, b->B, b->T, C);
+	if (b->cfg.pad_token_id >= 0) /* HF's padding_idx: that row is never trained */
+		memset(TP(b, dp, E_WORD) + (size_t)b->cfg.pad_token_id * C, 0, sizeof(float) * C);
+	if ((rc = loom_mm_check(b->mm, &b->err)))
+		return rc;
+	if (b->grad_ready)
+		b->grad_ready(b->grad_ready_ctx, -1);
+	return 0;
+}
+
+void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm)
+{
+	loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v, b->n_params,
+			 &b->cfg.adamw, lr, t, norm);
+	b->w16_ok = 0;
+}
+
+/* ---- masked-LM inputs ----------------------------------------------------- */
+
+int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask, int B, int T,
+		       int V, int32_t cls_id, int32_t sep_id, int32_t mask_id, uint64_t key)
+{
+	int chosen = 0;
+	for (int r = 0; r < B; r++)
+		for (int t = 0; t < T; t++) {
+			size_t i = (size_t)r * T + t;
+			labels[i] = -100;
+			if ((input_mask && !input_mask[i]) || ids[i] == cls_id || ids[i] == sep_id)
+				continue;
+			uint64_t h = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
+			if ((h >> 40) * (1.0 / 16777216.0) >= 0.15)
+				continue;
+			labels[i] = ids[i];
+			chosen++;
+			uint64_t h2 = loom_splitmix64(h);
+			double u = (h2 >> 40) * (1.0 / 16777216.0);
+			if (u < 0.8)
+				ids[i] = mask_id;
+			else if (u < 0.9)
+				ids[i] = (int32_t)(loom_splitmix64(h2) % (uint64_t)V);
+		}
+	return chosen;
+}

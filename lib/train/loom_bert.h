@@ -1,0 +1,183 @@
+/*
+ * loom_bert.h - BERT (HuggingFace's BertModel) with a question-answering
+ * (SQuAD) or masked-LM head, in plain C over flat arrays, on the GPT's
+ * kernels (lib/kernels/loom_kernels.h), matmul backend (fp32/bf16),
+ * parameter table and AdamW (lib/train/loom_model.h).
+ *
+ * Model, as transformers' modeling_bert.py: embeddings = LayerNorm(word
+ * [input_ids] + token_type[segment_ids] + position[t]) then dropout; L
+ * post-LN layers: a = LayerNorm(x + drop(Wo attention(Wq x, Wk x, Wv x) + bo))
+ * with bidirectional attention over the row's real tokens (padding keys
+ * masked, attention dropout on the probabilities), y = LayerNorm(a +
+ * drop(W2 gelu(W1 a + b1) + b2)); GELU with erf ("gelu"), LayerNorm eps
+ * cfg.layer_norm_eps (1e-12).  No pooler (BertForQuestionAnswering and
+ * BertForMaskedLM have none).
+ *  - QA head (qa_outputs, C -> 2): start/end logits [B,T]; loss =
+ *    (CE(start) + CE(end)) / 2, each the mean over the rows whose position
+ *    is counted.  The softmax runs over the row's real positions only
+ *    (input_mask 1): HuggingFace does not mask padding logits, so with
+ *    padding the two losses differ (the logits are the same); positions
+ *    outside 0..len-1 (e.g. -1) are ignored, as HF ignores clamped ones.
+ *  - MLM head (cls.predictions): transform dense C -> C, GELU erf,
+ *    LayerNorm, decoder tied to the word embeddings plus a bias [V];
+ *    cross-entropy over the positions whose target is >= 0 (others, e.g.
+ *    -100 as in HF, ignored), mean over them.  Only those M rows go
+ *    through the head (its buffers, grown as needed, hold M x V logits:
+ *    ~15% of B*T rows).
+ *
+ * Parameters: one float allocation (and grads, m, v), tensors named and
+ * shaped as HuggingFace's state dict (nn.Linear weights [out, in]):
+ *   bert.embeddings.{word_embeddings [V,C], position_embeddings [P,C],
+ *   token_type_embeddings [types,C]}.weight, bert.embeddings.LayerNorm.*,
+ *   bert.encoder.layer.{i}.attention.self.{query,key,value}.{weight [C,C],
+ *   bias}, .attention.output.dense.*, .attention.output.LayerNorm.*,
+ *   .intermediate.dense.{weight [I,C], bias}, .output.dense.{weight [C,I],
+ *   bias}, .output.LayerNorm.*; qa_outputs.{weight [2,C], bias} or
+ *   cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
+ *   (the decoder weight is the word embeddings, not stored).  In memory a
+ *   layer's query, key and value weights are adjacent (one [3C,C] product
+ *   making the q|k|v rows the attention kernel reads), as are their biases.
+ *   Weight decay on all but biases and LayerNorms.
+ *
+ * Activations (one allocation for the (B, T) of the last forward): per
+ * layer its q|k|v, attention output and log-sum-exp, the two residual sums
+ * before each LayerNorm and their statistics, the first LayerNorm's output
+ * and the intermediate pre-activation (GELU recomputed in backward), the
+ * layer output; with cfg.recompute only the outputs are kept per layer and
+ * each layer is recomputed during backward (bit-identical gradients).
+ *
+ * Data parallelism: grad_ready(ctx, l) is called as in struct loom_gpt
+ * (layer L-1's call also covers the head, -1 after the embeddings).
+ *
+ * Determinism: same parameters, data, dropout key and thread count give
+ * bit-identical results.  Errors: 0 or negative LOOM_E*; message in
+ * loom_bert_error().  Nothing prints.
+ */
+#ifndef LOOM_BERT_H
+#define LOOM_BERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+#include "loom_model.h"
+
+enum loom_bert_task {
+	LOOM_BERT_QA = 0,       /* qa_outputs: start/end logits */
+	LOOM_BERT_MLM,          /* cls.predictions: masked LM */
+};
+
+struct loom_bert_config {
+	int n_layer, hidden, n_head, intermediate;
+	int vocab_size, max_positions, type_vocab_size;
+	double layer_norm_eps;
+	double dropout, attn_dropout;   /* hidden_dropout_prob, attention_probs_dropout_prob */
+	double init_std;                /* initializer_range */
+	int pad_token_id;               /* its word embedding starts 0, never trained (HF padding_idx) */
+	int task;                       /* enum loom_bert_task */
+	int precision;                  /* LOOM_PREC_FP32 / _BF16 */
+	int recompute;
+	struct loom_adamw adamw;
+};
+
+/* cfg = the preset `name` ("bert-tiny": 2 layers, 128 wide, 2 heads;
+ * "bert-base": 12, 768, 12; "bert-large": 24, 1024, 16; intermediate 4C,
+ * vocab 30522, 512 positions, 2 types, dropout 0.1, AdamW 0.9/0.999/1e-6
+ * decay 0.01, clip 1.0) for `task`: 0, or -1 for an unknown name. */
+int loom_bert_preset(const char *name, int task, struct loom_bert_config *cfg);
+/* 0, or LOOM_EINVAL with a sentence in err. */
+int loom_bert_config_check(const struct loom_bert_config *cfg, struct loom_err *err);
+
+struct loom_bert_lacts {
+	float *qkv;                     /* [N,3C] */
+	float *atty;                    /* [N,C] */
+	float *lse;                     /* [B,NH,T] */
+	float *res1, *ln1_mean, *ln1_rstd, *h1;  /* x + attention, its LN stats, LN output */
+	float *fch;                     /* [N,I] intermediate pre-activation */
+	float *res2, *ln2_mean, *ln2_rstd;       /* h1 + MLP, its LN stats */
+	float *out;                     /* [N,C] layer output */
+};
+
+struct loom_bert {
+	struct loom_bert_config cfg;
+	int L, C, NH, I, V, P;
+	size_t n_params;
+	float *params, *grads, *m, *v;
+	int n_tensors;
+	struct loom_tensor *tensors;
+	/* activations for (B, T) */
+	int B, T;
+	size_t n_acts;
+	float *acts;
+	struct loom_bert_lacts *layer;  /* [L] */
+	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input */
+	float *dres, *buf1, *buf2, *work;       /* [N,C] x3, [N, max(I, 4C)] */
+	float *logits;                  /* QA: [N,2] */
+	float *start_logits, *end_logits;       /* QA: [B,T] */
+	int32_t *ids, *seg, *len;       /* copies of the batch: [N], [N], [B] */
+	int32_t *start_pos, *end_pos;   /* QA targets [B] */
+	/* MLM head over the M rows with a target */
+	int M;
+	size_t mlm_cap;                 /* rows allocated */
+	float *mlm;                     /* one allocation for what follows */
+	int32_t *mlm_row, *mlm_tgt;     /* [M] */
+	float *mx, *mt, *mg, *mln, *md;  /* [M,C]: gathered rows, dense, gelu, LN, gradient */
+	float *mmean, *mrstd, *mloss;   /* [M] */
+	float *mlogits;                 /* [M,V] */
+	int have_targets, train, nstart, nend;
+	uint64_t key;
+	float loss;
+	void (*grad_ready)(void *ctx, int l);
+	void *grad_ready_ctx;
+	struct loom_mm *mm;
+	int w16_ok;
+	struct loom_err err;
+};
+
+/* A batch: input_ids, segment_ids (token types; NULL: all 0) and
+ * input_mask (1 for real tokens then 0 for padding, at least one 1 per
+ * row; NULL: no padding), each [B,T]; targets: QA start_positions and
+ * end_positions [B] (positions outside the row's real tokens ignored), or
+ * MLM labels [B,T] (< 0: not predicted).  Without targets, forward only
+ * computes the outputs. */
+struct loom_bert_batch {
+	const int32_t *input_ids, *segment_ids, *input_mask;
+	const int32_t *start_positions, *end_positions;
+	const int32_t *mlm_labels;
+};
+
+/* Model from a checked config; parameters zero until init_weights or a
+ * load.  NULL on a bad config or ENOMEM. */
+struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg);
+void loom_bert_free(struct loom_bert *b);
+const char *loom_bert_error(const struct loom_bert *b);
+/* HuggingFace's init: Linear and embedding weights N(0, init_std) (the
+ * pad token's word embedding 0), biases 0, LayerNorm 1 and 0.  Counter-based; moments and gradients
+ * zeroed. */
+void loom_bert_init_weights(struct loom_bert *b, uint64_t seed);
+/* Forward on a batch of B rows of T <= max_positions tokens; train != 0
+ * applies dropout with key `key`.  With the task's targets computes the
+ * loss into *loss (may be NULL) and keeps what backward needs.  QA:
+ * loom_bert_start_logits()/end_logits() are [B,T] after any forward. */
+int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int B, int T,
+		      int train, uint64_t key, float *loss);
+/* Adds the gradient of scale * loss to b->grads. */
+int loom_bert_backward(struct loom_bert *b, float scale);
+/* Global-norm clip, AdamW step t (1-based) at lr; gradients left zeroed. */
+void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
+void loom_bert_zero_grad(struct loom_bert *b);
+/* Parameters changed outside step/init (a load, a data-parallel update). */
+void loom_bert_weights_changed(struct loom_bert *b);
+const float *loom_bert_start_logits(const struct loom_bert *b);
+const float *loom_bert_end_logits(const struct loom_bert *b);
+
+/* Masked-LM inputs (BERT's recipe): each real token of ids[B,T] (the
+ * first len tokens of a row by input_mask, NULL: all) other than cls_id
+ * and sep_id is chosen with probability 15%; a chosen token's label is
+ * its id, and its input becomes mask_id (80%), a random id in 0..V-1
+ * (10%) or stays (10%); labels of the others are -100.  Counter-based
+ * from key.  ids modified in place; returns the number chosen. */
+int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask, int B, int T,
+		       int V, int32_t cls_id, int32_t sep_id, int32_t mask_id, uint64_t key);
+
+#endif

@@ -1,0 +1,102 @@
+/* loom_model.c - what the GPT and BERT share; see loom_model.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_kernels.h"
+#include "loom_model.h"
+
+void loom_model_add(struct loom_tensor *tab, int *n, size_t *off, const char *name, int ndim,
+		    int64_t d0, int64_t d1, int decay)
+{
+	struct loom_tensor *t = &tab[(*n)++];
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->ndim = ndim;
+	t->shape[0] = d0;
+	t->shape[1] = ndim > 1 ? d1 : 0;
+	t->numel = (size_t)d0 * (ndim > 1 ? (size_t)d1 : 1);
+	t->offset = *off;
+	t->decay = decay;
+	*off += t->numel;
+}
+
+float *loom_model_falloc(size_t n)
+{
+	float *p = NULL;
+	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
+		return NULL;
+	memset(p, 0, (n ? n : 1) * sizeof(float));
+	return p;
+}
+
+/* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
+static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
+{
+	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));
+	uint64_t b = loom_splitmix64(a);
+	float u1 = ((a >> 40) + 1.0f) * (1.0f / 16777217.0f);
+	float u2 = (b >> 40) * (1.0f / 16777216.0f);
+	float r = sqrtf(-2.0f * logf(u1)), s, c;
+	sincosf(2.0f * (float)M_PI * u2, &s, &c);
+	*z0 = r * c;
+	*z1 = r * s;
+}
+
+void loom_model_normal(float *p, size_t n, float std, uint64_t key)
+{
+	size_t half = n / 2;
+	#pragma omp parallel for schedule(static)
+	for (size_t j = 0; j < half; j++) {
+		float z0, z1;
+		normal_pair(key, j, &z0, &z1);
+		p[2 * j] = std * z0;
+		p[2 * j + 1] = std * z1;
+	}
+	if (n & 1) {
+		float z0, z1;
+		normal_pair(key, half, &z0, &z1);
+		p[n - 1] = std * z0;
+	}
+}
+
+uint64_t loom_model_init_key(uint64_t seed, int i)
+{
+	return loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
+}
+
+uint64_t loom_model_site_key(uint64_t key, int l, int site)
+{
+	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)(l + 1) << 8) | (uint64_t)site));
+}
+
+int loom_model_ready_mm(struct loom_mm **mm, int *w16_ok, int precision, const float *params,
+			size_t n, struct loom_err *err)
+{
+	if (precision == LOOM_PREC_FP32)
+		return 0;
+	if (!*mm && !(*mm = loom_mm_new(precision, err)))
+		return err->code;
+	if (!*w16_ok && loom_mm_weights(*mm, params, n))
+		return loom_mm_check(*mm, err);
+	*w16_ok = 1;
+	return 0;
+}
+
+void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, float *grads,
+		      float *m, float *v, size_t n, const struct loom_adamw *h, float lr,
+		      int64_t t, float *norm)
+{
+	float nrm = (float)sqrt(loom_k_sumsq(grads, n));
+	if (norm)
+		*norm = nrm;
+	float gscale = 1.0f;
+	if (h->grad_clip > 0 && nrm > h->grad_clip)
+		gscale = (float)(h->grad_clip / nrm);
+	for (int i = 0; i < nt; i++) {
+		size_t o = tab[i].offset;
+		loom_k_adamw(params + o, grads + o, m + o, v + o, tab[i].numel, lr, (float)h->beta1,
+			     (float)h->beta2, (float)h->eps, tab[i].decay ? (float)h->weight_decay : 0.0f,
+			     t, gscale);
+	}
+}

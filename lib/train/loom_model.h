@@ -1,0 +1,67 @@
+/*
+ * loom_model.h - what the models (lib/train/loom_gpt.h, lib/train/loom_bert.h)
+ * share: the parameter table, allocation, initialisation, dropout keys,
+ * the matmul backend and the AdamW step.
+ *
+ * Parameters, gradients and the AdamW moments are each one float
+ * allocation; a table of struct loom_tensor names every tensor (HuggingFace
+ * names and shapes), its offset in those allocations and whether weight
+ * decay applies, so checkpoints dump and load tensors directly and the
+ * optimizer steps tensor by tensor.  Nothing prints.
+ */
+#ifndef LOOM_MODEL_H
+#define LOOM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_common.h"
+#include "loom_mm.h"
+
+struct loom_tensor {
+	char name[64];
+	int ndim;
+	int64_t shape[2];
+	size_t offset;          /* in floats, into params/grads/m/v */
+	size_t numel;
+	int decay;              /* 1: weight decay applies (not norm/bias) */
+};
+
+/* Append tensor `name` [d0] (ndim 1) or [d0, d1] at *off to t[*n]; *off
+ * and *n advance. */
+void loom_model_add(struct loom_tensor *t, int *n, size_t *off, const char *name, int ndim,
+		    int64_t d0, int64_t d1, int decay);
+
+/* n zeroed floats, 64-byte aligned (at least one); NULL on ENOMEM. */
+float *loom_model_falloc(size_t n);
+
+/* p[0..n) = std * N(0, 1), drawn counter-based from `key` (independent of
+ * the thread count): Box-Muller on pairs. */
+void loom_model_normal(float *p, size_t n, float std, uint64_t key);
+/* The key of tensor i of a model initialised from `seed`. */
+uint64_t loom_model_init_key(uint64_t seed, int i);
+
+/* The dropout mask key of site `site` of layer l (-1: embeddings) for a
+ * forward with key `key`. */
+uint64_t loom_model_site_key(uint64_t key, int l, int site);
+
+/* The matmul backend of `precision` in *mm (made on first use; fp32
+ * leaves it NULL) with a current bf16 copy of params[0..n) (*w16_ok set
+ * once made).  0 or the error (in err). */
+int loom_model_ready_mm(struct loom_mm **mm, int *w16_ok, int precision, const float *params,
+			size_t n, struct loom_err *err);
+
+/* AdamW hyperparameters. */
+struct loom_adamw {
+	double beta1, beta2, eps, weight_decay;
+	double grad_clip;       /* global-norm clip (<= 0: none) */
+};
+/* The global gradient norm of grads[0..n) (before clipping) into *norm (may
+ * be NULL); clip to h->grad_clip; AdamW step t (1-based) at lr on every
+ * tensor of t[nt], weight decay only where decay is set; the gradients
+ * are left zeroed. */
+void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, float *grads,
+		      float *m, float *v, size_t n, const struct loom_adamw *h, float lr,
+		      int64_t t, float *norm);
+
+#endif
