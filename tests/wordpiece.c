@@ -192,10 +192,10 @@ static void case_bad_vocab(void)
 	}
 	struct loom_wordpiece *w = loom_wordpiece_new();
 	is_int(loom_wordpiece_load(w, "/nonexistent/vocab.txt", NULL), LOOM_EIO, "missing file");
-	ok(strstr(loom_wordpiece_error(w), "/nonexistent/vocab.txt: No such file") != NULL,
+	ok(strstr(loom_wordpiece_error(w), "cannot open '/nonexistent/vocab.txt': No such file") != NULL,
 	   "missing file named");
-	is_int(loom_wordpiece_load(w, "/dev/zero", NULL), LOOM_EIO, "/dev/zero refused");
-	is_str(loom_wordpiece_error(w), "/dev/zero: not a regular file", "not a regular file");
+	is_int(loom_wordpiece_load(w, "/dev/zero", NULL), LOOM_EFORMAT, "/dev/zero refused");
+	is_str(loom_wordpiece_error(w), "'/dev/zero' is not a regular file", "not a regular file");
 	loom_wordpiece_free(w);
 	loom_wordpiece_free(NULL);
 }

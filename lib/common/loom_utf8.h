@@ -85,6 +85,32 @@ static inline size_t loom_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp, 
 	}
 }
 
+/* Encode code point cp (< 0x110000) as UTF-8 into out (room for 4 bytes);
+ * returns the byte count (1..4). */
+static inline size_t loom_utf8_encode(uint8_t *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (uint8_t)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (uint8_t)(0xc0 | cp >> 6);
+		out[1] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (uint8_t)(0xe0 | cp >> 12);
+		out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (uint8_t)(0xf0 | cp >> 18);
+	out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (uint8_t)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
 /* Length of the longest well-formed prefix of s[0..n) (ASCII runs are
  * scanned 8 bytes at a time).  When it is shorter than n, *stop is what
  * loom_utf8_seq says at that point: 0 (an invalid byte) or -1 (a

@@ -3,22 +3,19 @@
  */
 #include "loom_squad.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "loom_file.h"
 #include "loom_pretok.h"
 #include "loom_utf8.h"
 #include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
 
-#define MAX_FILE (1ull << 32) /* 4 GiB: far above any SQuAD file */
+#define MAX_FILE ((size_t)1 << 31) /* 2 GiB: far above any SQuAD file (train: 30 MB) */
 
 struct loom_squad *loom_squad_new(void)
 {
@@ -52,47 +49,6 @@ void loom_squad_free(struct loom_squad *s)
 const char *loom_squad_error(const struct loom_squad *s)
 {
 	return s->err.msg;
-}
-
-/* Read a whole regular file of at most MAX_FILE bytes. */
-static int read_file(struct loom_err *e, const char *path, char **buf, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return loom_err_errno(e, LOOM_EIO, errno, "%s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return loom_err_set(e, LOOM_EIO, "%s: not a regular file", path);
-	}
-	if ((unsigned long long)st.st_size > MAX_FILE) {
-		close(fd);
-		return loom_err_set(e, LOOM_EFORMAT, "%s: %lld bytes is more than a SQuAD file holds",
-				    path, (long long)st.st_size);
-	}
-	size_t n = (size_t)st.st_size, got = 0;
-	char *b = malloc(n + 1);
-	if (!b) {
-		close(fd);
-		return loom_err_set(e, LOOM_ENOMEM, "%s: out of memory", path);
-	}
-	while (got < n) {
-		ssize_t r = read(fd, b + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int err = r < 0 ? errno : 0;
-			free(b);
-			close(fd);
-			return err ? loom_err_errno(e, LOOM_EIO, err, "%s", path)
-				   : loom_err_set(e, LOOM_ETRUNC, "%s: shrank while being read", path);
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	*buf = b;
-	*len = n;
-	return 0;
 }
 
 /* Byte offset of code point `chars` in s[0..n), or -1 past the end. */
@@ -247,7 +203,7 @@ int loom_squad_load(struct loom_squad *s, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = read_file(&s->err, path, &buf, &len);
+	int rc = loom_file_read_bounded(path, MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_load_mem(s, buf, len, path);
@@ -272,19 +228,6 @@ static int py_word(uint32_t c)
 	return c == '_' || k == LOOM_UC_L || k == LOOM_UC_N;
 }
 
-static const struct loom_wp_map *lower_find(uint32_t cp)
-{
-	uint32_t lo = 0, hi = loom_wp_lower_n;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (loom_wp_lower[mid].cp < cp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < loom_wp_lower_n && loom_wp_lower[lo].cp == cp ? &loom_wp_lower[lo] : NULL;
-}
-
 /* Normalized tokens of s: code points in *cp, token i = cp[tok[2i] ..
  * tok[2i+1]).  Returns the number of tokens, -1 when out of memory. */
 struct norm {
@@ -307,7 +250,7 @@ static long normalize(const char *s, size_t n, struct norm *out)
 		i += loom_utf8_decode((const uint8_t *)s + i, n - i, &c, &valid);
 		const struct loom_wp_map *lm = c >= 'A' && c <= 'Z' ? NULL
 					       : c < 0x80	   ? NULL
-					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? lower_find(c)
+					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c)
 										    : NULL;
 		if (c >= 'A' && c <= 'Z')
 			c += 32;
@@ -512,7 +455,7 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 {
 	char *buf;
 	size_t len;
-	int rc = read_file(&s->err, pred_path, &buf, &len);
+	int rc = loom_file_read_bounded(pred_path, MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_score_mem(s, buf, len, pred_path, out);

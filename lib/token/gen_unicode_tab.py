@@ -14,43 +14,15 @@ loom_uc_stage2, 2 bits per code point (64 bytes per block)."""
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ucd import N, ranges, unicode_data  # noqa: E402
+
 ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
-N = 0x110000
-cls = bytearray(N)
-
-with open(os.path.join(ucd, "UnicodeData.txt"), encoding="utf-8") as f:
-    first = None
-    for line in f:
-        fields = line.rstrip("\n").split(";")
-        cp = int(fields[0], 16)
-        name, gc = fields[1], fields[2]
-        c = 1 if gc[0] == "L" else 2 if gc[0] == "N" else 0
-        if name.endswith(", First>"):
-            first = cp
-            continue
-        if name.endswith(", Last>"):
-            for x in range(first, cp + 1):
-                cls[x] = c
-            first = None
-            continue
-        cls[cp] = c
-
-version = "?"
-with open(os.path.join(ucd, "PropList.txt"), encoding="utf-8") as f:
-    for line in f:
-        if line.startswith("# PropList-"):
-            version = line[len("# PropList-"):].strip().removesuffix(".txt")
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, prop = [x.strip() for x in line.split(";")]
-        if prop != "White_Space":
-            continue
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        hi = int(hi, 16) if hi else lo
-        for x in range(lo, hi + 1):
-            cls[x] = 3
+gc, _ = unicode_data(ucd)
+cls = bytearray(1 if g[0] == "L" else 2 if g[0] == "N" else 0 for g in gc)
+ws, version = ranges(ucd, "PropList.txt", lambda v: v == "White_Space")
+for x in ws:
+    cls[x] = 3
 
 blocks, index, stage1 = [], {}, []
 for b in range(N // 256):

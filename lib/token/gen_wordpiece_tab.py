@@ -23,30 +23,16 @@ UCD_DIR defaults to /usr/share/unicode (Debian package unicode-data, 15.0.0)."""
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ucd import N, ranges, unicode_data  # noqa: E402
+
 ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
-N = 0x110000
 WS, CTRL, PUNCT, CJK, STRIP, LOWER = 1, 2, 4, 8, 16, 32
 
-gc = ["Cn"] * N
-decomp = {}
-lower = {}
-with open(os.path.join(ucd, "UnicodeData.txt"), encoding="utf-8") as f:
-    first = None
-    for line in f:
-        fl = line.rstrip("\n").split(";")
-        cp = int(fl[0], 16)
-        if fl[1].endswith(", First>"):
-            first = cp
-            continue
-        if fl[1].endswith(", Last>"):
-            for x in range(first, cp + 1):
-                gc[x] = fl[2]
-            continue
-        gc[cp] = fl[2]
-        if fl[5] and not fl[5].startswith("<"):
-            decomp[cp] = [int(x, 16) for x in fl[5].split()]
-        if fl[13]:
-            lower[cp] = [int(fl[13], 16)]
+gc, fields_of = unicode_data(ucd)
+decomp = {cp: [int(x, 16) for x in fl[5].split()]
+          for cp, fl in fields_of.items() if fl[5] and not fl[5].startswith("<")}
+lower = {cp: [int(fl[13], 16)] for cp, fl in fields_of.items() if fl[13]}
 
 with open(os.path.join(ucd, "SpecialCasing.txt"), encoding="utf-8") as f:
     for line in f:
@@ -61,22 +47,7 @@ with open(os.path.join(ucd, "SpecialCasing.txt"), encoding="utf-8") as f:
         if low != [cp]:
             lower[cp] = low
 
-version = "?"
-ws = set()
-with open(os.path.join(ucd, "PropList.txt"), encoding="utf-8") as f:
-    for line in f:
-        if line.startswith("# PropList-"):
-            version = line[len("# PropList-"):].strip().removesuffix(".txt")
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, prop = [x.strip() for x in line.split(";")]
-        if prop != "White_Space":
-            continue
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        for x in range(lo, (int(hi, 16) if hi else lo) + 1):
-            ws.add(x)
+ws, version = ranges(ucd, "PropList.txt", lambda v: v == "White_Space")
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
               (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF),
@@ -87,17 +58,8 @@ CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
 # unicode_categories crate, whose tables are Unicode 8.0's: a character
 # assigned later is unassigned (Cn) there, and these six have changed
 # category since (verified against tokenizers on every code point).
-age = {}
-with open(os.path.join(ucd, "DerivedAge.txt"), encoding="utf-8") as f:
-    for line in f:
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, a = [x.strip() for x in line.split(";")]
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        for x in range(lo, (int(hi, 16) if hi else lo) + 1):
-            age[x] = tuple(int(y) for y in a.split("."))
+age = {cp: tuple(int(y) for y in a.split("."))
+       for cp, a in ranges(ucd, "DerivedAge.txt", lambda v: True)[0].items()}
 GC8_CHANGED = {0x1885: "Lo", 0x1886: "Lo", 0x166D: "Po", 0x1734: "Mn", 0xA9BD: "Mc",
                0x111C9: "Po"}
 gc8 = [GC8_CHANGED.get(cp, gc[cp] if age.get(cp, (99,)) <= (8, 0) else "Cn")

@@ -55,12 +55,7 @@ size_t loom_gpt2_bytes_to_str(const uint8_t *b, size_t n, char *out)
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t cp = loom_gpt2_byte_to_unicode[b[i]];
-		if (cp < 0x80) {
-			out[o++] = (char)cp;
-		} else {
-			out[o++] = (char)(0xc0 | cp >> 6);
-			out[o++] = (char)(0x80 | (cp & 0x3f));
-		}
+		o += loom_utf8_encode((uint8_t *)out + o, cp);
 	}
 	return o;
 }
@@ -416,22 +411,7 @@ static int js_str(const char *s, size_t n, size_t *pi, struct sbuf *out)
 			} else if ((cp >= 0xdc00 && cp < 0xe000) || cp == 0) {
 				return -1;
 			}
-			if (cp < 0x80) {
-				o[0] = (char)cp;
-			} else if (cp < 0x800) {
-				o[0] = (char)(0xc0 | cp >> 6);
-				o[1] = (char)(0x80 | (cp & 0x3f));
-			} else if (cp < 0x10000) {
-				o[0] = (char)(0xe0 | cp >> 12);
-				o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-				o[2] = (char)(0x80 | (cp & 0x3f));
-			} else {
-				o[0] = (char)(0xf0 | cp >> 18);
-				o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-				o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-				o[3] = (char)(0x80 | (cp & 0x3f));
-			}
-			out->n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+			out->n += loom_utf8_encode((uint8_t *)o, cp);
 			continue;
 		}
 		default:

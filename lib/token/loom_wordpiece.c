@@ -12,13 +12,10 @@
  */
 #include "loom_wordpiece.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "loom_file.h"
 #include "loom_utf8.h"
 #include "loom_wordpiece_tab.h"
 
@@ -318,40 +315,12 @@ fail:
 int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 			const struct loom_wordpiece_opts *o)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return loom_err_errno(&w->err, LOOM_EIO, errno, "%s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return loom_err_set(&w->err, LOOM_EIO, "%s: not a regular file", path);
-	}
-	if (st.st_size > (1 << 30)) {
-		close(fd);
-		return loom_err_set(&w->err, LOOM_EFORMAT, "%s: %lld bytes; a vocabulary is at most 1 GiB",
-				    path, (long long)st.st_size);
-	}
-	size_t len = (size_t)st.st_size, got = 0;
-	char *buf = malloc(len + 1);
-	if (!buf) {
-		close(fd);
-		return loom_err_set(&w->err, LOOM_ENOMEM, "%s: out of memory", path);
-	}
-	while (got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int e = r < 0 ? errno : 0;
-			free(buf);
-			close(fd);
-			return e ? loom_err_errno(&w->err, LOOM_EIO, e, "%s", path)
-				 : loom_err_set(&w->err, LOOM_ETRUNC, "%s: shrank while being read", path);
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	int rc = loom_wordpiece_load_mem(w, buf, len, path, o);
+	char *buf;
+	size_t len;
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	if (rc)
+		return rc;
+	rc = loom_wordpiece_load_mem(w, buf, len, path, o);
 	free(buf);
 	return rc;
 }
@@ -406,30 +375,6 @@ static int word_room(struct loom_wordpiece *w, size_t bytes)
 		w->chcap = cap;
 	}
 	return 0;
-}
-
-static size_t utf8_put(uint8_t *p, uint32_t cp)
-{
-	if (cp < 0x80) {
-		p[0] = (uint8_t)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		p[0] = (uint8_t)(0xC0 | cp >> 6);
-		p[1] = (uint8_t)(0x80 | (cp & 63));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		p[0] = (uint8_t)(0xE0 | cp >> 12);
-		p[1] = (uint8_t)(0x80 | (cp >> 6 & 63));
-		p[2] = (uint8_t)(0x80 | (cp & 63));
-		return 3;
-	}
-	p[0] = (uint8_t)(0xF0 | cp >> 18);
-	p[1] = (uint8_t)(0x80 | (cp >> 12 & 63));
-	p[2] = (uint8_t)(0x80 | (cp >> 6 & 63));
-	p[3] = (uint8_t)(0x80 | (cp & 63));
-	return 4;
 }
 
 /* Append one normalized character (as UTF-8 bytes) to the word. */
@@ -508,26 +453,13 @@ unk:
 	return 0;
 }
 
-static const struct loom_wp_map *map_find(const struct loom_wp_map *m, uint32_t n, uint32_t cp)
-{
-	uint32_t lo = 0, hi = n;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (m[mid].cp < cp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && m[lo].cp == cp ? &m[lo] : NULL;
-}
-
 /* Pre-tokenize one normalized character. */
 static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
 		struct loom_ids *out, struct loom_offsets *offs)
 {
 	unsigned f = loom_wp_flags(cp);
 	uint8_t b[4];
-	size_t k = utf8_put(b, cp);
+	size_t k = loom_utf8_encode(b, cp);
 	int rc;
 	if (f & LOOM_WP_WS)
 		return word_flush(w, out, offs);
@@ -544,7 +476,7 @@ static int lower_emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64
 		      struct loom_ids *out, struct loom_offsets *offs)
 {
 	if (w->v->opts.lowercase && (loom_wp_flags(cp) & LOOM_WP_LOWER)) {
-		const struct loom_wp_map *m = map_find(loom_wp_lower, loom_wp_lower_n, cp);
+		const struct loom_wp_map *m = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, cp);
 		for (int i = 0; m && i < m->n; i++) {
 			int rc = emit(w, loom_wp_lower_pool[m->off + i], os, oe, out, offs);
 			if (rc)
@@ -581,7 +513,7 @@ static int normalize(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_
 			if (t && (rc = lower_emit(w, 0x11A7 + t, os, oe, out, offs)))
 				return rc;
 		} else {
-			const struct loom_wp_map *m = map_find(loom_wp_strip, loom_wp_strip_n, cp);
+			const struct loom_wp_map *m = loom_wp_map_find(loom_wp_strip, loom_wp_strip_n, cp);
 			for (int i = 0; i < m->n; i++)
 				if ((rc = lower_emit(w, loom_wp_strip_pool[m->off + i], os, oe, out,
 						     offs)))

@@ -8,6 +8,7 @@
 #ifndef LOOM_WORDPIECE_TAB_H
 #define LOOM_WORDPIECE_TAB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -35,6 +36,21 @@ extern const uint32_t loom_wp_strip_n, loom_wp_lower_n;
 static inline unsigned loom_wp_flags(uint32_t cp)
 {
 	return cp < 0x110000 ? loom_wp_stage2[loom_wp_stage1[cp >> 8]][cp & 255] : 0;
+}
+
+/* The entry of cp in the sorted map m[0..n), or NULL. */
+static inline const struct loom_wp_map *loom_wp_map_find(const struct loom_wp_map *m,
+							 uint32_t n, uint32_t cp)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (m[mid].cp < cp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && m[lo].cp == cp ? &m[lo] : NULL;
 }
 
 #endif

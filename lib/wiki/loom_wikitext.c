@@ -1150,22 +1150,7 @@ static size_t entity(const char *s, size_t n, uint32_t *cp)
 
 static char *put_cp(char *o, uint32_t c)
 {
-	if (c < 0x80) {
-		*o++ = c;
-	} else if (c < 0x800) {
-		*o++ = 0xC0 | c >> 6;
-		*o++ = 0x80 | (c & 0x3F);
-	} else if (c < 0x10000) {
-		*o++ = 0xE0 | c >> 12;
-		*o++ = 0x80 | (c >> 6 & 0x3F);
-		*o++ = 0x80 | (c & 0x3F);
-	} else {
-		*o++ = 0xF0 | c >> 18;
-		*o++ = 0x80 | (c >> 12 & 0x3F);
-		*o++ = 0x80 | (c >> 6 & 0x3F);
-		*o++ = 0x80 | (c & 0x3F);
-	}
-	return o;
+	return o + loom_utf8_encode((uint8_t *)o, c);
 }
 
 static const char *const block_tags[] = {

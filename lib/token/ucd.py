@@ -1,0 +1,51 @@
+"""Readers of the Unicode Character Database files (Debian package
+unicode-data: /usr/share/unicode), shared by lib/token/gen_unicode_tab.py and
+lib/token/gen_wordpiece_tab.py."""
+import os
+
+N = 0x110000
+
+
+def unicode_data(ucd):
+    """UnicodeData.txt: (general category of every code point, "Cn" where
+    unassigned; {cp: fields} of the listed code points (ranges excluded))."""
+    gc = ["Cn"] * N
+    fields_of = {}
+    with open(os.path.join(ucd, "UnicodeData.txt"), encoding="utf-8") as f:
+        first = None
+        for line in f:
+            fl = line.rstrip("\n").split(";")
+            cp = int(fl[0], 16)
+            if fl[1].endswith(", First>"):
+                first = cp
+                continue
+            if fl[1].endswith(", Last>"):
+                for x in range(first, cp + 1):
+                    gc[x] = fl[2]
+                continue
+            gc[cp] = fl[2]
+            fields_of[cp] = fl
+    return gc, fields_of
+
+
+def ranges(ucd, name, want):
+    """Code points of a "RANGE ; VALUE" file (PropList.txt, DerivedAge.txt)
+    as {cp: value}, for the values `want` accepts; and the file's version
+    (from its "# NAME-X.Y.Z.txt" first line)."""
+    out, version = {}, "?"
+    stem = os.path.splitext(name)[0]
+    with open(os.path.join(ucd, name), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("# %s-" % stem):
+                version = line[len("# %s-" % stem):].strip().removesuffix(".txt")
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
+            rng, value = [x.strip() for x in line.split(";")]
+            if not want(value):
+                continue
+            lo, _, hi = rng.partition("..")
+            lo = int(lo, 16)
+            for x in range(lo, (int(hi, 16) if hi else lo) + 1):
+                out[x] = value
+    return out, version
