@@ -42,7 +42,7 @@ int main(void)
 
 	const char *dir;
 	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
-	char path[256];
+	char path[4200];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
 
 	struct loom_outfile o;

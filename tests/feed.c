@@ -468,7 +468,7 @@ static void notes_said(const char *m)
 
 static void write_file(const char *name, const void *data, size_t len)
 {
-	char path[300];
+	char path[4200];
 	struct loom_err e;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	if (loom_write_file_atomic(path, data, len, &e) < 0)
@@ -494,7 +494,7 @@ static void manifest_with(const char *name, const char *entry)
 static void refused(const char *name, int shard, int verify, int code, const char *has,
 		    const char *what)
 {
-	char path[300];
+	char path[4200];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	const char *file = path;
 	struct loom_feed_opts o = opts(shard ? NULL : path, 2, 9, 1, 1);
@@ -556,7 +556,7 @@ static void bad_input(const char *m)
 	refused("sha.json", 0, 1, LOOM_ECHECKSUM, has, "verify: a shard with another sha256");
 	struct run r;
 	struct loom_feed_opts o = opts(NULL, 2, 9, 1, 1);
-	char path[300];
+	char path[4200];
 	snprintf(path, sizeof path, "%s/sha.json", dir);
 	o.manifest = path;
 	run_feed(&r, &o, 0);
@@ -608,7 +608,7 @@ static void manifest_read(void)
 	write_text("any.json", "{\"feature\": \"ids\", \"seq_len\": 7, \"shards\": [\"a.tfrecord\", "
 		   "{\"path\": \"b\", \"index\": \"b.idx\", \"records\": 3}, "
 		   "{\"path\": \"c\", \"sha256\": null}]}");
-	char path[300];
+	char path[4200];
 	snprintf(path, sizeof path, "%s/any.json", dir);
 	struct loom_manifest m;
 	struct loom_err e;

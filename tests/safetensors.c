@@ -36,7 +36,7 @@ static void refuse(const char *name, const char *hdr, size_t dlen, int code, con
 int main(void)
 {
 	struct loom_err err = {0};
-	char path[256];
+	char path[4200];
 	float a[6] = {1, 2, 3, 4, 5, 6};
 	int64_t b[2] = {-1, 1ll << 40};
 	uint8_t c[3] = {7, 8, 9};

@@ -172,7 +172,7 @@ static void shuffle_keys(void)
 /* token input: text across the 1 MiB read buffer, formats */
 static void token_input(void)
 {
-	char path[512];
+	char path[4200];
 	snprintf(path, sizeof path, "%s/tok.txt", dir);
 	FILE *f = fopen(path, "w");
 	/* ~1.5 MB: tokens straddle the 1 MiB read buffer. */
@@ -207,7 +207,7 @@ static void token_input(void)
 static void sharding(void)
 {
 	size_t n = NTOK;
-	char path[512];
+	char path[4200];
 	struct loom_err e;
 	struct loom_shard_stats st;
 	is_int(run("mem", tok, n, 1ull << 30, n, 3, 0, 1, &st), 0, "in-memory shuffle");
