@@ -31,7 +31,7 @@ static long fsize(const char *p)
 int main(void)
 {
 	const char *dir = tap_tmpdir();
-	char src[256], url[300], dst[256], part[300], sha[LOOM_HASH_HEX_MAX];
+	char src[4200], url[4300], dst[4200], part[4300], sha[LOOM_HASH_HEX_MAX];
 	struct loom_err err;
 	size_t n = 1 << 20;
 	unsigned char *data = malloc(n);
@@ -120,7 +120,7 @@ int main(void)
 	is_int(loom_fetch_file(f, url, dst, &badhex, &res), LOOM_EINVAL, "malformed digest");
 
 	/* missing file is permanent */
-	char miss[300];
+	char miss[4300];
 	snprintf(miss, sizeof miss, "file://%s/none", dir);
 	is_int(loom_fetch_file(f, miss, dst, NULL, &res), LOOM_EIO, "missing file:// is EIO");
 	ok(access(part, F_OK) != 0, "no empty .part");
