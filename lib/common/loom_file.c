@@ -410,6 +410,33 @@ nomem:
 	return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
 }
 
+int loom_fd_blocks(int fd, const char *path, uint64_t limit,
+		   void (*fn)(void *ctx, const void *block, size_t n), void *ctx,
+		   uint64_t *bytes, struct loom_err *err)
+{
+	enum { BLOCK = 1 << 20 };
+	char *buf = malloc(BLOCK);
+	if (!buf)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	*bytes = 0;
+	while (*bytes < limit) {
+		ssize_t n = read(fd, buf, limit - *bytes < BLOCK ? (size_t)(limit - *bytes) : BLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		fn(ctx, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+	}
+	free(buf);
+	return 0;
+}
+
 int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
 			   struct loom_err *err)
 {
