@@ -145,17 +145,19 @@ static void e_dtype(unsigned char *s, size_t *len)
 	reseal(s);
 }
 
-int main(void)
+/* Frame sizes of both dtypes. */
+static void case_frame_size(void)
 {
-	uint32_t t[B * TP1], want[B * TP1];
-	struct loom_batch_hdr h;
-	const uint32_t *got;
-	char msg[LOOM_ERR_MAX];
-	int frames;
-
 	is_int(loom_batch_frame_size(LOOM_BATCH_U16, B, TP1), 64 + 2 * B * TP1, "frame size u16");
 	is_int(loom_batch_frame_size(LOOM_BATCH_U32, B, TP1), 64 + 4 * B * TP1, "frame size u32");
+}
 
+/* Both dtypes: NFR frames and END round-trip through a memory reader. */
+static void case_round_trip(void)
+{
+	uint32_t want[B * TP1];
+	struct loom_batch_hdr h;
+	const uint32_t *got;
 	for (unsigned dt = LOOM_BATCH_U16; dt <= LOOM_BATCH_U32; dt++) {
 		build(dt, 10);
 		is_int(stream_len, NFR * loom_batch_frame_size(dt, B, TP1) + 64,
@@ -179,16 +181,26 @@ int main(void)
 		is_int(loom_batch_reader_offset(r), stream_len, "dtype %u: offset at end", dt);
 		loom_batch_reader_free(r);
 	}
+}
 
-	/* u16 refuses tokens >= 65536 */
+/* u16 refuses tokens >= 65536; rank >= world is refused. */
+static void case_encode_refusals(void)
+{
+	uint32_t t[B * TP1];
+	struct loom_batch_hdr h;
 	h = (struct loom_batch_hdr){.dtype = LOOM_BATCH_U16, .batch = B, .seq_len = TP1, .world = 1};
 	fill(t, 0, 1000);
 	t[3] = 70000;
 	is_int(loom_batch_encode(&h, t, stream), LOOM_ERANGE, "u16 frame refuses token 70000");
 	h.rank = 1;
 	is_int(loom_batch_encode(&h, t, stream), LOOM_EINVAL, "rank >= world refused");
+}
 
-	/* corruptions, each named with its frame number and byte offset */
+/* Corruptions, each named with its frame number and byte offset. */
+static void case_corruptions(void)
+{
+	char msg[LOOM_ERR_MAX];
+	int frames;
 	build(LOOM_BATCH_U16, 0);
 	char where[64];
 	snprintf(where, sizeof where, "frame 2 at byte %zu: bad magic", 2 * frame_bytes);
@@ -219,16 +231,27 @@ int main(void)
 	corrupt_case("dtype", e_dtype, LOOM_EFORMAT, "frame 0 at byte 0: unknown dtype 3");
 	is_int(read_all(stream, 0, msg, &frames), LOOM_ETRUNC, "empty stream is an error");
 	ok(strstr(msg, "after frame 0 (byte 0)") != NULL, "empty stream message: %s", msg);
+}
 
-	/* expected shape */
+/* Expected shape. */
+static void case_expected_shape(void)
+{
+	struct loom_batch_hdr h;
+	const uint32_t *got;
 	struct loom_batch_reader *r = loom_batch_reader_new_mem(stream, stream_len, "stdin");
 	loom_batch_reader_expect(r, 8, TP1);
 	is_int(loom_batch_read(r, &h, &got), LOOM_EFORMAT, "unexpected shape refused");
 	is_str(loom_batch_reader_error(r), "stdin: frame 0 at byte 0: shape 3x5, expected 8x5",
 	       "shape message");
 	loom_batch_reader_free(r);
+}
 
-	/* writer over a pipe, reader over the fd */
+/* Writer over a pipe, reader over the fd. */
+static void case_pipe(void)
+{
+	uint32_t t[B * TP1];
+	struct loom_batch_hdr h;
+	const uint32_t *got;
 	int fds[2];
 	ok(pipe(fds) == 0, "pipe");
 	struct loom_batch_writer w;
@@ -242,7 +265,7 @@ int main(void)
 	is_int(loom_batch_write_end(&w, 1), 0, "write END");
 	loom_batch_writer_release(&w);
 	close(fds[1]);
-	r = loom_batch_reader_new(fds[0], "pipe");
+	struct loom_batch_reader *r = loom_batch_reader_new(fds[0], "pipe");
 	is_int(loom_batch_read(r, &h, &got), 1, "pipe: frame 0");
 	ok(h.seq == 5 && h.rank == 1 && h.world == 2 && (h.flags & LOOM_BATCH_F_PAD) &&
 	   h.pad_id == 99 && memcmp(got, t, sizeof t) == 0, "pipe: header fields and tokens");
@@ -252,8 +275,15 @@ int main(void)
 	is_int(h.seq, 7, "pipe: END seq");
 	loom_batch_reader_free(r);
 	close(fds[0]);
+}
 
-	/* EPIPE is flagged for quiet exits */
+/* EPIPE is flagged for quiet exits. */
+static void case_epipe(void)
+{
+	uint32_t t[B * TP1];
+	struct loom_batch_hdr h;
+	int fds[2];
+	struct loom_batch_writer w;
 	ok(pipe(fds) == 0, "pipe 2");
 	close(fds[0]);
 	signal(SIGPIPE, SIG_IGN);
@@ -264,5 +294,16 @@ int main(void)
 	ok(w.epipe, "epipe flagged");
 	loom_batch_writer_release(&w);
 	close(fds[1]);
+}
+
+int main(void)
+{
+	case_frame_size();
+	case_round_trip();
+	case_encode_refusals();
+	case_corruptions();
+	case_expected_shape();
+	case_pipe();
+	case_epipe();
 	return done_testing();
 }

@@ -111,10 +111,11 @@ like "$err" "oov\.txt: id 60000 at position 1 is not in the vocabulary \(50257 i
 printf 'abc' > "$T/odd.bin"
 run loom-bpe decode "$T/odd.bin"
 is_rc 1 "odd byte count for u16"
-like "$err" "truncated: 1 trailing bytes after id 1" "names the truncation"
+like "$err" "odd\.bin: input ends inside a u16 token \(1 stray byte at byte 2\)" "names the file, the truncation and its offset"
 printf '12 x3' > "$T/nan.txt"
 run loom-bpe decode --format text "$T/nan.txt"
 is_rc 1 "non-number in text ids"
+like "$err" "nan\.txt: line 1: token 'x3' is not a number" "names the file, the line and the token"
 
 # bad vocabularies
 mkdir -p "$T/v1" "$T/v2" "$T/v3" "$T/v4" "$T/v5"

@@ -96,6 +96,7 @@ static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
 }
 
 static const char *root;
+static char dir[512];	/* root/run/ckpt: the checkpoints the cases save */
 
 static void sh(const char *fmt, const char *arg)
 {
@@ -140,14 +141,21 @@ static void flip(const char *path, long off)
 	fclose(f);
 }
 
-int main(void)
+/* bad: a fresh copy of step 400 to break */
+static char bad[600];
+
+static void fresh(void)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "cp -r '%s/step-00000400' '%s'", dir, bad);
+	if (tap_rm_rf(bad) || system(cmd))
+		diag("cp failed");
+}
+
+static void case_save(void)
 {
 	struct loom_err err = {0};
-	char dir[512], out[512], p[600], link[512];
-	build_table();
-	ok((root = tap_tmpdir()) != NULL, "scratch dir");
-	snprintf(dir, sizeof dir, "%s/run/ckpt", root);
-
+	char out[512], p[600], link[512];
 	struct loom_ckpt_save s = base_save(dir, 100);
 	is_int(loom_ckpt_write(&s, out, sizeof out, &err), 0, "save step 100: %s", err.msg);
 	snprintf(p, sizeof p, "%s/step-00000100", dir);
@@ -163,8 +171,12 @@ int main(void)
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000100", "latest is a relative symlink to the step dir");
 	is_int(tap_count_dir(dir, "."), 0, "no temporary debris");
+}
 
-	/* config.json: HF keys and loom's own */
+/* config.json: HF keys and loom's own. */
+static void case_config_json(void)
+{
+	char p[600];
 	snprintf(p, sizeof p, "%s/latest/config.json", dir);
 	json_error_t je;
 	json_t *cfg = json_load_file(p, 0, &je);
@@ -182,9 +194,14 @@ int main(void)
 	is_str(json_string_value(json_object_get(json_object_get(cfg, "loom"), "preset")), "tiny",
 	       "loom config stored under 'loom'");
 	json_decref(cfg);
+}
 
-	/* load it back */
-	/* state.json records every other file's size and CRC-32C */
+/* state.json records every other file's size and CRC-32C. */
+static void case_state_files(void)
+{
+	struct loom_err err = {0};
+	char p[600];
+	json_error_t je;
 	snprintf(p, sizeof p, "%s/latest/state.json", dir);
 	json_t *sj = json_load_file(p, 0, &je);
 	json_t *fm = json_object_get(json_object_get(sj, "files"), "model.safetensors");
@@ -201,11 +218,17 @@ int main(void)
 	       "files: model, optimizer, config.json");
 	free(raw);
 	json_decref(sj);
+}
 
+/* Load it back: state, HF keys, bit-identical weights and moments; -1 if
+ * it does not open (nothing after can run). */
+static int case_load(void)
+{
+	struct loom_err err = {0};
 	struct loom_ckpt *c = loom_ckpt_open(dir, 0, &err);
 	ok(c != NULL, "open DIR (via latest): %s", c ? "" : err.msg);
 	if (!c)
-		return done_testing();
+		return -1;
 	ok(strstr(loom_ckpt_dir(c), "step-00000100") != NULL, "resolved to the step dir");
 	const struct loom_ckpt_state *st = loom_ckpt_state(c);
 	ok(st->step == 100 && st->samples == 400 && st->tokens == 2000 && st->data_seq == 200 &&
@@ -240,7 +263,15 @@ int main(void)
 	ok(strstr(loom_ckpt_error(c), "'transformer.ln_f.bias' is not part of the model") != NULL,
 	   "extra tensor message: %s", loom_ckpt_error(c));
 	loom_ckpt_free(c);
+	free(save_p);
+	free(save_m);
+	free(save_v);
+	return 0;
+}
 
+static void case_read_state(void)
+{
+	struct loom_err err = {0};
 	struct loom_ckpt_state rs;
 	is_int(loom_ckpt_read_state(dir, &rs, &err), 0, "read_state");
 	is_int(rs.data_seq, 200, "read_state data position");
@@ -269,8 +300,14 @@ int main(void)
 		is_int(loom_ckpt_write(&z, NULL, 0, &err), 0, "save step 0, no frame consumed");
 		is_int(loom_ckpt_read_state(d0, &rs, &err), 0, "  all zero: read (%s)", err.msg);
 	}
+}
 
-	/* more saves, keep 2 */
+/* More saves, keep 2. */
+static void case_keep(void)
+{
+	struct loom_err err = {0};
+	char p[600], link[512];
+	struct loom_ckpt_save s;
 	for (uint64_t k = 200; k <= 400; k += 100) {
 		s = base_save(dir, k);
 		s.keep = 2;
@@ -282,36 +319,51 @@ int main(void)
 	snprintf(p, sizeof p, "%s/step-00000200", dir);
 	ok(access(p, F_OK) != 0, "step 200 removed");
 	snprintf(p, sizeof p, "%s/latest", dir);
-	ll = readlink(p, link, sizeof link - 1);
+	ssize_t ll = readlink(p, link, sizeof link - 1);
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000400", "latest switched to 400");
+}
 
-	/* re-saving the same step replaces it */
+/* Re-saving the same step replaces it. */
+static void case_resave(void)
+{
+	struct loom_err err = {0};
 	param[0] = 42;
-	s = base_save(dir, 400);
+	struct loom_ckpt_save s = base_save(dir, 400);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "re-save step 400");
 	is_int(tap_count_dir(dir, "."), 0, "no debris after replacing");
-	c = loom_ckpt_open(dir, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(dir, 0, &err);
 	param[0] = 0;
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 && param[0] == 42, "replaced contents");
 	loom_ckpt_free(c);
+}
 
+static void case_failed_save(void)
+{
+	struct loom_err err = {0};
+	char p[600], link[512];
+	snprintf(p, sizeof p, "%s/latest", dir);
 	/* a failing save leaves the previous checkpoint and no debris */
-	s = base_save(dir, 500);
+	struct loom_ckpt_save s = base_save(dir, 500);
 	s.loom_config_json = "[not json";
 	ok(loom_ckpt_write(&s, NULL, 0, &err) < 0, "bad config JSON fails the save");
 	is_int(tap_count_dir(dir, "."), 0, "failed save leaves no temp dir");
-	ll = readlink(p, link, sizeof link - 1);
+	ssize_t ll = readlink(p, link, sizeof link - 1);
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000400", "latest untouched by a failed save");
 	s = base_save(dir, 500);
 	s.hf.n_head = 3;
 	ok(loom_ckpt_write(&s, NULL, 0, &err) == LOOM_EINVAL, "n_embd %% n_head refused at save");
+}
 
-	/* a save removes debris of an interrupted one, even without keep */
+/* A save removes debris of an interrupted one, even without keep. */
+static void case_interrupted_saves(void)
+{
+	struct loom_err err = {0};
+	char p[600];
 	snprintf(p, sizeof p, "%s/.step-00000450.tmp-zzzzzz", dir);
 	mkdir(p, 0777);
-	s = base_save(dir, 450);
+	struct loom_ckpt_save s = base_save(dir, 450);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save after an interrupted save");
 	is_int(tap_count_dir(dir, "."), 0, "interrupted save's temp dir removed");
 	is_int(tap_count_dir(dir, "step-"), 3, "no step pruned without keep");
@@ -321,25 +373,22 @@ int main(void)
 	mkdir(p, 0777);
 	ok(loom_ckpt_prune(dir, 0, &err) >= 1, "prune removes interrupted saves");
 	is_int(tap_count_dir(dir, "."), 0, "debris gone");
+}
 
-	/* refusals: build broken copies of a good checkpoint */
-	snprintf(p, sizeof p, "%s/step-00000400", dir);
+/* Refusals: build broken copies of a good checkpoint. */
+static void case_refusals(void)
+{
+	char cmd[4096];
 	refuse_open("not a checkpoint", root, "is not a checkpoint (no config.json, no latest)");
 	refuse_open("missing dir", "/nonexistent/ckpt", "No such file");
 
-	char bad[600];
 	snprintf(bad, sizeof bad, "%s/bad", root);
-	char cmd[4096];
-#define FRESH() do { \
-	snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", p, bad); \
-	if (tap_rm_rf(bad) || system(cmd)) diag("cp failed"); } while (0)
-
-	FRESH();
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
 	ok(truncate(cmd, 4000) == 0, "truncate model.safetensors");
 	refuse_open("truncated model", bad, "file truncated?");
 
-	FRESH();
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
 	FILE *f = fopen(cmd, "r+b");
 	fseek(f, 8, SEEK_SET);
@@ -347,53 +396,57 @@ int main(void)
 	fclose(f);
 	refuse_open("bad header", bad, "bad JSON header at byte");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"n_embd\": 8/\"n_embd\": 4/' '%s/config.json'", bad);
 	refuse_open("config n_embd vs tensors", bad,
 		    "tensor 'transformer.wte.weight' is [16, 8] but config.json (n_embd 4, "
 		    "vocab_size 16, n_positions 4) needs [16, 4]");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"n_layer\": 2/\"n_layer\": 3/' '%s/config.json'", bad);
 	refuse_open("config n_layer vs tensors", bad,
 		    "tensor 'transformer.h.2.ln_1.weight' is missing (config.json: n_layer 3)");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"n_layer\": 2/\"n_layer\": 1/' '%s/config.json'", bad);
 	refuse_open("fewer layers in config", bad,
 		    "has tensor 'transformer.h.1.ln_1.weight' but config.json says n_layer 1");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"n_head\": 2/\"n_head\": 3/' '%s/config.json'", bad);
 	refuse_open("n_head", bad, "n_embd 8 is not divisible by n_head 3");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"attn_pdrop\": 0.25/\"attn_pdrop\": 1.5/' '%s/config.json'", bad);
 	refuse_open("attn_pdrop out of range", bad, "attn_pdrop must be a number in [0, 1)");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"vocab_size\": 16/\"vocab_size\": \"x\"/' '%s/config.json'", bad);
 	refuse_open("typed keys", bad, "'vocab_size' missing or not a positive integer");
 
-	FRESH();
+	fresh();
 	sh("echo '{' > '%s/config.json'", bad);
 	refuse_open("bad config.json", bad, "config.json: line");
 
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"step\": 400/\"step\": -4/' '%s/state.json'", bad);
 	refuse_open("bad state.json", bad, "'step' missing or not a count");
 
-	FRESH();
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/optimizer.safetensors", bad);
 	ok(truncate(cmd, 100) == 0, "truncate optimizer");
 	refuse_open("truncated optimizer", bad, "optimizer.safetensors: truncated");
+}
 
-	/* a weights-only checkpoint (no state.json, no optimizer) opens */
-	FRESH();
+/* A weights-only checkpoint (no state.json, no optimizer) opens. */
+static void case_hf_directory(void)
+{
+	struct loom_err err = {0};
+	fresh();
 	sh("rm '%s/state.json' '%s/optimizer.safetensors'", bad);
 	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/config.json\"; "
 	   "d=json.load(open(p)); del d[\"loom\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
-	c = loom_ckpt_open(bad, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, 0, &err);
 	ok(c && loom_ckpt_state(c)->step == 0 && !loom_ckpt_has_optimizer(c) &&
 	   !loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c),
 	   "a HuggingFace directory (no state.json, no loom config) opens as step 0: %s",
@@ -401,8 +454,12 @@ int main(void)
 	ok(c && loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EINVAL,
 	   "loading missing optimizer is an error");
 	loom_ckpt_free(c);
+}
 
-	/* a loom checkpoint missing any part is refused, naming the part */
+/* A loom checkpoint missing any part is refused, naming the part. */
+static void case_missing_parts(void)
+{
+	char cmd[4096];
 	static const char *const missing[][2] = {
 		{"state.json", "/bad: state.json is missing"},
 		{"optimizer.safetensors", "/bad: optimizer.safetensors is missing (state.json lists it)"},
@@ -410,24 +467,29 @@ int main(void)
 		{"config.json", "/bad: config.json is missing"},
 	};
 	for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
-		FRESH();
+		fresh();
 		snprintf(cmd, sizeof cmd, "%s/%s", bad, missing[i][0]);
 		ok(unlink(cmd) == 0, "remove %s", missing[i][0]);
 		refuse_open_flags(missing[i][0], bad, 0, missing[i][1]);
 	}
+}
 
-	/* corruption: one flipped byte anywhere is found */
-	FRESH();
+/* Corruption: one flipped byte anywhere is found. */
+static void case_corruption(void)
+{
+	struct loom_err err = {0};
+	char cmd[4096];
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
 	struct stat sb;
 	stat(cmd, &sb);
 	flip(cmd, (long)sb.st_size - 8);	/* the low mantissa byte of a weight */
 	refuse_open_flags("flipped byte in the model's data", bad, 0,
 			  "/bad/model.safetensors: checksum mismatch (CRC-32C ");
-	c = loom_ckpt_open(bad, LOOM_CKPT_NO_VERIFY, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, LOOM_CKPT_NO_VERIFY, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "LOOM_CKPT_NO_VERIFY reads it anyway");
 	loom_ckpt_free(c);
-	FRESH();
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/optimizer.safetensors", bad);
 	flip(cmd, 3000);
 	c = loom_ckpt_open(bad, 0, &err);
@@ -437,45 +499,55 @@ int main(void)
 	   strstr(loom_ckpt_error(c), "/bad/optimizer.safetensors: checksum mismatch"),
 	   "... and loading the moments finds it: %s", c ? loom_ckpt_error(c) : "");
 	loom_ckpt_free(c);
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"n_embd\": 8/\"n_embd\": 4/' '%s/config.json'", bad);
 	refuse_open_flags("edited config.json", bad, 0, "/bad/config.json: ");
-	FRESH();
+	fresh();
 	snprintf(cmd, sizeof cmd, "%s/model.safetensors", bad);
 	ok(truncate(cmd, 4000) == 0, "truncate model.safetensors");
 	refuse_open_flags("truncated model (verified)", bad, 0,
 			  "/bad/model.safetensors: 4000 bytes, but state.json records ");
-	FRESH();
+	fresh();
 	sh("sed -i 's/\"crc32c\": \"/\"crc32c\": \"x/' '%s/state.json'", bad);
 	refuse_open_flags("bad checksum field", bad, 0, "needs \"bytes\" and \"crc32c\"");
+}
 
-	/* an older loom's checkpoint (no "files") opens unverified */
-	FRESH();
+/* An older loom's checkpoint (no "files") opens unverified. */
+static void case_without_checksums(void)
+{
+	struct loom_err err = {0};
+	fresh();
 	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/state.json\"; "
 	   "d=json.load(open(p)); del d[\"files\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
-	c = loom_ckpt_open(bad, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, 0, &err);
 	ok(c && loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c) &&
 	   loom_ckpt_state(c)->step == 400, "checkpoint without checksums opens: %s",
 	   c ? "" : err.msg);
 	loom_ckpt_free(c);
+}
 
-	/* tokenizer files beside the model, checksummed like the others */
+/* Tokenizer files beside the model, checksummed like the others. */
+static void case_tokenizer(void)
+{
+	struct loom_err err = {0};
+	char p[600], cmd[4096];
+	json_error_t je;
 	snprintf(p, sizeof p, "%s/voc", root);
 	struct loom_ckpt_vocab voc = {
 		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 7,
 		.merges = "#version: 0.2\n", .merges_len = 14, .eos_token_id = 7,
 	};
-	s = base_save(p, 3);
+	struct loom_ckpt_save s = base_save(p, 3);
 	s.vocab = &voc;
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save with a tokenizer");
-	c = loom_ckpt_open(p, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(p, 0, &err);
 	ok(c && loom_ckpt_vocab_spec(c) && strstr(loom_ckpt_vocab_spec(c), "/step-00000003/vocab.json,") &&
 	   strstr(loom_ckpt_vocab_spec(c), "/step-00000003/merges.txt") &&
 	   !strcmp(loom_ckpt_vocab_name(c), "toy"), "vocab spec and name: %s",
 	   c && loom_ckpt_vocab_spec(c) ? loom_ckpt_vocab_spec(c) : err.msg);
 	loom_ckpt_free(c);
 	snprintf(cmd, sizeof cmd, "%s/latest/config.json", p);
-	cfg = json_load_file(cmd, 0, &je);
+	json_t *cfg = json_load_file(cmd, 0, &je);
 	ok(cfg && json_integer_value(json_object_get(cfg, "eos_token_id")) == 7 &&
 	   json_integer_value(json_object_get(cfg, "bos_token_id")) == 7,
 	   "config.json: bos/eos_token_id");
@@ -486,14 +558,19 @@ int main(void)
 	c = loom_ckpt_open(dir, 0, &err);
 	ok(c && !loom_ckpt_vocab_spec(c) && !loom_ckpt_vocab_name(c), "no tokenizer: NULL");
 	loom_ckpt_free(c);
+}
 
-	/* non-finite weights or moments are refused, naming the tensor */
+/* Non-finite weights or moments are refused, naming the tensor. */
+static void case_non_finite(void)
+{
+	struct loom_err err = {0};
+	char p[600];
 	snprintf(p, sizeof p, "%s/nan", root);
 	float keep0 = param[total - 3];
 	param[total - 3] = NAN;
-	s = base_save(p, 1);
+	struct loom_ckpt_save s = base_save(p, 1);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save a checkpoint holding a NaN");
-	c = loom_ckpt_open(p, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(p, 0, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == LOOM_EFORMAT &&
 	   strstr(loom_ckpt_error(c), "model.safetensors: the checkpoint holds non-finite values: "
 		  "tensor 'transformer.ln_f.bias' element 5 is nan"),
@@ -510,10 +587,30 @@ int main(void)
 	   strstr(loom_ckpt_error(c), "'transformer.wte.weight.exp_avg_sq' element 0 is inf"),
 	   "infinite moment refused: %s", c ? loom_ckpt_error(c) : err.msg);
 	loom_ckpt_free(c);
+}
 
-	free(save_p);
-	free(save_m);
-	free(save_v);
+int main(void)
+{
+	build_table();
+	ok((root = tap_tmpdir()) != NULL, "scratch dir");
+	snprintf(dir, sizeof dir, "%s/run/ckpt", root);
+	case_save();
+	case_config_json();
+	case_state_files();
+	if (case_load() < 0)
+		return done_testing();
+	case_read_state();
+	case_keep();
+	case_resave();
+	case_failed_save();
+	case_interrupted_saves();
+	case_refusals();
+	case_hf_directory();
+	case_missing_parts();
+	case_corruption();
+	case_without_checksums();
+	case_tokenizer();
+	case_non_finite();
 	free(param);
 	free(adam_m);
 	free(adam_v);

@@ -10,12 +10,13 @@
 #include "loom_file.h"
 #include "tap.h"
 
-int main(void)
+static const char *dir;	/* the scratch directory; dir/out.bin holds "hello" */
+
+/* Numbers, sizes and doubles. */
+static void case_parse(void)
 {
 	uint64_t v;
 	double d;
-	struct loom_err err;
-
 	is_int(loom_parse_u64("42", 0, 100, &v), 0, "parse 42");
 	is_int(v, 42, "value 42");
 	is_int(loom_parse_u64("0x10", 0, 100, &v), 0, "parse hex");
@@ -33,18 +34,25 @@ int main(void)
 	is_int(loom_parse_double("1e-3", &d), 0, "double");
 	ok(d == 1e-3, "double value");
 	is_int(loom_parse_double("nan", &d), LOOM_EINVAL, "nan rejected");
+}
 
+/* Error messages, with and without errno. */
+static void case_errors(void)
+{
+	struct loom_err err;
 	is_int(loom_err_set(&err, LOOM_EFORMAT, "record %d", 17), LOOM_EFORMAT,
 	       "err_set returns its code");
 	is_str(err.msg, "record 17", "err_set message");
 	loom_err_errno(&err, LOOM_EIO, ENOSPC, "cannot write '%s'", "x");
 	is_str(err.msg, "cannot write 'x': No space left on device", "errno message");
+}
 
-	const char *dir;
-	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
+/* An atomic output: a temp file until commit; abort keeps the old file. */
+static void case_outfile(void)
+{
+	struct loom_err err;
 	char path[4200];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
-
 	struct loom_outfile o;
 	is_int(loom_outfile_open(&o, path), 0, "outfile open");
 	is_int(loom_outfile_write(&o, "hello", 5), 0, "outfile write");
@@ -71,11 +79,16 @@ int main(void)
 	snprintf(path, sizeof path, "%s/no/such/dir/x", dir);
 	is_int(loom_read_file(path, &buf, &len, &err), LOOM_EIO, "read missing");
 	ok(strstr(err.msg, "No such file") != NULL, "read message has strerror");
+}
 
-	/* a FIFO (like /dev/null, a non-regular file) is written in place */
+/* A FIFO (like /dev/null, a non-regular file) is written in place. */
+static void case_outfile_in_place(void)
+{
+	char path[4200];
 	snprintf(path, sizeof path, "%s/fifo", dir);
 	ok(mkfifo(path, 0600) == 0, "make a FIFO");
 	int rfd = open(path, O_RDONLY | O_NONBLOCK);
+	struct loom_outfile o;
 	is_int(loom_outfile_open(&o, path), 0, "open a FIFO as output");
 	is_int(loom_outfile_write(&o, "abc", 3), 0, "write to the FIFO");
 	is_int(loom_outfile_commit(&o), 0, "commit on a FIFO");
@@ -89,20 +102,38 @@ int main(void)
 	loom_outfile_write(&o, "x", 1);
 	is_int(loom_outfile_commit(&o), 0, "commit /dev/null");
 	ok(stat("/dev/null", &fst) == 0 && S_ISCHR(fst.st_mode), "/dev/null is still a device");
+}
 
+/* loom_basename. */
+static void case_basename(void)
+{
 	is_str(loom_basename("a/b/c.txt"), "c.txt", "basename of a path");
 	is_str(loom_basename("c.txt"), "c.txt", "basename without a slash");
-	/* mkdir -p */
+}
+
+/* loom_mkdir_p: mkdir -p. */
+static void case_mkdir_p(void)
+{
+	struct loom_err err;
+	char path[4200];
 	snprintf(path, sizeof path, "%s/a/b/c", dir);
 	is_int(loom_mkdir_p(path, &err), 0, "mkdir -p creates parents");
+	struct stat fst;
 	ok(stat(path, &fst) == 0 && S_ISDIR(fst.st_mode), "the directory exists");
 	is_int(loom_mkdir_p(path, &err), 0, "an existing directory is fine");
 	snprintf(path, sizeof path, "%s/out.bin/x", dir);
 	is_int(loom_mkdir_p(path, &err), LOOM_EIO, "a file in the way fails");
 	ok(strstr(err.msg, "out.bin") != NULL, "message names the path");
 	is_int(loom_mkdir_p("", &err), LOOM_EINVAL, "mkdir -p of an empty name fails");
-	/* an outfile below missing directories creates them */
+}
+
+/* An outfile below missing directories creates them. */
+static void case_outfile_parents(void)
+{
+	char path[4200];
 	snprintf(path, sizeof path, "%s/a/new/sub/f.txt", dir);
+	struct loom_outfile o;
+	struct stat fst;
 	is_int(loom_outfile_open(&o, path), 0, "outfile below missing directories opens");
 	loom_outfile_write(&o, "hi", 2);
 	is_int(loom_outfile_commit(&o), 0, "and commits");
@@ -115,7 +146,13 @@ int main(void)
 	snprintf(path, sizeof path, "%s/out.bin/f.txt", dir);
 	ok(loom_outfile_open(&o, path) < 0 && strstr(loom_outfile_error(&o), "out.bin"),
 	   "outfile below a file fails, naming the path");
-	/* loom_lock_take: one holder at a time; release removes the file */
+}
+
+/* loom_lock_take: one holder at a time; release removes the file. */
+static void case_lock(void)
+{
+	struct loom_err err;
+	char path[4200];
 	int l1, l2;
 	snprintf(path, sizeof path, "%s/.x.lock", dir);
 	is_int(loom_lock_take(path, &l1, &err), 0, "lock taken");
@@ -127,8 +164,16 @@ int main(void)
 	loom_lock_release(path, &l2);
 	snprintf(path, sizeof path, "%s/nodir/.x.lock", dir);
 	is_int(loom_lock_take(path, &l1, &err), LOOM_EIO, "a lock in a missing directory: LOOM_EIO");
-	/* files loom opens by name: regular, size-bounded, a FIFO never blocks */
+}
+
+/* Files loom opens by name: regular, size-bounded, a FIFO never blocks. */
+static void case_bounded_reads(void)
+{
+	struct loom_err err;
+	char path[4200];
 	snprintf(path, sizeof path, "%s/out.bin", dir);
+	char *buf;
+	size_t len;
 	is_int(loom_file_read_bounded(path, 5, &buf, &len, &err), 0, "bounded read at the bound");
 	ok(len == 5 && memcmp(buf, "hello", 6) == 0, "content, NUL-terminated");
 	free(buf);
@@ -147,6 +192,19 @@ int main(void)
 	unlink(path);
 	snprintf(path, sizeof path, "%s/no-such", dir);
 	is_int(loom_file_open_regular(path, 1, &size, &err), LOOM_EIO, "missing: LOOM_EIO");
+}
 
+int main(void)
+{
+	case_parse();
+	case_errors();
+	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
+	case_outfile();
+	case_outfile_in_place();
+	case_basename();
+	case_mkdir_p();
+	case_outfile_parents();
+	case_lock();
+	case_bounded_reads();
 	return done_testing();
 }

@@ -16,7 +16,7 @@
 #include "loom_shard.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/loom-feedtest-XXXXXX";
+static const char *dir; /* tap_tmpdir() */
 
 /* dir/NAME: `records` records of L tokens from `base` on, in stream order,
  * in `shards` round-robin shards (or contiguous ones of `per` records). */
@@ -656,8 +656,7 @@ static void manifest_read(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir))
-		skip_all("no temporary directory");
+	dir = tap_tmpdir();
 	const char *m = make_shards("d", 210, 9, 3, 0, 0);
 	char mm[256], m5[256], mbig[256];
 	snprintf(mm, sizeof mm, "%s", m);
@@ -671,9 +670,5 @@ int main(void)
 	notes_said(mm);
 	bad_input(mm);
 	manifest_read();
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd))
-		diag("cannot remove %s", dir);
 	return done_testing();
 }

@@ -7,9 +7,13 @@
 
 #define near(a, b) (fabs((a) - (b)) < 1e-12 * (1 + fabs(b)))
 
-int main(void)
+/* The configuration the cases change step by step (c), and a second one
+ * (d). */
+static struct loom_config c, d;
+
+/* Warm-up, cosine, linear and inverse square root decay; decay_power. */
+static void case_schedules(void)
 {
-	struct loom_config c, d;
 	loom_config_defaults(&c);
 	c.steps = 110;
 	c.lr = 1.0;
@@ -40,9 +44,12 @@ int main(void)
 	ok(near(loom_config_lr(&c, 40), pow(0.25, 0.8)), "inverse_sqrt power 0.8: lr*(10/40)^0.8");
 	c.decay_power = 0.5;
 	ok(near(loom_config_lr(&c, 40), 0.5), "inverse_sqrt power 0.5 is 1/sqrt");
+}
 
-	/* polynomial (the seed's schedule): min + (lr - min) * (1 - s/D)^p,
-	 * s = step - warm-up, D = cooldown_steps or the steps after warm-up */
+/* Polynomial (the seed's schedule): min + (lr - min) * (1 - s/D)^p, s = step
+ * - warm-up, D = cooldown_steps or the steps after warm-up. */
+static void case_polynomial(void)
+{
 	c.decay = LOOM_DECAY_POLY;
 	ok(near(loom_config_lr(&c, 5), 0.5), "polynomial: linear warm-up");
 	ok(near(loom_config_lr(&c, 10), 1.0), "polynomial: peak at the end of warm-up");
@@ -56,8 +63,11 @@ int main(void)
 	ok(near(loom_config_lr(&c, 50), 0.1), "cooldown 40: min_lr after 40 steps of decay");
 	ok(near(loom_config_lr(&c, 500), 0.1), "cooldown 40: min_lr from then on");
 	is_int(loom_config_validate(&c), 0, "polynomial with cooldown_steps: valid");
+}
 
-	/* validation: one line naming the key */
+/* Validation: one line naming the key. */
+static void case_validation(void)
+{
 	c.decay = LOOM_DECAY_COSINE;
 	is_int(loom_config_validate(&c), LOOM_EINVAL, "decay_power with cosine refused");
 	is_str(loom_config_error(&c), "decay_power: only decay=inverse_sqrt or polynomial uses it (decay is cosine)",
@@ -79,8 +89,11 @@ int main(void)
 	c.warmup_proportion = 0.1;
 	c.steps = 200;
 	ok(near(loom_config_lr(&c, 10), 0.5), "warm-up proportion 0.1 of 200 steps = 20");
+}
 
-	/* JSON round trip */
+/* JSON round trip. */
+static void case_json_round_trip(void)
+{
 	c.seed = 0x7eedfacecafebeefull;
 	c.dropout = 0.125;
 	c.decay_power = 0.75;
@@ -99,7 +112,11 @@ int main(void)
 	is_int(loom_config_set(&d, "steps", "99999999999999999999"), LOOM_EINVAL, "steps overflow");
 	is_int(loom_config_apply_sets(&d, "n_layer=3,n_head=2,n_embd=10"), 0, "apply_sets");
 	ok(d.n_layer == 3 && d.n_head == 2 && d.n_embd == 10, "apply_sets values");
+}
 
+/* Parameter and FLOP counts (dense and RigL), frames vs seq_len. */
+static void case_arithmetic(void)
+{
 	loom_config_defaults(&d);
 	d.n_layer = 12; d.n_embd = 768; d.n_head = 12; d.vocab_size = 50257; d.n_positions = 1024;
 	d.seq_len = 1024;
@@ -128,5 +145,14 @@ int main(void)
 	is_int(loom_config_check_data(&d, 4, 1024), LOOM_EINVAL, "records one token short");
 	is_str(loom_config_error(&d), "seq_len: 1024 needs records of 1025 tokens, the batches have 1024",
 	       "message");
+}
+
+int main(void)
+{
+	case_schedules();
+	case_polynomial();
+	case_validation();
+	case_json_round_trip();
+	case_arithmetic();
 	return done_testing();
 }

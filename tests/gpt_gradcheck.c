@@ -149,9 +149,15 @@ static void attention_gradcheck(float p, const int32_t *len)
 	free(qkv); free(w); free(out); free(lse); free(dqkv);
 }
 
-int main(void)
+/* What the cases share: the tiny model (big_init), its one-chunk
+ * gradients (ref), the recompute model (gr) and loss (l1). */
+static struct loom_config c;
+static struct loom_gpt *g, *gr;
+static float *ref, l1;
+
+/* The model: its tensor table, then a gradient check. */
+static void case_model(void)
 {
-	struct loom_config c = tiny_cfg();
 	is_int(loom_config_validate(&c), 0, "tiny config valid");
 	for (int i = 0; i < B * T; i++) {
 		in[i] = (int32_t)(loom_splitmix64(i) % 23);
@@ -160,7 +166,7 @@ int main(void)
 	tg[3] = 5; /* ignored */
 	tg[9] = 5;
 
-	struct loom_gpt *g = loom_gpt_new(&c);
+	g = loom_gpt_new(&c);
 	ok(g != NULL, "model allocated");
 	is_int((long long)g->n_params, (long long)loom_config_n_params(&c),
 	       "n_params matches the config arithmetic");
@@ -173,9 +179,12 @@ int main(void)
 
 	big_init(g);
 	gradcheck(g, 0, "plain");
+}
 
-	/* an ignored target contributes nothing */
-	float l1, l2;
+/* An ignored target contributes nothing. */
+static void case_ignored_targets(void)
+{
+	float l2;
 	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
 	int32_t save = in[4];
 	int32_t tsave = tg[2];
@@ -184,16 +193,20 @@ int main(void)
 	is_int(g->ntok, B * T - 3, "ignored targets are not counted");
 	tg[2] = tsave;
 	in[4] = save;
+}
 
-	/* recompute gives bit-identical gradients */
+/* Recompute gives bit-identical gradients. */
+static void case_recompute(void)
+{
+	float l2;
 	loom_gpt_zero_grad(g);
 	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
 	loom_gpt_backward(g, 1.0f);
-	float *ref = malloc(sizeof(float) * g->n_params);
+	ref = malloc(sizeof(float) * g->n_params);
 	memcpy(ref, g->grads, sizeof(float) * g->n_params);
 	struct loom_config cr = c;
 	cr.recompute = 1;
-	struct loom_gpt *gr = loom_gpt_new(&cr);
+	gr = loom_gpt_new(&cr);
 	memcpy(gr->params, g->params, sizeof(float) * g->n_params);
 	loom_gpt_forward(gr, in, tg, B, T, 0, 0, &l2);
 	loom_gpt_backward(gr, 1.0f);
@@ -205,10 +218,14 @@ int main(void)
 	ok(m1.acts < m0.acts, "recompute plan needs less activation memory (%llu < %llu)",
 	   (unsigned long long)m1.acts, (unsigned long long)m0.acts);
 	ok(m0.acts == (uint64_t)g->n_acts * 4 + B * T * 8, "memory plan matches the allocation");
+}
 
-	/* the LM head in chunks of 3 rows (4 of 3, the last of 2) against one
-	 * chunk: same losses and eval counts, gradients within rounding,
-	 * bit-identical between runs, and a gradient check of its own */
+/* The LM head in chunks of 3 rows (4 of 3, the last of 2) against one chunk:
+ * same losses and eval counts, gradients within rounding, bit-identical
+ * between runs, and a gradient check of its own. */
+static void case_chunked_head(void)
+{
+	float l2;
 	double nll1, nll2;
 	int64_t nt1, nt2, nc1, nc2;
 	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
@@ -251,10 +268,14 @@ int main(void)
 	gradcheck(gc, 0, "LM head in chunks of 1 row");
 	free(gref);
 	loom_gpt_free(gc);
+}
 
-	/* res2 rebuilt in backward instead of kept: fewer activations,
-	 * bit-identical loss and gradients (the rebuild repeats forward's
-	 * arithmetic), with dropout too (its mask is part of the rebuild) */
+/* res2 rebuilt in backward instead of kept: fewer activations, bit-identical
+ * loss and gradients (the rebuild repeats forward's arithmetic), with
+ * dropout too (its mask is part of the rebuild). */
+static void case_res2_rebuilt(void)
+{
+	float l2;
 	struct loom_gpt *g2 = loom_gpt_new(&c);
 	memcpy(g2->params, g->params, sizeof(float) * g->n_params);
 	g2->keep_res2 = -1;
@@ -283,12 +304,17 @@ int main(void)
 	   "res2 rebuilt or kept, dropout: bit-identical gradients");
 	free(dref);
 	loom_gpt_free(g2);
+}
 
-	/* a training micro-batch with the LM head's gradient taken in forward
-	 * (loom_gpt_train_micro) = forward then backward, bit for bit: one
-	 * chunk or chunks of 3 rows, dropout on, plain or weighted loss */
+/* A training micro-batch with the LM head's gradient taken in forward
+ * (loom_gpt_train_micro) = forward then backward, bit for bit: one chunk or
+ * chunks of 3 rows, dropout on, plain or weighted loss. */
+static void case_train_micro(void)
+{
 	for (int v = 0; v < 4; v++) {
-		struct loom_config cv = cd2;
+		struct loom_config cv = c;
+		cv.dropout = 0.2;
+		cv.attn_dropout = 0.1;
 		cv.loss_weighting = v & 1 ? LOOM_LOSSW_INVCOUNT : LOOM_LOSSW_NONE;
 		struct loom_gpt *ga = loom_gpt_new(&cv), *gb = loom_gpt_new(&cv);
 		memcpy(ga->params, g->params, sizeof(float) * g->n_params);
@@ -317,8 +343,11 @@ int main(void)
 		       "train_micro without targets is refused");
 		loom_gpt_free(gz);
 	}
+}
 
-	/* accumulation: two half-scaled backwards = one full */
+/* Accumulation: two half-scaled backwards = one full. */
+static void case_accumulation(void)
+{
 	loom_gpt_zero_grad(gr);
 	for (int k = 0; k < 2; k++) {
 		loom_gpt_forward(gr, in, tg, B, T, 0, 0, NULL);
@@ -331,8 +360,11 @@ int main(void)
 	ok(acc_ok, "gradient accumulation over micro-batches");
 	loom_gpt_free(gr);
 	free(ref);
+}
 
-	/* dropout: gradients of the dropped network, recompute too */
+/* Dropout: gradients of the dropped network, recompute too. */
+static void case_dropout(void)
+{
 	struct loom_config cd = c;
 	cd.dropout = 0.2;
 	cd.recompute = 1;
@@ -344,12 +376,16 @@ int main(void)
 	ok(ld0 != ld1, "dropout changes the training loss (%.4f vs %.4f)", ld0, ld1);
 	gradcheck(gd, 1, "dropout+recompute");
 	loom_gpt_free(gd);
+}
 
-	/* attention-probability dropout alone, then with everything */
+/* Attention-probability dropout alone, then with everything. */
+static void case_attention_dropout(void)
+{
 	struct loom_config ca = c;
 	ca.attn_dropout = 0.3;
 	struct loom_gpt *ga = loom_gpt_new(&ca);
 	memcpy(ga->params, g->params, sizeof(float) * g->n_params);
+	float ld0, ld1;
 	loom_gpt_forward(ga, in, tg, B, T, 1, 77, &ld0);
 	loom_gpt_forward(ga, in, tg, B, T, 0, 77, &ld1);
 	ok(ld0 != ld1, "attention dropout changes the training loss (%.4f vs %.4f)", ld0, ld1);
@@ -361,78 +397,79 @@ int main(void)
 	memcpy(ga->params, g->params, sizeof(float) * g->n_params);
 	gradcheck(ga, 1, "attention+residual dropout, recompute");
 	loom_gpt_free(ga);
+}
 
-	/* loss_weighting=inverse_count: targets with repeats in each row (and
-	 * the two ignored ones); the reported loss stays the plain mean, the
-	 * objective is sum(w * loss) / ntok with w = 1/count in the row, and
-	 * backward is its gradient */
-	{
-		int32_t tsave[B * T];
-		memcpy(tsave, tg, sizeof tg);
-		const int32_t rep[B * T] = { 4, 4, 11, 5, 4, 11, 0, 7, 7, 5, 7, 7, 2, 3 };
-		const float wref[B * T] = { 1 / 3.f, 1 / 3.f, 1 / 2.f, 0, 1 / 3.f, 1 / 2.f, 1,
-					    1 / 4.f, 1 / 4.f, 0, 1 / 4.f, 1 / 4.f, 1, 1 };
-		memcpy(tg, rep, sizeof tg);
-		struct loom_config cw = c;
-		is_int(loom_config_set(&cw, "loss_weighting", "inverse_count"), 0,
-		       "loss_weighting=inverse_count");
-		struct loom_gpt *gw = loom_gpt_new(&cw);
-		memcpy(gw->params, g->params, sizeof(float) * g->n_params);
-		float lu, lw;
-		loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
-		loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
-		ok(lu == lw && gw->loss == lu, "weighted model reports the unweighted loss (%.6f)", lw);
-		ok(g->wloss == g->loss && g->lweights == NULL, "loss_weighting none: objective = loss");
-		ok(!memcmp(gw->lweights, wref, sizeof wref), "weights 1/k per row, 0 where ignored");
-		double ws = 0;
-		for (int i = 0; i < B * T; i++)
-			ws += (double)wref[i] * gw->losses[i];
-		ok(fabs(gw->wloss - ws / 12) <= 1e-6 * ws / 12,
-		   "objective %.6f = sum(w * loss) / 12 counted targets (%.6f)", gw->wloss, ws / 12);
-		ok(gw->wloss < lw, "repeats lower the objective (%.4f < %.4f)", gw->wloss, lw);
-		struct loom_gpt_mem mw;
-		loom_gpt_memory_plan(&cw, B, T, 0, &mw);
-		ok(mw.acts == (uint64_t)gw->n_acts * 4 + B * T * 8,
-		   "weighted memory plan matches the allocation");
-		gradcheck(gw, 0, "inverse_count weighting");
-		gw->head_rows = 3;
-		gradcheck(gw, 0, "inverse_count weighting, LM head in chunks of 3 rows");
-		loom_gpt_free(gw);
+/* loss_weighting=inverse_count: targets with repeats in each row (and the
+ * two ignored ones); the reported loss stays the plain mean, the objective
+ * is sum(w * loss) / ntok with w = 1/count in the row, and backward is its
+ * gradient. */
+static void case_loss_weighting(void)
+{
+	int32_t tsave[B * T];
+	memcpy(tsave, tg, sizeof tg);
+	const int32_t rep[B * T] = { 4, 4, 11, 5, 4, 11, 0, 7, 7, 5, 7, 7, 2, 3 };
+	const float wref[B * T] = { 1 / 3.f, 1 / 3.f, 1 / 2.f, 0, 1 / 3.f, 1 / 2.f, 1,
+				    1 / 4.f, 1 / 4.f, 0, 1 / 4.f, 1 / 4.f, 1, 1 };
+	memcpy(tg, rep, sizeof tg);
+	struct loom_config cw = c;
+	is_int(loom_config_set(&cw, "loss_weighting", "inverse_count"), 0,
+	       "loss_weighting=inverse_count");
+	struct loom_gpt *gw = loom_gpt_new(&cw);
+	memcpy(gw->params, g->params, sizeof(float) * g->n_params);
+	float lu, lw;
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
+	loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
+	ok(lu == lw && gw->loss == lu, "weighted model reports the unweighted loss (%.6f)", lw);
+	ok(g->wloss == g->loss && g->lweights == NULL, "loss_weighting none: objective = loss");
+	ok(!memcmp(gw->lweights, wref, sizeof wref), "weights 1/k per row, 0 where ignored");
+	double ws = 0;
+	for (int i = 0; i < B * T; i++)
+		ws += (double)wref[i] * gw->losses[i];
+	ok(fabs(gw->wloss - ws / 12) <= 1e-6 * ws / 12,
+	   "objective %.6f = sum(w * loss) / 12 counted targets (%.6f)", gw->wloss, ws / 12);
+	ok(gw->wloss < lw, "repeats lower the objective (%.4f < %.4f)", gw->wloss, lw);
+	struct loom_gpt_mem mw;
+	loom_gpt_memory_plan(&cw, B, T, 0, &mw);
+	ok(mw.acts == (uint64_t)gw->n_acts * 4 + B * T * 8,
+	   "weighted memory plan matches the allocation");
+	gradcheck(gw, 0, "inverse_count weighting");
+	gw->head_rows = 3;
+	gradcheck(gw, 0, "inverse_count weighting, LM head in chunks of 3 rows");
+	loom_gpt_free(gw);
 
-		/* a batch whose rows have distinct targets weighs 1 everywhere:
-		 * bit-identical loss and gradients to loss_weighting none */
-		const int32_t dis[B * T] = { 4, 1, 11, 5, 0, 2, 3, 7, 8, 5, 9, 10, 2, 3 };
-		memcpy(tg, dis, sizeof tg);
-		gw = loom_gpt_new(&cw);
-		memcpy(gw->params, g->params, sizeof(float) * g->n_params);
-		loom_gpt_zero_grad(g);
-		loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
-		loom_gpt_backward(g, 0.5f);
-		loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
-		loom_gpt_backward(gw, 0.5f);
-		ok(lu == lw && gw->wloss == lw, "distinct targets: same loss and objective");
-		ok(!memcmp(g->grads, gw->grads, sizeof(float) * g->n_params),
-		   "distinct targets: bit-identical gradients to loss_weighting none");
-		loom_gpt_zero_grad(g);
-		loom_gpt_free(gw);
-		memcpy(tg, tsave, sizeof tg);
-	}
+	/* a batch whose rows have distinct targets weighs 1 everywhere:
+	 * bit-identical loss and gradients to loss_weighting none */
+	const int32_t dis[B * T] = { 4, 1, 11, 5, 0, 2, 3, 7, 8, 5, 9, 10, 2, 3 };
+	memcpy(tg, dis, sizeof tg);
+	gw = loom_gpt_new(&cw);
+	memcpy(gw->params, g->params, sizeof(float) * g->n_params);
+	loom_gpt_zero_grad(g);
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &lu);
+	loom_gpt_backward(g, 0.5f);
+	loom_gpt_forward(gw, in, tg, B, T, 0, 0, &lw);
+	loom_gpt_backward(gw, 0.5f);
+	ok(lu == lw && gw->wloss == lw, "distinct targets: same loss and objective");
+	ok(!memcmp(g->grads, gw->grads, sizeof(float) * g->n_params),
+	   "distinct targets: bit-identical gradients to loss_weighting none");
+	loom_gpt_zero_grad(g);
+	loom_gpt_free(gw);
+	memcpy(tg, tsave, sizeof tg);
+}
 
-	attention_gradcheck(0, NULL);
-	attention_gradcheck(0.3f, NULL);
-	static const int32_t len[2] = { 150, 77 }; /* one row padded */
-	attention_gradcheck(0, len);
-	attention_gradcheck(0.3f, len);
-
-	/* bad tokens are refused */
+/* Bad tokens are refused. */
+static void case_bad_tokens(void)
+{
 	in[0] = 23;
 	ok(loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL) == LOOM_EINVAL &&
 	   strstr(loom_gpt_error(g), "outside the vocabulary"), "input id >= vocab refused: %s",
 	   loom_gpt_error(g));
 	in[0] = 1;
 	ok(loom_gpt_forward(g, in, tg, B, 9, 0, 0, NULL) == LOOM_EINVAL, "T > n_positions refused");
+}
 
-	/* AdamW step reduces the loss; init is deterministic */
+/* AdamW step reduces the loss; init is deterministic. */
+static void case_adamw(void)
+{
 	loom_gpt_init_weights(g, 1);
 	float a0 = 0, a1 = 0, norm = 0;
 	for (int s = 1; s <= 20; s++) {
@@ -443,8 +480,11 @@ int main(void)
 	}
 	ok(a1 < a0 - 0.5, "20 AdamW steps: loss %.3f -> %.3f", a0, a1);
 	ok(norm > 0 && isfinite(norm), "grad norm %.4g", norm);
+}
 
-	/* generation helpers */
+/* Generation helpers. */
+static void case_generation(void)
+{
 	float lg[23], lg2[23];
 	is_int(loom_gpt_logits_last(g, in, 5, lg), 0, "logits_last runs");
 	/* its cross-entropy against each token equals the full forward's
@@ -478,6 +518,29 @@ int main(void)
 		if (loom_gpt_sample(lg, 23, 1.0f, 1, &rng) != best)
 			ok_top = 0;
 	ok(ok_top, "top-k 1 always samples the argmax");
+}
+
+int main(void)
+{
+	c = tiny_cfg();
+	case_model();
+	case_ignored_targets();
+	case_recompute();
+	case_chunked_head();
+	case_res2_rebuilt();
+	case_train_micro();
+	case_accumulation();
+	case_dropout();
+	case_attention_dropout();
+	case_loss_weighting();
+	attention_gradcheck(0, NULL);
+	attention_gradcheck(0.3f, NULL);
+	static const int32_t len[2] = { 150, 77 }; /* one row padded */
+	attention_gradcheck(0, len);
+	attention_gradcheck(0.3f, len);
+	case_bad_tokens();
+	case_adamw();
+	case_generation();
 	loom_gpt_free(g);
 	return done_testing();
 }

@@ -10,6 +10,18 @@
 #include "tap.h"
 
 static const char *dir;
+static char path[4200];	/* dir/t.safetensors */
+
+/* Three tensors of three dtypes, and metadata: what the cases write. */
+static float a[6] = {1, 2, 3, 4, 5, 6};
+static int64_t b[2] = {-1, 1ll << 40};
+static uint8_t c[3] = {7, 8, 9};
+static struct loom_st_tensor t[3] = {
+	{.name = "a", .dtype = LOOM_ST_F32, .ndim = 2, .shape = {2, 3}, .data = a},
+	{.name = "b.weight", .dtype = LOOM_ST_I64, .ndim = 1, .shape = {2}, .data = b},
+	{.name = "c", .dtype = LOOM_ST_U8, .ndim = 1, .shape = {3}, .data = c},
+};
+static const char *meta[] = {"format", "pt", "note", "hi", NULL};
 
 /* Build a file from a header string and data bytes; parse it. */
 static struct loom_st *parse_raw(const char *hdr, size_t dlen, struct loom_err *err)
@@ -33,27 +45,18 @@ static void refuse(const char *name, const char *hdr, size_t dlen, int code, con
 	loom_st_free(st);
 }
 
-int main(void)
+/* dtype names and sizes. */
+static void case_dtypes(void)
 {
-	struct loom_err err = {0};
-	char path[4200];
-	float a[6] = {1, 2, 3, 4, 5, 6};
-	int64_t b[2] = {-1, 1ll << 40};
-	uint8_t c[3] = {7, 8, 9};
-
-	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
-	snprintf(path, sizeof path, "%s/t.safetensors", dir);
-
 	is_int(loom_st_dtype_parse("F32"), LOOM_ST_F32, "dtype F32");
 	is_int(loom_st_dtype_parse("F33"), -1, "unknown dtype");
 	is_int(loom_st_dtype_size(LOOM_ST_BF16), 2, "BF16 size");
+}
 
-	struct loom_st_tensor t[3] = {
-		{.name = "a", .dtype = LOOM_ST_F32, .ndim = 2, .shape = {2, 3}, .data = a},
-		{.name = "b.weight", .dtype = LOOM_ST_I64, .ndim = 1, .shape = {2}, .data = b},
-		{.name = "c", .dtype = LOOM_ST_U8, .ndim = 1, .shape = {3}, .data = c},
-	};
-	const char *meta[] = {"format", "pt", "note", "hi", NULL};
+/* The written file: header padding, size, CRC-32C, layout. */
+static void case_write(void)
+{
+	struct loom_err err = {0};
 	struct loom_st_sum sum = {0};
 	is_int(loom_st_write(path, t, 3, meta, &sum, &err), 0, "write 3 tensors");
 
@@ -71,11 +74,16 @@ int main(void)
 	ok(strstr(raw + 8, "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}") != NULL,
 	   "header JSON of tensor a");
 	free(raw);
+}
 
+/* Read back: tensors, metadata, order; -1 if the file does not open. */
+static int case_read_back(void)
+{
+	struct loom_err err = {0};
 	struct loom_st *st = loom_st_open(path, &err);
 	ok(st != NULL, "open: %s", st ? "ok" : err.msg);
 	if (!st)
-		return done_testing();
+		return -1;
 	is_int(loom_st_count(st), 3, "3 tensors");
 	const struct loom_st_tensor *x = loom_st_find(st, "a");
 	ok(x && x->dtype == LOOM_ST_F32 && x->ndim == 2 && x->shape[0] == 2 && x->shape[1] == 3 &&
@@ -90,27 +98,39 @@ int main(void)
 	ok(loom_st_meta(st, "zz") == NULL, "absent metadata");
 	is_str(loom_st_get(st, 0)->name, "a", "sorted by offset");
 	loom_st_free(st);
+	return 0;
+}
 
-	/* a scalar and an empty tensor are legal */
+/* A scalar and an empty tensor are legal. */
+static void case_scalar_and_empty(void)
+{
+	struct loom_err err = {0};
 	float s = 3.5f;
 	struct loom_st_tensor t2[2] = {
 		{.name = "s", .dtype = LOOM_ST_F32, .ndim = 0, .data = &s},
 		{.name = "e", .dtype = LOOM_ST_F32, .ndim = 2, .shape = {0, 4}, .data = NULL},
 	};
 	is_int(loom_st_write(path, t2, 2, NULL, NULL, &err), 0, "write scalar + empty");
-	st = loom_st_open(path, &err);
+	struct loom_st *st = loom_st_open(path, &err);
 	ok(st && loom_st_find(st, "s")->nbytes == 4 && loom_st_find(st, "e")->nbytes == 0,
 	   "scalar and empty tensor read back");
 	loom_st_free(st);
+}
 
-	/* writer refusals */
+/* Writer refusals. */
+static void case_writer_refusals(void)
+{
+	struct loom_err err = {0};
 	struct loom_st_tensor dup[2] = {t[0], t[0]};
 	is_int(loom_st_write(path, dup, 2, NULL, NULL, &err), LOOM_EINVAL, "duplicate names refused");
 	struct loom_st_tensor md = t[0];
 	md.name = "__metadata__";
 	is_int(loom_st_write(path, &md, 1, NULL, NULL, &err), LOOM_EINVAL, "__metadata__ name refused");
+}
 
-	/* reader refusals */
+/* Reader refusals. */
+static void case_reader_refusals(void)
+{
 	refuse("tiny file", "", 0, LOOM_EFORMAT, "header size 0");
 	{
 		struct loom_err e2;
@@ -162,16 +182,33 @@ int main(void)
 	refuse("too many dims",
 	       "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}",
 	       1, LOOM_EFORMAT, "9 dimensions");
+}
 
-	/* truncated real file */
+/* Truncated real file. */
+static void case_truncated_file(void)
+{
+	struct loom_err err = {0};
 	is_int(loom_st_write(path, t, 3, meta, NULL, &err), 0, "rewrite");
 	ok(truncate(path, 60) == 0, "truncate file");
-	st = loom_st_open(path, &err);
+	struct loom_st *st = loom_st_open(path, &err);
 	ok(st == NULL && err.code == LOOM_ETRUNC && strstr(err.msg, path) != NULL,
 	   "truncated file refused naming it: %s", err.msg);
 	loom_st_free(st);
 	st = loom_st_open("/nonexistent/x.safetensors", &err);
 	ok(st == NULL && strstr(err.msg, "No such file") != NULL, "missing file: %s", err.msg);
+}
 
+int main(void)
+{
+	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
+	snprintf(path, sizeof path, "%s/t.safetensors", dir);
+	case_dtypes();
+	case_write();
+	if (case_read_back() < 0)
+		return done_testing();
+	case_scalar_and_empty();
+	case_writer_refusals();
+	case_reader_refusals();
+	case_truncated_file();
 	return done_testing();
 }

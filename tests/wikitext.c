@@ -32,9 +32,9 @@ static void t(const char *in, const char *want, int flags, const char *name)
 	free(got);
 }
 
-int main(void)
+/* Templates, parser functions, magic words. */
+static void case_templates(void)
 {
-	/* templates, parser functions, magic words */
 	t("a {{cite|x=1}} b", "a b", 0, "template removed");
 	t("a {{outer|{{inner|{{deep}}}}|y}} b", "a b", 0, "nested templates removed");
 	t("a {{Infobox\n| name = X\n| born = {{date|1}}\n}}\nb", "a b", 0, "multi-line template removed");
@@ -44,7 +44,11 @@ int main(void)
 	t("a {{x b", "a x b", 0, "unterminated template: opener dropped");
 	t("a }} b", "a }} b", 0, "stray closer kept");
 	t("{{{{{x}}}}} y", "y", 0, "five-brace run matched");
-	/* tables */
+}
+
+/* Tables. */
+static void case_tables(void)
+{
 	t("p\n{| class=x\n! A !! B\n|-\n| 1 || 2\n|}\nq", "p\nq", 0, "table removed");
 	t("{| class=x\n|+ Cap\n! A !! B\n|-\n| 1 || style=\"c\" | 2\n|}", "Cap\nA | B\n1 | 2", TABLES,
 	  "--keep-tables: caption and rows");
@@ -53,7 +57,11 @@ int main(void)
 	t("{|\n| a || colspan=\"2\" {{yes}} || b\n|}", "a | b", TABLES, "--keep-tables: attribute-only cell dropped");
 	t("x\n{{multicol}}\n* a\n|\n* b\n{{multicol-end}}\ny", "x\na\nb\ny", 0, "lone | of a template-made table dropped");
 	t("{|\n|\n{|\n| inner\n|}\n| outer\n|}\nafter", "after", 0, "nested tables removed");
-	/* extension tags, comments */
+}
+
+/* Extension tags, comments. */
+static void case_tags_and_comments(void)
+{
 	t("a<ref name=\"x\">cite {{y}}</ref> b<ref name=x/>.", "a b.", 0, "refs removed");
 	t("a<REF>x</REF>b", "ab", 0, "tags case-insensitive");
 	t("a <!-- hidden\nstill --> b", "a b", 0, "comment removed");
@@ -66,7 +74,11 @@ int main(void)
 	t("a <ref>unclosed b", "a unclosed b", 0, "unclosed ref: only the tag dropped");
 	t("<nowiki>[[a]] {{b}} ''c''</nowiki>", "[[a]] {{b}} ''c''", 0, "nowiki kept literally");
 	t("<pre>\n* x\n</pre>", "* x", 0, "pre kept literally");
-	/* links */
+}
+
+/* Links. */
+static void case_links(void)
+{
 	t("[[Target|text]]", "text", 0, "piped link");
 	t("[[Target]]", "Target", 0, "plain link");
 	t("[[Target]]s", "Targets", 0, "link trail");
@@ -83,7 +95,11 @@ int main(void)
 	t("a [https://x.org] b", "a b", 0, "external link without text removed");
 	t("see http://bare.example.org/x now", "see http://bare.example.org/x now", 0, "bare URL kept");
 	t("[not a link] [http://unclosed", "[not a link] [http://unclosed", 0, "brackets kept");
-	/* quotes, headings, lists */
+}
+
+/* Quotes, headings, lists. */
+static void case_quotes_headings_lists(void)
+{
 	t("'''bold''' ''it'' '''''both''''' ''''four''''", "bold it both 'four'", 0, "quotes");
 	t("don't", "don't", 0, "apostrophe kept");
 	t("== H ==\ntext", "text", 0, "heading dropped");
@@ -93,7 +109,11 @@ int main(void)
 	  0, "list items as lines without markers");
 	t("a\nb\n\nc", "a b\nc", 0, "paragraphs: lines joined, blank line splits");
 	t("a\n----\nb", "a\nb", 0, "horizontal rule");
-	/* entities and tags */
+}
+
+/* Entities and tags. */
+static void case_entities_and_tags(void)
+{
 	t("&amp; &lt;b&gt; &quot;q&quot; &#8212; &#x2014; &eacute; &euro;", "& <b> \"q\" — — é €", 0, "entities");
 	t("1&nbsp;km &#160;x", "1 km x", 0, "nbsp is a space");
 	t("&bogus; &#xZZ; & x", "&bogus; &#xZZ; & x", 0, "non-entities kept");
@@ -101,11 +121,19 @@ int main(void)
 	t("a<br>b<br/>c<br />d", "a\nb\nc\nd", 0, "<br> is a line break");
 	t("<span style=\"x\">in</span> <b>bold</b> <small>s</small>", "in bold s", 0, "other tags stripped, text kept");
 	t("a < b > c <3", "a < b > c <3", 0, "lone angle brackets kept");
-	/* tidy */
+}
+
+/* Tidy. */
+static void case_tidy(void)
+{
 	t("by {{lang|fr|X}}, and", "by, and", 0, "space before comma after removed template");
 	t("X ({{lang-en|x}}) is", "X is", 0, "empty parentheses removed");
 	t("織機（しょっき、{{lang-en|loom}}）は", "織機（しょっき）は", 0, "Japanese: trailing 、 before ） removed");
-	/* disambiguation */
+}
+
+/* Disambiguation. */
+static void case_disambiguation(void)
+{
 	free(clean("x {{Disambiguation}}", 20, 0));
 	ok(info.disambiguation, "{{Disambiguation}} detected");
 	free(clean("x {{曖昧さ回避}}", strlen("x {{曖昧さ回避}}"), 0));
@@ -114,7 +142,11 @@ int main(void)
 	ok(info.disambiguation, "{{... disambiguation}} detected");
 	free(clean("x {{cite}}", 10, 0));
 	ok(!info.disambiguation, "ordinary template is not a disambiguation");
-	/* UTF-8 */
+}
+
+/* UTF-8. */
+static void case_utf8(void)
+{
 	{
 		const char in[] = "ok \xff \xc3( \xe2\x82 \xf0\x9f\x98\x80 \xed\xa0\x80 \xc0\xaf end";
 		char *got = clean(in, sizeof in - 1, 0);
@@ -156,90 +188,106 @@ int main(void)
 		loom_wikitext_free(w);
 	}
 	t("日本語の[[記事|文章]]は'''そのまま'''。", "日本語の文章はそのまま。", 0, "Japanese text unharmed");
-	/* linear time on hostile input: the searches ahead of the cursor
-	 * (closing tags, '>', ']') are memoized, so the bytes they examine
-	 * stay a small multiple of the input whatever the input; a search
-	 * repeated from every opener would examine ~n^2/2 */
-	{
-		size_t n = 4u << 20;
-		char *big = malloc(n + 1);
-		const char *pat[] = { "{", "[[", "{{a|", "<ref>", "[http://a ", "{|\n", "<b ", "&#",
-				      "<ref ", "<nowiki>", "<pre>x</pr", "<ref>a</" };
-		for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++) {
-			size_t l = strlen(pat[p]);
-			for (size_t i = 0; i < n; i++)
-				big[i] = pat[p][i % l];
-			char *got = clean(big, n, 0);
-			ok(info.scanned <= 3 * (uint64_t)n, "4 MB of '%s'...: %llu bytes examined (%.2f per byte)",
-			   p == 5 ? "{|\\n" : pat[p], (unsigned long long)info.scanned, (double)info.scanned / n);
-			free(got);
-		}
-		/* memory: scratch a small multiple of the page whatever the markup
-		 * (one span per "[[" or "{{" was 24x the page) */
-		const char *mem[] = { "[[", "{{a|", "[[a]]", "{{", "]]", "[[File:a|", "\xff",
-				      "<nowiki>[</nowiki>", "{|\n|a||b\n" };
-		for (size_t p = 0; p < sizeof mem / sizeof mem[0]; p++) {
-			size_t l = strlen(mem[p]);
-			for (size_t i = 0; i < n; i++)
-				big[i] = mem[p][i % l];
-			for (int keep = 0; keep < 2; keep++) {
-				char *got = clean(big, n, keep ? TABLES : 0);
-				ok(info.scratch <= 8 * (uint64_t)n,
-				   "4 MB of '%s'...%s: %.1f MB scratch (%.2fx the page)",
-				   p == 6 ? "\\xff" : p == 8 ? "{|\\n|a||b\\n" : mem[p],
-				   keep ? " (tables kept)" : "", info.scratch / 1e6, (double)info.scratch / n);
-				free(got);
-			}
-		}
-		{
-			char *lit = malloc(n + 32);
-			size_t k = (size_t)sprintf(lit, "<nowiki>");
-			memset(lit + k, '[', n - 32);
-			k += n - 32;
-			k += (size_t)sprintf(lit + k, "</nowiki>");
-			char *got = clean(lit, k, 0);
-			/* markup inside <nowiki> is held as 6-byte entities
-			 * until the last pass, in both ping-pong buffers */
-			ok(strlen(got) == n - 32 && info.scratch <= 13 * (uint64_t)k,
-			   "4 MB of <nowiki>[[[...: %.1f MB scratch (%.2fx the page, 6-byte entities)",
-			   info.scratch / 1e6, (double)info.scratch / k);
-			free(got);
-			free(lit);
-		}
-		/* deeply nested, balanced */
-		size_t d = 1u << 20, k = 0;
-		for (size_t i = 0; i < d; i++)
-			big[k++] = '[', big[k++] = '[';
-		big[k++] = 'x';
-		for (size_t i = 0; i < d; i++)
-			big[k++] = ']', big[k++] = ']';
-		char *got = clean(big, k, 0);
-		is_str(got, "x", "1M nested links -> x");
-		ok(info.scratch <= 12 * (uint64_t)k, "1M nested links: %.1f MB scratch (%.2fx the page)",
-		   info.scratch / 1e6, (double)info.scratch / k);
-		{
-			/* the same object after it gave back its emptied stack */
-			struct loom_wikitext *w = loom_wikitext_new(NULL);
-			struct loom_wt_buf out = { 0 };
-			const char *next = "[[x|[[y|[[a]]]]]] [[b|c]]";
-			int r1 = loom_wikitext_clean(w, big, k, &out, NULL);
-			out.len = 0;
-			int r2 = loom_wikitext_clean(w, next, strlen(next), &out, NULL);
-			ok(r1 == 0 && r2 == 0 && out.len == 3 && !memcmp(out.p, "a c", 3),
-			   "a page after 1M nested links, same object");
-			loom_wt_buf_free(&out);
-			loom_wikitext_free(w);
-		}
+}
+
+/* Linear time on hostile input: the searches ahead of the cursor (closing
+ * tags, '>', ']') are memoized, so the bytes they examine stay a small
+ * multiple of the input whatever the input; a search repeated from every
+ * opener would examine ~n^2/2. */
+static void case_hostile_input(void)
+{
+	size_t n = 4u << 20;
+	char *big = malloc(n + 1);
+	const char *pat[] = { "{", "[[", "{{a|", "<ref>", "[http://a ", "{|\n", "<b ", "&#",
+			      "<ref ", "<nowiki>", "<pre>x</pr", "<ref>a</" };
+	for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++) {
+		size_t l = strlen(pat[p]);
+		for (size_t i = 0; i < n; i++)
+			big[i] = pat[p][i % l];
+		char *got = clean(big, n, 0);
+		ok(info.scanned <= 3 * (uint64_t)n, "4 MB of '%s'...: %llu bytes examined (%.2f per byte)",
+		   p == 5 ? "{|\\n" : pat[p], (unsigned long long)info.scanned, (double)info.scanned / n);
 		free(got);
-		k = 0;
-		for (size_t i = 0; i < d; i++)
-			big[k++] = '{', big[k++] = '{';
-		for (size_t i = 0; i < d; i++)
-			big[k++] = '}', big[k++] = '}';
-		got = clean(big, k, 0);
-		is_str(got, "", "1M nested templates removed");
-		free(got);
-		free(big);
 	}
+	/* memory: scratch a small multiple of the page whatever the markup
+	 * (one span per "[[" or "{{" was 24x the page) */
+	const char *mem[] = { "[[", "{{a|", "[[a]]", "{{", "]]", "[[File:a|", "\xff",
+			      "<nowiki>[</nowiki>", "{|\n|a||b\n" };
+	for (size_t p = 0; p < sizeof mem / sizeof mem[0]; p++) {
+		size_t l = strlen(mem[p]);
+		for (size_t i = 0; i < n; i++)
+			big[i] = mem[p][i % l];
+		for (int keep = 0; keep < 2; keep++) {
+			char *got = clean(big, n, keep ? TABLES : 0);
+			ok(info.scratch <= 8 * (uint64_t)n,
+			   "4 MB of '%s'...%s: %.1f MB scratch (%.2fx the page)",
+			   p == 6 ? "\\xff" : p == 8 ? "{|\\n|a||b\\n" : mem[p],
+			   keep ? " (tables kept)" : "", info.scratch / 1e6, (double)info.scratch / n);
+			free(got);
+		}
+	}
+	{
+		char *lit = malloc(n + 32);
+		size_t k = (size_t)sprintf(lit, "<nowiki>");
+		memset(lit + k, '[', n - 32);
+		k += n - 32;
+		k += (size_t)sprintf(lit + k, "</nowiki>");
+		char *got = clean(lit, k, 0);
+		/* markup inside <nowiki> is held as 6-byte entities
+		 * until the last pass, in both ping-pong buffers */
+		ok(strlen(got) == n - 32 && info.scratch <= 13 * (uint64_t)k,
+		   "4 MB of <nowiki>[[[...: %.1f MB scratch (%.2fx the page, 6-byte entities)",
+		   info.scratch / 1e6, (double)info.scratch / k);
+		free(got);
+		free(lit);
+	}
+	/* deeply nested, balanced */
+	size_t d = 1u << 20, k = 0;
+	for (size_t i = 0; i < d; i++)
+		big[k++] = '[', big[k++] = '[';
+	big[k++] = 'x';
+	for (size_t i = 0; i < d; i++)
+		big[k++] = ']', big[k++] = ']';
+	char *got = clean(big, k, 0);
+	is_str(got, "x", "1M nested links -> x");
+	ok(info.scratch <= 12 * (uint64_t)k, "1M nested links: %.1f MB scratch (%.2fx the page)",
+	   info.scratch / 1e6, (double)info.scratch / k);
+	{
+		/* the same object after it gave back its emptied stack */
+		struct loom_wikitext *w = loom_wikitext_new(NULL);
+		struct loom_wt_buf out = { 0 };
+		const char *next = "[[x|[[y|[[a]]]]]] [[b|c]]";
+		int r1 = loom_wikitext_clean(w, big, k, &out, NULL);
+		out.len = 0;
+		int r2 = loom_wikitext_clean(w, next, strlen(next), &out, NULL);
+		ok(r1 == 0 && r2 == 0 && out.len == 3 && !memcmp(out.p, "a c", 3),
+		   "a page after 1M nested links, same object");
+		loom_wt_buf_free(&out);
+		loom_wikitext_free(w);
+	}
+	free(got);
+	k = 0;
+	for (size_t i = 0; i < d; i++)
+		big[k++] = '{', big[k++] = '{';
+	for (size_t i = 0; i < d; i++)
+		big[k++] = '}', big[k++] = '}';
+	got = clean(big, k, 0);
+	is_str(got, "", "1M nested templates removed");
+	free(got);
+	free(big);
+}
+
+int main(void)
+{
+	case_templates();
+	case_tables();
+	case_tags_and_comments();
+	case_links();
+	case_quotes_headings_lists();
+	case_entities_and_tags();
+	case_tidy();
+	case_disambiguation();
+	case_utf8();
+	case_hostile_input();
 	return done_testing();
 }

@@ -1,6 +1,4 @@
 /* bpe_decode.c - `loom-bpe decode`: token ids -> text (tools/bpe.h). */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +8,7 @@
 #include "cli.h"
 #include "loom_bpe.h"
 #include "loom_file.h"
+#include "loom_shard.h"
 #include "loom_vocab.h"
 
 static const char *vspec = "gpt2", *output, *eos_arg;
@@ -59,63 +58,13 @@ static const struct cli_cmd cmd = {
 struct run {
 	struct loom_bpe *e;
 	struct out o;
-	uint8_t *in, *ob;
+	uint8_t *ob;
 	uint32_t *ids;
 	size_t olen, ocap;
 	uint32_t eos;
 	uint8_t sepc;
 	uint64_t pos, bytes_out;
 };
-
-/* The ids of in[0..n) (end: no more input follows) into u->ids; returns
- * how many, *used the bytes consumed.  A bad id: exit 1 naming it. */
-static size_t parse_ids(struct run *u, const char *name, size_t n, int end, uint64_t fpos,
-			size_t *used)
-{
-	const uint8_t *in = u->in;
-	size_t nids = 0;
-	if (fmt != FMT_TEXT) {
-		size_t w = fmt == FMT_U16 ? 2 : 4;
-		nids = n / w;
-		for (size_t i = 0; i < nids; i++)
-			u->ids[i] = w == 2 ? (uint32_t)in[2 * i] | (uint32_t)in[2 * i + 1] << 8
-					   : (uint32_t)in[4 * i] | (uint32_t)in[4 * i + 1] << 8 |
-						     (uint32_t)in[4 * i + 2] << 16 |
-						     (uint32_t)in[4 * i + 3] << 24;
-		*used = nids * w;
-		if (end && *used != n) {
-			loom_outfile_abort(&u->o.f);
-			cli_die("%s: truncated: %zu trailing bytes after id %llu are not a whole %s id",
-				name, n - *used, (unsigned long long)(fpos + nids),
-				fmt == FMT_U16 ? "u16" : "u32");
-		}
-		return nids;
-	}
-	size_t i = 0;
-	for (;;) {
-		while (i < n && (in[i] == ' ' || in[i] == '\n' || in[i] == '\t' || in[i] == '\r'))
-			i++;
-		size_t st = i;
-		uint64_t x = 0;
-		while (i < n && in[i] >= '0' && in[i] <= '9' && i - st < 11)
-			x = x * 10 + (in[i++] - '0');
-		if (i == n && !end) {
-			*used = st;
-			return nids;
-		}
-		if (i == st && i == n) {
-			*used = n;
-			return nids;
-		}
-		if (i == st || (i < n && !(in[i] == ' ' || in[i] == '\n' || in[i] == '\t' ||
-					   in[i] == '\r')) || x > UINT32_MAX) {
-			loom_outfile_abort(&u->o.f);
-			cli_die("%s: id %llu: not a decimal token id near \"%.12s\"", name,
-				(unsigned long long)(fpos + nids), (const char *)in + st);
-		}
-		u->ids[nids++] = (uint32_t)x;
-	}
-}
 
 /* Decode ids[0..nids) into u->ob, a separator for each end-of-text under
  * --docs lines|nul. */
@@ -146,33 +95,25 @@ static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fp
 static void decode_file(struct run *u, const char *file)
 {
 	const char *name = strcmp(file, "-") ? file : "(stdin)";
-	int fd = strcmp(file, "-") ? open(file, O_RDONLY) : 0;
-	size_t have = 0;       /* bytes carried (partial id / number) */
+	struct loom_err err = { 0 };
+	struct loom_tokin *t = loom_tokin_open(file, fmt == FMT_TEXT ? LOOM_TOK_TEXT :
+						     fmt == FMT_U16 ? LOOM_TOK_U16 : LOOM_TOK_U32, &err);
 	uint64_t fpos = 0;     /* id index in this file */
-	if (fd < 0)
-		cli_die("cannot open '%s': %s", file, strerror(errno));
-	for (;;) {
-		ssize_t k = read(fd, u->in + have, CHUNK - have);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			cli_die("cannot read '%s': %s", name, strerror(errno));
-		}
-		size_t n = have + (size_t)k, used = 0;
-		int end = k == 0;
-		size_t nids = parse_ids(u, name, n, end, fpos, &used);
-		decode_ids(u, name, nids, fpos);
+	if (!t)
+		cli_die("%s", err.msg);
+	ssize_t nids;
+	while ((nids = loom_tokin_read(t, u->ids, CHUNK)) > 0) {
+		decode_ids(u, name, (size_t)nids, fpos);
 		out_write(&u->o, u->ob, u->olen);
 		u->bytes_out += u->olen;
-		fpos += nids;
-		u->pos += nids;
-		memmove(u->in, u->in + used, n - used);
-		have = n - used;
-		if (end)
-			break;
+		fpos += (uint64_t)nids;
+		u->pos += (uint64_t)nids;
 	}
-	if (fd > 0)
-		close(fd);
+	if (nids < 0) {
+		loom_outfile_abort(&u->o.f);
+		cli_die("%s", loom_tokin_error(t));
+	}
+	loom_tokin_free(t);
 	cli_info("decode: %s: %llu ids", name, (unsigned long long)fpos);
 }
 
@@ -200,10 +141,9 @@ int bpe_decode_main(int argc, char **argv)
 		files = stdin_only;
 		nfiles = 1;
 	}
-	u.in = malloc(CHUNK + 16);
 	u.ids = malloc(CHUNK * sizeof *u.ids);
 	double t0 = loom_now();
-	if (!u.in || !u.ids)
+	if (!u.ids)
 		cli_die("out of memory");
 	for (int fi = 0; fi < nfiles; fi++)
 		decode_file(&u, files[fi]);
@@ -213,7 +153,6 @@ int bpe_decode_main(int argc, char **argv)
 		fprintf(stderr, "loom-bpe: decode: %llu tokens, %llu bytes, %.2f MB/s\n",
 			(unsigned long long)u.pos, (unsigned long long)u.bytes_out,
 			dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
-	free(u.in);
 	free(u.ids);
 	free(u.ob);
 	loom_bpe_free(u.e);

@@ -14,6 +14,7 @@
 #include "loom_bpe.h"
 #include "loom_file.h"
 #include "loom_pretok.h"
+#include "loom_reader.h"
 #include "loom_vocab.h"
 
 struct enc_cfg {
@@ -179,9 +180,9 @@ static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc
  * longer than a chunk is cut where loom_pretok_safe_cut allows). */
 struct reader {
 	char **files;
-	int nfiles, fi, fd, docs;
+	int nfiles, fi, docs;
 	const char *name;
-	struct buf carry;
+	struct loom_reader rd; /* the file being read (rd.buf NULL: none) */
 	int cont;
 	uint64_t line, bytes;
 	const struct loom_vocab *special; /* with --allow-special: its specials */
@@ -215,93 +216,86 @@ static int reader_open_next(struct reader *r)
 	if (r->fi >= r->nfiles)
 		return 0;
 	const char *f = r->files[r->fi++];
+	int fd = 0;
 	r->name = f;
 	r->line = 1;
-	if (!strcmp(f, "-")) {
-		r->fd = 0;
+	if (!strcmp(f, "-"))
 		r->name = "(stdin)";
-	} else if ((r->fd = open(f, O_RDONLY)) < 0) {
+	else if ((fd = open(f, O_RDONLY)) < 0)
 		cli_die("cannot open '%s': %s", f, strerror(errno));
-	}
+	if (loom_reader_init(&r->rd, fd, CHUNK))
+		cli_die("out of memory");
 	cli_info("encode: reading %s", r->name);
 	return 1;
+}
+
+static void reader_close(struct reader *r)
+{
+	if (r->rd.fd > 0)
+		close(r->rd.fd);
+	loom_reader_release(&r->rd);
 }
 
 static int reader_fill(struct reader *r, struct chunk *ch)
 {
 	int sep = r->docs == DOCS_NUL ? 0 : '\n';
-	size_t want = CHUNK;
+	size_t want = CHUNK, take;
 	for (;;) {
-		if (r->fd < 0 && !reader_open_next(r))
+		if (!r->rd.buf && !reader_open_next(r))
 			return 0;
-		ch->in.n = 0;
-		buf_need(&ch->in, r->carry.n + want + 1);
-		if (r->carry.n)
-			memcpy(ch->in.p, r->carry.p, r->carry.n);
-		ch->in.n = r->carry.n;
-		r->carry.n = 0;
+		ssize_t n = loom_reader_fill(&r->rd, want);
+		if (n == LOOM_EIO)
+			cli_die("cannot read '%s': %s", r->name, strerror(r->rd.errnum));
+		if (n < 0)
+			cli_die("out of memory");
+		const uint8_t *p = r->rd.buf + r->rd.start;
 		ch->file = r->name;
 		ch->first_line = r->line;
-		int eof = 0;
-		for (;;) {
-			while (ch->in.n < want) {
-				buf_need(&ch->in, want - ch->in.n);
-				ssize_t k = read(r->fd, ch->in.p + ch->in.n, ch->in.cap - ch->in.n);
-				if (k < 0) {
-					if (errno == EINTR)
-						continue;
-					cli_die("cannot read '%s': %s", r->name, strerror(errno));
-				}
-				if (k == 0) {
-					eof = 1;
-					break;
-				}
-				ch->in.n += (size_t)k;
-				r->bytes += (size_t)k;
+		if (r->rd.eof) {
+			take = (size_t)n;
+			ch->cont_in = r->cont;
+			ch->cont_out = 0;
+			r->cont = 0;
+			if (take == 0 && !ch->cont_in) {
+				reader_close(r); /* empty file: next one */
+				continue;
 			}
-			if (eof) {
-				if (r->fd > 0)
-					close(r->fd);
-				r->fd = -1;
-				ch->cont_in = r->cont;
-				ch->cont_out = 0;
-				r->cont = 0;
-				if (ch->in.n == 0 && !ch->cont_in)
-					break; /* empty file: next one */
-				goto got;
-			}
-			size_t cut = 0;
-			int open_doc = 0;
-			if (r->docs != DOCS_WHOLE) {
-				uint8_t *q = memrchr(ch->in.p, sep, ch->in.n);
-				if (q)
-					cut = (size_t)(q - ch->in.p) + 1;
-			}
-			if (!cut && r->docs != DOCS_JSONL) {
-				cut = loom_pretok_safe_cut(ch->in.p, ch->in.n, 1 << 16);
-				if (cut && r->special)
-					cut = cut_before_special(r->special, ch->in.p, ch->in.n, cut);
-				open_doc = cut > 0;
-			}
-			if (cut) {
-				r->carry.n = 0;
-				buf_need(&r->carry, ch->in.n - cut);
-				memcpy(r->carry.p, ch->in.p + cut, ch->in.n - cut);
-				r->carry.n = ch->in.n - cut;
-				ch->in.n = cut;
-				ch->cont_in = r->cont;
-				ch->cont_out = open_doc;
-				r->cont = open_doc;
-				goto got;
-			}
-			want = ch->in.n * 2; /* no place to cut yet: read more */
+			break;
 		}
+		size_t cut = 0;
+		int open_doc = 0;
+		if (r->docs != DOCS_WHOLE) {
+			const uint8_t *q = memrchr(p, sep, (size_t)n);
+			if (q)
+				cut = (size_t)(q - p) + 1;
+		}
+		if (!cut && r->docs != DOCS_JSONL) {
+			cut = loom_pretok_safe_cut(p, (size_t)n, 1 << 16);
+			if (cut && r->special)
+				cut = cut_before_special(r->special, p, (size_t)n, cut);
+			open_doc = cut > 0;
+		}
+		if (cut) {
+			take = cut;
+			ch->cont_in = r->cont;
+			ch->cont_out = open_doc;
+			r->cont = open_doc;
+			break;
+		}
+		want = (size_t)n * 2; /* no place to cut yet: read more */
 	}
-got:
+	ch->in.n = 0;
+	buf_need(&ch->in, take + 1);
+	memcpy(ch->in.p, r->rd.buf + r->rd.start, take);
+	ch->in.n = take;
+	r->rd.start += take;
+	r->bytes += take;
+	if (r->rd.eof)
+		reader_close(r);
 	if (r->docs == DOCS_JSONL) {
-		const uint8_t *p = ch->in.p, *e = ch->in.p + ch->in.n;
-		while ((p = memchr(p, '\n', (size_t)(e - p)))) {
-			p++;
+		const uint8_t *q = ch->in.p, *e = ch->in.p + ch->in.n;
+		while ((q = memchr(q, '\n', (size_t)(e - q)))) {
+			q++;
 			r->line++;
 		}
 	}
@@ -622,7 +616,7 @@ int bpe_encode_main(int argc, char **argv)
 	settle_eos_format(v);
 
 	static struct run u;
-	u.r = (struct reader){ .files = argv + optind, .nfiles = argc - optind, .fd = -1,
+	u.r = (struct reader){ .files = argv + optind, .nfiles = argc - optind,
 			       .docs = enc.docs, .special = enc.allow_special ? v : NULL };
 	static char *stdin_only[] = { "-" };
 	if (u.r.nfiles == 0) {
@@ -654,7 +648,6 @@ int bpe_encode_main(int argc, char **argv)
 			u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
 			dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
 	free(u.ob.p);
-	free(u.r.carry.p);
 	loom_ids_release(&u.span.pending);
 	loom_vocab_free(v);
 	return 0;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "loom_bpe_train.h"
 #include "loom_common.h"
+#include "loom_reader.h"
 
 enum { DOCS_LINES, DOCS_NUL, DOCS_WHOLE };
 
@@ -63,23 +64,26 @@ static void take_chunk(struct train_ctx *c, const uint8_t *buf, size_t n, int *p
 
 static void read_input(struct train_ctx *c, const char *path)
 {
-	static uint8_t buf[1 << 20];
+	struct loom_reader rd;
 	int fd = STDIN_FILENO, pending = 0;
 	const char *name = path && strcmp(path, "-") ? path : "(stdin)";
 	uint64_t before = c->read;
 
 	if (path && strcmp(path, "-") && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		cli_die("cannot open '%s': %s", path, strerror(errno));
+	if (loom_reader_init(&rd, fd, 1 << 20))
+		cli_die("out of memory");
 	for (;;) {
-		ssize_t r = read(fd, buf, sizeof buf);
-		if (r < 0 && errno == EINTR)
-			continue;
+		ssize_t r = loom_reader_fill(&rd, 1);
+		if (r == LOOM_EIO)
+			cli_die("cannot read '%s': %s", name, strerror(rd.errnum));
 		if (r < 0)
-			cli_die("cannot read '%s': %s", name, strerror(errno));
+			cli_die("out of memory");
 		if (r == 0)
 			break;
 		c->read += (uint64_t)r;
-		take_chunk(c, buf, (size_t)r, &pending);
+		take_chunk(c, rd.buf + rd.start, (size_t)r, &pending);
+		rd.start = rd.end;
 		if (cli_progress_due(&c->prog)) {
 			struct loom_bpe_train_stats s;
 			char b[32];
@@ -89,6 +93,7 @@ static void read_input(struct train_ctx *c, const char *path)
 					  (unsigned long long)s.distinct);
 		}
 	}
+	loom_reader_release(&rd);
 	if (pending && loom_bpe_trainer_end_doc(c->t) < 0)
 		fail_trainer(c);
 	if (fd != STDIN_FILENO)

@@ -365,49 +365,86 @@ int loom_mkdir_parent(const char *path, struct loom_err *err)
 	return rc;
 }
 
-int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err)
+/* Read fd to its end into a malloc'd, NUL-terminated buffer (first `cap`
+ * bytes, doubled as needed), never holding more than max + 1 bytes: more
+ * than max is LOOM_EFORMAT.  Closes fd if `own`. */
+static int read_fd_all(int fd, int own, const char *path, size_t cap, size_t max, char **buf,
+		       size_t *len, struct loom_err *err)
 {
-	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
-	size_t cap = 1 << 16, n = 0;
-	char *p;
-	if (fd < 0)
-		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
-	p = malloc(cap);
-	if (!p)
-		goto nomem;
-	for (;;) {
-		if (cap - n < 2) {
-			char *q = realloc(p, cap * 2);
-			if (!q)
-				goto nomem;
+	size_t n = 0;
+	char *p = malloc(cap);
+	int rc = p ? 0 : loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+	while (rc == 0) {
+		if (n == cap - 1) {
+			if (n > max)
+				break;
+			size_t ncap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+			char *q = realloc(p, ncap);
+			if (!q) {
+				rc = loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+				break;
+			}
 			p = q;
-			cap *= 2;
+			cap = ncap;
 		}
-		ssize_t r = read(fd, p + n, cap - n - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			free(p);
-			if (fd != STDIN_FILENO)
-				close(fd);
-			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
-		}
-		if (r == 0)
+		ssize_t r = read(fd, p + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot read '%s'", path);
+		else if (r == 0)
 			break;
-		n += (size_t)r;
+		else
+			n += (size_t)r;
 	}
-	if (fd != STDIN_FILENO)
+	if (own)
 		close(fd);
+	if (rc == 0 && n > max)
+		rc = loom_err_set(err, LOOM_EFORMAT, "'%s' grew past %zu bytes while read", path,
+				  max);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
 	p[n] = '\0';
 	*buf = p;
 	*len = n;
 	return 0;
-nomem:
-	free(p);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
+}
+
+int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *err)
+{
+	int std = strcmp(path, "-") == 0, fd = std ? STDIN_FILENO : open(path, O_RDONLY);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	return read_fd_all(fd, !std, path, 1 << 16, SIZE_MAX - 2, buf, len, err);
+}
+
+int loom_fd_blocks(int fd, const char *path, uint64_t limit,
+		   void (*fn)(void *ctx, const void *block, size_t n), void *ctx,
+		   uint64_t *bytes, struct loom_err *err)
+{
+	enum { BLOCK = 1 << 20 };
+	char *buf = malloc(BLOCK);
+	if (!buf)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	*bytes = 0;
+	while (*bytes < limit) {
+		ssize_t n = read(fd, buf, limit - *bytes < BLOCK ? (size_t)(limit - *bytes) : BLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		fn(ctx, buf, (size_t)n);
+		*bytes += (uint64_t)n;
+	}
+	free(buf);
+	return 0;
 }
 
 int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
@@ -447,49 +484,7 @@ int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len
 	if (fd < 0)
 		return fd;
 	/* one byte more than the file had, to see it grew; at most max + 1 */
-	size_t cap = (size_t)size + 2, n = 0;
-	char *p = malloc(cap);
-	int rc = 0;
-	if (!p) {
-		close(fd);
-		return loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
-	}
-	for (;;) {
-		if (n == cap - 1) {
-			if (n > max)
-				break;
-			size_t ncap = cap * 2 < max + 2 ? cap * 2 : max + 2;
-			char *q = realloc(p, ncap);
-			if (!q) {
-				rc = loom_err_set(err, LOOM_ENOMEM, "'%s': out of memory", path);
-				break;
-			}
-			p = q;
-			cap = ncap;
-		}
-		ssize_t r = read(fd, p + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot read '%s'", path);
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (rc == 0 && n > max)
-		rc = loom_err_set(err, LOOM_EFORMAT, "'%s' grew past %zu bytes while read", path,
-				  max);
-	if (rc < 0) {
-		free(p);
-		return rc;
-	}
-	p[n] = '\0';
-	*buf = p;
-	*len = n;
-	return 0;
+	return read_fd_all(fd, 1, path, (size_t)size + 2, max, buf, len, err);
 }
 
 int loom_write_file_atomic(const char *path, const void *buf, size_t len,

@@ -93,6 +93,13 @@ int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *e
  * descriptor (its size in *size) or a negative LOOM_E* code. */
 int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
 			   struct loom_err *err);
+/* Read at most `limit` bytes of fd (from its offset) in 1 MiB blocks,
+ * handing each to fn(ctx, block, n); *bytes is what was read (less than
+ * limit at the end of the file).  0, or LOOM_EIO ("cannot read 'path'")
+ * / LOOM_ENOMEM. */
+int loom_fd_blocks(int fd, const char *path, uint64_t limit,
+		   void (*fn)(void *ctx, const void *block, size_t n), void *ctx,
+		   uint64_t *bytes, struct loom_err *err);
 /* Read a whole regular file of at most `max` bytes (as above) into a
  * malloc'd, NUL-terminated buffer; a file that grows past `max` while it
  * is read is refused too. */

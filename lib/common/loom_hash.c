@@ -2,8 +2,6 @@
 #include "loom_hash.h"
 #include "loom_file.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,41 +82,25 @@ int loom_hash_buf_hex(const char *algo, const void *data, size_t n, char *hex,
 	return rc;
 }
 
+static void hash_block(void *h, const void *block, size_t n)
+{
+	loom_hash_update(h, block, n);
+}
+
 int loom_hash_file_hex(const char *algo, const char *path, char *hex,
 		       struct loom_err *err)
 {
-	enum { BUFSZ = 1 << 20 };
 	struct loom_hash *h = loom_hash_new(algo);
-	char *buf = malloc(BUFSZ);
-	int fd = -1, rc = 0;
-	if (!h || !buf) {
-		rc = h ? loom_err_set(err, LOOM_ENOMEM, "out of memory")
-		       : loom_err_set(err, LOOM_EINVAL, "unknown digest '%s'", algo);
-		goto out;
-	}
-	uint64_t size;
-	fd = loom_file_open_regular(path, UINT64_MAX, &size, err);
-	if (fd < 0) {
-		rc = fd;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf, BUFSZ);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot read '%s'", path);
-			goto out;
-		}
-		if (r == 0)
-			break;
-		loom_hash_update(h, buf, (size_t)r);
-	}
-	rc = loom_hash_final_hex(h, hex);
-out:
-	if (fd >= 0)
+	if (!h)
+		return loom_err_set(err, LOOM_EINVAL, "unknown digest '%s'", algo);
+	uint64_t size, bytes;
+	int fd = loom_file_open_regular(path, UINT64_MAX, &size, err), rc = fd;
+	if (fd >= 0) {
+		rc = loom_fd_blocks(fd, path, UINT64_MAX, hash_block, h, &bytes, err);
 		close(fd);
-	free(buf);
+	}
+	if (rc >= 0)
+		rc = loom_hash_final_hex(h, hex);
 	loom_hash_free(h);
 	return rc;
 }

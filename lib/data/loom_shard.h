@@ -3,7 +3,7 @@
  * indexes and a JSON manifest (the engine of loom-shard).
  *
  * Purpose:
- *  - loom_tokin: read a token stream ("-" = stdin) as u16 / u32
+ *  - loom_tokin (loom_tokin.c): read a token stream ("-" = stdin) as u16 / u32
  *    little-endian binary or whitespace-separated decimal text, with errors
  *    that name the file and the line (text) or byte offset (binary).
  *  - loom_shard: cut samples of seq_len tokens every stride tokens

@@ -664,33 +664,9 @@ static int check_sum(const struct loom_ckpt *c, const struct recorded *r, uint64
 	return 0;
 }
 
-/* CRC-32C of the first `size` bytes of fd, read in large blocks; *bytes is
- * what was read (less than size if the file shrank meanwhile). */
-static int fd_crc(int fd, const char *path, uint64_t size, uint64_t *bytes, uint32_t *crc,
-		  struct loom_err *err)
+static void crc_block(void *crc, const void *block, size_t n)
 {
-	enum { BLOCK = 1 << 20 };
-	char *buf = malloc(BLOCK);
-	if (!buf)
-		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	*bytes = 0;
-	*crc = 0;
-	while (*bytes < size) {
-		ssize_t n = read(fd, buf, size - *bytes < BLOCK ? (size_t)(size - *bytes) : BLOCK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
-		}
-		if (n == 0)
-			break;
-		*crc = loom_crc32c(*crc, buf, (size_t)n);
-		*bytes += (uint64_t)n;
-	}
-	free(buf);
-	return 0;
+	*(uint32_t *)crc = loom_crc32c(*(uint32_t *)crc, block, n);
 }
 
 /* Read a file of the checkpoint (a regular file: never more bytes than
@@ -704,7 +680,7 @@ static int verify_file(const struct loom_ckpt *c, const struct recorded *r, stru
 	int fd = loom_file_open_regular(p, UINT64_MAX, &size, err);
 	if (fd < 0)
 		return fd;
-	int rc = fd_crc(fd, p, size == r->bytes ? size : 0, &bytes, &crc, err);
+	int rc = loom_fd_blocks(fd, p, size == r->bytes ? size : 0, crc_block, &crc, &bytes, err);
 	close(fd);
 	if (rc < 0)
 		return rc;
