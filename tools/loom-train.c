@@ -34,6 +34,7 @@
 #include "loom_vocab.h"
 #include "loom_mm.h"
 #include "loom_rigl.h"
+#include "loom_tb.h"
 #include "train_dist.h"
 
 static volatile sig_atomic_t stop_sig;
@@ -264,6 +265,7 @@ struct trainer {
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
 	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
+	struct loom_tb *tb;		/* --tensorboard, or NULL */
 	int verbose, quiet;
 };
 
@@ -690,6 +692,20 @@ static void log_line(FILE *log, const char *fmt, ...)
 		cli_die("--log %s: %s", log_name, strerror(e));
 }
 
+/* --tensorboard: a scalar of this step, queued until tb_flush (at each
+ * log line); a write error ends the run with one line naming the file. */
+static void tb_scalar(const struct trainer *t, const char *tag, double v)
+{
+	if (t->tb && loom_tb_scalar(t->tb, (int64_t)t->step, tag, v))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+}
+
+static void tb_flush(const struct trainer *t)
+{
+	if (t->tb && loom_tb_flush(t->tb))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+}
+
 /* --save DIR is held for the run by DIR/.loom-train.lock (loom_lock_take):
  * two runs on one directory would each remove the other's temporaries as
  * debris.  The kernel drops the lock when the process dies; at exit the
@@ -783,6 +799,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
 			 (unsigned long long)t->step, loss, exp(loss),
 			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
+	tb_scalar(t, "eval/loss", loss);
+	tb_scalar(t, "eval/perplexity", exp(loss));
+	tb_scalar(t, "eval/accuracy", ntok ? (double)ncorr / ntok : 0.0);
+	tb_flush(t);
 }
 
 /* A RigL mask update happened at this step: a JSON line and, under -v,
@@ -797,6 +817,9 @@ static void log_rigl(const struct trainer *t, FILE *log)
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
 			 (long long)st.pruned, (long long)st.regrown, (long long)st.live,
 			 (long long)st.blocks, st.density, st.churn_last, st.churn_init);
+	tb_scalar(t, "sparsity/density", st.density);
+	tb_scalar(t, "sparsity/churn", st.churn_last);
+	tb_flush(t);
 	if (t->verbose)
 		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
@@ -816,7 +839,8 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 }
 
 /* The command line */
-static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec;
+static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
+	*tb_dir;
 static char **sets;
 static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
@@ -868,6 +892,8 @@ static const struct cli_opt opts[] = {
 		   "stored in checkpoints (vocab.json + merges.txt)"),
 	OPT_TEXT("logging and evaluation:"),
 	OPT_STRING(0, "log", &logpath, "FILE", "one JSON line per step (- = stdout)"),
+	OPT_STRING(0, "tensorboard", &tb_dir, "DIR",
+		   "TensorBoard event file in DIR (scalars, config, samples)"),
 	OPT_U64(0, "log-every", &log_every, "N", 0, 1ull << 50,
 		"human progress line on stderr every N steps [10]"),
 	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
@@ -877,6 +903,7 @@ static const struct cli_opt opts[] = {
 	OPT_INT(0, "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS [the cores other\n"
 		"processes leave free, looked at every step]"),
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),
 	OPT_VERBOSE("more detail on stderr"),
 	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
 	OPT_END()
@@ -935,6 +962,7 @@ static void set_up_process(int *argc, char ***argv)
 		train_dist_init(argc, argv); /* mpirun: one process per rank */
 		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
 			logpath = NULL;
+			tb_dir = NULL;
 			eval_every = 0;
 			quiet = 1;
 			verbose = 0;
@@ -1068,6 +1096,25 @@ static FILE *open_log(const struct trainer *t)
 	return log;
 }
 
+/* --tensorboard DIR: a new event file (a resumed run adds one), the
+ * configuration as its first text summary. */
+static void open_tb(struct trainer *t)
+{
+	struct loom_err err;
+	if (!(t->tb = loom_tb_open(tb_dir, &err)))
+		cli_die("--tensorboard: %s", err.msg);
+	char *cj = loom_config_dump(&t->cfg), *md = NULL;
+	if (!cj || asprintf(&md, "```\n%s```\n", cj) < 0)
+		cli_die("out of memory");
+	if (loom_tb_text(t->tb, (int64_t)t->step, "config", md))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+	tb_flush(t);
+	if (verbose)
+		cli_warn("TensorBoard events: %s", loom_tb_path(t->tb));
+	free(cj);
+	free(md);
+}
+
 /* SIGINT, SIGTERM and SIGUSR1 finish the step, save and exit 0. */
 static void catch_stop_signals(void)
 {
@@ -1186,6 +1233,11 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 		log_line(u->log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 			 (unsigned long long)t->step, u->loss, lr, u->norm, (unsigned long long)t->tokens,
 			 ntok / dt, dt, eta);
+	tb_scalar(t, "train/loss", u->loss);
+	tb_scalar(t, "train/lr", lr);
+	tb_scalar(t, "train/grad_norm", u->norm);
+	tb_scalar(t, "train/tokens_per_s", ntok / dt);
+	tb_flush(t);
 	if (!quiet && log_every && (t->step % log_every == 0 || t->step == (uint64_t)c->steps)) {
 		cli_progress_done(&u->prog);
 		cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
@@ -1278,13 +1330,15 @@ int main(int argc, char **argv)
 	struct run u = { .t = &t, .orig = &orig, .B = c->micro_batch, .T = c->seq_len,
 			 .first = 1, .start_step = t.step };
 	u.log = open_log(&t);
+	if (tb_dir)
+		open_tb(&t);
 	catch_stop_signals();
 	u.r = loom_batch_reader_new(STDIN_FILENO, "stdin");
 	if (!u.r)
 		cli_die("out of memory");
 	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
 	u.t_start = loom_now();
-	cli_progress_init(&u.prog, 0);
+	cli_progress_init(&u.prog, cli_force_progress);
 
 	train_loop(&u);
 	cli_progress_done(&u.prog);
@@ -1307,6 +1361,9 @@ int main(int argc, char **argv)
 	}
 	if (u.log && u.log != stdout && fclose(u.log))
 		cli_die("--log %s: %s", logpath, strerror(errno));
+	struct loom_err err;
+	if (loom_tb_close(t.tb, &err))
+		cli_die("--tensorboard: %s", err.msg);
 	loom_batch_reader_free(u.r);
 	free(u.in);
 	free(u.tg);
