@@ -196,6 +196,20 @@ int loom_tb_close(struct loom_tb *tb, struct loom_err *err)
 
 /* ---- reading ---------------------------------------------------------- */
 
+const char *loom_tb_log_key(const char *tag)
+{
+	static const char *const map[][2] = {
+		{ "train/loss", "loss" }, { "train/lr", "lr" }, { "train/grad_norm", "grad_norm" },
+		{ "train/tokens_per_s", "tokens_per_s" }, { "eval/loss", "eval_loss" },
+		{ "eval/perplexity", "eval_ppl" }, { "eval/accuracy", "eval_acc" },
+		{ "sparsity/density", "density" }, { "sparsity/churn", "churn" },
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (!strcmp(tag, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
 static uint64_t get_u64(const uint8_t *p)
 {
 	uint64_t v = 0;

@@ -49,6 +49,11 @@ int loom_tb_flush(struct loom_tb *tb);
 int loom_tb_close(struct loom_tb *tb, struct loom_err *err);
 const char *loom_tb_error(const struct loom_tb *tb);
 
+/* The key of loom-train's JSON log that holds what loom-train writes under
+ * `tag` ("train/loss" -> "loss", "eval/perplexity" -> "eval_ppl", ...;
+ * formats/tensorboard.md), or NULL. */
+const char *loom_tb_log_key(const char *tag);
+
 /* ---- reading ---------------------------------------------------------- */
 
 enum { LOOM_TB_VERSION, LOOM_TB_SCALAR, LOOM_TB_TEXT };
