@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # loom-train --tensorboard DIR: an event file TensorBoard reads (TFRecord of
 # tensorflow.Event, decoded here by tests/tb_events.py with the standard
-# library), flushed at each log line, readable after SIGKILL; stderr lines
-# never glue onto the progress line.
+# library), flushed at each log line, readable after SIGKILL.
 . "$(dirname "$0")/lib.sh"
 
 F=$T/frames
@@ -78,10 +77,4 @@ is_rc 1 "--tensorboard in a file: exit 1"
 like "$err" '^loom-train: --tensorboard: .*/dev/null' "names the path"
 is "$(wc -l < "$err")" 1 "one line"
 
-# --progress into a file: the eval line starts a line of its own
-run loom-train -c tiny --steps 20 --log-every 0 --eval-every 5 --eval-data "$T/eval" --progress < "$F"
-is_rc 0 "--progress into a file"
-like "$err" $'\rloom-train: step 1/20 loss' "the progress line is written"
-like "$err" $'\r\e\\[Kloom-train: eval step 5: loss' "cleared before the eval line"
-unlike "$err" $'ETA [0-9:]+\e\\[Kloom-train' "no line glued onto the progress line"
 done_testing

@@ -546,9 +546,10 @@ static void check_resume_sparsity(const struct loom_config *ck, const struct loo
 
 /* The first frame's B and T+1 against the configuration: a micro_batch or
  * seq_len only a preset gave becomes the data's (seq_len at most
- * n_positions); one the user gave must fit, else a line naming the flag. */
+ * n_positions: records cut, said in a line unless quiet); one the user
+ * gave must fit, else a line naming the flag. */
 static void fit_first_frame(struct loom_config *c, const struct origins *o, int batch,
-			    int rec, uint64_t frame, int verbose)
+			    int rec, uint64_t frame, int verbose, int quiet)
 {
 	int T = rec - 1;
 	if (!o->src[O_MB][0] && batch != c->micro_batch) {
@@ -560,10 +561,14 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 	}
 	if (!o->src[O_SL][0] && T != c->seq_len) {
 		int want = T < c->n_positions ? T : c->n_positions;
-		if (verbose)
-			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d%s)",
-				 want, rec, o->preset, c->seq_len,
-				 want < T ? "; a larger n_positions would use them whole" : "");
+		if (want < T && !quiet)
+			cli_warn("the frames' records have %d tokens, but n_positions is %d (%s): "
+				 "training on the first %d of each record (--set n_positions=%d, or "
+				 "loom-feed --seq %d, uses them whole)", rec, c->n_positions,
+				 o->preset, want + 1, T, want);
+		else if (verbose)
+			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d)",
+				 want, rec, o->preset, c->seq_len);
 		c->seq_len = want;
 	}
 	if (loom_config_validate(c))
@@ -1069,12 +1074,26 @@ static void build_model(struct trainer *t, struct loom_ckpt *ck)
 		loom_gpt_init_weights(g, c->seed);
 	}
 	train_dist_attach(g, quiet, verbose);
-	if (verbose)
-		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-			 "%lld steps, %s", c->preset, (unsigned long long)g->n_params,
-			 pool.n, loom_k_isa(), c->micro_batch, c->seq_len,
-			 c->grad_accum, (long long)c->steps,
-			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
+}
+
+/* At the first frame (B and T are the data's): the model's size (and its
+ * live weights when sparse), the preset and the key settings, one line. */
+static void print_model_line(const struct trainer *t)
+{
+	const struct loom_config *c = &t->cfg;
+	char live[96] = "";
+	if (c->sparsity > 0) {
+		uint64_t w = loom_config_sparse_weights(c);
+		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
+			 (unsigned long long)(t->g->n_params - w +
+					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
+			 c->sparsity);
+	}
+	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
+		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->g->n_params, live,
+		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
+		 (long long)c->steps, c->lr,
+		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 }
 
 /* --log: stdout, or FILE (appended to when resuming, cut at the step). */
@@ -1147,7 +1166,9 @@ struct run {
 static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint64_t frame)
 {
 	struct loom_config *c = &u->t->cfg;
-	fit_first_frame(c, u->orig, (int)h->batch, (int)h->seq_len, frame, verbose);
+	fit_first_frame(c, u->orig, (int)h->batch, (int)h->seq_len, frame, verbose, quiet);
+	if (!quiet)
+		print_model_line(u->t);
 	u->B = c->micro_batch;
 	u->T = c->seq_len;
 	if (u->eval_rec && u->eval_rec < u->T + 1)
