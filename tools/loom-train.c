@@ -31,9 +31,12 @@
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_bpe.h"
 #include "loom_vocab.h"
 #include "loom_mm.h"
 #include "loom_rigl.h"
+#include "loom_sample.h"
+#include "loom_utf8.h"
 #include "loom_tb.h"
 #include "train_dist.h"
 
@@ -266,6 +269,7 @@ struct trainer {
 	uint32_t data_batch, data_seq_len, data_world;
 	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
 	struct loom_tb *tb;		/* --tensorboard, or NULL */
+	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
 	int verbose, quiet;
 };
 
@@ -675,7 +679,7 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 		.merges_len = ml,
 		.eos_token_id = v->eot == LOOM_VOCAB_NONE ? -1 : (int64_t)v->eot,
 	};
-	loom_vocab_free(v);
+	t->tok = v; /* --sample-every decodes with it */
 }
 
 /* --log FILE (or "-"): each JSON line written, flushed and checked; a write
@@ -845,10 +849,12 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 
 /* The command line */
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
-	*tb_dir;
+	*tb_dir, *sample_prompt;
 static char **sets;
 static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
+static uint64_t sample_every, sample_tokens = 32;
+static double sample_temperature;
 /* -v and -q, then off on the ranks other than 0 */
 static int verbose, quiet;
 
@@ -898,12 +904,23 @@ static const struct cli_opt opts[] = {
 	OPT_TEXT("logging and evaluation:"),
 	OPT_STRING(0, "log", &logpath, "FILE", "one JSON line per step (- = stdout)"),
 	OPT_STRING(0, "tensorboard", &tb_dir, "DIR",
-		   "TensorBoard event file in DIR (scalars, config, samples)"),
+		   "TensorBoard event file in DIR (scalars, config,\n"
+		   "samples)"),
 	OPT_U64(0, "log-every", &log_every, "N", 0, 1ull << 50,
 		"human progress line on stderr every N steps [10]"),
 	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
 		"evaluate on --eval-data every N steps"),
 	OPT_STRING(0, "eval-data", &eval_data, "FILE", "held-out batch frames"),
+	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
+		"generate a short sample every N steps (on stderr,\n"
+		"in the log and the TensorBoard file)"),
+	OPT_STRING(0, "sample-prompt", &sample_prompt, "TEXT",
+		   "the samples' prompt (token ids without a vocabulary)\n"
+		   "[the first token of the step's batch]"),
+	OPT_U64(0, "sample-tokens", &sample_tokens, "N", 1, 4096, "tokens per sample [32]"),
+	OPT_DOUBLE(0, "sample-temperature", &sample_temperature, "T", 0, 100,
+		   "0 = greedy [0]; else sampled among the 200 most\n"
+		   "likely, from the seed"),
 	OPT_TEXT("other:"),
 	OPT_INT(0, "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS [the cores other\n"
 		"processes leave free, looked at every step]"),
@@ -948,6 +965,8 @@ static void check_args(int argc, char **argv)
 	}
 	if (save_every && !save)
 		cli_usage_error("--save-every needs --save DIR");
+	if (sample_prompt && !sample_every)
+		cli_usage_error("--sample-prompt needs --sample-every N");
 }
 
 /* The environment OpenBLAS and OpenMP read, the ranks under mpirun, the
@@ -969,6 +988,7 @@ static void set_up_process(int *argc, char ***argv)
 			logpath = NULL;
 			tb_dir = NULL;
 			eval_every = 0;
+			sample_every = 0;
 			quiet = 1;
 			verbose = 0;
 		}
@@ -1271,6 +1291,138 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 	}
 }
 
+/* --sample-prompt as ids: encoded with the vocabulary, or without one
+ * space-separated token ids; each must be in the model's vocabulary. */
+static struct loom_ids sample_prompt_ids;
+
+static void encode_sample_prompt(const struct trainer *t)
+{
+	struct loom_ids *ids = &sample_prompt_ids;
+	if (t->tok) {
+		struct loom_bpe *e = loom_bpe_new(t->tok);
+		if (!e)
+			cli_die("out of memory");
+		if (loom_bpe_encode(e, (const uint8_t *)sample_prompt, strlen(sample_prompt), 1, ids))
+			cli_die("--sample-prompt: %s", loom_bpe_error(e));
+		loom_bpe_free(e);
+	} else {
+		for (const char *p = sample_prompt; *p;) {
+			char *end;
+			p += strspn(p, " ");
+			if (!*p)
+				break;
+			errno = 0;
+			unsigned long long id = strtoull(p, &end, 10);
+			if (end == p || (*end && *end != ' ') || errno || *p == '-')
+				cli_exit(EXIT_USAGE, "--sample-prompt '%s': without --vocab, the prompt is token ids "
+						"separated by spaces", sample_prompt);
+			if (id >= (unsigned long long)t->cfg.vocab_size)
+				cli_exit(EXIT_USAGE, "--sample-prompt: token %llu is outside the vocabulary of %d ids",
+						id, t->cfg.vocab_size);
+			if (loom_ids_reserve(ids, 1))
+				cli_die("out of memory");
+			ids->v[ids->n++] = (uint32_t)id;
+			p = end;
+		}
+	}
+	if (ids->n == 0)
+		cli_exit(EXIT_USAGE, "--sample-prompt is empty");
+	for (size_t i = 0; i < ids->n; i++)
+		if (ids->v[i] >= (uint32_t)t->cfg.vocab_size)
+			cli_exit(EXIT_USAGE, "--sample-prompt: token %u is outside the vocabulary of %d ids",
+					ids->v[i], t->cfg.vocab_size);
+}
+
+/* p[0..n) as valid UTF-8 (U+FFFD for what is not), malloc'd. */
+static char *valid_utf8(const uint8_t *p, size_t n)
+{
+	char *out = malloc(3 * n + 1), *o = out;
+	if (!out)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(p + i, n - i, &cp, &valid);
+		if (valid)
+			memcpy(o, p + i, k), o += k;
+		else
+			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
+		i += k;
+	}
+	*o = 0;
+	return out;
+}
+
+/* --sample-every: a short continuation of --sample-prompt (or of the first
+ * token of this step's batch), greedy or sampled from the seed, decoded
+ * with the run's vocabulary (ids without one): a line on stderr, a JSON
+ * line {"step":N,"sample":"..."} and a TensorBoard text summary. */
+static void sample(struct run *u)
+{
+	struct trainer *t = u->t;
+	struct loom_ids ids = { 0 };
+	struct loom_sampler smp;
+	uint32_t eot = t->tok ? t->tok->eot : LOOM_VOCAB_NONE;
+	if (loom_ids_reserve(&ids, sample_prompt_ids.n + 1 + sample_tokens))
+		cli_die("out of memory");
+	if (sample_prompt_ids.n) {
+		memcpy(ids.v, sample_prompt_ids.v, sizeof *ids.v * sample_prompt_ids.n);
+		ids.n = sample_prompt_ids.n;
+	} else {
+		int32_t first = u->in[0];
+		ids.v[ids.n++] = first >= 0 && first < t->cfg.vocab_size ? (uint32_t)first : 0;
+	}
+	if (loom_sampler_init(&smp, t->g, t->tok, (float)sample_temperature, 200,
+			      loom_splitmix64(t->cfg.seed ^ t->step)))
+		cli_die("out of memory");
+	double t0 = loom_now();
+	for (uint64_t k = 0; k < sample_tokens; k++) {
+		int next = loom_sampler_next(&smp, ids.v, ids.n);
+		if (next < 0)
+			cli_die("--sample-every: step %llu: %s", (unsigned long long)t->step,
+				loom_gpt_error(t->g));
+		if ((uint32_t)next == eot)
+			break;
+		ids.v[ids.n++] = (uint32_t)next;
+	}
+	loom_sampler_release(&smp);
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (t->tok) {
+		struct loom_bpe *e = loom_bpe_new(t->tok);
+		if (!e || loom_bpe_decode(e, ids.v, ids.n, 0, &buf, &len, &cap))
+			cli_die("--sample-every: %s", e ? loom_bpe_error(e) : "out of memory");
+		loom_bpe_free(e);
+	} else {
+		cap = ids.n * 11 + 1;
+		if (!(buf = malloc(cap)))
+			cli_die("out of memory");
+		for (size_t i = 0; i < ids.n; i++)
+			len += (size_t)snprintf((char *)buf + len, cap - len, "%s%u", i ? " " : "", ids.v[i]);
+	}
+	char *text = valid_utf8(buf, len);
+	json_t *js = json_string(text);
+	char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+	if (!quoted)
+		cli_die("out of memory");
+	if (!t->quiet)
+		cli_warn("sample step %llu (%.1f s): %s", (unsigned long long)t->step,
+			 loom_now() - t0, quoted);
+	if (u->log)
+		log_line(u->log, "{\"step\":%llu,\"sample\":%s}\n", (unsigned long long)t->step,
+			 quoted);
+	if (t->tb) {
+		if (loom_tb_text(t->tb, (int64_t)t->step, "samples", text))
+			cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+		tb_flush(t);
+	}
+	free(quoted);
+	json_decref(js);
+	free(text);
+	free(buf);
+	loom_ids_release(&ids);
+}
+
 /* Steps until --steps, the end of the input or a stop signal. */
 static void train_loop(struct run *u)
 {
@@ -1311,6 +1463,8 @@ static void train_loop(struct run *u)
 			log_rigl(t, u->log);
 		if (eval_every && t->step % eval_every == 0)
 			evaluate(t, eval_data, u->log);
+		if (sample_every && t->step % sample_every == 0)
+			sample(u);
 		if (save && save_every && t->step % save_every == 0 && t->step < (uint64_t)c->steps &&
 		    !stop_sig)
 			save_ckpt(t);
@@ -1358,6 +1512,8 @@ int main(int argc, char **argv)
 	if (!u.r)
 		cli_die("out of memory");
 	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
+	if (sample_prompt && sample_every)
+		encode_sample_prompt(&t);
 	u.t_start = loom_now();
 	cli_progress_init(&u.prog, cli_force_progress);
 
@@ -1392,5 +1548,7 @@ int main(int argc, char **argv)
 	free((char *)t.vocab.name);
 	free((char *)t.vocab.vocab_json);
 	free((char *)t.vocab.merges);
+	loom_vocab_free(t.tok);
+	loom_ids_release(&sample_prompt_ids);
 	return 0;
 }
