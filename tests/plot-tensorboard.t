@@ -42,7 +42,7 @@ size=$(wc -c < "$ev")
 head -c $((size - 3)) "$ev" > "$T/cut"
 run loom-plot "$T/cut"
 is_rc 0 "cut event file"
-like "$err" "^loom-plot: $T/cut: record [0-9]+ at byte [0-9]+: cut short .*; incomplete last record ignored\$" "one warning naming the record"
+like "$err" "^loom-plot: $T/cut: record [0-9]+ at byte [0-9]+: truncated record .*; incomplete last record ignored\$" "one warning naming the record"
 is "$(wc -l < "$err")" 1 "one line"
 like "$out" '^loss .*\(20 points' "the points before it"
 

@@ -104,8 +104,8 @@ int main(void)
 	/* loom_tb_read: the same values */
 	char *buf = tap_slurp(&len, "%s", path);
 	struct seen s = { 0 };
-	ok(loom_tb_sniff(buf, len), "sniff: an event file is TFRecord");
-	ok(!loom_tb_sniff("{\"step\":1}\n", 11), "sniff: a JSON log is not");
+	ok(loom_tfr_sniff(buf, len), "sniff: an event file is TFRecord");
+	ok(!loom_tfr_sniff("{\"step\":1}\n", 11), "sniff: a JSON log is not");
 	is_int(loom_tb_read(buf, len, "f", collect, &s, &err), 5, "read: 5 records");
 	is_int(s.versions, 1, "a version");
 	is_int(s.scalars, 3, "3 scalars");

@@ -10,6 +10,7 @@
 #include "loom_file.h"
 #include "loom_plot.h"
 #include "loom_tb.h"
+#include "loom_tfrecord.h"
 
 #define MAX_SERIES 8
 #define MAX_RUNS 16
@@ -73,7 +74,7 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 	struct loom_err err;
 	if (loom_read_file(path, &buf, &blen, &err))
 		cli_die("%s", err.msg);
-	if (loom_tb_sniff(buf, blen)) {
+	if (loom_tfr_sniff(buf, blen)) {
 		read_events(name, buf, blen, s, ns);
 		free(buf);
 		return;

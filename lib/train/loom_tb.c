@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loom_crc32c.h"
 #include "loom_file.h"
 #include "loom_tfrecord.h"
 #include "tensorflow/event.pb-c.h"
@@ -210,25 +209,6 @@ const char *loom_tb_log_key(const char *tag)
 	return NULL;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-int loom_tb_sniff(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	return len >= LOOM_TFR_HEADER && get_u32(p + 8) == loom_crc32c_masked(p, 8);
-}
-
 /* A tensor's one number (DT_FLOAT or DT_DOUBLE); 0 if it holds none. */
 static int tensor_scalar(const Tensorflow__TensorProto *t, double *v)
 {
@@ -294,34 +274,20 @@ long loom_tb_read(const void *buf, size_t len, const char *name,
 		  int (*cb)(void *ctx, const struct loom_tb_event *ev), void *ctx,
 		  struct loom_err *err)
 {
-	const uint8_t *p = buf;
-	size_t off = 0;
+	struct loom_tfr_record rec;
+	uint64_t off = 0;
 	long n = 0;
-	while (off < len) {
-		if (len - off < LOOM_TFR_HEADER)
-			return loom_err_set(err, LOOM_ETRUNC, "%s: record %ld at byte %zu: cut short (%zu of %d header bytes)",
-					    name, n, off, len - off, LOOM_TFR_HEADER);
-		if (get_u32(p + off + 8) != loom_crc32c_masked(p + off, 8))
-			return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %ld at byte %zu: length CRC mismatch",
-					    name, n, off);
-		uint64_t rl = get_u64(p + off);
-		if (rl > len - off - LOOM_TFR_HEADER || len - off - LOOM_TFR_HEADER - rl < LOOM_TFR_FOOTER)
-			return loom_err_set(err, LOOM_ETRUNC, "%s: record %ld at byte %zu: cut short (%llu payload bytes, %zu left)",
-					    name, n, off, (unsigned long long)rl, len - off - LOOM_TFR_HEADER);
-		const uint8_t *pl = p + off + LOOM_TFR_HEADER;
-		if (get_u32(pl + rl) != loom_crc32c_masked(pl, rl))
-			return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %ld at byte %zu: payload CRC mismatch",
-					    name, n, off);
-		Tensorflow__Event *e = tensorflow__event__unpack(NULL, rl, pl);
+	int rc;
+	while ((rc = loom_tfr_buf_next(buf, len, &off, (uint64_t)n, name, &rec, err)) == 0) {
+		Tensorflow__Event *e = tensorflow__event__unpack(NULL, rec.len, rec.data);
 		if (!e)
-			return loom_err_set(err, LOOM_EFORMAT, "%s: record %ld at byte %zu: not a tensorflow.Event",
-					    name, n, off);
-		int rc = event_values(e, cb, ctx);
+			return loom_err_set(err, LOOM_EFORMAT, "%s: record %ld at byte %llu: not a tensorflow.Event",
+					    name, n, (unsigned long long)rec.offset);
+		rc = event_values(e, cb, ctx);
 		tensorflow__event__free_unpacked(e, NULL);
 		if (rc)
 			return rc;
-		off += rl + LOOM_TFR_OVERHEAD;
 		n++;
 	}
-	return n;
+	return rc == LOOM_EOF ? n : rc;
 }

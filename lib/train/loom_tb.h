@@ -68,11 +68,9 @@ struct loom_tb_event {
 	size_t text_len;
 };
 
-/* 1 if buf starts like a TFRecord file (its first length's CRC checks). */
-int loom_tb_sniff(const void *buf, size_t len);
-
-/* Every record of the event file in buf[0..len) (`name` for messages): each
- * CRC checked, each Event decoded; cb is called for its file_version, and
+/* Every record of the event file in buf[0..len) (`name` for messages;
+ * loom_tfr_sniff tells an event file from text): each CRC checked
+ * (loom_tfr_buf_next), each Event decoded; cb is called for its file_version, and
  * for each scalar (simple_value, or a DT_FLOAT/DT_DOUBLE tensor of one
  * value) and text (a DT_STRING tensor) of its summary; other values and
  * events are skipped.  A non-zero return of cb stops the walk and is

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct loom_err err;
 	size_t n = 0;
-	loom_tb_sniff(data, size);
+	loom_tfr_sniff(data, size);
 	loom_tb_read(data, size, "fuzz", count, &n, &err);
 	uint8_t *rec = malloc(size + LOOM_TFR_OVERHEAD);
 	if (!rec)
