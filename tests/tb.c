@@ -120,6 +120,21 @@ int main(void)
 	ok(strstr(err.msg, "f: record 4 at byte") != NULL, "naming the record (%s)", err.msg);
 	is_int(s.scalars, 2, "after the records before it");
 
+	/* cut inside the header of a record: the ones before it are read */
+	memset(&s, 0, sizeof s);
+	is_int(loom_tb_read(buf, 40 + 5, "f", collect, &s, &err), LOOM_ETRUNC, "cut in a header: LOOM_ETRUNC");
+	is_str(err.msg, "f: record 1 at byte 40: truncated record header (5 of 12 bytes)", "names it");
+	is_int(s.versions, 1, "after the record before it");
+	/* a flipped length byte */
+	buf[40] ^= 1;
+	is_int(loom_tb_read(buf, len, "f", collect, &s, &err), LOOM_ECHECKSUM, "a damaged length: LOOM_ECHECKSUM");
+	ok(strstr(err.msg, "f: record 1 at byte 40: length CRC mismatch") != NULL, "%s", err.msg);
+	buf[40] ^= 1;
+	/* not an Event: a record of other bytes */
+	uint8_t junk[3 + 16];
+	loom_tfr_frame(junk, "\xff\xff\xff", 3);
+	is_int(loom_tb_read(junk, sizeof junk, "j", collect, &s, &err), LOOM_EFORMAT, "a record that is not an Event: LOOM_EFORMAT");
+	is_str(err.msg, "j: record 0 at byte 0: not a tensorflow.Event", "names it");
 	/* a flipped payload byte */
 	buf[30] ^= 1;
 	is_int(loom_tb_read(buf, len, "f", collect, &s, &err), LOOM_ECHECKSUM, "a corrupt record: LOOM_ECHECKSUM");
