@@ -122,8 +122,8 @@ like "$T/b8.json" '"step":3,.*"tokens":96,' "3 steps of 8 x 4 tokens"
 make_frames 2 17 4 128 1 > "$T/long"
 run loom-train -v -c tiny --steps 2 < "$T/long"
 is_rc 0 "records longer than the preset's n_positions: trains on the first n_positions + 1"
-like "$err" "seq_len 8 from the frames' records of 17 tokens \\(preset 'tiny' says 8; a larger n_positions would use them whole\\)" \
-	"-v says n_positions stays the user's call"
+like "$err" "the frames' records have 17 tokens, but n_positions is 8 \\(preset 'tiny'\\): training on the first 9 of each record \\(--set n_positions=16" \
+	"says n_positions stays the user's call (tests/train-report.t: without -v)"
 echo '{ "micro_batch": 8 }' > "$T/mb8.json"
 run loom-train -q -c "$T/mb8.json" --steps 2 < "$F"
 is_rc 1 "micro_batch from the user's config file disagrees with the frames: exit 1"

@@ -93,9 +93,17 @@ void cli_init(const char *prog, const char *usage)
 	}
 }
 
+/* A progress line is on the terminal: cleared before any other line goes
+ * to stderr, so that a message never glues onto it. */
+static int progress_shown;
+
 static void vmsg(const char *fmt, va_list ap)
 {
 	fflush(stdout);
+	if (progress_shown) {
+		fputs("\r\033[K", stderr);
+		progress_shown = 0;
+	}
 	fprintf(stderr, "%s: ", cli_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -417,7 +425,7 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	va_end(ap);
 	fputs("\033[K", stderr);
 	fflush(stderr);
-	p->shown = 1;
+	p->shown = progress_shown = 1;
 }
 
 void cli_progress_done(struct cli_progress *p)
@@ -425,7 +433,7 @@ void cli_progress_done(struct cli_progress *p)
 	if (p->shown) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
-		p->shown = 0;
+		p->shown = progress_shown = 0;
 	}
 }
 

@@ -182,7 +182,8 @@ void cli_progress_init_upstream(struct cli_progress *p, int force);
 int cli_progress_due(struct cli_progress *p);
 void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Clear the progress line (if one was shown). */
+/* Clear the progress line (if one was shown).  cli_warn, cli_info and the
+ * error messages clear it themselves before their line. */
 void cli_progress_done(struct cli_progress *p);
 
 /* Human-readable byte count ("12.3 MB") into buf. */

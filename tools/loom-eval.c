@@ -25,6 +25,7 @@
 #include "loom_ckpt.h"
 #include "loom_rigl.h"
 #include "loom_safetensors.h"
+#include "loom_sample.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
 #include "loom_mm.h"
@@ -275,7 +276,7 @@ static int do_generate(const struct gen_opts *o)
 	struct loom_bpe *e = loom_bpe_new(v);
 	if (!e)
 		cli_die("out of memory");
-	const int V = m.cfg.vocab_size, P = m.cfg.n_positions;
+	const int V = m.cfg.vocab_size;
 	struct loom_ids ids = {0};
 	const char *prompt = o->prompt ? o->prompt : "";
 	if (loom_bpe_encode(e, (const uint8_t *)prompt, strlen(prompt), 1, &ids) < 0)
@@ -294,36 +295,21 @@ static int do_generate(const struct gen_opts *o)
 				ids.v[i], i, V);
 	if (loom_ids_reserve(&ids, o->n) < 0)
 		cli_die("out of memory");
-	int32_t *ctx = malloc(sizeof *ctx * (size_t)P);
-	float *logits = malloc(sizeof *logits * (size_t)V);
-	/* ids of the model the tokenizer lacks (a padded vocab_size, as
-	 * 50304 for GPT-2's 50257, or holes): their logits are masked before
-	 * sampling, so they are never generated */
-	uint32_t *lacks = malloc(sizeof *lacks * (size_t)V), n_lacks = 0;
-	if (!ctx || !logits || !lacks)
+	/* never an id the tokenizer lacks (loom_sample.h) */
+	struct loom_sampler smp;
+	if (loom_sampler_init(&smp, m.g, v, (float)o->temperature, (int)o->top_k, o->seed))
 		cli_die("out of memory");
-	for (uint32_t id = 0; id < (uint32_t)V; id++)
-		if (id >= v->n_ids || !v->present[id])
-			lacks[n_lacks++] = id;
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0;
 	if (!o->no_prompt && o->prompt) {
 		out_bytes((const uint8_t *)prompt, strlen(prompt));
 		fflush(stdout);
 	}
-	uint64_t rng = o->seed;
 	for (uint64_t k = 0; k < o->n; k++) {
-		size_t n = ids.n < (size_t)P ? ids.n : (size_t)P;
-		for (size_t i = 0; i < n; i++)
-			ctx[i] = (int32_t)ids.v[ids.n - n + i];
 		adapt_threads("token", k);
-		if (loom_gpt_logits_last(m.g, ctx, (int)n, logits) < 0)
-			cli_die("%s", loom_gpt_error(m.g));
-		for (uint32_t i = 0; i < n_lacks; i++)
-			logits[lacks[i]] = -INFINITY;
-		int t = loom_gpt_sample(logits, V, (float)o->temperature, (int)o->top_k, &rng);
+		int t = loom_sampler_next(&smp, ids.v, ids.n);
 		if (t < 0)
-			cli_die("sampling failed");
+			cli_die("%s", loom_gpt_error(m.g));
 		if (!o->no_stop && (uint32_t)t == v->eot)
 			break;
 		ids.v[ids.n++] = (uint32_t)t;
@@ -342,9 +328,7 @@ static int do_generate(const struct gen_opts *o)
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	}
 	free(buf);
-	free(ctx);
-	free(logits);
-	free(lacks);
+	loom_sampler_release(&smp);
 	loom_ids_release(&ids);
 	loom_bpe_free(e);
 	loom_vocab_free(v);

@@ -1,4 +1,5 @@
-/* loom-plot - training log (JSON lines) -> SVG chart + terminal sparkline. */
+/* loom-plot - training log (JSON lines, or a TensorBoard event file) -> SVG
+ * chart + terminal sparkline. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,18 +9,79 @@
 #include "cli.h"
 #include "loom_file.h"
 #include "loom_plot.h"
+#include "loom_tb.h"
+#include "loom_tfrecord.h"
 
 #define MAX_SERIES 8
 #define MAX_RUNS 16
 
+/* A TensorBoard event file's scalars: a series takes the values of the tag
+ * named by its y key, or whose JSON log key it is (train/loss for loss);
+ * x is the step (or the wall time for -x wall_time). */
+struct tb_ctx {
+	struct loom_series *s;
+	size_t ns, points;
+};
+
+static int tb_point(void *ctx, const struct loom_tb_event *ev)
+{
+	struct tb_ctx *c = ctx;
+	if (ev->kind != LOOM_TB_SCALAR)
+		return 0;
+	const char *alias = loom_tb_log_key(ev->tag);
+	for (size_t k = 0; k < c->ns; k++) {
+		struct loom_series *sk = &c->s[k];
+		double x;
+		if (!strcmp(sk->xkey, "step"))
+			x = (double)ev->step;
+		else if (!strcmp(sk->xkey, "wall_time"))
+			x = ev->wall_time;
+		else
+			continue;
+		if (strcmp(sk->ykey, ev->tag) && !(alias && !strcmp(sk->ykey, alias)))
+			continue;
+		if (loom_series_add(sk, x, ev->value))
+			return LOOM_ENOMEM;
+		c->points++;
+	}
+	return 0;
+}
+
+static void read_events(const char *name, const char *buf, size_t len, struct loom_series *s,
+			size_t ns)
+{
+	struct tb_ctx c = { s, ns, 0 };
+	struct loom_err err;
+	long n = loom_tb_read(buf, len, name, tb_point, &c, &err);
+	if (n == LOOM_ENOMEM)
+		cli_die("out of memory");
+	if (n == LOOM_ETRUNC) /* a run still writing, or killed by a full disk */
+		cli_warn("%s; incomplete last record ignored", err.msg);
+	else if (n < 0)
+		cli_die("%s", err.msg);
+	if (cli_verbose)
+		cli_info("%s: TensorBoard events, %zu points", name, c.points);
+}
+
+/* A log: loom-train's JSON lines, or a TensorBoard event file (told apart
+ * by its first bytes: a TFRecord length and its CRC). */
 static void read_log(const char *path, struct loom_series *s, size_t ns)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0, lineno = 0, skipped = 0;
+	const char *name = strcmp(path, "-") ? path : "stdin";
+	char *buf, *line = NULL;
+	size_t blen, cap = 0, lineno = 0, skipped = 0;
 	ssize_t len;
+	struct loom_err err;
+	if (loom_read_file(path, &buf, &blen, &err))
+		cli_die("%s", err.msg);
+	if (loom_tfr_sniff(buf, blen)) {
+		read_events(name, buf, blen, s, ns);
+		free(buf);
+		return;
+	}
+	FILE *f = fmemopen(buf, blen, "r");
 	if (!f)
-		cli_die("cannot open '%s': %s", path, strerror(errno));
+		cli_die("out of memory");
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
 		if (strspn(line, " \t\r\n") == (size_t)len)
@@ -37,19 +99,17 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 			cli_die("%s: %s", path, s[0].err.msg);
 		skipped += rc == 0;
 	}
-	if (ferror(f))
-		cli_die("cannot read '%s': %s", path, strerror(errno));
 	free(line);
-	if (f != stdin)
-		fclose(f);
+	fclose(f);
+	free(buf);
 	if (cli_verbose) {
 		char found[512] = "";
 		size_t at = 0;
 		for (size_t k = 0; k < ns && at < sizeof found; k++)
 			at += (size_t)snprintf(found + at, sizeof found - at, "%s%s %zu", k ? ", " : "",
 					       s[k].ykey, s[k].n);
-		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s",
-			 strcmp(path, "-") ? path : "stdin", lineno, skipped, found);
+		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s", name, lineno,
+			 skipped, found);
 	}
 }
 
@@ -100,8 +160,9 @@ static const struct cli_opt opts[] = {
 
 static const struct cli_cmd cmd = {
 	.prog = "loom-plot",
-	.usage = "usage: loom-plot [options] [LOG.jsonl...]\n"
-		 "Plot loom-train logs (one JSON object per line; stdin if no file, or -).\n"
+	.usage = "usage: loom-plot [options] [LOG.jsonl|EVENTS...]\n"
+		 "Plot loom-train logs (one JSON object per line, or TensorBoard event files:\n"
+		 "scalars by tag, train/loss as loss; stdin if no file, or -).\n"
 		 "Each file is a run: several files are overlaid, one colour each.\n",
 	.opts = opts,
 	.footer = "Prints one line per series to stdout: [run,] key, first value, sparkline,\n"

@@ -31,9 +31,13 @@
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_bpe.h"
 #include "loom_vocab.h"
 #include "loom_mm.h"
 #include "loom_rigl.h"
+#include "loom_sample.h"
+#include "loom_utf8.h"
+#include "loom_tb.h"
 #include "train_dist.h"
 
 static volatile sig_atomic_t stop_sig;
@@ -264,6 +268,8 @@ struct trainer {
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
 	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
+	struct loom_tb *tb;		/* --tensorboard, or NULL */
+	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
 	int verbose, quiet;
 };
 
@@ -544,9 +550,10 @@ static void check_resume_sparsity(const struct loom_config *ck, const struct loo
 
 /* The first frame's B and T+1 against the configuration: a micro_batch or
  * seq_len only a preset gave becomes the data's (seq_len at most
- * n_positions); one the user gave must fit, else a line naming the flag. */
+ * n_positions: records cut, said in a line unless quiet); one the user
+ * gave must fit, else a line naming the flag. */
 static void fit_first_frame(struct loom_config *c, const struct origins *o, int batch,
-			    int rec, uint64_t frame, int verbose)
+			    int rec, uint64_t frame, int verbose, int quiet)
 {
 	int T = rec - 1;
 	if (!o->src[O_MB][0] && batch != c->micro_batch) {
@@ -558,10 +565,14 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 	}
 	if (!o->src[O_SL][0] && T != c->seq_len) {
 		int want = T < c->n_positions ? T : c->n_positions;
-		if (verbose)
-			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d%s)",
-				 want, rec, o->preset, c->seq_len,
-				 want < T ? "; a larger n_positions would use them whole" : "");
+		if (want < T && !quiet)
+			cli_warn("the frames' records have %d tokens, but n_positions is %d (%s): "
+				 "training on the first %d of each record (--set n_positions=%d, or "
+				 "loom-feed --seq %d, uses them whole)", rec, c->n_positions,
+				 o->preset, want + 1, T, want);
+		else if (verbose)
+			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d)",
+				 want, rec, o->preset, c->seq_len);
 		c->seq_len = want;
 	}
 	if (loom_config_validate(c))
@@ -668,7 +679,7 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 		.merges_len = ml,
 		.eos_token_id = v->eot == LOOM_VOCAB_NONE ? -1 : (int64_t)v->eot,
 	};
-	loom_vocab_free(v);
+	t->tok = v; /* --sample-every decodes with it */
 }
 
 /* --log FILE (or "-"): each JSON line written, flushed and checked; a write
@@ -688,6 +699,20 @@ static void log_line(FILE *log, const char *fmt, ...)
 		bad = 1, e = errno;
 	if (bad)
 		cli_die("--log %s: %s", log_name, strerror(e));
+}
+
+/* --tensorboard: a scalar of this step, queued until tb_flush (at each
+ * log line); a write error ends the run with one line naming the file. */
+static void tb_scalar(const struct trainer *t, const char *tag, double v)
+{
+	if (t->tb && loom_tb_scalar(t->tb, (int64_t)t->step, tag, v))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+}
+
+static void tb_flush(const struct trainer *t)
+{
+	if (t->tb && loom_tb_flush(t->tb))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
 }
 
 /* --save DIR is held for the run by DIR/.loom-train.lock (loom_lock_take):
@@ -783,6 +808,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
 			 (unsigned long long)t->step, loss, exp(loss),
 			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
+	tb_scalar(t, "eval/loss", loss);
+	tb_scalar(t, "eval/perplexity", exp(loss));
+	tb_scalar(t, "eval/accuracy", ntok ? (double)ncorr / ntok : 0.0);
+	tb_flush(t);
 }
 
 /* A RigL mask update happened at this step: a JSON line and, under -v,
@@ -797,6 +826,9 @@ static void log_rigl(const struct trainer *t, FILE *log)
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
 			 (long long)st.pruned, (long long)st.regrown, (long long)st.live,
 			 (long long)st.blocks, st.density, st.churn_last, st.churn_init);
+	tb_scalar(t, "sparsity/density", st.density);
+	tb_scalar(t, "sparsity/churn", st.churn_last);
+	tb_flush(t);
 	if (t->verbose)
 		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
@@ -816,10 +848,13 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 }
 
 /* The command line */
-static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec;
+static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
+	*tb_dir, *sample_prompt;
 static char **sets;
 static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
+static uint64_t sample_every, sample_tokens = 32;
+static double sample_temperature;
 /* -v and -q, then off on the ranks other than 0 */
 static int verbose, quiet;
 
@@ -868,15 +903,29 @@ static const struct cli_opt opts[] = {
 		   "stored in checkpoints (vocab.json + merges.txt)"),
 	OPT_TEXT("logging and evaluation:"),
 	OPT_STRING(0, "log", &logpath, "FILE", "one JSON line per step (- = stdout)"),
+	OPT_STRING(0, "tensorboard", &tb_dir, "DIR",
+		   "TensorBoard event file in DIR (scalars, config,\n"
+		   "samples)"),
 	OPT_U64(0, "log-every", &log_every, "N", 0, 1ull << 50,
 		"human progress line on stderr every N steps [10]"),
 	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
 		"evaluate on --eval-data every N steps"),
 	OPT_STRING(0, "eval-data", &eval_data, "FILE", "held-out batch frames"),
+	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
+		"generate a short sample every N steps (on stderr,\n"
+		"in the log and the TensorBoard file)"),
+	OPT_STRING(0, "sample-prompt", &sample_prompt, "TEXT",
+		   "the samples' prompt (token ids without a vocabulary)\n"
+		   "[the first token of the step's batch]"),
+	OPT_U64(0, "sample-tokens", &sample_tokens, "N", 1, 4096, "tokens per sample [32]"),
+	OPT_DOUBLE(0, "sample-temperature", &sample_temperature, "T", 0, 100,
+		   "0 = greedy [0]; else sampled among the 200 most\n"
+		   "likely, from the seed"),
 	OPT_TEXT("other:"),
 	OPT_INT(0, "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS [the cores other\n"
 		"processes leave free, looked at every step]"),
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),
 	OPT_VERBOSE("more detail on stderr"),
 	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
 	OPT_END()
@@ -916,6 +965,8 @@ static void check_args(int argc, char **argv)
 	}
 	if (save_every && !save)
 		cli_usage_error("--save-every needs --save DIR");
+	if (sample_prompt && !sample_every)
+		cli_usage_error("--sample-prompt needs --sample-every N");
 }
 
 /* The environment OpenBLAS and OpenMP read, the ranks under mpirun, the
@@ -935,7 +986,9 @@ static void set_up_process(int *argc, char ***argv)
 		train_dist_init(argc, argv); /* mpirun: one process per rank */
 		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
 			logpath = NULL;
+			tb_dir = NULL;
 			eval_every = 0;
+			sample_every = 0;
 			quiet = 1;
 			verbose = 0;
 		}
@@ -1041,12 +1094,26 @@ static void build_model(struct trainer *t, struct loom_ckpt *ck)
 		loom_gpt_init_weights(g, c->seed);
 	}
 	train_dist_attach(g, quiet, verbose);
-	if (verbose)
-		cli_warn("%s: %llu parameters, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-			 "%lld steps, %s", c->preset, (unsigned long long)g->n_params,
-			 pool.n, loom_k_isa(), c->micro_batch, c->seq_len,
-			 c->grad_accum, (long long)c->steps,
-			 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
+}
+
+/* At the first frame (B and T are the data's): the model's size (and its
+ * live weights when sparse), the preset and the key settings, one line. */
+static void print_model_line(const struct trainer *t)
+{
+	const struct loom_config *c = &t->cfg;
+	char live[96] = "";
+	if (c->sparsity > 0) {
+		uint64_t w = loom_config_sparse_weights(c);
+		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
+			 (unsigned long long)(t->g->n_params - w +
+					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
+			 c->sparsity);
+	}
+	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
+		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->g->n_params, live,
+		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
+		 (long long)c->steps, c->lr,
+		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 }
 
 /* --log: stdout, or FILE (appended to when resuming, cut at the step). */
@@ -1066,6 +1133,25 @@ static FILE *open_log(const struct trainer *t)
 			cli_die("cannot open '%s': %s", logpath, strerror(errno));
 	}
 	return log;
+}
+
+/* --tensorboard DIR: a new event file (a resumed run adds one), the
+ * configuration as its first text summary. */
+static void open_tb(struct trainer *t)
+{
+	struct loom_err err;
+	if (!(t->tb = loom_tb_open(tb_dir, &err)))
+		cli_die("--tensorboard: %s", err.msg);
+	char *cj = loom_config_dump(&t->cfg), *md = NULL;
+	if (!cj || asprintf(&md, "```\n%s```\n", cj) < 0)
+		cli_die("out of memory");
+	if (loom_tb_text(t->tb, (int64_t)t->step, "config", md))
+		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+	tb_flush(t);
+	if (verbose)
+		cli_warn("TensorBoard events: %s", loom_tb_path(t->tb));
+	free(cj);
+	free(md);
 }
 
 /* SIGINT, SIGTERM and SIGUSR1 finish the step, save and exit 0. */
@@ -1100,7 +1186,9 @@ struct run {
 static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint64_t frame)
 {
 	struct loom_config *c = &u->t->cfg;
-	fit_first_frame(c, u->orig, (int)h->batch, (int)h->seq_len, frame, verbose);
+	fit_first_frame(c, u->orig, (int)h->batch, (int)h->seq_len, frame, verbose, quiet);
+	if (!quiet)
+		print_model_line(u->t);
 	u->B = c->micro_batch;
 	u->T = c->seq_len;
 	if (u->eval_rec && u->eval_rec < u->T + 1)
@@ -1186,6 +1274,11 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 		log_line(u->log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 			 (unsigned long long)t->step, u->loss, lr, u->norm, (unsigned long long)t->tokens,
 			 ntok / dt, dt, eta);
+	tb_scalar(t, "train/loss", u->loss);
+	tb_scalar(t, "train/lr", lr);
+	tb_scalar(t, "train/grad_norm", u->norm);
+	tb_scalar(t, "train/tokens_per_s", ntok / dt);
+	tb_flush(t);
 	if (!quiet && log_every && (t->step % log_every == 0 || t->step == (uint64_t)c->steps)) {
 		cli_progress_done(&u->prog);
 		cli_warn("step %llu/%lld loss %.4f lr %.3g norm %.3f %.0f tok/s ETA %s",
@@ -1196,6 +1289,138 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 				  (unsigned long long)t->step, (long long)c->steps, u->loss, ntok / dt,
 				  etab);
 	}
+}
+
+/* --sample-prompt as ids: encoded with the vocabulary, or without one
+ * space-separated token ids; each must be in the model's vocabulary. */
+static struct loom_ids sample_prompt_ids;
+
+static void encode_sample_prompt(const struct trainer *t)
+{
+	struct loom_ids *ids = &sample_prompt_ids;
+	if (t->tok) {
+		struct loom_bpe *e = loom_bpe_new(t->tok);
+		if (!e)
+			cli_die("out of memory");
+		if (loom_bpe_encode(e, (const uint8_t *)sample_prompt, strlen(sample_prompt), 1, ids))
+			cli_die("--sample-prompt: %s", loom_bpe_error(e));
+		loom_bpe_free(e);
+	} else {
+		for (const char *p = sample_prompt; *p;) {
+			char *end;
+			p += strspn(p, " ");
+			if (!*p)
+				break;
+			errno = 0;
+			unsigned long long id = strtoull(p, &end, 10);
+			if (end == p || (*end && *end != ' ') || errno || *p == '-')
+				cli_exit(EXIT_USAGE, "--sample-prompt '%s': without --vocab, the prompt is token ids "
+						"separated by spaces", sample_prompt);
+			if (id >= (unsigned long long)t->cfg.vocab_size)
+				cli_exit(EXIT_USAGE, "--sample-prompt: token %llu is outside the vocabulary of %d ids",
+						id, t->cfg.vocab_size);
+			if (loom_ids_reserve(ids, 1))
+				cli_die("out of memory");
+			ids->v[ids->n++] = (uint32_t)id;
+			p = end;
+		}
+	}
+	if (ids->n == 0)
+		cli_exit(EXIT_USAGE, "--sample-prompt is empty");
+	for (size_t i = 0; i < ids->n; i++)
+		if (ids->v[i] >= (uint32_t)t->cfg.vocab_size)
+			cli_exit(EXIT_USAGE, "--sample-prompt: token %u is outside the vocabulary of %d ids",
+					ids->v[i], t->cfg.vocab_size);
+}
+
+/* p[0..n) as valid UTF-8 (U+FFFD for what is not), malloc'd. */
+static char *valid_utf8(const uint8_t *p, size_t n)
+{
+	char *out = malloc(3 * n + 1), *o = out;
+	if (!out)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		int valid;
+		size_t k = loom_utf8_decode(p + i, n - i, &cp, &valid);
+		if (valid)
+			memcpy(o, p + i, k), o += k;
+		else
+			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
+		i += k;
+	}
+	*o = 0;
+	return out;
+}
+
+/* --sample-every: a short continuation of --sample-prompt (or of the first
+ * token of this step's batch), greedy or sampled from the seed, decoded
+ * with the run's vocabulary (ids without one): a line on stderr, a JSON
+ * line {"step":N,"sample":"..."} and a TensorBoard text summary. */
+static void sample(struct run *u)
+{
+	struct trainer *t = u->t;
+	struct loom_ids ids = { 0 };
+	struct loom_sampler smp;
+	uint32_t eot = t->tok ? t->tok->eot : LOOM_VOCAB_NONE;
+	if (loom_ids_reserve(&ids, sample_prompt_ids.n + 1 + sample_tokens))
+		cli_die("out of memory");
+	if (sample_prompt_ids.n) {
+		memcpy(ids.v, sample_prompt_ids.v, sizeof *ids.v * sample_prompt_ids.n);
+		ids.n = sample_prompt_ids.n;
+	} else {
+		int32_t first = u->in[0];
+		ids.v[ids.n++] = first >= 0 && first < t->cfg.vocab_size ? (uint32_t)first : 0;
+	}
+	if (loom_sampler_init(&smp, t->g, t->tok, (float)sample_temperature, 200,
+			      loom_splitmix64(t->cfg.seed ^ t->step)))
+		cli_die("out of memory");
+	double t0 = loom_now();
+	for (uint64_t k = 0; k < sample_tokens; k++) {
+		int next = loom_sampler_next(&smp, ids.v, ids.n);
+		if (next < 0)
+			cli_die("--sample-every: step %llu: %s", (unsigned long long)t->step,
+				loom_gpt_error(t->g));
+		if ((uint32_t)next == eot)
+			break;
+		ids.v[ids.n++] = (uint32_t)next;
+	}
+	loom_sampler_release(&smp);
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (t->tok) {
+		struct loom_bpe *e = loom_bpe_new(t->tok);
+		if (!e || loom_bpe_decode(e, ids.v, ids.n, 0, &buf, &len, &cap))
+			cli_die("--sample-every: %s", e ? loom_bpe_error(e) : "out of memory");
+		loom_bpe_free(e);
+	} else {
+		cap = ids.n * 11 + 1;
+		if (!(buf = malloc(cap)))
+			cli_die("out of memory");
+		for (size_t i = 0; i < ids.n; i++)
+			len += (size_t)snprintf((char *)buf + len, cap - len, "%s%u", i ? " " : "", ids.v[i]);
+	}
+	char *text = valid_utf8(buf, len);
+	json_t *js = json_string(text);
+	char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+	if (!quoted)
+		cli_die("out of memory");
+	if (!t->quiet)
+		cli_warn("sample step %llu (%.1f s): %s", (unsigned long long)t->step,
+			 loom_now() - t0, quoted);
+	if (u->log)
+		log_line(u->log, "{\"step\":%llu,\"sample\":%s}\n", (unsigned long long)t->step,
+			 quoted);
+	if (t->tb) {
+		if (loom_tb_text(t->tb, (int64_t)t->step, "samples", text))
+			cli_die("--tensorboard: %s", loom_tb_error(t->tb));
+		tb_flush(t);
+	}
+	free(quoted);
+	json_decref(js);
+	free(text);
+	free(buf);
+	loom_ids_release(&ids);
 }
 
 /* Steps until --steps, the end of the input or a stop signal. */
@@ -1238,6 +1463,8 @@ static void train_loop(struct run *u)
 			log_rigl(t, u->log);
 		if (eval_every && t->step % eval_every == 0)
 			evaluate(t, eval_data, u->log);
+		if (sample_every && t->step % sample_every == 0)
+			sample(u);
 		if (save && save_every && t->step % save_every == 0 && t->step < (uint64_t)c->steps &&
 		    !stop_sig)
 			save_ckpt(t);
@@ -1278,13 +1505,17 @@ int main(int argc, char **argv)
 	struct run u = { .t = &t, .orig = &orig, .B = c->micro_batch, .T = c->seq_len,
 			 .first = 1, .start_step = t.step };
 	u.log = open_log(&t);
+	if (tb_dir)
+		open_tb(&t);
 	catch_stop_signals();
 	u.r = loom_batch_reader_new(STDIN_FILENO, "stdin");
 	if (!u.r)
 		cli_die("out of memory");
 	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
+	if (sample_prompt && sample_every)
+		encode_sample_prompt(&t);
 	u.t_start = loom_now();
-	cli_progress_init(&u.prog, 0);
+	cli_progress_init(&u.prog, cli_force_progress);
 
 	train_loop(&u);
 	cli_progress_done(&u.prog);
@@ -1307,6 +1538,9 @@ int main(int argc, char **argv)
 	}
 	if (u.log && u.log != stdout && fclose(u.log))
 		cli_die("--log %s: %s", logpath, strerror(errno));
+	struct loom_err err;
+	if (loom_tb_close(t.tb, &err))
+		cli_die("--tensorboard: %s", err.msg);
 	loom_batch_reader_free(u.r);
 	free(u.in);
 	free(u.tg);
@@ -1314,5 +1548,7 @@ int main(int argc, char **argv)
 	free((char *)t.vocab.name);
 	free((char *)t.vocab.vocab_json);
 	free((char *)t.vocab.merges);
+	loom_vocab_free(t.tok);
+	loom_ids_release(&sample_prompt_ids);
 	return 0;
 }

@@ -67,6 +67,43 @@ void loom_tfr_frame(uint8_t *out, const void *payload, size_t n)
 	put_u32(out + LOOM_TFR_HEADER + n, loom_crc32c_masked(payload, n));
 }
 
+int loom_tfr_sniff(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	return len >= LOOM_TFR_HEADER && get_u32(p + 8) == loom_crc32c_masked(p, 8);
+}
+
+int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index,
+		      const char *name, struct loom_tfr_record *rec, struct loom_err *err)
+{
+	const uint8_t *p = (const uint8_t *)buf + *off;
+	uint64_t o = *off, left = len - o;
+	if (!left)
+		return LOOM_EOF;
+	if (left < LOOM_TFR_HEADER)
+		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
+				    ": truncated record header (%" PRIu64 " of 12 bytes)",
+				    name, index, o, left);
+	uint64_t n = get_u64(p);
+	if (get_u32(p + 8) != loom_crc32c_masked(p, 8))
+		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
+				    ": length CRC mismatch (length field %" PRIu64 ")", name, index,
+				    o, n);
+	if (n > left - LOOM_TFR_HEADER || left - LOOM_TFR_HEADER - n < LOOM_TFR_FOOTER)
+		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
+				    ": truncated record (payload of %" PRIu64 " bytes, %" PRIu64
+				    " bytes left)", name, index, o, n, left - LOOM_TFR_HEADER);
+	if (get_u32(p + LOOM_TFR_HEADER + n) != loom_crc32c_masked(p + LOOM_TFR_HEADER, n))
+		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
+				    ": payload CRC mismatch", name, index, o);
+	rec->data = p + LOOM_TFR_HEADER;
+	rec->len = (size_t)n;
+	rec->offset = o;
+	rec->index = index;
+	*off = o + n + LOOM_TFR_OVERHEAD;
+	return 0;
+}
+
 /* ======================================================================
  * Writer
  * ====================================================================== */

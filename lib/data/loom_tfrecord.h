@@ -128,6 +128,19 @@ uint64_t loom_tfr_reader_offset(const struct loom_tfr_reader *r);
 void loom_tfr_reader_free(struct loom_tfr_reader *r);
 const char *loom_tfr_reader_error(const struct loom_tfr_reader *r);
 
+/* ---- in memory ---------------------------------------------------------- */
+
+/* 1 if buf[0..len) starts like a TFRecord file: 12 bytes or more, and the
+ * first length's CRC checks. */
+int loom_tfr_sniff(const void *buf, size_t len);
+/* The record at byte *off of a whole TFRecord file held in buf[0..len)
+ * (record number `index`; `name` for messages): both CRCs checked, its
+ * payload in *rec (pointing into buf), *off moved past it.  Returns 0,
+ * LOOM_EOF at the end of the buffer, LOOM_ETRUNC for a record cut short by
+ * it, or LOOM_ECHECKSUM, with "NAME: record I at byte B: ..." in *err. */
+int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index,
+		      const char *name, struct loom_tfr_record *rec, struct loom_err *err);
+
 /* ---- index ------------------------------------------------------------- */
 
 /* Parse index text into offsets[0..n] (n+1 entries: offsets[n] is the end of
