@@ -33,7 +33,8 @@
  * Outputs: PREFIX-00000-of-0000N.tfrecord (+ ".index" beside each) and
  * PREFIX.manifest.json (formats/manifest.md), committed as one set: the
  * manifest is the commit point, so whenever the process dies it names the
- * old set or the new one, complete ("Committing a set" in the spec).
+ * old set or the new one, complete ("Committing a set" in the spec;
+ * the machinery is loom_shardset.h, shared with loom-squad prepare).
  * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
  * removes what killed runs left; on any failure before the commit point
  * nothing of the run is left and the old set stays.
