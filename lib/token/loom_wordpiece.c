@@ -14,11 +14,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loom_file.h"
 #include "loom_utf8.h"
 #include "loom_wordpiece_tab.h"
 
@@ -354,6 +356,14 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 	int rc = loom_wordpiece_load_mem(w, buf, len, path, o);
 	free(buf);
 	return rc;
+}
+
+int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
+{
+	if (!strcmp(spec, "bert-base-uncased"))
+		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
+	snprintf(out, n, "%s", spec);
+	return 0;
 }
 
 uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)
