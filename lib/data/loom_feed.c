@@ -312,6 +312,12 @@ static int read_manifest(struct loom_feed *f, const char *path, struct loom_err 
 	int rc = loom_manifest_read(path, &m, err);
 	if (rc < 0)
 		return rc;
+	if (m.kind) {
+		rc = loom_err_set(err, LOOM_EFORMAT, "%s: a \"%s\" set: loom-feed reads sets of "
+				  "token-stream samples (loom-shard's)", path, m.kind);
+		loom_manifest_release(&m);
+		return rc;
+	}
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", path);
 	char *slash = strrchr(dir, '/');

@@ -1246,11 +1246,13 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 		sh->sha256 = json_str(json_object_get(e, "sha256"));
 	}
 	if ((rc = manifest_key(path, j, "", "feature", JSON_STRING, 0, err)) ||
+	    (rc = manifest_key(path, j, "", "kind", JSON_STRING, 0, err)) ||
 	    (rc = manifest_key(path, j, "", "seq_len", JSON_INTEGER, 0, err))) {
 		loom_manifest_release(m);
 		return rc;
 	}
 	m->feature = json_str(json_object_get(j, "feature"));
+	m->kind = json_str(json_object_get(j, "kind"));
 	json_t *L = json_object_get(j, "seq_len");
 	m->has_seq_len = json_is_integer(L);
 	m->seq_len = json_integer_value(L);

@@ -96,6 +96,8 @@ struct loom_manifest_shard {
 /* A manifest (formats/manifest.md) as read by loom_manifest_read(). */
 struct loom_manifest {
 	const char *feature;  /* NULL if absent or not a string */
+	const char *kind;     /* "kind" (e.g. "squad-features"); NULL if absent:
+				 a set of token-stream samples */
 	int has_seq_len;      /* "seq_len" is an integer ... */
 	int64_t seq_len;
 	size_t nshards;       /* >= 1 */
