@@ -69,6 +69,13 @@ $vsha $fsha
 1 sq-00000-of-00001.tfrecord sq-00000-of-00001.tfrecord.index 5 $(wc -c < out/sq-00000-of-00001.tfrecord) 64
 prepare --vocab vocab.txt --seq 12 --stride 2 -o out/sq sq.json" "the manifest: kind, shape, features, checksums, counts"
 
+# -v: the vocabulary and the file read; none of it under -q.
+run loom-squad prepare -v --vocab vocab.txt --seq 12 --stride 2 sq.json -o v/sq
+like "$err" '^loom-squad: vocabulary vocab.txt \(vocab.txt\): 20 tokens$' "-v: the vocabulary"
+like "$err" '^loom-squad: sq.json: 2 questions, 1 paragraphs -> 5 features$' "-v: the file read"
+run loom-squad prepare -v -q --vocab vocab.txt --seq 12 --stride 2 sq.json -o v/sq
+is "$(cat "$err")" "" "-v -q: nothing"
+
 # loom-feed reads token-stream sets only (frames of several features are
 # formats/batch.md's proposal): it refuses this one with one line.
 run loom-feed -q -m out/sq.manifest.json -b 1 --seq 8 -s 1

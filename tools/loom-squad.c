@@ -58,7 +58,7 @@ static const struct cli_opt prepare_opts[] = {
 	OPT_U64('n', "shards", &o.shards, "N", 1, 99999,
 		"N shards, feature r in shard r mod N (default 1)"),
 	OPT_BOOL(0, "no-sha256", &o.no_sha256, "do not hash the shards (sha256 null in the manifest)"),
-	OPT_VERBOSE("the vocabulary and input read, each shard\ncommitted"),
+	OPT_VERBOSE("the vocabulary and the file read (questions,\nparagraphs, features)"),
 	OPT_QUIET(NULL, "no summary line"),
 	OPT_END()
 };
