@@ -76,12 +76,6 @@ like "$err" '^loom-squad: sq.json: 2 questions, 1 paragraphs -> 5 features$' "-v
 run loom-squad prepare -v -q --vocab vocab.txt --seq 12 --stride 2 sq.json -o v/sq
 is "$(cat "$err")" "" "-v -q: nothing"
 
-# loom-feed reads token-stream sets only (frames of several features are
-# formats/batch.md's proposal): it refuses this one with one line.
-run loom-feed -q -m out/sq.manifest.json -b 1 --seq 8 -s 1
-is "$rc:$(cat "$err")" "1:loom-feed: out/sq.manifest.json: a \"squad-features\" set: loom-feed reads sets of token-stream samples (loom-shard's)" \
-	"loom-feed refuses a squad-features set"
-
 # --shards 2: feature r in shard r mod 2, the same records.
 run loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 -n 2 sq.json -o two/sq
 is "$(cat "$err")" "" "-q: nothing on stderr"

@@ -1253,6 +1253,29 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 	}
 	m->feature = json_str(json_object_get(j, "feature"));
 	m->kind = json_str(json_object_get(j, "kind"));
+	json_t *feats = json_object_get(j, "features");
+	if (json_is_array(feats) && json_array_size(feats)) {
+		m->nfeatures = json_array_size(feats);
+		if (!(m->features = calloc(m->nfeatures, sizeof *m->features))) {
+			loom_manifest_release(m);
+			return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+		}
+	}
+	json_array_foreach(m->nfeatures ? feats : NULL, i, e) {
+		struct loom_manifest_feature *mf = &m->features[i];
+		const char *shape = json_str(json_object_get(e, "shape"));
+		json_t *len = json_object_get(e, "length");
+		mf->name = json_str(json_object_get(e, "name"));
+		mf->per_token = shape && !strcmp(shape, "token");
+		mf->length = json_is_integer(len) ? json_integer_value(len) : 0;
+		if (!mf->name || !shape || (!mf->per_token && strcmp(shape, "record")) ||
+		    mf->length < 1) {
+			loom_manifest_release(m);
+			return loom_err_set(err, LOOM_EFORMAT, "%s: features[%zu]: expected a \"name\", "
+					    "a \"shape\" \"token\" or \"record\" and a \"length\" >= 1",
+					    path, i);
+		}
+	}
 	json_t *L = json_object_get(j, "seq_len");
 	m->has_seq_len = json_is_integer(L);
 	m->seq_len = json_integer_value(L);
@@ -1262,6 +1285,7 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 void loom_manifest_release(struct loom_manifest *m)
 {
 	free(m->shards);
+	free(m->features);
 	json_decref(m->priv);
 	memset(m, 0, sizeof *m);
 }
