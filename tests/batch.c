@@ -296,6 +296,121 @@ static void case_epipe(void)
 	close(fds[1]);
 }
 
+/* version 2: frames with per-token and per-record features */
+static void case_features(void)
+{
+	uint32_t t[B * TP1];
+	struct loom_batch_hdr h;
+	const uint32_t *got;
+	struct loom_batch_reader *r;
+	struct loom_batch_feature ft[3] = {
+		{ .name = "segment_ids", .shape = LOOM_BATCH_PER_TOKEN, .length = TP1 },
+		{ .name = "unique_ids", .shape = LOOM_BATCH_PER_RECORD, .length = 1 },
+		{ .name = "span", .shape = LOOM_BATCH_PER_RECORD, .length = 2 },
+	};
+	int64_t seg[B * TP1], uid[B], span[B * 2];
+	for (int i = 0; i < B * TP1; i++)
+		seg[i] = i % TP1 > 2;
+	for (int b = 0; b < B; b++) {
+		uid[b] = 1000000000 + b + (b == 2 ? 5000000000ll : 0);
+		span[2 * b] = -1;
+		span[2 * b + 1] = b;
+	}
+	const int64_t *vals[3] = { seg, uid, span };
+	ft[0].dtype = loom_batch_narrowest(seg, B * TP1);
+	ft[1].dtype = loom_batch_narrowest(uid, B);
+	ft[2].dtype = loom_batch_narrowest(span, B * 2);
+	ok(ft[0].dtype == LOOM_BATCH_U8 && ft[1].dtype == LOOM_BATCH_I64 &&
+	   ft[2].dtype == LOOM_BATCH_I32, "narrowest: u8, i64, i32");
+	h = (struct loom_batch_hdr){.dtype = LOOM_BATCH_U16, .batch = B, .seq_len = TP1,
+				    .world = 1, .seed = 3};
+	fill(t, 0, 30522);
+	size_t cap = loom_batch_frame_size_features(B, TP1, ft, 3);
+	unsigned char *v2 = malloc(2 * cap + LOOM_BATCH_HEADER_SIZE);
+	long n1 = loom_batch_encode_features(&h, t, ft, 3, vals, v2);
+	ok(n1 > 0 && (size_t)n1 <= cap, "encode a version-2 frame (%ld bytes)", n1);
+	h.seq = 1;
+	ft[1].dtype = LOOM_BATCH_U8;
+	is_int(loom_batch_encode_features(&h, t, ft, 3, vals, v2 + n1), LOOM_ERANGE,
+	       "a value that does not fit its dtype: LOOM_ERANGE");
+	ft[1].dtype = LOOM_BATCH_I64;
+	long n2 = loom_batch_encode_features(&h, t, ft, 3, vals, v2 + n1);
+	h.flags = LOOM_BATCH_F_END;
+	h.seq = 2;
+	size_t len = (size_t)n1 + (size_t)n2;
+	len += (size_t)loom_batch_encode(&h, NULL, v2 + len);
+	ok(v2[4] == 2 && v2[5] == 0, "  its version is 2");
+
+	r = loom_batch_reader_new_mem(v2, len, "v2");
+	is_int(loom_batch_read(r, &h, &got), LOOM_EFORMAT,
+	       "a reader that did not ask for features refuses the frame");
+	is_str(loom_batch_reader_error(r), "v2: frame 0 at byte 0: a frame with features "
+	       "(version 2): this reader reads token frames only", "  in one line");
+	loom_batch_reader_free(r);
+
+	r = loom_batch_reader_new_mem(v2, len, "v2");
+	loom_batch_reader_accept_features(r);
+	const struct loom_batch_feature *rf;
+	size_t nrf;
+	int good = 1;
+	for (int fr = 0; fr < 2; fr++) {
+		good &= loom_batch_read(r, &h, &got) == 1 && memcmp(got, t, sizeof t) == 0;
+		loom_batch_reader_features(r, &rf, &nrf);
+		good &= nrf == 3 && !strcmp(rf[2].name, "span") && rf[2].length == 2 &&
+			rf[1].shape == LOOM_BATCH_PER_RECORD;
+		good &= !memcmp(loom_batch_reader_values(r, 0), seg, sizeof seg) &&
+			!memcmp(loom_batch_reader_values(r, 1), uid, sizeof uid) &&
+			!memcmp(loom_batch_reader_values(r, 2), span, sizeof span);
+	}
+	ok(good, "a reader that accepts features reads ids and every feature back");
+	is_int(loom_batch_read(r, &h, &got), 0, "  then the END frame");
+	loom_batch_reader_free(r);
+
+	/* a version-1 stream through a reader that accepts features */
+	build(LOOM_BATCH_U16, 0);
+	r = loom_batch_reader_new_mem(stream, stream_len, "v1");
+	loom_batch_reader_accept_features(r);
+	int nfr = 0;
+	while (loom_batch_read(r, &h, &got) == 1)
+		nfr++;
+	loom_batch_reader_features(r, &rf, &nrf);
+	ok(nfr == NFR && nrf == 0, "a version-2 reader reads version 1 (no features)");
+	loom_batch_reader_free(r);
+
+	/* corrupt feature tables: one line naming the feature */
+	struct { const char *name; size_t off; unsigned char val; const char *want; } cc[] = {
+		{ "dtype", 8 + 32 + 25, 9, "v2: frame 0 at byte 0: feature 1 \"unique_ids\": unknown dtype" },
+		{ "shape", 8 + 24, 7, "v2: frame 0 at byte 0: feature 0 \"segment_ids\": unknown shape" },
+		{ "length", 8 + 28, 4, "v2: frame 0 at byte 0: feature 0 \"segment_ids\": length does not fit its shape" },
+		{ "name", 8 + 64, 's', "v2: frame 0 at byte 0: feature 2 \"segment_ids\": name repeats" },
+		{ "count", 0, 2, "v2: frame 0 at byte 0: payload_bytes" },
+	};
+	for (size_t c = 0; c < sizeof cc / sizeof cc[0]; c++) {
+		unsigned char *x = malloc(len);
+		memcpy(x, v2, len);
+		unsigned char *q = x + LOOM_BATCH_HEADER_SIZE;
+		if (!strcmp(cc[c].name, "name"))
+			memcpy(q + 8 + 64, "segment_ids", 12);
+		else
+			q[cc[c].off] = cc[c].val;
+		/* keep the payload CRC right: the table itself is wrong */
+		uint32_t crc = loom_crc32c(0, q, (size_t)n1 - LOOM_BATCH_HEADER_SIZE);
+		for (int i = 0; i < 4; i++)
+			x[56 + i] = (unsigned char)(crc >> (8 * i));
+		crc = loom_crc32c(0, x, 60);
+		for (int i = 0; i < 4; i++)
+			x[60 + i] = (unsigned char)(crc >> (8 * i));
+		r = loom_batch_reader_new_mem(x, len, "v2");
+		loom_batch_reader_accept_features(r);
+		is_int(loom_batch_read(r, &h, &got), LOOM_EFORMAT, "feature table: bad %s", cc[c].name);
+		ok(!strncmp(loom_batch_reader_error(r), cc[c].want, strlen(cc[c].want)),
+		   "  %s", loom_batch_reader_error(r));
+		loom_batch_reader_free(r);
+		free(x);
+	}
+	free(v2);
+}
+
 int main(void)
 {
 	case_frame_size();
@@ -305,5 +420,6 @@ int main(void)
 	case_expected_shape();
 	case_pipe();
 	case_epipe();
+	case_features();
 	return done_testing();
 }

@@ -354,6 +354,55 @@ static void case_non_examples(void)
 	   accepted);
 }
 
+/* Several features (as loom-squad prepare writes them) == protobuf-c
+ * packing the same entries in the same order. */
+static void case_multi_feature(void)
+{
+	int64_t *v = malloc(5000 * sizeof *v); /* 4 + 500 + 3 x 3 values at most */
+	int same = 1, bounded = 1;
+	const char *mk[] = { "unique_ids", "input_ids", "", "token_start", "x" };
+	for (int t = 0; t < 200 && same; t++) {
+		struct loom_example_i64 f[5];
+		Tensorflow__Int64List lists[5];
+		Tensorflow__Feature feats[5];
+		Tensorflow__Features__FeatureEntry ents[5], *ep[5];
+		size_t nf = 1 + (size_t)(rnd() % 5), off = 0;
+		for (size_t k = 0; k < nf; k++) {
+			size_t cnt = (size_t)(rnd() % (k == 1 ? 500 : 4));
+			for (size_t i = 0; i < cnt; i++)
+				v[off + i] = t % 2 ? rnd_value() : (int64_t)(rnd() % 3) - 1;
+			f[k] = (struct loom_example_i64){ mk[k], v + off, cnt };
+			tensorflow__int64_list__init(&lists[k]);
+			lists[k].n_value = cnt;
+			lists[k].value = v + off;
+			tensorflow__feature__init(&feats[k]);
+			feats[k].kind_case = TENSORFLOW__FEATURE__KIND_INT64_LIST;
+			feats[k].int64_list = &lists[k];
+			tensorflow__features__feature_entry__init(&ents[k]);
+			ents[k].key = (char *)mk[k];
+			ents[k].value = &feats[k];
+			ep[k] = &ents[k];
+			off += cnt;
+		}
+		Tensorflow__Features fs = TENSORFLOW__FEATURES__INIT;
+		Tensorflow__Example ex = TENSORFLOW__EXAMPLE__INIT;
+		fs.n_feature = nf;
+		fs.feature = ep;
+		ex.features = &fs;
+		size_t rl = tensorflow__example__get_packed_size(&ex);
+		uint8_t *ref = malloc(rl + 1), *mine = malloc(loom_example_bound_i64s(f, nf));
+		tensorflow__example__pack(&ex, ref);
+		size_t l = loom_example_encode_i64s(f, nf, mine);
+		same = l == rl && memcmp(mine, ref, l) == 0;
+		bounded &= l <= loom_example_bound_i64s(f, nf);
+		free(ref);
+		free(mine);
+	}
+	ok(same, "encode_i64s == protobuf-c on 200 random multi-feature Examples");
+	ok(bounded, "encode_i64s stays within loom_example_bound_i64s");
+	free(v);
+}
+
 int main(void)
 {
 	case_known_vector();
@@ -365,5 +414,6 @@ int main(void)
 	case_json_of_every_kind();
 	case_long_varints();
 	case_non_examples();
+	case_multi_feature();
 	return done_testing();
 }

@@ -272,4 +272,65 @@ loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 0 --text 2>"$T/head.err" |
 is "$(wc -l < "$T/two.txt")" 2 "--text | head -2"
 is "$(cat "$T/head.err")" "" "--text | head: quiet"
 
+# --- a squad-features set (loom-squad prepare): the record shape and the
+# features come from the manifest; version-2 frames carry every feature.
+printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the cat sat on mat who what '?' . where \
+	> "$T/vocab.txt"
+cat > "$T/sq.json" <<'EOF'
+{"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "The cat sat on the mat.", "qas": [
+ {"id": "q1", "question": "Who sat?", "answers": [{"text": "The cat", "answer_start": 0}]},
+ {"id": "q2", "question": "Where sat the cat?", "answers": [{"text": "the mat", "answer_start": 15}]}]}]}]}
+EOF
+run loom-squad prepare -q --vocab "$T/vocab.txt" --seq 12 --stride 2 -n 2 "$T/sq.json" -o "$T/sq"
+is_rc 0 "loom-squad prepare: 5 features in 2 shards"
+SQ="$T/sq.manifest.json"
+run loom-feed -m "$SQ" --batch 2 --seed 3 --text
+is_rc 0 "loom-feed --manifest of a squad-features set: no --seq needed"
+like "$err" '^loom-feed: 2 batches of 2x12 \+ 10 features \(rank 0 of 1\) from 5 records in 2 shards' \
+	"  the summary names the shape and the features"
+cp "$out" "$T/sq.txt"
+# Each row, back as loom-cat's JSON of the record with that unique_ids: the
+# same ids and the same values of every feature.
+loom-cat "$T"/sq-0000[01]-of-00002.tfrecord > "$T/sq.jsonl"
+is "$(python3 - "$T/sq.txt" "$T/sq.jsonl" <<'EOF'
+import json, sys
+recs = {}
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    recs[r["unique_ids"][0]] = r
+rows = bad = 0
+for line in open(sys.argv[1]):
+    head, *parts = line.rstrip("\n").split(" | ")
+    ids = [int(x) for x in head.split(": ")[1].split()]
+    feats = {p.split()[0]: [int(x) for x in p.split()[1:]] for p in parts}
+    r = recs[feats["unique_ids"][0]]
+    want = {k: v for k, v in r.items() if k != "input_ids"}
+    rows += 1
+    bad += ids != r["input_ids"] or feats != want
+print(rows, bad, len(feats))
+EOF
+)" "4 0 10" "  each row: the record's ids and all 10 other features, as loom-cat reads them"
+run loom-feed -m "$SQ" --batch 2 --seed 3
+is_rc 0 "  binary frames"
+is "$(od -A n -t u2 -j 4 -N 2 "$out" | tr -d ' ')" 2 "  of version 2"
+cp "$out" "$T/sq.bin"
+run loom-feed -m "$SQ" --batch 2 --seq 11 --seed 3
+is "$rc:$(cat "$err")" "1:loom-feed: $SQ: a squad-features set gives the record length (12 tokens): leave --seq out" \
+	"  --seq with such a set: one line"
+run loom-feed -m "$SQ" --batch 2 --seed 3 --pad 0
+like "$err" 'the records of a squad-features set all have 12 tokens' "  --pad with such a set: refused"
+sed 's/"squad-features"/"other-kind"/' "$SQ" > "$T/other.manifest.json"
+run loom-feed -m "$T/other.manifest.json" --batch 2 --seed 3
+is "$rc:$(cat "$err")" "1:loom-feed: $T/other.manifest.json: a \"other-kind\" set: loom-feed reads token-stream sets (loom-shard's) and squad-features sets" \
+	"  a set of a kind it does not know: one line"
+# loom-train reads token frames only: one line, exit 1.
+loom-train -c tiny --steps 1 -q < "$T/sq.bin" > /dev/null 2> "$T/train.err"
+is "$?:$(cat "$T/train.err")" "1:loom-train: stdin: frame 0 at byte 0: a frame with features (version 2): this reader reads token frames only" \
+	"loom-train refuses version-2 frames with one line"
+# --world 2: the ranks' rows together are world 1's --batch 4 rows.
+loom-feed -q -m "$SQ" --batch 4 --seed 3 --text | cut -d: -f2- | sort > "$T/w1.txt"
+for r in 0 1; do loom-feed -q -m "$SQ" --batch 2 --world 2 --rank $r --seed 3 --text; done |
+	cut -d: -f2- | sort > "$T/w2.txt"
+ok "  --world 2 ranks together = --batch 4 (features included)" cmp -s "$T/w1.txt" "$T/w2.txt"
+
 done_testing

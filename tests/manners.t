@@ -4,8 +4,8 @@
 # under -q), -q on every tool that prints a summary.
 . "$(dirname "$0")/lib.sh"
 
-TOOLS="loom-fetch loom-extract loom-bpe loom-shard loom-index loom-cat loom-feed loom-train loom-eval loom-plot"
-for t in $TOOLS "loom-bpe encode" "loom-bpe decode" "loom-bpe train"; do
+TOOLS="loom-fetch loom-extract loom-bpe loom-shard loom-index loom-cat loom-feed loom-train loom-eval loom-plot loom-squad"
+for t in $TOOLS "loom-bpe encode" "loom-bpe decode" "loom-bpe train" "loom-squad prepare"; do
 	for v in -V --version; do
 		run $t $v
 		is_rc 0 "$t $v exits 0"
@@ -16,7 +16,7 @@ for t in $TOOLS "loom-bpe encode" "loom-bpe decode" "loom-bpe train"; do
 	is_rc 0 "$t --help"
 	# an option list line "  -v, --NAME": NAME must be verbose
 	is "$(grep -oE '^ +-v, --[a-z-]+' "$out" | sed 's/.*--//' | grep -vx verbose)" "" "$t: -v can only mean --verbose"
-	[ "$t" = loom-bpe ] || like "$out" '^ +-v, --verbose ' "$t has -v, --verbose"
+	case $t in loom-bpe|loom-squad) ;; *) like "$out" '^ +-v, --verbose ' "$t has -v, --verbose";; esac
 done
 
 # loom-bpe's --vocab has no -v any more: -v is --verbose, so 'gpt2' is an input file
@@ -36,7 +36,7 @@ is "$(wc -c < "$err")" 0 "loom-bpe encode -q: no summary"
 run loom-bpe encode -f text "$T/in.txt"
 like "$err" '^loom-bpe: encode: 1 documents' "without -q: the summary"
 for t in loom-fetch loom-extract "loom-bpe encode" "loom-bpe decode" "loom-bpe train" loom-shard \
-	 loom-index loom-feed loom-train loom-plot; do
+	 loom-index loom-feed loom-train loom-plot "loom-squad prepare"; do
 	run $t --help
 	like "$out" '^ +-q, --quiet' "$t has -q, --quiet"
 done

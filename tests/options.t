@@ -10,7 +10,8 @@
 help_longs() { grep -oE '^ +(-[a-zA-Z], )?--[a-z0-9-]+' | sed 's/.*--//'; }
 
 for t in loom-fetch loom-extract "loom-bpe encode" "loom-bpe decode" "loom-bpe train" loom-shard \
-	 loom-index loom-cat loom-feed loom-train loom-eval "loom-eval generate" loom-plot; do
+	 loom-index loom-cat loom-feed loom-train loom-eval "loom-eval generate" loom-plot \
+	 "loom-squad prepare"; do
 	tool=${t%% *} cmd=${t#"$tool"}
 	cmd=${cmd# }
 	run $t --help

@@ -458,3 +458,24 @@ const char *cli_duration(double sec, char *buf, size_t len)
 		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
 	return buf;
 }
+
+static uint64_t kill_at;
+
+static void kill_at_step(void *ctx, const char *what, const char *path)
+{
+	static uint64_t step;
+	(void)what;
+	(void)path;
+	if (step++ == *(uint64_t *)ctx)
+		raise(SIGKILL);
+}
+
+void (*cli_test_kill_hook(void **ctx))(void *ctx, const char *what, const char *path)
+{
+	const char *ka = getenv("LOOM_SHARD_TEST_KILL_AT");
+	if (!ka || !*ka)
+		return NULL;
+	kill_at = cli_u64("LOOM_SHARD_TEST_KILL_AT", ka, 0, UINT64_MAX);
+	*ctx = &kill_at;
+	return kill_at_step;
+}

@@ -123,6 +123,13 @@ const char *cli_version_jansson(void);
 /* -q, --quiet and --progress of the command line cli_parse() read */
 extern int cli_quiet, cli_force_progress;
 
+/* For tests only (tests/shard-kill.t, tests/squad-prepare.t): with
+ * LOOM_SHARD_TEST_KILL_AT=N in the environment, a commit_step hook
+ * (loom_shardset_opts) that kills the process (SIGKILL, as kill -9) just
+ * before the N-th (from 0) file-system step of removing leftovers and
+ * committing an output set; NULL without it. */
+void (*cli_test_kill_hook(void **ctx))(void *ctx, const char *what, const char *path);
+
 /* Sets the program name used in messages, the usage text printed by --help
  * and after usage errors, installs handlers that remove live temporary
  * outputs on SIGINT/SIGTERM/SIGHUP before dying, raises the soft limit on

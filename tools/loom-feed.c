@@ -88,7 +88,8 @@ static void on_threads(const char *opt, const char *arg)
 static const struct cli_opt opts[] = {
 	OPT_STRING('m', "manifest", &args.o.manifest, "FILE",
 		   "shards listed in loom-shard's manifest (paths relative to it);\n"
-		   "each shard must have the size the manifest records"),
+		   "each shard must have the size the manifest records;\n"
+		   "loom-squad's: the features too, no --seq"),
 	OPT_BOOL(0, "verify", &args.o.verify, "also check each shard's sha256 against the manifest"),
 	OPT_CALLBACK('b', "batch", on_batch, "B", "records per frame (per rank)"),
 	OPT_CALLBACK('t', "seq", on_seq, "T", "sequence length T; each record gives T+1 tokens"),
@@ -121,7 +122,9 @@ static const struct cli_cmd cmd = {
 	.opts = opts,
 	.footer = "Records longer than T+1 are cut.  Each epoch yields floor(N / (B x W)) global\n"
 		  "batches (the remainder is dropped).  The stream ends with an end-of-stream\n"
-		  "frame; a closed pipe (| head) ends loom-feed quietly with status 0.\n",
+		  "frame; a closed pipe (| head) ends loom-feed quietly with status 0.\n"
+		  "The manifest of a squad-features set (loom-squad prepare) gives the record\n"
+		  "length and its features: frames of version 2 carry them all.\n",
 	.version = cli_version_jansson,
 };
 
@@ -130,8 +133,9 @@ static void parse_args(int argc, char **argv, struct args *a)
 	struct loom_feed_opts *o = &a->o;
 	cli_parse(&cmd, argc, argv);
 	*a = args;
-	if (!have_b || !have_t || !have_s)
-		cli_usage_error("--batch, --seq and --seed are required");
+	if (!have_b || (!have_t && !o->manifest) || !have_s)
+		cli_usage_error("--batch, --seq and --seed are required (--seq: but with the "
+				"--manifest of a set that gives it)");
 	if (o->manifest && optind < argc)
 		cli_usage_error("give --manifest or shard files, not both");
 	if (!o->manifest && optind == argc)
@@ -233,11 +237,14 @@ int main(int argc, char **argv)
 	loom_feed_get_stats(f, &st);
 	if (!a.quiet) {
 		double dt = loom_now() - t0;
-		char bb[32];
+		char bb[32], feats[48] = "";
+		if (st.features)
+			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
+				 st.features == 1 ? "" : "s");
 		fprintf(stderr,
-			"loom-feed: %llu batches of %ux%u (rank %u of %u) from %llu records in %llu "
+			"loom-feed: %llu batches of %ux%u%s (rank %u of %u) from %llu records in %llu "
 			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s\n",
-			(unsigned long long)st.frames, a.o.batch, a.o.seq_len, a.o.rank, a.o.world,
+			(unsigned long long)st.frames, a.o.batch, st.seq_len, feats, a.o.rank, a.o.world,
 			(unsigned long long)st.records, (unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
 			cli_bytes((double)st.bytes, bb, sizeof bb), dt,

@@ -2,7 +2,6 @@
  * with an index beside each shard and a JSON manifest (lib/data/loom_shard.h). */
 #include <ctype.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +30,6 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 	if (cli_progress_due(pr))
 		cli_progress_show(pr, "writing shards: %" PRIu64 " of %" PRIu64 " records (%.0f%%)",
 				  done, total, total ? 100.0 * (double)done / (double)total : 0.0);
-}
-
-/* For tests only (tests/shard-kill.t): with LOOM_SHARD_TEST_KILL_AT=N the
- * process kills itself (SIGKILL, as kill -9) just before the N-th (from 0)
- * file-system step of removing leftovers and committing the output set. */
-static void kill_at_step(void *ctx, const char *what, const char *path)
-{
-	static uint64_t step;
-	(void)what;
-	(void)path;
-	if (step++ == *(uint64_t *)ctx)
-		raise(SIGKILL);
 }
 
 /* -v: the committed set as the manifest records it, a line per shard. */
@@ -246,13 +233,7 @@ int main(int argc, char **argv)
 	cli_progress_init(&pr, cli_force_progress);
 	o.progress = on_progress;
 	o.progress_ctx = &pr;
-	uint64_t kill_at;
-	const char *ka = getenv("LOOM_SHARD_TEST_KILL_AT");
-	if (ka && *ka) {
-		kill_at = cli_u64("LOOM_SHARD_TEST_KILL_AT", ka, 0, UINT64_MAX);
-		o.commit_step = kill_at_step;
-		o.commit_step_ctx = &kill_at;
-	}
+	o.commit_step = cli_test_kill_hook(&o.commit_step_ctx);
 	g_shard = loom_shard_new(&o, &err);
 	if (!g_shard)
 		cli_die("%s", err.msg);

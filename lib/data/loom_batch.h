@@ -21,6 +21,13 @@
  *    56    4 payload CRC-32C
  *    60    4 header CRC-32C over bytes 0..59
  *
+ * Version 2 (FEATURES flag, formats/batch.md): the payload starts with a
+ * table of named features (per-token or per-record, u8/u16/u32/i32/i64)
+ * and holds, after the ids, each feature's values; loom-feed writes it for
+ * squad-features sets.  A reader reads such frames only when asked
+ * (loom_batch_reader_accept_features), so loom-train and loom-eval refuse
+ * them in one line.
+ *
  * A stream ends with exactly one END frame whose `seq` is the next sequence
  * number that would have been written; EOF before it (at a frame boundary
  * or mid-frame) is an error naming the frame number and byte offset, so a
@@ -44,18 +51,57 @@
 #include "loom_common.h"
 
 #define LOOM_BATCH_MAGIC "LMBF"
-#define LOOM_BATCH_VERSION 1
+#define LOOM_BATCH_VERSION 1		/* token frames */
+#define LOOM_BATCH_VERSION_FEATURES 2	/* frames that may carry features */
 #define LOOM_BATCH_HEADER_SIZE 64
 
 enum loom_batch_dtype {
 	LOOM_BATCH_U16 = 1,
 	LOOM_BATCH_U32 = 2,
+	/* features only: */
+	LOOM_BATCH_U8 = 3,
+	LOOM_BATCH_I32 = 4,
+	LOOM_BATCH_I64 = 5,
 };
 
 enum {
 	LOOM_BATCH_F_END = 1u << 0,	/* end-of-stream frame */
 	LOOM_BATCH_F_PAD = 1u << 1,	/* pad_id is meaningful */
+	LOOM_BATCH_F_FEATURES = 1u << 2,/* version 2: the payload starts with a
+					   feature table (formats/batch.md) */
 };
+
+/* --- features (version 2) ------------------------------------------------
+ * Besides its B x seq_len token ids, a frame may carry named features,
+ * per-token (B x seq_len values) or per-record (B x length values). */
+#define LOOM_BATCH_MAX_FEATURES 64
+#define LOOM_BATCH_NAME_MAX 24		/* name bytes, NUL included */
+#define LOOM_BATCH_MAX_PAYLOAD (1ull << 31)
+
+enum { LOOM_BATCH_PER_TOKEN = 0, LOOM_BATCH_PER_RECORD = 1 };
+
+struct loom_batch_hdr;
+
+struct loom_batch_feature {
+	char name[LOOM_BATCH_NAME_MAX];	/* NUL-terminated, unique in a frame */
+	uint8_t shape;			/* LOOM_BATCH_PER_TOKEN or _PER_RECORD */
+	uint8_t dtype;			/* U16 U32 U8 I32 I64 */
+	uint32_t length;		/* values per record (seq_len per token) */
+};
+
+/* The narrowest of U8, I32, I64 that holds v[0..n). */
+uint8_t loom_batch_narrowest(const int64_t *v, size_t n);
+/* Largest frame (u32 ids, i64 features) of this shape and features. */
+size_t loom_batch_frame_size_features(uint32_t batch, uint32_t seq_len,
+				      const struct loom_batch_feature *f, size_t nf);
+/* Encode a version-2 frame: the ids as loom_batch_encode, then feature k's
+ * B x f[k].length values values[k] (row-major) as f[k].dtype.  Returns the
+ * bytes written, LOOM_ERANGE if an id or a value does not fit its dtype,
+ * LOOM_EINVAL on a bad header or feature table.  nf = 0 gives the
+ * version-1 frame loom_batch_encode writes. */
+long loom_batch_encode_features(const struct loom_batch_hdr *h, const uint32_t *tokens,
+				const struct loom_batch_feature *f, size_t nf,
+				const int64_t *const *values, void *out);
 
 /* Largest B x (T+1) a reader accepts (guards allocations on bad input). */
 #define LOOM_BATCH_MAX_TOKENS (1u << 28)
@@ -113,6 +159,18 @@ void loom_batch_reader_free(struct loom_batch_reader *r);
  * Without it, the shape of the first frame is required of all later ones. */
 void loom_batch_reader_expect(struct loom_batch_reader *r, uint32_t batch,
 			      uint32_t seq_len);
+
+/* Accept frames with features (version 2, FEATURES flag); without this
+ * call such a frame is an error "a frame with features (version 2): this
+ * reader reads token frames only".  Version-1 frames read either way. */
+void loom_batch_reader_accept_features(struct loom_batch_reader *r);
+/* The features of the frames read (the first frame's table: every later
+ * frame must have the same names, shapes and lengths; dtypes may change);
+ * *n = 0 for token frames.  The values of feature k in the last frame
+ * read, B x length, widened to int64 (owned by the reader). */
+void loom_batch_reader_features(const struct loom_batch_reader *r,
+				const struct loom_batch_feature **f, size_t *n);
+const int64_t *loom_batch_reader_values(const struct loom_batch_reader *r, size_t k);
 
 /* Read the next frame.  Returns 1 with *h filled and *tokens pointing to
  * B*(T+1) tokens widened to u32 (owned by the reader); 0 at the END frame

@@ -60,20 +60,24 @@ size_t loom_example_bound(size_t keylen, size_t n)
 	return n * 10 + keylen + 6 * 11;
 }
 
-/* Write the five nested headers around a packed body of plen bytes. */
-static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, size_t plen)
+/* Bytes of one map entry (key + Feature{int64_list}) around a packed
+ * body of plen bytes holding n values. */
+static size_t entry_len(size_t klen, size_t n, size_t plen)
 {
 	size_t l_list = n ? 1 + vsize64(plen) + plen : 0;
 	size_t l_feat = l_list ? 1 + vsize64(l_list) + l_list : 1 + 1;
 	/* an empty key is proto3's default: omitted, as protobuf-c does */
 	size_t l_key = klen ? 1 + vsize64(klen) + klen : 0;
-	size_t l_entry = l_key + 1 + vsize64(l_feat) + l_feat;
-	size_t l_features = 1 + vsize64(l_entry) + l_entry;
+	return l_key + 1 + vsize64(l_feat) + l_feat;
+}
 
+/* Write the headers of one map entry, up to its packed body. */
+static uint8_t *put_entry(uint8_t *p, const char *key, size_t klen, size_t n, size_t plen)
+{
+	size_t l_list = n ? 1 + vsize64(plen) + plen : 0;
+	size_t l_feat = l_list ? 1 + vsize64(l_list) + l_list : 1 + 1;
 	*p++ = 0x0a;
-	p = put_varint(p, l_features);
-	*p++ = 0x0a;
-	p = put_varint(p, l_entry);
+	p = put_varint(p, entry_len(klen, n, plen));
 	if (klen) {
 		*p++ = 0x0a;
 		p = put_varint(p, klen);
@@ -89,6 +93,15 @@ static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, 
 		p = put_varint(p, plen);
 	}
 	return p;
+}
+
+/* Write the five nested headers around a packed body of plen bytes. */
+static uint8_t *put_headers(uint8_t *p, const char *key, size_t klen, size_t n, size_t plen)
+{
+	size_t l_entry = entry_len(klen, n, plen);
+	*p++ = 0x0a;
+	p = put_varint(p, 1 + vsize64(l_entry) + l_entry);
+	return put_entry(p, key, klen, n, plen);
 }
 
 /* Scalar packed body of v[0..n) at p; returns the end.  Ids below 2^21
@@ -293,14 +306,45 @@ size_t loom_example_encode_u16(const char *key, const uint16_t *v, size_t n, uin
 	return (size_t)(body_g(p, v, n, 1) - out);
 }
 
-size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out)
+static size_t plen_i64(const int64_t *v, size_t n)
 {
 	size_t plen = 0;
 	for (size_t i = 0; i < n; i++)
 		plen += vsize64((uint64_t)v[i]);
-	uint8_t *p = put_headers(out, key, strlen(key), n, plen);
+	return plen;
+}
+
+size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out)
+{
+	uint8_t *p = put_headers(out, key, strlen(key), n, plen_i64(v, n));
 	for (size_t i = 0; i < n; i++)
 		p = put_varint(p, (uint64_t)v[i]);
+	return (size_t)(p - out);
+}
+
+size_t loom_example_bound_i64s(const struct loom_example_i64 *f, size_t nf)
+{
+	size_t b = 11;
+	for (size_t k = 0; k < nf; k++)
+		b += loom_example_bound(strlen(f[k].key), f[k].n);
+	return b;
+}
+
+size_t loom_example_encode_i64s(const struct loom_example_i64 *f, size_t nf, uint8_t *out)
+{
+	size_t body = 0;
+	for (size_t k = 0; k < nf; k++) {
+		size_t l = entry_len(strlen(f[k].key), f[k].n, plen_i64(f[k].v, f[k].n));
+		body += 1 + vsize64(l) + l;
+	}
+	uint8_t *p = out;
+	*p++ = 0x0a;
+	p = put_varint(p, body);
+	for (size_t k = 0; k < nf; k++) {
+		p = put_entry(p, f[k].key, strlen(f[k].key), f[k].n, plen_i64(f[k].v, f[k].n));
+		for (size_t i = 0; i < f[k].n; i++)
+			p = put_varint(p, (uint64_t)f[k].v[i]);
+	}
 	return (size_t)(p - out);
 }
 

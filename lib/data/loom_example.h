@@ -49,6 +49,17 @@ size_t loom_example_encode_u32(const char *key, const uint32_t *v, size_t n, uin
 size_t loom_example_encode_u16(const char *key, const uint16_t *v, size_t n, uint8_t *out);
 size_t loom_example_encode_i64(const char *key, const int64_t *v, size_t n, uint8_t *out);
 
+/* Several int64 list features, in the order given (the bytes protobuf-c
+ * writes for them in that order): Example{key[0]: v[0], key[1]: ...}.
+ * out has room for loom_example_bound_i64s() bytes. */
+struct loom_example_i64 {
+	const char *key;
+	const int64_t *v;
+	size_t n;
+};
+size_t loom_example_bound_i64s(const struct loom_example_i64 *f, size_t nf);
+size_t loom_example_encode_i64s(const struct loom_example_i64 *f, size_t nf, uint8_t *out);
+
 /* Reference encoder through protobuf-c (same bytes, slower): *out malloc'd. */
 int loom_example_encode_pbc(const char *key, const int64_t *v, size_t n, uint8_t **out,
 			    size_t *len, struct loom_err *err);

@@ -39,6 +39,10 @@ struct loom_feed {
 	uint64_t N, K, G;		/* records, batches per epoch, global batch */
 	uint32_t B, T1;
 	char feature[128];		/* the Example feature holding the ids */
+	/* a set with a kind (squad-features): the other features, carried in
+	 * version-2 frames (formats/batch.md) */
+	struct loom_batch_feature ft[LOOM_BATCH_MAX_FEATURES];
+	size_t nf, nvals;		/* features, values of all of them in a frame */
 	uint64_t start, end;		/* seq range [start, end) */
 	size_t max_payload;
 	/* Feistel permutation domain: 2^(2*half_bits) >= N */
@@ -127,7 +131,33 @@ struct wbuf {
 	uint32_t *ids;
 	uint32_t *tok;
 	size_t ids_cap;
+	int64_t *vals;			/* the frame's feature values, f->nvals */
+	const int64_t *vptr[LOOM_BATCH_MAX_FEATURES];
 };
+
+/* Record rec's features into w's arrays at row b (exactly `length` values
+ * each). */
+static int fill_features(struct loom_feed *f, struct wbuf *w, struct slot *sl,
+			 const struct shard *s, uint64_t rec, size_t len, uint32_t b)
+{
+	struct loom_err err;
+	for (size_t k = 0; k < f->nf; k++) {
+		uint32_t L = f->ft[k].length;
+		int64_t *dst = (int64_t *)w->vptr[k] + (size_t)b * L;
+		size_t n;
+		int rc = loom_example_decode_i64(w->payload, len, f->ft[k].name, dst, L, &n, &err);
+		char why[64];
+		if ((rc == 0 || rc == LOOM_ERANGE) && n != L)
+			snprintf(why, sizeof why, "%zu values, the manifest says %u", n, L);
+		if (rc < 0 || n != L) {
+			snprintf(sl->msg, sizeof sl->msg, "%s: record %llu: feature \"%s\": %s",
+				 loom_tfr_file_path(s->f), (unsigned long long)rec, f->ft[k].name,
+				 rc == 0 || rc == LOOM_ERANGE ? why : err.msg);
+			return LOOM_EFORMAT;
+		}
+	}
+	return 0;
+}
 
 /* The B rows of frame `seq` into w->tok. */
 static int fill_rows(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint64_t seq)
@@ -152,6 +182,8 @@ static int fill_rows(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint6
 				 loom_tfr_file_path(s->f), (unsigned long long)rec, err.msg);
 			return rc;
 		}
+		if (f->nf && (rc = fill_features(f, w, sl, s, rec, len, b)) < 0)
+			return rc;
 		uint32_t *dst = w->tok + (size_t)b * f->T1;
 		if (n >= f->T1) {
 			memcpy(dst, w->ids, f->T1 * sizeof *dst);
@@ -183,6 +215,12 @@ static int fill(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint64_t s
 			p += sprintf(p, "%llu %u %u:", (unsigned long long)seq, epoch, b);
 			for (uint32_t k = 0; k < f->T1; k++)
 				p += sprintf(p, " %u", w->tok[(size_t)b * f->T1 + k]);
+			for (size_t k = 0; k < f->nf; k++) {
+				uint32_t L = f->ft[k].length;
+				p += sprintf(p, " | %s", f->ft[k].name);
+				for (uint32_t i = 0; i < L; i++)
+					p += sprintf(p, " %lld", (long long)w->vptr[k][(size_t)b * L + i]);
+			}
 			*p++ = '\n';
 		}
 		sl->len = (size_t)(p - (char *)sl->buf);
@@ -194,10 +232,15 @@ static int fill(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint64_t s
 		.pad_id = f->o.pad ? f->o.pad_id : 0, .seq = seq, .epoch = epoch,
 		.rank = (uint16_t)f->o.rank, .world = (uint16_t)f->o.world, .seed = f->o.seed,
 	};
-	long n = loom_batch_encode(&h, w->tok, sl->buf);
+	struct loom_batch_feature ft[LOOM_BATCH_MAX_FEATURES];
+	for (size_t k = 0; k < f->nf; k++) {
+		ft[k] = f->ft[k];
+		ft[k].dtype = loom_batch_narrowest(w->vptr[k], (size_t)f->B * ft[k].length);
+	}
+	long n = loom_batch_encode_features(&h, w->tok, ft, f->nf, w->vptr, sl->buf);
 	if (n == LOOM_ERANGE && f->o.dtype == 0) {
 		h.dtype = LOOM_BATCH_U32;
-		n = loom_batch_encode(&h, w->tok, sl->buf);
+		n = loom_batch_encode_features(&h, w->tok, ft, f->nf, w->vptr, sl->buf);
 	}
 	if (n < 0) {
 		snprintf(sl->msg, sizeof sl->msg, "batch %llu: a token id does not fit --dtype u16",
@@ -216,8 +259,13 @@ static void *worker(void *arg)
 	w.payload = malloc(f->max_payload ? f->max_payload : 1);
 	w.ids = malloc(w.ids_cap * sizeof *w.ids);
 	w.tok = malloc((size_t)f->B * f->T1 * sizeof *w.tok);
+	w.vals = malloc((f->nvals ? f->nvals : 1) * sizeof *w.vals);
+	for (size_t k = 0, off = 0; w.vals && k < f->nf; k++) {
+		w.vptr[k] = w.vals + off;
+		off += (size_t)f->B * f->ft[k].length;
+	}
 	pthread_mutex_lock(&f->mu);
-	if (!w.payload || !w.ids || !w.tok)
+	if (!w.payload || !w.ids || !w.tok || !w.vals)
 		f->stop = 2;
 	for (;;) {
 		if (f->stop || f->next_claim >= f->end)
@@ -246,6 +294,7 @@ static void *worker(void *arg)
 	free(w.payload);
 	free(w.ids);
 	free(w.tok);
+	free(w.vals);
 	return NULL;
 }
 
@@ -304,6 +353,46 @@ static int check_shard(const char *manifest, const char *shard,
 	return 0;
 }
 
+/* A set with a kind: a squad-features set (formats/squad-features.md)
+ * gives the record length and the features carried besides the ids. */
+static int read_kind(struct loom_feed *f, const char *path, const struct loom_manifest *m,
+		     struct loom_err *err)
+{
+	if (strcmp(m->kind, "squad-features"))
+		return loom_err_set(err, LOOM_EFORMAT, "%s: a \"%s\" set: loom-feed reads "
+				    "token-stream sets (loom-shard's) and squad-features sets",
+				    path, m->kind);
+	if (!m->has_seq_len || m->seq_len < 2 || m->seq_len > (1 << 24))
+		return loom_err_set(err, LOOM_EFORMAT, "%s: a squad-features set without a "
+				    "\"seq_len\" of 2 to 2^24", path);
+	if (f->T1)
+		return loom_err_set(err, LOOM_EINVAL, "%s: a squad-features set gives the record "
+				    "length (%lld tokens): leave --seq out", path,
+				    (long long)m->seq_len);
+	if (f->o.pad)
+		return loom_err_set(err, LOOM_EINVAL, "%s: --pad: the records of a squad-features "
+				    "set all have %lld tokens", path, (long long)m->seq_len);
+	f->T1 = (uint32_t)m->seq_len;
+	const char *ids = m->feature ? m->feature : LOOM_EXAMPLE_IDS;
+	for (size_t i = 0; i < m->nfeatures; i++) {
+		const struct loom_manifest_feature *mf = &m->features[i];
+		if (!strcmp(mf->name, ids))
+			continue;
+		if (f->nf == LOOM_BATCH_MAX_FEATURES || strlen(mf->name) >= LOOM_BATCH_NAME_MAX ||
+		    (mf->per_token ? mf->length != m->seq_len : mf->length > 65535))
+			return loom_err_set(err, LOOM_EFORMAT, "%s: features[%zu] \"%s\": more than "
+					    "%d features, a name of %d bytes or more, or a length "
+					    "a frame cannot carry", path, i, mf->name,
+					    LOOM_BATCH_MAX_FEATURES, LOOM_BATCH_NAME_MAX);
+		struct loom_batch_feature *bf = &f->ft[f->nf++];
+		snprintf(bf->name, sizeof bf->name, "%s", mf->name);
+		bf->shape = mf->per_token ? LOOM_BATCH_PER_TOKEN : LOOM_BATCH_PER_RECORD;
+		bf->length = (uint32_t)mf->length;
+		f->nvals += (size_t)f->B * bf->length;
+	}
+	return 0;
+}
+
 /* The shards of manifest `path` (names relative to its directory), each
  * checked against its entry; then its feature and seq_len. */
 static int read_manifest(struct loom_feed *f, const char *path, struct loom_err *err)
@@ -312,6 +401,10 @@ static int read_manifest(struct loom_feed *f, const char *path, struct loom_err 
 	int rc = loom_manifest_read(path, &m, err);
 	if (rc < 0)
 		return rc;
+	if (m.kind && (rc = read_kind(f, path, &m, err)) < 0) {
+		loom_manifest_release(&m);
+		return rc;
+	}
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", path);
 	char *slash = strrchr(dir, '/');
@@ -359,7 +452,7 @@ static int check_opts(const struct loom_feed_opts *o, struct loom_err *err)
 		return loom_err_set(err, LOOM_EINVAL, "give a manifest or shard files");
 	if (o->verify && !o->manifest)
 		return loom_err_set(err, LOOM_EINVAL, "verify needs a manifest");
-	if (o->batch < 1 || o->seq_len < 1 ||
+	if (o->batch < 1 || (o->seq_len < 1 && !o->manifest) ||
 	    (uint64_t)o->batch * o->seq_len > LOOM_BATCH_MAX_TOKENS)
 		return loom_err_set(err, LOOM_EINVAL, "a frame of %u x %u tokens", o->batch,
 				    o->seq_len);
@@ -398,6 +491,10 @@ struct loom_feed *loom_feed_new(const struct loom_feed_opts *o, struct loom_err 
 	for (size_t i = 0; rc == 0 && i < o->nshards; i++)
 		rc = add_shard(f, o->shards[i], NULL, err);
 	f->G = (uint64_t)f->B * f->o.world;
+	if (rc == 0 && f->T1 < 1)
+		rc = loom_err_set(err, LOOM_EINVAL, "a token-stream set needs a sequence length");
+	if (rc == 0 && (uint64_t)f->B * f->T1 > LOOM_BATCH_MAX_TOKENS)
+		rc = loom_err_set(err, LOOM_EINVAL, "a frame of %u x %u tokens", f->B, f->T1);
 	if (rc == 0 && f->N < f->G)
 		rc = loom_err_set(err, LOOM_EINVAL, "%llu records are fewer than one global batch "
 				  "of %llu (--batch %u x --world %u)", (unsigned long long)f->N,
@@ -431,8 +528,8 @@ int loom_feed_start(struct loom_feed *f, uint64_t seq)
 
 	f->nslots = f->o.threads * 4 < 8 ? 8 : f->o.threads * 4;
 	f->slots = calloc(f->nslots, sizeof *f->slots);
-	size_t fsz = f->o.text ? (size_t)f->B * (f->T1 * 11 + 64)
-			       : loom_batch_frame_size(LOOM_BATCH_U32, f->B, f->T1);
+	size_t fsz = f->o.text ? (size_t)f->B * (f->T1 * 11 + 64) + f->nvals * 21 + f->B * f->nf * 32
+			       : loom_batch_frame_size_features(f->B, f->T1, f->ft, f->nf);
 	for (size_t i = 0; f->slots && i < f->nslots; i++)
 		if (!(f->slots[i].buf = malloc(fsz)))
 			return f->failed = loom_err_set(&f->err, LOOM_ENOMEM, "out of memory");
@@ -518,7 +615,7 @@ void loom_feed_get_stats(const struct loom_feed *f, struct loom_feed_stats *st)
 	*st = (struct loom_feed_stats){
 		.records = f->N, .shards = f->nshards, .per_epoch = f->K,
 		.frames = f->frames, .bytes = f->bytes, .seq = f->frames ? f->cur - 1 : f->start,
-		.epoch = f->last_epoch,
+		.epoch = f->last_epoch, .seq_len = f->T1, .features = f->nf,
 	};
 }
 

@@ -19,6 +19,14 @@
  * Records longer than T+1 are cut; shorter ones are padded with pad_id
  * when asked, else an error.
  *
+ * Features: the manifest of a squad-features set (formats/squad-features.md)
+ * gives the record length (no seq_len in the options) and its features;
+ * each frame then carries, besides the ids ("input_ids"), every other
+ * feature of the manifest, per-token or per-record, in a version-2 frame
+ * (formats/batch.md), each feature in the narrowest of u8, i32, i64 that
+ * holds its values in that frame; with `text`, after the ids of a row,
+ * " | NAME values..." for each.
+ *
  * Threads: loom_feed_start() starts `threads` workers that fill a ring of
  * encoded frames ahead of the caller, who takes them in sequence order
  * with loom_feed_next(): the output does not depend on the thread count.
@@ -54,7 +62,9 @@ struct loom_feed_opts {
 	int verify;                 /* also each shard's sha256 (manifest only) */
 	/* Shape and order. */
 	uint32_t batch;             /* B >= 1: records per frame (per rank) */
-	uint32_t seq_len;           /* T+1 >= 1: tokens per record in a frame */
+	uint32_t seq_len;           /* T+1 >= 1: tokens per record in a frame; 0
+				       with the manifest of a squad-features set,
+				       which gives it */
 	uint64_t seed;              /* same seed, same bytes */
 	uint64_t epochs;            /* passes over the data; 0 = endless */
 	uint32_t rank, world;       /* rank < world <= 65535 (world 0 = 1) */
@@ -81,6 +91,9 @@ struct loom_feed_stats {
 	uint64_t seq;          /* sequence number of the last frame delivered */
 	uint32_t epoch;        /* its epoch (before any: the first frame's seq
 				  and epoch) */
+	uint32_t seq_len;      /* tokens per record in a frame */
+	size_t features;       /* features carried besides the ids (version-2
+				  frames; 0: version 1) */
 };
 
 struct loom_feed;

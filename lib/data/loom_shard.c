@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +19,7 @@
 
 #include "loom_example.h"
 #include "loom_file.h"
-#include "loom_tfrecord.h"
+#include "loom_shardset.h"
 
 /* ======================================================================
  * Sample rules
@@ -129,27 +128,11 @@ struct loom_shard {
 	size_t bk_bufsize;
 	uint64_t spill_bytes;
 
-	/* writers */
-	struct loom_tfr_writer **w;
-	uint64_t nw, wcap;
-	uint64_t written;    /* records handed to writers */
-	size_t wbuf;
-
-	/* the output set (see "Committing the set" below) */
-	char *dir, *base;    /* the prefix's directory and last component */
-	char run[16];        /* this run's id, in the names of its files */
-	char **old;          /* files named by the manifest found at the start */
-	size_t nold;
-	char *lock_path;
-	int lock_fd;
-	char **done;         /* this run's files, removed again on failure */
-	size_t ndone;
+	struct loom_shardset *set; /* the output set */
 	int finished;
 	struct loom_shard_stats st;
 	struct loom_err err;
 };
-
-static int open_set(struct loom_shard *s);
 
 static char *dupz(const char *s)
 {
@@ -174,7 +157,6 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 		return NULL;
 	}
 	s->o = *o;
-	s->lock_fd = -1;
 	s->L = o->seq_len;
 	s->S = o->stride ? o->stride : o->seq_len;
 	s->prefix = dupz(o->prefix);
@@ -255,83 +237,33 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 	/* Per-writer buffer: an eighth of the budget over the writers. */
 	uint64_t nwriters = o->shards ? o->shards : 1;
 	uint64_t wb = s->o.memory / 8 / nwriters;
-	s->wbuf = (size_t)(wb < (64u << 10) ? (64u << 10) : wb > (4u << 20) ? (4u << 20) : wb);
 	uint64_t bb = s->o.memory / 4 / NBUCKET;
 	s->bk_bufsize = (size_t)(bb < (4u << 10) ? (4u << 10) : bb > (1u << 20) ? (1u << 20) : bb);
-	if (open_set(s) < 0) {
-		*err = s->err;
+	struct loom_shardset_opts so = {
+		.prefix = s->prefix,
+		.who = "loom-shard",
+		.shards = o->shards,
+		.records_per_shard = o->records_per_shard,
+		.buffer = (size_t)(wb < (64u << 10) ? (64u << 10) : wb > (4u << 20) ? (4u << 20) : wb),
+		.no_sha256 = o->no_sha256,
+		.commit_step = o->commit_step,
+		.commit_step_ctx = o->commit_step_ctx,
+	};
+	if (!(s->set = loom_shardset_open(&so, err))) {
 		loom_shard_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-/* ---- writers ---- */
-
-static int writer_path(struct loom_shard *s, uint64_t j, uint64_t total, char *out, size_t n)
-{
-	loom_shard_name(out, n, s->prefix, j, total);
-	if (strlen(out) + 8 >= n)
-		return loom_err_set(&s->err, LOOM_EINVAL, "output prefix too long");
-	return 0;
-}
-
-static int open_writer(struct loom_shard *s, uint64_t j, uint64_t total)
-{
-	char path[4096];
-	struct loom_err e;
-	int rc = writer_path(s, j, total, path, sizeof path);
-	if (rc < 0)
-		return rc;
-	if (j >= s->wcap) {
-		uint64_t nc = s->wcap ? s->wcap * 2 : 16;
-		while (nc <= j)
-			nc *= 2;
-		struct loom_tfr_writer **p = realloc(s->w, nc * sizeof *p);
-		if (!p)
-			return nomem(s);
-		memset(p + s->wcap, 0, (nc - s->wcap) * sizeof *p);
-		s->w = p;
-		s->wcap = nc;
-	}
-	s->w[j] = loom_tfr_writer_new(path, s->wbuf,
-				      (s->o.no_sha256 ? 0 : LOOM_TFW_SHA256) | LOOM_TFW_ASYNC, &e);
-	if (!s->w[j])
-		return loom_err_set(&s->err, e.code, "%s", e.msg);
-	if (j + 1 > s->nw)
-		s->nw = j + 1;
-	return 0;
-}
-
-/* The writer for the next output record. */
-static struct loom_tfr_writer *next_writer(struct loom_shard *s)
-{
-	uint64_t r = s->written, j;
-	if (s->o.shards) {
-		if (!s->nw)
-			for (uint64_t k = 0; k < s->o.shards; k++)
-				if (open_writer(s, k, s->o.shards) < 0)
-					return NULL;
-		j = r % s->o.shards;
-	} else {
-		j = r / s->o.records_per_shard;
-		if (j >= s->nw && open_writer(s, j, 0) < 0)
-			return NULL;
-	}
-	return s->w[j];
-}
+/* ---- output ---- */
 
 static int put_payload(struct loom_shard *s, const uint8_t *p, size_t n)
 {
-	if (s->o.progress && s->o.shuffle && (s->written & 4095) == 0)
-		s->o.progress(s->o.progress_ctx, s->written, s->nsamples);
-	struct loom_tfr_writer *w = next_writer(s);
-	if (!w)
-		return s->err.code ? s->err.code : LOOM_EIO;
-	if (loom_tfr_writer_write(w, p, n) < 0)
-		return loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
-	s->written++;
-	return 0;
+	uint64_t written = loom_shardset_records(s->set);
+	if (s->o.progress && s->o.shuffle && (written & 4095) == 0)
+		s->o.progress(s->o.progress_ctx, written, s->nsamples);
+	return loom_shardset_put(s->set, p, n, &s->err);
 }
 
 /* ---- buckets ---- */
@@ -861,318 +793,6 @@ static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int used)
 	return rc;
 }
 
-/* ---- the output set ----
- *
- * Committing the set ("Committing a set" in formats/manifest.md): the
- * manifest is the commit point.  This run writes each shard under a name
- * of its own, ".NAME.tmp-runXXXXXXXX" (NAME the final name; its index is
- * that name plus ".index", as always), fsyncs them and commits a manifest
- * naming those files: from that rename on, the new set is the output.
- * Then the old set's files are removed, each new file is hard-linked to
- * its final name, a second manifest naming the final names replaces the
- * first, and the run's names are removed.  Whenever the process dies, the
- * manifest names a complete set: the old one or the new one.  Leftovers
- * (temporaries, files no manifest names) are removed by the next run, under
- * a lock (".PREFIX.lock") that keeps two runs off one prefix. */
-
-/* Length of "BASE-NNNNN-of-NNNNN.tfrecord[.index]" at the start of name,
- * or 0. */
-static size_t match_shard_name(const char *base, const char *name)
-{
-	size_t bl = strlen(base), d;
-	if (strncmp(name, base, bl) || name[bl] != '-')
-		return 0;
-	const char *p = name + bl + 1;
-	if ((d = strspn(p, "0123456789")) < 5 || strncmp(p + d, "-of-", 4))
-		return 0;
-	p += d + 4;
-	if ((d = strspn(p, "0123456789")) < 5 || strncmp(p + d, ".tfrecord", 9))
-		return 0;
-	p += d + 9;
-	if (!strncmp(p, ".index", 6))
-		p += 6;
-	return (size_t)(p - name);
-}
-
-/* Is `name` a file of the output set of prefix `base` (a shard, an index),
- * or a temporary of one (".NAME.tmp-*", also of the manifest)? */
-static int set_file(const char *base, const char *name)
-{
-	size_t n = match_shard_name(base, name), bl = strlen(base);
-	if (n)
-		return name[n] == 0;
-	if (name[0] != '.')
-		return 0;
-	while (*name == '.')
-		name++;
-	n = match_shard_name(base, name);
-	if (!n && !strncmp(name, base, bl) && !strncmp(name + bl, ".manifest.json", 14))
-		n = bl + 14;
-	return n && !strncmp(name + n, ".tmp-", 5) && name[n + 5];
-}
-
-static int named_old(const struct loom_shard *s, const char *name)
-{
-	for (size_t i = 0; i < s->nold; i++)
-		if (!strcmp(s->old[i], name))
-			return 1;
-	return 0;
-}
-
-/* Append a copy of str to the list *v of *n strings. */
-static int push_name(struct loom_shard *s, char ***v, size_t *n, const char *str)
-{
-	char **p = realloc(*v, (*n + 1) * sizeof *p);
-	if (!p)
-		return nomem(s);
-	*v = p;
-	if (!(p[*n] = strdup(str)))
-		return nomem(s);
-	(*n)++;
-	return 0;
-}
-
-static int add_old(struct loom_shard *s, const char *name)
-{
-	/* Only the prefix's own names are ever removed: nothing outside the
-	 * directory, nothing a tampered manifest might name. */
-	if (strchr(name, '/') || !set_file(s->base, name))
-		return 0;
-	return push_name(s, &s->old, &s->nold, name);
-}
-
-/* The files named by the manifest in place (none if there is none or it is
- * not a manifest: then no set can be read there). */
-static int read_old_set(struct loom_shard *s)
-{
-	char path[4200];
-	snprintf(path, sizeof path, "%s.manifest.json", s->prefix);
-	struct loom_manifest m;
-	struct loom_err err;
-	int rc = 0;
-	if (loom_manifest_read(path, &m, &err) < 0)
-		return 0;
-	for (size_t i = 0; rc == 0 && i < m.nshards; i++) {
-		if (m.shards[i].file)
-			rc = add_old(s, m.shards[i].file);
-		if (rc == 0 && m.shards[i].index)
-			rc = add_old(s, m.shards[i].index);
-	}
-	loom_manifest_release(&m);
-	return rc;
-}
-
-static void commit_step(struct loom_shard *s, const char *what, const char *path)
-{
-	if (s->o.commit_step)
-		s->o.commit_step(s->o.commit_step_ctx, what, path);
-}
-
-static int remove_file(struct loom_shard *s, const char *path)
-{
-	commit_step(s, "unlink", path);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return loom_err_errno(&s->err, LOOM_EIO, errno, "cannot remove '%s'", path);
-	return 0;
-}
-
-/* Remove what killed runs left: temporaries and set files that the
- * manifest in place does not name. */
-static int remove_leftovers(struct loom_shard *s)
-{
-	DIR *d = opendir(s->dir);
-	if (!d)
-		return loom_err_errno(&s->err, LOOM_EIO, errno, "cannot read directory '%s'",
-				      s->dir);
-	struct dirent *de;
-	int rc = 0, removed = 0;
-	while (rc == 0 && (de = readdir(d))) {
-		if (!set_file(s->base, de->d_name) || named_old(s, de->d_name))
-			continue;
-		char path[8192];
-		snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name);
-		rc = remove_file(s, path);
-		removed = 1;
-	}
-	closedir(d);
-	if (rc == 0 && removed)
-		rc = loom_fsync_dir_of(s->dir, &s->err);
-	return rc;
-}
-
-/* Hold DIR/.BASE.lock for the run (loom_lock_take); another run on the
- * prefix is refused. */
-static int lock_prefix(struct loom_shard *s)
-{
-	size_t n = strlen(s->dir) + strlen(s->base) + 16;
-	if (!(s->lock_path = malloc(n)))
-		return nomem(s);
-	snprintf(s->lock_path, n, "%s/.%s.lock", s->dir, s->base);
-	if (access(s->dir, F_OK) && errno == ENOENT)
-		return loom_err_set(&s->err, LOOM_EIO, "output directory '%s' does not exist",
-				    s->dir);
-	int rc = loom_lock_take(s->lock_path, &s->lock_fd, &s->err);
-	if (rc == LOOM_EBUSY)
-		return loom_err_set(&s->err, LOOM_EIO,
-				    "another loom-shard is writing '%s' (it holds '%s')", s->prefix,
-				    s->lock_path);
-	return rc;
-}
-
-/* Lock the prefix, note the set in place, remove leftovers, pick the run id. */
-static int open_set(struct loom_shard *s)
-{
-	char *c = strdup(s->prefix);
-	if (!c)
-		return nomem(s);
-	s->dir = strdup(dirname(c));
-	free(c);
-	s->base = strdup(loom_basename(s->prefix));
-	if (!s->dir || !s->base)
-		return nomem(s);
-	if (!*s->base || !strcmp(s->base, ".") || !strcmp(s->base, ".."))
-		return loom_err_set(&s->err, LOOM_EINVAL,
-				    "output prefix '%s' names no file in a directory", s->prefix);
-	int rc = lock_prefix(s);
-	if (rc == 0)
-		rc = read_old_set(s);
-	if (rc == 0)
-		rc = remove_leftovers(s);
-	uint32_t id;
-	if (getentropy(&id, sizeof id) < 0)
-		id = (uint32_t)getpid() ^ (uint32_t)(loom_now() * 1e6);
-	size_t i;
-	do { /* a name that no file of the old set has */
-		snprintf(s->run, sizeof s->run, "run%08" PRIx32, id++);
-		for (i = 0; i < s->nold && !strstr(s->old[i], s->run); i++)
-			;
-	} while (i < s->nold);
-	return rc;
-}
-
-static int remember(struct loom_shard *s, const char *path)
-{
-	return push_name(s, &s->done, &s->ndone, path);
-}
-
-/* ---- finish ---- */
-
-static int write_manifest(struct loom_shard *s, json_t *shards)
-{
-	json_t *m = json_object();
-	json_t *cmd = json_array();
-	if (!m || !cmd) {
-		json_decref(m);
-		json_decref(cmd);
-		json_decref(shards);
-		return nomem(s);
-	}
-	for (int i = 0; i < s->o.argc; i++)
-		json_array_append_new(cmd, json_string(s->argv[i]));
-	json_object_set_new(m, "format", json_string("loom-tfrecord-shards"));
-	json_object_set_new(m, "schema_version", json_integer(1));
-	json_object_set_new(m, "feature", json_string(s->feature));
-	json_object_set_new(m, "seq_len", json_integer((json_int_t)s->L));
-	json_object_set_new(m, "stride", json_integer((json_int_t)s->S));
-	json_object_set_new(m, "keep_tail", json_boolean(s->o.keep_tail));
-	json_object_set_new(m, "input_format",
-			    s->input_format ? json_string(s->input_format) : json_null());
-	json_object_set_new(m, "vocab_size",
-			    s->o.vocab_size ? json_integer((json_int_t)s->o.vocab_size) : json_null());
-	json_object_set_new(m, "vocab_sha256",
-			    s->vocab_sha256 ? json_string(s->vocab_sha256) : json_null());
-	json_object_set_new(m, "tokens", json_integer((json_int_t)s->total));
-	json_object_set_new(m, "records", json_integer((json_int_t)s->nsamples));
-	json_object_set_new(m, "tail_tokens", json_integer((json_int_t)s->tail));
-	json_object_set_new(m, "shuffle", json_boolean(s->o.shuffle));
-	json_object_set_new(m, "seed", json_integer((json_int_t)s->o.seed));
-	json_object_set_new(m, "sharding", json_string(s->o.shards ? "round-robin"
-							: "contiguous"));
-	json_object_set_new(m, "shards", shards);
-	json_object_set_new(m, "command", cmd);
-	char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(m);
-	if (!text)
-		return nomem(s);
-	size_t tl = strlen(text);
-	char *t2 = realloc(text, tl + 2);
-	if (!t2) {
-		free(text);
-		return nomem(s);
-	}
-	t2[tl] = '\n';
-	t2[tl + 1] = 0;
-	snprintf(s->st.manifest, sizeof s->st.manifest, "%s.manifest.json", s->prefix);
-	commit_step(s, "rename", s->st.manifest);
-	int rc = loom_write_file_atomic(s->st.manifest, t2, tl + 1, &s->err);
-	free(t2);
-	return rc;
-}
-
-static json_t *shard_entry(struct loom_shard *s, struct loom_tfr_writer *w,
-			   const char *path, const char *ipath)
-{
-	return json_pack("{s:s, s:s, s:I, s:I, s:o}",
-			 "file", loom_basename(path),
-			 "index", loom_basename(ipath),
-			 "records", (json_int_t)loom_tfr_writer_records(w),
-			 "bytes", (json_int_t)loom_tfr_writer_bytes(w),
-			 "sha256", s->o.no_sha256 ? json_null()
-			 : json_string(loom_tfr_writer_sha256(w)));
-}
-
-/* After the commit point: remove the old set, give the new one its final
- * names (the manifest `final` names them) and drop this run's names. */
-static int publish(struct loom_shard *s, json_t *final)
-{
-	int rc = 0;
-	for (size_t i = 0; i < s->nold && rc == 0; i++) {
-		char path[8192];
-		snprintf(path, sizeof path, "%s/%s", s->dir, s->old[i]);
-		rc = remove_file(s, path);
-	}
-	size_t i;
-	json_t *e;
-	json_array_foreach(final, i, e) {
-		for (int k = 0; k < 2 && rc == 0; k++) {
-			char path[8192];
-			const char *run = s->done[2 * i + (size_t)k];
-			snprintf(path, sizeof path, "%s/%s", s->dir,
-				 json_string_value(json_object_get(e, k ? "index" : "file")));
-			if ((rc = remove_file(s, path)) < 0)
-				break;
-			commit_step(s, "link", path);
-			if (link(run, path) < 0)
-				rc = loom_err_errno(&s->err, LOOM_EIO, errno,
-						    "cannot link '%s' to '%s'", path, run);
-		}
-	}
-	if (rc == 0)
-		rc = loom_fsync_dir_of(s->dir, &s->err);
-	if (rc < 0) {
-		json_decref(final);
-		return rc;
-	}
-	if ((rc = write_manifest(s, final)) < 0)
-		return rc;
-	for (size_t k = 0; k < s->ndone && rc == 0; k++)
-		rc = remove_file(s, s->done[k]);
-	if (rc == 0)
-		rc = loom_fsync_dir_of(s->dir, &s->err);
-	return rc;
-}
-
-static void rollback(struct loom_shard *s)
-{
-	for (size_t i = 0; i < s->ndone; i++) {
-		unlink(s->done[i]);
-		free(s->done[i]);
-	}
-	free(s->done);
-	s->done = NULL;
-	s->ndone = 0;
-}
-
 static int finish(struct loom_shard *s)
 {
 	int rc;
@@ -1207,58 +827,48 @@ static int finish(struct loom_shard *s)
 			s->bk[i].fd = 0;
 		}
 	}
-	/* Each shard and its index under this run's names, fsynced. */
-	rc = 0;
-	json_t *run = json_array(), *final = json_array();
-	if (!run || !final) {
-		json_decref(run);
-		json_decref(final);
+	/* The manifest, then the commit (loom_shardset.h). */
+	json_t *cmd = json_array(), *m = json_object();
+	if (!m || !cmd) {
+		json_decref(m);
+		json_decref(cmd);
 		return nomem(s);
 	}
-	for (uint64_t j = 0; j < s->nw && rc == 0; j++) {
-		char path[4096], ipath[4200], rpath[4400], ripath[4500];
-		struct loom_tfr_writer *w = s->w[j];
-		writer_path(s, j, s->nw, path, sizeof path);
-		snprintf(ipath, sizeof ipath, "%s.index", path);
-		snprintf(rpath, sizeof rpath, "%s/.%s.tmp-%s", s->dir, loom_basename(path), s->run);
-		snprintf(ripath, sizeof ripath, "%s.index", rpath);
-		commit_step(s, "rename", rpath);
-		if (loom_tfr_writer_rename(w, rpath) < 0 || loom_tfr_writer_commit(w) < 0) {
-			rc = loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
-			break;
-		}
-		if ((rc = remember(s, rpath)) < 0)
-			break;
-		commit_step(s, "rename", ripath);
-		if (loom_tfr_writer_write_index(w, ripath) < 0) {
-			rc = loom_err_set(&s->err, LOOM_EIO, "%s", loom_tfr_writer_error(w));
-			break;
-		}
-		if ((rc = remember(s, ripath)) < 0)
-			break;
-		json_array_append_new(run, shard_entry(s, w, rpath, ripath));
-		json_array_append_new(final, shard_entry(s, w, path, ipath));
-		s->st.bytes += loom_tfr_writer_bytes(w);
-	}
-	/* The commit point: a manifest naming them. */
-	if (rc == 0)
-		rc = write_manifest(s, run);
-	else
-		json_decref(run);
-	if (rc < 0) {
-		json_decref(final);
+	for (int i = 0; i < s->o.argc; i++)
+		json_array_append_new(cmd, json_string(s->argv[i]));
+	json_object_set_new(m, "format", json_string("loom-tfrecord-shards"));
+	json_object_set_new(m, "schema_version", json_integer(1));
+	json_object_set_new(m, "feature", json_string(s->feature));
+	json_object_set_new(m, "seq_len", json_integer((json_int_t)s->L));
+	json_object_set_new(m, "stride", json_integer((json_int_t)s->S));
+	json_object_set_new(m, "keep_tail", json_boolean(s->o.keep_tail));
+	json_object_set_new(m, "input_format",
+			    s->input_format ? json_string(s->input_format) : json_null());
+	json_object_set_new(m, "vocab_size",
+			    s->o.vocab_size ? json_integer((json_int_t)s->o.vocab_size) : json_null());
+	json_object_set_new(m, "vocab_sha256",
+			    s->vocab_sha256 ? json_string(s->vocab_sha256) : json_null());
+	json_object_set_new(m, "tokens", json_integer((json_int_t)s->total));
+	json_object_set_new(m, "records", json_integer((json_int_t)s->nsamples));
+	json_object_set_new(m, "tail_tokens", json_integer((json_int_t)s->tail));
+	json_object_set_new(m, "shuffle", json_boolean(s->o.shuffle));
+	json_object_set_new(m, "seed", json_integer((json_int_t)s->o.seed));
+	json_object_set_new(m, "sharding", json_string(s->o.shards ? "round-robin"
+							: "contiguous"));
+	json_object_set_new(m, "shards", json_null());
+	json_object_set_new(m, "command", cmd);
+	struct loom_shardset_result r;
+	if ((rc = loom_shardset_commit(s->set, m, &r, &s->err)) < 0)
 		return rc;
-	}
 	s->finished = 1;
 	s->st.tokens = s->total;
 	s->st.samples = s->nsamples;
 	s->st.tail_tokens = s->tail;
-	s->st.shards = s->nw;
+	s->st.shards = r.shards;
+	s->st.bytes = r.bytes;
 	s->st.spilled = s->spill_bytes;
-	rc = publish(s, final);
-	if (rc < 0) /* the new set is in place, under one of its two names */
-		snprintf(s->st.note, sizeof s->st.note, "%s (the new set is complete;"
-			 " the next run removes what is left over)", s->err.msg);
+	snprintf(s->st.manifest, sizeof s->st.manifest, "%s", r.manifest);
+	snprintf(s->st.note, sizeof s->st.note, "%s", r.note);
 	return 0;
 }
 
@@ -1268,10 +878,7 @@ int loom_shard_finish(struct loom_shard *s)
 		return s->err.code;
 	if (s->finished)
 		return 0;
-	int rc = finish(s);
-	if (rc < 0)
-		rollback(s);
-	return rc;
+	return finish(s);
 }
 
 void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st)
@@ -1288,21 +895,7 @@ void loom_shard_free(struct loom_shard *s)
 {
 	if (!s)
 		return;
-	if (!s->finished)
-		rollback(s);
-	for (size_t i = 0; i < s->ndone; i++)
-		free(s->done[i]);
-	free(s->done);
-	for (size_t i = 0; i < s->nold; i++)
-		free(s->old[i]);
-	free(s->old);
-	loom_lock_release(s->lock_path, &s->lock_fd);
-	free(s->lock_path);
-	free(s->dir);
-	free(s->base);
-	for (uint64_t j = 0; j < s->nw; j++)
-		loom_tfr_writer_free(s->w[j]);
-	free(s->w);
+	loom_shardset_free(s->set); /* before a commit: removes the run's files */
 	buckets_free(s->bk, NBUCKET);
 	free(s->arena);
 	free(s->ents);
@@ -1411,11 +1004,36 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 		sh->sha256 = json_str(json_object_get(e, "sha256"));
 	}
 	if ((rc = manifest_key(path, j, "", "feature", JSON_STRING, 0, err)) ||
+	    (rc = manifest_key(path, j, "", "kind", JSON_STRING, 0, err)) ||
 	    (rc = manifest_key(path, j, "", "seq_len", JSON_INTEGER, 0, err))) {
 		loom_manifest_release(m);
 		return rc;
 	}
 	m->feature = json_str(json_object_get(j, "feature"));
+	m->kind = json_str(json_object_get(j, "kind"));
+	json_t *feats = json_object_get(j, "features");
+	if (json_is_array(feats) && json_array_size(feats)) {
+		m->nfeatures = json_array_size(feats);
+		if (!(m->features = calloc(m->nfeatures, sizeof *m->features))) {
+			loom_manifest_release(m);
+			return loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+		}
+	}
+	json_array_foreach(m->nfeatures ? feats : NULL, i, e) {
+		struct loom_manifest_feature *mf = &m->features[i];
+		const char *shape = json_str(json_object_get(e, "shape"));
+		json_t *len = json_object_get(e, "length");
+		mf->name = json_str(json_object_get(e, "name"));
+		mf->per_token = shape && !strcmp(shape, "token");
+		mf->length = json_is_integer(len) ? json_integer_value(len) : 0;
+		if (!mf->name || !shape || (!mf->per_token && strcmp(shape, "record")) ||
+		    mf->length < 1) {
+			loom_manifest_release(m);
+			return loom_err_set(err, LOOM_EFORMAT, "%s: features[%zu]: expected a \"name\", "
+					    "a \"shape\" \"token\" or \"record\" and a \"length\" >= 1",
+					    path, i);
+		}
+	}
 	json_t *L = json_object_get(j, "seq_len");
 	m->has_seq_len = json_is_integer(L);
 	m->seq_len = json_integer_value(L);
@@ -1425,6 +1043,7 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 void loom_manifest_release(struct loom_manifest *m)
 {
 	free(m->shards);
+	free(m->features);
 	json_decref(m->priv);
 	memset(m, 0, sizeof *m);
 }

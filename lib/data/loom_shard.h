@@ -33,7 +33,8 @@
  * Outputs: PREFIX-00000-of-0000N.tfrecord (+ ".index" beside each) and
  * PREFIX.manifest.json (formats/manifest.md), committed as one set: the
  * manifest is the commit point, so whenever the process dies it names the
- * old set or the new one, complete ("Committing a set" in the spec).
+ * old set or the new one, complete ("Committing a set" in the spec;
+ * the machinery is loom_shardset.h, shared with loom-squad prepare).
  * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
  * removes what killed runs left; on any failure before the commit point
  * nothing of the run is left and the old set stays.
@@ -92,11 +93,22 @@ struct loom_manifest_shard {
 	const char *sha256;   /* "sha256", NULL if absent, null or not a string */
 };
 
+/* One entry of a manifest's "features" list (sets with a kind). */
+struct loom_manifest_feature {
+	const char *name;
+	int per_token;        /* "shape": "token" (1) or "record" (0) */
+	int64_t length;       /* values per record */
+};
+
 /* A manifest (formats/manifest.md) as read by loom_manifest_read(). */
 struct loom_manifest {
 	const char *feature;  /* NULL if absent or not a string */
+	const char *kind;     /* "kind" (e.g. "squad-features"); NULL if absent:
+				 a set of token-stream samples */
 	int has_seq_len;      /* "seq_len" is an integer ... */
 	int64_t seq_len;
+	size_t nfeatures;     /* "features" (0 if absent) */
+	struct loom_manifest_feature *features;
 	size_t nshards;       /* >= 1 */
 	struct loom_manifest_shard *shards;
 	void *priv;           /* the parsed JSON the strings point into */
@@ -105,7 +117,9 @@ struct loom_manifest {
 /* Read manifest `path` ("-" = stdin) into *m (freed with
  * loom_manifest_release()).  Errors (in *err, naming the file): cannot be
  * read (LOOM_EIO), not JSON or a duplicate key ("PATH: line N: reason"),
- * no non-empty "shards" list (LOOM_EFORMAT). */
+ * no non-empty "shards" list, a "features" entry without a string
+ * "name", a "shape" of "token" or "record" or a "length" >= 1
+ * (LOOM_EFORMAT). */
 int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_err *err);
 /* Frees what loom_manifest_read() allocated; a zeroed *m is fine. */
 void loom_manifest_release(struct loom_manifest *m);

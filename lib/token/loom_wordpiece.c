@@ -12,6 +12,7 @@
  */
 #include "loom_wordpiece.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,6 +324,14 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 	rc = loom_wordpiece_load_mem(w, buf, len, path, o);
 	free(buf);
 	return rc;
+}
+
+int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
+{
+	if (!strcmp(spec, "bert-base-uncased"))
+		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
+	snprintf(out, n, "%s", spec);
+	return 0;
 }
 
 uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)

@@ -90,6 +90,10 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 			const struct loom_wordpiece_opts *o);
 int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t len,
 			    const char *name, const struct loom_wordpiece_opts *o);
+/* The vocab.txt that `spec` names: "bert-base-uncased" (shipped in
+ * share/vocab/bert-base-uncased/, found by loom_share_path) or a path,
+ * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere. */
+int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
 /* A second object for another thread, sharing w's vocabulary (w must
  * outlive it); NULL when out of memory. */
 struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);

@@ -1,6 +1,7 @@
-/* Fuzz target: the batch frame reader (lib/data/loom_batch.h) on arbitrary
- * bytes.  Every frame it accepts must have the size its header promises
- * and tokens that fit its dtype. */
+/* Fuzz target: the batch frame reader (lib/data/loom_batch.h), accepting
+ * frames with features (version 2), on arbitrary bytes.  Every frame it
+ * accepts must have the size its header promises, tokens that fit its
+ * dtype and the values of every feature its table lists. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -15,7 +16,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 	if (!r)
 		return 0;
+	loom_batch_reader_accept_features(r);
 	while ((rc = loom_batch_read(r, &h, &tok)) == 1) {
+		const struct loom_batch_feature *f;
+		size_t nf;
+		loom_batch_reader_features(r, &f, &nf);
+		for (size_t k = 0; k < nf; k++) {
+			const int64_t *v = loom_batch_reader_values(r, k);
+			if (!v)
+				abort();
+			for (size_t i = 0; i < (size_t)h.batch * f[k].length; i++)
+				sum += (uint64_t)v[i];
+		}
 		size_t n = (size_t)h.batch * h.seq_len;
 		for (size_t i = 0; i < n; i++) {
 			if (h.dtype == LOOM_BATCH_U16 && tok[i] > 0xffff)
