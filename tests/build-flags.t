@@ -5,6 +5,9 @@
 # test program's tree is touched (make -t), and make -q / make -n and the
 # objects' modification times show what a flag change rebuilds.
 . "$(dirname "$0")/lib.sh"
+# make exports its command-line variables to recipes: under `make asan` OPT,
+# SAN and B arrive here; this test sets the flags it compares itself
+unset B CC CFLAGS CPPFLAGS LDFLAGS LIBS OPT ARCH SAN WERROR PREFIX DESTDIR
 ROOT=$(cd "$TESTS/.." && pwd)
 cd "$ROOT"
 B=$T/b
