@@ -22,6 +22,7 @@
 
 #include "loom_file.h"
 #include "loom_utf8.h"
+#include "loom_vocab.h"
 #include "loom_wordpiece_tab.h"
 
 #define PREFIX "##"
@@ -360,16 +361,6 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 
 /* --- tokenizer.json ----------------------------------------------------- */
 
-/* The "type" of member `key` of o ("null" when null or absent). */
-static const char *hf_type(json_t *o, const char *key)
-{
-	json_t *m = json_object_get(o, key);
-	if (!m || json_is_null(m))
-		return "null";
-	json_t *t = json_object_get(m, "type");
-	return json_is_string(t) ? json_string_value(t) : "?";
-}
-
 /* A string member that must be `want` when present. */
 static int hf_want_str(struct loom_wordpiece *w, json_t *o, const char *where, const char *key,
 		       const char *want, const char *name)
@@ -399,9 +390,9 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 	if (!json_is_object(root) || !json_is_object(model))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': not a tokenizer.json with a model",
 				    name);
-	if (strcmp(hf_type(root, "model"), "WordPiece"))
+	if (strcmp(loom_hf_type(root, "model"), "WordPiece"))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model type %s, not WordPiece", name,
-				    hf_type(root, "model"));
+				    loom_hf_type(root, "model"));
 	if (!json_is_object(json_object_get(model, "vocab")))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model.vocab is not an object", name);
 	int rc;
@@ -417,7 +408,7 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 					    "'%s': model.max_input_chars_per_word is not a count", name);
 		o->max_chars = (uint32_t)json_integer_value(mx);
 	}
-	const char *nt = hf_type(root, "normalizer");
+	const char *nt = loom_hf_type(root, "normalizer");
 	if (!strcmp(nt, "null")) {
 		o->lowercase = o->strip_accents = o->clean_text = o->chinese_chars = 0;
 	} else if (!strcmp(nt, "BertNormalizer")) {
@@ -435,10 +426,10 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 		return loom_err_set(&w->err, LOOM_EFORMAT,
 				    "'%s': normalizer %s, not BertNormalizer (or none)", name, nt);
 	}
-	if (strcmp(hf_type(root, "pre_tokenizer"), "BertPreTokenizer"))
+	if (strcmp(loom_hf_type(root, "pre_tokenizer"), "BertPreTokenizer"))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': pre_tokenizer %s, not BertPreTokenizer",
-				    name, hf_type(root, "pre_tokenizer"));
-	const char *dt = hf_type(root, "decoder");
+				    name, loom_hf_type(root, "pre_tokenizer"));
+	const char *dt = loom_hf_type(root, "decoder");
 	if (strcmp(dt, "null")) {
 		json_t *d = json_object_get(root, "decoder");
 		if (strcmp(dt, "WordPiece"))
