@@ -192,7 +192,7 @@ int bpe_decode_main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
 	struct tok t;
-	load_tok(&t, vspec, CASE_CASED);
+	load_tok(&t, vspec, CASE_ANY);
 	if (fmt == FMT_DEFAULT)
 		fmt = t.n_ids <= 65536 ? FMT_U16 : FMT_U32;
 	struct run u = { .eos = t.eos };

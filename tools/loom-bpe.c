@@ -74,7 +74,7 @@ void load_tok(struct tok *t, const char *spec, int lc)
 	int json;
 	memset(t, 0, sizeof *t);
 	if (!wordpiece_spec(spec, path, sizeof path, &json)) {
-		if (lc != CASE_AUTO && lc != CASE_CASED)
+		if (lc == CASE_LOWER || lc == CASE_CASED)
 			cli_usage_error("--lowercase/--cased: '%s' is a byte-level BPE vocabulary (they are for WordPiece)",
 					spec);
 		t->v = loom_vocab_new();
@@ -98,7 +98,9 @@ void load_tok(struct tok *t, const char *spec, int lc)
 	struct loom_wordpiece_opts o;
 	loom_wordpiece_opts_default(&o);
 	if (!json) {
-		if (lc == CASE_AUTO) {
+		if (lc == CASE_ANY) {
+			lc = CASE_CASED;
+		} else if (lc == CASE_AUTO) {
 			const char *unc = strstr(path, "uncased");
 			if (unc)
 				lc = CASE_LOWER;
@@ -109,8 +111,8 @@ void load_tok(struct tok *t, const char *spec, int lc)
 						spec);
 		}
 		o.lowercase = lc == CASE_LOWER;
-	} else if (lc == CASE_LOWER) {
-		cli_usage_error("--lowercase: the normalizer of tokenizer.json '%s' says whether it lower-cases",
+	} else if (lc == CASE_LOWER || lc == CASE_CASED) {
+		cli_usage_error("--lowercase/--cased: the normalizer of tokenizer.json '%s' says whether it lower-cases",
 				spec);
 	}
 	t->wp = loom_wordpiece_new();
