@@ -46,6 +46,21 @@ run loom-eval squad --data "$T/v2.json" --predictions "$T/p1.json"
 is_rc 0 "squad: another version is scored"
 like "$err" 'v2.json: version "2.0", not 1.1' "squad: ... with a warning naming the file"
 
+# Python lower-cases a word-final capital sigma to U+03C2 (Final_Sigma),
+# skipping case-ignorable characters such as the apostrophe (ΑΣ'Σ: ασ'ς)
+cat > "$T/greek.json" <<'J'
+{"version": "1.1", "data": [{"title": "G", "paragraphs": [
+ {"context": "ΣΊΣΥΦΟΣ ΑΣ'Σ", "qas": [
+  {"id": "g1", "question": "?", "answers": [{"text": "ΣΊΣΥΦΟΣ", "answer_start": 0}]},
+  {"id": "g2", "question": "?", "answers": [{"text": "ΑΣ'Σ", "answer_start": 8}]}]}]}]}
+J
+echo '{"g1": "σίσυφος", "g2": "ασ'"'"'ς"}' > "$T/gp1.json"
+echo '{"g1": "σίσυφοσ", "g2": "ασ'"'"'σ"}' > "$T/gp2.json"
+run loom-eval squad -q --data "$T/greek.json" --predictions "$T/gp1.json"
+is "$(cat "$out")" '{"exact_match": 100.0, "f1": 100.0}' "squad: a final capital sigma lower-cases to U+03C2"
+run loom-eval squad -q --data "$T/greek.json" --predictions "$T/gp2.json"
+is "$(cat "$out")" '{"exact_match": 0.0, "f1": 0.0}' "squad: ... and so differs from U+03C3, as in Python"
+
 # refusals: one line naming the file (and question), exit 1
 echo '{"q1": 3}' > "$T/bad.json"
 run loom-eval squad --data "$T/data.json" --predictions "$T/bad.json"
