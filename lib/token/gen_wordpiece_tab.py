@@ -63,36 +63,27 @@ with open(os.path.join(ucd, "SpecialCasing.txt"), encoding="utf-8") as f:
         if low != [cp]:
             lower[cp] = low
 
-version = "?"
-ws = set()
-with open(os.path.join(ucd, "PropList.txt"), encoding="utf-8") as f:
-    for line in f:
-        if line.startswith("# PropList-"):
-            version = line[len("# PropList-"):].strip().removesuffix(".txt")
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, prop = [x.strip() for x in line.split(";")]
-        if prop != "White_Space":
-            continue
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        for x in range(lo, (int(hi, 16) if hi else lo) + 1):
-            ws.add(x)
+def ucd_props(name):
+    """(code point, value) for each line "RANGE ; VALUE" of a UCD file."""
+    with open(os.path.join(ucd, name), encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
+            rng, val = [x.strip() for x in line.split(";")]
+            lo, _, hi = rng.partition("..")
+            lo = int(lo, 16)
+            for x in range(lo, (int(hi, 16) if hi else lo) + 1):
+                yield x, val
 
+
+with open(os.path.join(ucd, "PropList.txt"), encoding="utf-8") as f:
+    version = f.readline().strip().removeprefix("# PropList-").removesuffix(".txt")
+ws = {x for x, prop in ucd_props("PropList.txt") if prop == "White_Space"}
 core = {"Cased": set(), "Case_Ignorable": set()}
-with open(os.path.join(ucd, "DerivedCoreProperties.txt"), encoding="utf-8") as f:
-    for line in f:
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, prop = [x.strip() for x in line.split(";")]
-        if prop not in core:
-            continue
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        for x in range(lo, (int(hi, 16) if hi else lo) + 1):
-            core[prop].add(x)
+for x, prop in ucd_props("DerivedCoreProperties.txt"):
+    if prop in core:
+        core[prop].add(x)
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
               (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF),
@@ -103,17 +94,7 @@ CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
 # unicode_categories crate, whose tables are Unicode 8.0's: a character
 # assigned later is unassigned (Cn) there, and these six have changed
 # category since (verified against tokenizers on every code point).
-age = {}
-with open(os.path.join(ucd, "DerivedAge.txt"), encoding="utf-8") as f:
-    for line in f:
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        rng, a = [x.strip() for x in line.split(";")]
-        lo, _, hi = rng.partition("..")
-        lo = int(lo, 16)
-        for x in range(lo, (int(hi, 16) if hi else lo) + 1):
-            age[x] = tuple(int(y) for y in a.split("."))
+age = {x: tuple(int(y) for y in a.split(".")) for x, a in ucd_props("DerivedAge.txt")}
 GC8_CHANGED = {0x1885: "Lo", 0x1886: "Lo", 0x166D: "Po", 0x1734: "Mn", 0xA9BD: "Mc",
                0x111C9: "Po"}
 gc8 = [GC8_CHANGED.get(cp, gc[cp] if age.get(cp, (99,)) <= (8, 0) else "Cn")
