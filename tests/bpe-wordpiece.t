@@ -23,6 +23,9 @@ is_rc 2 "a vocab.txt whose path does not say uncased/cased: usage error"
 like "$err" "a vocab.txt does not say whether its model lower-cases: give --lowercase \(as bert-base-uncased\) or --cased" \
 	"says to give --lowercase or --cased"
 
+run loom-bpe encode --vocab "$T/missing.txt" "$T/a.txt"
+is_rc 1 "a vocab.txt that is not there"
+like "$err" "missing.txt: No such file" "names it (before asking for --lowercase/--cased)"
 run loom-bpe encode --vocab "$T/bert/vocab.txt" --lowercase -f text "$T/a.txt"
 is_rc 0 "encode with a vocab.txt, --lowercase"
 is "$(cat "$out")" "$(printf '5 6 7 8 9 10 11 12 15 3\n16 1 8 3')" \

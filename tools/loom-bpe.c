@@ -104,8 +104,8 @@ void load_tok(struct tok *t, const char *spec, int lc)
 			const char *unc = strstr(path, "uncased");
 			if (unc)
 				lc = CASE_LOWER;
-			else if (strstr(path, "cased"))
-				lc = CASE_CASED;
+			else if (strstr(path, "cased") || access(path, F_OK) != 0)
+				lc = CASE_CASED; /* (a missing file: its error first) */
 			else
 				cli_usage_error("--vocab %s: a vocab.txt does not say whether its model lower-cases: give --lowercase (as bert-base-uncased) or --cased",
 						spec);
