@@ -12,6 +12,7 @@ is "$(complete_words loom-bpe '')" "--help --version decode encode train" "loom-
 is "$(complete_words loom-bpe en)" "encode" "loom-bpe en -> encode"
 is "$(complete_words loom-eval gen)" "generate" "loom-eval gen -> generate"
 is "$(complete_words loom-eval generate --pro)" "--prompt" "loom-eval generate: its options"
+is "$(complete_words loom-eval squad --pre)" "--predictions" "loom-eval squad: its options"
 like <(complete_words loom-bpe train --)  '(^| )--vocab-size( |$)' "loom-bpe train --: train's options"
 unlike <(complete_words loom-bpe train --) '(^| )--allow-special( |$)' "and not encode's"
 is "$(complete_words loom-feed --dt)" "--dtype" "options from the tool's table"

@@ -200,6 +200,106 @@ static void case_bad_vocab(void)
 	loom_wordpiece_free(NULL);
 }
 
+/* A tokenizer.json (HuggingFace's layout for bert-base-uncased) with
+ * parts replaced by `norm`, `model_extra` and `added`. */
+static int load_hf(struct loom_wordpiece *w, const char *norm, const char *model_extra,
+		   const char *added)
+{
+	char j[2048];
+	int n = snprintf(j, sizeof j,
+			 "{\"version\": \"1.0\", \"added_tokens\": [%s],"
+			 " \"normalizer\": %s,"
+			 " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+			 " \"post_processor\": {\"type\": \"TemplateProcessing\"},"
+			 " \"decoder\": {\"type\": \"WordPiece\", \"prefix\": \"##\", \"cleanup\": true},"
+			 " \"model\": {\"type\": \"WordPiece\", %s \"vocab\": {\"[PAD]\": 0, \"[UNK]\": 1,"
+			 " \"[CLS]\": 2, \"[SEP]\": 3, \"un\": 4, \"##aff\": 5, \"##able\": 6, \"hello\": 7,"
+			 " \",\": 8, \"cafe\": 9, \"Hello\": 10}}}",
+			 added, norm, model_extra);
+	return loom_wordpiece_load_hf_mem(w, j, (size_t)n, "tok.json");
+}
+
+static void case_hf(void)
+{
+	static const char *const bert =
+		"{\"type\": \"BertNormalizer\", \"clean_text\": true, \"handle_chinese_chars\": true,"
+		" \"strip_accents\": null, \"lowercase\": true}";
+	static const char *const model =
+		"\"unk_token\": \"[UNK]\", \"continuing_subword_prefix\": \"##\","
+		" \"max_input_chars_per_word\": 100,";
+	static const char *const added =
+		"{\"id\": 0, \"content\": \"[PAD]\", \"special\": true},"
+		" {\"id\": 1, \"content\": \"[UNK]\", \"special\": true}";
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	is_int(load_hf(w, bert, model, added), 0, "tokenizer.json: loads");
+	is_int(loom_wordpiece_size(w), 11, "tokenizer.json: 11 tokens");
+	/* lower-cased, accents stripped: un ##aff ##able | hello | , | cafe | [UNK] */
+	is_str(enc(w, "UNAFFABLE Hello, Café xyz"), "4 5 6 7 8 9 1", "tokenizer.json: its ids");
+	is_int(load_hf(w, "{\"type\": \"BertNormalizer\", \"lowercase\": false}", model, ""), 0,
+	       "tokenizer.json: lowercase false loads");
+	/* cased, and strip_accents null follows lowercase: café kept, [UNK] */
+	is_str(enc(w, "Hello hello Café"), "10 7 1", "tokenizer.json: lowercase false is cased");
+	is_int(load_hf(w, "null", "\"max_input_chars_per_word\": 4,", ""), 0,
+	       "tokenizer.json: no normalizer, max_input_chars_per_word 4");
+	is_str(enc(w, "cafe hello Hello"), "9 1 1", "tokenizer.json: words over 4 characters are [UNK]");
+
+	static const struct {
+		const char *norm, *model, *added, *msg;
+	} bad[] = {
+		{ "{\"type\": \"Sequence\", \"normalizers\": []}", "", "",
+		  "'tok.json': normalizer Sequence, not BertNormalizer (or none)" },
+		{ "{\"type\": \"BertNormalizer\", \"lowercase\": 1}", "", "",
+		  "'tok.json': normalizer.lowercase is not true, false or null" },
+		{ "null", "\"continuing_subword_prefix\": \"@@\",", "",
+		  "'tok.json': model.continuing_subword_prefix \"@@\" is not supported (loom's is \"##\")" },
+		{ "null", "\"unk_token\": \"<unk>\",", "",
+		  "'tok.json': model.unk_token \"<unk>\" is not supported (loom's is \"[UNK]\")" },
+		{ "null", "\"max_input_chars_per_word\": -1,", "",
+		  "'tok.json': model.max_input_chars_per_word is not a count" },
+		{ "null", "", "{\"id\": 2, \"content\": \"[UNK]\"}",
+		  "'tok.json': added_tokens[0] \"[UNK]\" is not model.vocab's entry of its id: not supported" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		is_int(load_hf(w, bad[i].norm, bad[i].model, bad[i].added), LOOM_EFORMAT,
+		       "tokenizer.json refused (%zu)", i);
+		is_str(loom_wordpiece_error(w), bad[i].msg, "... naming what (%zu)", i);
+	}
+	static const struct {
+		const char *json, *msg;
+	} whole[] = {
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+		  "'t.json': model type BPE, not WordPiece" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"Whitespace\"}}",
+		  "'t.json': pre_tokenizer Whitespace, not BertPreTokenizer" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"decoder\": {\"type\": \"ByteLevel\"}}",
+		  "'t.json': decoder ByteLevel, not WordPiece" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0, \"a\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
+		  "'t.json': model.vocab: id 0 is both \"[UNK]\" and \"a\"" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0, \"a\": 2}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
+		  "'t.json': model.vocab \"a\": id is not an integer in 0..1" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0, \"a \": 1}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
+		  "'t.json': model.vocab \"a \" (id 1) ends with or holds white space: not supported" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
+		  "t.json: no [UNK] token in the vocabulary" },
+		{ "[1, 2", "'t.json':1:5: ']' expected near end of file" },
+	};
+	for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+		is_int(loom_wordpiece_load_hf_mem(w, whole[i].json, strlen(whole[i].json), "t.json"),
+		       LOOM_EFORMAT, "tokenizer.json refused (whole %zu)", i);
+		is_str(loom_wordpiece_error(w), whole[i].msg, "... naming what (whole %zu)", i);
+	}
+	/* a refused file leaves the last good vocabulary in place */
+	is_str(enc(w, "cafe hello"), "9 1", "tokenizer.json: refusals keep the loaded vocabulary");
+	is_int(loom_wordpiece_load_hf(w, "/nonexistent/tokenizer.json"), LOOM_EIO, "missing file");
+	loom_wordpiece_free(w);
+}
+
 int main(void)
 {
 	case_greedy();
@@ -207,5 +307,6 @@ int main(void)
 	case_offsets();
 	case_decode();
 	case_bad_vocab();
+	case_hf();
 	return done_testing();
 }

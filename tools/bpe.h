@@ -13,6 +13,7 @@
 
 #include "loom_file.h"
 #include "loom_vocab.h"
+#include "loom_wordpiece.h"
 
 enum { DOCS_LINES, DOCS_NUL, DOCS_JSONL, DOCS_WHOLE };
 enum { FMT_U16, FMT_U32, FMT_TEXT, FMT_DEFAULT };
@@ -25,8 +26,26 @@ int bpe_decode_main(int argc, char **argv);
 /* -V's second line */
 const char *bpe_versions(void);
 
-/* --vocab SPEC, or exit 1 naming it; -v tells what was loaded */
-struct loom_vocab *load_vocab(const char *spec);
+/* The tokenizer --vocab names: byte-level BPE (v) or WordPiece (wp). */
+struct tok {
+	struct loom_vocab *v;
+	struct loom_wordpiece *wp;
+	uint32_t n_ids;         /* ids 0 .. n_ids - 1 */
+	uint32_t eos;           /* <|endoftext|> (BPE), [SEP] (WordPiece), or NONE */
+};
+/* --lowercase / --cased of encode (CASE_AUTO: neither given) */
+enum { CASE_ANY = -2, CASE_AUTO = -1, CASE_CASED = 0, CASE_LOWER = 1 };
+/* Load --vocab SPEC, or exit 1 naming it; -v tells what was loaded.
+ * WordPiece: bert-base-uncased (shipped), FILE.txt, a directory with
+ * vocab.txt (and no encoder.json), a tokenizer.json whose model is
+ * WordPiece; anything else is BPE (loom_vocab_load_spec).  A vocab.txt
+ * lower-cases when its path says "uncased", is cased when it says
+ * "cased", else needs lc (a usage error); lc only applies to vocab.txt.
+ * Decoding passes CASE_ANY (the case does not matter there). */
+void load_tok(struct tok *t, const char *spec, int lc);
+void tok_free(struct tok *t);
+/* The text of id (a vocabulary entry; BPE: its bytes), for messages */
+const uint8_t *tok_token(const struct tok *t, uint32_t id, size_t *n);
 /* --docs and --format values, or a usage error (exit 2) */
 int parse_docs(const char *s, int allow_jsonl);
 int parse_format(const char *s);

@@ -12,7 +12,7 @@
 #include "loom_vocab.h"
 
 static const char *vspec = "gpt2", *output, *eos_arg;
-static int fmt = FMT_DEFAULT, docs = DOCS_WHOLE;
+static int fmt = FMT_DEFAULT, docs = DOCS_WHOLE, skip_special;
 
 static void on_format(const char *opt, const char *arg)
 {
@@ -37,7 +37,12 @@ static const struct cli_opt opts[] = {
 			  "text; lines / nul: it prints as a newline / NUL,\n"
 			  "so that encode --docs lines | decode --docs lines\n"
 			  "gives the input back"),
-	OPT_STRING('e', "eos", &eos_arg, "ID", "the end-of-text token for --docs lines|nul"),
+	OPT_STRING('e', "eos", &eos_arg, "ID",
+		   "the end-of-text token for --docs lines|nul\n"
+		   "(default <|endoftext|>; WordPiece: [SEP])"),
+	OPT_BOOL(0, "skip-special", &skip_special,
+		 "WordPiece: drop [PAD] [UNK] [CLS] [SEP] [MASK]\n"
+		 "(HuggingFace's skip_special_tokens)"),
 	OPT_STRING('o', "output", &output, "FILE", "write FILE atomically instead of stdout"),
 	OPT_VERBOSE("the vocabulary loaded (source, size) and each\n"
 		    "input file read with its ids, on stderr"),
@@ -57,6 +62,7 @@ static const struct cli_cmd cmd = {
 /* One decoding run: buffers, the output, the end-of-text id and counts. */
 struct run {
 	struct loom_bpe *e;
+	struct loom_wordpiece *wp;
 	struct out o;
 	uint8_t *ob;
 	uint32_t *ids;
@@ -75,10 +81,16 @@ static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fp
 	for (size_t i = 0; i <= nids; i++) {
 		if (i < nids && (docs == DOCS_WHOLE || u->ids[i] != u->eos))
 			continue;
-		if (loom_bpe_decode(u->e, u->ids + a, i - a, fpos + a, &u->ob, &u->olen, &u->ocap)) {
+		if (u->wp ? loom_wordpiece_decode(u->wp, u->ids + a, i - a, fpos + a, skip_special, 1,
+						  &u->ob, &u->olen, &u->ocap)
+			  : loom_bpe_decode(u->e, u->ids + a, i - a, fpos + a, &u->ob, &u->olen,
+					    &u->ocap)) {
 			loom_outfile_abort(&u->o.f);
-			cli_die("%s: %s", name, loom_bpe_error(u->e));
+			cli_die("%s: %s", name, u->wp ? loom_wordpiece_error(u->wp) : loom_bpe_error(u->e));
 		}
+		/* WordPiece: the next document starts without a space */
+		if (u->wp && i < nids)
+			loom_wordpiece_decode(u->wp, NULL, 0, 0, 0, 1, &u->ob, &u->olen, &u->ocap);
 		if (i < nids) {
 			if (u->olen == u->ocap) {
 				uint8_t *q = realloc(u->ob, u->ocap = u->ocap ? u->ocap * 2 : 4096);
@@ -120,18 +132,23 @@ static void decode_file(struct run *u, const char *file)
 int bpe_decode_main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
-	struct loom_vocab *v = load_vocab(vspec);
+	struct tok t;
+	load_tok(&t, vspec, CASE_ANY);
 	if (fmt == FMT_DEFAULT)
-		fmt = v->n_ids <= 65536 ? FMT_U16 : FMT_U32;
-	struct run u = { .eos = v->eot };
+		fmt = t.n_ids <= 65536 ? FMT_U16 : FMT_U32;
+	struct run u = { .eos = t.eos };
 	if (eos_arg)
 		u.eos = (uint32_t)cli_u64("--eos", eos_arg, 0, UINT32_MAX);
 	if (docs != DOCS_WHOLE && u.eos == LOOM_VOCAB_NONE)
-		cli_usage_error("--docs %s: the vocabulary has no <|endoftext|>; give --eos ID",
-				docs == DOCS_LINES ? "lines" : "nul");
+		cli_usage_error("--docs %s: the vocabulary has no %s; give --eos ID",
+				docs == DOCS_LINES ? "lines" : "nul", t.wp ? "[SEP]" : "<|endoftext|>");
+	if (skip_special && !t.wp)
+		cli_usage_error("--skip-special: vocabulary '%s' is byte-level BPE (it is for WordPiece)",
+				vspec);
 	u.sepc = docs == DOCS_NUL ? 0 : '\n';
-	u.e = loom_bpe_new(v);
-	if (!u.e)
+	u.e = t.v ? loom_bpe_new(t.v) : NULL;
+	u.wp = t.wp;
+	if (!u.e && !u.wp)
 		cli_die("out of memory");
 	out_open(&u.o, output);
 	static char *stdin_only[] = { "-" };
@@ -156,6 +173,6 @@ int bpe_decode_main(int argc, char **argv)
 	free(u.ids);
 	free(u.ob);
 	loom_bpe_free(u.e);
-	loom_vocab_free(v);
+	tok_free(&t);
 	return 0;
 }

@@ -18,7 +18,7 @@
 #include "loom_vocab.h"
 
 struct enc_cfg {
-	const struct loom_vocab *v;
+	const struct tok *t;
 	int docs, fmt, allow_special;
 	uint32_t eos;           /* LOOM_VOCAB_NONE: none */
 	uint64_t min_tokens;
@@ -51,17 +51,39 @@ static void end_doc_fmt(struct buf *b, const struct enc_cfg *c, int *sp)
 	*sp = 0;
 }
 
+/* One thread's encoder: BPE or WordPiece, as the vocabulary is. */
+struct encoder {
+	struct loom_bpe *bpe;
+	struct loom_wordpiece *wp;
+};
+
+static void encoder_init(struct encoder *e, const struct tok *t)
+{
+	e->bpe = t->v ? loom_bpe_new(t->v) : NULL;
+	e->wp = t->wp ? loom_wordpiece_dup(t->wp) : NULL;
+	if (!e->bpe && !e->wp)
+		cli_die("out of memory");
+}
+
+static void encoder_release(struct encoder *e)
+{
+	loom_bpe_free(e->bpe);
+	loom_wordpiece_free(e->wp);
+}
+
 /* Encode one document's text (or part) into ids; 0 or sets the error
  * (naming the input line when `line` is not 0). */
-static int enc_text(struct chunk *ch, struct loom_bpe *e, const struct enc_cfg *c,
+static int enc_text(struct chunk *ch, struct encoder *e, const struct enc_cfg *c,
 		    const uint8_t *s, size_t n, uint64_t line, struct loom_ids *ids)
 {
-	if (loom_bpe_encode(e, s, n, c->allow_special, ids)) {
+	if (e->wp ? loom_wordpiece_encode(e->wp, s, n, ids, NULL, 0)
+		  : loom_bpe_encode(e->bpe, s, n, c->allow_special, ids)) {
+		const char *m = e->wp ? loom_wordpiece_error(e->wp) : loom_bpe_error(e->bpe);
 		if (line)
 			snprintf(ch->err, sizeof ch->err, "%s: line %llu: %s", ch->file,
-				 (unsigned long long)line, loom_bpe_error(e));
+				 (unsigned long long)line, m);
 		else
-			snprintf(ch->err, sizeof ch->err, "%s: %s", ch->file, loom_bpe_error(e));
+			snprintf(ch->err, sizeof ch->err, "%s: %s", ch->file, m);
 		ch->failed = 1;
 		return -1;
 	}
@@ -105,7 +127,7 @@ static int jsonl_text(struct chunk *ch, const struct enc_cfg *c, const uint8_t *
 	return 0;
 }
 
-static void process_chunk(struct chunk *ch, struct loom_bpe *e, const struct enc_cfg *c)
+static void process_chunk(struct chunk *ch, struct encoder *e, const struct enc_cfg *c)
 {
 	const uint8_t *s = ch->in.p;
 	size_t n = ch->in.n, p = 0;
@@ -186,7 +208,19 @@ struct reader {
 	int cont;
 	uint64_t line, bytes;
 	const struct loom_vocab *special; /* with --allow-special: its specials */
+	int wordpiece;          /* cut long documents at white space */
 };
+
+/* For WordPiece: the end of the last white space byte in s[0..n) within
+ * `window` bytes of n (white space ends a word whatever the options), 0
+ * if none. */
+static size_t wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window)
+{
+	for (size_t i = n - 1; i > 0 && n - i < window; i--)
+		if (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\r' || s[i - 1] == '\n')
+			return i;
+	return 0;
+}
 
 /* With --allow-special a cut must not split a special token: move it to
  * the start of one that straddles it (a special's start always separates
@@ -270,7 +304,8 @@ static int reader_fill(struct reader *r, struct chunk *ch)
 				cut = (size_t)(q - p) + 1;
 		}
 		if (!cut && r->docs != DOCS_JSONL) {
-			cut = loom_pretok_safe_cut(p, (size_t)n, 1 << 16);
+			cut = r->wordpiece ? wordpiece_safe_cut(p, (size_t)n, 1 << 16)
+					   : loom_pretok_safe_cut(p, (size_t)n, 1 << 16);
 			if (cut && r->special)
 				cut = cut_before_special(r->special, p, (size_t)n, cut);
 			open_doc = cut > 0;
@@ -386,7 +421,7 @@ struct pool {
 struct worker {
 	struct pool *p;
 	pthread_t th;
-	struct loom_bpe *e;
+	struct encoder e;
 };
 
 static void *worker_main(void *arg)
@@ -403,7 +438,7 @@ static void *worker_main(void *arg)
 		}
 		struct chunk *ch = &p->slots[p->taken++ % p->nslots];
 		pthread_mutex_unlock(&p->mu);
-		process_chunk(ch, w->e, p->cfg);
+		process_chunk(ch, &w->e, p->cfg);
 		pthread_mutex_lock(&p->mu);
 		ch->state = 2;
 		pthread_cond_broadcast(&p->done);
@@ -411,6 +446,7 @@ static void *worker_main(void *arg)
 	}
 }
 static const char *vspec = "gpt2", *eos_arg, *output;
+static int letter_case = CASE_AUTO;
 static struct enc_cfg enc = { .docs = DOCS_LINES, .fmt = FMT_DEFAULT, .min_tokens = 1,
 			      .field = "text" };
 static int threads = 1, force;
@@ -432,7 +468,16 @@ static const struct cli_opt opts[] = {
 		   "gpt2 (default, shipped), a directory with\n"
 		   "encoder.json + vocab.bpe, ENCODER.json,VOCAB.bpe,\n"
 		   "a HuggingFace tokenizer.json (FILE.json; byte-level\n"
-		   "BPE, its ids) or a tiktoken rank file NAME.tiktoken"),
+		   "BPE, its ids) or a tiktoken rank file NAME.tiktoken;\n"
+		   "WordPiece: bert-base-uncased (shipped), a vocab.txt\n"
+		   "(FILE.txt or a directory holding it) or a\n"
+		   "tokenizer.json with a WordPiece model"),
+	OPT_SET_INT(0, "lowercase", &letter_case, CASE_LOWER,
+		    "WordPiece vocab.txt: lower-case and strip accents\n"
+		    "(default when its path says \"uncased\")"),
+	OPT_SET_INT(0, "cased", &letter_case, CASE_CASED,
+		    "WordPiece vocab.txt: keep case and accents (default\n"
+		    "when its path says \"cased\"; else one is required)"),
 	OPT_ENUM_CALLBACK('d', "docs", on_docs, "MODE", "lines nul jsonl whole",
 			  "lines: one document per line (default); nul:\n"
 			  "NUL-separated (keeps newlines); jsonl: one JSON\n"
@@ -441,7 +486,7 @@ static const struct cli_opt opts[] = {
 	OPT_STRING(0, "field", &enc.field, "NAME", "the JSON field with the text (default: text)"),
 	OPT_STRING('e', "eos", &eos_arg, "ID|none",
 		   "token appended after each document (default: the\n"
-		   "vocabulary's <|endoftext|>)"),
+		   "vocabulary's <|endoftext|>; WordPiece: [SEP])"),
 	OPT_U64('m', "min-tokens", &enc.min_tokens, "N", 0, UINT32_MAX,
 		"drop documents with fewer than N tokens (default 1:\n"
 		"empty documents are dropped)"),
@@ -451,7 +496,7 @@ static const struct cli_opt opts[] = {
 			  "than 65536 ids), text when stdout is a terminal"),
 	OPT_BOOL(0, "allow-special", &enc.allow_special,
 		 "recognise special tokens (<|endoftext|>) in the\n"
-		 "text; by default they are plain text"),
+		 "text; by default they are plain text (BPE only)"),
 	OPT_INT('j', "threads", &threads, "N", 1, 256,
 		"encoding threads (default 1); output order is kept"),
 	OPT_STRING('o', "output", &output, "FILE", "write FILE atomically instead of stdout"),
@@ -473,34 +518,39 @@ static const struct cli_cmd cmd = {
 };
 
 /* --eos and --format against the vocabulary (usage errors) */
-static void settle_eos_format(const struct loom_vocab *v)
+static void settle_eos_format(const struct tok *t)
 {
-	enc.v = v;
-	enc.eos = v->eot;
+	enc.t = t;
+	enc.eos = t->eos;
+	if (t->wp && enc.allow_special)
+		cli_usage_error("--allow-special: vocabulary '%s' is WordPiece, whose [CLS] [SEP] ... "
+				"are not looked for in the text", vspec);
 	if (eos_arg) {
 		if (!strcmp(eos_arg, "none"))
 			enc.eos = LOOM_VOCAB_NONE;
 		else
 			enc.eos = (uint32_t)cli_u64("--eos", eos_arg, 0, UINT32_MAX);
-		if (enc.eos != LOOM_VOCAB_NONE && (enc.eos >= v->n_ids || !v->present[enc.eos]))
+		if (enc.eos != LOOM_VOCAB_NONE &&
+		    (enc.eos >= t->n_ids || (t->v && !t->v->present[enc.eos])))
 			cli_usage_error("--eos %s: not a token of vocabulary '%s' (%u ids)", eos_arg,
-					vspec, v->n_ids);
+					vspec, t->n_ids);
 	}
 	int tty = !output && isatty(1);
 	if (enc.fmt == FMT_DEFAULT)
-		enc.fmt = tty ? FMT_TEXT : v->n_ids <= 65536 ? FMT_U16 : FMT_U32;
-	if (enc.fmt == FMT_U16 && v->n_ids > 65536) {
-		uint32_t big = 0;
-		for (uint32_t i = 65536; i < v->n_ids; i++)
-			if (v->present[i]) {
-				big = i;
-				break;
-			}
+		enc.fmt = tty ? FMT_TEXT : t->n_ids <= 65536 ? FMT_U16 : FMT_U32;
+	if (enc.fmt == FMT_U16 && t->n_ids > 65536) {
+		uint32_t big = 65536;
+		while (t->v && !t->v->present[big])
+			big++;
 		size_t tl;
-		const uint8_t *tb = loom_vocab_token(v, big, &tl);
+		const uint8_t *tb = tok_token(t, big, &tl);
 		char name[130];
 		tl = tl > 60 ? 60 : tl;
-		name[loom_gpt2_bytes_to_str(tb, tl, name)] = 0;
+		if (t->v)
+			tl = loom_gpt2_bytes_to_str(tb, tl, name);
+		else
+			memcpy(name, tb, tl);
+		name[tl] = 0;
 		cli_die("--format u16: vocabulary '%s': entry \"%s\" has id %u, beyond 65535; use --format u32",
 			vspec, name, big);
 	}
@@ -536,17 +586,16 @@ static void chunk_release(struct chunk *ch)
 
 static void encode_serial(struct run *u)
 {
-	struct loom_bpe *e = loom_bpe_new(enc.v);
+	struct encoder e;
 	struct chunk ch = { 0 };
-	if (!e)
-		cli_die("out of memory");
+	encoder_init(&e, enc.t);
 	while (reader_fill(&u->r, &ch)) {
-		process_chunk(&ch, e, &enc);
+		process_chunk(&ch, &e, &enc);
 		write_chunk(&ch, &enc, &u->span, &u->ob, &u->o, &u->t);
 		show_progress(u);
 	}
 	chunk_release(&ch);
-	loom_bpe_free(e);
+	encoder_release(&e);
 }
 
 /* Chunks encoded by `threads` workers, written in input order. */
@@ -562,8 +611,7 @@ static void encode_parallel(struct run *u)
 		cli_die("out of memory");
 	for (int i = 0; i < threads; i++) {
 		w[i].p = &p;
-		if (!(w[i].e = loom_bpe_new(enc.v)))
-			cli_die("out of memory");
+		encoder_init(&w[i].e, enc.t);
 		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]))
 			cli_die("cannot start a thread");
 	}
@@ -601,7 +649,7 @@ static void encode_parallel(struct run *u)
 	pthread_mutex_unlock(&p.mu);
 	for (int i = 0; i < threads; i++) {
 		pthread_join(w[i].th, NULL);
-		loom_bpe_free(w[i].e);
+		encoder_release(&w[i].e);
 	}
 	for (size_t i = 0; i < p.nslots; i++)
 		chunk_release(&p.slots[i]);
@@ -612,12 +660,14 @@ static void encode_parallel(struct run *u)
 int bpe_encode_main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
-	struct loom_vocab *v = load_vocab(vspec);
-	settle_eos_format(v);
+	static struct tok t;
+	load_tok(&t, vspec, letter_case);
+	settle_eos_format(&t);
 
 	static struct run u;
 	u.r = (struct reader){ .files = argv + optind, .nfiles = argc - optind,
-			       .docs = enc.docs, .special = enc.allow_special ? v : NULL };
+			       .docs = enc.docs, .special = enc.allow_special ? t.v : NULL,
+			       .wordpiece = t.wp != NULL };
 	static char *stdin_only[] = { "-" };
 	if (u.r.nfiles == 0) {
 		u.r.files = stdin_only;
@@ -649,6 +699,6 @@ int bpe_encode_main(int argc, char **argv)
 			dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
 	free(u.ob.p);
 	loom_ids_release(&u.span.pending);
-	loom_vocab_free(v);
+	tok_free(&t);
 	return 0;
 }

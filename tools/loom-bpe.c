@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bpe.h"
 #include "bpe_train.h"
@@ -15,7 +17,8 @@
 
 static const char usage_main[] =
 "usage: loom-bpe encode|decode|train [options] [FILE...]\n"
-"Byte-level BPE tokenizer, exactly GPT-2's (tiktoken / HuggingFace ids).\n"
+"Byte-level BPE tokenizer, exactly GPT-2's (tiktoken / HuggingFace ids),\n"
+"and BERT's WordPiece (HuggingFace's BertTokenizerFast ids) to encode and decode.\n"
 "  encode   text documents -> token ids       (loom-bpe encode --help)\n"
 "  decode   token ids -> text                 (loom-bpe decode --help)\n"
 "  train    learn a vocabulary from text      (loom-bpe train --help)\n"
@@ -23,21 +26,117 @@ static const char usage_main[] =
 
 /* ---- common ----------------------------------------------------------- */
 
-struct loom_vocab *load_vocab(const char *spec)
+/* A WordPiece spec: its vocab.txt into path, or the tokenizer.json
+ * (*json set); 0 if spec is not WordPiece. */
+static int wordpiece_spec(const char *spec, char *path, size_t n, int *json)
 {
-	struct loom_vocab *v = loom_vocab_new();
-	if (!v)
-		cli_die("out of memory");
-	if (loom_vocab_load_spec(v, spec))
-		cli_die("%s", loom_vocab_error(v));
-	if (cli_verbose) {
-		char dir[4096];
-		int shipped = !strcmp(spec, "gpt2") && !loom_share_path("vocab/gpt2", dir, sizeof dir);
-		cli_info("vocabulary %s%s%s%s: %u tokens (ids 0..%u), %u merges, %u special%s", spec,
-			 shipped ? " (" : "", shipped ? dir : "", shipped ? ")" : "", v->n_tokens,
-			 v->n_ids - 1, v->n_merges, v->n_specials, v->n_specials == 1 ? "" : "s");
+	struct stat st;
+	size_t sl = strlen(spec);
+	*json = 0;
+	if (!strcmp(spec, "bert-base-uncased")) {
+		if (loom_share_path("vocab/bert-base-uncased/vocab.txt", path, n))
+			cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
+		return 1;
 	}
-	return v;
+	if (strchr(spec, ','))
+		return 0;
+	if (sl > 4 && !strcmp(spec + sl - 4, ".txt")) {
+		snprintf(path, n, "%s", spec);
+		return 1;
+	}
+	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char enc[4096];
+		snprintf(enc, sizeof enc, "%s/encoder.json", spec);
+		if (snprintf(path, n, "%s/vocab.txt", spec) >= (int)n)
+			cli_die("--vocab '%s': path too long", spec);
+		return access(enc, F_OK) != 0 && access(path, F_OK) == 0;
+	}
+	if (sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		/* a tokenizer.json: WordPiece when it says so anywhere (its
+		 * loader then checks that the model is) */
+		char *buf;
+		size_t len;
+		struct loom_err err = { 0 };
+		if (loom_file_read_bounded(spec, LOOM_FILE_MAX_LIST, &buf, &len, &err))
+			cli_die("%s", err.msg);
+		*json = memmem(buf, len, "\"WordPiece\"", 11) != NULL;
+		free(buf);
+		snprintf(path, n, "%s", spec);
+		return *json;
+	}
+	return 0;
+}
+
+void load_tok(struct tok *t, const char *spec, int lc)
+{
+	char path[4096];
+	int json;
+	memset(t, 0, sizeof *t);
+	if (!wordpiece_spec(spec, path, sizeof path, &json)) {
+		if (lc == CASE_LOWER || lc == CASE_CASED)
+			cli_usage_error("--lowercase/--cased: '%s' is a byte-level BPE vocabulary (they are for WordPiece)",
+					spec);
+		t->v = loom_vocab_new();
+		if (!t->v)
+			cli_die("out of memory");
+		if (loom_vocab_load_spec(t->v, spec))
+			cli_die("%s", loom_vocab_error(t->v));
+		t->n_ids = t->v->n_ids;
+		t->eos = t->v->eot;
+		if (cli_verbose) {
+			char dir[4096];
+			int shipped = !strcmp(spec, "gpt2") &&
+				      !loom_share_path("vocab/gpt2", dir, sizeof dir);
+			cli_info("vocabulary %s%s%s%s: %u tokens (ids 0..%u), %u merges, %u special%s",
+				 spec, shipped ? " (" : "", shipped ? dir : "", shipped ? ")" : "",
+				 t->v->n_tokens, t->v->n_ids - 1, t->v->n_merges, t->v->n_specials,
+				 t->v->n_specials == 1 ? "" : "s");
+		}
+		return;
+	}
+	struct loom_wordpiece_opts o;
+	loom_wordpiece_opts_default(&o);
+	if (!json) {
+		if (lc == CASE_ANY) {
+			lc = CASE_CASED;
+		} else if (lc == CASE_AUTO) {
+			const char *unc = strstr(path, "uncased");
+			if (unc)
+				lc = CASE_LOWER;
+			else if (strstr(path, "cased") || access(path, F_OK) != 0)
+				lc = CASE_CASED; /* (a missing file: its error first) */
+			else
+				cli_usage_error("--vocab %s: a vocab.txt does not say whether its model lower-cases: give --lowercase (as bert-base-uncased) or --cased",
+						spec);
+		}
+		o.lowercase = lc == CASE_LOWER;
+	} else if (lc == CASE_LOWER || lc == CASE_CASED) {
+		cli_usage_error("--lowercase/--cased: the normalizer of tokenizer.json '%s' says whether it lower-cases",
+				spec);
+	}
+	t->wp = loom_wordpiece_new();
+	if (!t->wp)
+		cli_die("out of memory");
+	if (json ? loom_wordpiece_load_hf(t->wp, path) : loom_wordpiece_load(t->wp, path, &o))
+		cli_die("%s", loom_wordpiece_error(t->wp));
+	t->n_ids = loom_wordpiece_size(t->wp);
+	t->eos = loom_wordpiece_id(t->wp, "[SEP]", 5);
+	cli_info("vocabulary %s (%s): %u WordPiece tokens (ids 0..%u)%s", spec, path, t->n_ids,
+		 t->n_ids - 1, json ? "" : o.lowercase ? ", lower-cased" : ", cased");
+}
+
+void tok_free(struct tok *t)
+{
+	loom_vocab_free(t->v);
+	loom_wordpiece_free(t->wp);
+}
+
+const uint8_t *tok_token(const struct tok *t, uint32_t id, size_t *n)
+{
+	if (t->wp)
+		return (const uint8_t *)loom_wordpiece_token(t->wp, id, n);
+	return loom_vocab_token(t->v, id, n);
 }
 
 int parse_docs(const char *s, int allow_jsonl)

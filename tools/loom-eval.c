@@ -26,6 +26,7 @@
 #include "loom_rigl.h"
 #include "loom_safetensors.h"
 #include "loom_sample.h"
+#include "loom_squad.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
 #include "loom_mm.h"
@@ -388,12 +389,68 @@ static const struct cli_cmd cmd = {
 	.prog = "loom-eval",
 	.usage = "usage: loom-eval --checkpoint DIR [options] < frames\n"
 		 "       loom-eval generate --checkpoint DIR [--vocab V] --prompt TEXT [options]\n"
+		 "       loom-eval squad --data FILE.json --predictions P.json\n"
 		 "Evaluate a checkpoint on batch frames (formats/batch.md) from stdin and print\n"
 		 "one JSON line: checkpoint, step, loss, perplexity, accuracy, tokens, frames,\n"
-		 "seconds.  `generate` prints the prompt and a sampled continuation.\n",
+		 "seconds.  `generate` prints the prompt and a sampled continuation; `squad`\n"
+		 "scores SQuAD predictions (loom-eval squad --help).\n",
 	.opts = opts,
 	.version = versions,
 };
+
+/* ---- loom-eval squad: official SQuAD v1.1 scores of a predictions file -- */
+
+static const char *sq_data, *sq_pred, *sq_ckpt;
+
+static const struct cli_opt squad_opts[] = {
+	OPT_STRING(0, "data", &sq_data, "FILE.json", "the SQuAD v1.1 data set (dev-v1.1.json)"),
+	OPT_STRING(0, "predictions", &sq_pred, "P.json",
+		   "the predictions: {\"question id\": \"answer text\", ...}"),
+	OPT_STRING('c', "checkpoint", &sq_ckpt, "DIR",
+		   "answer the questions with a BERT checkpoint (not\n"
+		   "built yet)"),
+	OPT_QUIET(NULL, "no count of unanswered questions on stderr"),
+	OPT_END()
+};
+
+static const struct cli_cmd squad_cmd = {
+	.prog = "loom-eval",
+	.usage = "usage: loom-eval squad --data FILE.json --predictions P.json\n"
+		 "Score SQuAD v1.1 predictions as the official evaluate-v1.1.py does and print\n"
+		 "its JSON line {\"exact_match\": X, \"f1\": Y} (the same digits).\n",
+	.opts = squad_opts,
+	.footer = "A question without a prediction scores 0; their count goes to stderr.\n",
+	.version = cli_version_jansson,
+};
+
+static int do_squad(int argc, char **argv)
+{
+	cli_parse(&squad_cmd, argc, argv);
+	if (optind < argc)
+		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
+	if (sq_ckpt)
+		cli_exit(EXIT_USAGE, "squad --checkpoint: model-based SQuAD evaluation is not built "
+			 "yet; score a predictions file with --predictions P.json");
+	if (!sq_data || !sq_pred)
+		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
+	struct loom_squad *s = loom_squad_new();
+	struct loom_squad_score sc;
+	if (!s)
+		cli_die("out of memory");
+	if (loom_squad_load(s, sq_data) || loom_squad_score_file(s, sq_pred, &sc))
+		cli_die("%s", loom_squad_error(s));
+	if (!cli_quiet && (!s->version || strcmp(s->version, "1.1")))
+		cli_warn("%s: version \"%s\", not 1.1: scored as SQuAD v1.1", sq_data,
+			 s->version ? s->version : "(none)");
+	char em[40], f1[40];
+	printf("{\"exact_match\": %s, \"f1\": %s}\n", loom_squad_repr(sc.exact_match, em, sizeof em),
+	       loom_squad_repr(sc.f1, f1, sizeof f1));
+	if (!cli_quiet)
+		cli_warn("squad: %zu of %zu questions unanswered (scored 0)", sc.unanswered,
+			 sc.questions);
+	loom_squad_free(s);
+	return 0;
+}
 
 /* -v: which OpenBLAS kernels run, and the threads */
 static void tell_blas(void)
@@ -419,6 +476,10 @@ int main(int argc, char **argv)
 		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
 	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
+		argv[1] = argv[0];
+		return do_squad(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
 		generate = 1;
 		argv[1] = argv[0];

@@ -236,18 +236,42 @@ struct norm {
 	size_t ntok;
 };
 
+/* Python's str.lower() of a capital sigma at s[i]: final (U+03C2) when a
+ * cased character comes before it and none after it, skipping
+ * case-ignorable ones (Unicode's Final_Sigma condition). */
+static int final_sigma(const uint32_t *s, size_t n, size_t i)
+{
+	size_t j = i;
+	while (j > 0 && (loom_wp_flags(s[j - 1]) & LOOM_WP_CASE_IGNORABLE))
+		j--;
+	if (j == 0 || !(loom_wp_flags(s[j - 1]) & LOOM_WP_CASED))
+		return 0;
+	for (j = i + 1; j < n && (loom_wp_flags(s[j]) & LOOM_WP_CASE_IGNORABLE); j++)
+		;
+	return j == n || !(loom_wp_flags(s[j]) & LOOM_WP_CASED);
+}
+
 static long normalize(const char *s, size_t n, struct norm *out)
 {
 	/* at most 2 code points per input code point after lower-casing
 	 * (U+0130 -> i + U+0307; no lower-case mapping is longer) */
-	uint32_t *a = malloc((2 * n + 1) * sizeof *a);
-	if (!a)
+	uint32_t *a = malloc((2 * n + 1) * sizeof *a), *src = malloc((n + 1) * sizeof *src);
+	if (!a || !src) {
+		free(a);
+		free(src);
 		return -1;
-	size_t m = 0;
+	}
+	size_t m = 0, ns = 0;
 	for (size_t i = 0; i < n;) {
-		uint32_t c;
 		int valid;
-		i += loom_utf8_decode((const uint8_t *)s + i, n - i, &c, &valid);
+		i += loom_utf8_decode((const uint8_t *)s + i, n - i, &src[ns++], &valid);
+	}
+	for (size_t si = 0; si < ns; si++) {
+		uint32_t c = src[si];
+		if (c == 0x3A3 && final_sigma(src, ns, si)) {
+			a[m++] = 0x3C2;
+			continue;
+		}
 		const struct loom_wp_map *lm = c >= 'A' && c <= 'Z' ? NULL
 					       : c < 0x80	   ? NULL
 					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c)
@@ -266,6 +290,7 @@ static long normalize(const char *s, size_t n, struct norm *out)
 			      outc[j]))
 				a[m++] = outc[j];
 	}
+	free(src);
 	/* remove \b(a|an|the)\b, replaced by a space */
 	for (size_t i = 0; i < m; i++) {
 		if (i > 0 && py_word(a[i - 1]))

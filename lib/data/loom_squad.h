@@ -16,8 +16,9 @@
  * the multiset of tokens (0 when no token is shared), each the maximum
  * over the gold answers; the totals are 100 * sum / questions, the sums
  * taken in file order in double precision as Python does.  A question
- * without a prediction scores 0 and is counted.  Known difference:
- * Python lower-cases a final capital sigma to U+03C2; here it is U+03C3.
+ * without a prediction scores 0 and is counted.  A capital sigma becomes
+ * the final U+03C2 as in Python (Unicode's Final_Sigma condition, with
+ * the Cased and Case_Ignorable properties of Unicode 15.0).
  *
  * Validation (LOOM_EFORMAT, one message naming the file and, where there
  * is one, the question id): not JSON (line, column), a missing or

@@ -11,6 +11,8 @@ Flags (one byte per code point, two-stage table):
   CJK   the CJK ideograph blocks of BERT's _is_chinese_char
   STRIP the character changes under NFD with Mn marks removed
   LOWER the character changes under char::to_lowercase
+  CASED, CASE_IGNORABLE  DerivedCoreProperties.txt's Cased and
+        Case_Ignorable (for Python's final sigma rule in lib/data/loom_squad.c)
 Maps (sorted by code point, each entry an offset and length into a pool):
   strip: NFD (canonical decomposition, applied recursively) without the
          General_Category Mn characters (of Unicode 8.0); Hangul syllables are decomposed
@@ -27,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ucd import N, ranges, unicode_data  # noqa: E402
 
 ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
-WS, CTRL, PUNCT, CJK, STRIP, LOWER = 1, 2, 4, 8, 16, 32
+WS, CTRL, PUNCT, CJK, STRIP, LOWER, CASED, CASE_IGNORABLE = 1, 2, 4, 8, 16, 32, 64, 128
 
 gc, fields_of = unicode_data(ucd)
 decomp = {cp: [int(x, 16) for x in fl[5].split()]
@@ -48,6 +50,8 @@ with open(os.path.join(ucd, "SpecialCasing.txt"), encoding="utf-8") as f:
             lower[cp] = low
 
 ws, version = ranges(ucd, "PropList.txt", lambda v: v == "White_Space")
+core = {p: set(ranges(ucd, "DerivedCoreProperties.txt", lambda v, p=p: v == p)[0])
+        for p in ("Cased", "Case_Ignorable")}
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
               (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF),
@@ -98,6 +102,10 @@ for cp in range(N):
     if cp in lower and lower[cp] != [cp]:
         f |= LOWER
         lower_map[cp] = lower[cp]
+    if cp in core["Cased"]:
+        f |= CASED
+    if cp in core["Case_Ignorable"]:
+        f |= CASE_IGNORABLE
     flags[cp] = f
 
 blocks, index, stage1 = [], {}, []

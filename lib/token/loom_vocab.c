@@ -1151,8 +1151,7 @@ static int doc_member(const char *key, size_t klen, const char *s, size_t n, siz
 	return !(val = js_value(s, n, pi)) || json_object_set_new(L->obj, key, val) ? -1 : 0;
 }
 
-/* The "type" of member `key` of root ("null" when null or absent). */
-static const char *type_of(json_t *root, const char *key)
+const char *loom_hf_type(json_t *root, const char *key)
 {
 	json_t *o = json_object_get(root, key);
 	if (!o || json_is_null(o))
@@ -1176,17 +1175,17 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model type %s, not BPE", name, t);
 	/* only byte-level BPE as GPT-2 does it: anything that changes the text
 	 * or the pieces first would give other ids */
-	if (strcmp(type_of(root, "pre_tokenizer"), "ByteLevel"))
+	if (strcmp(loom_hf_type(root, "pre_tokenizer"), "ByteLevel"))
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': pre_tokenizer %s, not ByteLevel (only byte-level BPE is read)",
-				    name, type_of(root, "pre_tokenizer"));
-	if (strcmp(type_of(root, "decoder"), "ByteLevel") && strcmp(type_of(root, "decoder"), "null"))
+				    name, loom_hf_type(root, "pre_tokenizer"));
+	if (strcmp(loom_hf_type(root, "decoder"), "ByteLevel") && strcmp(loom_hf_type(root, "decoder"), "null"))
 		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': decoder %s, not ByteLevel", name,
-				    type_of(root, "decoder"));
-	if (strcmp(type_of(root, "normalizer"), "null"))
+				    loom_hf_type(root, "decoder"));
+	if (strcmp(loom_hf_type(root, "normalizer"), "null"))
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': normalizer %s: loom reads byte-level BPE without a normalizer",
-				    name, type_of(root, "normalizer"));
+				    name, loom_hf_type(root, "normalizer"));
 	json_t *pt = json_object_get(root, "pre_tokenizer");
 	if (json_is_true(json_object_get(pt, "add_prefix_space")) ||
 	    json_is_false(json_object_get(pt, "use_regex")))
@@ -1196,11 +1195,11 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 					  ? "use_regex false" : "add_prefix_space true");
 	/* a ByteLevel post-processor only trims offsets; the others
 	 * (TemplateProcessing, BertProcessing, ...) add tokens */
-	if (strcmp(type_of(root, "post_processor"), "ByteLevel") &&
-	    strcmp(type_of(root, "post_processor"), "null"))
+	if (strcmp(loom_hf_type(root, "post_processor"), "ByteLevel") &&
+	    strcmp(loom_hf_type(root, "post_processor"), "null"))
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': post_processor %s adds tokens around the text, which loom does not (only a ByteLevel post-processor is read)",
-				    name, type_of(root, "post_processor"));
+				    name, loom_hf_type(root, "post_processor"));
 	static const char *const cut[] = { "truncation", "padding" };
 	for (int k = 0; k < 2; k++) {
 		json_t *o = json_object_get(root, cut[k]);

@@ -111,6 +111,11 @@ struct loom_vocab {
 };
 
 struct loom_vocab *loom_vocab_new(void);
+
+/* For the tokenizer.json readers (jansson's json_t): the "type" of member
+ * `key` of root, "null" when it is null or absent, "?" when it has none. */
+struct json_t;
+const char *loom_hf_type(struct json_t *root, const char *key);
 void loom_vocab_free(struct loom_vocab *v);
 const char *loom_vocab_error(const struct loom_vocab *v);
 

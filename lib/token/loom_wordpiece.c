@@ -12,12 +12,14 @@
  */
 #include "loom_wordpiece.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loom_file.h"
 #include "loom_utf8.h"
+#include "loom_vocab.h"
 #include "loom_wordpiece_tab.h"
 
 #define PREFIX "##"
@@ -332,6 +334,203 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
 		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
 	snprintf(out, n, "%s", spec);
 	return 0;
+}
+
+/* --- tokenizer.json ----------------------------------------------------- */
+
+/* A string member that must be `want` when present. */
+static int hf_want_str(struct loom_wordpiece *w, json_t *o, const char *where, const char *key,
+		       const char *want, const char *name)
+{
+	json_t *m = json_object_get(o, key);
+	if (!m || json_is_null(m) || (json_is_string(m) && !strcmp(json_string_value(m), want)))
+		return 0;
+	return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': %s.%s %s%s%s is not supported (loom's is \"%s\")",
+			    name, where, key, json_is_string(m) ? "\"" : "",
+			    json_is_string(m) ? json_string_value(m) : "(not a string)",
+			    json_is_string(m) ? "\"" : "", want);
+}
+
+/* A boolean member (absent or null: dflt); -2 when mistyped. */
+static int hf_bool(json_t *o, const char *key, int dflt)
+{
+	json_t *m = json_object_get(o, key);
+	if (!m || json_is_null(m))
+		return dflt;
+	return json_is_boolean(m) ? json_is_true(m) : -2;
+}
+
+static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
+		       struct loom_wordpiece_opts *o)
+{
+	json_t *model = json_object_get(root, "model");
+	if (!json_is_object(root) || !json_is_object(model))
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': not a tokenizer.json with a model",
+				    name);
+	if (strcmp(loom_hf_type(root, "model"), "WordPiece"))
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model type %s, not WordPiece", name,
+				    loom_hf_type(root, "model"));
+	if (!json_is_object(json_object_get(model, "vocab")))
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model.vocab is not an object", name);
+	int rc;
+	if ((rc = hf_want_str(w, model, "model", "unk_token", "[UNK]", name)) ||
+	    (rc = hf_want_str(w, model, "model", "continuing_subword_prefix", PREFIX, name)))
+		return rc;
+	loom_wordpiece_opts_default(o);
+	json_t *mx = json_object_get(model, "max_input_chars_per_word");
+	if (mx && !json_is_null(mx)) {
+		if (!json_is_integer(mx) || json_integer_value(mx) < 0 ||
+		    json_integer_value(mx) > UINT32_MAX)
+			return loom_err_set(&w->err, LOOM_EFORMAT,
+					    "'%s': model.max_input_chars_per_word is not a count", name);
+		o->max_chars = (uint32_t)json_integer_value(mx);
+	}
+	const char *nt = loom_hf_type(root, "normalizer");
+	if (!strcmp(nt, "null")) {
+		o->lowercase = o->strip_accents = o->clean_text = o->chinese_chars = 0;
+	} else if (!strcmp(nt, "BertNormalizer")) {
+		json_t *n = json_object_get(root, "normalizer");
+		static const char *const keys[4] = { "clean_text", "handle_chinese_chars",
+						     "strip_accents", "lowercase" };
+		int *dst[4] = { &o->clean_text, &o->chinese_chars, &o->strip_accents, &o->lowercase };
+		int dflt[4] = { 1, 1, -1, 1 };
+		for (int k = 0; k < 4; k++)
+			if ((*dst[k] = hf_bool(n, keys[k], dflt[k])) == -2)
+				return loom_err_set(&w->err, LOOM_EFORMAT,
+						    "'%s': normalizer.%s is not true, false or null",
+						    name, keys[k]);
+	} else {
+		return loom_err_set(&w->err, LOOM_EFORMAT,
+				    "'%s': normalizer %s, not BertNormalizer (or none)", name, nt);
+	}
+	if (strcmp(loom_hf_type(root, "pre_tokenizer"), "BertPreTokenizer"))
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': pre_tokenizer %s, not BertPreTokenizer",
+				    name, loom_hf_type(root, "pre_tokenizer"));
+	const char *dt = loom_hf_type(root, "decoder");
+	if (strcmp(dt, "null")) {
+		json_t *d = json_object_get(root, "decoder");
+		if (strcmp(dt, "WordPiece"))
+			return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': decoder %s, not WordPiece",
+					    name, dt);
+		if ((rc = hf_want_str(w, d, "decoder", "prefix", PREFIX, name)))
+			return rc;
+		if (hf_bool(d, "cleanup", 1) != 1)
+			return loom_err_set(&w->err, LOOM_EFORMAT,
+					    "'%s': decoder.cleanup false is not supported (loom's decoder cleans up)",
+					    name);
+	}
+	return 0;
+}
+
+/* model.vocab as vocab.txt lines in id order (ids 0..n-1, each once). */
+static int hf_lines(struct loom_wordpiece *w, json_t *vocab, const char *name, char **out,
+		    size_t *len)
+{
+	size_t n = json_object_size(vocab), total = 0;
+	if (!n)
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model.vocab is empty", name);
+	if (n > MAX_IDS)
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': %zu tokens; at most %u are supported",
+				    name, n, MAX_IDS);
+	const char **tok = calloc(n, sizeof *tok);
+	size_t *tl = calloc(n, sizeof *tl);
+	int rc = 0;
+	if (!tok || !tl) {
+		rc = loom_err_set(&w->err, LOOM_ENOMEM, "'%s': out of memory", name);
+		goto done;
+	}
+	const char *key;
+	json_t *val;
+	json_object_foreach(vocab, key, val) {
+		json_int_t id = json_is_integer(val) ? json_integer_value(val) : -1;
+		size_t kl = strlen(key);
+		if (id < 0 || (size_t)id >= n) {
+			rc = loom_err_set(&w->err, LOOM_EFORMAT,
+					  "'%s': model.vocab \"%.60s\": id is not an integer in 0..%zu", name,
+					  key, n - 1);
+			goto done;
+		}
+		if (tok[id]) {
+			rc = loom_err_set(&w->err, LOOM_EFORMAT,
+					  "'%s': model.vocab: id %lld is both \"%.60s\" and \"%.60s\"", name,
+					  (long long)id, tok[id], key);
+			goto done;
+		}
+		if (memchr(key, '\n', kl) || trim_end((const uint8_t *)key, kl) != kl) {
+			rc = loom_err_set(&w->err, LOOM_EFORMAT,
+					  "'%s': model.vocab \"%.60s\" (id %lld) ends with or holds white space: not supported",
+					  name, key, (long long)id);
+			goto done;
+		}
+		tok[id] = key;
+		tl[id] = kl;
+		total += kl + 1;
+	}
+	char *b = malloc(total);
+	if (!b) {
+		rc = loom_err_set(&w->err, LOOM_ENOMEM, "'%s': out of memory", name);
+		goto done;
+	}
+	size_t p = 0;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(b + p, tok[i], tl[i]);
+		p += tl[i];
+		b[p++] = '\n';
+	}
+	*out = b;
+	*len = p;
+done:
+	free(tok);
+	free(tl);
+	return rc;
+}
+
+int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t len,
+			       const char *name)
+{
+	json_error_t je;
+	json_t *root = json_loadb(buf, len, 0, &je);
+	if (!root)
+		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s':%d:%d: %s", name, je.line, je.column,
+				    je.text);
+	struct loom_wordpiece_opts o;
+	char *lines = NULL;
+	size_t n = 0;
+	int rc = hf_settings(w, root, name, &o);
+	json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
+	/* each added token must be its id's vocabulary entry */
+	json_t *added = json_object_get(root, "added_tokens"), *a;
+	size_t i;
+	json_array_foreach(added, i, a) {
+		if (rc)
+			break;
+		json_t *c = json_object_get(a, "content"), *id = json_object_get(a, "id");
+		json_t *v = json_is_string(c) ? json_object_get(vocab, json_string_value(c)) : NULL;
+		if (!v || !json_is_integer(id) || !json_is_integer(v) ||
+		    json_integer_value(v) != json_integer_value(id))
+			rc = loom_err_set(&w->err, LOOM_EFORMAT,
+					  "'%s': added_tokens[%zu] \"%.60s\" is not model.vocab's entry of its id: not supported",
+					  name, i, json_is_string(c) ? json_string_value(c) : "?");
+	}
+	if (!rc)
+		rc = hf_lines(w, vocab, name, &lines, &n);
+	if (!rc)
+		rc = loom_wordpiece_load_mem(w, lines, n, name, &o);
+	free(lines);
+	json_decref(root);
+	return rc;
+}
+
+int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path)
+{
+	char *buf;
+	size_t len;
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	if (rc)
+		return rc;
+	rc = loom_wordpiece_load_hf_mem(w, buf, len, path);
+	free(buf);
+	return rc;
 }
 
 uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)

@@ -94,6 +94,21 @@ int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t le
  * share/vocab/bert-base-uncased/, found by loom_share_path) or a path,
  * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere. */
 int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
+/* Load a HuggingFace tokenizer.json whose model is WordPiece (as
+ * bert-base-uncased's): model {type WordPiece, vocab {token: id} with ids
+ * 0..n-1, unk_token "[UNK]", continuing_subword_prefix "##",
+ * max_input_chars_per_word}, normalizer BertNormalizer (clean_text,
+ * handle_chinese_chars, strip_accents (null: as lowercase), lowercase) or
+ * null (none of them), pre_tokenizer BertPreTokenizer, decoder WordPiece
+ * (prefix "##", cleanup true) or null.  Anything else is refused by name
+ * (LOOM_EFORMAT) rather than giving other ids than HuggingFace's: another
+ * model, normalizer, pre-tokenizer or decoder, another prefix or unknown
+ * token, an added token that is not the vocabulary's entry of its id.
+ * Added tokens are not looked for in the text, and the post-processor's
+ * [CLS] ... [SEP] is not added (HuggingFace's add_special_tokens=False). */
+int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path);
+int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t len,
+			       const char *name);
 /* A second object for another thread, sharing w's vocabulary (w must
  * outlive it); NULL when out of memory. */
 struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);

@@ -18,6 +18,9 @@ enum {
 	LOOM_WP_CJK = 8,    /* CJK ideograph: a piece of its own */
 	LOOM_WP_STRIP = 16, /* changes under NFD without Mn marks */
 	LOOM_WP_LOWER = 32, /* changes under lower-casing */
+	/* Cased, Case_Ignorable (DerivedCoreProperties): Python's final sigma */
+	LOOM_WP_CASED = 64,
+	LOOM_WP_CASE_IGNORABLE = 128,
 };
 
 /* cp -> mapped code points pool[off .. off + n) */

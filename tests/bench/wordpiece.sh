@@ -3,7 +3,10 @@
 # against HuggingFace tokenizers (npm), single thread, bert-base-uncased:
 # first the ids must be equal on every line of ~20 MB of real text (the
 # Wikipedia samples, English and Japanese, then English documentation) and
-# on every Unicode code point, then the encoding throughput by CPU time.
+# on every Unicode code point, then the encoding throughput by CPU time;
+# the same for the command line: `loom-bpe encode --vocab bert-base-uncased
+# -j 1` (ids equal to HuggingFace's on every non-empty line, then its
+# throughput by CPU time, reading the file and writing u16 ids).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -67,4 +70,24 @@ for _ in 1 2; do
 done
 echo "wordpiece: loom $LOOM MB/s, HuggingFace tokenizers $HF MB/s (CPU time, one thread)"
 fig "WordPiece encode vs HuggingFace tokenizers, one thread" "$(awk -v a="$LOOM" -v b="$HF" 'BEGIN { printf "%.2f", a / b }')" ">=" 5 x
-rm -f "$W/loom.ids" "$W/ref.ids" "$W/loom-cp.ids" "$W/ref-cp.ids"
+
+# --- loom-bpe encode --vocab bert-base-uncased -j 1
+BPE=$BUILD/bin/loom-bpe
+[ -x "$BPE" ] || { echo "wordpiece: $BPE missing (make all)"; exit 1; }
+"$BPE" encode --vocab bert-base-uncased -j 1 -q -f text --eos none "$CORPUS" > "$W/cli.ids"
+if grep -v '^$' "$W/ref.ids" | cmp -s - "$W/cli.ids"; then
+	echo "wordpiece: loom-bpe encode: ids equal to HuggingFace on all $(wc -l < "$W/cli.ids") non-empty lines"
+else
+	echo "wordpiece: loom-bpe encode: IDS DIFFER from HuggingFace: $(grep -v '^$' "$W/ref.ids" | cmp - "$W/cli.ids" | head -1)"
+	exit 1
+fi
+CLI=0
+for _ in 1 2; do
+	/usr/bin/time -f '%U %S' -o "$W/time" "$BPE" encode --vocab bert-base-uncased -j 1 -q \
+		-o "$W/cli.u16" "$CORPUS"
+	r=$(awk -v n="$(wc -c < "$CORPUS")" '{ s = $1 + $2; print (s > 0) ? n / 1e6 / s : 0 }' "$W/time")
+	CLI=$(awk -v a="$CLI" -v r="$r" 'BEGIN { print (r > a) ? r : a }')
+done
+echo "wordpiece: loom-bpe encode --vocab bert-base-uncased -j 1: $CLI MB/s (CPU time)"
+fig "loom-bpe encode --vocab bert-base-uncased -j 1 vs HuggingFace tokenizers, one core" "$(awk -v a="$CLI" -v b="$HF" 'BEGIN { printf "%.2f", a / b }')" ">=" 5 x
+rm -f "$W/loom.ids" "$W/ref.ids" "$W/loom-cp.ids" "$W/ref-cp.ids" "$W/cli.ids" "$W/cli.u16"
