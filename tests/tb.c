@@ -66,7 +66,7 @@ int main(void)
 	/* the file, read by loom's TFRecord reader and protobuf-c */
 	struct loom_tfr_reader *r = loom_tfr_reader_open(path, 0, &err);
 	struct loom_tfr_record rec;
-	int n = 0, rc;
+	int n = 0, rc = 0;
 	Tensorflow__Event *ev[8] = { 0 };
 	while (r && (rc = loom_tfr_reader_next(r, &rec)) == 0 && n < 8)
 		ev[n++] = tensorflow__event__unpack(NULL, rec.len, rec.data);
