@@ -148,7 +148,7 @@ like "$err" "cannot open '.*missing.jsonl': No such file" "names the file"
 run loom-plot --width 5 "$T/log.jsonl"
 is_rc 2 "bad option value is a usage error"
 like "$err" "^loom-plot: --width: '5' is out of range" "one line naming the option"
-like "$err" "^usage: loom-plot" "followed by usage"
+is "$(sed -n 2p "$err")" "Try 'loom-plot --help' for more information." "followed by the hint"
 
 run loom-plot --help
 is_rc 0 "--help exits 0"

@@ -84,5 +84,6 @@ is_rc 1 "unknown key"
 like "$err" "bad.conf: line 2: unknown key 'BOGUS'" "names file, line and key"
 run "$P/retrain"
 is_rc 2 "no --config: usage"
-like "$err" 'usage: ' "usage shown"
+is "$(cat "$err")" "retrain: --config FILE is required
+Try '$P/retrain --help' for more information." "one line and the hint, not the usage"
 done_testing
