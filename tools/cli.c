@@ -137,15 +137,6 @@ void cli_die(const char *fmt, ...)
 	exit(1);
 }
 
-void cli_exit(int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-	cli_failed = code != 0;
-	exit(code);
-}
 
 /* "Try 'prog --help' for more information." (git/coreutils style), exit 2.
  * The command is the program name and, for a subcommand, the lowercase word
@@ -174,6 +165,18 @@ void cli_usage_error(const char *fmt, ...)
 	vmsg(fmt, ap);
 	va_end(ap);
 	usage_hint();
+}
+
+void cli_exit(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	if (code == EXIT_USAGE)
+		usage_hint();
+	cli_failed = code != 0;
+	exit(code);
 }
 
 void cli_bad_option(void)

@@ -144,7 +144,8 @@ extern int cli_verbose;
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* "prog: message" to stderr, exit with `code`. */
+/* "prog: message" to stderr, exit with `code` (2: and the hint, as
+ * cli_usage_error). */
 _Noreturn void cli_exit(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* "prog: message" and "Try 'prog --help' for more information." to

@@ -339,7 +339,9 @@ struct loom_shard {
 	uint64_t tb0;        /* stream index of tb[0] */
 	uint64_t next;       /* next window start */
 	uint64_t total;      /* tokens seen */
-	uint64_t nsamples;
+	uint64_t nsamples;   /* samples kept (this side of a validation split) */
+	uint64_t nseen;      /* samples cut from the stream (their key index) */
+	uint64_t nout;       /* samples that reached the output order */
 	uint64_t tail;
 
 	uint8_t *enc;        /* scratch for one encoded sample */
@@ -387,6 +389,8 @@ struct loom_shard {
 	char **done;         /* this run's files, removed again on failure */
 	size_t ndone;
 	int finished;
+	json_t *run_set, *final_set; /* prepared: the manifests under the run's
+					and the final names, until the commit */
 	struct loom_shard_stats st;
 	struct loom_err err;
 };
@@ -565,6 +569,8 @@ static struct loom_tfr_writer *next_writer(struct loom_shard *s)
 
 static int put_payload(struct loom_shard *s, const uint8_t *p, size_t n)
 {
+	if (s->o.val_records && (s->nout++ < s->o.val_records) != !!s->o.val)
+		return 0; /* the other side of the validation split */
 	if (s->o.progress && s->o.shuffle && (s->written & 4095) == 0)
 		s->o.progress(s->o.progress_ctx, s->written, s->nsamples);
 	struct loom_tfr_writer *w = next_writer(s);
@@ -753,9 +759,9 @@ static int store_raw_spilled(struct loom_shard *s, uint64_t key, const uint32_t 
 /* Shuffle: keep the next sample's raw tokens under its key, in memory
  * while they fit the budget, else in its bucket file; encoding waits for
  * the output order. */
-static int store_raw(struct loom_shard *s, const uint32_t *tok, size_t n)
+static int store_raw(struct loom_shard *s, uint64_t key, const uint32_t *tok, size_t n)
 {
-	uint64_t key = loom_shard_key(s->o.seed, s->nsamples++);
+	s->nsamples++;
 	size_t l = n * s->width;
 	if (s->spilled)
 		return store_raw_spilled(s, key, tok, n);
@@ -899,8 +905,11 @@ static int flush_batch(struct loom_shard *s)
  * for encoding in stream order (tok must stay put until flush_batch). */
 static int cut(struct loom_shard *s, const uint32_t *tok, size_t n)
 {
+	uint64_t key = loom_shard_key(s->o.seed, s->nseen++);
+	if (s->o.val_key && (key < s->o.val_key) != !!s->o.val)
+		return 0; /* the other side of the validation split */
 	if (s->o.shuffle)
-		return store_raw(s, tok, n);
+		return store_raw(s, key, tok, n);
 	s->nsamples++;
 	s->b16 = 0;
 	s->bptr[s->bn] = tok;
@@ -1324,7 +1333,7 @@ static int write_manifest(struct loom_shard *s, json_t *shards)
 	json_object_set_new(m, "vocab_sha256",
 			    s->vocab_sha256 ? json_string(s->vocab_sha256) : json_null());
 	json_object_set_new(m, "tokens", json_integer((json_int_t)s->total));
-	json_object_set_new(m, "records", json_integer((json_int_t)s->nsamples));
+	json_object_set_new(m, "records", json_integer((json_int_t)s->written));
 	json_object_set_new(m, "tail_tokens", json_integer((json_int_t)s->tail));
 	json_object_set_new(m, "shuffle", json_boolean(s->o.shuffle));
 	json_object_set_new(m, "seed", json_integer((json_int_t)s->o.seed));
@@ -1332,6 +1341,15 @@ static int write_manifest(struct loom_shard *s, json_t *shards)
 							: "contiguous"));
 	json_object_set_new(m, "shards", shards);
 	json_object_set_new(m, "command", cmd);
+	if (s->o.val_key || s->o.val_records) {
+		char rule[96];
+		if (s->o.val_key)
+			snprintf(rule, sizeof rule, "key < 0x%016" PRIx64, s->o.val_key);
+		else
+			snprintf(rule, sizeof rule, "first %" PRIu64, s->o.val_records);
+		json_object_set_new(m, "split", json_string(s->o.val ? "validation" : "training"));
+		json_object_set_new(m, "split_rule", json_string(rule));
+	}
 	char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(m);
 	if (!text)
@@ -1415,7 +1433,7 @@ static void rollback(struct loom_shard *s)
 	s->ndone = 0;
 }
 
-static int finish(struct loom_shard *s)
+static int prepare(struct loom_shard *s)
 {
 	int rc;
 	uint64_t tail = 0;
@@ -1428,7 +1446,7 @@ static int finish(struct loom_shard *s)
 			return rc;
 	}
 	s->tail = tail;
-	if (!s->nsamples)
+	if (!s->nseen)
 		return loom_err_set(&s->err, LOOM_EFORMAT,
 				    "no samples: the input has %" PRIu64 " tokens; a sample needs more"
 				    " than --seq-len %" PRIu64 " (or --keep-tail and at least %" PRIu64
@@ -1449,6 +1467,12 @@ static int finish(struct loom_shard *s)
 			s->bk[i].fd = 0;
 		}
 	}
+	if (!s->written)
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    s->o.val ? "the validation split has none of the %" PRIu64
+					       " samples: raise --val-fraction or --val-records"
+					     : "the validation split takes all %" PRIu64 " samples:"
+					       " none is left for training", s->nseen);
 	/* Each shard and its index under this run's names, fsynced. */
 	rc = 0;
 	json_t *run = json_array(), *final = json_array();
@@ -1482,18 +1506,29 @@ static int finish(struct loom_shard *s)
 		json_array_append_new(final, shard_entry(s, w, path, ipath));
 		s->st.bytes += loom_tfr_writer_bytes(w);
 	}
-	/* The commit point: a manifest naming them. */
-	if (rc == 0)
-		rc = write_manifest(s, run);
-	else
+	if (rc < 0) {
 		json_decref(run);
+		json_decref(final);
+		return rc;
+	}
+	s->run_set = run;
+	s->final_set = final;
+	return 0;
+}
+
+static int commit(struct loom_shard *s)
+{
+	/* The commit point: a manifest naming this run's files. */
+	json_t *final = s->final_set;
+	int rc = write_manifest(s, s->run_set);
+	s->run_set = s->final_set = NULL;
 	if (rc < 0) {
 		json_decref(final);
 		return rc;
 	}
 	s->finished = 1;
 	s->st.tokens = s->total;
-	s->st.samples = s->nsamples;
+	s->st.samples = s->written;
 	s->st.tail_tokens = s->tail;
 	s->st.shards = s->nw;
 	s->st.spilled = s->spill_bytes;
@@ -1504,16 +1539,36 @@ static int finish(struct loom_shard *s)
 	return 0;
 }
 
-int loom_shard_finish(struct loom_shard *s)
+int loom_shard_prepare(struct loom_shard *s)
+{
+	if (s->err.code)
+		return s->err.code;
+	if (s->finished || s->final_set)
+		return 0;
+	int rc = prepare(s);
+	if (rc < 0)
+		rollback(s);
+	return rc;
+}
+
+int loom_shard_commit(struct loom_shard *s)
 {
 	if (s->err.code)
 		return s->err.code;
 	if (s->finished)
 		return 0;
-	int rc = finish(s);
+	if (!s->final_set)
+		return loom_err_set(&s->err, LOOM_EINVAL, "loom_shard_commit before loom_shard_prepare");
+	int rc = commit(s);
 	if (rc < 0)
 		rollback(s);
 	return rc;
+}
+
+int loom_shard_finish(struct loom_shard *s)
+{
+	int rc = loom_shard_prepare(s);
+	return rc < 0 ? rc : loom_shard_commit(s);
 }
 
 void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st)
@@ -1532,6 +1587,8 @@ void loom_shard_free(struct loom_shard *s)
 		return;
 	if (!s->finished)
 		rollback(s);
+	json_decref(s->run_set);
+	json_decref(s->final_set);
 	for (size_t i = 0; i < s->ndone; i++)
 		free(s->done[i]);
 	free(s->done);
