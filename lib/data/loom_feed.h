@@ -56,6 +56,9 @@ struct loom_feed_opts {
 	uint32_t batch;             /* B >= 1: records per frame (per rank) */
 	uint32_t seq_len;           /* T+1 >= 1: tokens per record in a frame */
 	uint64_t seed;              /* same seed, same bytes */
+	int stream_order;           /* no shuffle: the records in shard order
+				       (as the manifest lists them), every epoch
+				       (an evaluation set) */
 	uint64_t epochs;            /* passes over the data; 0 = endless */
 	uint32_t rank, world;       /* rank < world <= 65535 (world 0 = 1) */
 	int pad;                    /* pad short records with pad_id */
