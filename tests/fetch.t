@@ -5,7 +5,7 @@
 # connection half way (or answers 503), python's http.server (ignores
 # Range), a file:// mirror, and a port nobody listens on.
 . "$(dirname "$0")/lib.sh"
-command -v lighttpd >/dev/null || skip_all "lighttpd not installed (make deps)"
+"$TESTS/../pipelines/mirror.sh" available || skip_all "lighttpd not installed (make deps)"
 PIPE="$TESTS/../pipelines"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3

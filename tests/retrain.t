@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
-command -v lighttpd >/dev/null || skip_all "lighttpd is not installed (make deps)"
+"$P/mirror.sh" available || skip_all "lighttpd is not installed (make deps)"
 
 "$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
 URL=$("$P/mirror.sh" start "$T/mirror" "$T/ms")

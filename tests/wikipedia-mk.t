@@ -52,7 +52,7 @@ run mk DATE=20260101 DUMP="$DUMP" OUT="$T/v" VAL=0.2x
 ok "VAL=0.2x refused" test "$rc" != 0
 like "$err" "VAL='0.2x' is not a fraction" "  naming VAL"
 
-command -v lighttpd >/dev/null || { done_testing; exit; }
+"$P/mirror.sh" available || { done_testing; exit; }
 "$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
 URL=$("$P/mirror.sh" start "$T/mirror" "$T/ms")
 trap '"$P/mirror.sh" stop "$T/ms" 2>/dev/null; rm -rf "$T"' EXIT
