@@ -347,4 +347,10 @@ is_rc 0 "no progress when stderr is not a terminal"
 unlike "$err" $'\r' "no progress lines in a file"
 like "$err" "idx\.bz2: 7\.0 kB, sha1 [0-9a-f]{40} \(not verified: no checksum given\)" \
 	"unverified download says so"
+# -o DIR/ (a trailing slash): the paths printed have one slash
+run loom-fetch -q "$M2/$W/$D/$INDEX" -o "$T/r/"
+is "$(cat "$out")" "$T/r/$INDEX" "-o DIR/: DIR/file, not DIR//file"
+run loom-fetch -q --mirror "$M2" --wiki $W --date latest -o "$T/out/"
+is "$(cat "$out")" "$T/out/$DUMP
+$T/out/$INDEX" "  also for a whole dump"
 done_testing

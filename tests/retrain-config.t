@@ -55,6 +55,13 @@ conf WIKI samplewiki
 run "$P/retrain" --config "$T/c.conf" --dry-run
 is_rc 0 "the good configuration is accepted (dry run)"
 rm -rf "$T/state"
+mkdir -p "$T/etc"
+conf STATE ../st2; mv "$T/c.conf" "$T/etc/c.conf"
+run "$P/retrain" --config "$T/etc/c.conf" --dry-run
+is_rc 0 "STATE=../st2 in etc/c.conf"
+like "$out" "OUT=$T/st2/data " "  the paths are normalised ($T/st2, not $T/etc/../st2)"
+unlike "$out" '/\.\./' "  no /../ anywhere"
+rm -rf "$T/st2" "$T/etc"
 
 for k in $keys; do
 	bad=
