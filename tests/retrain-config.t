@@ -7,6 +7,8 @@
 # values, and --dry-run neither takes the lock nor writes anything.
 # A file:// mirror: no HTTP server needed.
 . "$(dirname "$0")/lib.sh"
+# retrain's lines start with the UTC time: without it
+untimed() { sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z //'; }
 ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
 BIN=$(dirname "$(command -v loom-train)")
@@ -131,13 +133,13 @@ conf WIKI samplewiki; echo 'STEPS=5' >> "$T/c.conf"
 first=$(grep -n '^STEPS=' "$T/c.conf" | head -1 | cut -d: -f1)
 run "$P/retrain" --config "$T/c.conf" --dry-run
 is "$(refused STEPS '')" "" "a key set twice is refused"
-is "$(cat "$err")" "retrain: $T/c.conf: line $(wc -l < "$T/c.conf"): STEPS is set a second time (first on line $first)" \
+is "$(untimed < "$err")" "retrain: $T/c.conf: line $(wc -l < "$T/c.conf"): STEPS is set a second time (first on line $first)" \
 	"  naming the file, both lines and the key"
 
 # --config DIR: one line (it was a bash error, then the defaults)
 run "$P/retrain" --config "$T" --dry-run
 is_rc 1 "--config DIR: exit 1"
-is "$(cat "$err")" "retrain: config '$T' is a directory, not a file" "  one line naming it"
+is "$(untimed < "$err")" "retrain: config '$T' is a directory, not a file" "  one line naming it"
 ok "  nothing written" test ! -e "$T/state"
 
 # quoted values are taken literally; a value is one line
