@@ -56,6 +56,24 @@ is "$(ls -A e)" "" "  nothing left"
 run loom-shard -q -f text -L 11 -n 2 --val-fraction 0.2 -o s/w t.txt
 is "$(ids s/w.val-*.tfrecord | wc -l) $(ls s | wc -l)" "$(ids s3/w.val-*.tfrecord | wc -l | sed 's/.*/x/;s/x//')$(ids s/w.val-*.tfrecord | wc -l) 8" "a second run replaces both sets, nothing left over"
 
+# killed (SIGKILL) at every file-system step of removing leftovers and
+# committing: each manifest in place names a complete set
+run loom-shard -q -f text -L 11 -n 2 --val-fraction 0.1 -o k/w t.txt
+bad= n=0
+while :; do
+	rc=0
+	{ LOOM_SHARD_TEST_KILL_AT=$n loom-shard -q -f text -L 11 -n 2 --val-fraction 0.2 --seed 2 -o k/w t.txt 2>/dev/null || rc=$?; } 2>/dev/null
+	for m in k/w.manifest.json k/w.val.manifest.json; do
+		loom-feed -q --manifest "$m" --verify --batch 1 --seq 10 --seed 0 --epochs 1 > /dev/null 2>&1 ||
+			bad="$bad kill-at-$n:$m"
+	done
+	[ "$rc" = 0 ] && break
+	n=$((n + 1))
+	[ $n -lt 200 ] || { bad="$bad never-finished"; break; }
+done
+is "$bad" "" "killed at each of $n steps: both manifests always name complete sets"
+is "$(/usr/bin/python3 -c 'import json; print(json.load(open("k/w.manifest.json"))["seed"], json.load(open("k/w.val.manifest.json"))["seed"])')" "2 2" "  the run that finished replaced both"
+
 fails_with 2 "exclude each other" "--val-fraction with --val-records" loom-shard -f text --val-fraction 0.1 --val-records 3 -o x t.txt
 fails_with 2 "leaves nothing for training" "--val-fraction 1" loom-shard -f text --val-fraction 1 -o x t.txt
 done_testing
