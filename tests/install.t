@@ -97,7 +97,7 @@ like "$out" "would build samplewiki-20260101 .*-f $L/wikipedia.mk .*LOOM_BIN=$I/
 	"uses the installed wikipedia.mk and tools"
 run env -i PATH=$P0 HOME="$T" "$L/retrain" --config etc/retrain.conf -q
 is_rc 0 "installed retrain: a real run"
-like "$out" '^retrain: samplewiki-20260101: data rebuilt, train from scratch: .* promoted ' \
+like "$out" '^[0-9T:-]+Z retrain: samplewiki-20260101: data rebuilt, train from scratch: .* promoted ' \
 	"builds, trains and promotes"
 ok "the installed tools built the data" test -f "$T/cron/state/data/samplewiki-20260101/verified"
 ok "best checkpoint" test -f "$T/cron/state/best/model.safetensors"
