@@ -6,7 +6,10 @@
 #   mirror.sh stop STATE_DIR               stop the server started there
 #   mirror.sh flush STATE_DIR              write out buffered access.log lines
 #                                          (lighttpd buffers them a few seconds)
+#   mirror.sh available                    exit 0 when lighttpd is installed
 #
+# lighttpd is looked for on PATH, then in /usr/sbin, /usr/local/sbin and
+# /sbin (a user's PATH often lacks the sbin directories).
 # STATE_DIR (created) holds lighttpd.conf, the server's pid, url,
 # access.log (one line per request: status, body bytes sent, Range header)
 # and error.log.  Without PORT a free port is chosen.  MIRROR_KBPS=N in
@@ -16,10 +19,19 @@
 set -euo pipefail
 prog=mirror.sh
 die() { echo "$prog: $*" >&2; exit 1; }
-usage() { sed -n '2,17s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
+
+lighttpd_path() {
+	local d
+	command -v lighttpd && return
+	for d in /usr/sbin /usr/local/sbin /sbin; do
+		[ -x "$d/lighttpd" ] && { echo "$d/lighttpd"; return; }
+	done
+	return 1
+}
 
 free_port() {
 	"$PY" -c 'import socket
@@ -33,7 +45,8 @@ listening() { # port
 start() {
 	local dir=$1 state=$2 want_port=${3:-} port pid tries
 	[ -d "$dir" ] || die "'$dir' is not a directory"
-	command -v lighttpd >/dev/null || die "lighttpd is not installed (make deps)"
+	local httpd
+	httpd=$(lighttpd_path) || die "lighttpd is not installed (not on PATH, nor in /usr/sbin, /usr/local/sbin or /sbin; make deps)"
 	mkdir -p "$state"
 	dir=$(cd "$dir" && pwd)
 	state=$(cd "$state" && pwd)
@@ -55,7 +68,7 @@ start() {
 			echo "connection.kbytes-per-second = $MIRROR_KBPS" >>"$state/lighttpd.conf"
 		fi
 		: >"$state/access.log"
-		lighttpd -D -f "$state/lighttpd.conf" </dev/null >>"$state/error.log" 2>&1 &
+		"$httpd" -D -f "$state/lighttpd.conf" </dev/null >>"$state/error.log" 2>&1 &
 		pid=$!
 		for _ in $(seq 50); do
 			listening "$port" && break
@@ -99,6 +112,7 @@ case ${1:-} in
 start) [ $# -ge 3 ] && [ $# -le 4 ] || usage; start "$2" "$3" "${4:-}" ;;
 stop) [ $# -eq 2 ] || usage; stop "$2" ;;
 flush) [ $# -eq 2 ] || usage; flush "$2" ;;
--h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+available) [ $# -eq 1 ] || usage; lighttpd_path >/dev/null ;;
+-h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
 *) usage ;;
 esac

@@ -1,7 +1,7 @@
 # pipelines/wikipedia.mk - Wikipedia dump -> verified TFRecord shards, as make targets.
 #
 #   make -f pipelines/wikipedia.mk WIKI=enwiki DATE=latest OUT=data \
-#        [VOCAB=gpt2|train|DIR] [SEQ=2049] [SHARDS=64] [MIRROR=URL] [DUMP=path] [JOBS=N]
+#        [VOCAB=gpt2|train|DIR] [SEQ=2049] [SHARDS=64] [VAL=F] [MIRROR=URL] [DUMP=path] [JOBS=N]
 #
 # Stages, each a real file so an interrupted run resumes where it stopped
 # and a finished one does nothing (`make -q` is true):
@@ -9,6 +9,8 @@
 #   $(OUT)/$(NAME).txt             article text (VOCAB=train only)          loom-extract
 #   $(OUT)/$(NAME).vocab/          trained vocabulary (VOCAB=train only)    loom-bpe train
 #   $(OUT)/$(NAME)/                shards + .index + manifest               extract | encode | shard
+#                                  (VAL=F: and a validation split of about F
+#                                  of the records, $(NAME).val.manifest.json)
 #   $(OUT)/$(NAME)/verified        every record's CRCs and index checked    loom-index
 # extract | bpe encode | shard stream into each other; the shard directory
 # is built under a temporary name and renamed only when the whole pipe
@@ -31,6 +33,7 @@ VOCAB   ?= gpt2
 SEQ     ?= 2049
 SHARDS  ?= 64
 SEED    ?= 1
+VAL     ?=
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 VOCAB_SIZE ?= 32000
 MIRROR  ?=
@@ -82,6 +85,7 @@ $(call loom_check,DATE,$(chars_name),YYYYMMDD or latest)
 $(if $(filter-out latest,$(DATE)),$(call loom_check,DATE,$(chars_num),YYYYMMDD or latest))
 $(if $(filter-out latest,$(DATE)),$(if $(filter 8,$(words $(call loom_spread,$(DATE),$(chars_num)))),,$(call loom_error,DATE,YYYYMMDD or latest)))
 $(foreach v,SEQ SHARDS SEED JOBS VOCAB_SIZE,$(call loom_check,$v,$(chars_num),a whole number))
+$(call loom_check,VAL,$(chars_num) .,a fraction such as 0.01)
 $(foreach v,OUT VOCAB DUMP NAME LOOM_BIN,$(call loom_check,$v,$(chars_path),a plain path (letters digits ._/+@$(comma)-)))
 $(call loom_check,MIRROR,$(chars_url),a plain URL (letters digits ._~:/@%+=$(comma)[]-))
 $(foreach v,EXTRACT_FLAGS SHARD_FLAGS,$(call loom_check_words,$v,$(chars_flag),plain options (letters digits ._/+@$(comma)=:- and spaces)))
@@ -151,12 +155,14 @@ $(OUT)/$(NAME)/$(NAME).manifest.json: $(OUT)/$(NAME).dump $(TEXT_DEP) $(VOCAB_DE
 	$(TEXT_SOURCE) \
 	  | '$(BPE)' encode --vocab '$(VOCAB_ARG)' --format u32 \
 	  | '$(SHARD)' --input-format u32 --seq-len $(SEQ) --shards $(SHARDS) --seed $(SEED) \
-	      --vocab-size $(VOCAB_NTOK) $(SHARD_FLAGS) -o '$(OUT)/.$(NAME).tmp/$(NAME)'
+	      --vocab-size $(VOCAB_NTOK) $(if $(VAL),--val-fraction $(VAL)) $(SHARD_FLAGS) \
+	      -o '$(OUT)/.$(NAME).tmp/$(NAME)'
 	rm -rf '$(OUT)/$(NAME)' && mv '$(OUT)/.$(NAME).tmp' '$(OUT)/$(NAME)'
 
 # 4. verify every record and that each .index matches its shard.
 $(OUT)/$(NAME)/verified: $(OUT)/$(NAME)/$(NAME).manifest.json
-	'$(INDEX)' --verify --check '$(OUT)/$(NAME)/$(NAME)'-*.tfrecord
+	'$(INDEX)' --verify --check '$(OUT)/$(NAME)/$(NAME)'-*.tfrecord \
+	  $(if $(VAL),'$(OUT)/$(NAME)/$(NAME)'.val-*.tfrecord)
 	date -u +%FT%TZ > '$@.tmp' && mv '$@.tmp' '$@'
 
 clean-tmp:

@@ -194,6 +194,25 @@ static void case_bounded_reads(void)
 	is_int(loom_file_open_regular(path, 1, &size, &err), LOOM_EIO, "missing: LOOM_EIO");
 }
 
+/* loom_path_join: one slash, no "." components */
+static void case_path_join(void)
+{
+	static const char *const joins[][3] = {
+		{ "dumps/", "x.bz2", "dumps/x.bz2" }, { "dumps", "x", "dumps/x" },
+		{ "./a//b/./", "c", "a/b/c" }, { "/", "x", "/x" }, { "", "x", "x" },
+		{ "a", "/abs/x", "/abs/x" }, { "etc/../state", "f", "etc/../state/f" },
+		{ ".", ".", "." }, { "//a", "b/", "/a/b" },
+	};
+	for (size_t i = 0; i < sizeof joins / sizeof joins[0]; i++) {
+		char *j = loom_path_join(joins[i][0], joins[i][1]);
+		is_str(j, joins[i][2], "loom_path_join('%s', '%s')", joins[i][0], joins[i][1]);
+		free(j);
+	}
+	char *j = loom_path_join(NULL, "x/");
+	is_str(j, "x", "loom_path_join(NULL, 'x/')");
+	free(j);
+}
+
 int main(void)
 {
 	case_parse();
@@ -206,5 +225,6 @@ int main(void)
 	case_outfile_parents();
 	case_lock();
 	case_bounded_reads();
+	case_path_join();
 	return done_testing();
 }

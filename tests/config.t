@@ -15,6 +15,9 @@ like "$out" '"preset": "tiny"' "tiny is the default preset"
 like "$out" '"global_batch": 4' "global_batch derived"
 like "$out" '"loss_weighting": "none"' "loss_weighting defaults to none"
 like "$out" '"decay_power": 0.5,' "decay_power defaults to 0.5"
+run loom-train --print-config --set lr=0.003,min_lr=0.0003
+like "$out" '"lr": 0.003,' "--print-config: the shortest decimal that reads back (0.003)"
+like "$out" '"min_lr": 0.0003,' "  (0.0003, not 0.00029999999999999997)"
 run loom-train --print-config --set loss_weighting=inverse_count,decay=polynomial,decay_power=0.8,cooldown_steps=50
 is_rc 0 "the seed's loss and schedule keys"
 /usr/bin/python3 - "$out" > "$T/vals" <<'PY'

@@ -5,7 +5,7 @@
 # connection half way (or answers 503), python's http.server (ignores
 # Range), a file:// mirror, and a port nobody listens on.
 . "$(dirname "$0")/lib.sh"
-command -v lighttpd >/dev/null || skip_all "lighttpd not installed (make deps)"
+"$TESTS/../pipelines/mirror.sh" available || skip_all "lighttpd not installed (make deps)"
 PIPE="$TESTS/../pipelines"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
@@ -347,4 +347,10 @@ is_rc 0 "no progress when stderr is not a terminal"
 unlike "$err" $'\r' "no progress lines in a file"
 like "$err" "idx\.bz2: 7\.0 kB, sha1 [0-9a-f]{40} \(not verified: no checksum given\)" \
 	"unverified download says so"
+# -o DIR/ (a trailing slash): the paths printed have one slash
+run loom-fetch -q "$M2/$W/$D/$INDEX" -o "$T/r/"
+is "$(cat "$out")" "$T/r/$INDEX" "-o DIR/: DIR/file, not DIR//file"
+run loom-fetch -q --mirror "$M2" --wiki $W --date latest -o "$T/out/"
+is "$(cat "$out")" "$T/out/$DUMP
+$T/out/$INDEX" "  also for a whole dump"
 done_testing

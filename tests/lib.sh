@@ -94,7 +94,8 @@ SHARE=$(cd "$TESTS/../share" && pwd)
 
 # --- fixtures ---------------------------------------------------------------
 #   fails_with N REGEX NAME CMD ARGS...   exit N, one stderr line matching
-#              REGEX, nothing on stdout (four checks: "NAME: exit N", ...)
+#              REGEX (N = 2: and the hint "Try '... --help' ..."), nothing
+#              on stdout (four or five checks: "NAME: exit N", ...)
 #   flip FILE OFFSET [MASK]   xor the byte at OFFSET (< 0: from the end) with
 #              MASK (default 0x20)
 #   make_frames B SEQ COUNT VOCAB SEED [opts]   frames as loom-feed writes
@@ -104,7 +105,12 @@ fails_with() { # N REGEX NAME CMD ARGS...
 	run "$@"
 	is_rc "$n" "$name: exit $n"
 	like "$err" "$re" "$name: message"
-	is "$(wc -l < "$err")" 1 "$name: one line"
+	if [ "$n" = 2 ]; then # a usage error: the line, then a hint to --help
+		is "$(wc -l < "$err")" 2 "$name: one line and the hint"
+		like "$err" "^Try '.* --help' for more information\.\$" "$name: the hint"
+	else
+		is "$(wc -l < "$err")" 1 "$name: one line"
+	fi
 	is "$(wc -c < "$out")" 0 "$name: no stdout"
 }
 flip() { # FILE OFFSET [MASK]: xor one byte (OFFSET < 0 counts from the end)

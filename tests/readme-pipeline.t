@@ -1,41 +1,63 @@
 #!/usr/bin/env bash
-# The README's "A pipeline" block, run as written on the bundled sample.
+# Every fenced shell block of README.md (```sh), run as written on the
+# bundled sample.
 #
-# The block is cut out of README.md here (so the two cannot drift), in an
-# empty directory: its output directories (dumps/, data/, ckpt/) do not
-# exist beforehand, every tool creates them.  Only what the sample forces
-# is changed, each change checked to have matched exactly once:
-#   - loom-fetch runs unchanged against a file:// mirror of the sample,
-#     laid out as enwiki-20260101 by pipelines/make-mirror.sh and given
-#     through LOOM_MIRROR (the environment, not the command line);
-#   - the sample has ~760 tokens: --seq-len 1025 --shards 64 become
+# Each block is cut out of README.md here (so the two cannot drift), into
+# an empty directory; the test knows every block by its first line, so a
+# new block fails it until it is run here too.  Only what the sample, the
+# network or this machine forces is changed, each change checked to have
+# matched exactly once (subst):
+#   - the network: loom-fetch and wikipedia.mk's enwiki DATE=latest run
+#     unchanged against a file:// mirror of the sample, laid out as
+#     enwiki-20260101 by pipelines/make-mirror.sh and given through
+#     LOOM_MIRROR (the environment, not the command line);
+#   - the sample's size (~1100 tokens): --seq-len 1025 --shards 64 become
 #     --seq-len 33 --shards 2, --batch 8 --seq 1024 becomes --batch 4
-#     --seq 32, and --config gpt2 becomes --config mini (whose micro_batch 4
+#     --seq 32, --config gpt2 becomes --config mini (whose micro_batch 4
 #     and seq_len 32 agree with those frames, as gpt2's 8 and 1024 agree
-#     with the README's).
+#     with the README's), and wikipedia.mk's SEQ=1025 SHARDS=64 VAL=0.01
+#     SEQ=33 SHARDS=2 VAL=0.1;
+#   - mpirun: 2 ranks of this machine (-np 2, a hostfile of localhost) and
+#     --steps 4 on the command line of loom-train;
+#   - `make test` is the harness that runs this test: `make -n test` (its
+#     plan) instead; `make demo` runs as written (DEMO_OUT in $T).
 . "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$TESTS/.." && pwd)
 
-# --- the block ----------------------------------------------------------
-awk '/^## A pipeline/ { sec = 1; next }
-     sec && /^## / { exit }
-     sec && /^```sh$/ { code = 1; next }
-     code && /^```$/ { exit }
-     code { print }' "$TESTS/../README.md" >"$T/block.sh"
-ok "README.md has an \"A pipeline\" sh block" test -s "$T/block.sh"
-like "$T/block.sh" '^loom-fetch ' "  it starts by fetching a dump"
-like "$T/block.sh" '^loom-eval generate ' "  and ends by generating text"
+# every ```sh block, numbered from 1, into $T/blockN.sh
+awk -v dir="$T" '/^```sh$/ { n++; code = 1; next }
+     code && /^```$/ { code = 0; next }
+     code { print > (dir "/block" n ".sh") }' "$ROOT/README.md"
+nblocks=$(ls "$T"/block*.sh | wc -l)
+first() { head -1 "$T/block$1.sh"; }
+known=
+for i in $(seq "$nblocks"); do
+	case $(first "$i") in
+	"make demo "*) B_MAKE=$i ;;
+	"loom-fetch "*) B_PIPE=$i ;;
+	"mpirun "*) B_MPI=$i ;;
+	"make -f pipelines/wikipedia.mk WIKI=enwiki "*) B_MK=$i ;;
+	"pipelines/make-mirror.sh "*) B_MIRROR=$i ;;
+	*) known="$known block $i ('$(first "$i")')" ;;
+	esac
+done
+is "$known" "" "the test knows every sh block of README.md ($nblocks)"
 
-# subst FROM TO: replace the literal text FROM (which must occur exactly once).
+# subst N FROM TO: replace the literal text FROM (exactly once) in block N
 subst() {
 	local n
-	n=$(grep -cF -- "$1" "$T/block.sh")
-	is "$n" 1 "README block has '$1' once (replaced by '$2')"
-	FROM=$1 TO=$2 perl -0pi -e 's/\Q$ENV{FROM}\E/$ENV{TO}/' "$T/block.sh"
+	n=$(grep -cF -- "$2" "$T/block$1.sh")
+	is "$n" 1 "README block $1 has '$2' once (replaced by '$3')"
+	FROM=$2 TO=$3 perl -0pi -e 's/\Q$ENV{FROM}\E/$ENV{TO}/' "$T/block$1.sh"
 }
-subst '--seq-len 1025 --shards 64' '--seq-len 33 --shards 2'
-subst '--batch 8 --seq 1024' '--batch 4 --seq 32'
-subst '--config gpt2' '--config mini'
-ok "the fetch line is the README's" grep -qx 'loom-fetch --wiki enwiki --date latest -o dumps/' "$T/block.sh"
+# runblock N DIR: run block N in DIR (bash -e -o pipefail)
+runblock() {
+	rc=0
+	(cd "$2" && LOOM_MIRROR="file://$T/mirror/" bash -eo pipefail "$T/block$1.sh") \
+		>"$out" 2>"$err" || rc=$?
+}
+# one thread each: the tools run at once on a shared machine
+export OMP_NUM_THREADS=1
 
 # --- a mirror with the sample as enwiki-20260101 ---------------------------
 mkdir -p "$T/src"
@@ -43,16 +65,17 @@ for f in "$SHARE"/sample/samplewiki-20260101-pages-articles-multistream*.bz2; do
 	b=${f##*/}
 	cp "$f" "$T/src/enwiki${b#samplewiki}"
 done
-run "$TESTS/../pipelines/make-mirror.sh" "$T/src" enwiki 20260101 "$T/mirror"
+run "$ROOT/pipelines/make-mirror.sh" "$T/src" enwiki 20260101 "$T/mirror"
 is_rc 0 "make-mirror.sh lays out the sample as enwiki"
 
-# --- run it ---------------------------------------------------------------
+# --- "A pipeline" ------------------------------------------------------------
+like "$T/block$B_PIPE.sh" '^loom-eval generate ' "the pipeline ends by generating text"
+subst "$B_PIPE" '--seq-len 1025 --shards 64' '--seq-len 33 --shards 2'
+subst "$B_PIPE" '--batch 8 --seq 1024' '--batch 4 --seq 32'
+subst "$B_PIPE" '--config gpt2' '--config mini'
+ok "the fetch line is the README's" grep -qx 'loom-fetch --wiki enwiki --date latest -o dumps/' "$T/block$B_PIPE.sh"
 mkdir "$T/work"
-# one thread each: the pipeline's tools run at once on a shared machine
-export OMP_NUM_THREADS=1
-rc=0
-(cd "$T/work" && LOOM_MIRROR="file://$T/mirror/" bash -eo pipefail "$T/block.sh") \
-	>"$out" 2>"$err" || rc=$?
+runblock "$B_PIPE" "$T/work"
 is_rc 0 "the README pipeline runs (bash -e -o pipefail)"
 ok "  dumps/ created, the dump fetched" \
 	test -s "$T/work/dumps/enwiki-20260101-pages-articles-multistream.xml.bz2"
@@ -64,5 +87,54 @@ like "$err" '^loom-extract: .* 9 articles written' "  loom-extract wrote the sam
 like "$err" '^loom-train: done: ' "  loom-train finished"
 like "$out" '^The history of' "  loom-eval printed the prompt and its continuation"
 no_tmp_left "$T/work" "  no temporary files left anywhere"
+
+# --- "Training on several machines": on the pipeline's data ------------------
+if command -v mpirun >/dev/null; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+	subst "$B_MPI" '-np 4' '-np 2'
+	subst "$B_MPI" '--batch 8 --seq 1024' '--batch 4 --seq 32'
+	subst "$B_MPI" '--config gpt2 --save ckpt' '--config mini --steps 4 --save ckpt'
+	echo 'localhost slots=2' > "$T/work/hosts"
+	rm -rf "$T/work/ckpt"
+	runblock "$B_MPI" "$T/work"
+	is_rc 0 "the README's mpirun line runs (2 ranks)"
+	ok "  a checkpoint" test -e "$T/work/ckpt/latest/model.safetensors"
+else
+	skip 3 "mpirun is not installed"
+fi
+
+# --- "Pipelines: make and cron" ----------------------------------------------
+subst "$B_MK" 'SEQ=1025 SHARDS=64 VAL=0.01' 'SEQ=33 SHARDS=2 VAL=0.1'
+mkdir "$T/mk"
+ln -s "$ROOT/pipelines" "$ROOT/share" "$T/mk/"
+runblock "$B_MK" "$T/mk"
+is_rc 0 "the README's wikipedia.mk lines run (enwiki latest from the mirror, the sample with VOCAB=train)"
+ok "  enwiki: shards, the validation split, verified" \
+	test -s "$T/mk/data/enwiki-latest/enwiki-latest.val.manifest.json" -a -e "$T/mk/data/enwiki-latest/verified"
+ok "  samplewiki: shards, the validation split, verified" \
+	test -s "$T/mk/data/samplewiki-20260101/samplewiki-20260101.val.manifest.json" \
+	-a -e "$T/mk/data/samplewiki-20260101/verified"
+
+mkdir "$T/mirror2"
+ln -s "$ROOT/pipelines" "$ROOT/share" "$T/mirror2/"
+runblock "$B_MIRROR" "$T/mirror2"
+is_rc 0 "the README's make-mirror.sh lines run"
+ok "  the sample fetched from the local mirror and sharded" test -e "$T/mirror2/data/samplewiki-latest/verified"
+
+# --- the first block: make demo, make test -----------------------------------
+is "$(cat "$T/block$B_MAKE.sh" | sed 's/ *#.*//')" "make demo
+make test" "the first block is make demo and make test"
+if "$ROOT/pipelines/mirror.sh" available; then
+	rc=0
+	DEMO_OUT=$T/demo make -s -C "$ROOT" B="$LOOM_BUILD" demo >"$out" 2>"$err" || rc=$?
+	is_rc 0 "make demo runs"
+	ok "  and trains" test -n "$(ls "$T/demo/ckpt" 2>/dev/null)"
+else
+	skip 2 "lighttpd is not installed (make deps)"
+fi
+run make -n -C "$ROOT" B="$LOOM_BUILD" test
+is_rc 0 "make -n test: the plan of make test (which runs this test)"
+like "$out" 'check' "  it runs the checks"
 
 done_testing

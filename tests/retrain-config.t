@@ -7,6 +7,8 @@
 # values, and --dry-run neither takes the lock nor writes anything.
 # A file:// mirror: no HTTP server needed.
 . "$(dirname "$0")/lib.sh"
+# retrain's lines start with the UTC time: without it
+untimed() { sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z //'; }
 ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
 BIN=$(dirname "$(command -v loom-train)")
@@ -24,7 +26,7 @@ NL_PAY=$'"x\ntouch canary8"'   # a quoted value running over two lines
 # every key of the example configuration, with a valid value
 keys=$(sed -n 's/^\([A-Z_]*\)=.*/\1/p' "$P/retrain.conf.example")
 declare -A good=([WIKI]=samplewiki [MIRROR]="file://$T/mirror" [STATE]=state
-	[VOCAB]=train [VOCAB_SIZE]=300 [SEQ]=9 [SHARDS]=2 [PRESET]=tiny [SET]=lr=1e-3
+	[VOCAB]=train [VOCAB_SIZE]=300 [SEQ]=9 [SHARDS]=2 [VAL]=0.1 [PRESET]=tiny [SET]=lr=1e-3
 	[STEPS]=4 [BATCH]=4 [SEED]=1 [MODE]=resume [KEEP]=2 [KEEP_DATA]=2 [LOG_DAYS]=30
 	[EVAL_BATCHES]=0 [THREADS]=1 [LOOM_BIN]="$BIN")
 missing=
@@ -55,6 +57,13 @@ conf WIKI samplewiki
 run "$P/retrain" --config "$T/c.conf" --dry-run
 is_rc 0 "the good configuration is accepted (dry run)"
 rm -rf "$T/state"
+mkdir -p "$T/etc"
+conf STATE ../st2; mv "$T/c.conf" "$T/etc/c.conf"
+run "$P/retrain" --config "$T/etc/c.conf" --dry-run
+is_rc 0 "STATE=../st2 in etc/c.conf"
+like "$out" "OUT=$T/st2/data " "  the paths are normalised ($T/st2, not $T/etc/../st2)"
+unlike "$out" '/\.\./' "  no /../ anywhere"
+rm -rf "$T/st2" "$T/etc"
 
 for k in $keys; do
 	bad=
@@ -92,17 +101,24 @@ like "$err" "SEQ='09' is not a whole number" "as not a whole number"
 # values the tools would refuse only after the data build: refused at once
 # (--dry-run: before the check it went on to plan a build and exited 0)
 bad=
-for kv in SEQ=0 SEQ=1 SEQ=16777217 BATCH=0 BATCH=1048577 SHARDS=1 SHARDS=100000 SHARDS=999999999 \
+for kv in SEQ=0 SEQ=1 SEQ=16777217 BATCH=0 BATCH=1048577 SHARDS=0 SHARDS=100000 SHARDS=999999999 \
 	  STEPS=0 KEEP=0 KEEP_DATA=0 THREADS=1025 VOCAB_SIZE=256; do
 	conf "${kv%%=*}" "${kv#*=}"
 	run "$P/retrain" --config "$T/c.conf" --dry-run
 	bad="$bad$(refused "${kv%%=*}" "$kv")"
 	grep -q "c.conf: line [0-9]*: ${kv%%=*}='${kv#*=}' is out of range (" "$err" || bad="$bad $kv:'$(head -1 "$err")'"
 done
-is "$bad" "" "out of range (SEQ 0, 1; BATCH 0; SHARDS 1, 999999999; ...): refused naming file, line and key"
+is "$bad" "" "out of range (SEQ 0, 1; BATCH 0; SHARDS 0, 999999999; ...): refused naming file, line and key"
 like "$err" "VOCAB_SIZE='256' is out of range \(257 to 16777216\): with VOCAB=train, " "  and the range"
 bad=
-for kv in SEQ=2 SEQ=16777216 BATCH=1 BATCH=1048576 SHARDS=99999 THREADS=1024 VOCAB_SIZE=257; do
+for v in 0 1 0.0 1.5 x .; do
+	conf VAL "$v"
+	run "$P/retrain" --config "$T/c.conf" --dry-run
+	grep -q "c.conf: line [0-9]*: VAL='$v' is not a fraction between 0 and 1" "$err" || bad="$bad VAL=$v:rc=$rc"
+done
+is "$bad" "" "VAL: 0, 1, 0.0, 1.5, x and . refused, naming the key"
+bad=
+for kv in SEQ=2 SEQ=16777216 BATCH=1 BATCH=1048576 SHARDS=1 SHARDS=99999 THREADS=1024 VOCAB_SIZE=257; do
 	conf "${kv%%=*}" "${kv#*=}"
 	run "$P/retrain" --config "$T/c.conf" --dry-run
 	[ "$rc" = 0 ] || bad="$bad $kv:rc=$rc"
@@ -117,13 +133,13 @@ conf WIKI samplewiki; echo 'STEPS=5' >> "$T/c.conf"
 first=$(grep -n '^STEPS=' "$T/c.conf" | head -1 | cut -d: -f1)
 run "$P/retrain" --config "$T/c.conf" --dry-run
 is "$(refused STEPS '')" "" "a key set twice is refused"
-is "$(cat "$err")" "retrain: $T/c.conf: line $(wc -l < "$T/c.conf"): STEPS is set a second time (first on line $first)" \
+is "$(untimed < "$err")" "retrain: $T/c.conf: line $(wc -l < "$T/c.conf"): STEPS is set a second time (first on line $first)" \
 	"  naming the file, both lines and the key"
 
 # --config DIR: one line (it was a bash error, then the defaults)
 run "$P/retrain" --config "$T" --dry-run
 is_rc 1 "--config DIR: exit 1"
-is "$(cat "$err")" "retrain: config '$T' is a directory, not a file" "  one line naming it"
+is "$(untimed < "$err")" "retrain: config '$T' is a directory, not a file" "  one line naming it"
 ok "  nothing written" test ! -e "$T/state"
 
 # quoted values are taken literally; a value is one line
@@ -155,10 +171,10 @@ like "$err" 'another run holds .*retrain.lock \(pid 424242\)' "naming the holder
 touch "$T/release"; wait $holder
 
 # --- wikipedia.mk on its own: variables from make's command line -------------
-mkvars="WIKI DATE OUT VOCAB SEQ SHARDS SEED JOBS VOCAB_SIZE MIRROR DUMP NAME LOOM_BIN
+mkvars="WIKI DATE OUT VOCAB SEQ SHARDS VAL SEED JOBS VOCAB_SIZE MIRROR DUMP NAME LOOM_BIN
 	EXTRACT_FLAGS SHARD_FLAGS"
 declare -A mgood=([WIKI]=samplewiki [DATE]=20260101 [OUT]="$T/mk" [VOCAB]=gpt2 [SEQ]=9
-	[SHARDS]=2 [SEED]=1 [JOBS]=1 [VOCAB_SIZE]=300 [MIRROR]="file://$T/mirror" [DUMP]="$DUMP"
+	[SHARDS]=2 [VAL]=0.1 [SEED]=1 [JOBS]=1 [VOCAB_SIZE]=300 [MIRROR]="file://$T/mirror" [DUMP]="$DUMP"
 	[NAME]=sample [LOOM_BIN]="$BIN/" [EXTRACT_FLAGS]=-q [SHARD_FLAGS]=-q)
 mk() { # VAR VALUE
 	local v args=()

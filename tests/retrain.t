@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS/.." && pwd)
 P=$ROOT/pipelines
-command -v lighttpd >/dev/null || skip_all "lighttpd is not installed (make deps)"
+"$P/mirror.sh" available || skip_all "lighttpd is not installed (make deps)"
 
 "$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
 URL=$("$P/mirror.sh" start "$T/mirror" "$T/ms")
@@ -19,6 +19,7 @@ VOCAB=train
 VOCAB_SIZE=300
 SEQ=9
 SHARDS=2
+VAL=0.1
 PRESET=tiny
 STEPS=10
 BATCH=4
@@ -29,7 +30,7 @@ CONF
 
 run "$P/retrain" --config "$T/retrain.conf" -q
 is_rc 0 "first run builds and trains"
-like "$out" '^retrain: samplewiki-20260101: data rebuilt, train from scratch: loss [0-9.]+ -> [0-9.]+, eval [0-9.]+, promoted samplewiki-20260101-step-00000010' "one summary line"
+like "$out" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z retrain: samplewiki-20260101: data rebuilt, train from scratch: loss [0-9.]+ -> [0-9.]+, eval [0-9.]+, promoted samplewiki-20260101-step-00000010' "one summary line"
 is "$(wc -l < "$out")" 1 "exactly one line"
 is "$(cat "$T/state/data.date")" 20260101 "data date recorded"
 ok "best points at the promoted checkpoint" test -f "$T/state/best/model.safetensors"
@@ -65,7 +66,7 @@ ok "dry run changes nothing" test "$(cat "$T/state/data.date")" = 20260101
 
 run "$P/retrain" --config "$T/retrain.conf" -q
 is_rc 0 "third run after a newer dump"
-like "$out" '^retrain: samplewiki-20260201: data rebuilt, resume .*\(step 10\): loss' "rebuilds and resumes"
+like "$out" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z retrain: samplewiki-20260201: data rebuilt, resume .*\(step 10\): loss' "rebuilds and resumes"
 is "$(cat "$T/state/data.date")" 20260201 "new data date"
 ok "training continued to step 20" test -d "$T/state/runs/step-00000020"
 ok "the resumed run's log starts at step 11" \
@@ -84,5 +85,6 @@ is_rc 1 "unknown key"
 like "$err" "bad.conf: line 2: unknown key 'BOGUS'" "names file, line and key"
 run "$P/retrain"
 is_rc 2 "no --config: usage"
-like "$err" 'usage: ' "usage shown"
+is "$(cat "$err")" "retrain: --config FILE is required
+Try '$P/retrain --help' for more information." "one line and the hint, not the usage"
 done_testing

@@ -121,8 +121,9 @@ is_rc 0 "--init-from a checkpoint without masks starts masks from the seed"
 # --- state that disagrees with itself --------------------------------------------
 run loom-train -q --resume "$T/ck" --set sparsity=0.75 --steps 50 < "$F"
 is_rc 2 "--resume --set sparsity= another value: exit 2"
-is "$(cat "$err")" "loom-train: --resume: --set sparsity=0.75, but the checkpoint $T/ck/step-00000040 has sparsity 0.5 (its masks hold that density; --init-from $T/ck/step-00000040 starts new masks)" \
-	"  one line naming the key, both values and the way out"
+is "$(cat "$err")" "loom-train: --resume: --set sparsity=0.75, but the checkpoint $T/ck/step-00000040 has sparsity 0.5 (its masks hold that density; --init-from $T/ck/step-00000040 starts new masks)
+Try 'loom-train --help' for more information." \
+	"  one line naming the key, both values and the way out, then the hint"
 run loom-train -q --resume "$T/ck" --set sparsity=0 --steps 50 < "$F"
 is_rc 2 "--resume --set sparsity=0 (dense) of a sparse checkpoint: exit 2"
 run loom-train -q --resume "$T/ck" --set block_size=16 --steps 50 < "$F"

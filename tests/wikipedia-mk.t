@@ -39,7 +39,20 @@ is_rc 0 "VOCAB=train"
 ok "vocabulary trained" test -f "$T/c/samplewiki-20260101.vocab/vocab.bpe"
 like "$T/c/samplewiki-20260101/samplewiki-20260101.manifest.json" '"vocab_size": 300' "manifest has the vocab size"
 
-command -v lighttpd >/dev/null || { done_testing; exit; }
+# VAL=F: a validation split beside the shards, verified with them
+run mk DATE=20260101 DUMP="$DUMP" OUT="$T/v" VAL=0.2 SHARD_FLAGS=-q
+is_rc 0 "VAL=0.2"
+ok "the validation split's manifest, shard and index" test -s "$T/v/samplewiki-20260101/samplewiki-20260101.val.manifest.json" \
+	-a -s "$T/v/samplewiki-20260101/samplewiki-20260101.val-00000-of-00001.tfrecord.index"
+flip "$T/v/samplewiki-20260101/samplewiki-20260101.val-00000-of-00001.tfrecord" -3
+rm "$T/v/samplewiki-20260101/verified"
+run mk DATE=20260101 DUMP="$DUMP" OUT="$T/v" VAL=0.2
+ok "  verified with the training shards: a flipped byte in it fails" test "$rc" != 0
+run mk DATE=20260101 DUMP="$DUMP" OUT="$T/v" VAL=0.2x
+ok "VAL=0.2x refused" test "$rc" != 0
+like "$err" "VAL='0.2x' is not a fraction" "  naming VAL"
+
+"$P/mirror.sh" available || { done_testing; exit; }
 "$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
 URL=$("$P/mirror.sh" start "$T/mirror" "$T/ms")
 trap '"$P/mirror.sh" stop "$T/ms" 2>/dev/null; rm -rf "$T"' EXIT

@@ -145,14 +145,25 @@ void cli_die(const char *fmt, ...)
 	exit(1);
 }
 
-void cli_exit(int code, const char *fmt, ...)
+
+/* "Try 'prog --help' for more information." (git/coreutils style), exit 2.
+ * The command is the program name and, for a subcommand, the lowercase word
+ * after it in the usage text ("usage: loom-bpe encode [options]"). */
+static _Noreturn void usage_hint(void)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-	cli_failed = code != 0;
-	exit(code);
+	const char *u = cli_usage_text;
+	size_t plen = strlen(cli_prog), sub = 0;
+	if (!strncmp(u, "usage: ", 7) && !strncmp(u + 7, cli_prog, plen) && u[7 + plen] == ' ') {
+		const char *w = u + 8 + plen;
+		while (w[sub] >= 'a' && w[sub] <= 'z')
+			sub++;
+		if (w[sub] != ' ' && w[sub] != '\n')
+			sub = 0;
+	}
+	fprintf(stderr, "Try '%s%s%.*s --help' for more information.\n", cli_prog,
+		sub ? " " : "", (int)sub, sub ? u + 8 + plen : "");
+	cli_failed = 1;
+	exit(EXIT_USAGE);
 }
 
 void cli_usage_error(const char *fmt, ...)
@@ -161,16 +172,24 @@ void cli_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
-	fputs(cli_usage_text, stderr);
-	cli_failed = 1;
-	exit(EXIT_USAGE);
+	usage_hint();
+}
+
+void cli_exit(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	if (code == EXIT_USAGE)
+		usage_hint();
+	cli_failed = code != 0;
+	exit(code);
 }
 
 void cli_bad_option(void)
 {
-	fputs(cli_usage_text, stderr);
-	cli_failed = 1;
-	exit(EXIT_USAGE);
+	usage_hint();
 }
 
 void cli_help(void)

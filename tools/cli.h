@@ -131,7 +131,7 @@ extern int cli_quiet, cli_force_progress;
 void (*cli_test_kill_hook(void **ctx))(void *ctx, const char *what, const char *path);
 
 /* Sets the program name used in messages, the usage text printed by --help
- * and after usage errors, installs handlers that remove live temporary
+ * (whose first words name the command in the hint after usage errors), installs handlers that remove live temporary
  * outputs on SIGINT/SIGTERM/SIGHUP before dying, raises the soft limit on
  * open files to the hard one, and checks stdout at exit: flushed and closed
  * without a write error, else "prog: cannot write to stdout: REASON" and
@@ -151,17 +151,19 @@ extern int cli_verbose;
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* "prog: message" to stderr, exit with `code`. */
+/* "prog: message" to stderr, exit with `code` (2: and the hint, as
+ * cli_usage_error). */
 _Noreturn void cli_exit(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* "prog: message" + usage to stderr, exit 2. */
+/* "prog: message" and "Try 'prog --help' for more information." to
+ * stderr (not the whole usage), exit 2. */
 _Noreturn void cli_usage_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 /* Usage to stdout, exit 0 (the generated one after cli_parse()). */
 _Noreturn void cli_help(void);
 /* "prog (loom X.Y.Z)" plus `extra` (library versions, may be NULL), exit 0. */
 _Noreturn void cli_version(const char *extra);
-/* For getopt's '?' case: its message is already printed; add usage, exit 2. */
+/* For getopt's '?' case: its message is already printed; add the hint, exit 2. */
 _Noreturn void cli_bad_option(void);
 
 /* Option values: on failure a usage error naming the option, exit 2. */

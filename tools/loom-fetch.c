@@ -106,6 +106,15 @@ static char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+/* DIR/NAME, tidied (loom_path_join: "dumps/" + "x" is "dumps/x") */
+static char *join(const char *dir, const char *name)
+{
+	char *s = loom_path_join(dir, name);
+	if (!s)
+		cli_die("out of memory");
+	return s;
+}
+
 #define MAX_WHAT 8
 
 static int add_what(const char **suffix, int n, const char *what)
@@ -268,7 +277,7 @@ static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki
 		struct loom_fetch_expect exp = { e->size, e->sha1[0] ? e->sha1 : NULL,
 						 e->sha1[0] ? NULL : e->md5, NULL };
 		char *url = xasprintf("%s/%s/%s/%s", mirror, wiki, date, name);
-		char *path = xasprintf("%s/%s", outdir, name);
+		char *path = join(outdir, name);
 		rc = fetch_one(f, url, path, &exp);
 		free(url);
 		free(path);
@@ -379,7 +388,7 @@ static int fetch_url(struct loom_fetch *f, const char *url)
 	} else {
 		if (!name[0] || !strcmp(name, ".") || !strcmp(name, ".."))
 			cli_usage_error("cannot name the output after '%s': use -o FILE", url);
-		path = out ? xasprintf("%s/%s", out, name) : xasprintf("%s", name);
+		path = join(out, name);
 	}
 	struct loom_fetch_expect exp = { size, sha1, md5, sha256 };
 	int rc = fetch_one(f, url, path, &exp);

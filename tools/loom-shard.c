@@ -2,6 +2,7 @@
  * with an index beside each shard and a JSON manifest (lib/data/loom_shard.h). */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "loom_file.h"
 #include "loom_shard.h"
 
-static struct loom_shard *g_shard;
+static struct loom_shard *g_shard, *g_val; /* the training set, the validation split */
 static uint32_t *tok; /* read buffer */
 
 static _Noreturn void fail(const char *msg)
@@ -20,6 +21,7 @@ static _Noreturn void fail(const char *msg)
 	char copy[LOOM_ERR_MAX + 300]; /* msg may live in g_shard */
 	snprintf(copy, sizeof copy, "%s", msg);
 	loom_shard_free(g_shard); /* removes every output of this run */
+	loom_shard_free(g_val);
 	free(tok);
 	cli_die("%s", copy);
 }
@@ -61,6 +63,8 @@ static int is_hex64(const char *s)
 static struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1 };
 static enum loom_tokfmt fmt = LOOM_TOK_U16;
 static uint64_t stride;
+static double val_fraction;
+static uint64_t val_records;
 
 static void on_format(const char *opt, const char *arg)
 {
@@ -118,6 +122,13 @@ static const struct cli_opt opts[] = {
 	OPT_U64('n', "shards", &o.shards, "N", 1, 99999, "N shards, sample r in shard r mod N (default 1)"),
 	OPT_U64('r', "records-per-shard", &o.records_per_shard, "R", 1, UINT64_MAX,
 		"R consecutive samples per shard instead"),
+	OPT_DOUBLE(0, "val-fraction", &val_fraction, "F", 0, 1,
+		   "also write a validation split, PREFIX.val-*:\n"
+		   "the samples whose shuffle key is in the first F\n"
+		   "of the key space (about F of them), by --seed"),
+	OPT_U64(0, "val-records", &val_records, "N", 1, UINT64_MAX,
+		"the validation split: the first N samples of the\n"
+		"order (the shuffle's, or the stream's) instead"),
 	OPT_U64(0, "vocab-size", &o.vocab_size, "N", 1, 1ull << 32,
 		"reject tokens >= N; recorded in the manifest"),
 	OPT_CALLBACK(0, "vocab-sha256", on_vocab_sha256, "HEX",
@@ -176,10 +187,13 @@ static void read_input(const char *name, struct cli_progress *pr)
 		fail(err.msg);
 	ssize_t n;
 	while ((n = loom_tokin_read(in, tok, cap)) > 0) {
-		if (loom_shard_tokens(g_shard, tok, (size_t)n) < 0) {
+		struct loom_shard *bad = loom_shard_tokens(g_shard, tok, (size_t)n) < 0 ? g_shard
+				       : g_val && loom_shard_tokens(g_val, tok, (size_t)n) < 0 ? g_val
+				       : NULL;
+		if (bad) {
 			char msg[LOOM_ERR_MAX + 300];
 			snprintf(msg, sizeof msg, "%s: %s", strcmp(name, "-") ? name : "(stdin)",
-				 loom_shard_error(g_shard));
+				 loom_shard_error(bad));
 			loom_tokin_free(in);
 			fail(msg);
 		}
@@ -199,18 +213,70 @@ static void read_input(const char *name, struct cli_progress *pr)
 	loom_tokin_free(in);
 }
 
-static void print_summary(const struct loom_shard_stats *st, double dt)
+static void print_summary(const struct loom_shard_stats *st, const struct loom_shard_stats *val,
+			  double dt)
 {
-	char b1[32], b2[32], sp[64] = "";
+	char b1[32], b2[32], sp[64] = "", vs[4200] = "";
 	if (st->spilled)
 		snprintf(sp, sizeof sp, ", spilled %s", cli_bytes((double)st->spilled, b2, sizeof b2));
+	if (val)
+		snprintf(vs, sizeof vs, "; validation %" PRIu64 " records -> %s", val->samples,
+			 val->manifest);
 	fprintf(stderr,
 		"loom-shard: %" PRIu64 " tokens -> %" PRIu64 " records (seq-len %u, stride %u%s)"
-		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s\n",
+		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s\n",
 		st->tokens, st->samples, o.seq_len, o.stride ? o.stride : o.seq_len,
 		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
 		cli_bytes((double)st->bytes, b1, sizeof b1),
-		o.shuffle ? "shuffled" : "stream order", sp, dt, st->manifest);
+		o.shuffle ? "shuffled" : "stream order", sp, dt, st->manifest, vs);
+}
+
+/* --val-fraction / --val-records: the sharder of PREFIX.val, the same
+ * samples' other side (one shard), each sharder with half the memory */
+static struct loom_shard *open_val(void)
+{
+	if (val_fraction > 0 && val_records)
+		cli_usage_error("--val-fraction and --val-records exclude each other");
+	if (val_fraction >= 1)
+		cli_usage_error("--val-fraction: '%g' leaves nothing for training", val_fraction);
+	if (val_fraction <= 0 && !val_records)
+		return NULL;
+	double k = ldexp(val_fraction, 64);
+	o.val_key = val_fraction > 0 ? (k >= 0x1p64 ? UINT64_MAX : k < 1 ? 1 : (uint64_t)k) : 0;
+	o.val_records = val_records;
+	if (!o.memory)
+		o.memory = loom_shard_default_memory();
+	o.memory /= 2;
+	struct loom_shard_opts v = o;
+	size_t n = strlen(o.prefix) + 5;
+	char *prefix = malloc(n);
+	if (!prefix)
+		cli_die("out of memory");
+	snprintf(prefix, n, "%s.val", o.prefix);
+	v.prefix = prefix;
+	v.val = 1;
+	v.shards = 1;
+	v.records_per_shard = 0;
+	v.progress = NULL;
+	struct loom_err err;
+	struct loom_shard *s = loom_shard_new(&v, &err);
+	free(prefix); /* copied */
+	if (!s)
+		cli_die("%s", err.msg);
+	return s;
+}
+
+/* Both sets' shards under this run's names, then the validation manifest,
+ * then the training one (formats/manifest.md, "A validation split"). */
+static void finish_all(void)
+{
+	struct loom_shard *sets[2] = { g_val, g_shard };
+	for (int i = 0; i < 2; i++)
+		if (sets[i] && loom_shard_prepare(sets[i]) < 0)
+			fail(loom_shard_error(sets[i]));
+	for (int i = 0; i < 2; i++)
+		if (sets[i] && loom_shard_commit(sets[i]) < 0)
+			fail(loom_shard_error(sets[i]));
 }
 
 int main(int argc, char **argv)
@@ -234,9 +300,12 @@ int main(int argc, char **argv)
 	o.progress = on_progress;
 	o.progress_ctx = &pr;
 	o.commit_step = cli_test_kill_hook(&o.commit_step_ctx);
+	g_val = open_val();
 	g_shard = loom_shard_new(&o, &err);
-	if (!g_shard)
+	if (!g_shard) {
+		loom_shard_free(g_val);
 		cli_die("%s", err.msg);
+	}
 
 	char *stdin_only[] = { "-" };
 	char **inputs = optind < argc ? argv + optind : stdin_only;
@@ -256,22 +325,28 @@ int main(int argc, char **argv)
 	tok = NULL;
 	if (pr.enabled)
 		cli_progress_show(&pr, "writing shards...");
-	int rc = loom_shard_finish(g_shard);
+	finish_all();
 	cli_progress_done(&pr);
-	if (rc < 0)
-		fail(loom_shard_error(g_shard));
-	struct loom_shard_stats st;
+	struct loom_shard_stats st, vst;
 	loom_shard_get_stats(g_shard, &st);
+	if (g_val)
+		loom_shard_get_stats(g_val, &vst);
 	if (*st.note)
 		cli_warn("warning: %s", st.note);
-	if (cli_verbose)
+	if (g_val && *vst.note)
+		cli_warn("warning: %s", vst.note);
+	if (cli_verbose) {
 		tell_shards(st.manifest);
+		if (g_val)
+			tell_shards(vst.manifest);
+	}
 	double dt = loom_now() - t0;
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
 	if (!cli_quiet)
-		print_summary(&st, dt);
+		print_summary(&st, g_val ? &vst : NULL, dt);
 	loom_shard_free(g_shard);
+	loom_shard_free(g_val);
 	return 0;
 }

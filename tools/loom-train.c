@@ -28,6 +28,7 @@
 #include "loom_blas.h"
 #include "loom_ckpt.h"
 #include "loom_config.h"
+#include "loom_feed.h"
 #include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
@@ -38,6 +39,7 @@
 #include "loom_sample.h"
 #include "loom_utf8.h"
 #include "loom_tb.h"
+#include "loom_shard.h"
 #include "train_dist.h"
 
 static volatile sig_atomic_t stop_sig;
@@ -634,25 +636,114 @@ static struct loom_batch_reader *open_frames(const char *path, int *fd)
 	return r;
 }
 
-/* Read every frame of --eval-data once at start: a truncated or corrupt
- * file is found before training, not at the first evaluation.  Returns the
- * records' length (T+1). */
+/* --eval-data: batch frames from a file, or a loom-shard manifest (told by
+ * content: a JSON object) whose shards loom_feed reads in stream order,
+ * one pass, its own sequence from 0, micro_batch records of T+1 tokens a
+ * frame (a last partial batch left out); at most --eval-batches frames. */
+struct eval_src {
+	const char *path;
+	int fd;
+	struct loom_batch_reader *r; /* frames: over fd; manifest: this frame */
+	struct loom_feed *feed;
+	uint64_t frames;
+};
+static uint64_t eval_batches;
+
+static int is_manifest(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	int c = ' ';
+	if (!f)
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	while (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+		c = getc(f);
+	fclose(f);
+	return c == '{';
+}
+
+/* batch = 0: only open and check the manifest's shards */
+static void eval_open(struct eval_src *e, const char *path, uint32_t batch, uint32_t rec)
+{
+	memset(e, 0, sizeof *e);
+	e->path = path;
+	e->fd = -1;
+	if (!is_manifest(path)) {
+		e->r = open_frames(path, &e->fd);
+		return;
+	}
+	struct loom_feed_opts fo = { .manifest = path, .batch = batch ? batch : 1,
+				     .seq_len = rec, .epochs = 1, .stream_order = 1,
+				     .threads = 1 };
+	struct loom_err err;
+	e->feed = loom_feed_new(&fo, &err);
+	if (!e->feed)
+		cli_die("--eval-data %s", err.msg);
+	if (batch && loom_feed_start(e->feed, 0) < 0)
+		cli_die("--eval-data %s", loom_feed_error(e->feed));
+}
+
+/* The next frame: 1 (h, tok), 0 at the end (or --eval-batches) */
+static int eval_next(struct eval_src *e, struct loom_batch_hdr *h, const uint32_t **tok)
+{
+	int rc;
+	if (eval_batches && e->frames == eval_batches)
+		return 0;
+	if (e->feed) {
+		const void *buf;
+		size_t len;
+		loom_batch_reader_free(e->r);
+		e->r = NULL;
+		if ((rc = loom_feed_next(e->feed, &buf, &len)) < 0)
+			cli_die("--eval-data %s", loom_feed_error(e->feed));
+		if (rc == 0)
+			return 0;
+		if (!(e->r = loom_batch_reader_new_mem(buf, len, e->path)))
+			cli_die("out of memory");
+	}
+	if ((rc = loom_batch_read(e->r, h, tok)) < 0)
+		cli_die("%s", loom_batch_reader_error(e->r));
+	e->frames += rc == 1;
+	return rc;
+}
+
+static void eval_close(struct eval_src *e)
+{
+	loom_batch_reader_free(e->r);
+	loom_feed_free(e->feed);
+	if (e->fd >= 0)
+		close(e->fd);
+}
+
+/* Check --eval-data once at start: every frame of a file read (a truncated
+ * or corrupt file is found before training, not at the first evaluation),
+ * or every shard of a manifest opened and checked.  Returns the records'
+ * length (T+1). */
 static int check_eval_data(const char *path)
 {
-	int fd;
-	struct loom_batch_reader *r = open_frames(path, &fd);
+	struct eval_src e;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
-	int rc, rec = 0;
-	while ((rc = loom_batch_read(r, &h, &tok)) == 1)
+	int rec = 0;
+	if (is_manifest(path)) {
+		struct loom_manifest m;
+		struct loom_err err;
+		if (loom_manifest_read(path, &m, &err) < 0)
+			cli_die("--eval-data %s", err.msg);
+		rec = m.has_seq_len && m.seq_len > 0 && m.seq_len <= INT32_MAX ? (int)m.seq_len : 0;
+		loom_manifest_release(&m);
+		if (!rec)
+			cli_die("--eval-data %s: no seq_len", path);
+		eval_open(&e, path, 0, (uint32_t)rec);
+		eval_close(&e);
+		return rec;
+	}
+	eval_open(&e, path, 0, 0);
+	while (eval_next(&e, &h, &tok) == 1)
 		if (!rec || (int)h.seq_len < rec)
 			rec = (int)h.seq_len;
-	if (rc < 0)
-		cli_die("%s", loom_batch_reader_error(r));
 	if (!rec)
 		cli_die("%s: no batch frames to evaluate", path);
-	loom_batch_reader_free(r);
-	close(fd);
+	eval_close(&e);
 	return rec;
 }
 
@@ -759,16 +850,16 @@ static void lock_save_dir(const char *dir)
 /* Held-out evaluation over every frame of `path`. */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
-	int fd;
-	struct loom_batch_reader *r = open_frames(path, &fd);
+	struct eval_src e;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
-	int rc, T = t->cfg.seq_len;
+	int T = t->cfg.seq_len;
+	eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)T + 1);
 	double nll = 0;
 	int64_t ntok = 0, ncorr = 0;
 	int32_t *in = NULL, *tg = NULL;
 	double t0 = loom_now();
-	while ((rc = loom_batch_read(r, &h, &tok)) == 1) {
+	while (eval_next(&e, &h, &tok) == 1) {
 		if ((int)h.seq_len < T + 1)
 			cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %u", path,
 				T, T + 1, h.seq_len);
@@ -776,7 +867,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		if (bad < (size_t)h.batch * h.seq_len)
 			cli_die("%s: frame %llu: token %u (record %zu, position %zu) is outside the "
 				"vocabulary of %d ids", path,
-				(unsigned long long)loom_batch_reader_frames(r) - 1, tok[bad],
+				(unsigned long long)e.frames - 1, tok[bad],
 				bad / h.seq_len, bad % h.seq_len, t->cfg.vocab_size);
 		if (!in) {
 			in = malloc(sizeof(int32_t) * h.batch * T);
@@ -787,10 +878,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
-		adapt_threads("eval frame", loom_batch_reader_frames(r) - 1, t->verbose);
+		adapt_threads("eval frame", e.frames - 1, t->verbose);
 		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
 			cli_die("%s: frame %llu: %s", path,
-				(unsigned long long)loom_batch_reader_frames(r) - 1,
+				(unsigned long long)e.frames - 1,
 				loom_gpt_error(t->g));
 		double a;
 		int64_t b, c;
@@ -799,10 +890,7 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		ntok += b;
 		ncorr += c;
 	}
-	if (rc < 0)
-		cli_die("%s", loom_batch_reader_error(r));
-	loom_batch_reader_free(r);
-	close(fd);
+	eval_close(&e);
 	free(in);
 	free(tg);
 	double loss = ntok ? nll / ntok : 0;
@@ -916,7 +1004,11 @@ static const struct cli_opt opts[] = {
 		"human progress line on stderr every N steps [10]"),
 	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
 		"evaluate on --eval-data every N steps"),
-	OPT_STRING(0, "eval-data", &eval_data, "FILE", "held-out batch frames"),
+	OPT_STRING(0, "eval-data", &eval_data, "FILE",
+		   "held-out batch frames, or a loom-shard manifest\n"
+		   "(e.g. PREFIX.val.manifest.json: read in order)"),
+	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
+		"at most N batches per evaluation [all]"),
 	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
 		"generate a short sample every N steps (on stderr,\n"
 		"in the log and the TensorBoard file)"),

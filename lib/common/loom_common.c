@@ -122,3 +122,26 @@ int loom_parse_size(const char *s, uint64_t *out)
 	*out = v << shift;
 	return 0;
 }
+
+const char *loom_double_repr(double x, char *buf, size_t len)
+{
+	int p = 1;
+	for (; p < 17; p++) {
+		snprintf(buf, len, "%.*e", p - 1, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	snprintf(buf, len, "%.*e", p - 1, x);
+	const char *e = strchr(buf, 'e');
+	int e10 = e ? atoi(e + 1) : 0;
+	if (x != x || x == 0 || !e || e10 < -4 || e10 >= 16) {
+		if (x == 0)
+			snprintf(buf, len, "%s", signbit(x) ? "-0.0" : "0.0");
+		return buf; /* Python's repr: 1e-05, 1.5e+16 */
+	}
+	int d = p - 1 - e10;
+	snprintf(buf, len, "%.*f", d > 0 ? d : 0, x);
+	if (d <= 0 && strlen(buf) + 3 <= len)
+		strcat(buf, ".0");
+	return buf;
+}

@@ -93,4 +93,9 @@ int loom_parse_double(const char *s, double *out);
 /* Parse a size with optional K/M/G/T suffix (powers of 1024), e.g. "512M". */
 int loom_parse_size(const char *s, uint64_t *out);
 
+/* A double as Python's repr() prints it: the shortest decimal that reads
+ * back as the same double, ".0" on whole numbers (0.003, 100.0, 1e-05),
+ * into buf (32 bytes are enough); returns buf. */
+const char *loom_double_repr(double x, char *buf, size_t len);
+
 #endif

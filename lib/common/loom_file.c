@@ -503,6 +503,38 @@ int loom_write_file_atomic(const char *path, const void *buf, size_t len,
 	return rc;
 }
 
+char *loom_path_join(const char *dir, const char *name)
+{
+	size_t dl = dir && *name != '/' ? strlen(dir) : 0, nl = strlen(name);
+	char *raw = malloc(dl + nl + 2), *out = malloc(dl + nl + 3);
+	if (!raw || !out) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	snprintf(raw, dl + nl + 2, "%.*s%s%s", (int)dl, dl ? dir : "", dl ? "/" : "", name);
+	size_t o = 0;
+	if (raw[0] == '/')
+		out[o++] = '/';
+	for (char *p = raw; *p;) {
+		while (*p == '/')
+			p++;
+		size_t k = strcspn(p, "/");
+		if (k && !(k == 1 && p[0] == '.')) {
+			if (o && out[o - 1] != '/')
+				out[o++] = '/';
+			memcpy(out + o, p, k);
+			o += k;
+		}
+		p += k;
+	}
+	if (!o)
+		out[o++] = '.';
+	out[o] = 0;
+	free(raw);
+	return out;
+}
+
 #ifndef LOOM_SHARE_DIR
 #define LOOM_SHARE_DIR "/usr/local/share/loom"
 #endif

@@ -63,6 +63,12 @@ int loom_fsync_dir_of(const char *path, struct loom_err *err);
 /* The last component of a path ("a/b/c.txt" -> "c.txt"); never modifies
  * its argument, returns a pointer into it. */
 const char *loom_basename(const char *path);
+/* dir + "/" + name as a new string (free()), tidied: repeated slashes are
+ * one, "." components dropped, a trailing slash removed ("dumps/" + "x" is
+ * "dumps/x", not "dumps//x"; "./a/" + "b" is "a/b").  ".." stays (its
+ * meaning depends on symbolic links).  An empty dir or NULL gives name
+ * alone; an absolute name ignores dir.  NULL when out of memory. */
+char *loom_path_join(const char *dir, const char *name);
 /* mkdir -p: create `path` and its missing parents (mode 0777 & ~umask);
  * an existing directory is fine, an existing non-directory is an error. */
 int loom_mkdir_p(const char *path, struct loom_err *err);

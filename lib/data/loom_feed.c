@@ -102,6 +102,8 @@ static uint64_t feistel(unsigned h, uint64_t key, uint64_t x)
 /* Position p of epoch e's permutation of [0, N). */
 static uint64_t permute(const struct loom_feed *f, uint32_t epoch, uint64_t p)
 {
+	if (f->o.stream_order)
+		return p;
 	uint64_t key = loom_splitmix64(loom_splitmix64(f->o.seed) ^
 				     (0x9e3779b97f4a7c15ull * (epoch + 1ull)));
 	uint64_t x = p;

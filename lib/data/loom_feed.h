@@ -66,6 +66,9 @@ struct loom_feed_opts {
 				       with the manifest of a squad-features set,
 				       which gives it */
 	uint64_t seed;              /* same seed, same bytes */
+	int stream_order;           /* no shuffle: the records in shard order
+				       (as the manifest lists them), every epoch
+				       (an evaluation set) */
 	uint64_t epochs;            /* passes over the data; 0 = endless */
 	uint32_t rank, world;       /* rank < world <= 65535 (world 0 = 1) */
 	int pad;                    /* pad short records with pad_id */

@@ -96,7 +96,10 @@ struct loom_shard {
 	uint64_t tb0;        /* stream index of tb[0] */
 	uint64_t next;       /* next window start */
 	uint64_t total;      /* tokens seen */
-	uint64_t nsamples;
+	uint64_t nsamples;   /* samples kept (this side of a validation split) */
+	uint64_t nseen;      /* samples cut from the stream (their key index) */
+	uint64_t nout;       /* samples that reached the output order */
+	int prepared;        /* loom_shard_prepare() done */
 	uint64_t tail;
 
 	uint8_t *enc;        /* scratch for one encoded sample */
@@ -443,9 +446,9 @@ static int store_raw_spilled(struct loom_shard *s, uint64_t key, const uint32_t 
 /* Shuffle: keep the next sample's raw tokens under its key, in memory
  * while they fit the budget, else in its bucket file; encoding waits for
  * the output order. */
-static int store_raw(struct loom_shard *s, const uint32_t *tok, size_t n)
+static int store_raw(struct loom_shard *s, uint64_t key, const uint32_t *tok, size_t n)
 {
-	uint64_t key = loom_shard_key(s->o.seed, s->nsamples++);
+	s->nsamples++;
 	size_t l = n * s->width;
 	if (s->spilled)
 		return store_raw_spilled(s, key, tok, n);
@@ -589,8 +592,11 @@ static int flush_batch(struct loom_shard *s)
  * for encoding in stream order (tok must stay put until flush_batch). */
 static int cut(struct loom_shard *s, const uint32_t *tok, size_t n)
 {
+	uint64_t key = loom_shard_key(s->o.seed, s->nseen++);
+	if (s->o.val_key && (key < s->o.val_key) != !!s->o.val)
+		return 0; /* the other side of the validation split */
 	if (s->o.shuffle)
-		return store_raw(s, tok, n);
+		return store_raw(s, key, tok, n);
 	s->nsamples++;
 	s->b16 = 0;
 	s->bptr[s->bn] = tok;
@@ -793,7 +799,8 @@ static int do_bucket(struct loom_shard *s, int fd, uint64_t size, int used)
 	return rc;
 }
 
-static int finish(struct loom_shard *s)
+/* The tail, the second pass, every shard and index under this run's names. */
+static int prepare(struct loom_shard *s)
 {
 	int rc;
 	uint64_t tail = 0;
@@ -806,7 +813,7 @@ static int finish(struct loom_shard *s)
 			return rc;
 	}
 	s->tail = tail;
-	if (!s->nsamples)
+	if (!s->nseen)
 		return loom_err_set(&s->err, LOOM_EFORMAT,
 				    "no samples: the input has %" PRIu64 " tokens; a sample needs more"
 				    " than --seq-len %" PRIu64 " (or --keep-tail and at least %" PRIu64
@@ -827,7 +834,20 @@ static int finish(struct loom_shard *s)
 			s->bk[i].fd = 0;
 		}
 	}
-	/* The manifest, then the commit (loom_shardset.h). */
+	if (!loom_shardset_records(s->set))
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    s->o.val ? "the validation split has none of the %" PRIu64
+					       " samples: raise --val-fraction or --val-records"
+					     : "the validation split takes all %" PRIu64 " samples:"
+					       " none is left for training", s->nseen);
+	return loom_shardset_prepare(s->set, &s->err);
+}
+
+/* The manifest: the commit point (loom_shardset.h). */
+static int commit(struct loom_shard *s)
+{
+	int rc;
+	uint64_t written = loom_shardset_records(s->set);
 	json_t *cmd = json_array(), *m = json_object();
 	if (!m || !cmd) {
 		json_decref(m);
@@ -849,7 +869,7 @@ static int finish(struct loom_shard *s)
 	json_object_set_new(m, "vocab_sha256",
 			    s->vocab_sha256 ? json_string(s->vocab_sha256) : json_null());
 	json_object_set_new(m, "tokens", json_integer((json_int_t)s->total));
-	json_object_set_new(m, "records", json_integer((json_int_t)s->nsamples));
+	json_object_set_new(m, "records", json_integer((json_int_t)written));
 	json_object_set_new(m, "tail_tokens", json_integer((json_int_t)s->tail));
 	json_object_set_new(m, "shuffle", json_boolean(s->o.shuffle));
 	json_object_set_new(m, "seed", json_integer((json_int_t)s->o.seed));
@@ -857,12 +877,21 @@ static int finish(struct loom_shard *s)
 							: "contiguous"));
 	json_object_set_new(m, "shards", json_null());
 	json_object_set_new(m, "command", cmd);
+	if (s->o.val_key || s->o.val_records) {
+		char rule[96];
+		if (s->o.val_key)
+			snprintf(rule, sizeof rule, "key < 0x%016" PRIx64, s->o.val_key);
+		else
+			snprintf(rule, sizeof rule, "first %" PRIu64, s->o.val_records);
+		json_object_set_new(m, "split", json_string(s->o.val ? "validation" : "training"));
+		json_object_set_new(m, "split_rule", json_string(rule));
+	}
 	struct loom_shardset_result r;
 	if ((rc = loom_shardset_commit(s->set, m, &r, &s->err)) < 0)
 		return rc;
 	s->finished = 1;
 	s->st.tokens = s->total;
-	s->st.samples = s->nsamples;
+	s->st.samples = written;
 	s->st.tail_tokens = s->tail;
 	s->st.shards = r.shards;
 	s->st.bytes = r.bytes;
@@ -872,13 +901,32 @@ static int finish(struct loom_shard *s)
 	return 0;
 }
 
-int loom_shard_finish(struct loom_shard *s)
+int loom_shard_prepare(struct loom_shard *s)
+{
+	if (s->err.code)
+		return s->err.code;
+	if (s->finished || s->prepared)
+		return 0;
+	int rc = prepare(s);
+	s->prepared = rc == 0;
+	return rc;
+}
+
+int loom_shard_commit(struct loom_shard *s)
 {
 	if (s->err.code)
 		return s->err.code;
 	if (s->finished)
 		return 0;
-	return finish(s);
+	if (!s->prepared)
+		return loom_err_set(&s->err, LOOM_EINVAL, "loom_shard_commit before loom_shard_prepare");
+	return commit(s);
+}
+
+int loom_shard_finish(struct loom_shard *s)
+{
+	int rc = loom_shard_prepare(s);
+	return rc < 0 ? rc : loom_shard_commit(s);
 }
 
 void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st)

@@ -37,7 +37,9 @@
  * the machinery is loom_shardset.h, shared with loom-squad prepare).
  * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
  * removes what killed runs left; on any failure before the commit point
- * nothing of the run is left and the old set stays.
+ * nothing of the run is left and the old set stays.  A validation split
+ * (val_key / val_records) is a second loom_shard on PREFIX.val over the
+ * same stream, committed with the first through _prepare/_commit.
  *
  * Ownership: _new/_open return objects freed with _free (accepts NULL);
  * strings in the options are copied.  Errors: negative LOOM_E* with the
@@ -146,6 +148,15 @@ struct loom_shard_opts {
 	const char *vocab_sha256;    /* NULL = unknown */
 	const char *input_format;    /* "u16", ... (NULL = not recorded) */
 	int no_sha256;               /* skip the shards' sha256 (null in the manifest) */
+	/* A validation split (both 0 = none): the samples whose shuffle key
+	 * (loom_shard_key, with or without shuffle) is below val_key, or the
+	 * first val_records samples of the output order, are the validation
+	 * set; `val` = 1 writes them, 0 writes the other samples.  Two sharders
+	 * with the same options but `val` (loom-shard's PREFIX and PREFIX.val)
+	 * write disjoint sets whose union is the set of one without a split. */
+	uint64_t val_key;
+	uint64_t val_records;
+	int val;
 	int argc;                    /* command line that made the shards */
 	char **argv;
 	/* Called now and then while loom_shard_finish() writes the shards:
@@ -178,8 +189,16 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 /* Feed the next n tokens of the stream. */
 int loom_shard_tokens(struct loom_shard *s, const uint32_t *tok, size_t n);
 /* End of stream: write the tail, the second pass, commit every output.
- * LOOM_EFORMAT if the stream yields no sample at all. */
+ * LOOM_EFORMAT if the stream yields no sample at all (or none for this
+ * side of a validation split).  loom_shard_finish() is _prepare() then
+ * _commit(); a pair of sets committed together (a validation split) calls
+ * _prepare() on both, then _commit() on both: _prepare writes every shard
+ * and index under this run's names, _commit writes the manifest (the commit
+ * point) and gives the files their final names.  Once _prepare() returned
+ * 0 on both, a _commit() fails only on an I/O error. */
 int loom_shard_finish(struct loom_shard *s);
+int loom_shard_prepare(struct loom_shard *s);
+int loom_shard_commit(struct loom_shard *s);
 void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *st);
 /* Frees; before a successful finish, removes every output of the run. */
 void loom_shard_free(struct loom_shard *s);

@@ -30,6 +30,9 @@ struct loom_shardset {
 	int lock_fd;
 	char **done;         /* this run's files, removed again on failure */
 	size_t ndone;
+	json_t *run_set, *final_set; /* prepared: the shard lists under the run's
+					and the final names */
+	uint64_t bytes;
 	int committed;
 };
 
@@ -404,10 +407,8 @@ static void rollback(struct loom_shardset *s)
 	s->ndone = 0;
 }
 
-/* Each shard and its index under this run's names, fsynced, then the
- * manifest naming them: the commit point. */
-static int commit(struct loom_shardset *s, json_t *m, struct loom_shardset_result *r,
-		  struct loom_err *err)
+/* Each shard and its index under this run's names, fsynced. */
+static int prepare(struct loom_shardset *s, struct loom_err *err)
 {
 	int rc = 0;
 	json_t *run = json_array(), *final = json_array();
@@ -439,25 +440,51 @@ static int commit(struct loom_shardset *s, json_t *m, struct loom_shardset_resul
 			break;
 		json_array_append_new(run, shard_entry(s, w, rpath, ripath));
 		json_array_append_new(final, shard_entry(s, w, path, ipath));
-		r->bytes += loom_tfr_writer_bytes(w);
+		s->bytes += loom_tfr_writer_bytes(w);
 	}
-	snprintf(r->manifest, sizeof r->manifest, "%s.manifest.json", s->prefix);
-	if (rc == 0)
-		rc = write_manifest(s, m, run, r->manifest, err);
-	else
-		json_decref(run);
 	if (rc < 0) {
+		json_decref(run);
+		json_decref(final);
+		return rc;
+	}
+	s->run_set = run;
+	s->final_set = final;
+	return 0;
+}
+
+/* The manifest naming the prepared files: the commit point. */
+static int commit(struct loom_shardset *s, json_t *m, struct loom_shardset_result *r,
+		  struct loom_err *err)
+{
+	int rc = 0;
+	if (!s->final_set && (rc = prepare(s, err)) < 0)
+		return rc;
+	json_t *run = s->run_set, *final = s->final_set;
+	s->run_set = s->final_set = NULL;
+	snprintf(r->manifest, sizeof r->manifest, "%s.manifest.json", s->prefix);
+	if ((rc = write_manifest(s, m, run, r->manifest, err)) < 0) {
 		json_decref(final);
 		return rc;
 	}
 	s->committed = 1;
 	r->shards = s->nw;
+	r->bytes = s->bytes;
 	struct loom_err e = { 0 };
 	if (publish(s, m, final, r->manifest, &e) < 0) /* the new set is in place,
 							   under one of its two names */
 		snprintf(r->note, sizeof r->note, "%s (the new set is complete;"
 			 " the next run removes what is left over)", e.msg);
 	return 0;
+}
+
+int loom_shardset_prepare(struct loom_shardset *s, struct loom_err *err)
+{
+	if (s->final_set || s->committed)
+		return 0;
+	int rc = prepare(s, err);
+	if (rc < 0)
+		rollback(s);
+	return rc;
 }
 
 int loom_shardset_commit(struct loom_shardset *s, json_t *manifest,
@@ -477,6 +504,8 @@ void loom_shardset_free(struct loom_shardset *s)
 {
 	if (!s)
 		return;
+	json_decref(s->run_set);
+	json_decref(s->final_set);
 	if (!s->committed)
 		rollback(s);
 	for (size_t i = 0; i < s->ndone; i++)

@@ -69,6 +69,12 @@ int loom_shardset_put(struct loom_shardset *s, const uint8_t *p, size_t n,
 		      struct loom_err *err);
 /* Records appended so far. */
 uint64_t loom_shardset_records(const struct loom_shardset *s);
+/* Write every shard and its index under this run's names, fsynced, ready
+ * for the commit (loom_shardset_commit does it when it was not done): so
+ * that two sets committed together (loom-shard's validation split) have
+ * all their files in place before either manifest is.  On an error nothing
+ * of the run is left. */
+int loom_shardset_prepare(struct loom_shardset *s, struct loom_err *err);
 /* Commit the set.  `manifest` (consumed) is the manifest's object: its
  * "shards" member is set to the list of shards (added at the end if the
  * object lacks it; a member of value null keeps its place).  Returns 0

@@ -582,24 +582,49 @@ json_t *loom_config_to_json(const struct loom_config *c)
 	return o;
 }
 
+/* JSON with 2-space indentation, the keys in table order and every real as
+ * the shortest decimal that reads back as the same double (0.003, not
+ * jansson's 0.0030000000000000001) */
 char *loom_config_dump(const struct loom_config *c)
 {
 	json_t *o = loom_config_to_json(c);
 	if (!o)
 		return NULL;
-	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int bad = !f;
+	const char *key;
+	json_t *v;
+	size_t i = 0;
+	if (f)
+		fputs("{\n", f);
+	json_object_foreach(o, key, v) {
+		if (bad)
+			break;
+		char num[32];
+		json_t *ks = json_string(key);
+		char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
+		char *vt = json_is_real(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+		json_decref(ks);
+		if (!kt || (!vt && !json_is_real(v)))
+			bad = 1;
+		else
+			fprintf(f, "%s  %s: %s", i++ ? ",\n" : "", kt,
+				vt ? vt : loom_double_repr(json_real_value(v), num, sizeof num));
+		free(kt);
+		free(vt);
+	}
 	json_decref(o);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *r = realloc(s, n + 2);
-	if (!r) {
-		free(s);
+	if (f) {
+		fputs("\n}\n", f);
+		bad |= fclose(f) != 0;
+	}
+	if (bad) {
+		free(buf);
 		return NULL;
 	}
-	r[n] = '\n';
-	r[n + 1] = 0;
-	return r;
+	return buf;
 }
 
 uint64_t loom_config_n_params(const struct loom_config *c)

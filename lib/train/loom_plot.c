@@ -344,7 +344,10 @@ static void draw_series(struct sbuf *b, const struct panel *p, const struct loom
 					  px(p, s->x[i], x0, x1), py(p, yval(p, s->y[i])), c);
 		return;
 	}
-	int smoothed = smooth > 0 && s->n > 1;
+	/* a schedule (the learning rate) is what was set, not a noisy
+	 * measurement: drawn raw */
+	int schedule = s->ykey && (!strcmp(s->ykey, "lr") || !strncmp(s->ykey, "lr_", 3));
+	int smoothed = smooth > 0 && s->n > 1 && !schedule;
 	sb_printf(b, "<path class=\"raw\"");
 	series_attrs(b, s);
 	sb_printf(b, " fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", c,

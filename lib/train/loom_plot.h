@@ -10,7 +10,8 @@
  * every series of every run on shared x axes: the main panel (loss) and
  * optional small panels below it (learning rate, tokens/s); a training
  * series as a faint raw curve under its exponential moving average (as
- * TensorBoard does), an `eval_*` series as markers; one colour per run
+ * TensorBoard does; a schedule, `lr` or `lr_*`, raw only), an `eval_*`
+ * series as markers; one colour per run
  * (per key when there is a single run), and a legend.
  *
  * Ownership: loom_series_init/_release; loom_plot_svg returns a malloc'd

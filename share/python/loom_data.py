@@ -16,37 +16,53 @@ loom's tools do; read_ids refuses what loom-cat --ids refuses (a record
 without the feature, or with floats or bytes in it).  No third-party module
 is needed; with PyTorch, wrap read_frames in an IterableDataset:
 
-    import subprocess, torch
-    from loom_data import read_frames
+    import torch
+    from loom_data import feed_frames
 
     class LoomFeed(torch.utils.data.IterableDataset):
         def __init__(self, *feed_args):
-            self.args = ["loom-feed", *feed_args]
+            self.args = feed_args
         def __iter__(self):
-            with subprocess.Popen(self.args, stdout=subprocess.PIPE) as p:
-                for fr in read_frames(p.stdout):
-                    x = torch.tensor(fr.rows(), dtype=torch.long)
-                    yield x[:, :-1], x[:, 1:]
+            for fr in feed_frames(self.args):   # this worker's share
+                x = torch.tensor(fr.rows(), dtype=torch.long)
+                yield x[:, :-1], x[:, 1:]
 
-    for inputs, targets in LoomFeed("--manifest", "data/wiki.manifest.json",
-                                    "--batch", "8", "--seq", "1024", "--seed", "1"):
+    data = LoomFeed("--manifest", "data/wiki.manifest.json",
+                    "--batch", "8", "--seq", "1024", "--seed", "1")
+    for inputs, targets in torch.utils.data.DataLoader(data, batch_size=None,
+                                                       num_workers=2):
         ...
+
+With num_workers=N the DataLoader runs N copies of the dataset; feed_frames
+gives worker k of N every N-th frame (k, k+N, ...), so each batch comes
+once, in the order of one loom-feed (the DataLoader takes the workers'
+batches in turn).  Without workers (or without torch) it yields them all.
+
+Without a subprocess: write_bin(manifest, "train.bin") writes the ids of
+every record of a loom-shard manifest (in its shard order) as one flat
+array, uint16 when every id fits, else uint32 (nanoGPT's train.bin), and
+memmap_bin("train.bin") maps it with numpy (the only function that needs
+numpy).
 
 Command line (what the tests compare with loom-feed --text and loom-cat):
 
     python3 loom_data.py frames [FILE]      "SEQ EPOCH ROW: ids..." lines
     python3 loom_data.py ids FILE...        the input_ids of each record
     python3 loom_data.py json FILE...       each record as JSON, like loom-cat
+    python3 loom_data.py bin MANIFEST OUT   write_bin: OUT's dtype on stdout
 """
 
 import array
 import json
+import os
 import struct
+import subprocess
 import sys
 from collections import namedtuple
 
 __all__ = ["LoomDataError", "Frame", "crc32c", "read_frames", "read_tfrecord",
-           "parse_example", "read_ids"]
+           "parse_example", "read_ids", "worker_share", "split_frames",
+           "feed_frames", "manifest_shards", "write_bin", "memmap_bin"]
 
 
 class LoomDataError(Exception):
@@ -363,12 +379,108 @@ def read_ids(path, feature="input_ids", verify=True):
         off += len(payload) + 16
 
 
+# ---- several workers ---------------------------------------------------------
+
+def worker_share(get_worker_info=None):
+    """(k, n): this process is worker k of n of a torch DataLoader, from
+    get_worker_info() (torch.utils.data.get_worker_info when torch can be
+    imported and none is given); (0, 1) outside a worker or without torch."""
+    if get_worker_info is None:
+        try:
+            from torch.utils.data import get_worker_info
+        except ImportError:
+            return 0, 1
+    info = get_worker_info()
+    if info is None:
+        return 0, 1
+    return info.id, info.num_workers
+
+
+def split_frames(frames, share=None):
+    """Every n-th item of `frames` from the k-th, for share = (k, n)
+    (default worker_share()): n workers together yield each item once."""
+    k, n = share if share is not None else worker_share()
+    if not 0 <= k < n:
+        raise ValueError("worker %d of %d" % (k, n))
+    for i, fr in enumerate(frames):
+        if i % n == k:
+            yield fr
+
+
+def feed_frames(feed_args, share=None, feed="loom-feed"):
+    """Run `feed -q *feed_args` and yield this worker's share of its frames
+    (split_frames); the process is ended when the generator is closed."""
+    with subprocess.Popen([feed, "-q", *feed_args], stdout=subprocess.PIPE) as p:
+        try:
+            for fr in split_frames(read_frames(p.stdout, feed), share):
+                yield fr
+        finally:
+            if p.poll() is None:
+                p.kill()
+
+
+# ---- flat token files (nanoGPT's train.bin) ------------------------------------
+
+def manifest_shards(manifest):
+    """The shard paths a loom-shard manifest names, in its order."""
+    try:
+        with open(manifest, "rb") as f:
+            m = json.load(f)
+    except (OSError, ValueError) as e:
+        raise LoomDataError("%s: %s" % (manifest, e))
+    shards = m.get("shards") if isinstance(m, dict) else None
+    if not isinstance(shards, list) or not shards:
+        raise LoomDataError("%s: no \"shards\" list" % manifest)
+    d = os.path.dirname(manifest)
+    out = []
+    for i, e in enumerate(shards):
+        name = e.get("file") if isinstance(e, dict) else e
+        if not isinstance(name, str):
+            raise LoomDataError("%s: shards[%d]: no file name" % (manifest, i))
+        out.append(os.path.join(d, name))
+    return out
+
+
+def write_bin(manifest, out_path, feature="input_ids"):
+    """Write the ids of every record of the manifest's shards, in order, to
+    out_path as one flat little-endian array (written to a temporary name,
+    renamed when complete): uint16 when every id is below 65536, else
+    uint32.  Returns the dtype's name ("uint16" or "uint32")."""
+    ids = array.array("Q")
+    for path in manifest_shards(manifest):
+        for rec in read_ids(path, feature):
+            ids.extend(rec)
+    code, name = ("H", "uint16") if not ids or max(ids) < 65536 else ("I", "uint32")
+    if ids and max(ids) >= 1 << 32:
+        raise LoomDataError("%s: an id above 2^32" % manifest)
+    out = array.array(code, ids)
+    if sys.byteorder != "little":
+        out.byteswap()
+    tmp = "%s.tmp-%d" % (out_path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            out.tofile(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out_path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return name
+
+
+def memmap_bin(path, dtype="uint16"):
+    """A read-only numpy memmap of a write_bin file (numpy is needed)."""
+    import numpy as np
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r")
+
+
 # ---- command line ------------------------------------------------------------
 
 def _main(argv):
-    usage = "usage: loom_data.py frames [FILE] | ids FILE... | json FILE..."
-    if len(argv) < 2 or argv[1] not in ("frames", "ids", "json") or \
-            (argv[1] != "frames" and len(argv) < 3):
+    usage = "usage: loom_data.py frames [FILE] | ids FILE... | json FILE... | bin MANIFEST OUT"
+    if len(argv) < 2 or argv[1] not in ("frames", "ids", "json", "bin") or \
+            (argv[1] != "frames" and len(argv) < 3) or (argv[1] == "bin" and len(argv) != 4):
         print(usage, file=sys.stderr)
         return 2
     out = sys.stdout
@@ -378,6 +490,8 @@ def _main(argv):
             for fr in read_frames(f, argv[2] if len(argv) > 2 else "stdin"):
                 for r, row in enumerate(fr.rows()):
                     out.write("%d %d %d: %s\n" % (fr.seq, fr.epoch, r, " ".join(map(str, row))))
+        elif argv[1] == "bin":
+            out.write(write_bin(argv[2], argv[3]) + "\n")
         elif argv[1] == "ids":
             for p in argv[2:]:
                 for ids in read_ids(p):
