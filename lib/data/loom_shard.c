@@ -263,6 +263,8 @@ struct loom_shard *loom_shard_new(const struct loom_shard_opts *o, struct loom_e
 
 static int put_payload(struct loom_shard *s, const uint8_t *p, size_t n)
 {
+	if (s->o.val_records && (s->nout++ < s->o.val_records) != !!s->o.val)
+		return 0; /* the other side of the validation split */
 	uint64_t written = loom_shardset_records(s->set);
 	if (s->o.progress && s->o.shuffle && (written & 4095) == 0)
 		s->o.progress(s->o.progress_ctx, written, s->nsamples);
