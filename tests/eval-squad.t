@@ -86,7 +86,7 @@ is_rc 2 "squad: --predictions is required"
 like "$err" "required" "squad: says so"
 run loom-eval squad --data "$T/data.json" --predictions "$T/p1.json" -c "$T/ck"
 is_rc 2 "squad -c: refused"
-is "$(cat "$err")" "loom-eval: squad --checkpoint: model-based SQuAD evaluation is not built yet; score a predictions file with --predictions P.json" \
+is "$(head -n 1 "$err")" "loom-eval: squad --checkpoint: model-based SQuAD evaluation is not built yet; score a predictions file with --predictions P.json" \
 	"squad -c: one line saying model-based evaluation is not built yet"
 run loom-eval squad --help
 is_rc 0 "squad --help"
