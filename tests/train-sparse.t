@@ -154,7 +154,7 @@ mkfifo "$T/fifo"
 feeder=$!
 loom-train -q -c tiny --steps 40 $SP --save "$T/kill" --save-every 10 --log "$T/k1.json" < "$T/fifo" 2>/dev/null &
 trainer=$!
-for _ in $(seq 1 600); do [ "$(grep -c '"loss"' 2>/dev/null < "$T/k1.json")" = 23 ] && [ "$(readlink "$T/kill/latest")" = step-00000020 ] && break; sleep 0.05; done
+for _ in $(seq 1 6000); do [ "$(grep -c '"loss"' 2>/dev/null < "$T/k1.json")" = 23 ] && [ "$(readlink "$T/kill/latest")" = step-00000020 ] && break; sleep 0.05; done
 kill -9 $trainer; wait $trainer 2>/dev/null
 kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
 is "$(readlink "$T/kill/latest")" "step-00000020" "killed with SIGKILL after step 20's checkpoint (a mask-update step)"
