@@ -49,3 +49,18 @@ def ranges(ucd, name, want):
             for x in range(lo, (int(hi, 16) if hi else lo) + 1):
                 out[x] = value
     return out, version
+
+
+def two_stage(block_bytes):
+    """The two-stage table of the generated C files: stage1 (for each block
+    of 256 code points, the index of its contents among the distinct ones)
+    and those distinct blocks; block_bytes(b) gives block b's bytes."""
+    blocks, index, stage1 = [], {}, []
+    for b in range(N // 256):
+        key = block_bytes(b)
+        if key not in index:
+            index[key] = len(blocks)
+            blocks.append(key)
+        stage1.append(index[key])
+    assert len(blocks) < 256
+    return stage1, blocks
