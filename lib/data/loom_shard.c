@@ -672,7 +672,8 @@ static int cmp_ent(const void *a, const void *b)
  * them in that order; base stays put until the last batch is written. */
 static int write_sorted(struct loom_shard *s, const uint8_t *base, struct ent *e, size_t n)
 {
-	qsort(e, n, sizeof *e, cmp_ent);
+	if (n)
+		qsort(e, n, sizeof *e, cmp_ent); /* e is NULL without samples */
 	s->b16 = s->width == 2;
 	for (size_t i = 0; i < n; i++) {
 		s->bptr[s->bn] = base + e[i].off;
