@@ -406,17 +406,17 @@ static int fetch_wiki(struct loom_fetch *f)
 		cli_usage_error("missing -o DIR");
 	if (!mirror || !*mirror)
 		mirror = DEFAULT_MIRROR;
-	char *m = strdup(mirror);
-	if (!m)
-		cli_die("out of memory");
-	for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
-		m[l - 1] = 0;
-	if (!strstr(m, "://"))
+	if (!strstr(mirror, "://"))
 		cli_usage_error("--mirror: '%s' is not a URL (http://, https://, file://)", mirror);
 	if (!loom_dumpinfo_valid_wiki(wiki))
 		cli_usage_error("--wiki: '%s' is not a wiki name like enwiki", wiki);
 	if (strcmp(date, "latest") && !loom_dumpinfo_valid_date(date))
 		cli_usage_error("--date: '%s' is not 'latest' or YYYYMMDD", date);
+	char *m = strdup(mirror);
+	if (!m)
+		cli_die("out of memory");
+	for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
+		m[l - 1] = 0;
 	if (nsuf == 0)
 		nsuf = add_what(suffix, 0, "articles-multistream");
 	int rc = fetch_dump(f, m, wiki, date, suffix, nsuf, out);
