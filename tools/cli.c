@@ -30,6 +30,15 @@ static void on_fatal_signal(int sig)
  * then adds no second line. */
 static int cli_failed;
 
+/* LeakSanitizer's hook (make asan): a tool that exits on an error leaves
+ * what it holds to the kernel, and what a register still pointed to there
+ * is reported at random; leaks are checked on the runs that succeed. */
+__attribute__((used, visibility("default"))) int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+	return cli_failed;
+}
+
 /* At exit (the close_stdout of git and coreutils): what the tool printed on
  * stdout must have reached it, up to the last flush and the close; if not,
  * one line and exit 1 (a closed pipe, EPIPE, stays quiet, as in the
