@@ -64,3 +64,11 @@ def two_stage(block_bytes):
         stage1.append(index[key])
     assert len(blocks) < 256
     return stage1, blocks
+
+
+def write_stage1(out, name, stage1):
+    """The C array `const uint8_t NAME[]` of stage1, 16 values a line."""
+    out.write("const uint8_t %s[%d] = {\n" % (name, len(stage1)))
+    for i in range(0, len(stage1), 16):
+        out.write("\t" + ", ".join("%d" % x for x in stage1[i:i + 16]) + ",\n")
+    out.write("};\n\n")
