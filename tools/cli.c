@@ -330,7 +330,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 		n++;
 	free(opts);
 	opts = malloc((n + 3) * sizeof *opts);
-	struct option *lo = calloc(n + 3, sizeof *lo);
+	/* the options and -h, -V (n + 2), --list-options and the terminator */
+	struct option *lo = calloc(n + 4, sizeof *lo);
 	char *shorts = malloc(3 * n + 8), *sp = shorts;
 	if (!opts || !lo || !shorts)
 		cli_die("out of memory");
