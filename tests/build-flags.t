@@ -23,8 +23,10 @@ flags0=$(cat "$B/LOOM-CFLAGS") t_obj=$(mtime "$OBJ") t_flags=$(mtime "$B/LOOM-CF
 run mk -q "$OBJ"
 is_rc 0 "make -q: up to date when nothing changed"
 run mk -n "$OBJ"
-is "$(grep -c '^cc' "$out")" 0 "make -n: nothing to compile"
+is_rc 0 "make -n"
+is "$(grep -c '^cc' "$out")" 0 "  nothing to compile"
 run mk -s "$OBJ"
+is_rc 0 "make again"
 is "$(mtime "$OBJ")" "$t_obj" "make again: the object is not rebuilt"
 is "$(mtime "$B/LOOM-CFLAGS")" "$t_flags" "nor the flags file rewritten"
 
@@ -34,6 +36,7 @@ for v in OPT=-O0 CFLAGS=-O1 CPPFLAGS=-DLOOM_X ARCH=-mavx2 SAN=-fsanitize=undefin
 	is_rc 1 "make -q $v: the object is out of date"
 done
 run mk -n PREFIX=/opt/x "$OBJ"
+is_rc 0 "make -n PREFIX=/opt/x"
 like "$out" "LOOM_SHARE_DIR='\"/opt/x/share/loom\"'.*loom_utf8.c" "make -n PREFIX=/opt/x: recompiled for /opt/x"
 is "$(cat "$B/LOOM-CFLAGS")" "$flags0" "dry runs (-n, -q) leave the flags file alone"
 is "$(mtime "$OBJ")" "$t_obj" "and the object"
@@ -48,6 +51,7 @@ is_rc 0 "make -q OPT=-O0 afterwards: up to date"
 run mk -q "$OBJ"
 is_rc 1 "make -q with the default -O2 again: out of date"
 run mk -s "$OBJ"
+is_rc 0 "make with -O2 again"
 ok "the flags file is back to -O2" grep -q -- '-O2' "$B/LOOM-CFLAGS"
 
 # link flags: touch (make -t) the whole tree of one test program

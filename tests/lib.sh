@@ -27,6 +27,9 @@ for _v in $(compgen -e); do
 	esac
 done
 unset _v
+# the tests' servers (lighttpd, python's http.server) are on this machine:
+# never through a caller's proxy (libcurl and urllib read these)
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
 # A test runs make as a user would, not as a child of the `make check` that
 # started prove (whose jobserver it cannot reach: make warns on stderr).
 unset MAKEFLAGS MFLAGS MAKELEVEL

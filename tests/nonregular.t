@@ -89,7 +89,7 @@ like "$err" "^loom-eval: '[^']*/hf/model.safetensors' is not a regular file$" " 
 # --resume trims the log of steps after the checkpoint, but a log that is a
 # FIFO (read by another program) has nothing to trim: it is only written
 mkfifo "$T/log.fifo"
-cat "$T/log.fifo" > "$T/log.txt" &
+$TO cat "$T/log.fifo" > "$T/log.txt" &
 reader=$!
 run $TO loom-train -q --resume "$C" --steps 6 --threads 1 --log "$T/log.fifo" < "$F"
 is_rc 0 "loom-train --resume --log FIFO: exit 0 (not blocked reading the FIFO)"

@@ -12,7 +12,9 @@ run loom-shard -q -f text -L 33 --shards 2 -o data/w ids.txt
 is_rc 0 "two shards (ids up to 70000: uint32)"
 seq 0 999 | awk '{ printf "%d ", $1 % 500 }' > small.txt
 run loom-shard -q -f text -L 33 -o data/s small.txt
-loom-feed -q --manifest data/w.manifest.json --batch 2 --seq 32 --seed 3 --text > all.txt
+run loom-feed -q --manifest data/w.manifest.json --batch 2 --seq 32 --seed 3 --text
+is_rc 0 "loom-feed --text (the order the workers must give)"
+cp "$out" all.txt
 
 cat > workers.py <<'PY'
 import sys
@@ -40,6 +42,7 @@ PY
 run "$PY" workers.py "$SHARE/python"
 is_rc 0 "two fake workers read loom-feed"
 n=$(grep -c ' 0: ' all.txt)
+ok "  $n frames (more than one, so that two workers share them)" test "$n" -gt 1
 is "$(cat "$out")" "$(( (n + 1) / 2 )) $(( n / 2 ))" "  each takes every other frame of the $n"
 same_file "$err" all.txt "  merged in turn: every frame once, in loom-feed's order"
 

@@ -129,13 +129,13 @@ is "$(cat "$T/block$B_MAKE.sh" | sed 's/ *#.*//')" "make demo
 make test" "the first block is make demo and make test"
 if "$ROOT/pipelines/mirror.sh" available; then
 	rc=0
-	DEMO_OUT=$T/demo make -s -C "$ROOT" B="$LOOM_BUILD" demo >"$out" 2>"$err" || rc=$?
+	DEMO_OUT=$T/demo make -s -C "$ROOT" B="${LOOM_BUILD:-$ROOT/build}" demo >"$out" 2>"$err" || rc=$?
 	is_rc 0 "make demo runs"
 	ok "  and trains" test -n "$(ls "$T/demo/ckpt" 2>/dev/null)"
 else
 	skip 2 "lighttpd is not installed (make deps)"
 fi
-run make -n -C "$ROOT" B="$LOOM_BUILD" test
+run make -n -C "$ROOT" B="${LOOM_BUILD:-$ROOT/build}" test
 is_rc 0 "make -n test: the plan of make test (which runs this test)"
 like "$out" 'check' "  it runs the checks"
 

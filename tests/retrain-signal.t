@@ -48,8 +48,9 @@ conf 999999999
 "$P/retrain" --config "$T/retrain.conf" -q > "$T/r.out" 2> "$T/r.err" &
 rpid=$!
 # until loom-train has logged a step (or retrain ended early)
-while kill -0 $rpid 2>/dev/null &&
-	! [ -s "$(ls "$T"/state/logs/train-samplewiki-20260201-*.jsonl 2>/dev/null | head -1)" ]; do
+for _ in $(seq 1 6000); do
+	kill -0 $rpid 2>/dev/null || break
+	[ -s "$(ls "$T"/state/logs/train-samplewiki-20260201-*.jsonl 2>/dev/null | head -1)" ] && break
 	sleep 0.1
 done
 ok "loom-train is training (it has logged a step)" kill -0 $rpid

@@ -37,9 +37,12 @@ is_rc 0 "loom-eval generate beside them"
 like "$err" "^loom-eval: OpenBLAS core '[A-Za-z0-9]+', $busy$" "generate: 1 thread"
 
 run loom-eval -v -j 2 -c "$T/ck" < "$T/frames"
+is_rc 0 "loom-eval -j 2"
 like "$err" "^loom-eval: OpenBLAS core '[A-Za-z0-9]+', 2 threads \(set\)$" "-j 2 stays 2"
 OMP_NUM_THREADS=2 run loom-train -v -c tiny --steps 2 < "$T/frames"
+is_rc 0 "loom-train with OMP_NUM_THREADS=2"
 like "$err" "^loom-train: OpenBLAS core '[A-Za-z0-9]+', 2 threads \(set\)$" "OMP_NUM_THREADS=2 stays 2"
 run loom-train -v --threads 3 -c tiny --steps 2 < "$T/frames"
+is_rc 0 "loom-train --threads 3"
 like "$err" "^loom-train: OpenBLAS core '[A-Za-z0-9]+', 3 threads \(set\)$" "--threads 3 stays 3"
 done_testing

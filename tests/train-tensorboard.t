@@ -61,7 +61,7 @@ mkfifo "$T/fifo"
 feeder=$!
 loom-train -q -c tiny --steps 40 --tensorboard "$T/tb/killed" < "$T/fifo" 2>/dev/null &
 trainer=$!
-for _ in $(seq 1 400); do
+for _ in $(seq 1 6000); do
 	[ "$(events "$T"/tb/killed/events.* 2>/dev/null | grep -c ' train/loss ')" = 7 ] && break
 	sleep 0.05
 done

@@ -194,7 +194,7 @@ is_rc 0 "--init-from a checkpoint (weights only)"
 feeder=$!
 loom-train -q -c tiny --steps 40 --save "$T/lk" --log "$T/lk.json" < "$T/fifo" 2>/dev/null &
 trainer=$!
-for _ in $(seq 1 400); do [ "$(wc -l 2>/dev/null < "$T/lk.json")" = 3 ] && break; sleep 0.05; done
+for _ in $(seq 1 6000); do [ "$(wc -l 2>/dev/null < "$T/lk.json")" = 3 ] && break; sleep 0.05; done
 run loom-train -q -c tiny --steps 2 --save "$T/lk" < "$F"
 is_rc 1 "a second run on a --save directory in use: exit 1"
 is "$(cat "$err")" "loom-train: --save $T/lk: another loom-train is writing checkpoints there (it holds '$T/lk/.loom-train.lock')" \

@@ -417,6 +417,8 @@ def feed_frames(feed_args, share=None, feed="loom-feed"):
         finally:
             if p.poll() is None:
                 p.kill()
+    if p.returncode:  # the stream ended cleanly but the feeder failed
+        raise LoomDataError("%s exited with status %d" % (feed, p.returncode))
 
 
 # ---- flat token files (nanoGPT's train.bin) ------------------------------------

@@ -47,17 +47,19 @@ for r in $(seq "$ROUNDS"); do
 	fi
 done
 
+. tests/bench/fig.bash
 tok=$((B * T))
 for p in $precs; do
 	ms=${best["loom $p"]}
 	awk -v n="$PRESET $p" -v ms="$ms" -v tok="$tok" -v b="$B" -v t="$T" 'BEGIN {
-		printf "FIGURE %s training step at B=%d T=%d: %.0f ms, %.0f tokens/s\n", n, b, t, ms, tok / (ms / 1e3) }'
+		printf "bert-step: %s training step at B=%d T=%d: %.0f ms, %.0f tokens/s\n", n, b, t, ms, tok / (ms / 1e3) }'
 done
-[ "$precs" = fp32 ] && echo "FIGURE $PRESET bf16 training step: SKIPPED (no bf16 matrix instructions on this CPU)"
+[ "$precs" = fp32 ] && echo "bert-step: $PRESET bf16 training step: skipped (no bf16 matrix instructions on this CPU)"
 if [ $have_torch = 1 ]; then
-	awk -v n="$PRESET" -v ms="${best[torch]}" -v l="${best["loom fp32"]}" -v tok="$tok" 'BEGIN {
-		printf "FIGURE %s PyTorch fp32 training step: %.0f ms, %.0f tokens/s\n", n, ms, tok / (ms / 1e3)
-		printf "FIGURE %s training step vs PyTorch (fp32): %.2fx faster (target >= 2x) %s\n", n, ms / l, (ms / l >= 2) ? "ok" : "MISSED" }'
+	awk -v n="$PRESET" -v ms="${best[torch]}" -v tok="$tok" 'BEGIN {
+		printf "bert-step: %s PyTorch fp32 training step: %.0f ms, %.0f tokens/s\n", n, ms, tok / (ms / 1e3) }'
+	fig "$PRESET training step vs PyTorch (fp32), times faster" \
+		"$(awk -v ms="${best[torch]}" -v l="${best["loom fp32"]}" 'BEGIN { printf "%.2f", ms / l }')" ">=" 2 x
 else
-	echo "FIGURE $PRESET training step vs PyTorch: SKIPPED (python3-torch unavailable)"
+	echo "bert-step: $PRESET training step vs PyTorch: skipped (python3-torch unavailable)"
 fi

@@ -13,6 +13,9 @@
 # Env: ROUNDS (default 3).
 set -u
 cd "$(dirname "$0")/../.."
+# "default threads" means no thread count from the environment either
+unset OMP_NUM_THREADS OMP_WAIT_POLICY OMP_DYNAMIC GOMP_SPINCOUNT OPENBLAS_NUM_THREADS GOTO_NUM_THREADS
+. tests/bench/fig.bash
 ROUNDS=${ROUNDS:-3}
 PY=/usr/bin/python3
 command -v loom-eval >/dev/null || { echo "loom-eval not on PATH (make bench)"; exit 1; }
@@ -29,9 +32,6 @@ secs() { # loom-eval options... -> seconds of the eval
 		$PY -c 'import json, sys; print(json.load(sys.stdin)["seconds"])'
 }
 best() { $PY -c "import sys; print(min(float(x) for x in sys.argv[1:]))" "$@"; }
-figure() { # name value target
-	$PY -c "import sys; v, t = float(sys.argv[2]), float(sys.argv[3]); print('FIGURE %s: %.2fx (target <= %.2fx) %s' % (sys.argv[1], v, t, 'ok' if v <= t else 'MISSED'))" "$@"
-}
 
 # --- quiet --------------------------------------------------------------------
 qd= qj= qo=
@@ -57,8 +57,7 @@ pids=
 
 qd=$(best $qd) qj=$(best $qj) qo=$(best $qo) bd=$(best $bd) b1=$(best $b1)
 echo "best of $ROUNDS: quiet default ${qd}s, -j $ncpu ${qj}s, old ${qo}s; busy default ${bd}s, -j 1 ${b1}s"
-figure "loom-eval mini, default threads beside $((ncpu + 1)) busy processes vs -j 1" \
-	"$($PY -c "print($bd / $b1)")" 1.3
-figure "loom-eval mini, quiet: default threads vs -j $ncpu" "$($PY -c "print($qd / $qj)")" 1.15
-figure "loom-eval mini, quiet: default threads vs the old default (-j $ncpu, spinning waits)" \
-	"$($PY -c "print($qd / $qo)")" 1.15
+ratio() { $PY -c "print('%.2f' % ($1 / $2))"; }
+fig "loom-eval mini, default threads beside $((ncpu + 1)) busy processes vs -j 1" "$(ratio "$bd" "$b1")" "<=" 1.3 x
+fig "loom-eval mini, quiet: default threads vs -j $ncpu" "$(ratio "$qd" "$qj")" "<=" 1.15 x
+fig "loom-eval mini, quiet: default threads vs the old default (-j $ncpu, spinning waits)" "$(ratio "$qd" "$qo")" "<=" 1.15 x
