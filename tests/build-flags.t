@@ -30,6 +30,10 @@ is_rc 0 "make again"
 is "$(mtime "$OBJ")" "$t_obj" "make again: the object is not rebuilt"
 is "$(mtime "$B/LOOM-CFLAGS")" "$t_flags" "nor the flags file rewritten"
 
+rel=$(realpath --relative-to="$ROOT" "$B")
+run make -C "$ROOT" -q B="$rel" "$rel/obj/lib/common/loom_utf8.o"
+is_rc 0 "the same build named by a relative path (B=$rel): up to date, not rebuilt"
+
 for v in OPT=-O0 CFLAGS=-O1 CPPFLAGS=-DLOOM_X ARCH=-mavx2 SAN=-fsanitize=undefined \
 	 PREFIX=/opt/x CC=gcc; do
 	run mk -q "$v" "$OBJ"
