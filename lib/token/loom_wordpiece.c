@@ -201,21 +201,6 @@ static size_t trim_end(const uint8_t *s, size_t n)
 	return keep;
 }
 
-static int utf8_ok(const uint8_t *s, size_t n, size_t *bad)
-{
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		int valid;
-		size_t k = loom_utf8_decode(s + i, n - i, &cp, &valid);
-		if (!valid) {
-			*bad = i;
-			return 0;
-		}
-		i += k;
-	}
-	return 1;
-}
-
 static void set_ascii(struct wp_vocab *v)
 {
 	const struct loom_wordpiece_opts *o = &v->opts;
@@ -280,8 +265,10 @@ int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t le
 	size_t p = 0;
 	for (uint32_t id = 0; id < v->n; id++) {
 		const uint8_t *nl = memchr(s + p, '\n', len - p);
-		size_t end = nl ? (size_t)(nl - s) : len, bad;
-		if (!utf8_ok(s + p, end - p, &bad)) {
+		size_t end = nl ? (size_t)(nl - s) : len;
+		int stop;
+		size_t bad = loom_utf8_span(s + p, end - p, &stop);
+		if (bad < end - p) {
 			rc = loom_err_set(&w->err, LOOM_EFORMAT,
 					  "%s:%u: invalid UTF-8 at byte %zu of the line", name,
 					  id + 1, bad + 1);
