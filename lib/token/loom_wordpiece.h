@@ -45,8 +45,8 @@
  * Vocabulary (vocab.txt): a token a line, trailing white space removed, a
  * token appearing twice takes the later line's id (as HuggingFace);
  * "[UNK]" must be present.  Failures name the file and line
- * (LOOM_EFORMAT): empty file, a line over 1000 bytes, invalid UTF-8, no
- * [UNK], more than 2^24 lines.
+ * (LOOM_EFORMAT): empty file, invalid UTF-8, no [UNK], more than 2^24
+ * lines.
  *
  * Ownership: loom_wordpiece_new/_free.  The loaded vocabulary is
  * immutable; encode/decode keep scratch space in the object, so one
