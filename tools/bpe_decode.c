@@ -7,6 +7,7 @@
 #include "bpe.h"
 #include "cli.h"
 #include "loom_bpe.h"
+#include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_shard.h"
 #include "loom_vocab.h"
@@ -92,13 +93,8 @@ static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fp
 		if (u->wp && i < nids)
 			loom_wordpiece_decode(u->wp, NULL, 0, 0, 0, 1, &u->ob, &u->olen, &u->ocap);
 		if (i < nids) {
-			if (u->olen == u->ocap) {
-				uint8_t *q = realloc(u->ob, u->ocap = u->ocap ? u->ocap * 2 : 4096);
-				if (!q)
-					cli_die("out of memory");
-				u->ob = q;
-			}
-			u->ob[u->olen++] = u->sepc;
+			if (loom_buf_put(&u->ob, &u->olen, &u->ocap, &u->sepc, 1))
+				cli_die("out of memory");
 		}
 		a = i + 1;
 	}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_utf8.h"
 #include "loom_vocab.h"
@@ -762,23 +763,6 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 
 /* --- decoding ----------------------------------------------------------- */
 
-static int buf_put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
-{
-	if (*len + n > *cap) {
-		size_t c = *cap ? *cap : 4096;
-		while (c < *len + n)
-			c *= 2;
-		uint8_t *b = realloc(*buf, c);
-		if (!b)
-			return LOOM_ENOMEM;
-		*buf = b;
-		*cap = c;
-	}
-	memcpy(*buf + *len, p, n);
-	*len += n;
-	return 0;
-}
-
 /* HuggingFace's cleanup of one decoded token (" ." -> "." ...), in its
  * order; `t` has room for the result (it only shrinks). */
 static size_t cleanup_token(char *t, size_t n)
@@ -845,7 +829,7 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 		}
 		if (cleanup)
 			pl = cleanup_token(p, pl);
-		int rc = buf_put(buf, len, cap, p, pl);
+		int rc = loom_buf_put(buf, len, cap, p, pl);
 		free(heap);
 		if (rc)
 			return loom_err_set(&w->err, rc, "out of memory");
