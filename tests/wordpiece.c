@@ -138,6 +138,7 @@ static const char *dec(struct loom_wordpiece *w, const uint32_t *ids, size_t n, 
 	static char out[1024];
 	uint8_t *b = NULL;
 	size_t len = 0, cap = 0;
+	loom_wordpiece_decode_reset(w);
 	if (loom_wordpiece_decode(w, ids, n, 0, skip, 1, &b, &len, &cap)) {
 		free(b);
 		return loom_wordpiece_error(w);
@@ -156,6 +157,21 @@ static void case_decode(void)
 	is_str(dec(w, a, 9, 1), "unaffable, hello world!", "skip_special drops [CLS] [SEP]");
 	const uint32_t b[] = { 6, 21 };
 	is_str(dec(w, b, 2, 0), "##aff.", "a first token keeps its ## (as HuggingFace)");
+	{ /* calls continue one text; a reset starts another */
+		uint8_t *tb = NULL;
+		size_t tl = 0, tc = 0;
+		loom_wordpiece_decode_reset(w);
+		int rc = loom_wordpiece_decode(w, a + 1, 1, 0, 0, 1, &tb, &tl, &tc) ||
+			 loom_wordpiece_decode(w, a + 5, 1, 1, 0, 1, &tb, &tl, &tc) ||
+			 loom_wordpiece_decode(w, a + 2, 1, 2, 0, 1, &tb, &tl, &tc);
+		loom_wordpiece_decode_reset(w);
+		rc = rc || loom_wordpiece_decode(w, a + 6, 1, 0, 0, 1, &tb, &tl, &tc);
+		char got[64];
+		snprintf(got, sizeof got, "%d %.*s", rc, (int)tl, tb ? (char *)tb : "");
+		is_str(got, "0 un helloaffworld",
+		       "successive calls join with a space, ## glues, a reset starts anew");
+		free(tb);
+	}
 	const uint32_t bad[] = { 8, 27 };
 	ok(strstr(dec(w, bad, 2, 0), "token 1: id 27 is not in the vocabulary (27 tokens)") != NULL,
 	   "an id past the vocabulary is named with its position");

@@ -789,6 +789,11 @@ static size_t cleanup_token(char *t, size_t n)
 	return n;
 }
 
+void loom_wordpiece_decode_reset(struct loom_wordpiece *w)
+{
+	w->emitted = 0;
+}
+
 int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
 			  uint64_t first, int skip_special, int cleanup,
 			  uint8_t **buf, size_t *len, size_t *cap)
@@ -796,8 +801,6 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 	const struct wp_vocab *v = w->v;
 	if (!v)
 		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
-	if (first == 0)
-		w->emitted = 0;
 	char tmp[2 * 1024];
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];

@@ -125,10 +125,14 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 			  struct loom_ids *out, struct loom_offsets *offs, uint64_t base);
 
 /* Append the text of ids[0..n) to the buffer *buf (malloc'd, *len used,
- * *cap allocated; all may start 0/NULL).  An id past the vocabulary is an
- * error naming it and its position (first + index). */
+ * *cap allocated; all may start 0/NULL).  Successive calls continue one
+ * text (a token after an earlier call's is joined with a space) until
+ * loom_wordpiece_decode_reset; a new object starts a text.  An id past
+ * the vocabulary is an error naming it and its position (first + index). */
 int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
 			  uint64_t first, int skip_special, int cleanup,
 			  uint8_t **buf, size_t *len, size_t *cap);
+/* Start a new text: the next token decoded has no space before it. */
+void loom_wordpiece_decode_reset(struct loom_wordpiece *w);
 
 #endif
