@@ -801,7 +801,6 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 	const struct wp_vocab *v = w->v;
 	if (!v)
 		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
-	char tmp[2 * 1024];
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if (id >= v->n)
@@ -817,9 +816,9 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 		}
 		const char *t = v->bytes + v->off[id];
 		size_t tl = v->off[id + 1] - v->off[id];
-		char *p = tmp, *heap = NULL;
-		if (tl + 1 > sizeof tmp && !(p = heap = malloc(tl + 1)))
+		if (loom_buf_reserve(buf, *len, cap, tl + 1))
 			return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+		char *p = (char *)*buf + *len;
 		size_t pl = 0;
 		if (w->emitted && tl >= PREFIX_LEN && !memcmp(t, PREFIX, PREFIX_LEN)) {
 			memcpy(p, t + PREFIX_LEN, tl - PREFIX_LEN);
@@ -830,12 +829,7 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 			memcpy(p + pl, t, tl);
 			pl += tl;
 		}
-		if (cleanup)
-			pl = cleanup_token(p, pl);
-		int rc = loom_buf_put(buf, len, cap, p, pl);
-		free(heap);
-		if (rc)
-			return loom_err_set(&w->err, rc, "out of memory");
+		*len += cleanup ? cleanup_token(p, pl) : pl;
 		w->emitted = 1;
 	}
 	return 0;
