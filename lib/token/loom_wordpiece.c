@@ -605,9 +605,8 @@ static int word_flush(struct loom_wordpiece *w, struct loom_ids *out, struct loo
 		goto unk;
 	size_t c = 0; /* first character of the part */
 	while (c < nch) {
-		size_t start = w->cstart[c], room = v->max_len - (c ? PREFIX_LEN : 0);
-		if (v->max_len < (c ? PREFIX_LEN : 0))
-			goto unk;
+		size_t start = w->cstart[c], pre = c ? PREFIX_LEN : 0;
+		size_t room = v->max_len > pre ? v->max_len - pre : 0;
 		/* the last character whose end is within room */
 		size_t e = nch;
 		while (e > c && w->cstart[e] - start > room)
