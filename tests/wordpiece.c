@@ -181,6 +181,11 @@ static void case_decode(void)
 	ok(t && n == 3 && !memcmp(t, "dup", 3), "token text, trimmed");
 	is_int(loom_wordpiece_id(w, "##able", 6), 7, "id of a token");
 	is_int(loom_wordpiece_id(w, "nope", 4), LOOM_VOCAB_NONE, "id of an absent token");
+	struct loom_wordpiece *e = loom_wordpiece_new();
+	is_int(loom_wordpiece_id(e, "dup", 3), LOOM_VOCAB_NONE, "id without a vocabulary");
+	ok(loom_wordpiece_size(e) == 0 && !loom_wordpiece_token(e, 0, &n),
+	   "size and token without a vocabulary");
+	loom_wordpiece_free(e);
 	struct loom_wordpiece *d = loom_wordpiece_dup(w);
 	loom_wordpiece_free(w);
 	is_str(enc(d, "unaffable"), "5 6 7", "a dup'd object keeps the shared vocabulary");

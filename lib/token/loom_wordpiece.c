@@ -528,7 +528,7 @@ uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)
 
 uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n)
 {
-	return vocab_lookup(w->v, (const uint8_t *)tok, n);
+	return w->v ? vocab_lookup(w->v, (const uint8_t *)tok, n) : LOOM_VOCAB_NONE;
 }
 
 const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n)

@@ -114,7 +114,8 @@ int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t
 struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);
 
 /* Vocabulary size (lines), the id of a token (LOOM_VOCAB_NONE if absent)
- * and the text of an id (NULL if id >= size). */
+ * and the text of an id (NULL if id >= size); without a vocabulary loaded
+ * 0, LOOM_VOCAB_NONE and NULL. */
 uint32_t loom_wordpiece_size(const struct loom_wordpiece *w);
 uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n);
 const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n);
