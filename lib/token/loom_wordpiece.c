@@ -648,11 +648,10 @@ unk:
 	return 0;
 }
 
-/* Pre-tokenize one normalized character. */
-static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
+/* Pre-tokenize one normalized character (f: its flags). */
+static int emit(struct loom_wordpiece *w, uint32_t cp, unsigned f, uint64_t os, uint64_t oe,
 		struct loom_ids *out, struct loom_offsets *offs)
 {
-	unsigned f = loom_wp_flags(cp);
 	uint8_t b[4];
 	size_t k = loom_utf8_encode(b, cp);
 	int rc;
@@ -666,21 +665,25 @@ static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
 	return word_add(w, b, k, os, oe);
 }
 
-/* Lower-case one character (if enabled), then pre-tokenize. */
-static int lower_emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
-		      struct loom_ids *out, struct loom_offsets *offs)
+/* Lower-case one character (f: its flags) if enabled, then pre-tokenize.
+ * The ASCII characters with a lower-case mapping are A-Z; every other one
+ * flagged LOWER has its entry in loom_wp_lower (the generator's
+ * guarantee). */
+static int lower_emit(struct loom_wordpiece *w, uint32_t cp, unsigned f, uint64_t os,
+		      uint64_t oe, struct loom_ids *out, struct loom_offsets *offs)
 {
-	if (w->v->opts.lowercase && (loom_wp_flags(cp) & LOOM_WP_LOWER)) {
-		const struct loom_wp_map *m = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, cp);
-		for (int i = 0; m && i < m->n; i++) {
-			int rc = emit(w, loom_wp_lower_pool[m->off + i], os, oe, out, offs);
-			if (rc)
-				return rc;
-		}
-		if (m)
-			return 0;
+	if (!w->v->opts.lowercase || !(f & LOOM_WP_LOWER))
+		return emit(w, cp, f, os, oe, out, offs);
+	if (cp < 0x80) /* A-Z: a-z has the same (word) class */
+		return emit(w, cp + 32, f, os, oe, out, offs);
+	const struct loom_wp_map *m = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, cp);
+	for (int i = 0; i < m->n; i++) {
+		uint32_t l = loom_wp_lower_pool[m->off + i];
+		int rc = emit(w, l, loom_wp_flags(l), os, oe, out, offs);
+		if (rc)
+			return rc;
 	}
-	return emit(w, cp, os, oe, out, offs);
+	return 0;
 }
 
 /* Normalize one input character at s[os..oe): clean-up, CJK, accents. */
@@ -702,19 +705,20 @@ static int normalize(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_
 	if (v->strip && (f & LOOM_WP_STRIP)) {
 		if (cp >= 0xAC00 && cp <= 0xD7A3) { /* Hangul syllable: L V (T) */
 			uint32_t si = cp - 0xAC00, t = si % 28;
-			if ((rc = lower_emit(w, 0x1100 + si / 588, os, oe, out, offs)) ||
-			    (rc = lower_emit(w, 0x1161 + si % 588 / 28, os, oe, out, offs)))
-				return rc;
-			if (t && (rc = lower_emit(w, 0x11A7 + t, os, oe, out, offs)))
-				return rc;
-		} else {
-			const struct loom_wp_map *m = loom_wp_map_find(loom_wp_strip, loom_wp_strip_n, cp);
-			for (int i = 0; i < m->n; i++)
-				if ((rc = lower_emit(w, loom_wp_strip_pool[m->off + i], os, oe, out,
+			uint32_t jamo[3] = { 0x1100 + si / 588, 0x1161 + si % 588 / 28, 0x11A7 + t };
+			for (int j = 0; j < (t ? 3 : 2); j++)
+				if ((rc = lower_emit(w, jamo[j], loom_wp_flags(jamo[j]), os, oe, out,
 						     offs)))
 					return rc;
+		} else {
+			const struct loom_wp_map *m = loom_wp_map_find(loom_wp_strip, loom_wp_strip_n, cp);
+			for (int i = 0; i < m->n; i++) {
+				uint32_t x = loom_wp_strip_pool[m->off + i];
+				if ((rc = lower_emit(w, x, loom_wp_flags(x), os, oe, out, offs)))
+					return rc;
+			}
 		}
-	} else if ((rc = lower_emit(w, cp, os, oe, out, offs))) {
+	} else if ((rc = lower_emit(w, cp, f, os, oe, out, offs))) {
 		return rc;
 	}
 	return cjk ? word_flush(w, out, offs) : 0;
