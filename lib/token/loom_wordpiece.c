@@ -56,6 +56,7 @@ struct loom_wordpiece {
 	uint32_t *cstart;
 	uint64_t *ostart, *oend;
 	size_t nch, chcap;
+	int spans;               /* encode: offsets requested, so keep ostart/oend */
 	int emitted;             /* decode: a token was written already */
 	struct loom_err err;
 };
@@ -582,9 +583,11 @@ static inline int word_add(struct loom_wordpiece *w, const uint8_t *b, size_t k,
 		if (rc)
 			return rc;
 	}
-	w->cstart[w->nch] = (uint32_t)w->wlen;
-	w->ostart[w->nch] = os;
-	w->oend[w->nch++] = oe;
+	if (w->spans) {
+		w->ostart[w->nch] = os;
+		w->oend[w->nch] = oe;
+	}
+	w->cstart[w->nch++] = (uint32_t)w->wlen;
 	memcpy(w->word + PREFIX_LEN + w->wlen, b, k);
 	w->wlen += k;
 	return 0;
@@ -731,6 +734,7 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 	if (!v)
 		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
 	w->nch = w->wlen = 0;
+	w->spans = offs != NULL;
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc;) {
 		uint8_t c = s[i];
