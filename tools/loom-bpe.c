@@ -33,15 +33,15 @@ static int wordpiece_spec(const char *spec, char *path, size_t n, int *json)
 	struct stat st;
 	size_t sl = strlen(spec);
 	*json = 0;
-	if (!strcmp(spec, "bert-base-uncased")) {
-		if (loom_share_path("vocab/bert-base-uncased/vocab.txt", path, n))
-			cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
-		return 1;
-	}
-	if (strchr(spec, ','))
+	int bert = !strcmp(spec, "bert-base-uncased");
+	if (!bert && strchr(spec, ','))
 		return 0;
-	if (sl > 4 && !strcmp(spec + sl - 4, ".txt")) {
-		snprintf(path, n, "%s", spec);
+	if (bert || (sl > 4 && !strcmp(spec + sl - 4, ".txt"))) {
+		if (loom_wordpiece_vocab_path(spec, path, n)) {
+			if (bert)
+				cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
+			cli_die("--vocab %.60s...: path too long", spec);
+		}
 		return 1;
 	}
 	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {

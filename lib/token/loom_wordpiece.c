@@ -321,8 +321,7 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
 {
 	if (!strcmp(spec, "bert-base-uncased"))
 		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
-	snprintf(out, n, "%s", spec);
-	return 0;
+	return (size_t)snprintf(out, n, "%s", spec) < n ? 0 : LOOM_EINVAL;
 }
 
 /* --- tokenizer.json ----------------------------------------------------- */

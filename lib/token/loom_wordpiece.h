@@ -92,7 +92,8 @@ int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t le
 			    const char *name, const struct loom_wordpiece_opts *o);
 /* The vocab.txt that `spec` names: "bert-base-uncased" (shipped in
  * share/vocab/bert-base-uncased/, found by loom_share_path) or a path,
- * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere. */
+ * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere or the path
+ * does not fit in n bytes. */
 int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
 /* Load a HuggingFace tokenizer.json whose model is WordPiece (as
  * bert-base-uncased's): model {type WordPiece, vocab {token: id} with ids
