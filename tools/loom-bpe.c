@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "loom_bpe.h"
 #include "loom_file.h"
+#include "loom_pretok.h"
 
 static const char usage_main[] =
 "usage: loom-bpe encode|decode|train [options] [FILE...]\n"
@@ -254,7 +255,7 @@ void fmt_ids(struct buf *b, int fmt, const uint32_t *ids, size_t n, int *sp)
 const char *bpe_versions(void)
 {
 	static char extra[128];
-	snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, "15.0.0");
+	snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, loom_uc_version);
 	return extra;
 }
 
