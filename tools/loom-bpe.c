@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "bpe.h"
-#include "bpe_train.h"
 #include "cli.h"
 #include "loom_bpe.h"
 #include "loom_file.h"
