@@ -143,10 +143,4 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 			const struct loom_squad_feature_opts *o, struct loom_squad_features *out);
 void loom_squad_features_release(struct loom_squad_features *f);
 
-/* A double as Python's repr() prints it (lib/common's loom_double_repr) */
-static inline const char *loom_squad_repr(double x, char *buf, size_t len)
-{
-	return loom_double_repr(x, buf, len);
-}
-
 #endif
