@@ -193,6 +193,12 @@ static void case_features(void)
 	is_int(loom_squad_features(s, w, &o, &F), LOOM_EINVAL, "no room for the context");
 	ok(strstr(loom_squad_error(s), "question x: 1 question tokens leave no room") != NULL,
 	   "named: %s", loom_squad_error(s));
+	struct loom_wordpiece *none = loom_wordpiece_new();
+	o.seq = 8;
+	is_int(loom_squad_features(s, none, &o, &F), LOOM_EINVAL,
+	       "a tokenizer without a vocabulary is refused (it has no [CLS])");
+	is_str(loom_squad_error(s), "the vocabulary lacks [CLS], [SEP] or [PAD]", "so named");
+	loom_wordpiece_free(none);
 	loom_squad_free(s);
 	loom_wordpiece_free(w);
 }

@@ -570,9 +570,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	/* every context once, with the byte span of each token */
 	for (size_t p = 0; p < s->n_paras; p++) {
 		out->ctx_off[p] = ids.n;
-		if (loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context, s->paras[p].len,
-					  &ids, &offs, 0)) {
-			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+		if ((rc = loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context,
+						s->paras[p].len, &ids, &offs, 0))) {
+			rc = loom_err_set(&s->err, rc, "%s", loom_wordpiece_error(w));
 			goto fail;
 		}
 	}
@@ -584,9 +584,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	for (size_t i = 0; i < s->n_qas; i++) {
 		const struct loom_squad_qa *qa = &s->qas[i];
 		q.n = 0;
-		if (loom_wordpiece_encode(w, (const uint8_t *)qa->question, strlen(qa->question), &q,
-					  NULL, 0)) {
-			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+		if ((rc = loom_wordpiece_encode(w, (const uint8_t *)qa->question,
+						strlen(qa->question), &q, NULL, 0))) {
+			rc = loom_err_set(&s->err, rc, "%s", loom_wordpiece_error(w));
 			goto fail;
 		}
 		size_t qlen = q.n < o->max_query ? q.n : o->max_query;
