@@ -52,7 +52,8 @@ static double em_of(const char *pred, const char *gold)
 {
 	struct loom_squad_answer g = { gold, strlen(gold), 0 };
 	double em, f1;
-	loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1);
+	if (loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1))
+		return -1;
 	return em;
 }
 
@@ -60,7 +61,8 @@ static double f1_of(const char *pred, const char *gold)
 {
 	struct loom_squad_answer g = { gold, strlen(gold), 0 };
 	double em, f1;
-	loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1);
+	if (loom_squad_metrics(pred, strlen(pred), &g, 1, &em, &f1))
+		return -1;
 	return f1;
 }
 

@@ -361,14 +361,18 @@ static size_t *sorted(const struct norm *x)
 	return o;
 }
 
-static size_t overlap(const struct norm *x, const struct norm *y)
+/* Tokens x and y have in common, counted as a multiset, into *same;
+ * LOOM_ENOMEM when out of memory. */
+static int overlap(const struct norm *x, const struct norm *y, size_t *same)
 {
-	size_t *ox = sorted(x), *oy = sorted(y), i = 0, j = 0, same = 0;
-	if (ox && oy)
+	size_t *ox = sorted(x), *oy = sorted(y), i = 0, j = 0;
+	int rc = ox && oy ? 0 : LOOM_ENOMEM;
+	*same = 0;
+	if (!rc)
 		while (i < x->ntok && j < y->ntok) {
 			int c = tok_cmp3(x, ox[i], y, oy[j]);
 			if (c == 0) {
-				same++;
+				++*same;
 				i++;
 				j++;
 			} else if (c < 0) {
@@ -379,7 +383,7 @@ static size_t overlap(const struct norm *x, const struct norm *y)
 		}
 	free(ox);
 	free(oy);
-	return same;
+	return rc;
 }
 
 static int same_tokens(const struct norm *x, const struct norm *y)
@@ -392,23 +396,27 @@ static int same_tokens(const struct norm *x, const struct norm *y)
 	return 1;
 }
 
-void loom_squad_metrics(const char *pred, size_t pred_len,
-			const struct loom_squad_answer *gold, uint32_t n_gold,
-			double *em, double *f1)
+int loom_squad_metrics(const char *pred, size_t pred_len,
+		       const struct loom_squad_answer *gold, uint32_t n_gold,
+		       double *em, double *f1)
 {
 	struct norm p = { 0 };
+	int rc = 0;
 	*em = 0;
 	*f1 = 0;
 	if (normalize(pred, pred_len, &p) < 0)
-		return;
-	for (uint32_t g = 0; g < n_gold; g++) {
+		return LOOM_ENOMEM;
+	for (uint32_t g = 0; g < n_gold && !rc; g++) {
 		struct norm t = { 0 };
-		if (normalize(gold[g].text, gold[g].len, &t) < 0)
+		size_t same;
+		if (normalize(gold[g].text, gold[g].len, &t) < 0) {
+			rc = LOOM_ENOMEM;
 			break;
+		}
 		if (same_tokens(&p, &t))
 			*em = 1;
-		size_t same = overlap(&p, &t);
-		if (same) {
+		rc = overlap(&p, &t, &same);
+		if (!rc && same) {
 			double precision = 1.0 * (double)same / (double)p.ntok;
 			double recall = 1.0 * (double)same / (double)t.ntok;
 			double f = (2 * precision * recall) / (precision + recall);
@@ -420,6 +428,7 @@ void loom_squad_metrics(const char *pred, size_t pred_len,
 	}
 	free(p.cp);
 	free(p.tok);
+	return rc;
 }
 
 int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, const char *name,
@@ -464,8 +473,12 @@ int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, cons
 					    name, q->id);
 		}
 		double e, f;
-		loom_squad_metrics(json_string_value(v), json_string_length(v), q->answers,
-				   q->n_answers, &e, &f);
+		if (loom_squad_metrics(json_string_value(v), json_string_length(v), q->answers,
+				       q->n_answers, &e, &f)) {
+			json_decref(pred);
+			return loom_err_set(&s->err, LOOM_ENOMEM, "%s: question %s: out of memory",
+					    name, q->id);
+		}
 		em += e > 0;
 		f1 += f;
 	}

@@ -88,10 +88,11 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len,
 			 const char *name, struct loom_squad_score *out);
 
-/* One prediction against its gold answers (EM 0/1 and F1 in [0, 1]). */
-void loom_squad_metrics(const char *pred, size_t pred_len,
-			const struct loom_squad_answer *gold, uint32_t n_gold,
-			double *em, double *f1);
+/* One prediction against its gold answers (EM 0/1 and F1 in [0, 1]);
+ * 0, or LOOM_ENOMEM (the scores then are not to be used). */
+int loom_squad_metrics(const char *pred, size_t pred_len,
+		       const struct loom_squad_answer *gold, uint32_t n_gold,
+		       double *em, double *f1);
 
 /* --- features: question + context window, as BERT reads them ----------
  *
