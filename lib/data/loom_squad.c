@@ -272,12 +272,11 @@ static long normalize(const char *s, size_t n, struct norm *out)
 			a[m++] = 0x3C2;
 			continue;
 		}
-		const struct loom_wp_map *lm = c >= 'A' && c <= 'Z' ? NULL
-					       : c < 0x80	   ? NULL
-					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c)
-										    : NULL;
+		const struct loom_wp_map *lm = NULL;
 		if (c >= 'A' && c <= 'Z')
 			c += 32;
+		else if (c >= 0x80 && (loom_wp_flags(c) & LOOM_WP_LOWER))
+			lm = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c);
 		uint32_t outc[4];
 		int k = 0;
 		if (lm)
@@ -285,30 +284,36 @@ static long normalize(const char *s, size_t n, struct norm *out)
 				outc[k++] = loom_wp_lower_pool[lm->off + j];
 		else
 			outc[k++] = c;
+		/* string.punctuation is exactly the ASCII characters flagged PUNCT */
 		for (int j = 0; j < k; j++)
-			if (!(outc[j] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)outc[j]) &&
-			      outc[j]))
+			if (!(outc[j] < 128 && (loom_wp_flags(outc[j]) & LOOM_WP_PUNCT)))
 				a[m++] = outc[j];
 	}
 	free(src);
-	/* remove \b(a|an|the)\b, replaced by a space */
-	for (size_t i = 0; i < m; i++) {
-		if (i > 0 && py_word(a[i - 1]))
-			continue;
+	/* remove \b(a|an|the)\b, replaced by a space: one pass, reading at r
+	 * and writing at w <= r; `word` is whether the character before r in
+	 * the text the pattern sees (before any replacement) is a \w */
+	size_t w = 0;
+	int word = 0;
+	for (size_t r = 0; r < m;) {
 		size_t len = 0;
-		if (a[i] == 'a')
-			len = (i + 1 < m && a[i + 1] == 'n' && !(i + 2 < m && py_word(a[i + 2]))) ? 2
-			      : !(i + 1 < m && py_word(a[i + 1]))				   ? 1
-												   : 0;
-		else if (a[i] == 't' && i + 2 < m && a[i + 1] == 'h' && a[i + 2] == 'e' &&
-			 !(i + 3 < m && py_word(a[i + 3])))
+		if (!word && a[r] == 'a')
+			len = r + 1 < m && a[r + 1] == 'n' && !(r + 2 < m && py_word(a[r + 2])) ? 2
+			      : !(r + 1 < m && py_word(a[r + 1]))			       ? 1
+											       : 0;
+		else if (!word && a[r] == 't' && r + 2 < m && a[r + 1] == 'h' && a[r + 2] == 'e' &&
+			 !(r + 3 < m && py_word(a[r + 3])))
 			len = 3;
-		if (!len)
-			continue;
-		a[i] = ' ';
-		memmove(a + i + 1, a + i + len, (m - i - len) * sizeof *a);
-		m -= len - 1;
+		if (len) {
+			a[w++] = ' ';
+			r += len;
+			word = 1; /* the article's last letter */
+		} else {
+			word = py_word(a[r]);
+			a[w++] = a[r++];
+		}
 	}
+	m = w;
 	size_t *tok = malloc((m + 1) * sizeof *tok);
 	if (!tok) {
 		free(a);
@@ -417,8 +422,8 @@ int loom_squad_metrics(const char *pred, size_t pred_len,
 			*em = 1;
 		rc = overlap(&p, &t, &same);
 		if (!rc && same) {
-			double precision = 1.0 * (double)same / (double)p.ntok;
-			double recall = 1.0 * (double)same / (double)t.ntok;
+			double precision = (double)same / (double)p.ntok;
+			double recall = (double)same / (double)t.ntok;
 			double f = (2 * precision * recall) / (precision + recall);
 			if (f > *f1)
 				*f1 = f;
