@@ -309,6 +309,12 @@ static void case_hf(void)
 		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
 		  "t.json: no [UNK] token in the vocabulary" },
 		{ "[1, 2", "'t.json':1:5: ']' expected near end of file" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"truncation\": {\"max_length\": 512}}",
+		  "'t.json': truncation is set: loom does not truncate the ids (want \"truncation\": null)" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"padding\": {\"pad_id\": 0}}",
+		  "'t.json': padding is set: loom does not pad the ids (want \"padding\": null)" },
 	};
 	for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
 		is_int(loom_wordpiece_load_hf_mem(w, whole[i].json, strlen(whole[i].json), "t.json"),

@@ -360,7 +360,9 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 				    loom_hf_type(root, "model"));
 	if (!json_is_object(json_object_get(model, "vocab")))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model.vocab is not an object", name);
-	int rc;
+	int rc = loom_hf_no_cut(root, name, &w->err);
+	if (rc)
+		return rc;
 	if ((rc = hf_want_str(w, model, "model", "unk_token", "[UNK]", name)) ||
 	    (rc = hf_want_str(w, model, "model", "continuing_subword_prefix", PREFIX, name)))
 		return rc;

@@ -104,7 +104,8 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
  * (prefix "##", cleanup true) or null.  Anything else is refused by name
  * (LOOM_EFORMAT) rather than giving other ids than HuggingFace's: another
  * model, normalizer, pre-tokenizer or decoder, another prefix or unknown
- * token, an added token that is not the vocabulary's entry of its id.
+ * token, an added token that is not the vocabulary's entry of its id,
+ * truncation or padding set (loom_hf_no_cut, as for BPE).
  * Added tokens are not looked for in the text, and the post-processor's
  * [CLS] ... [SEP] is not added (HuggingFace's add_special_tokens=False). */
 int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path);
