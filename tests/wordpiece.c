@@ -327,6 +327,32 @@ static void case_hf(void)
 	loom_wordpiece_free(w);
 }
 
+/* loom_wordpiece_safe_cut: after the last white space within the window */
+static void case_safe_cut(void)
+{
+	const uint8_t *t = (const uint8_t *)"ab cd\tef";
+	is_int(loom_wordpiece_safe_cut(t, 8, 16), 6, "after the last white space (TAB)");
+	is_int(loom_wordpiece_safe_cut(t, 6, 16), 6, "the last byte itself may be the white space");
+	is_int(loom_wordpiece_safe_cut(t, 8, 2), 0, "none within a window of 2");
+	is_int(loom_wordpiece_safe_cut(t, 8, 3), 6, "the window's first byte counts");
+	is_int(loom_wordpiece_safe_cut(t, 5, 16), 3, "an earlier space");
+	is_int(loom_wordpiece_safe_cut(t, 2, 16), 0, "no white space: 0");
+	is_int(loom_wordpiece_safe_cut(t, 0, 16), 0, "n == 0: 0");
+	/* the two halves encode as the whole */
+	struct loom_wordpiece *w = load(1);
+	const char *doc = "unaffable hello,\nhello unaffable";
+	size_t n = strlen(doc), p = loom_wordpiece_safe_cut((const uint8_t *)doc, n - 4, 16);
+	char whole[256], a[256];
+	snprintf(whole, sizeof whole, "%s", enc(w, doc));
+	char head[64];
+	snprintf(head, sizeof head, "%.*s", (int)p, doc);
+	snprintf(a, sizeof a, "%s", enc(w, head));
+	size_t al = strlen(a);
+	snprintf(a + al, sizeof a - al, " %s", enc(w, doc + p));
+	is_str(a, whole, "encoding the two parts gives the whole's ids");
+	loom_wordpiece_free(w);
+}
+
 int main(void)
 {
 	case_greedy();
@@ -335,5 +361,6 @@ int main(void)
 	case_decode();
 	case_bad_vocab();
 	case_hf();
+	case_safe_cut();
 	return done_testing();
 }

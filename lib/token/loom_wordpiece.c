@@ -769,6 +769,15 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 	return 0;
 }
 
+size_t loom_wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window)
+{
+	size_t lo = n > window ? n - window : 0;
+	for (size_t i = n; i > lo; i--)
+		if (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\r' || s[i - 1] == '\n')
+			return i;
+	return 0;
+}
+
 /* --- decoding ----------------------------------------------------------- */
 
 /* HuggingFace's cleanup of one decoded token (" ." -> "." ...), in its

@@ -127,6 +127,14 @@ const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, si
 int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 			  struct loom_ids *out, struct loom_offsets *offs, uint64_t base);
 
+/* For streaming very long documents: the end p (1..n) of the last ASCII
+ * white space byte (space, TAB, CR, LF) among the last `window` bytes of
+ * s[0..n); 0 if there is none (or n == 0).  White space ends a word
+ * whatever the options, and these bytes are never part of a UTF-8
+ * sequence, so s[0..p) and what follows it encode to the ids of the
+ * whole. */
+size_t loom_wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window);
+
 /* Append the text of ids[0..n) to the buffer *buf (malloc'd, *len used,
  * *cap allocated; all may start 0/NULL).  Successive calls continue one
  * text (a token after an earlier call's is joined with a space) until
