@@ -26,6 +26,9 @@ like "$err" "a vocab.txt does not say whether its model lower-cases: give --lowe
 run loom-bpe encode --vocab "$T/missing.txt" "$T/a.txt"
 is_rc 1 "a vocab.txt that is not there"
 like "$err" "missing.txt'?: No such file" "names it (before asking for --lowercase/--cased)"
+long=$(printf 'd%.0s' $(seq 5000))
+fails_with 1 "path too long" "a vocab.txt path longer than loom-bpe's buffer" \
+	loom-bpe encode --vocab "$T/$long.txt" --lowercase "$T/a.txt"
 run loom-bpe encode --vocab "$T/bert/vocab.txt" --lowercase -f text "$T/a.txt"
 is_rc 0 "encode with a vocab.txt, --lowercase"
 is "$(cat "$out")" "$(printf '5 6 7 8 9 10 11 12 15 3\n16 1 8 3')" \

@@ -213,6 +213,17 @@ static void case_path_join(void)
 	free(j);
 }
 
+/* loom_double_repr: Python's repr() of a float (loom-eval's SQuAD scores) */
+static void case_double_repr(void)
+{
+	char b[40];
+	is_str(loom_double_repr(100.0, b, sizeof b), "100.0", "repr 100.0");
+	is_str(loom_double_repr(0.0, b, sizeof b), "0.0", "repr 0.0");
+	is_str(loom_double_repr(1e-05, b, sizeof b), "1e-05", "repr 1e-05");
+	is_str(loom_double_repr(0.0001, b, sizeof b), "0.0001", "repr 0.0001");
+	is_str(loom_double_repr(12.5, b, sizeof b), "12.5", "repr 12.5");
+}
+
 int main(void)
 {
 	case_parse();
@@ -226,5 +237,6 @@ int main(void)
 	case_lock();
 	case_bounded_reads();
 	case_path_join();
+	case_double_repr();
 	return done_testing();
 }

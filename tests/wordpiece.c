@@ -138,6 +138,7 @@ static const char *dec(struct loom_wordpiece *w, const uint32_t *ids, size_t n, 
 	static char out[1024];
 	uint8_t *b = NULL;
 	size_t len = 0, cap = 0;
+	loom_wordpiece_decode_reset(w);
 	if (loom_wordpiece_decode(w, ids, n, 0, skip, 1, &b, &len, &cap)) {
 		free(b);
 		return loom_wordpiece_error(w);
@@ -156,6 +157,21 @@ static void case_decode(void)
 	is_str(dec(w, a, 9, 1), "unaffable, hello world!", "skip_special drops [CLS] [SEP]");
 	const uint32_t b[] = { 6, 21 };
 	is_str(dec(w, b, 2, 0), "##aff.", "a first token keeps its ## (as HuggingFace)");
+	{ /* calls continue one text; a reset starts another */
+		uint8_t *tb = NULL;
+		size_t tl = 0, tc = 0;
+		loom_wordpiece_decode_reset(w);
+		int rc = loom_wordpiece_decode(w, a + 1, 1, 0, 0, 1, &tb, &tl, &tc) ||
+			 loom_wordpiece_decode(w, a + 5, 1, 1, 0, 1, &tb, &tl, &tc) ||
+			 loom_wordpiece_decode(w, a + 2, 1, 2, 0, 1, &tb, &tl, &tc);
+		loom_wordpiece_decode_reset(w);
+		rc = rc || loom_wordpiece_decode(w, a + 6, 1, 0, 0, 1, &tb, &tl, &tc);
+		char got[64];
+		snprintf(got, sizeof got, "%d %.*s", rc, (int)tl, tb ? (char *)tb : "");
+		is_str(got, "0 un helloaffworld",
+		       "successive calls join with a space, ## glues, a reset starts anew");
+		free(tb);
+	}
 	const uint32_t bad[] = { 8, 27 };
 	ok(strstr(dec(w, bad, 2, 0), "token 1: id 27 is not in the vocabulary (27 tokens)") != NULL,
 	   "an id past the vocabulary is named with its position");
@@ -165,6 +181,11 @@ static void case_decode(void)
 	ok(t && n == 3 && !memcmp(t, "dup", 3), "token text, trimmed");
 	is_int(loom_wordpiece_id(w, "##able", 6), 7, "id of a token");
 	is_int(loom_wordpiece_id(w, "nope", 4), LOOM_VOCAB_NONE, "id of an absent token");
+	struct loom_wordpiece *e = loom_wordpiece_new();
+	is_int(loom_wordpiece_id(e, "dup", 3), LOOM_VOCAB_NONE, "id without a vocabulary");
+	ok(loom_wordpiece_size(e) == 0 && !loom_wordpiece_token(e, 0, &n),
+	   "size and token without a vocabulary");
+	loom_wordpiece_free(e);
 	struct loom_wordpiece *d = loom_wordpiece_dup(w);
 	loom_wordpiece_free(w);
 	is_str(enc(d, "unaffable"), "5 6 7", "a dup'd object keeps the shared vocabulary");
@@ -288,6 +309,12 @@ static void case_hf(void)
 		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
 		  "t.json: no [UNK] token in the vocabulary" },
 		{ "[1, 2", "'t.json':1:5: ']' expected near end of file" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"truncation\": {\"max_length\": 512}}",
+		  "'t.json': truncation is set: loom does not truncate the ids (want \"truncation\": null)" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"padding\": {\"pad_id\": 0}}",
+		  "'t.json': padding is set: loom does not pad the ids (want \"padding\": null)" },
 	};
 	for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
 		is_int(loom_wordpiece_load_hf_mem(w, whole[i].json, strlen(whole[i].json), "t.json"),
@@ -300,6 +327,32 @@ static void case_hf(void)
 	loom_wordpiece_free(w);
 }
 
+/* loom_wordpiece_safe_cut: after the last white space within the window */
+static void case_safe_cut(void)
+{
+	const uint8_t *t = (const uint8_t *)"ab cd\tef";
+	is_int(loom_wordpiece_safe_cut(t, 8, 16), 6, "after the last white space (TAB)");
+	is_int(loom_wordpiece_safe_cut(t, 6, 16), 6, "the last byte itself may be the white space");
+	is_int(loom_wordpiece_safe_cut(t, 8, 2), 0, "none within a window of 2");
+	is_int(loom_wordpiece_safe_cut(t, 8, 3), 6, "the window's first byte counts");
+	is_int(loom_wordpiece_safe_cut(t, 5, 16), 3, "an earlier space");
+	is_int(loom_wordpiece_safe_cut(t, 2, 16), 0, "no white space: 0");
+	is_int(loom_wordpiece_safe_cut(t, 0, 16), 0, "n == 0: 0");
+	/* the two halves encode as the whole */
+	struct loom_wordpiece *w = load(1);
+	const char *doc = "unaffable hello,\nhello unaffable";
+	size_t n = strlen(doc), p = loom_wordpiece_safe_cut((const uint8_t *)doc, n - 4, 16);
+	char whole[256], a[256];
+	snprintf(whole, sizeof whole, "%s", enc(w, doc));
+	char head[64];
+	snprintf(head, sizeof head, "%.*s", (int)p, doc);
+	snprintf(a, sizeof a, "%s", enc(w, head));
+	size_t al = strlen(a);
+	snprintf(a + al, sizeof a - al, " %s", enc(w, doc + p));
+	is_str(a, whole, "encoding the two parts gives the whole's ids");
+	loom_wordpiece_free(w);
+}
+
 int main(void)
 {
 	case_greedy();
@@ -308,5 +361,6 @@ int main(void)
 	case_decode();
 	case_bad_vocab();
 	case_hf();
+	case_safe_cut();
 	return done_testing();
 }

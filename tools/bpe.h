@@ -3,7 +3,7 @@
  * vocabulary loader, the --docs and --format values, the output file and
  * the id formats.  Each subcommand is a file of its own, called by
  * loom-bpe's dispatcher with argv[0] == its name, parsing its own option
- * table: bpe_encode.c, bpe_decode.c, bpe_train.c (bpe_train.h).
+ * table: bpe_encode.c, bpe_decode.c, bpe_train.c.
  */
 #ifndef LOOM_BPE_TOOL_H
 #define LOOM_BPE_TOOL_H
@@ -22,6 +22,11 @@ enum { FMT_U16, FMT_U32, FMT_TEXT, FMT_DEFAULT };
 
 int bpe_encode_main(int argc, char **argv);
 int bpe_decode_main(int argc, char **argv);
+/* `loom-bpe train` learns byte-level BPE merges with libloom's
+ * loom_bpe_train module and writes encoder.json, vocab.bpe and
+ * tokenizer.json into the output directory.  Each returns the process exit
+ * code (0 ok, 1 data/runtime failure, 2 usage) or exits through cli.h. */
+int bpe_train_main(int argc, char **argv);
 
 /* -V's second line */
 const char *bpe_versions(void);

@@ -7,6 +7,7 @@
 #include "bpe.h"
 #include "cli.h"
 #include "loom_bpe.h"
+#include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_shard.h"
 #include "loom_vocab.h"
@@ -90,15 +91,10 @@ static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fp
 		}
 		/* WordPiece: the next document starts without a space */
 		if (u->wp && i < nids)
-			loom_wordpiece_decode(u->wp, NULL, 0, 0, 0, 1, &u->ob, &u->olen, &u->ocap);
+			loom_wordpiece_decode_reset(u->wp);
 		if (i < nids) {
-			if (u->olen == u->ocap) {
-				uint8_t *q = realloc(u->ob, u->ocap = u->ocap ? u->ocap * 2 : 4096);
-				if (!q)
-					cli_die("out of memory");
-				u->ob = q;
-			}
-			u->ob[u->olen++] = u->sepc;
+			if (loom_buf_put(&u->ob, &u->olen, &u->ocap, &u->sepc, 1))
+				cli_die("out of memory");
 		}
 		a = i + 1;
 	}
@@ -113,6 +109,8 @@ static void decode_file(struct run *u, const char *file)
 	uint64_t fpos = 0;     /* id index in this file */
 	if (!t)
 		cli_die("%s", err.msg);
+	if (u->wp) /* each file starts a text */
+		loom_wordpiece_decode_reset(u->wp);
 	ssize_t nids;
 	while ((nids = loom_tokin_read(t, u->ids, CHUNK)) > 0) {
 		decode_ids(u, name, (size_t)nids, fpos);

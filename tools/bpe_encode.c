@@ -199,7 +199,8 @@ static void process_chunk(struct chunk *ch, struct encoder *e, const struct enc_
 }
 
 /* Reader: cuts the input into chunks of whole documents (a document
- * longer than a chunk is cut where loom_pretok_safe_cut allows). */
+ * longer than a chunk is cut where loom_pretok_safe_cut, or for WordPiece
+ * loom_wordpiece_safe_cut, allows). */
 struct reader {
 	char **files;
 	int nfiles, fi, docs;
@@ -210,17 +211,6 @@ struct reader {
 	const struct loom_vocab *special; /* with --allow-special: its specials */
 	int wordpiece;          /* cut long documents at white space */
 };
-
-/* For WordPiece: the end of the last white space byte in s[0..n) within
- * `window` bytes of n (white space ends a word whatever the options), 0
- * if none. */
-static size_t wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window)
-{
-	for (size_t i = n - 1; i > 0 && n - i < window; i--)
-		if (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\r' || s[i - 1] == '\n')
-			return i;
-	return 0;
-}
 
 /* With --allow-special a cut must not split a special token: move it to
  * the start of one that straddles it (a special's start always separates
@@ -304,7 +294,7 @@ static int reader_fill(struct reader *r, struct chunk *ch)
 				cut = (size_t)(q - p) + 1;
 		}
 		if (!cut && r->docs != DOCS_JSONL) {
-			cut = r->wordpiece ? wordpiece_safe_cut(p, (size_t)n, 1 << 16)
+			cut = r->wordpiece ? loom_wordpiece_safe_cut(p, (size_t)n, 1 << 16)
 					   : loom_pretok_safe_cut(p, (size_t)n, 1 << 16);
 			if (cut && r->special)
 				cut = cut_before_special(r->special, p, (size_t)n, cut);

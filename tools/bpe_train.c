@@ -1,5 +1,5 @@
-/* bpe_train.c - `loom-bpe train`: learn byte-level BPE merges (see bpe_train.h) */
-#include "bpe_train.h"
+/* bpe_train.c - `loom-bpe train`: learn byte-level BPE merges (see bpe.h) */
+#include "bpe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +12,6 @@
 #include "loom_bpe_train.h"
 #include "loom_common.h"
 #include "loom_reader.h"
-
-enum { DOCS_LINES, DOCS_NUL, DOCS_WHOLE };
 
 struct train_ctx {
 	struct loom_bpe_trainer *t;
@@ -140,14 +138,7 @@ static void on_special(const char *opt, const char *arg)
 static void on_docs(const char *opt, const char *arg)
 {
 	(void)opt;
-	if (!strcmp(arg, "lines"))
-		c.docs = DOCS_LINES;
-	else if (!strcmp(arg, "nul"))
-		c.docs = DOCS_NUL;
-	else if (!strcmp(arg, "whole"))
-		c.docs = DOCS_WHOLE;
-	else
-		cli_usage_error("--docs: '%s' is not lines, nul or whole", arg);
+	c.docs = parse_docs(arg, 0);
 }
 
 static const struct cli_opt opts[] = {

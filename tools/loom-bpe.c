@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "bpe.h"
-#include "bpe_train.h"
 #include "cli.h"
 #include "loom_bpe.h"
 #include "loom_file.h"
+#include "loom_pretok.h"
 
 static const char usage_main[] =
 "usage: loom-bpe encode|decode|train [options] [FILE...]\n"
@@ -33,15 +33,15 @@ static int wordpiece_spec(const char *spec, char *path, size_t n, int *json)
 	struct stat st;
 	size_t sl = strlen(spec);
 	*json = 0;
-	if (!strcmp(spec, "bert-base-uncased")) {
-		if (loom_share_path("vocab/bert-base-uncased/vocab.txt", path, n))
-			cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
-		return 1;
-	}
-	if (strchr(spec, ','))
+	int bert = !strcmp(spec, "bert-base-uncased");
+	if (!bert && strchr(spec, ','))
 		return 0;
-	if (sl > 4 && !strcmp(spec + sl - 4, ".txt")) {
-		snprintf(path, n, "%s", spec);
+	if (bert || (sl > 4 && !strcmp(spec + sl - 4, ".txt"))) {
+		if (loom_wordpiece_vocab_path(spec, path, n)) {
+			if (bert)
+				cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
+			cli_die("--vocab %.60s...: path too long", spec);
+		}
 		return 1;
 	}
 	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -254,7 +254,7 @@ void fmt_ids(struct buf *b, int fmt, const uint32_t *ids, size_t n, int *sp)
 const char *bpe_versions(void)
 {
 	static char extra[128];
-	snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, "15.0.0");
+	snprintf(extra, sizeof extra, "jansson %s, Unicode %s", JANSSON_VERSION, loom_uc_version);
 	return extra;
 }
 

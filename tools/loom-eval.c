@@ -443,8 +443,8 @@ static int do_squad(int argc, char **argv)
 		cli_warn("%s: version \"%s\", not 1.1: scored as SQuAD v1.1", sq_data,
 			 s->version ? s->version : "(none)");
 	char em[40], f1[40];
-	printf("{\"exact_match\": %s, \"f1\": %s}\n", loom_squad_repr(sc.exact_match, em, sizeof em),
-	       loom_squad_repr(sc.f1, f1, sizeof f1));
+	printf("{\"exact_match\": %s, \"f1\": %s}\n", loom_double_repr(sc.exact_match, em, sizeof em),
+	       loom_double_repr(sc.f1, f1, sizeof f1));
 	if (!cli_quiet)
 		cli_warn("squad: %zu of %zu questions unanswered (scored 0)", sc.unanswered,
 			 sc.questions);

@@ -165,8 +165,11 @@ static json_t *manifest(const struct loom_squad *sq, const struct loom_squad_fea
 static struct loom_wordpiece *load_vocab(char *path, size_t n, char *sha)
 {
 	struct loom_err err;
-	if (loom_wordpiece_vocab_path(o.vocab, path, n) < 0)
+	if (loom_wordpiece_vocab_path(o.vocab, path, n) < 0) {
+		if (strcmp(o.vocab, "bert-base-uncased"))
+			cli_die("--vocab %.60s...: path too long", o.vocab);
 		cli_die("--vocab %s: share/vocab/bert-base-uncased/vocab.txt is not installed", o.vocab);
+	}
 	struct loom_wordpiece_opts wo;
 	loom_wordpiece_opts_default(&wo);
 	wo.lowercase = !o.cased;

@@ -272,12 +272,11 @@ static long normalize(const char *s, size_t n, struct norm *out)
 			a[m++] = 0x3C2;
 			continue;
 		}
-		const struct loom_wp_map *lm = c >= 'A' && c <= 'Z' ? NULL
-					       : c < 0x80	   ? NULL
-					       : (loom_wp_flags(c) & LOOM_WP_LOWER) ? loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c)
-										    : NULL;
+		const struct loom_wp_map *lm = NULL;
 		if (c >= 'A' && c <= 'Z')
 			c += 32;
+		else if (c >= 0x80 && (loom_wp_flags(c) & LOOM_WP_LOWER))
+			lm = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, c);
 		uint32_t outc[4];
 		int k = 0;
 		if (lm)
@@ -285,30 +284,36 @@ static long normalize(const char *s, size_t n, struct norm *out)
 				outc[k++] = loom_wp_lower_pool[lm->off + j];
 		else
 			outc[k++] = c;
+		/* string.punctuation is exactly the ASCII characters flagged PUNCT */
 		for (int j = 0; j < k; j++)
-			if (!(outc[j] < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)outc[j]) &&
-			      outc[j]))
+			if (!(outc[j] < 128 && (loom_wp_flags(outc[j]) & LOOM_WP_PUNCT)))
 				a[m++] = outc[j];
 	}
 	free(src);
-	/* remove \b(a|an|the)\b, replaced by a space */
-	for (size_t i = 0; i < m; i++) {
-		if (i > 0 && py_word(a[i - 1]))
-			continue;
+	/* remove \b(a|an|the)\b, replaced by a space: one pass, reading at r
+	 * and writing at w <= r; `word` is whether the character before r in
+	 * the text the pattern sees (before any replacement) is a \w */
+	size_t w = 0;
+	int word = 0;
+	for (size_t r = 0; r < m;) {
 		size_t len = 0;
-		if (a[i] == 'a')
-			len = (i + 1 < m && a[i + 1] == 'n' && !(i + 2 < m && py_word(a[i + 2]))) ? 2
-			      : !(i + 1 < m && py_word(a[i + 1]))				   ? 1
-												   : 0;
-		else if (a[i] == 't' && i + 2 < m && a[i + 1] == 'h' && a[i + 2] == 'e' &&
-			 !(i + 3 < m && py_word(a[i + 3])))
+		if (!word && a[r] == 'a')
+			len = r + 1 < m && a[r + 1] == 'n' && !(r + 2 < m && py_word(a[r + 2])) ? 2
+			      : !(r + 1 < m && py_word(a[r + 1]))			       ? 1
+											       : 0;
+		else if (!word && a[r] == 't' && r + 2 < m && a[r + 1] == 'h' && a[r + 2] == 'e' &&
+			 !(r + 3 < m && py_word(a[r + 3])))
 			len = 3;
-		if (!len)
-			continue;
-		a[i] = ' ';
-		memmove(a + i + 1, a + i + len, (m - i - len) * sizeof *a);
-		m -= len - 1;
+		if (len) {
+			a[w++] = ' ';
+			r += len;
+			word = 1; /* the article's last letter */
+		} else {
+			word = py_word(a[r]);
+			a[w++] = a[r++];
+		}
 	}
+	m = w;
 	size_t *tok = malloc((m + 1) * sizeof *tok);
 	if (!tok) {
 		free(a);
@@ -361,14 +366,18 @@ static size_t *sorted(const struct norm *x)
 	return o;
 }
 
-static size_t overlap(const struct norm *x, const struct norm *y)
+/* Tokens x and y have in common, counted as a multiset, into *same;
+ * LOOM_ENOMEM when out of memory. */
+static int overlap(const struct norm *x, const struct norm *y, size_t *same)
 {
-	size_t *ox = sorted(x), *oy = sorted(y), i = 0, j = 0, same = 0;
-	if (ox && oy)
+	size_t *ox = sorted(x), *oy = sorted(y), i = 0, j = 0;
+	int rc = ox && oy ? 0 : LOOM_ENOMEM;
+	*same = 0;
+	if (!rc)
 		while (i < x->ntok && j < y->ntok) {
 			int c = tok_cmp3(x, ox[i], y, oy[j]);
 			if (c == 0) {
-				same++;
+				++*same;
 				i++;
 				j++;
 			} else if (c < 0) {
@@ -379,7 +388,7 @@ static size_t overlap(const struct norm *x, const struct norm *y)
 		}
 	free(ox);
 	free(oy);
-	return same;
+	return rc;
 }
 
 static int same_tokens(const struct norm *x, const struct norm *y)
@@ -392,25 +401,29 @@ static int same_tokens(const struct norm *x, const struct norm *y)
 	return 1;
 }
 
-void loom_squad_metrics(const char *pred, size_t pred_len,
-			const struct loom_squad_answer *gold, uint32_t n_gold,
-			double *em, double *f1)
+int loom_squad_metrics(const char *pred, size_t pred_len,
+		       const struct loom_squad_answer *gold, uint32_t n_gold,
+		       double *em, double *f1)
 {
 	struct norm p = { 0 };
+	int rc = 0;
 	*em = 0;
 	*f1 = 0;
 	if (normalize(pred, pred_len, &p) < 0)
-		return;
-	for (uint32_t g = 0; g < n_gold; g++) {
+		return LOOM_ENOMEM;
+	for (uint32_t g = 0; g < n_gold && !rc; g++) {
 		struct norm t = { 0 };
-		if (normalize(gold[g].text, gold[g].len, &t) < 0)
+		size_t same;
+		if (normalize(gold[g].text, gold[g].len, &t) < 0) {
+			rc = LOOM_ENOMEM;
 			break;
+		}
 		if (same_tokens(&p, &t))
 			*em = 1;
-		size_t same = overlap(&p, &t);
-		if (same) {
-			double precision = 1.0 * (double)same / (double)p.ntok;
-			double recall = 1.0 * (double)same / (double)t.ntok;
+		rc = overlap(&p, &t, &same);
+		if (!rc && same) {
+			double precision = (double)same / (double)p.ntok;
+			double recall = (double)same / (double)t.ntok;
 			double f = (2 * precision * recall) / (precision + recall);
 			if (f > *f1)
 				*f1 = f;
@@ -420,6 +433,7 @@ void loom_squad_metrics(const char *pred, size_t pred_len,
 	}
 	free(p.cp);
 	free(p.tok);
+	return rc;
 }
 
 int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, const char *name,
@@ -464,8 +478,12 @@ int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, cons
 					    name, q->id);
 		}
 		double e, f;
-		loom_squad_metrics(json_string_value(v), json_string_length(v), q->answers,
-				   q->n_answers, &e, &f);
+		if (loom_squad_metrics(json_string_value(v), json_string_length(v), q->answers,
+				       q->n_answers, &e, &f)) {
+			json_decref(pred);
+			return loom_err_set(&s->err, LOOM_ENOMEM, "%s: question %s: out of memory",
+					    name, q->id);
+		}
 		em += e > 0;
 		f1 += f;
 	}
@@ -570,9 +588,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	/* every context once, with the byte span of each token */
 	for (size_t p = 0; p < s->n_paras; p++) {
 		out->ctx_off[p] = ids.n;
-		if (loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context, s->paras[p].len,
-					  &ids, &offs, 0)) {
-			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+		if ((rc = loom_wordpiece_encode(w, (const uint8_t *)s->paras[p].context,
+						s->paras[p].len, &ids, &offs, 0))) {
+			rc = loom_err_set(&s->err, rc, "%s", loom_wordpiece_error(w));
 			goto fail;
 		}
 	}
@@ -584,9 +602,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	for (size_t i = 0; i < s->n_qas; i++) {
 		const struct loom_squad_qa *qa = &s->qas[i];
 		q.n = 0;
-		if (loom_wordpiece_encode(w, (const uint8_t *)qa->question, strlen(qa->question), &q,
-					  NULL, 0)) {
-			rc = loom_err_set(&s->err, LOOM_ENOMEM, "%s", loom_wordpiece_error(w));
+		if ((rc = loom_wordpiece_encode(w, (const uint8_t *)qa->question,
+						strlen(qa->question), &q, NULL, 0))) {
+			rc = loom_err_set(&s->err, rc, "%s", loom_wordpiece_error(w));
 			goto fail;
 		}
 		size_t qlen = q.n < o->max_query ? q.n : o->max_query;

@@ -88,10 +88,11 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len,
 			 const char *name, struct loom_squad_score *out);
 
-/* One prediction against its gold answers (EM 0/1 and F1 in [0, 1]). */
-void loom_squad_metrics(const char *pred, size_t pred_len,
-			const struct loom_squad_answer *gold, uint32_t n_gold,
-			double *em, double *f1);
+/* One prediction against its gold answers (EM 0/1 and F1 in [0, 1]);
+ * 0, or LOOM_ENOMEM (the scores then are not to be used). */
+int loom_squad_metrics(const char *pred, size_t pred_len,
+		       const struct loom_squad_answer *gold, uint32_t n_gold,
+		       double *em, double *f1);
 
 /* --- features: question + context window, as BERT reads them ----------
  *
@@ -142,11 +143,5 @@ struct loom_squad_feature_opts {
 int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 			const struct loom_squad_feature_opts *o, struct loom_squad_features *out);
 void loom_squad_features_release(struct loom_squad_features *f);
-
-/* A double as Python's repr() prints it (lib/common's loom_double_repr) */
-static inline const char *loom_squad_repr(double x, char *buf, size_t len)
-{
-	return loom_double_repr(x, buf, len);
-}
 
 #endif

@@ -25,7 +25,6 @@ for x in ws:
     cls[x] = 3
 
 
-
 def packed(b):
     """block b, 2 bits a code point"""
     p = bytearray(64)

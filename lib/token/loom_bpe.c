@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_buf.h"
 #include "loom_pretok.h"
 
 #define CACHE_BITS 14
@@ -439,18 +440,8 @@ int loom_bpe_decode(struct loom_bpe *e, const uint32_t *ids, size_t n, uint64_t 
 					    "id %u at position %llu is not in the vocabulary (%u ids)",
 					    id, (unsigned long long)(first + i), v->n_ids);
 		size_t tl = v->off[id + 1] - v->off[id];
-		if (*cap - *len < tl) {
-			size_t c = *cap ? *cap : 4096;
-			while (c - *len < tl)
-				c *= 2;
-			uint8_t *p = realloc(*buf, c);
-			if (!p)
-				return loom_err_set(&e->err, LOOM_ENOMEM, "out of memory");
-			*buf = p;
-			*cap = c;
-		}
-		memcpy(*buf + *len, v->bytes + v->off[id], tl);
-		*len += tl;
+		if (loom_buf_put(buf, len, cap, v->bytes + v->off[id], tl))
+			return loom_err_set(&e->err, LOOM_ENOMEM, "out of memory");
 	}
 	return 0;
 }

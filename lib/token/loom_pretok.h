@@ -48,6 +48,8 @@ size_t loom_pretok_next(const uint8_t *s, size_t n);
 
 /* Class (LOOM_UC_*) of code point cp (any value; > 0x10FFFF gives O). */
 int loom_uclass(uint32_t cp);
+/* The Unicode version of the class tables, as "15.0.0". */
+extern const char loom_uc_version[];
 
 /* For streaming very long documents: the largest p in [1, n) such that
  * splitting s[0..n) at p gives exactly the same pieces as the whole

@@ -1160,6 +1160,19 @@ const char *loom_hf_type(json_t *root, const char *key)
 	return json_is_string(t) ? json_string_value(t) : "?";
 }
 
+int loom_hf_no_cut(json_t *root, const char *name, struct loom_err *err)
+{
+	static const char *const cut[] = { "truncation", "padding" };
+	for (int k = 0; k < 2; k++) {
+		json_t *o = json_object_get(root, cut[k]);
+		if (o && !json_is_null(o))
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "'%s': %s is set: loom does not %s the ids (want \"%s\": null)",
+					    name, cut[k], k ? "pad" : "truncate", cut[k]);
+	}
+	return 0;
+}
+
 /* What loom does not implement is refused, naming it, rather than
  * giving other ids than HuggingFace's. */
 static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
@@ -1200,14 +1213,9 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': post_processor %s adds tokens around the text, which loom does not (only a ByteLevel post-processor is read)",
 				    name, loom_hf_type(root, "post_processor"));
-	static const char *const cut[] = { "truncation", "padding" };
-	for (int k = 0; k < 2; k++) {
-		json_t *o = json_object_get(root, cut[k]);
-		if (o && !json_is_null(o))
-			return loom_err_set(&v->err, LOOM_EFORMAT,
-					    "'%s': %s is set: loom does not %s the ids (want \"%s\": null)",
-					    name, cut[k], k ? "pad" : "truncate", cut[k]);
-	}
+	int rc = loom_hf_no_cut(root, name, &v->err);
+	if (rc)
+		return rc;
 	static const char *const affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
 	for (int k = 0; k < 2; k++) {
 		const char *a = json_string_value(json_object_get(model, affix[k]));

@@ -116,6 +116,9 @@ struct loom_vocab *loom_vocab_new(void);
  * `key` of root, "null" when it is null or absent, "?" when it has none. */
 struct json_t;
 const char *loom_hf_type(struct json_t *root, const char *key);
+/* 0, or LOOM_EFORMAT with a message naming `name` in *err when root sets
+ * "truncation" or "padding" (loom neither truncates nor pads the ids). */
+int loom_hf_no_cut(struct json_t *root, const char *name, struct loom_err *err);
 void loom_vocab_free(struct loom_vocab *v);
 const char *loom_vocab_error(const struct loom_vocab *v);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_utf8.h"
 #include "loom_vocab.h"
@@ -55,6 +56,7 @@ struct loom_wordpiece {
 	uint32_t *cstart;
 	uint64_t *ostart, *oend;
 	size_t nch, chcap;
+	int spans;               /* encode: offsets requested, so keep ostart/oend */
 	int emitted;             /* decode: a token was written already */
 	struct loom_err err;
 };
@@ -201,21 +203,6 @@ static size_t trim_end(const uint8_t *s, size_t n)
 	return keep;
 }
 
-static int utf8_ok(const uint8_t *s, size_t n, size_t *bad)
-{
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		int valid;
-		size_t k = loom_utf8_decode(s + i, n - i, &cp, &valid);
-		if (!valid) {
-			*bad = i;
-			return 0;
-		}
-		i += k;
-	}
-	return 1;
-}
-
 static void set_ascii(struct wp_vocab *v)
 {
 	const struct loom_wordpiece_opts *o = &v->opts;
@@ -280,8 +267,10 @@ int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t le
 	size_t p = 0;
 	for (uint32_t id = 0; id < v->n; id++) {
 		const uint8_t *nl = memchr(s + p, '\n', len - p);
-		size_t end = nl ? (size_t)(nl - s) : len, bad;
-		if (!utf8_ok(s + p, end - p, &bad)) {
+		size_t end = nl ? (size_t)(nl - s) : len;
+		int stop;
+		size_t bad = loom_utf8_span(s + p, end - p, &stop);
+		if (bad < end - p) {
 			rc = loom_err_set(&w->err, LOOM_EFORMAT,
 					  "%s:%u: invalid UTF-8 at byte %zu of the line", name,
 					  id + 1, bad + 1);
@@ -332,8 +321,7 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
 {
 	if (!strcmp(spec, "bert-base-uncased"))
 		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
-	snprintf(out, n, "%s", spec);
-	return 0;
+	return (size_t)snprintf(out, n, "%s", spec) < n ? 0 : LOOM_EINVAL;
 }
 
 /* --- tokenizer.json ----------------------------------------------------- */
@@ -372,7 +360,9 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 				    loom_hf_type(root, "model"));
 	if (!json_is_object(json_object_get(model, "vocab")))
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s': model.vocab is not an object", name);
-	int rc;
+	int rc = loom_hf_no_cut(root, name, &w->err);
+	if (rc)
+		return rc;
 	if ((rc = hf_want_str(w, model, "model", "unk_token", "[UNK]", name)) ||
 	    (rc = hf_want_str(w, model, "model", "continuing_subword_prefix", PREFIX, name)))
 		return rc;
@@ -540,7 +530,7 @@ uint32_t loom_wordpiece_size(const struct loom_wordpiece *w)
 
 uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n)
 {
-	return vocab_lookup(w->v, (const uint8_t *)tok, n);
+	return w->v ? vocab_lookup(w->v, (const uint8_t *)tok, n) : LOOM_VOCAB_NONE;
 }
 
 const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n)
@@ -594,9 +584,11 @@ static inline int word_add(struct loom_wordpiece *w, const uint8_t *b, size_t k,
 		if (rc)
 			return rc;
 	}
-	w->cstart[w->nch] = (uint32_t)w->wlen;
-	w->ostart[w->nch] = os;
-	w->oend[w->nch++] = oe;
+	if (w->spans) {
+		w->ostart[w->nch] = os;
+		w->oend[w->nch] = oe;
+	}
+	w->cstart[w->nch++] = (uint32_t)w->wlen;
 	memcpy(w->word + PREFIX_LEN + w->wlen, b, k);
 	w->wlen += k;
 	return 0;
@@ -617,9 +609,8 @@ static int word_flush(struct loom_wordpiece *w, struct loom_ids *out, struct loo
 		goto unk;
 	size_t c = 0; /* first character of the part */
 	while (c < nch) {
-		size_t start = w->cstart[c], room = v->max_len - (c ? PREFIX_LEN : 0);
-		if (v->max_len < (c ? PREFIX_LEN : 0))
-			goto unk;
+		size_t start = w->cstart[c], pre = c ? PREFIX_LEN : 0;
+		size_t room = v->max_len > pre ? v->max_len - pre : 0;
 		/* the last character whose end is within room */
 		size_t e = nch;
 		while (e > c && w->cstart[e] - start > room)
@@ -661,11 +652,10 @@ unk:
 	return 0;
 }
 
-/* Pre-tokenize one normalized character. */
-static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
+/* Pre-tokenize one normalized character (f: its flags). */
+static int emit(struct loom_wordpiece *w, uint32_t cp, unsigned f, uint64_t os, uint64_t oe,
 		struct loom_ids *out, struct loom_offsets *offs)
 {
-	unsigned f = loom_wp_flags(cp);
 	uint8_t b[4];
 	size_t k = loom_utf8_encode(b, cp);
 	int rc;
@@ -679,21 +669,25 @@ static int emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
 	return word_add(w, b, k, os, oe);
 }
 
-/* Lower-case one character (if enabled), then pre-tokenize. */
-static int lower_emit(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_t oe,
-		      struct loom_ids *out, struct loom_offsets *offs)
+/* Lower-case one character (f: its flags) if enabled, then pre-tokenize.
+ * The ASCII characters with a lower-case mapping are A-Z; every other one
+ * flagged LOWER has its entry in loom_wp_lower (the generator's
+ * guarantee). */
+static int lower_emit(struct loom_wordpiece *w, uint32_t cp, unsigned f, uint64_t os,
+		      uint64_t oe, struct loom_ids *out, struct loom_offsets *offs)
 {
-	if (w->v->opts.lowercase && (loom_wp_flags(cp) & LOOM_WP_LOWER)) {
-		const struct loom_wp_map *m = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, cp);
-		for (int i = 0; m && i < m->n; i++) {
-			int rc = emit(w, loom_wp_lower_pool[m->off + i], os, oe, out, offs);
-			if (rc)
-				return rc;
-		}
-		if (m)
-			return 0;
+	if (!w->v->opts.lowercase || !(f & LOOM_WP_LOWER))
+		return emit(w, cp, f, os, oe, out, offs);
+	if (cp < 0x80) /* A-Z: a-z has the same (word) class */
+		return emit(w, cp + 32, f, os, oe, out, offs);
+	const struct loom_wp_map *m = loom_wp_map_find(loom_wp_lower, loom_wp_lower_n, cp);
+	for (int i = 0; i < m->n; i++) {
+		uint32_t l = loom_wp_lower_pool[m->off + i];
+		int rc = emit(w, l, loom_wp_flags(l), os, oe, out, offs);
+		if (rc)
+			return rc;
 	}
-	return emit(w, cp, os, oe, out, offs);
+	return 0;
 }
 
 /* Normalize one input character at s[os..oe): clean-up, CJK, accents. */
@@ -715,19 +709,20 @@ static int normalize(struct loom_wordpiece *w, uint32_t cp, uint64_t os, uint64_
 	if (v->strip && (f & LOOM_WP_STRIP)) {
 		if (cp >= 0xAC00 && cp <= 0xD7A3) { /* Hangul syllable: L V (T) */
 			uint32_t si = cp - 0xAC00, t = si % 28;
-			if ((rc = lower_emit(w, 0x1100 + si / 588, os, oe, out, offs)) ||
-			    (rc = lower_emit(w, 0x1161 + si % 588 / 28, os, oe, out, offs)))
-				return rc;
-			if (t && (rc = lower_emit(w, 0x11A7 + t, os, oe, out, offs)))
-				return rc;
-		} else {
-			const struct loom_wp_map *m = loom_wp_map_find(loom_wp_strip, loom_wp_strip_n, cp);
-			for (int i = 0; i < m->n; i++)
-				if ((rc = lower_emit(w, loom_wp_strip_pool[m->off + i], os, oe, out,
+			uint32_t jamo[3] = { 0x1100 + si / 588, 0x1161 + si % 588 / 28, 0x11A7 + t };
+			for (int j = 0; j < (t ? 3 : 2); j++)
+				if ((rc = lower_emit(w, jamo[j], loom_wp_flags(jamo[j]), os, oe, out,
 						     offs)))
 					return rc;
+		} else {
+			const struct loom_wp_map *m = loom_wp_map_find(loom_wp_strip, loom_wp_strip_n, cp);
+			for (int i = 0; i < m->n; i++) {
+				uint32_t x = loom_wp_strip_pool[m->off + i];
+				if ((rc = lower_emit(w, x, loom_wp_flags(x), os, oe, out, offs)))
+					return rc;
+			}
 		}
-	} else if ((rc = lower_emit(w, cp, os, oe, out, offs))) {
+	} else if ((rc = lower_emit(w, cp, f, os, oe, out, offs))) {
 		return rc;
 	}
 	return cjk ? word_flush(w, out, offs) : 0;
@@ -740,6 +735,7 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 	if (!v)
 		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
 	w->nch = w->wlen = 0;
+	w->spans = offs != NULL;
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc;) {
 		uint8_t c = s[i];
@@ -773,24 +769,16 @@ int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 	return 0;
 }
 
-/* --- decoding ----------------------------------------------------------- */
-
-static int buf_put(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+size_t loom_wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window)
 {
-	if (*len + n > *cap) {
-		size_t c = *cap ? *cap : 4096;
-		while (c < *len + n)
-			c *= 2;
-		uint8_t *b = realloc(*buf, c);
-		if (!b)
-			return LOOM_ENOMEM;
-		*buf = b;
-		*cap = c;
-	}
-	memcpy(*buf + *len, p, n);
-	*len += n;
+	size_t lo = n > window ? n - window : 0;
+	for (size_t i = n; i > lo; i--)
+		if (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\r' || s[i - 1] == '\n')
+			return i;
 	return 0;
 }
+
+/* --- decoding ----------------------------------------------------------- */
 
 /* HuggingFace's cleanup of one decoded token (" ." -> "." ...), in its
  * order; `t` has room for the result (it only shrinks). */
@@ -818,6 +806,11 @@ static size_t cleanup_token(char *t, size_t n)
 	return n;
 }
 
+void loom_wordpiece_decode_reset(struct loom_wordpiece *w)
+{
+	w->emitted = 0;
+}
+
 int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
 			  uint64_t first, int skip_special, int cleanup,
 			  uint8_t **buf, size_t *len, size_t *cap)
@@ -825,9 +818,6 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 	const struct wp_vocab *v = w->v;
 	if (!v)
 		return loom_err_set(&w->err, LOOM_EINVAL, "no vocabulary loaded");
-	if (first == 0)
-		w->emitted = 0;
-	char tmp[2 * 1024];
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if (id >= v->n)
@@ -843,9 +833,9 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 		}
 		const char *t = v->bytes + v->off[id];
 		size_t tl = v->off[id + 1] - v->off[id];
-		char *p = tmp, *heap = NULL;
-		if (tl + 1 > sizeof tmp && !(p = heap = malloc(tl + 1)))
+		if (loom_buf_reserve(buf, *len, cap, tl + 1))
 			return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+		char *p = (char *)*buf + *len;
 		size_t pl = 0;
 		if (w->emitted && tl >= PREFIX_LEN && !memcmp(t, PREFIX, PREFIX_LEN)) {
 			memcpy(p, t + PREFIX_LEN, tl - PREFIX_LEN);
@@ -856,12 +846,7 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 			memcpy(p + pl, t, tl);
 			pl += tl;
 		}
-		if (cleanup)
-			pl = cleanup_token(p, pl);
-		int rc = buf_put(buf, len, cap, p, pl);
-		free(heap);
-		if (rc)
-			return loom_err_set(&w->err, rc, "out of memory");
+		*len += cleanup ? cleanup_token(p, pl) : pl;
 		w->emitted = 1;
 	}
 	return 0;

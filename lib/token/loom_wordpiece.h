@@ -45,8 +45,8 @@
  * Vocabulary (vocab.txt): a token a line, trailing white space removed, a
  * token appearing twice takes the later line's id (as HuggingFace);
  * "[UNK]" must be present.  Failures name the file and line
- * (LOOM_EFORMAT): empty file, a line over 1000 bytes, invalid UTF-8, no
- * [UNK], more than 2^24 lines.
+ * (LOOM_EFORMAT): empty file, invalid UTF-8, no [UNK], more than 2^24
+ * lines.
  *
  * Ownership: loom_wordpiece_new/_free.  The loaded vocabulary is
  * immutable; encode/decode keep scratch space in the object, so one
@@ -92,7 +92,8 @@ int loom_wordpiece_load_mem(struct loom_wordpiece *w, const char *buf, size_t le
 			    const char *name, const struct loom_wordpiece_opts *o);
 /* The vocab.txt that `spec` names: "bert-base-uncased" (shipped in
  * share/vocab/bert-base-uncased/, found by loom_share_path) or a path,
- * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere. */
+ * into out[0..n).  LOOM_EINVAL if the shipped one is nowhere or the path
+ * does not fit in n bytes. */
 int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
 /* Load a HuggingFace tokenizer.json whose model is WordPiece (as
  * bert-base-uncased's): model {type WordPiece, vocab {token: id} with ids
@@ -103,7 +104,8 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
  * (prefix "##", cleanup true) or null.  Anything else is refused by name
  * (LOOM_EFORMAT) rather than giving other ids than HuggingFace's: another
  * model, normalizer, pre-tokenizer or decoder, another prefix or unknown
- * token, an added token that is not the vocabulary's entry of its id.
+ * token, an added token that is not the vocabulary's entry of its id,
+ * truncation or padding set (loom_hf_no_cut, as for BPE).
  * Added tokens are not looked for in the text, and the post-processor's
  * [CLS] ... [SEP] is not added (HuggingFace's add_special_tokens=False). */
 int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path);
@@ -114,7 +116,8 @@ int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t
 struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);
 
 /* Vocabulary size (lines), the id of a token (LOOM_VOCAB_NONE if absent)
- * and the text of an id (NULL if id >= size). */
+ * and the text of an id (NULL if id >= size); without a vocabulary loaded
+ * 0, LOOM_VOCAB_NONE and NULL. */
 uint32_t loom_wordpiece_size(const struct loom_wordpiece *w);
 uint32_t loom_wordpiece_id(const struct loom_wordpiece *w, const char *tok, size_t n);
 const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, size_t *n);
@@ -124,11 +127,23 @@ const char *loom_wordpiece_token(const struct loom_wordpiece *w, uint32_t id, si
 int loom_wordpiece_encode(struct loom_wordpiece *w, const uint8_t *s, size_t n,
 			  struct loom_ids *out, struct loom_offsets *offs, uint64_t base);
 
+/* For streaming very long documents: the end p (1..n) of the last ASCII
+ * white space byte (space, TAB, CR, LF) among the last `window` bytes of
+ * s[0..n); 0 if there is none (or n == 0).  White space ends a word
+ * whatever the options, and these bytes are never part of a UTF-8
+ * sequence, so s[0..p) and what follows it encode to the ids of the
+ * whole. */
+size_t loom_wordpiece_safe_cut(const uint8_t *s, size_t n, size_t window);
+
 /* Append the text of ids[0..n) to the buffer *buf (malloc'd, *len used,
- * *cap allocated; all may start 0/NULL).  An id past the vocabulary is an
- * error naming it and its position (first + index). */
+ * *cap allocated; all may start 0/NULL).  Successive calls continue one
+ * text (a token after an earlier call's is joined with a space) until
+ * loom_wordpiece_decode_reset; a new object starts a text.  An id past
+ * the vocabulary is an error naming it and its position (first + index). */
 int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t n,
 			  uint64_t first, int skip_special, int cleanup,
 			  uint8_t **buf, size_t *len, size_t *cap);
+/* Start a new text: the next token decoded has no space before it. */
+void loom_wordpiece_decode_reset(struct loom_wordpiece *w);
 
 #endif
