@@ -106,9 +106,11 @@ void cli_init(const char *prog, const char *usage)
  * to stderr, so that a message never glues onto it. */
 static int progress_shown;
 
-static void vmsg(const char *fmt, va_list ap)
+/* "prog: message\n" on stderr, after clearing a progress line; one whole
+ * line even when worker threads write messages too. */
+static void vline(const char *fmt, va_list ap)
 {
-	fflush(stdout);
+	flockfile(stderr);
 	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;
@@ -116,6 +118,13 @@ static void vmsg(const char *fmt, va_list ap)
 	fprintf(stderr, "%s: ", cli_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	vline(fmt, ap);
 }
 
 void cli_warn(const char *fmt, ...)
@@ -134,14 +143,10 @@ void cli_info(const char *fmt, ...)
 	va_list ap;
 	if (!cli_verbose)
 		return;
-	/* one line even from worker threads; stdout is not flushed (data) */
-	flockfile(stderr);
-	fprintf(stderr, "%s: ", cli_prog);
+	/* stdout is not flushed: it is data, and a worker thread may call this */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vline(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
 }
 
 void cli_die(const char *fmt, ...)
@@ -448,6 +453,7 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	va_list ap;
 	if (!p->enabled)
 		return;
+	flockfile(stderr);
 	fprintf(stderr, "\r%s: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -455,14 +461,17 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	fputs("\033[K", stderr);
 	fflush(stderr);
 	p->shown = progress_shown = 1;
+	funlockfile(stderr);
 }
 
 void cli_progress_done(struct cli_progress *p)
 {
 	if (p->shown) {
+		flockfile(stderr);
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
 		p->shown = progress_shown = 0;
+		funlockfile(stderr);
 	}
 }
 
