@@ -28,7 +28,7 @@
 #include <openssl/evp.h>
 
 #include "tensorflow/example.pb-c.h"
-#include "loom_pretok.h"
+#include "loom_utf8.h"
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -696,15 +696,9 @@ static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind
  * NULL. */
 static const uint8_t *utf8_bad(const uint8_t *b, const uint8_t *e)
 {
-	while (b < e) {
-		uint32_t cp;
-		int valid;
-		size_t n = loom_utf8_decode(b, (size_t)(e - b), &cp, &valid);
-		if (!valid)
-			return b;
-		b += n;
-	}
-	return NULL;
+	int stop;
+	size_t n = loom_utf8_span(b, (size_t)(e - b), &stop);
+	return b + n < e ? b + n : NULL;
 }
 
 /* Walk a whole Example.  If key != NULL, decode that int64 feature. */
