@@ -839,15 +839,24 @@ struct loom_tfr_file {
 struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_path,
 					 struct loom_err *err)
 {
+	uint64_t fsize;
+	int fd = loom_file_open_regular(path, UINT64_MAX, &fsize, err);
+	return fd < 0 ? NULL : loom_tfr_file_open_fd(fd, fsize, path, index_path, err);
+}
+
+struct loom_tfr_file *loom_tfr_file_open_fd(int fd, uint64_t fsize, const char *path,
+					    const char *index_path, struct loom_err *err)
+{
 	struct loom_tfr_file *f = calloc(1, sizeof *f);
 	char *ipath = NULL, *text = NULL;
 	size_t tlen;
 	if (!f || !(f->path = strdup(path))) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		free(f);
+		close(fd);
 		return NULL;
 	}
-	f->fd = -1;
+	f->fd = fd;
 	if (!index_path) {
 		if (asprintf(&ipath, "%s.index", path) < 0) {
 			ipath = NULL;
@@ -856,10 +865,6 @@ struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_pat
 		}
 		index_path = ipath;
 	}
-	uint64_t fsize;
-	f->fd = loom_file_open_regular(path, UINT64_MAX, &fsize, err);
-	if (f->fd < 0)
-		goto fail;
 	if (loom_file_read_bounded(index_path, loom_tfr_index_max(fsize), &text, &tlen, err) < 0)
 		goto fail;
 	if (loom_tfr_index_parse(text, tlen, index_path, &f->off, &f->n, err) < 0)
