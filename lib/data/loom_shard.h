@@ -35,7 +35,8 @@
  * manifest is the commit point, so whenever the process dies it names the
  * old set or the new one, complete ("Committing a set" in the spec;
  * the machinery is loom_shardset.h, shared with loom-squad prepare).
- * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
+ * loom_shard_new() locks the prefix (.PREFIX.lock, until _free; another
+ * run holding it: LOOM_EBUSY) and
  * removes what killed runs left; on any failure before the commit point
  * nothing of the run is left and the old set stays.  A validation split
  * (val_key / val_records) is a second loom_shard on PREFIX.val over the

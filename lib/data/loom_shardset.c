@@ -251,7 +251,7 @@ static int lock_prefix(struct loom_shardset *s, struct loom_err *err)
 		return loom_err_set(err, LOOM_EIO, "output directory '%s' does not exist", s->dir);
 	int rc = loom_lock_take(s->lock_path, &s->lock_fd, err);
 	if (rc == LOOM_EBUSY)
-		return loom_err_set(err, LOOM_EIO, "another %s is writing '%s' (it holds '%s')",
+		return loom_err_set(err, LOOM_EBUSY, "another %s is writing '%s' (it holds '%s')",
 				    s->who, s->prefix, s->lock_path);
 	return rc;
 }
