@@ -86,8 +86,11 @@ void cli_init(const char *prog, const char *usage)
 	static int registered; /* a subcommand calls cli_init again */
 	cli_prog = prog;
 	cli_usage_text = usage;
-	if (!registered++)
+	if (!registered++) {
 		atexit(close_stdout);
+		/* run first: exit(1) after an output was opened leaves no temp */
+		atexit(loom_outfile_unlink_all);
+	}
 	raise_nofile_limit();
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction sa;

@@ -132,7 +132,8 @@ void (*cli_test_kill_hook(void **ctx))(void *ctx, const char *what, const char *
 
 /* Sets the program name used in messages, the usage text printed by --help
  * (whose first words name the command in the hint after usage errors), installs handlers that remove live temporary
- * outputs on SIGINT/SIGTERM/SIGHUP before dying, raises the soft limit on
+ * outputs on SIGINT/SIGTERM/SIGHUP before dying and at exit (an exit(1)
+ * after loom_outfile_open leaves no temporary file behind), raises the soft limit on
  * open files to the hard one, and checks stdout at exit: flushed and closed
  * without a write error, else "prog: cannot write to stdout: REASON" and
  * exit 1 (quiet after an error already reported by cli_die/cli_exit/

@@ -155,7 +155,6 @@ static const struct cli_cmd cmd = {
 int main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
-	atexit(loom_outfile_unlink_all);
 	int nfiles = argc - optind;
 	if (nfiles < 1)
 		cli_usage_error("no input file");

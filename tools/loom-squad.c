@@ -214,7 +214,6 @@ static int prepare_main(int argc, char **argv)
 	struct loom_shardset_opts so = { .prefix = o.prefix, .who = "loom-squad",
 					 .shards = o.shards, .no_sha256 = o.no_sha256 };
 	so.commit_step = cli_test_kill_hook(&so.commit_step_ctx);
-	atexit(loom_outfile_unlink_all);
 	if (loom_mkdir_parent(o.prefix, &err) < 0)
 		cli_die("%s", err.msg);
 	struct loom_shardset *set = loom_shardset_open(&so, &err);
