@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -220,8 +219,6 @@ int main(int argc, char **argv)
 	}
 	free(jobs);
 	double dt = loom_now() - t0;
-	if (fflush(stdout) != 0)
-		cli_die("cannot write to stdout: %s", strerror(errno));
 	if (!quiet && !failed) {
 		char b1[32], b2[32];
 		fprintf(stderr, "loom-index: %d file%s, %" PRIu64 " records, %s%s%s, %.2f s (%s/s)\n",
