@@ -204,11 +204,6 @@ void cli_exit(int code, const char *fmt, ...)
 	exit(code);
 }
 
-void cli_bad_option(void)
-{
-	usage_hint();
-}
-
 void cli_help(void)
 {
 	fputs(cli_usage_text, stdout);
@@ -284,6 +279,16 @@ static _Noreturn void list_options(const struct cli_opt *opts)
 		printf("--%s%s%s\n", o->name, o->values ? " : " : "", o->values ? o->values : "");
 	}
 	exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+static double cli_double(const char *opt, const char *arg, double min, double max)
+{
+	double v;
+	if (loom_parse_double(arg, &v) < 0)
+		cli_usage_error("%s: '%s' is not a number", opt, arg);
+	if (v < min || v > max)
+		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
+	return v;
 }
 
 static void take(const struct cli_opt *o, const char *arg)
@@ -376,8 +381,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 		for (size_t i = 0; !o && c > 0 && c < 256 && i < n; i++)
 			if (opts[i].short_name == c && opts[i].kind != CLI_TEXT)
 				o = &opts[i];
-		if (!o)
-			cli_bad_option();
+		if (!o) /* getopt said what is wrong */
+			usage_hint();
 		take(o, optarg);
 	}
 	if (cli_quiet)
@@ -396,16 +401,6 @@ uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
 				(unsigned long long)min, (unsigned long long)max);
 	if (rc < 0)
 		cli_usage_error("%s: '%s' is not a whole number", opt, arg);
-	return v;
-}
-
-double cli_double(const char *opt, const char *arg, double min, double max)
-{
-	double v;
-	if (loom_parse_double(arg, &v) < 0)
-		cli_usage_error("%s: '%s' is not a number", opt, arg);
-	if (v < min || v > max)
-		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
 	return v;
 }
 

@@ -164,12 +164,10 @@ _Noreturn void cli_usage_error(const char *fmt, ...)
 _Noreturn void cli_help(void);
 /* "prog (loom X.Y.Z)" plus `extra` (library versions, may be NULL), exit 0. */
 _Noreturn void cli_version(const char *extra);
-/* For getopt's '?' case: its message is already printed; add the hint, exit 2. */
-_Noreturn void cli_bad_option(void);
 
-/* Option values: on failure a usage error naming the option, exit 2. */
+/* Option values (for OPT_CALLBACKs; the table checks its own kinds): on
+ * failure a usage error naming the option, exit 2. */
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max);
-double cli_double(const char *opt, const char *arg, double min, double max);
 uint64_t cli_size(const char *opt, const char *arg); /* 512M, 2G, ... */
 
 /* Refuse to write binary data to a terminal unless forced (exit 2). */
