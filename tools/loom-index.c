@@ -16,7 +16,7 @@ struct stats {
 	uint64_t records, bytes, pmin, pmax, psum;
 };
 
-static int verify, check, do_stats, no_write, quiet, show_progress;
+static int verify, check, do_stats, no_write, show_progress;
 static struct cli_progress pr;
 
 /* One input file: its results are printed in argument order by main. */
@@ -136,7 +136,7 @@ static const struct cli_opt opts[] = {
 	OPT_INT('j', "jobs", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
 	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
 	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
-	OPT_QUIET(&quiet, "no summary line (and no -v lines)"),
+	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
 	OPT_END()
 };
 
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	}
 	free(jobs);
 	double dt = loom_now() - t0;
-	if (!quiet && !failed) {
+	if (!cli_quiet && !failed) {
 		char b1[32], b2[32];
 		fprintf(stderr, "loom-index: %d file%s, %" PRIu64 " records, %s%s%s, %.2f s (%s/s)\n",
 			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,
