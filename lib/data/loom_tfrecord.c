@@ -522,18 +522,6 @@ struct loom_tfr_reader *loom_tfr_reader_open(const char *path, int flags,
 	return r;
 }
 
-/* Make at least `want` bytes available at rd.buf[rd.start]; returns what
- * is available (less only at end of input) or a negative error. */
-static ssize_t fill(struct loom_tfr_reader *r, size_t want)
-{
-	ssize_t got = loom_reader_fill(&r->rd, want);
-	if (got == LOOM_EIO)
-		return loom_err_errno(&r->err, LOOM_EIO, r->rd.errnum, "cannot read '%s'", r->name);
-	if (got == LOOM_ENOMEM)
-		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
-	return got;
-}
-
 #define RERR(r, code, off, ...) \
 	record_error(&(r)->err, code, (r)->name, (r)->index, off, __VA_ARGS__)
 
@@ -572,7 +560,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 {
 	if (r->err.code)
 		return r->err.code;
-	ssize_t got = fill(r, LOOM_TFR_HEADER);
+	ssize_t got = loom_reader_fill_err(&r->rd, LOOM_TFR_HEADER, r->name, &r->err);
 	if (got < 0)
 		return (int)got;
 	uint64_t off = r->rd.pos + r->rd.start;
@@ -606,7 +594,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 			return rc;
 		rec->data = NULL;
 	} else {
-		got = fill(r, total);
+		got = loom_reader_fill_err(&r->rd, total, r->name, &r->err);
 		if (got < 0)
 			return (int)got;
 		if ((size_t)got < total)
