@@ -73,6 +73,20 @@ int loom_tfr_sniff(const void *buf, size_t len)
 	return len >= LOOM_TFR_HEADER && get_u32(p + 8) == loom_crc32c_masked(p, 8);
 }
 
+/* "NAME: record REC at byte OFF: why" */
+static __attribute__((format(printf, 6, 7))) int
+record_error(struct loom_err *e, int code, const char *name, uint64_t rec, uint64_t off,
+	     const char *fmt, ...)
+{
+	char why[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	return loom_err_set(e, code, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", name,
+			    rec, off, why);
+}
+
 int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index,
 		      const char *name, struct loom_tfr_record *rec, struct loom_err *err)
 {
@@ -81,21 +95,18 @@ int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index
 	if (!left)
 		return LOOM_EOF;
 	if (left < LOOM_TFR_HEADER)
-		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": truncated record header (%" PRIu64 " of 12 bytes)",
-				    name, index, o, left);
+		return record_error(err, LOOM_ETRUNC, name, index, o,
+				    "truncated record header (%" PRIu64 " of 12 bytes)", left);
 	uint64_t n = get_u64(p);
 	if (get_u32(p + 8) != loom_crc32c_masked(p, 8))
-		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": length CRC mismatch (length field %" PRIu64 ")", name, index,
-				    o, n);
+		return record_error(err, LOOM_ECHECKSUM, name, index, o,
+				    "length CRC mismatch (length field %" PRIu64 ")", n);
 	if (n > left - LOOM_TFR_HEADER || left - LOOM_TFR_HEADER - n < LOOM_TFR_FOOTER)
-		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": truncated record (payload of %" PRIu64 " bytes, %" PRIu64
-				    " bytes left)", name, index, o, n, left - LOOM_TFR_HEADER);
+		return record_error(err, LOOM_ETRUNC, name, index, o,
+				    "truncated record (payload of %" PRIu64 " bytes, %" PRIu64
+				    " bytes left)", n, left - LOOM_TFR_HEADER);
 	if (get_u32(p + LOOM_TFR_HEADER + n) != loom_crc32c_masked(p + LOOM_TFR_HEADER, n))
-		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": payload CRC mismatch", name, index, o);
+		return record_error(err, LOOM_ECHECKSUM, name, index, o, "payload CRC mismatch");
 	rec->data = p + LOOM_TFR_HEADER;
 	rec->len = (size_t)n;
 	rec->offset = o;
@@ -524,19 +535,6 @@ struct loom_tfr_reader *loom_tfr_reader_open(const char *path, int flags,
 
 #define RERR(r, code, off, ...) \
 	record_error(&(r)->err, code, (r)->name, (r)->index, off, __VA_ARGS__)
-
-static __attribute__((format(printf, 6, 7))) int
-record_error(struct loom_err *e, int code, const char *name, uint64_t rec, uint64_t off,
-	     const char *fmt, ...)
-{
-	char why[300];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	return loom_err_set(e, code, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", name,
-			    rec, off, why);
-}
 
 /* Skip `n` payload+footer bytes without reading them (regular files). */
 static int skip_bytes(struct loom_tfr_reader *r, uint64_t n)
