@@ -8,8 +8,10 @@
  * the spirit of git's parse-options.  cli_parse() turns the table into
  * getopt_long's, checks every value (whole numbers and numbers in a range;
  * one line naming the option, exit 2), generates the
- * options section of --help, and gives every tool the same -h/--help,
- * -V/--version, -v/--verbose, -q/--quiet (-q wins over -v) and --progress.
+ * options section of --help, and adds -h/--help and -V/--version to every
+ * table; the same -v/--verbose, -q/--quiet (-q wins over -v) and
+ * --progress for the tools that list them (OPT_VERBOSE, OPT_QUIET,
+ * OPT_PROGRESS).
  * A hidden --list-options prints the options, one per line, with their
  * enumerated values: share/bash-completion/loom completes from it.
  *

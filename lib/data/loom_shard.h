@@ -142,8 +142,10 @@ struct loom_shard_opts {
 					(0 = loom_shard_default_memory()) */
 	const char *tmpdir;          /* for bucket files (NULL = prefix's dir) */
 	const char *feature;         /* NULL = "input_ids" */
-	int threads;                 /* encoding threads (0 = OpenMP default);
-					the output is the same for any count */
+	int threads;                 /* encoding threads (pthreads; 0 = the
+					online CPUs, _SC_NPROCESSORS_ONLN; at
+					most 64); the output is the same for
+					any count */
 	/* Manifest only: */
 	uint64_t vocab_size;         /* 0 = unknown; else every token must be < it */
 	const char *vocab_sha256;    /* NULL = unknown */
