@@ -39,4 +39,11 @@ like "$T/tty-train" 'loom-train: done: 20 steps' "training ran"
 
 run loom-feed -m "$T/d.manifest.json" --batch 4 --seq 8 --seed 1 --progress
 like "$err" $'\rloom-feed: batch 0, epoch 0' "--progress to a file: the first update is shown at once"
+# a -v line clears the progress line first, as warnings do (epoch 1's note
+# comes after batch 0's progress line, shown at once)
+run loom-feed -m "$T/d.manifest.json" --batch 4 --seq 8 --seed 1 --epochs 2 --progress -v
+is_rc 0 "--progress -v into a file"
+like "$err" $'records/s\033\\[K\r\033\\[Kloom-feed: epoch 1 starts' \
+	"the -v line clears the progress line before it"
+unlike "$err" $'records/s\033\\[Kloom-feed:' "and never glues onto it"
 done_testing

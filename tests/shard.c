@@ -272,6 +272,25 @@ static void failing_run(void)
 	is_int(tap_count_dir_containing(dir, "fail"), 0, "  nothing left of the failed run");
 }
 
+/* a second run on a prefix another holds: LOOM_EBUSY, named */
+static void busy_prefix(void)
+{
+	struct loom_err e;
+	char prefix[256], has[512];
+	snprintf(prefix, sizeof prefix, "%s/busy", dir);
+	struct loom_shard_opts o = { .prefix = prefix, .seq_len = 24, .shards = 1,
+				     .vocab_size = 1000, .memory = 1 << 20 };
+	struct loom_shard *a = loom_shard_new(&o, &e);
+	ok(a != NULL, "a first run holds the prefix");
+	struct loom_shard *b = loom_shard_new(&o, &e);
+	ok(b == NULL, "a second one is refused");
+	is_int(e.code, LOOM_EBUSY, "  with LOOM_EBUSY");
+	snprintf(has, sizeof has, "another loom-shard is writing '%s'", prefix);
+	ok(strstr(e.msg, has) != NULL, "  naming the prefix");
+	loom_shard_free(b);
+	loom_shard_free(a);
+}
+
 int main(void)
 {
 	dir = tap_tmpdir();
@@ -284,6 +303,7 @@ int main(void)
 		tok[i] = (uint32_t)((i * 2654435761u) % 50257);
 	sharding();
 	failing_run();
+	busy_prefix();
 	free(tok);
 	return done_testing();
 }

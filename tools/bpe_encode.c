@@ -267,11 +267,10 @@ static int reader_fill(struct reader *r, struct chunk *ch)
 	for (;;) {
 		if (!r->rd.buf && !reader_open_next(r))
 			return 0;
-		ssize_t n = loom_reader_fill(&r->rd, want);
-		if (n == LOOM_EIO)
-			cli_die("cannot read '%s': %s", r->name, strerror(r->rd.errnum));
+		struct loom_err e;
+		ssize_t n = loom_reader_fill_err(&r->rd, want, r->name, &e);
 		if (n < 0)
-			cli_die("out of memory");
+			cli_die("%s", e.msg);
 		const uint8_t *p = r->rd.buf + r->rd.start;
 		ch->file = r->name;
 		ch->first_line = r->line;

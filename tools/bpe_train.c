@@ -72,11 +72,10 @@ static void read_input(struct train_ctx *c, const char *path)
 	if (loom_reader_init(&rd, fd, 1 << 20))
 		cli_die("out of memory");
 	for (;;) {
-		ssize_t r = loom_reader_fill(&rd, 1);
-		if (r == LOOM_EIO)
-			cli_die("cannot read '%s': %s", name, strerror(rd.errnum));
+		struct loom_err e;
+		ssize_t r = loom_reader_fill_err(&rd, 1, name, &e);
 		if (r < 0)
-			cli_die("out of memory");
+			cli_die("%s", e.msg);
 		if (r == 0)
 			break;
 		c->read += (uint64_t)r;

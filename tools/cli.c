@@ -86,8 +86,11 @@ void cli_init(const char *prog, const char *usage)
 	static int registered; /* a subcommand calls cli_init again */
 	cli_prog = prog;
 	cli_usage_text = usage;
-	if (!registered++)
+	if (!registered++) {
 		atexit(close_stdout);
+		/* run first: exit(1) after an output was opened leaves no temp */
+		atexit(loom_outfile_unlink_all);
+	}
 	raise_nofile_limit();
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction sa;
@@ -106,9 +109,11 @@ void cli_init(const char *prog, const char *usage)
  * to stderr, so that a message never glues onto it. */
 static int progress_shown;
 
-static void vmsg(const char *fmt, va_list ap)
+/* "prog: message\n" on stderr, after clearing a progress line; one whole
+ * line even when worker threads write messages too. */
+static void vline(const char *fmt, va_list ap)
 {
-	fflush(stdout);
+	flockfile(stderr);
 	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;
@@ -116,6 +121,13 @@ static void vmsg(const char *fmt, va_list ap)
 	fprintf(stderr, "%s: ", cli_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	vline(fmt, ap);
 }
 
 void cli_warn(const char *fmt, ...)
@@ -134,14 +146,10 @@ void cli_info(const char *fmt, ...)
 	va_list ap;
 	if (!cli_verbose)
 		return;
-	/* one line even from worker threads; stdout is not flushed (data) */
-	flockfile(stderr);
-	fprintf(stderr, "%s: ", cli_prog);
+	/* stdout is not flushed: it is data, and a worker thread may call this */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vline(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
 }
 
 void cli_die(const char *fmt, ...)
@@ -194,11 +202,6 @@ void cli_exit(int code, const char *fmt, ...)
 		usage_hint();
 	cli_failed = code != 0;
 	exit(code);
-}
-
-void cli_bad_option(void)
-{
-	usage_hint();
 }
 
 void cli_help(void)
@@ -276,6 +279,16 @@ static _Noreturn void list_options(const struct cli_opt *opts)
 		printf("--%s%s%s\n", o->name, o->values ? " : " : "", o->values ? o->values : "");
 	}
 	exit(fflush(stdout) == 0 ? 0 : 1);
+}
+
+static double cli_double(const char *opt, const char *arg, double min, double max)
+{
+	double v;
+	if (loom_parse_double(arg, &v) < 0)
+		cli_usage_error("%s: '%s' is not a number", opt, arg);
+	if (v < min || v > max)
+		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
+	return v;
 }
 
 static void take(const struct cli_opt *o, const char *arg)
@@ -368,8 +381,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 		for (size_t i = 0; !o && c > 0 && c < 256 && i < n; i++)
 			if (opts[i].short_name == c && opts[i].kind != CLI_TEXT)
 				o = &opts[i];
-		if (!o)
-			cli_bad_option();
+		if (!o) /* getopt said what is wrong */
+			usage_hint();
 		take(o, optarg);
 	}
 	if (cli_quiet)
@@ -388,16 +401,6 @@ uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
 				(unsigned long long)min, (unsigned long long)max);
 	if (rc < 0)
 		cli_usage_error("%s: '%s' is not a whole number", opt, arg);
-	return v;
-}
-
-double cli_double(const char *opt, const char *arg, double min, double max)
-{
-	double v;
-	if (loom_parse_double(arg, &v) < 0)
-		cli_usage_error("%s: '%s' is not a number", opt, arg);
-	if (v < min || v > max)
-		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
 	return v;
 }
 
@@ -448,6 +451,7 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	va_list ap;
 	if (!p->enabled)
 		return;
+	flockfile(stderr);
 	fprintf(stderr, "\r%s: ", cli_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -455,14 +459,17 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 	fputs("\033[K", stderr);
 	fflush(stderr);
 	p->shown = progress_shown = 1;
+	funlockfile(stderr);
 }
 
 void cli_progress_done(struct cli_progress *p)
 {
 	if (p->shown) {
+		flockfile(stderr);
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
 		p->shown = progress_shown = 0;
+		funlockfile(stderr);
 	}
 }
 

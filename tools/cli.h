@@ -8,8 +8,10 @@
  * the spirit of git's parse-options.  cli_parse() turns the table into
  * getopt_long's, checks every value (whole numbers and numbers in a range;
  * one line naming the option, exit 2), generates the
- * options section of --help, and gives every tool the same -h/--help,
- * -V/--version, -v/--verbose, -q/--quiet (-q wins over -v) and --progress.
+ * options section of --help, and adds -h/--help and -V/--version to every
+ * table; the same -v/--verbose, -q/--quiet (-q wins over -v) and
+ * --progress for the tools that list them (OPT_VERBOSE, OPT_QUIET,
+ * OPT_PROGRESS).
  * A hidden --list-options prints the options, one per line, with their
  * enumerated values: share/bash-completion/loom completes from it.
  *
@@ -132,7 +134,8 @@ void (*cli_test_kill_hook(void **ctx))(void *ctx, const char *what, const char *
 
 /* Sets the program name used in messages, the usage text printed by --help
  * (whose first words name the command in the hint after usage errors), installs handlers that remove live temporary
- * outputs on SIGINT/SIGTERM/SIGHUP before dying, raises the soft limit on
+ * outputs on SIGINT/SIGTERM/SIGHUP before dying and at exit (an exit(1)
+ * after loom_outfile_open leaves no temporary file behind), raises the soft limit on
  * open files to the hard one, and checks stdout at exit: flushed and closed
  * without a write error, else "prog: cannot write to stdout: REASON" and
  * exit 1 (quiet after an error already reported by cli_die/cli_exit/
@@ -163,12 +166,10 @@ _Noreturn void cli_usage_error(const char *fmt, ...)
 _Noreturn void cli_help(void);
 /* "prog (loom X.Y.Z)" plus `extra` (library versions, may be NULL), exit 0. */
 _Noreturn void cli_version(const char *extra);
-/* For getopt's '?' case: its message is already printed; add the hint, exit 2. */
-_Noreturn void cli_bad_option(void);
 
-/* Option values: on failure a usage error naming the option, exit 2. */
+/* Option values (for OPT_CALLBACKs; the table checks its own kinds): on
+ * failure a usage error naming the option, exit 2. */
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max);
-double cli_double(const char *opt, const char *arg, double min, double max);
 uint64_t cli_size(const char *opt, const char *arg); /* 512M, 2G, ... */
 
 /* Refuse to write binary data to a terminal unless forced (exit 2). */

@@ -165,8 +165,6 @@ int parse_format(const char *s)
 
 void out_open(struct out *o, const char *path)
 {
-	/* cli_die exits: remove an unfinished output on any exit */
-	atexit(loom_outfile_unlink_all);
 	o->to_stdout = !path || !strcmp(path, "-");
 	if (loom_outfile_open(&o->f, o->to_stdout ? "-" : path))
 		cli_die("%s", loom_outfile_error(&o->f));

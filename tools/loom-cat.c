@@ -279,8 +279,6 @@ int main(int argc, char **argv)
 	} else {
 		failed = cat_range(argv + optind, argc - optind) < 0;
 	}
-	if (fflush(stdout) != 0)
-		out_fail();
 	free(vals);
 	free(renc);
 	return failed ? 1 : 0;

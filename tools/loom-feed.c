@@ -20,10 +20,10 @@ struct args {
 	struct loom_feed_opts o;
 	const char *resume;
 	uint64_t skip;
-	int force, quiet, progress;
+	int force;
 };
 
-/* The options' values, copied out by parse_args(). */
+/* The options' values (-q and --progress: cli_quiet, cli_force_progress) */
 static struct args args = { .o = { .epochs = 1, .threads = 2, .world = 1 } };
 static int have_b, have_t, have_s, have_skip;
 
@@ -106,11 +106,11 @@ static const struct cli_opt opts[] = {
 	OPT_CALLBACK('j', "threads", on_threads, "N", "read-ahead threads (default 2)"),
 	OPT_BOOL(0, "text", &args.o.text, "write \"SEQ EPOCH ROW: ids...\" lines instead of frames"),
 	OPT_BOOL('f', "force", &args.force, "write binary frames even to a terminal"),
-	OPT_PROGRESS(&args.progress, "progress on stderr even when it is not a terminal\n"
+	OPT_PROGRESS(NULL, "progress on stderr even when it is not a terminal\n"
 		     "or stdout is a pipe (then loom-train's line shows)"),
 	OPT_VERBOSE("each shard opened (records, index) and each epoch\n"
 		    "started (its batches and seed), on stderr"),
-	OPT_QUIET(&args.quiet, "no summary line (and no -v lines)"),
+	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
 	OPT_END()
 };
 
@@ -128,11 +128,10 @@ static const struct cli_cmd cmd = {
 	.version = cli_version_jansson,
 };
 
-static void parse_args(int argc, char **argv, struct args *a)
+static void parse_args(int argc, char **argv)
 {
-	struct loom_feed_opts *o = &a->o;
+	struct loom_feed_opts *o = &args.o;
 	cli_parse(&cmd, argc, argv);
-	*a = args;
 	if (!have_b || (!have_t && !o->manifest) || !have_s)
 		cli_usage_error("--batch, --seq and --seed are required (--seq: but with the "
 				"--manifest of a set that gives it)");
@@ -144,7 +143,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		cli_usage_error("--rank %u must be less than --world %u", o->rank, o->world);
 	if (o->verify && !o->manifest)
 		cli_usage_error("--verify needs --manifest");
-	if (have_skip && a->resume)
+	if (have_skip && args.resume)
 		cli_usage_error("--skip-batches and --resume exclude each other");
 	if ((uint64_t)o->batch * o->seq_len > LOOM_BATCH_MAX_TOKENS)
 		cli_usage_error("--batch x (--seq + 1) is larger than a frame may be (%u tokens)",
@@ -197,16 +196,16 @@ static void write_out(const void *buf, size_t len)
 
 int main(int argc, char **argv)
 {
-	struct args a = {0};
+	const struct loom_feed_opts *o = &args.o;
 	struct loom_err err;
-	parse_args(argc, argv, &a);
-	if (!a.o.text)
-		cli_no_binary_tty(STDOUT_FILENO, a.force);
-	a.o.note = tell;
-	struct loom_feed *f = loom_feed_new(&a.o, &err);
+	parse_args(argc, argv);
+	if (!o->text)
+		cli_no_binary_tty(STDOUT_FILENO, args.force);
+	args.o.note = tell;
+	struct loom_feed *f = loom_feed_new(o, &err);
 	if (!f)
 		cli_die("%s", err.msg);
-	uint64_t skip = a.resume ? resume_seq(a.resume, &a.o) : a.skip;
+	uint64_t skip = args.resume ? resume_seq(args.resume, o) : args.skip;
 	signal(SIGPIPE, SIG_IGN);
 	if (loom_feed_start(f, skip) < 0)
 		cli_die("%s", loom_feed_error(f));
@@ -216,7 +215,7 @@ int main(int argc, char **argv)
 	const void *buf;
 	size_t len;
 	int rc;
-	cli_progress_init_upstream(&pr, a.progress);
+	cli_progress_init_upstream(&pr, cli_force_progress);
 	double t0 = loom_now();
 	while ((rc = loom_feed_next(f, &buf, &len)) > 0) {
 		write_out(buf, len);
@@ -225,7 +224,7 @@ int main(int argc, char **argv)
 			loom_feed_get_stats(f, &st);
 			cli_progress_show(&pr, "batch %llu, epoch %u, %.0f records/s",
 					  (unsigned long long)st.seq, st.epoch,
-					  dt > 0 ? (double)st.frames * a.o.batch / dt : 0);
+					  dt > 0 ? (double)st.frames * o->batch / dt : 0);
 		}
 	}
 	cli_progress_done(&pr);
@@ -235,7 +234,7 @@ int main(int argc, char **argv)
 	if ((len = loom_feed_end_frame(f, end)))
 		write_out(end, len);
 	loom_feed_get_stats(f, &st);
-	if (!a.quiet) {
+	if (!cli_quiet) {
 		double dt = loom_now() - t0;
 		char bb[32], feats[48] = "";
 		if (st.features)
@@ -244,11 +243,11 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"loom-feed: %llu batches of %ux%u%s (rank %u of %u) from %llu records in %llu "
 			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s\n",
-			(unsigned long long)st.frames, a.o.batch, st.seq_len, feats, a.o.rank, a.o.world,
+			(unsigned long long)st.frames, o->batch, st.seq_len, feats, o->rank, o->world,
 			(unsigned long long)st.records, (unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
 			cli_bytes((double)st.bytes, bb, sizeof bb), dt,
-			dt > 0 ? (double)st.frames * a.o.batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);
+			dt > 0 ? (double)st.frames * o->batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);
 	}
 	loom_feed_free(f);
 	return 0;

@@ -18,7 +18,6 @@
 #define DEFAULT_MIRROR "https://dumps.wikimedia.org"
 
 static struct {
-	int quiet;
 	struct cli_progress prog;
 	const char *name;
 } g;
@@ -69,7 +68,7 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 		cli_info("%s: %llu bytes received in %u attempt%s, resumed at byte %llu", url,
 			 (unsigned long long)res.transferred, res.attempts,
 			 res.attempts == 1 ? "" : "s", (unsigned long long)res.resumed_from);
-	if (!g.quiet) {
+	if (!cli_quiet) {
 		cli_bytes((double)res.size, sz, sizeof sz);
 		if (res.already) {
 			fprintf(stderr, "%s: %s: already complete (%s, %s %s %s)\n", cli_prog,
@@ -244,7 +243,7 @@ static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki
 			rc = 1;
 			goto out;
 		}
-		if (!g.quiet)
+		if (!cli_quiet)
 			fprintf(stderr, "%s: %s latest is %s\n", cli_prog, wiki, date);
 	} else {
 		memcpy(date, date_arg, 9);
@@ -351,7 +350,7 @@ static const struct cli_opt opts[] = {
 	OPT_PROGRESS(NULL, "show progress even when stderr is not a terminal"),
 	OPT_VERBOSE("each URL requested, and what came of it (bytes,\n"
 		    "attempts, resume offset)"),
-	OPT_QUIET(&g.quiet, "no progress, no summary lines (and no -v lines)"),
+	OPT_QUIET(NULL, "no progress, no summary lines (and no -v lines)"),
 	OPT_END()
 };
 
@@ -437,8 +436,8 @@ int main(int argc, char **argv)
 		date = "latest";
 	if (fo.retry_delay_max < fo.retry_delay)
 		fo.retry_delay_max = fo.retry_delay;
-	cli_progress_init(&g.prog, cli_force_progress && !g.quiet);
-	if (g.quiet)
+	cli_progress_init(&g.prog, cli_force_progress);
+	if (cli_quiet)
 		g.prog.enabled = 0;
 	fo.progress = show_progress;
 

@@ -2,9 +2,9 @@
  * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
 #include <pthread.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,24 +13,28 @@
 #include "loom_file.h"
 #include "loom_tfrecord.h"
 
-struct stats {
-	uint64_t records, bytes, pmin, pmax, psum;
-};
-
-static int verify, check, do_stats, no_write, quiet, show_progress;
+static int verify, check, do_stats, no_write, show_progress;
 static struct cli_progress pr;
 
 /* One input file: its results are printed in argument order by main. */
 struct job {
 	const char *path;
 	char out[4200];          /* index path */
-	struct stats st;
+	struct loom_tfr_scan st; /* without its offsets */
 	int failed;
 	char msg[LOOM_ERR_MAX + 8800]; /* the error line */
 	char statline[4400];
 };
 
-#define cli_warn(...) snprintf(jb->msg, sizeof jb->msg, __VA_ARGS__)
+/* The job's error line, printed by main in argument order. */
+static void job_err(struct job *jb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_err(struct job *jb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(jb->msg, sizeof jb->msg, fmt, ap);
+	va_end(ap);
+}
 
 static int check_example(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e)
 {
@@ -60,13 +64,13 @@ static int compare_index(struct job *jb, const struct loom_tfr_scan *s)
 	if (rc == 0)
 		rc = loom_tfr_index_format(off, n, &want, &wl, &e);
 	if (rc < 0) {
-		cli_warn("%s", e.msg);
+		job_err(jb, "%s", e.msg);
 	} else if (hl != wl || memcmp(have, want, wl)) {
 		/* Name the first line that differs. */
 		size_t line = 1, i = 0;
 		while (i < hl && i < wl && have[i] == want[i])
 			line += have[i++] == '\n';
-		cli_warn("%s: index disagrees with its file '%s' from line %zu on", jb->out,
+		job_err(jb, "%s: index disagrees with its file '%s' from line %zu on", jb->out,
 			 jb->path, line);
 		rc = -1;
 	}
@@ -81,17 +85,18 @@ static int do_file(struct job *jb)
 	struct loom_err e;
 	struct loom_tfr_scan s;
 	if (loom_tfr_scan(jb->path, verify ? check_example : NULL, show_scan, jb, &s, &e) < 0) {
-		cli_warn("%s", e.msg);
+		job_err(jb, "%s", e.msg);
 		return -1;
 	}
 	int rc = 0;
 	if (check) {
 		rc = compare_index(jb, &s);
 	} else if (!no_write && loom_tfr_index_write(jb->out, s.offsets, s.records, &e) < 0) {
-		cli_warn("%s", e.msg);
+		job_err(jb, "%s", e.msg);
 		rc = -1;
 	}
 	free(s.offsets);
+	s.offsets = NULL;
 	if (rc < 0)
 		return -1;
 	if (do_stats)
@@ -100,11 +105,9 @@ static int do_file(struct job *jb)
 			 " max %" PRIu64 " mean %.1f\n", jb->path, s.records, s.bytes,
 			 s.records ? s.pmin : 0, s.pmax,
 			 s.records ? (double)s.psum / (double)s.records : 0.0);
-	jb->st = (struct stats){ s.records, s.bytes, s.pmin, s.pmax, s.psum };
+	jb->st = s;
 	return 0;
 }
-
-#undef cli_warn
 
 static struct job *jobs;
 static int njobs;
@@ -137,7 +140,7 @@ static const struct cli_opt opts[] = {
 	OPT_INT('j', "jobs", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
 	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
 	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
-	OPT_QUIET(&quiet, "no summary line (and no -v lines)"),
+	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
 	OPT_END()
 };
 
@@ -155,7 +158,6 @@ static const struct cli_cmd cmd = {
 int main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
-	atexit(loom_outfile_unlink_all);
 	int nfiles = argc - optind;
 	if (nfiles < 1)
 		cli_usage_error("no input file");
@@ -164,7 +166,7 @@ int main(int argc, char **argv)
 	if (check && no_write)
 		cli_usage_error("--check and --no-write exclude each other");
 	cli_progress_init(&pr, cli_force_progress);
-	struct stats tot = { 0, 0, UINT64_MAX, 0, 0 };
+	struct loom_tfr_scan tot = { .pmin = UINT64_MAX };
 	int failed = 0, stdin_used = 0;
 	double t0 = loom_now();
 	njobs = nfiles;
@@ -221,9 +223,7 @@ int main(int argc, char **argv)
 	}
 	free(jobs);
 	double dt = loom_now() - t0;
-	if (fflush(stdout) != 0)
-		cli_die("cannot write to stdout: %s", strerror(errno));
-	if (!quiet && !failed) {
+	if (!cli_quiet && !failed) {
 		char b1[32], b2[32];
 		fprintf(stderr, "loom-index: %d file%s, %" PRIu64 " records, %s%s%s, %.2f s (%s/s)\n",
 			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,

@@ -282,7 +282,6 @@ static void finish_all(void)
 int main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
-	atexit(loom_outfile_unlink_all);
 	if (!o.prefix)
 		cli_usage_error("-o PREFIX is required");
 	if (o.shards && o.records_per_shard)

@@ -201,11 +201,17 @@ static int prepare_main(int argc, char **argv)
 	struct loom_squad *sq = loom_squad_new();
 	if (!sq)
 		cli_die("out of memory");
-	if (loom_squad_load(sq, file) < 0)
-		cli_die("%s", loom_squad_error(sq));
+	/* read once: parsed, and its sha256 for the manifest */
 	struct loom_err err;
-	if (loom_hash_file_hex("sha256", file, fsha, &err) < 0)
+	char *text;
+	size_t tlen;
+	if (loom_file_read_bounded(file, LOOM_SQUAD_MAX_FILE, &text, &tlen, &err) < 0)
 		cli_die("%s", err.msg);
+	if (loom_squad_load_mem(sq, text, tlen, file) < 0)
+		cli_die("%s", loom_squad_error(sq));
+	if (loom_hash_buf_hex("sha256", text, tlen, fsha, &err) < 0)
+		cli_die("%s", err.msg);
+	free(text);
 	struct loom_squad_feature_opts fo = { (uint32_t)o.seq, (uint32_t)o.stride,
 					      (uint32_t)o.max_query };
 	struct loom_squad_features fs;
@@ -217,7 +223,6 @@ static int prepare_main(int argc, char **argv)
 	struct loom_shardset_opts so = { .prefix = o.prefix, .who = "loom-squad",
 					 .shards = o.shards, .no_sha256 = o.no_sha256 };
 	so.commit_step = cli_test_kill_hook(&so.commit_step_ctx);
-	atexit(loom_outfile_unlink_all);
 	if (loom_mkdir_parent(o.prefix, &err) < 0)
 		cli_die("%s", err.msg);
 	struct loom_shardset *set = loom_shardset_open(&so, &err);

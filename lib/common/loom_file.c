@@ -451,13 +451,19 @@ int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
 			   struct loom_err *err)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+	if (fd < 0) {
+		e = errno;
+		loom_err_errno(err, LOOM_EIO, e, "cannot open '%s'", path);
+		errno = e;
+		return LOOM_EIO;
+	}
 	if (fstat(fd, &st) < 0) {
-		int e = errno;
+		e = errno;
 		close(fd);
-		return loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		loom_err_errno(err, LOOM_EIO, e, "cannot read '%s'", path);
+		errno = e;
+		return LOOM_EIO;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);

@@ -96,7 +96,8 @@ int loom_read_file(const char *path, char **buf, size_t *len, struct loom_err *e
  * loom_file_open_regular opens `path` read-only without blocking on a FIFO
  * (O_NONBLOCK, cleared after), refuses anything but a regular file ("'P'
  * is not a regular file") or one larger than `max` bytes, and returns the
- * descriptor (its size in *size) or a negative LOOM_E* code. */
+ * descriptor (its size in *size) or a negative LOOM_E* code; on LOOM_EIO
+ * errno is the reason (for a caller that words the message itself). */
 int loom_file_open_regular(const char *path, uint64_t max, uint64_t *size,
 			   struct loom_err *err);
 /* Read at most `limit` bytes of fd (from its offset) in 1 MiB blocks,

@@ -57,3 +57,14 @@ ssize_t loom_reader_refill(struct loom_reader *r, size_t want)
 	}
 	return (ssize_t)r->end;
 }
+
+ssize_t loom_reader_refill_err(struct loom_reader *r, size_t want, const char *name,
+			       struct loom_err *err)
+{
+	ssize_t got = loom_reader_refill(r, want);
+	if (got == LOOM_EIO)
+		return loom_err_errno(err, LOOM_EIO, r->errnum, "cannot read '%s'", name);
+	if (got < 0)
+		return loom_err_set(err, (int)got, "out of memory");
+	return got;
+}

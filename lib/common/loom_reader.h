@@ -2,7 +2,8 @@
  * loom_reader.h - a buffered reader over a file descriptor.
  *
  * Purpose: the one read loop behind libloom's streaming parsers (TFRecord
- * records in loom_tfrecord, token streams in loom_shard): the unread bytes
+ * records in loom_tfrecord, token streams in loom_tokin) and the tools'
+ * text readers (loom-bpe encode and train): the unread bytes
  * sit in buf[start..end), the parser consumes them by advancing `start`,
  * and loom_reader_fill(r, want) slides what is left to the front and
  * read()s (restarting on EINTR, each read as large as the free space)
@@ -13,8 +14,8 @@
  * Ownership: the struct is embedded in its owner; loom_reader_init
  * allocates the buffer, loom_reader_release frees it (not the fd: closing
  * it is the owner's business).  Errors: loom_reader_fill returns LOOM_EIO
- * (errno of the failed read in r->errnum) or LOOM_ENOMEM; the owner words
- * the message, it knows the file's name.  Thread-safety: the default
+ * (errno of the failed read in r->errnum) or LOOM_ENOMEM;
+ * loom_reader_fill_err words them, given the file's name.  Thread-safety: the default
  * (loom_common.h): one thread at a time per reader.
  */
 #ifndef LOOM_READER_H
@@ -23,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "loom_common.h"
 
 struct loom_reader {
 	int fd;
@@ -50,6 +53,20 @@ static inline ssize_t loom_reader_fill(struct loom_reader *r, size_t want)
 	if (r->end - r->start >= want)
 		return (ssize_t)(r->end - r->start);
 	return loom_reader_refill(r, want);
+}
+
+/* The slow path of loom_reader_fill_err. */
+ssize_t loom_reader_refill_err(struct loom_reader *r, size_t want, const char *name,
+			       struct loom_err *err);
+
+/* loom_reader_fill, its error in err: "cannot read 'NAME': REASON"
+ * (LOOM_EIO) or "out of memory" (LOOM_ENOMEM). */
+static inline ssize_t loom_reader_fill_err(struct loom_reader *r, size_t want, const char *name,
+					   struct loom_err *err)
+{
+	if (r->end - r->start >= want)
+		return (ssize_t)(r->end - r->start);
+	return loom_reader_refill_err(r, want, name, err);
 }
 
 #endif

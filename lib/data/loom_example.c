@@ -28,7 +28,7 @@
 #include <openssl/evp.h>
 
 #include "tensorflow/example.pb-c.h"
-#include "loom_pretok.h"
+#include "loom_utf8.h"
 
 /* ---- encoding ------------------------------------------------------------ */
 
@@ -332,20 +332,21 @@ size_t loom_example_bound_i64s(const struct loom_example_i64 *f, size_t nf)
 
 size_t loom_example_encode_i64s(const struct loom_example_i64 *f, size_t nf, uint8_t *out)
 {
-	size_t body = 0;
-	for (size_t k = 0; k < nf; k++) {
-		size_t l = entry_len(strlen(f[k].key), f[k].n, plen_i64(f[k].v, f[k].n));
-		body += 1 + vsize64(l) + l;
-	}
-	uint8_t *p = out;
-	*p++ = 0x0a;
-	p = put_varint(p, body);
+	/* The entries after room for the Example's header (a tag and the
+	 * body's length, at most 11 bytes; the bound counts them), then the
+	 * header in front: each feature's payload length is counted once. */
+	uint8_t *body = out + 11, *p = body, hdr[11], *h = hdr;
 	for (size_t k = 0; k < nf; k++) {
 		p = put_entry(p, f[k].key, strlen(f[k].key), f[k].n, plen_i64(f[k].v, f[k].n));
 		for (size_t i = 0; i < f[k].n; i++)
 			p = put_varint(p, (uint64_t)f[k].v[i]);
 	}
-	return (size_t)(p - out);
+	size_t blen = (size_t)(p - body);
+	*h++ = 0x0a;
+	h = put_varint(h, blen);
+	memmove(out + (h - hdr), body, blen);
+	memcpy(out, hdr, (size_t)(h - hdr));
+	return (size_t)(h - hdr) + blen;
 }
 
 int loom_example_encode_pbc(const char *key, const int64_t *v, size_t n, uint8_t **out,
@@ -696,15 +697,9 @@ static int feature(struct rd *r, const uint8_t *p, const uint8_t *end, int *kind
  * NULL. */
 static const uint8_t *utf8_bad(const uint8_t *b, const uint8_t *e)
 {
-	while (b < e) {
-		uint32_t cp;
-		int valid;
-		size_t n = loom_utf8_decode(b, (size_t)(e - b), &cp, &valid);
-		if (!valid)
-			return b;
-		b += n;
-	}
-	return NULL;
+	int stop;
+	size_t n = loom_utf8_span(b, (size_t)(e - b), &stop);
+	return b + n < e ? b + n : NULL;
 }
 
 /* Walk a whole Example.  If key != NULL, decode that int64 feature. */

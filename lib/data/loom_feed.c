@@ -8,10 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "loom_batch.h"
 #include "loom_example.h"
+#include "loom_file.h"
 #include "loom_hash.h"
 #include "loom_shard.h"
 #include "loom_tfrecord.h"
@@ -302,12 +303,10 @@ static void *worker(void *arg)
 
 /* --- inputs ----------------------------------------------------------------- */
 
-static int add_shard(struct loom_feed *f, const char *path, const char *index,
-		     struct loom_err *err)
+/* Shard tf (opened from `path`) joins the set; freed on failure. */
+static int add_shard(struct loom_feed *f, struct loom_tfr_file *tf, const char *path,
+		     const char *index, struct loom_err *err)
 {
-	struct loom_tfr_file *tf = loom_tfr_file_open(path, index, err);
-	if (!tf)
-		return err->code;
 	struct shard *s = realloc(f->shards, (f->nshards + 1) * sizeof *s);
 	if (!s) {
 		loom_tfr_file_free(tf);
@@ -327,32 +326,40 @@ static int add_shard(struct loom_feed *f, const char *path, const char *index,
 	return 0;
 }
 
-/* A shard against its manifest entry: its size ("bytes"), and its sha256
- * with verify (when recorded); one line naming the shard if they differ. */
-static int check_shard(const char *manifest, const char *shard,
-		       const struct loom_manifest_shard *e, int verify, struct loom_err *err)
+/* Open a shard of a manifest, checked against its entry: its size
+ * ("bytes"), and its sha256 with verify (when recorded); one line naming
+ * the manifest and the shard if they differ. */
+static struct loom_tfr_file *open_shard(const char *manifest, const char *shard,
+					const char *index, const struct loom_manifest_shard *e,
+					int verify, struct loom_err *err)
 {
-	struct stat st;
-	if (stat(shard, &st) < 0)
-		return loom_err_set(err, LOOM_EIO, "%s: cannot open shard '%s': %s", manifest,
-				    shard, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' is not a regular file",
-				    manifest, shard);
-	if (e->has_bytes && (int64_t)st.st_size != e->bytes)
-		return loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' is %lld bytes, the manifest "
-				    "says %lld", manifest, shard, (long long)st.st_size,
-				    (long long)e->bytes);
-	if (!verify || !e->sha256)
-		return 0;
+	struct loom_err oe;
+	uint64_t size;
+	int fd = loom_file_open_regular(shard, UINT64_MAX, &size, &oe);
+	if (fd < 0) {
+		if (fd == LOOM_EIO)
+			loom_err_set(err, LOOM_EIO, "%s: cannot open shard '%s': %s", manifest,
+				     shard, strerror(errno));
+		else
+			loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' is not a regular file",
+				     manifest, shard);
+		return NULL;
+	}
 	char hex[LOOM_HASH_HEX_MAX];
-	int rc = loom_hash_file_hex("sha256", shard, hex, err);
-	if (rc < 0)
-		return rc;
-	if (strcmp(hex, e->sha256))
-		return loom_err_set(err, LOOM_ECHECKSUM, "%s: shard '%s' has sha256 %s, the "
-				    "manifest says %s", manifest, shard, hex, e->sha256);
-	return 0;
+	int rc = 0;
+	if (e->has_bytes && size != (uint64_t)e->bytes)
+		rc = loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' is %llu bytes, the "
+				  "manifest says %lld", manifest, shard, (unsigned long long)size,
+				  (long long)e->bytes);
+	else if (verify && e->sha256 && (rc = loom_hash_file_hex("sha256", shard, hex, err)) == 0 &&
+		 strcmp(hex, e->sha256))
+		rc = loom_err_set(err, LOOM_ECHECKSUM, "%s: shard '%s' has sha256 %s, the "
+				  "manifest says %s", manifest, shard, hex, e->sha256);
+	if (rc < 0) {
+		close(fd);
+		return NULL;
+	}
+	return loom_tfr_file_open_fd(fd, size, shard, index, err);
 }
 
 /* A set with a kind: a squad-features set (formats/squad-features.md)
@@ -407,13 +414,11 @@ static int read_manifest(struct loom_feed *f, const char *path, struct loom_err 
 		loom_manifest_release(&m);
 		return rc;
 	}
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		slash[1] = '\0';
-	else
-		dir[0] = '\0';
+	/* names are relative to the manifest's directory */
+	const char *slash = strrchr(path, '/');
+	char *dir = strndup(path, slash ? (size_t)(slash - path) + 1 : 0);
+	if (!dir)
+		rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i < m.nshards; i++) {
 		const struct loom_manifest_shard *e = &m.shards[i];
 		if (!e->file) {
@@ -421,20 +426,27 @@ static int read_manifest(struct loom_feed *f, const char *path, struct loom_err 
 					  path, i);
 			break;
 		}
-		char full[PATH_MAX * 2], idx[PATH_MAX * 2];
-		snprintf(full, sizeof full, "%s%s", e->file[0] == '/' ? "" : dir, e->file);
-		if (e->index)
-			snprintf(idx, sizeof idx, "%s%s", e->index[0] == '/' ? "" : dir, e->index);
-		if (!e->bare && (rc = check_shard(path, full, e, f->o.verify, err)) < 0)
-			break;
-		if ((rc = add_shard(f, full, e->index ? idx : NULL, err)) < 0)
-			break;
-		uint64_t count = f->shards[f->nshards - 1].count;
-		if (e->has_records && (uint64_t)e->records != count)
-			rc = loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' has %llu records, the "
-					  "manifest says %lld", path, full, (unsigned long long)count,
-					  (long long)e->records);
+		char *full = loom_path_join(dir, e->file);
+		char *idx = e->index ? loom_path_join(dir, e->index) : NULL;
+		struct loom_tfr_file *tf = NULL;
+		if (!full || (e->index && !idx))
+			rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		else if (!(tf = e->bare ? loom_tfr_file_open(full, idx, err)
+				       : open_shard(path, full, idx, e, f->o.verify, err)))
+			rc = err->code;
+		else
+			rc = add_shard(f, tf, full, idx, err);
+		if (rc == 0) {
+			uint64_t count = f->shards[f->nshards - 1].count;
+			if (e->has_records && (uint64_t)e->records != count)
+				rc = loom_err_set(err, LOOM_EFORMAT, "%s: shard '%s' has %llu "
+						  "records, the manifest says %lld", path, full,
+						  (unsigned long long)count, (long long)e->records);
+		}
+		free(full);
+		free(idx);
 	}
+	free(dir);
 	if (rc == 0 && m.feature)
 		snprintf(f->feature, sizeof f->feature, "%s", m.feature);
 	if (rc == 0 && m.has_seq_len && m.seq_len < (int64_t)f->T1 && !f->o.pad)
@@ -490,8 +502,10 @@ struct loom_feed *loom_feed_new(const struct loom_feed_opts *o, struct loom_err 
 	pthread_cond_init(&f->cv_free, NULL);
 	pthread_cond_init(&f->cv_ready, NULL);
 	int rc = o->manifest ? read_manifest(f, o->manifest, err) : 0;
-	for (size_t i = 0; rc == 0 && i < o->nshards; i++)
-		rc = add_shard(f, o->shards[i], NULL, err);
+	for (size_t i = 0; rc == 0 && i < o->nshards; i++) {
+		struct loom_tfr_file *tf = loom_tfr_file_open(o->shards[i], NULL, err);
+		rc = tf ? add_shard(f, tf, o->shards[i], NULL, err) : err->code;
+	}
 	f->G = (uint64_t)f->B * f->o.world;
 	if (rc == 0 && f->T1 < 1)
 		rc = loom_err_set(err, LOOM_EINVAL, "a token-stream set needs a sequence length");

@@ -35,7 +35,8 @@
  * manifest is the commit point, so whenever the process dies it names the
  * old set or the new one, complete ("Committing a set" in the spec;
  * the machinery is loom_shardset.h, shared with loom-squad prepare).
- * loom_shard_new() locks the prefix (.PREFIX.lock, until _free) and
+ * loom_shard_new() locks the prefix (.PREFIX.lock, until _free; another
+ * run holding it: LOOM_EBUSY) and
  * removes what killed runs left; on any failure before the commit point
  * nothing of the run is left and the old set stays.  A validation split
  * (val_key / val_records) is a second loom_shard on PREFIX.val over the
@@ -141,8 +142,10 @@ struct loom_shard_opts {
 					(0 = loom_shard_default_memory()) */
 	const char *tmpdir;          /* for bucket files (NULL = prefix's dir) */
 	const char *feature;         /* NULL = "input_ids" */
-	int threads;                 /* encoding threads (0 = OpenMP default);
-					the output is the same for any count */
+	int threads;                 /* encoding threads (pthreads; 0 = the
+					online CPUs, _SC_NPROCESSORS_ONLN; at
+					most 64); the output is the same for
+					any count */
 	/* Manifest only: */
 	uint64_t vocab_size;         /* 0 = unknown; else every token must be < it */
 	const char *vocab_sha256;    /* NULL = unknown */

@@ -251,7 +251,7 @@ static int lock_prefix(struct loom_shardset *s, struct loom_err *err)
 		return loom_err_set(err, LOOM_EIO, "output directory '%s' does not exist", s->dir);
 	int rc = loom_lock_take(s->lock_path, &s->lock_fd, err);
 	if (rc == LOOM_EBUSY)
-		return loom_err_set(err, LOOM_EIO, "another %s is writing '%s' (it holds '%s')",
+		return loom_err_set(err, LOOM_EBUSY, "another %s is writing '%s' (it holds '%s')",
 				    s->who, s->prefix, s->lock_path);
 	return rc;
 }
@@ -438,8 +438,13 @@ static int prepare(struct loom_shardset *s, struct loom_err *err)
 		}
 		if ((rc = push_name(&s->done, &s->ndone, ripath, err)) < 0)
 			break;
-		json_array_append_new(run, shard_entry(s, w, rpath, ripath));
-		json_array_append_new(final, shard_entry(s, w, path, ipath));
+		/* an entry json_pack could not make (NULL) is not appended: -1 */
+		int bad = json_array_append_new(run, shard_entry(s, w, rpath, ripath));
+		bad |= json_array_append_new(final, shard_entry(s, w, path, ipath));
+		if (bad) {
+			rc = nomem(err);
+			break;
+		}
 		s->bytes += loom_tfr_writer_bytes(w);
 	}
 	if (rc < 0) {

@@ -14,7 +14,7 @@
  * first and the run's names are removed.  Whenever the process dies the
  * manifest names a complete set, the old one or the new one.
  * loom_shardset_open() takes a lock on the prefix (DIR/.BASE.lock, until
- * _free) and removes what killed runs left (temporaries, shard files the
+ * _free; another run holding it: LOOM_EBUSY) and removes what killed runs left (temporaries, shard files the
  * manifest in place does not name); on any failure before the commit
  * point, nothing of the run is left and the old set stays.
  *

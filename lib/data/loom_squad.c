@@ -15,7 +15,6 @@
 #include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
 
-#define MAX_FILE ((size_t)1 << 31) /* 2 GiB: far above any SQuAD file (train: 30 MB) */
 
 struct loom_squad *loom_squad_new(void)
 {
@@ -203,7 +202,7 @@ int loom_squad_load(struct loom_squad *s, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_bounded(path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_load_mem(s, buf, len, path);
@@ -498,7 +497,7 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(pred_path, MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_bounded(pred_path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_score_mem(s, buf, len, pred_path, out);

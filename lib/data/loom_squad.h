@@ -72,6 +72,9 @@ struct loom_squad *loom_squad_new(void);
 void loom_squad_free(struct loom_squad *s);
 const char *loom_squad_error(const struct loom_squad *s);
 
+/* The largest SQuAD or predictions file read: 2 GiB, far above any
+ * (train: 30 MB). */
+#define LOOM_SQUAD_MAX_FILE ((size_t)1 << 31)
 /* Load a SQuAD file (path / memory; name is for messages). */
 int loom_squad_load(struct loom_squad *s, const char *path);
 int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const char *name);

@@ -73,6 +73,20 @@ int loom_tfr_sniff(const void *buf, size_t len)
 	return len >= LOOM_TFR_HEADER && get_u32(p + 8) == loom_crc32c_masked(p, 8);
 }
 
+/* "NAME: record REC at byte OFF: why" */
+static __attribute__((format(printf, 6, 7))) int
+record_error(struct loom_err *e, int code, const char *name, uint64_t rec, uint64_t off,
+	     const char *fmt, ...)
+{
+	char why[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	return loom_err_set(e, code, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", name,
+			    rec, off, why);
+}
+
 int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index,
 		      const char *name, struct loom_tfr_record *rec, struct loom_err *err)
 {
@@ -81,21 +95,18 @@ int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index
 	if (!left)
 		return LOOM_EOF;
 	if (left < LOOM_TFR_HEADER)
-		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": truncated record header (%" PRIu64 " of 12 bytes)",
-				    name, index, o, left);
+		return record_error(err, LOOM_ETRUNC, name, index, o,
+				    "truncated record header (%" PRIu64 " of 12 bytes)", left);
 	uint64_t n = get_u64(p);
 	if (get_u32(p + 8) != loom_crc32c_masked(p, 8))
-		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": length CRC mismatch (length field %" PRIu64 ")", name, index,
-				    o, n);
+		return record_error(err, LOOM_ECHECKSUM, name, index, o,
+				    "length CRC mismatch (length field %" PRIu64 ")", n);
 	if (n > left - LOOM_TFR_HEADER || left - LOOM_TFR_HEADER - n < LOOM_TFR_FOOTER)
-		return loom_err_set(err, LOOM_ETRUNC, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": truncated record (payload of %" PRIu64 " bytes, %" PRIu64
-				    " bytes left)", name, index, o, n, left - LOOM_TFR_HEADER);
+		return record_error(err, LOOM_ETRUNC, name, index, o,
+				    "truncated record (payload of %" PRIu64 " bytes, %" PRIu64
+				    " bytes left)", n, left - LOOM_TFR_HEADER);
 	if (get_u32(p + LOOM_TFR_HEADER + n) != loom_crc32c_masked(p + LOOM_TFR_HEADER, n))
-		return loom_err_set(err, LOOM_ECHECKSUM, "%s: record %" PRIu64 " at byte %" PRIu64
-				    ": payload CRC mismatch", name, index, o);
+		return record_error(err, LOOM_ECHECKSUM, name, index, o, "payload CRC mismatch");
 	rec->data = p + LOOM_TFR_HEADER;
 	rec->len = (size_t)n;
 	rec->offset = o;
@@ -522,33 +533,8 @@ struct loom_tfr_reader *loom_tfr_reader_open(const char *path, int flags,
 	return r;
 }
 
-/* Make at least `want` bytes available at rd.buf[rd.start]; returns what
- * is available (less only at end of input) or a negative error. */
-static ssize_t fill(struct loom_tfr_reader *r, size_t want)
-{
-	ssize_t got = loom_reader_fill(&r->rd, want);
-	if (got == LOOM_EIO)
-		return loom_err_errno(&r->err, LOOM_EIO, r->rd.errnum, "cannot read '%s'", r->name);
-	if (got == LOOM_ENOMEM)
-		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
-	return got;
-}
-
 #define RERR(r, code, off, ...) \
 	record_error(&(r)->err, code, (r)->name, (r)->index, off, __VA_ARGS__)
-
-static __attribute__((format(printf, 6, 7))) int
-record_error(struct loom_err *e, int code, const char *name, uint64_t rec, uint64_t off,
-	     const char *fmt, ...)
-{
-	char why[300];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	return loom_err_set(e, code, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", name,
-			    rec, off, why);
-}
 
 /* Skip `n` payload+footer bytes without reading them (regular files). */
 static int skip_bytes(struct loom_tfr_reader *r, uint64_t n)
@@ -572,7 +558,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 {
 	if (r->err.code)
 		return r->err.code;
-	ssize_t got = fill(r, LOOM_TFR_HEADER);
+	ssize_t got = loom_reader_fill_err(&r->rd, LOOM_TFR_HEADER, r->name, &r->err);
 	if (got < 0)
 		return (int)got;
 	uint64_t off = r->rd.pos + r->rd.start;
@@ -606,7 +592,7 @@ int loom_tfr_reader_next(struct loom_tfr_reader *r, struct loom_tfr_record *rec)
 			return rc;
 		rec->data = NULL;
 	} else {
-		got = fill(r, total);
+		got = loom_reader_fill_err(&r->rd, total, r->name, &r->err);
 		if (got < 0)
 			return (int)got;
 		if ((size_t)got < total)
@@ -839,15 +825,24 @@ struct loom_tfr_file {
 struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_path,
 					 struct loom_err *err)
 {
+	uint64_t fsize;
+	int fd = loom_file_open_regular(path, UINT64_MAX, &fsize, err);
+	return fd < 0 ? NULL : loom_tfr_file_open_fd(fd, fsize, path, index_path, err);
+}
+
+struct loom_tfr_file *loom_tfr_file_open_fd(int fd, uint64_t fsize, const char *path,
+					    const char *index_path, struct loom_err *err)
+{
 	struct loom_tfr_file *f = calloc(1, sizeof *f);
 	char *ipath = NULL, *text = NULL;
 	size_t tlen;
 	if (!f || !(f->path = strdup(path))) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		free(f);
+		close(fd);
 		return NULL;
 	}
-	f->fd = -1;
+	f->fd = fd;
 	if (!index_path) {
 		if (asprintf(&ipath, "%s.index", path) < 0) {
 			ipath = NULL;
@@ -856,10 +851,6 @@ struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_pat
 		}
 		index_path = ipath;
 	}
-	uint64_t fsize;
-	f->fd = loom_file_open_regular(path, UINT64_MAX, &fsize, err);
-	if (f->fd < 0)
-		goto fail;
 	if (loom_file_read_bounded(index_path, loom_tfr_index_max(fsize), &text, &tlen, err) < 0)
 		goto fail;
 	if (loom_tfr_index_parse(text, tlen, index_path, &f->off, &f->n, err) < 0)

@@ -185,6 +185,10 @@ struct loom_tfr_file;
  * validates the index against the file size. */
 struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_path,
 					 struct loom_err *err);
+/* The same for `fd`, shard `path` already opened with loom_file_open_regular
+ * (its size in `size`): the object owns fd from here on, even on failure. */
+struct loom_tfr_file *loom_tfr_file_open_fd(int fd, uint64_t size, const char *path,
+					    const char *index_path, struct loom_err *err);
 uint64_t loom_tfr_file_count(const struct loom_tfr_file *f);
 /* Payload length of record i (from the index; i < count). */
 size_t loom_tfr_file_payload_len(const struct loom_tfr_file *f, uint64_t i);

@@ -90,12 +90,8 @@ struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
 static int tokin_fill(struct loom_tokin *t)
 {
 	size_t want = t->rd.end - t->rd.start + 1;
-	ssize_t got = loom_reader_fill(&t->rd, want > 65536 ? want : 65536);
-	if (got == LOOM_EIO)
-		return loom_err_errno(&t->err, LOOM_EIO, t->rd.errnum, "cannot read '%s'", t->name);
-	if (got < 0)
-		return loom_err_set(&t->err, (int)got, "out of memory");
-	return 0;
+	ssize_t got = loom_reader_fill_err(&t->rd, want > 65536 ? want : 65536, t->name, &t->err);
+	return got < 0 ? (int)got : 0;
 }
 
 /* u16 little-endian -> u32 (a loop the compiler vectorizes). */
