@@ -291,7 +291,6 @@ static int ensure_acts(struct loom_bert *b, int B, int T)
 	b->len = b->seg + N;
 	b->start_pos = b->len + B;
 	b->end_pos = b->start_pos + B;
-	b->n_acts = n;
 	b->B = B;
 	b->T = T;
 	return 0;

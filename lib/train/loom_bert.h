@@ -107,7 +107,6 @@ struct loom_bert {
 	struct loom_tensor *tensors;
 	/* activations for (B, T) */
 	int B, T;
-	size_t n_acts;
 	float *acts;
 	struct loom_bert_lacts *layer;  /* [L] */
 	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input */
