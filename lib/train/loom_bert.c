@@ -10,8 +10,9 @@
 /* Embedding tensors, then per layer, then the head. */
 enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
 enum { QW, KW, VW, QB, KB, VB, AOW, AOB, ALNW, ALNB, IW, IB, OW, OB, OLNW, OLNB, NLT };
-enum { QAW, QAB };                      /* QA head */
-enum { TDW, TDB, TLNW, TLNB, MBIAS };    /* MLM head */
+enum { QAW, QAB, N_QA };                /* QA head */
+enum { TDW, TDB, TLNW, TLNB, MBIAS, N_MLM };    /* MLM head */
+#define N_HEAD ((int)N_MLM > (int)N_QA ? (int)N_MLM : (int)N_QA) /* the larger head */
 
 static const char *const lt_names[NLT] = {
 	"attention.self.query.weight", "attention.self.key.weight",
@@ -116,7 +117,7 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	b->V = cfg->vocab_size;
 	b->P = cfg->max_positions;
 	int64_t C = b->C, I = b->I;
-	b->tensors = calloc(NE + (size_t)b->L * NLT + 5, sizeof *b->tensors);
+	b->tensors = calloc(NE + (size_t)b->L * NLT + N_HEAD, sizeof *b->tensors);
 	b->layer = calloc((size_t)b->L, sizeof *b->layer);
 	if (!b->tensors || !b->layer)
 		goto fail;
