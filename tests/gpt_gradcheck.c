@@ -43,7 +43,7 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;
 	for (int ti = 0; ti < g->n_tensors; ti++) {
-		const struct loom_gpt_tensor *t = &g->tensors[ti];
+		const struct loom_tensor *t = &g->tensors[ti];
 		for (int k = 0; k < 6; k++) {
 			size_t j = t->offset + loom_splitmix64(ti * 31 + k) % t->numel;
 			float save = g->params[j];

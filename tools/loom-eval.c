@@ -114,7 +114,7 @@ static json_t *sparsity_json(const struct model *m)
 	json_t *layers = json_object();
 	int64_t dead_all = 0, all = 0;
 	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *t = &g->tensors[i];
+		const struct loom_tensor *t = &g->tensors[i];
 		int l, sel = 0;
 		char want[96];
 		if (sscanf(t->name, "transformer.h.%d.", &l) != 1)

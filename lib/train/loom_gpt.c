@@ -61,7 +61,7 @@ static int new_sparse(struct loom_gpt *g)
 			g->rl[4 * l + j] = -1;
 			if (!(g->cfg.sparse_layers & proj_bit[j]))
 				continue;
-			const struct loom_gpt_tensor *t = &g->tensors[T_LAYER(l, proj_k[j])];
+			const struct loom_tensor *t = &g->tensors[T_LAYER(l, proj_k[j])];
 			g->rl[4 * l + j] = g->rigl->n;
 			if (loom_rigl_add(g->rigl, t->name, t->offset, (int)t->shape[0],
 					  (int)t->shape[1]) ||
@@ -147,7 +147,7 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 {
 	float resid_std = 0.02f / sqrtf(2.0f * g->L);
 	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *t = &g->tensors[i];
+		const struct loom_tensor *t = &g->tensors[i];
 		float *p = g->params + t->offset;
 		if (t->ndim == 1) {
 			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;

@@ -88,10 +88,6 @@
 #include "loom_config.h"
 #include "loom_model.h"
 
-/* The parameter table's entries are lib/train/loom_model.h's, shared with
- * BERT; the GPT's name for them is kept for its users. */
-#define loom_gpt_tensor loom_tensor
-
 /* Per-layer activations (pointers into g->acts). */
 struct loom_gpt_lacts {
 	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
@@ -110,7 +106,7 @@ struct loom_gpt {
 	size_t n_params;
 	float *params, *grads, *m, *v;      /* one allocation each */
 	int n_tensors;
-	struct loom_gpt_tensor *tensors;
+	struct loom_tensor *tensors;
 	/* activations for the current (B, T) */
 	int B, T;
 	size_t n_acts;
