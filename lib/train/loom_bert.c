@@ -649,9 +649,12 @@ int loom_bert_backward(struct loom_bert *b, float scale)
 		qa_bwd(b, seq, scale);
 	else
 		mlm_bwd(b, scale);
+	/* under recompute the shared slots still hold the last layer's
+	 * activations from the forward (the heads use buffers of their own):
+	 * the layers below it are recomputed */
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? b->layer[l - 1].out : b->x0;
-		if (b->cfg.recompute && (rc = layer_fwd(b, l, x, &b->layer[l])))
+		if (b->cfg.recompute && l < L - 1 && (rc = layer_fwd(b, l, x, &b->layer[l])))
 			return rc;
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;
