@@ -400,15 +400,12 @@ static const struct cli_cmd cmd = {
 
 /* ---- loom-eval squad: official SQuAD v1.1 scores of a predictions file -- */
 
-static const char *sq_data, *sq_pred, *sq_ckpt;
+static const char *sq_data, *sq_pred;
 
 static const struct cli_opt squad_opts[] = {
 	OPT_STRING(0, "data", &sq_data, "FILE.json", "the SQuAD v1.1 data set (dev-v1.1.json)"),
 	OPT_STRING(0, "predictions", &sq_pred, "P.json",
 		   "the predictions: {\"question id\": \"answer text\", ...}"),
-	OPT_STRING('c', "checkpoint", &sq_ckpt, "DIR",
-		   "answer the questions with a BERT checkpoint (not\n"
-		   "built yet)"),
 	OPT_QUIET(NULL, "no count of unanswered questions on stderr"),
 	OPT_END()
 };
@@ -428,9 +425,6 @@ static int do_squad(int argc, char **argv)
 	cli_parse(&squad_cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
-	if (sq_ckpt)
-		cli_exit(EXIT_USAGE, "squad --checkpoint: model-based SQuAD evaluation is not built "
-			 "yet; score a predictions file with --predictions P.json");
 	if (!sq_data || !sq_pred)
 		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
 	struct loom_squad *s = loom_squad_new();
