@@ -462,6 +462,11 @@ int main(int argc, char **argv)
 {
 	int generate = 0;
 	cli_init("loom-eval", "");
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "squad") == 0) { /* no matrices: no re-exec */
+		argv[1] = argv[0];
+		return do_squad(argc - 1, argv + 1);
+	}
 	/* before any thread: OpenBLAS picks its kernels and OpenMP its wait
 	 * policy when they load */
 	const char *core = loom_blas_better_core();
@@ -469,11 +474,6 @@ int main(int argc, char **argv)
 	if (brc < 0 && core)
 		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
-		argv[1] = argv[0];
-		return do_squad(argc - 1, argv + 1);
-	}
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
 		generate = 1;
 		argv[1] = argv[0];
