@@ -72,6 +72,8 @@ struct loom_threads {
 	int n;		/* the count in force */
 	int others;	/* runnable tasks of other processes at the last look;
 			 * -1 when unknown (no /proc) or fixed */
+	int pending;	/* a new count seen at the last look, to be confirmed
+			 * by the next; 0: none */
 	double last;	/* loom_now() of the last look */
 };
 
@@ -80,8 +82,10 @@ struct loom_threads {
  * now). */
 void loom_threads_init(struct loom_threads *th, int threads);
 
-/* When the count follows the load and the last look is 10 ms old or more,
- * look again (/proc/loadavg, /proc/self/task) and set the count.  Call it
+/* When the count follows the load and the last look is 100 ms old or
+ * more, look again (/proc/loadavg; /proc/self/task only when other tasks
+ * may be running) and set the count, once two looks in a row found the
+ * same new one (a burst of load seen once changes nothing).  Call it
  * outside parallel regions, at each step, frame or token.  Returns 1 when
  * the count changed, else 0. */
 int loom_threads_update(struct loom_threads *th);
