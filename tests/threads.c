@@ -2,6 +2,7 @@
  * the load-to-threads function, the /proc/loadavg reading, an explicit count,
  * a new count taken at the second look that finds it. */
 #include <omp.h>
+#include <string.h>
 
 #include "loom_blas.h"
 #include "tap.h"
@@ -59,7 +60,11 @@ int main(void)
 	is_int(th.n, 5, "still 5, 1 pending");
 	is_int(loom_threads_update(&th), 0, "a look within 100 ms of the last is skipped");
 	th.last = 0;
-	is_int(loom_threads_update(&th), 1, "the second look finding 1 changes the count");
+	char msg[160];
+	is_int(loom_threads_adapt(&th, "step", 7, msg, sizeof msg), 1,
+	       "the second look finding 1 changes the count");
+	ok(!strncmp(msg, "step 7: 1 thread (1 CPU, ", 25), "-v: what, which one and the count (%s)",
+	   msg);
 	is_int(th.n, 1, "now 1");
 	is_int(omp_get_max_threads(), 1, "OpenMP runs 1");
 	th.n = 5;

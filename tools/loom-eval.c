@@ -45,16 +45,6 @@ static const char *precision;
 /* the threads, which follow the load unless set (loom_blas.h); -v */
 static struct loom_threads pool;
 
-/* Look at the load again before frame or token i; -v says when the thread
- * count changes. */
-static void adapt_threads(const char *what, uint64_t i)
-{
-	char d[96];
-	if (loom_threads_update(&pool) && cli_verbose)
-		cli_warn("%s %llu: %s", what, (unsigned long long)i,
-			 loom_threads_describe(&pool, d, sizeof d));
-}
-
 static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
@@ -196,7 +186,9 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
-		adapt_threads("frame", frames);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "frame", frames, msg, sizeof msg) && cli_verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
@@ -307,7 +299,9 @@ static int do_generate(const struct gen_opts *o)
 		fflush(stdout);
 	}
 	for (uint64_t k = 0; k < o->n; k++) {
-		adapt_threads("token", k);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "token", k, msg, sizeof msg) && cli_verbose)
+			cli_warn("%s", msg);
 		int t = loom_sampler_next(&smp, ids.v, ids.n);
 		if (t < 0)
 			cli_die("%s", loom_gpt_error(m.g));

@@ -100,16 +100,6 @@ static void fix_env(char **argv, int verbose)
 /* the threads, which follow the load unless set (loom_blas.h) */
 static struct loom_threads pool;
 
-/* Look at the load again before step or eval frame i; -v says when the
- * thread count changes. */
-static void adapt_threads(const char *what, uint64_t i, int verbose)
-{
-	char d[96];
-	if (loom_threads_update(&pool) && verbose)
-		cli_warn("%s %llu: %s", what, (unsigned long long)i,
-			 loom_threads_describe(&pool, d, sizeof d));
-}
-
 static double bench_sgemm(int verbose)
 {
 	static const int sizes[] = { 1024, 2048 };
@@ -879,7 +869,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
-		adapt_threads("eval frame", e.frames - 1, t->verbose);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "eval frame", e.frames - 1, msg, sizeof msg) &&
+		    t->verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
 			cli_die("%s: frame %llu: %s", path,
 				(unsigned long long)e.frames - 1,
@@ -1532,7 +1525,9 @@ static void train_loop(struct run *u)
 	while (t->step < (uint64_t)c->steps && !stop_sig && !u->ended) {
 		double t0 = loom_now();
 		double lsum = 0;
-		adapt_threads("step", t->step + 1, t->verbose);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		/* gradients are zero here: loom_gpt_step() leaves them so */
 		loom_gpt_begin_step(g, (int64_t)t->step + 1);
 		int micro = run_micro_batches(u, &lsum);

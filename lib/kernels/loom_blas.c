@@ -200,6 +200,16 @@ int loom_threads_update(struct loom_threads *th)
 	return changed;
 }
 
+int loom_threads_adapt(struct loom_threads *th, const char *what, unsigned long long i,
+		       char *msg, size_t n)
+{
+	char d[96];
+	if (!loom_threads_update(th))
+		return 0;
+	snprintf(msg, n, "%s %llu: %s", what, i, loom_threads_describe(th, d, sizeof d));
+	return 1;
+}
+
 const char *loom_threads_describe(const struct loom_threads *th, char *buf, size_t n)
 {
 	if (th->fixed)

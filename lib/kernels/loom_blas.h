@@ -90,6 +90,12 @@ void loom_threads_init(struct loom_threads *th, int threads);
  * the count changed, else 0. */
 int loom_threads_update(struct loom_threads *th);
 
+/* loom_threads_update() before step, frame or token i of `what`; when the
+ * count changed, returns 1 with "WHAT I: " and loom_threads_describe()'s
+ * text in msg (for -v), else 0. */
+int loom_threads_adapt(struct loom_threads *th, const char *what, unsigned long long i,
+		       char *msg, size_t n);
+
 /* The threads to run with on ncpu CPUs when `others` tasks of other
  * processes are runnable: the CPUs they leave free, at least 1.
  * others < 0 (unknown): ncpu. */
