@@ -393,16 +393,6 @@ static int lengths(struct loom_bert *b, const int32_t *mask, int B, int T)
 	return 0;
 }
 
-static int check_ids(struct loom_bert *b, const int32_t *x, size_t n, int lim, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if (x[i] < 0 || x[i] >= lim)
-			return loom_err_set(&b->err, LOOM_EINVAL,
-					    "%s %d at position %zu is outside 0..%d", what, x[i], i,
-					    lim - 1);
-	return 0;
-}
-
 /* Cross-entropy of a row of logits lg[T] over its first n (the real
  * tokens) at target t < n: the loss and, with d != NULL,
  * d[T] = (softmax - onehot) * w (0 on padding). */
@@ -496,9 +486,11 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 		return loom_err_set(&b->err, LOOM_EINVAL,
 				    "batch %dx%d: T must be in 1..max_positions (%d)", B, T, b->P);
 	size_t N = (size_t)B * T;
-	if ((rc = check_ids(b, x->input_ids, N, b->V, "input id")) ||
+	if ((rc = loom_model_check_ids(x->input_ids, N, b->V, NULL, "input id", "the vocabulary",
+				       &b->err)) ||
 	    (x->segment_ids &&
-	     (rc = check_ids(b, x->segment_ids, N, b->cfg.type_vocab_size, "segment id"))))
+	     (rc = loom_model_check_ids(x->segment_ids, N, b->cfg.type_vocab_size, NULL,
+					"segment id", "the token types", &b->err))))
 		return rc;
 	if ((rc = ensure_acts(b, B, T)) ||
 	    (rc = loom_model_ready_mm(&b->mm, &b->w16_ok, b->cfg.precision, b->params,

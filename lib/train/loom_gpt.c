@@ -473,17 +473,6 @@ static const float *trunk_fwd(struct loom_gpt *g)
 	return x;
 }
 
-static int check_tokens(struct loom_gpt *g, const int32_t *t, size_t n, int allow_ignore,
-			const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((t[i] < 0 || t[i] >= g->V) && !(allow_ignore && t[i] == g->cfg.ignore_id))
-			return loom_err_set(&g->err, LOOM_EINVAL,
-					    "%s token %d at position %zu is outside the vocabulary (0..%d)",
-					    what, t[i], i, g->V - 1);
-	return 0;
-}
-
 /* Rows of probs[n,V] whose argmax (the first largest) is their target. */
 static int64_t count_correct(const float *probs, const int32_t *targets, int n, int V,
 			     int ignore_id)
@@ -568,9 +557,11 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "batch %dx%d: T must be in 1..n_positions (%d)", B, T, g->P);
 	size_t N = (size_t)B * T;
-	if ((rc = check_tokens(g, inputs, N, 0, "input")))
+	if ((rc = loom_model_check_ids(inputs, N, g->V, NULL, "input token", "the vocabulary",
+				       &g->err)))
 		return rc;
-	if (targets && (rc = check_tokens(g, targets, N, 1, "target")))
+	if (targets && (rc = loom_model_check_ids(targets, N, g->V, &g->cfg.ignore_id,
+						  "target token", "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
@@ -780,7 +771,8 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
-	if ((rc = check_tokens(g, tok, (size_t)n, 0, "input")))
+	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
+				       "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;

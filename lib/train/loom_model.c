@@ -21,6 +21,16 @@ void loom_model_add(struct loom_tensor *tab, int *n, size_t *off, const char *na
 	*off += t->numel;
 }
 
+int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
+			 const char *range, struct loom_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((x[i] < 0 || x[i] >= lim) && !(skip && x[i] == *skip))
+			return loom_err_set(err, LOOM_EINVAL, "%s %d at position %zu is outside %s (0..%d)",
+					    what, x[i], i, range, lim - 1);
+	return 0;
+}
+
 float *loom_model_falloc(size_t n)
 {
 	float *p = NULL;

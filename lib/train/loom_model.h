@@ -32,6 +32,12 @@ struct loom_tensor {
 void loom_model_add(struct loom_tensor *t, int *n, size_t *off, const char *name, int ndim,
 		    int64_t d0, int64_t d1, int decay);
 
+/* Refuse the first id of x[0..n) outside 0..lim-1 (other than *skip when
+ * skip != NULL): LOOM_EINVAL with "WHAT ID at position I is outside RANGE
+ * (0..LIM-1)" in err; else 0. */
+int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
+			 const char *range, struct loom_err *err);
+
 /* n zeroed floats, 64-byte aligned (at least one); NULL on ENOMEM. */
 float *loom_model_falloc(size_t n);
 
