@@ -181,25 +181,22 @@ void loom_bert_free(struct loom_bert *b)
 	free(b);
 }
 
+/* 1-D: 1 for a LayerNorm weight, else 0; the others' std: init_std */
+static float bert_init(const struct loom_tensor *t, const void *ctx)
+{
+	const struct loom_bert *b = ctx;
+	if (t->ndim == 1)
+		return strstr(t->name, "LayerNorm.weight") ? 1.0f : 0.0f;
+	return (float)b->cfg.init_std;
+}
+
 void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
 {
-	for (int i = 0; i < b->n_tensors; i++) {
-		const struct loom_tensor *t = &b->tensors[i];
-		float *p = b->params + t->offset;
-		if (t->ndim == 1) {
-			float v = strstr(t->name, "LayerNorm.weight") ? 1.0f : 0.0f;
-			for (size_t j = 0; j < t->numel; j++)
-				p[j] = v;
-			continue;
-		}
-		loom_model_normal(p, t->numel, (float)b->cfg.init_std, loom_model_init_key(seed, i));
-	}
+	loom_model_init_weights(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
+				b->n_params, seed, bert_init, b);
 	if (b->cfg.pad_token_id >= 0)
 		memset(TP(b, b->params, E_WORD) + (size_t)b->cfg.pad_token_id * b->C, 0,
 		       sizeof(float) * b->C);
-	memset(b->m, 0, b->n_params * sizeof(float));
-	memset(b->v, 0, b->n_params * sizeof(float));
-	memset(b->grads, 0, b->n_params * sizeof(float));
 	b->w16_ok = 0;
 }
 

@@ -143,24 +143,20 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g);
 }
 
+/* 1-D: 1 for an ln_*.weight, else 0; the others' std: 0.02, the
+ * residual projections' (c_proj) scaled by 1/sqrt(2L) as GPT-2's */
+static float gpt_init(const struct loom_tensor *t, const void *ctx)
+{
+	const struct loom_gpt *g = ctx;
+	if (t->ndim == 1)
+		return strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
+	return strstr(t->name, "c_proj.weight") ? 0.02f / sqrtf(2.0f * g->L) : 0.02f;
+}
+
 void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 {
-	float resid_std = 0.02f / sqrtf(2.0f * g->L);
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_tensor *t = &g->tensors[i];
-		float *p = g->params + t->offset;
-		if (t->ndim == 1) {
-			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
-			for (size_t j = 0; j < t->numel; j++)
-				p[j] = v;
-			continue;
-		}
-		float std = strstr(t->name, "c_proj.weight") ? resid_std : 0.02f;
-		loom_model_normal(p, t->numel, std, loom_model_init_key(seed, i));
-	}
-	memset(g->m, 0, g->n_params * sizeof(float));
-	memset(g->v, 0, g->n_params * sizeof(float));
-	memset(g->grads, 0, g->n_params * sizeof(float));
+	loom_model_init_weights(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
+				g->n_params, seed, gpt_init, g);
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (g->rigl) { /* masks from this seed; dead blocks zero */

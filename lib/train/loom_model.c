@@ -75,6 +75,25 @@ uint64_t loom_model_init_key(uint64_t seed, int i)
 	return loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
 }
 
+void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			     float *m, float *v, size_t n_params, uint64_t seed,
+			     float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx)
+{
+	for (int i = 0; i < nt; i++) {
+		const struct loom_tensor *t = &tab[i];
+		float *p = params + t->offset, x = init(t, ctx);
+		if (t->ndim == 1)
+			for (size_t j = 0; j < t->numel; j++)
+				p[j] = x;
+		else
+			loom_model_normal(p, t->numel, x, loom_model_init_key(seed, i));
+	}
+	memset(m, 0, n_params * sizeof(float));
+	memset(v, 0, n_params * sizeof(float));
+	memset(grads, 0, n_params * sizeof(float));
+}
+
 uint64_t loom_model_site_key(uint64_t key, int l, int site)
 {
 	return loom_splitmix64(key ^ loom_splitmix64(((uint64_t)(l + 1) << 8) | (uint64_t)site));

@@ -47,6 +47,15 @@ void loom_model_normal(float *p, size_t n, float std, uint64_t key);
 /* The key of tensor i of a model initialised from `seed`. */
 uint64_t loom_model_init_key(uint64_t seed, int i);
 
+/* Initialise the n_params floats of a model's table tab[0..nt) from
+ * `seed`: a 1-D tensor is filled with init(t, ctx) (1 for a LayerNorm
+ * weight, 0 for a bias), another drawn N(0, init(t, ctx)^2) with
+ * loom_model_init_key(seed, i); m, v and grads zeroed. */
+void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			     float *m, float *v, size_t n_params, uint64_t seed,
+			     float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx);
+
 /* The dropout mask key of site `site` of layer l (-1: embeddings) for a
  * forward with key `key`. */
 uint64_t loom_model_site_key(uint64_t key, int l, int site);
