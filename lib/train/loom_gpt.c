@@ -788,13 +788,41 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	return loom_mm_check(g->mm, &g->err);
 }
 
-static int cmp_desc(const void *a, const void *b)
+/* The (k+1)-th largest of a[0..n) (k < n), the value a sort in descending
+ * order would leave at a[k]: a quickselect with a three-way partition (so
+ * runs of equal values, such as masked -infinity logits, take one pass);
+ * a is reordered. */
+static float kth_largest(float *a, int n, int k)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return x < y ? 1 : x > y ? -1 : 0;
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		float x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi], p;
+		p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y); /* median */
+		int lt = lo, i = lo, gt = hi;
+		while (i <= gt) { /* [lo,lt) > p, [lt,i) == p, (gt,hi] < p */
+			float t = a[i];
+			if (t > p) {
+				a[i++] = a[lt];
+				a[lt++] = t;
+			} else if (t < p) {
+				a[i] = a[gt];
+				a[gt--] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k > gt)
+			lo = gt + 1;
+		else
+			return p;
+	}
+	return a[k];
 }
 
-int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, uint64_t *rng)
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, float *scratch,
+		    uint64_t *rng)
 {
 	int best = 0;
 	for (int v = 1; v < V; v++)
@@ -804,13 +832,8 @@ int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, ui
 		return best;
 	float thresh = -INFINITY;
 	if (top_k > 0 && top_k < V) {
-		float *s = malloc(sizeof(float) * V);
-		if (!s)
-			return best;
-		memcpy(s, logits, sizeof(float) * V);
-		qsort(s, V, sizeof(float), cmp_desc);
-		thresh = s[top_k - 1];
-		free(s);
+		memcpy(scratch, logits, sizeof(float) * V);
+		thresh = kth_largest(scratch, V, top_k - 1);
 	}
 	double sum = 0, mx = logits[best];
 	for (int v = 0; v < V; v++)

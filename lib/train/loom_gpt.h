@@ -223,9 +223,10 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
  * the logits of the last position into out[V]. */
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out);
 /* Sample a token from logits[V] at temperature (<= 0: argmax), keeping the
- * top_k largest (0 = all); *rng is a splitmix64 counter state.  A logit of
- * -INFINITY (a masked id) is never sampled while any other is finite. */
-int loom_gpt_sample(const float *logits, int V, float temperature, int top_k,
+ * top_k largest (0 = all; scratch[V] the caller's, used when 0 < top_k <
+ * V); *rng is a splitmix64 counter state.  A logit of -INFINITY (a masked
+ * id) is never sampled while any other is finite. */
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, float *scratch,
 		    uint64_t *rng);
 
 /* Split frame records rec[B, rec_len] into inputs/targets [B, T]
