@@ -349,18 +349,24 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
 	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
 		return 0;
-	free(g->acts);
-	free(g->inputs);
-	free(g->targets);
-	g->acts = NULL;
-	g->inputs = g->targets = NULL;
 	g->B = g->T = 0;
 	float *glob[8];
 	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
-	g->acts = loom_model_falloc(n);
-	g->inputs = malloc(sizeof(int32_t) * N);
-	g->targets = malloc(sizeof(int32_t) * N);
-	if (!g->acts || !g->inputs || !g->targets)
+	/* grow only: a generated token's short forward between training
+	 * steps lays out in the training batch's allocation */
+	if (n > g->acts_cap) {
+		free(g->acts);
+		g->acts = loom_model_falloc(n);
+		g->acts_cap = g->acts ? n : 0;
+	}
+	if (N > g->io_cap) {
+		free(g->inputs);
+		free(g->targets);
+		g->inputs = malloc(sizeof(int32_t) * N);
+		g->targets = malloc(sizeof(int32_t) * N);
+		g->io_cap = g->inputs && g->targets ? N : 0;
+	}
+	if (!g->acts_cap || !g->io_cap)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);

@@ -107,9 +107,11 @@ struct loom_gpt {
 	float *params, *grads, *m, *v;      /* one allocation each */
 	int n_tensors;
 	struct loom_tensor *tensors;
-	/* activations for the current (B, T) */
+	/* activations for the current (B, T): n_acts floats laid out in acts,
+	 * which holds acts_cap (the largest layout so far: never shrinks);
+	 * inputs and targets hold io_cap ids */
 	int B, T;
-	size_t n_acts;
+	size_t n_acts, acts_cap, io_cap;
 	float *acts;
 	struct loom_gpt_lacts *layer;       /* [L] */
 	float *encoded;                     /* [N,C] (layer 1's res3 slot if L > 1) */
