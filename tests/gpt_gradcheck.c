@@ -485,8 +485,15 @@ static void case_adamw(void)
 /* Generation helpers. */
 static void case_generation(void)
 {
-	float lg[23], lg2[23];
+	float lg[23], lg2[23], l0, l1;
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l0);
+	const float *acts = g->acts;
+	size_t cap = g->acts_cap;
 	is_int(loom_gpt_logits_last(g, in, 5, lg), 0, "logits_last runs");
+	ok(g->acts == acts && g->acts_cap == cap && g->n_acts < cap,
+	   "it lays out in the batch's activations (%zu of %zu floats)", g->n_acts, cap);
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
+	ok(g->acts == acts && l1 == l0, "the batch's forward after it: same buffer, same loss");
 	/* its cross-entropy against each token equals the full forward's
 	 * loss at the last position */
 	int32_t t5[5];
