@@ -386,7 +386,15 @@ static void test_layout_and_errors(void)
 	x.input_mask = mask;
 	ids[3] = V;
 	is_int(loom_bert_forward(b, &x, B, T, 0, 0, NULL), LOOM_EINVAL, "out-of-vocab id refused");
+	is_str(loom_bert_error(b), "input id 23 at position 3 is outside the vocabulary (0..22)",
+	       "message names the id, its position and the range");
 	ids[3] = 1;
+	int32_t s5 = seg[5];
+	seg[5] = 2;
+	is_int(loom_bert_forward(b, &x, B, T, 0, 0, NULL), LOOM_EINVAL, "segment id 2 refused");
+	is_str(loom_bert_error(b), "segment id 2 at position 5 is outside the token types (0..1)",
+	       "message names the segment id, its position and the range");
+	seg[5] = s5;
 	is_int(loom_bert_forward(b, &x, B, 13, 0, 0, NULL), LOOM_EINVAL,
 	       "T above max_positions refused");
 	loom_bert_free(b);

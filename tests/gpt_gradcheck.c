@@ -43,7 +43,7 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;
 	for (int ti = 0; ti < g->n_tensors; ti++) {
-		const struct loom_gpt_tensor *t = &g->tensors[ti];
+		const struct loom_tensor *t = &g->tensors[ti];
 		for (int k = 0; k < 6; k++) {
 			size_t j = t->offset + loom_splitmix64(ti * 31 + k) % t->numel;
 			float save = g->params[j];
@@ -485,8 +485,15 @@ static void case_adamw(void)
 /* Generation helpers. */
 static void case_generation(void)
 {
-	float lg[23], lg2[23];
+	float lg[23], lg2[23], l0, l1;
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l0);
+	const float *acts = g->acts;
+	size_t cap = g->acts_cap;
 	is_int(loom_gpt_logits_last(g, in, 5, lg), 0, "logits_last runs");
+	ok(g->acts == acts && g->acts_cap == cap && g->n_acts < cap,
+	   "it lays out in the batch's activations (%zu of %zu floats)", g->n_acts, cap);
+	loom_gpt_forward(g, in, tg, B, T, 0, 0, &l1);
+	ok(g->acts == acts && l1 == l0, "the batch's forward after it: same buffer, same loss");
 	/* its cross-entropy against each token equals the full forward's
 	 * loss at the last position */
 	int32_t t5[5];
@@ -509,15 +516,33 @@ static void case_generation(void)
 	ok(same, "logits_last equals the full forward's last row");
 	memcpy(lg2, lg, sizeof lg);
 	uint64_t rng = 1;
-	int best = loom_gpt_sample(lg, 23, 0, 0, &rng), ok_top = 1;
+	float scratch[23];
+	int best = loom_gpt_sample(lg, 23, 0, 0, scratch, &rng), ok_top = 1;
 	for (int v = 0; v < 23; v++)
 		if (lg[v] > lg[best])
 			ok_top = 0;
 	ok(ok_top, "temperature 0 samples the argmax");
 	for (int k = 0; k < 50; k++)
-		if (loom_gpt_sample(lg, 23, 1.0f, 1, &rng) != best)
+		if (loom_gpt_sample(lg, 23, 1.0f, 1, scratch, &rng) != best)
 			ok_top = 0;
 	ok(ok_top, "top-k 1 always samples the argmax");
+	/* top-k keeps the ids whose logit is at least the k-th largest (ties
+	 * at it included); masked -infinity ids never come */
+	static const float tk[12] = { 1, 3, -INFINITY, 3, 0.5f, 2, 3, -INFINITY, 2, -1, 0, 2 };
+	static const int want[4][12] = {
+		{ 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0 }, /* k 1..3: the three 3s */
+		{ 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1 }, /* k 4..6: and the 2s */
+		{ 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1 }, /* k 7 */
+		{ 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1 }, /* k 10: all finite */
+	};
+	static const int ks[4] = { 2, 5, 7, 10 };
+	for (int i = 0; i < 4; i++) {
+		int seen[12] = { 0 };
+		for (int d = 0; d < 2000; d++)
+			seen[loom_gpt_sample(tk, 12, 5.0f, ks[i], scratch, &rng)] = 1;
+		ok(!memcmp(seen, want[i], sizeof seen), "top-k %d samples exactly the %d largest "
+		   "(with ties)", ks[i], ks[i]);
+	}
 }
 
 int main(void)

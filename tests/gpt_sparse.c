@@ -109,7 +109,7 @@ static void check_layers(int layers, const char *what)
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;
 	for (int ti = 0; ti < s->n_tensors; ti++) {
-		const struct loom_gpt_tensor *t = &s->tensors[ti];
+		const struct loom_tensor *t = &s->tensors[ti];
 		for (int k = 0, tries = 0; k < 6 && tries < 100; tries++) {
 			size_t j = t->offset + loom_splitmix64((uint64_t)ti * 31 + tries) % t->numel;
 			if (dead(s, j))

@@ -1,6 +1,8 @@
 /* threads.c - the thread count that follows the load (lib/kernels/loom_blas.h):
- * the load-to-threads function, the /proc/loadavg reading, an explicit count. */
+ * the load-to-threads function, the /proc/loadavg reading, an explicit count,
+ * a new count taken at the second look that finds it. */
 #include <omp.h>
+#include <string.h>
 
 #include "loom_blas.h"
 #include "tap.h"
@@ -47,6 +49,29 @@ int main(void)
 	th.ncpu = 2;
 	is_str(loom_threads_describe(&th, d, sizeof d), "1 thread (2 CPUs, 3 other tasks running)",
 	       "-v: 1 thread (2 CPUs, 3 other tasks running)");
+
+	/* a new count is taken when two looks in a row find it: on one CPU
+	 * every load fits 1 thread, so a count of 5 goes at the second look */
+	loom_threads_init(&th, 0);
+	th.ncpu = 1;
+	th.n = 5;
+	th.last = 0;
+	is_int(loom_threads_update(&th), 0, "the first look at a new count changes nothing");
+	is_int(th.n, 5, "still 5, 1 pending");
+	is_int(loom_threads_update(&th), 0, "a look within 100 ms of the last is skipped");
+	th.last = 0;
+	char msg[160];
+	is_int(loom_threads_adapt(&th, "step", 7, msg, sizeof msg), 1,
+	       "the second look finding 1 changes the count");
+	ok(!strncmp(msg, "step 7: 1 thread (1 CPU, ", 25), "-v: what, which one and the count (%s)",
+	   msg);
+	is_int(th.n, 1, "now 1");
+	is_int(omp_get_max_threads(), 1, "OpenMP runs 1");
+	th.n = 5;
+	th.pending = 3;
+	th.last = 0;
+	is_int(loom_threads_update(&th), 0, "a look finding another count than the pending one waits");
+	is_int(th.pending, 1, "... and that count is now the pending one");
 
 	setenv("OMP_NUM_THREADS", "2", 1);
 	loom_threads_init(&th, 0);

@@ -45,16 +45,6 @@ static const char *precision;
 /* the threads, which follow the load unless set (loom_blas.h); -v */
 static struct loom_threads pool;
 
-/* Look at the load again before frame or token i; -v says when the thread
- * count changes. */
-static void adapt_threads(const char *what, uint64_t i)
-{
-	char d[96];
-	if (loom_threads_update(&pool) && cli_verbose)
-		cli_warn("%s %llu: %s", what, (unsigned long long)i,
-			 loom_threads_describe(&pool, d, sizeof d));
-}
-
 static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
@@ -114,7 +104,7 @@ static json_t *sparsity_json(const struct model *m)
 	json_t *layers = json_object();
 	int64_t dead_all = 0, all = 0;
 	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *t = &g->tensors[i];
+		const struct loom_tensor *t = &g->tensors[i];
 		int l, sel = 0;
 		char want[96];
 		if (sscanf(t->name, "transformer.h.%d.", &l) != 1)
@@ -196,7 +186,9 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
-		adapt_threads("frame", frames);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "frame", frames, msg, sizeof msg) && cli_verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
@@ -307,7 +299,9 @@ static int do_generate(const struct gen_opts *o)
 		fflush(stdout);
 	}
 	for (uint64_t k = 0; k < o->n; k++) {
-		adapt_threads("token", k);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "token", k, msg, sizeof msg) && cli_verbose)
+			cli_warn("%s", msg);
 		int t = loom_sampler_next(&smp, ids.v, ids.n);
 		if (t < 0)
 			cli_die("%s", loom_gpt_error(m.g));
@@ -400,15 +394,12 @@ static const struct cli_cmd cmd = {
 
 /* ---- loom-eval squad: official SQuAD v1.1 scores of a predictions file -- */
 
-static const char *sq_data, *sq_pred, *sq_ckpt;
+static const char *sq_data, *sq_pred;
 
 static const struct cli_opt squad_opts[] = {
 	OPT_STRING(0, "data", &sq_data, "FILE.json", "the SQuAD v1.1 data set (dev-v1.1.json)"),
 	OPT_STRING(0, "predictions", &sq_pred, "P.json",
 		   "the predictions: {\"question id\": \"answer text\", ...}"),
-	OPT_STRING('c', "checkpoint", &sq_ckpt, "DIR",
-		   "answer the questions with a BERT checkpoint (not\n"
-		   "built yet)"),
 	OPT_QUIET(NULL, "no count of unanswered questions on stderr"),
 	OPT_END()
 };
@@ -428,9 +419,6 @@ static int do_squad(int argc, char **argv)
 	cli_parse(&squad_cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
-	if (sq_ckpt)
-		cli_exit(EXIT_USAGE, "squad --checkpoint: model-based SQuAD evaluation is not built "
-			 "yet; score a predictions file with --predictions P.json");
 	if (!sq_data || !sq_pred)
 		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
 	struct loom_squad *s = loom_squad_new();
@@ -468,6 +456,11 @@ int main(int argc, char **argv)
 {
 	int generate = 0;
 	cli_init("loom-eval", "");
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "squad") == 0) { /* no matrices: no re-exec */
+		argv[1] = argv[0];
+		return do_squad(argc - 1, argv + 1);
+	}
 	/* before any thread: OpenBLAS picks its kernels and OpenMP its wait
 	 * policy when they load */
 	const char *core = loom_blas_better_core();
@@ -475,11 +468,6 @@ int main(int argc, char **argv)
 	if (brc < 0 && core)
 		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
-		argv[1] = argv[0];
-		return do_squad(argc - 1, argv + 1);
-	}
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
 		generate = 1;
 		argv[1] = argv[0];

@@ -100,16 +100,6 @@ static void fix_env(char **argv, int verbose)
 /* the threads, which follow the load unless set (loom_blas.h) */
 static struct loom_threads pool;
 
-/* Look at the load again before step or eval frame i; -v says when the
- * thread count changes. */
-static void adapt_threads(const char *what, uint64_t i, int verbose)
-{
-	char d[96];
-	if (loom_threads_update(&pool) && verbose)
-		cli_warn("%s %llu: %s", what, (unsigned long long)i,
-			 loom_threads_describe(&pool, d, sizeof d));
-}
-
 static double bench_sgemm(int verbose)
 {
 	static const int sizes[] = { 1024, 2048 };
@@ -800,9 +790,9 @@ static void log_line(FILE *log, const char *fmt, ...)
 
 /* --tensorboard: a scalar of this step, queued until tb_flush (at each
  * log line); a write error ends the run with one line naming the file. */
-static void tb_scalar(const struct trainer *t, const char *tag, double v)
+static void tb_scalar(const struct trainer *t, enum loom_tb_tag k, double v)
 {
-	if (t->tb && loom_tb_scalar(t->tb, (int64_t)t->step, tag, v))
+	if (t->tb && loom_tb_scalar(t->tb, (int64_t)t->step, loom_tb_tags[k].tag, v))
 		cli_die("--tensorboard: %s", loom_tb_error(t->tb));
 }
 
@@ -879,7 +869,10 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
 		if (h.flags & LOOM_BATCH_F_PAD)
 			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
-		adapt_threads("eval frame", e.frames - 1, t->verbose);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "eval frame", e.frames - 1, msg, sizeof msg) &&
+		    t->verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
 			cli_die("%s: frame %llu: %s", path,
 				(unsigned long long)e.frames - 1,
@@ -904,9 +897,9 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
 			 (unsigned long long)t->step, loss, exp(loss),
 			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
-	tb_scalar(t, "eval/loss", loss);
-	tb_scalar(t, "eval/perplexity", exp(loss));
-	tb_scalar(t, "eval/accuracy", ntok ? (double)ncorr / ntok : 0.0);
+	tb_scalar(t, LOOM_TB_EVAL_LOSS, loss);
+	tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
+	tb_scalar(t, LOOM_TB_EVAL_ACC, ntok ? (double)ncorr / ntok : 0.0);
 	tb_flush(t);
 }
 
@@ -922,8 +915,8 @@ static void log_rigl(const struct trainer *t, FILE *log)
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
 			 (long long)st.pruned, (long long)st.regrown, (long long)st.live,
 			 (long long)st.blocks, st.density, st.churn_last, st.churn_init);
-	tb_scalar(t, "sparsity/density", st.density);
-	tb_scalar(t, "sparsity/churn", st.churn_last);
+	tb_scalar(t, LOOM_TB_DENSITY, st.density);
+	tb_scalar(t, LOOM_TB_CHURN, st.churn_last);
 	tb_flush(t);
 	if (t->verbose)
 		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
@@ -1374,10 +1367,10 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 		log_line(u->log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 			 (unsigned long long)t->step, u->loss, lr, u->norm, (unsigned long long)t->tokens,
 			 ntok / dt, dt, eta);
-	tb_scalar(t, "train/loss", u->loss);
-	tb_scalar(t, "train/lr", lr);
-	tb_scalar(t, "train/grad_norm", u->norm);
-	tb_scalar(t, "train/tokens_per_s", ntok / dt);
+	tb_scalar(t, LOOM_TB_LOSS, u->loss);
+	tb_scalar(t, LOOM_TB_LR, lr);
+	tb_scalar(t, LOOM_TB_GRAD_NORM, u->norm);
+	tb_scalar(t, LOOM_TB_TOKENS_PER_S, ntok / dt);
 	tb_flush(t);
 	if (!quiet && log_every && (t->step % log_every == 0 || t->step == (uint64_t)c->steps)) {
 		cli_progress_done(&u->prog);
@@ -1532,7 +1525,9 @@ static void train_loop(struct run *u)
 	while (t->step < (uint64_t)c->steps && !stop_sig && !u->ended) {
 		double t0 = loom_now();
 		double lsum = 0;
-		adapt_threads("step", t->step + 1, t->verbose);
+		char msg[160];
+		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->verbose)
+			cli_warn("%s", msg); /* -v: the thread count changed */
 		/* gradients are zero here: loom_gpt_step() leaves them so */
 		loom_gpt_begin_step(g, (int64_t)t->step + 1);
 		int micro = run_micro_batches(u, &lsum);

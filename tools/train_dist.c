@@ -201,12 +201,12 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 
 _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
-	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	cli_warn("%s", msg);
 	if (d_world == 1)
 		exit(1);
 	volatile sig_atomic_t dummy = 0;
@@ -216,17 +216,16 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 
 _Noreturn void train_dist_agreed_die(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 	agreed_exit = 1;
-	if (d_rank == 0) {
-		cli_prog = "loom-train";
-		fprintf(stderr, "%s: ", cli_prog);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	exit(1);
+	if (d_rank != 0)
+		exit(1);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cli_prog = "loom-train";
+	cli_die("%s", msg);
 }
 
 void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum)

@@ -147,6 +147,25 @@ static void set_threads(int n)
 	openblas_set_num_threads(n);
 }
 
+/* The count that fits the load now; sets th->others.  On a quiet machine
+ * (nothing runnable but, at most, the caller) the answer is all CPUs
+ * whatever this process's own threads are doing, so its tasks are not
+ * scanned (tens to hundreds of microseconds with many threads). */
+static int fit_load(struct loom_threads *th)
+{
+	char buf[128];
+	int running = read_small("/proc/loadavg", buf, sizeof buf) > 0 ? loom_threads_running(buf) : -1;
+	if (running < 0)
+		th->others = -1;
+	else if (loom_threads_for_load(th->ncpu, running - 1) == th->ncpu)
+		th->others = 0;
+	else {
+		int own = own_running();
+		th->others = running > own ? running - own : 0;
+	}
+	return loom_threads_for_load(th->ncpu, th->others);
+}
+
 void loom_threads_init(struct loom_threads *th, int threads)
 {
 	const char *env = getenv("OMP_NUM_THREADS");
@@ -154,30 +173,41 @@ void loom_threads_init(struct loom_threads *th, int threads)
 	th->fixed = threads > 0 || (env && *env);
 	th->n = threads > 0 ? threads : omp_get_max_threads();
 	th->others = -1;
-	th->last = 0;
-	if (th->fixed)
-		set_threads(th->n);
-	else
-		loom_threads_update(th);
+	th->pending = 0;
+	th->last = loom_now();
+	if (!th->fixed)
+		th->n = fit_load(th);
+	set_threads(th->n);
 }
 
 int loom_threads_update(struct loom_threads *th)
 {
-	char buf[128];
 	double now = loom_now();
-	if (th->fixed || now - th->last < 0.010)
+	if (th->fixed || now - th->last < 0.100)
 		return 0;
 	th->last = now;
-	int running = read_small("/proc/loadavg", buf, sizeof buf) > 0 ? loom_threads_running(buf) : -1;
-	int own = running < 0 ? 0 : own_running();
-	th->others = running < 0 ? -1 : running > own ? running - own : 0;
-	int n = loom_threads_for_load(th->ncpu, th->others);
+	int n = fit_load(th);
+	if (n != th->n && n != th->pending) { /* seen once: wait for the next look */
+		th->pending = n;
+		return 0;
+	}
+	th->pending = 0;
 	if (n == th->n && omp_get_max_threads() == n)
 		return 0;
 	int changed = n != th->n;
 	th->n = n;
 	set_threads(n);
 	return changed;
+}
+
+int loom_threads_adapt(struct loom_threads *th, const char *what, unsigned long long i,
+		       char *msg, size_t n)
+{
+	char d[96];
+	if (!loom_threads_update(th))
+		return 0;
+	snprintf(msg, n, "%s %llu: %s", what, i, loom_threads_describe(th, d, sizeof d));
+	return 1;
 }
 
 const char *loom_threads_describe(const struct loom_threads *th, char *buf, size_t n)

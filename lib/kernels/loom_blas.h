@@ -72,6 +72,8 @@ struct loom_threads {
 	int n;		/* the count in force */
 	int others;	/* runnable tasks of other processes at the last look;
 			 * -1 when unknown (no /proc) or fixed */
+	int pending;	/* a new count seen at the last look, to be confirmed
+			 * by the next; 0: none */
 	double last;	/* loom_now() of the last look */
 };
 
@@ -80,11 +82,19 @@ struct loom_threads {
  * now). */
 void loom_threads_init(struct loom_threads *th, int threads);
 
-/* When the count follows the load and the last look is 10 ms old or more,
- * look again (/proc/loadavg, /proc/self/task) and set the count.  Call it
+/* When the count follows the load and the last look is 100 ms old or
+ * more, look again (/proc/loadavg; /proc/self/task only when other tasks
+ * may be running) and set the count, once two looks in a row found the
+ * same new one (a burst of load seen once changes nothing).  Call it
  * outside parallel regions, at each step, frame or token.  Returns 1 when
  * the count changed, else 0. */
 int loom_threads_update(struct loom_threads *th);
+
+/* loom_threads_update() before step, frame or token i of `what`; when the
+ * count changed, returns 1 with "WHAT I: " and loom_threads_describe()'s
+ * text in msg (for -v), else 0. */
+int loom_threads_adapt(struct loom_threads *th, const char *what, unsigned long long i,
+		       char *msg, size_t n);
 
 /* The threads to run with on ncpu CPUs when `others` tasks of other
  * processes are runnable: the CPUs they leave free, at least 1.

@@ -1,6 +1,10 @@
 /*
- * loom_kernels.h - the GPT's compute kernels, each a fast version beside a
- * naive reference.
+ * loom_kernels.h - the compute kernels of the GPT (lib/train/loom_gpt.h)
+ * and of BERT (lib/train/loom_bert.h), each a fast version beside a naive
+ * reference.  Both models share the layernorm, dropout, cross-entropy and
+ * AdamW kernels; the GPT uses the Conv1D-layout matmul, tanh-GELU and
+ * causal attention, BERT the nn.Linear-layout linear kernels, erf-GELU
+ * and bidirectional attention masked by each row's length.
  *
  * Purpose: plain functions over flat float arrays (shapes in the
  * comments; row-major; N = B*T rows).  The fast kernels do every matrix

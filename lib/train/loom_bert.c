@@ -10,8 +10,9 @@
 /* Embedding tensors, then per layer, then the head. */
 enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
 enum { QW, KW, VW, QB, KB, VB, AOW, AOB, ALNW, ALNB, IW, IB, OW, OB, OLNW, OLNB, NLT };
-enum { QAW, QAB };                      /* QA head */
-enum { TDW, TDB, TLNW, TLNB, MBIAS };    /* MLM head */
+enum { QAW, QAB, N_QA };                /* QA head */
+enum { TDW, TDB, TLNW, TLNB, MBIAS, N_MLM };    /* MLM head */
+#define N_HEAD ((int)N_MLM > (int)N_QA ? (int)N_MLM : (int)N_QA) /* the larger head */
 
 static const char *const lt_names[NLT] = {
 	"attention.self.query.weight", "attention.self.key.weight",
@@ -116,7 +117,7 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	b->V = cfg->vocab_size;
 	b->P = cfg->max_positions;
 	int64_t C = b->C, I = b->I;
-	b->tensors = calloc(NE + (size_t)b->L * NLT + 5, sizeof *b->tensors);
+	b->tensors = calloc(NE + (size_t)b->L * NLT + N_HEAD, sizeof *b->tensors);
 	b->layer = calloc((size_t)b->L, sizeof *b->layer);
 	if (!b->tensors || !b->layer)
 		goto fail;
@@ -180,25 +181,22 @@ void loom_bert_free(struct loom_bert *b)
 	free(b);
 }
 
+/* 1-D: 1 for a LayerNorm weight, else 0; the others' std: init_std */
+static float bert_init(const struct loom_tensor *t, const void *ctx)
+{
+	const struct loom_bert *b = ctx;
+	if (t->ndim == 1)
+		return strstr(t->name, "LayerNorm.weight") ? 1.0f : 0.0f;
+	return (float)b->cfg.init_std;
+}
+
 void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
 {
-	for (int i = 0; i < b->n_tensors; i++) {
-		const struct loom_tensor *t = &b->tensors[i];
-		float *p = b->params + t->offset;
-		if (t->ndim == 1) {
-			float v = strstr(t->name, "LayerNorm.weight") ? 1.0f : 0.0f;
-			for (size_t j = 0; j < t->numel; j++)
-				p[j] = v;
-			continue;
-		}
-		loom_model_normal(p, t->numel, (float)b->cfg.init_std, loom_model_init_key(seed, i));
-	}
+	loom_model_init_weights(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
+				b->n_params, seed, bert_init, b);
 	if (b->cfg.pad_token_id >= 0)
 		memset(TP(b, b->params, E_WORD) + (size_t)b->cfg.pad_token_id * b->C, 0,
 		       sizeof(float) * b->C);
-	memset(b->m, 0, b->n_params * sizeof(float));
-	memset(b->v, 0, b->n_params * sizeof(float));
-	memset(b->grads, 0, b->n_params * sizeof(float));
 	b->w16_ok = 0;
 }
 
@@ -291,7 +289,6 @@ static int ensure_acts(struct loom_bert *b, int B, int T)
 	b->len = b->seg + N;
 	b->start_pos = b->len + B;
 	b->end_pos = b->start_pos + B;
-	b->n_acts = n;
 	b->B = B;
 	b->T = T;
 	return 0;
@@ -393,16 +390,6 @@ static int lengths(struct loom_bert *b, const int32_t *mask, int B, int T)
 	return 0;
 }
 
-static int check_ids(struct loom_bert *b, const int32_t *x, size_t n, int lim, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if (x[i] < 0 || x[i] >= lim)
-			return loom_err_set(&b->err, LOOM_EINVAL,
-					    "%s %d at position %zu is outside 0..%d", what, x[i], i,
-					    lim - 1);
-	return 0;
-}
-
 /* Cross-entropy of a row of logits lg[T] over its first n (the real
  * tokens) at target t < n: the loss and, with d != NULL,
  * d[T] = (softmax - onehot) * w (0 on padding). */
@@ -496,9 +483,11 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 		return loom_err_set(&b->err, LOOM_EINVAL,
 				    "batch %dx%d: T must be in 1..max_positions (%d)", B, T, b->P);
 	size_t N = (size_t)B * T;
-	if ((rc = check_ids(b, x->input_ids, N, b->V, "input id")) ||
+	if ((rc = loom_model_check_ids(x->input_ids, N, b->V, NULL, "input id", "the vocabulary",
+				       &b->err)) ||
 	    (x->segment_ids &&
-	     (rc = check_ids(b, x->segment_ids, N, b->cfg.type_vocab_size, "segment id"))))
+	     (rc = loom_model_check_ids(x->segment_ids, N, b->cfg.type_vocab_size, NULL,
+					"segment id", "the token types", &b->err))))
 		return rc;
 	if ((rc = ensure_acts(b, B, T)) ||
 	    (rc = loom_model_ready_mm(&b->mm, &b->w16_ok, b->cfg.precision, b->params,
@@ -649,9 +638,12 @@ int loom_bert_backward(struct loom_bert *b, float scale)
 		qa_bwd(b, seq, scale);
 	else
 		mlm_bwd(b, scale);
+	/* under recompute the shared slots still hold the last layer's
+	 * activations from the forward (the heads use buffers of their own):
+	 * the layers below it are recomputed */
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? b->layer[l - 1].out : b->x0;
-		if (b->cfg.recompute && (rc = layer_fwd(b, l, x, &b->layer[l])))
+		if (b->cfg.recompute && l < L - 1 && (rc = layer_fwd(b, l, x, &b->layer[l])))
 			return rc;
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;

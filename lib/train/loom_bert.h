@@ -44,7 +44,8 @@
  * before each LayerNorm and their statistics, the first LayerNorm's output
  * and the intermediate pre-activation (GELU recomputed in backward), the
  * layer output; with cfg.recompute only the outputs are kept per layer and
- * each layer is recomputed during backward (bit-identical gradients).
+ * each layer but the last (whose activations the slots still hold) is
+ * recomputed during backward (bit-identical gradients).
  *
  * Data parallelism: grad_ready(ctx, l) is called as in struct loom_gpt
  * (layer L-1's call also covers the head, -1 after the embeddings).
@@ -107,7 +108,6 @@ struct loom_bert {
 	struct loom_tensor *tensors;
 	/* activations for (B, T) */
 	int B, T;
-	size_t n_acts;
 	float *acts;
 	struct loom_bert_lacts *layer;  /* [L] */
 	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input */

@@ -706,10 +706,11 @@ static int check_inside(const char *dir, const char *name, struct loom_err *err)
 			    real);
 }
 
-/* check_inside for every file a loom checkpoint may hold. */
+/* check_inside for every other file a loom checkpoint may hold (state.json
+ * itself is checked before it is read). */
 static int check_all_inside(const struct loom_ckpt *c, struct loom_err *err)
 {
-	static const char *const names[] = { "state.json", "config.json", "model.safetensors",
+	static const char *const names[] = { "config.json", "model.safetensors",
 					     "optimizer.safetensors", "vocab.json", "merges.txt" };
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
 		if (check_inside(c->dir, names[i], err) < 0)

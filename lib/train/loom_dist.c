@@ -252,7 +252,7 @@ static void adamw_chunk(struct loom_dist *d, const struct bucket *b, float lr, i
 	struct loom_gpt *g = d->g;
 	const struct loom_config *c = &g->cfg;
 	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *tt = &g->tensors[i];
+		const struct loom_tensor *tt = &g->tensors[i];
 		size_t lo = tt->offset > b->c0 ? tt->offset : b->c0;
 		size_t hi = tt->offset + tt->numel < b->c1 ? tt->offset + tt->numel : b->c1;
 		if (lo >= hi)
@@ -505,7 +505,7 @@ static int plan_buckets(struct loom_dist *d)
 	for (int tag = g->L - 1; tag >= -1; tag--) {
 		size_t lo = SIZE_MAX, hi = 0, sum = 0;
 		for (int i = 0; i < g->n_tensors; i++) {
-			const struct loom_gpt_tensor *t = &g->tensors[i];
+			const struct loom_tensor *t = &g->tensors[i];
 			if (tensor_tag(g, t->name) != tag)
 				continue;
 			lo = t->offset < lo ? t->offset : lo;

@@ -61,7 +61,7 @@ static int new_sparse(struct loom_gpt *g)
 			g->rl[4 * l + j] = -1;
 			if (!(g->cfg.sparse_layers & proj_bit[j]))
 				continue;
-			const struct loom_gpt_tensor *t = &g->tensors[T_LAYER(l, proj_k[j])];
+			const struct loom_tensor *t = &g->tensors[T_LAYER(l, proj_k[j])];
 			g->rl[4 * l + j] = g->rigl->n;
 			if (loom_rigl_add(g->rigl, t->name, t->offset, (int)t->shape[0],
 					  (int)t->shape[1]) ||
@@ -143,24 +143,20 @@ void loom_gpt_free(struct loom_gpt *g)
 	free(g);
 }
 
+/* 1-D: 1 for an ln_*.weight, else 0; the others' std: 0.02, the
+ * residual projections' (c_proj) scaled by 1/sqrt(2L) as GPT-2's */
+static float gpt_init(const struct loom_tensor *t, const void *ctx)
+{
+	const struct loom_gpt *g = ctx;
+	if (t->ndim == 1)
+		return strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
+	return strstr(t->name, "c_proj.weight") ? 0.02f / sqrtf(2.0f * g->L) : 0.02f;
+}
+
 void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 {
-	float resid_std = 0.02f / sqrtf(2.0f * g->L);
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *t = &g->tensors[i];
-		float *p = g->params + t->offset;
-		if (t->ndim == 1) {
-			float v = strstr(t->name, "ln_") && strstr(t->name, "weight") ? 1.0f : 0.0f;
-			for (size_t j = 0; j < t->numel; j++)
-				p[j] = v;
-			continue;
-		}
-		float std = strstr(t->name, "c_proj.weight") ? resid_std : 0.02f;
-		loom_model_normal(p, t->numel, std, loom_model_init_key(seed, i));
-	}
-	memset(g->m, 0, g->n_params * sizeof(float));
-	memset(g->v, 0, g->n_params * sizeof(float));
-	memset(g->grads, 0, g->n_params * sizeof(float));
+	loom_model_init_weights(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
+				g->n_params, seed, gpt_init, g);
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (g->rigl) { /* masks from this seed; dead blocks zero */
@@ -353,18 +349,24 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
 	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
 		return 0;
-	free(g->acts);
-	free(g->inputs);
-	free(g->targets);
-	g->acts = NULL;
-	g->inputs = g->targets = NULL;
 	g->B = g->T = 0;
 	float *glob[8];
 	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
-	g->acts = loom_model_falloc(n);
-	g->inputs = malloc(sizeof(int32_t) * N);
-	g->targets = malloc(sizeof(int32_t) * N);
-	if (!g->acts || !g->inputs || !g->targets)
+	/* grow only: a generated token's short forward between training
+	 * steps lays out in the training batch's allocation */
+	if (n > g->acts_cap) {
+		free(g->acts);
+		g->acts = loom_model_falloc(n);
+		g->acts_cap = g->acts ? n : 0;
+	}
+	if (N > g->io_cap) {
+		free(g->inputs);
+		free(g->targets);
+		g->inputs = malloc(sizeof(int32_t) * N);
+		g->targets = malloc(sizeof(int32_t) * N);
+		g->io_cap = g->inputs && g->targets ? N : 0;
+	}
+	if (!g->acts_cap || !g->io_cap)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);
@@ -473,17 +475,6 @@ static const float *trunk_fwd(struct loom_gpt *g)
 	return x;
 }
 
-static int check_tokens(struct loom_gpt *g, const int32_t *t, size_t n, int allow_ignore,
-			const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((t[i] < 0 || t[i] >= g->V) && !(allow_ignore && t[i] == g->cfg.ignore_id))
-			return loom_err_set(&g->err, LOOM_EINVAL,
-					    "%s token %d at position %zu is outside the vocabulary (0..%d)",
-					    what, t[i], i, g->V - 1);
-	return 0;
-}
-
 /* Rows of probs[n,V] whose argmax (the first largest) is their target. */
 static int64_t count_correct(const float *probs, const int32_t *targets, int n, int V,
 			     int ignore_id)
@@ -568,9 +559,11 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "batch %dx%d: T must be in 1..n_positions (%d)", B, T, g->P);
 	size_t N = (size_t)B * T;
-	if ((rc = check_tokens(g, inputs, N, 0, "input")))
+	if ((rc = loom_model_check_ids(inputs, N, g->V, NULL, "input token", "the vocabulary",
+				       &g->err)))
 		return rc;
-	if (targets && (rc = check_tokens(g, targets, N, 1, "target")))
+	if (targets && (rc = loom_model_check_ids(targets, N, g->V, &g->cfg.ignore_id,
+						  "target token", "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
@@ -780,7 +773,8 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
-	if ((rc = check_tokens(g, tok, (size_t)n, 0, "input")))
+	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
+				       "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
@@ -800,13 +794,41 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	return loom_mm_check(g->mm, &g->err);
 }
 
-static int cmp_desc(const void *a, const void *b)
+/* The (k+1)-th largest of a[0..n) (k < n), the value a sort in descending
+ * order would leave at a[k]: a quickselect with a three-way partition (so
+ * runs of equal values, such as masked -infinity logits, take one pass);
+ * a is reordered. */
+static float kth_largest(float *a, int n, int k)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return x < y ? 1 : x > y ? -1 : 0;
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		float x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi], p;
+		p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y); /* median */
+		int lt = lo, i = lo, gt = hi;
+		while (i <= gt) { /* [lo,lt) > p, [lt,i) == p, (gt,hi] < p */
+			float t = a[i];
+			if (t > p) {
+				a[i++] = a[lt];
+				a[lt++] = t;
+			} else if (t < p) {
+				a[i] = a[gt];
+				a[gt--] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k > gt)
+			lo = gt + 1;
+		else
+			return p;
+	}
+	return a[k];
 }
 
-int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, uint64_t *rng)
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, float *scratch,
+		    uint64_t *rng)
 {
 	int best = 0;
 	for (int v = 1; v < V; v++)
@@ -816,13 +838,8 @@ int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, ui
 		return best;
 	float thresh = -INFINITY;
 	if (top_k > 0 && top_k < V) {
-		float *s = malloc(sizeof(float) * V);
-		if (!s)
-			return best;
-		memcpy(s, logits, sizeof(float) * V);
-		qsort(s, V, sizeof(float), cmp_desc);
-		thresh = s[top_k - 1];
-		free(s);
+		memcpy(scratch, logits, sizeof(float) * V);
+		thresh = kth_largest(scratch, V, top_k - 1);
 	}
 	double sum = 0, mx = logits[best];
 	for (int v = 0; v < V; v++)

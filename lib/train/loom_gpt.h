@@ -88,10 +88,6 @@
 #include "loom_config.h"
 #include "loom_model.h"
 
-/* The parameter table's entries are lib/train/loom_model.h's, shared with
- * BERT; the GPT's name for them is kept for its users. */
-#define loom_gpt_tensor loom_tensor
-
 /* Per-layer activations (pointers into g->acts). */
 struct loom_gpt_lacts {
 	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
@@ -110,10 +106,12 @@ struct loom_gpt {
 	size_t n_params;
 	float *params, *grads, *m, *v;      /* one allocation each */
 	int n_tensors;
-	struct loom_gpt_tensor *tensors;
-	/* activations for the current (B, T) */
+	struct loom_tensor *tensors;
+	/* activations for the current (B, T): n_acts floats laid out in acts,
+	 * which holds acts_cap (the largest layout so far: never shrinks);
+	 * inputs and targets hold io_cap ids */
 	int B, T;
-	size_t n_acts;
+	size_t n_acts, acts_cap, io_cap;
 	float *acts;
 	struct loom_gpt_lacts *layer;       /* [L] */
 	float *encoded;                     /* [N,C] (layer 1's res3 slot if L > 1) */
@@ -227,9 +225,10 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
  * the logits of the last position into out[V]. */
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out);
 /* Sample a token from logits[V] at temperature (<= 0: argmax), keeping the
- * top_k largest (0 = all); *rng is a splitmix64 counter state.  A logit of
- * -INFINITY (a masked id) is never sampled while any other is finite. */
-int loom_gpt_sample(const float *logits, int V, float temperature, int top_k,
+ * top_k largest (0 = all; scratch[V] the caller's, used when 0 < top_k <
+ * V); *rng is a splitmix64 counter state.  A logit of -INFINITY (a masked
+ * id) is never sampled while any other is finite. */
+int loom_gpt_sample(const float *logits, int V, float temperature, int top_k, float *scratch,
 		    uint64_t *rng);
 
 /* Split frame records rec[B, rec_len] into inputs/targets [B, T]

@@ -13,7 +13,7 @@
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base, struct loom_ckpt_tensor *out)
 {
 	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_gpt_tensor *t = &g->tensors[i];
+		const struct loom_tensor *t = &g->tensors[i];
 		memset(&out[i], 0, sizeof out[i]);
 		out[i].name = t->name;
 		out[i].ndim = t->ndim;

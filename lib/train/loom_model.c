@@ -21,6 +21,16 @@ void loom_model_add(struct loom_tensor *tab, int *n, size_t *off, const char *na
 	*off += t->numel;
 }
 
+int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
+			 const char *range, struct loom_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((x[i] < 0 || x[i] >= lim) && !(skip && x[i] == *skip))
+			return loom_err_set(err, LOOM_EINVAL, "%s %d at position %zu is outside %s (0..%d)",
+					    what, x[i], i, range, lim - 1);
+	return 0;
+}
+
 float *loom_model_falloc(size_t n)
 {
 	float *p = NULL;
@@ -63,6 +73,25 @@ void loom_model_normal(float *p, size_t n, float std, uint64_t key)
 uint64_t loom_model_init_key(uint64_t seed, int i)
 {
 	return loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
+}
+
+void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			     float *m, float *v, size_t n_params, uint64_t seed,
+			     float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx)
+{
+	for (int i = 0; i < nt; i++) {
+		const struct loom_tensor *t = &tab[i];
+		float *p = params + t->offset, x = init(t, ctx);
+		if (t->ndim == 1)
+			for (size_t j = 0; j < t->numel; j++)
+				p[j] = x;
+		else
+			loom_model_normal(p, t->numel, x, loom_model_init_key(seed, i));
+	}
+	memset(m, 0, n_params * sizeof(float));
+	memset(v, 0, n_params * sizeof(float));
+	memset(grads, 0, n_params * sizeof(float));
 }
 
 uint64_t loom_model_site_key(uint64_t key, int l, int site)

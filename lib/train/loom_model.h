@@ -32,6 +32,12 @@ struct loom_tensor {
 void loom_model_add(struct loom_tensor *t, int *n, size_t *off, const char *name, int ndim,
 		    int64_t d0, int64_t d1, int decay);
 
+/* Refuse the first id of x[0..n) outside 0..lim-1 (other than *skip when
+ * skip != NULL): LOOM_EINVAL with "WHAT ID at position I is outside RANGE
+ * (0..LIM-1)" in err; else 0. */
+int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
+			 const char *range, struct loom_err *err);
+
 /* n zeroed floats, 64-byte aligned (at least one); NULL on ENOMEM. */
 float *loom_model_falloc(size_t n);
 
@@ -40,6 +46,15 @@ float *loom_model_falloc(size_t n);
 void loom_model_normal(float *p, size_t n, float std, uint64_t key);
 /* The key of tensor i of a model initialised from `seed`. */
 uint64_t loom_model_init_key(uint64_t seed, int i);
+
+/* Initialise the n_params floats of a model's table tab[0..nt) from
+ * `seed`: a 1-D tensor is filled with init(t, ctx) (1 for a LayerNorm
+ * weight, 0 for a bias), another drawn N(0, init(t, ctx)^2) with
+ * loom_model_init_key(seed, i); m, v and grads zeroed. */
+void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			     float *m, float *v, size_t n_params, uint64_t seed,
+			     float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx);
 
 /* The dropout mask key of site `site` of layer l (-1: embeddings) for a
  * forward with key `key`. */

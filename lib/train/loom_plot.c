@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loom_pretok.h"
+#include "loom_utf8.h"
 
 void loom_series_init(struct loom_series *s, const char *xkey, const char *ykey)
 {

@@ -17,8 +17,9 @@ int loom_sampler_init(struct loom_sampler *s, struct loom_gpt *g, const struct l
 	s->rng = seed;
 	s->ctx = malloc(sizeof *s->ctx * (size_t)P);
 	s->logits = malloc(sizeof *s->logits * (size_t)V);
+	s->scratch = malloc(sizeof *s->scratch * (size_t)V);
 	s->lacks = malloc(sizeof *s->lacks * (size_t)V);
-	if (!s->ctx || !s->logits || !s->lacks) {
+	if (!s->ctx || !s->logits || !s->scratch || !s->lacks) {
 		loom_sampler_release(s);
 		return LOOM_ENOMEM;
 	}
@@ -39,15 +40,17 @@ int loom_sampler_next(struct loom_sampler *s, const uint32_t *ids, size_t n)
 		return rc;
 	for (uint32_t i = 0; i < s->n_lacks; i++)
 		s->logits[s->lacks[i]] = -INFINITY;
-	return loom_gpt_sample(s->logits, g->V, s->temperature, s->top_k, &s->rng);
+	return loom_gpt_sample(s->logits, g->V, s->temperature, s->top_k, s->scratch, &s->rng);
 }
 
 void loom_sampler_release(struct loom_sampler *s)
 {
 	free(s->ctx);
 	free(s->logits);
+	free(s->scratch);
 	free(s->lacks);
 	s->ctx = NULL;
 	s->logits = NULL;
+	s->scratch = NULL;
 	s->lacks = NULL;
 }

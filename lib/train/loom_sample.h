@@ -31,6 +31,7 @@ struct loom_sampler {
 	uint64_t rng;
 	int32_t *ctx;          /* n_positions */
 	float *logits;         /* vocab_size */
+	float *scratch;        /* vocab_size: loom_gpt_sample()'s top-k selection */
 	uint32_t *lacks, n_lacks; /* ids < vocab_size the vocabulary lacks */
 };
 

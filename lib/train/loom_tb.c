@@ -195,17 +195,23 @@ int loom_tb_close(struct loom_tb *tb, struct loom_err *err)
 
 /* ---- reading ---------------------------------------------------------- */
 
+const struct loom_tb_tag_name loom_tb_tags[LOOM_TB_N_TAGS] = {
+	[LOOM_TB_LOSS] = { "train/loss", "loss" },
+	[LOOM_TB_LR] = { "train/lr", "lr" },
+	[LOOM_TB_GRAD_NORM] = { "train/grad_norm", "grad_norm" },
+	[LOOM_TB_TOKENS_PER_S] = { "train/tokens_per_s", "tokens_per_s" },
+	[LOOM_TB_EVAL_LOSS] = { "eval/loss", "eval_loss" },
+	[LOOM_TB_EVAL_PPL] = { "eval/perplexity", "eval_ppl" },
+	[LOOM_TB_EVAL_ACC] = { "eval/accuracy", "eval_acc" },
+	[LOOM_TB_DENSITY] = { "sparsity/density", "density" },
+	[LOOM_TB_CHURN] = { "sparsity/churn", "churn" },
+};
+
 const char *loom_tb_log_key(const char *tag)
 {
-	static const char *const map[][2] = {
-		{ "train/loss", "loss" }, { "train/lr", "lr" }, { "train/grad_norm", "grad_norm" },
-		{ "train/tokens_per_s", "tokens_per_s" }, { "eval/loss", "eval_loss" },
-		{ "eval/perplexity", "eval_ppl" }, { "eval/accuracy", "eval_acc" },
-		{ "sparsity/density", "density" }, { "sparsity/churn", "churn" },
-	};
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-		if (!strcmp(tag, map[i][0]))
-			return map[i][1];
+	for (int i = 0; i < LOOM_TB_N_TAGS; i++)
+		if (!strcmp(tag, loom_tb_tags[i].tag))
+			return loom_tb_tags[i].log_key;
 	return NULL;
 }
 

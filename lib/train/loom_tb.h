@@ -49,9 +49,19 @@ int loom_tb_flush(struct loom_tb *tb);
 int loom_tb_close(struct loom_tb *tb, struct loom_err *err);
 const char *loom_tb_error(const struct loom_tb *tb);
 
-/* The key of loom-train's JSON log that holds what loom-train writes under
- * `tag` ("train/loss" -> "loss", "eval/perplexity" -> "eval_ppl", ...;
- * formats/tensorboard.md), or NULL. */
+/* The scalars loom-train writes (formats/tensorboard.md): each one's
+ * TensorBoard tag and the key of loom-train's JSON log that holds the
+ * same value, loom_tb_tags[LOOM_TB_EVAL_PPL] = { "eval/perplexity",
+ * "eval_ppl" }. */
+enum loom_tb_tag {
+	LOOM_TB_LOSS, LOOM_TB_LR, LOOM_TB_GRAD_NORM, LOOM_TB_TOKENS_PER_S, LOOM_TB_EVAL_LOSS,
+	LOOM_TB_EVAL_PPL, LOOM_TB_EVAL_ACC, LOOM_TB_DENSITY, LOOM_TB_CHURN, LOOM_TB_N_TAGS
+};
+extern const struct loom_tb_tag_name {
+	const char *tag, *log_key;
+} loom_tb_tags[LOOM_TB_N_TAGS];
+
+/* The log key of `tag` ("train/loss" -> "loss"), or NULL. */
 const char *loom_tb_log_key(const char *tag);
 
 /* ---- reading ---------------------------------------------------------- */
