@@ -1,12 +1,19 @@
-/* loom-train - batches on stdin -> GPT training -> checkpoints.
+/* loom-train - batches on stdin -> GPT or BERT training -> checkpoints.
  *
  *   loom-feed --batch 8 --seq 64 shards/s-0.tfrecord | loom-train --config small --save ckpt
+ *   loom-feed --manifest sq.manifest.json | loom-train --config bert-tiny --save ckpt
  *
  * Reads binary batch frames (formats/batch.md, lib/data/loom_batch.h), trains
- * the GPT of lib/train/loom_gpt.h with AdamW, logs, evaluates and checkpoints
- * (lib/train/loom_ckpt.h).  SIGINT/SIGTERM finish the current step, save and
+ * the GPT of lib/train/loom_gpt.h (model=gpt) or the BERT of
+ * lib/train/loom_bert.h (model=bert: task=squad on squad-features frames,
+ * task=mlm on token frames) with AdamW, logs, evaluates and checkpoints
+ * (lib/train/loom_ckpt.h).  The loop reaches a model only through struct
+ * model_ops.  SIGINT/SIGTERM finish the current step, save and
  * exit 0; --resume continues bit-exactly.
  */
+/* before cblas.h: its complex.h defines I, a field of struct loom_bert */
+#include "loom_bert.h"
+
 #include <cblas.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -46,11 +53,14 @@ static volatile sig_atomic_t stop_sig;
 
 /* Freed at exit, after the data-parallel layer let go of it. */
 static struct loom_gpt *the_model;
+static struct loom_bert *the_bert;
 
 static void free_model(void)
 {
 	loom_gpt_free(the_model);
 	the_model = NULL;
+	loom_bert_free(the_bert);
+	the_bert = NULL;
 }
 
 static void on_stop(int sig)
@@ -197,15 +207,66 @@ static double probe_matmul(const struct loom_config *c, int *M, int *K, int *N)
 #define MFU_FP32 0.50
 #define MFU_BF16 0.30
 
-static void print_dry_run(const struct loom_config *c)
+struct trainer;
+struct run;
+
+/* A frame as read: header, ids, the reader (its features) and where it
+ * came from, for messages. */
+struct frame {
+	const struct loom_batch_hdr *h;
+	const uint32_t *tok;
+	struct loom_batch_reader *r;
+	const char *src;        /* "stdin", --eval-data's path */
+	uint64_t n;             /* frame number in src */
+};
+
+/* An evaluation's sums: loss x count, count (tokens, rows or masked
+ * tokens) and the count predicted right. */
+struct eval_sums {
+	double nll;
+	int64_t n, correct;
+};
+
+/* What the loop asks of a model (gpt_ops: lib/train/loom_gpt.h, bert_ops:
+ * lib/train/loom_bert.h).  Each exits with one line on an error. */
+struct model_ops {
+	/* new model, weights from --resume's ck, --init-from or the seed,
+	 * attached to the data-parallel layer */
+	void (*build)(struct trainer *t, struct loom_ckpt *ck);
+	size_t (*n_params)(const struct trainer *t);
+	/* memory plan (bytes) at the config's micro_batch x seq_len */
+	void (*plan)(const struct loom_config *c, int recompute, struct loom_gpt_mem *m);
+	void (*begin_step)(struct trainer *t);      /* before step t->step + 1 */
+	/* forward + backward of scale x the frame's loss (*loss) */
+	void (*micro)(struct run *u, const struct frame *f, uint64_t key, float scale, float *loss);
+	/* optimizer step t->step at lr: *norm, *lsum the mean over ranks */
+	void (*step)(struct trainer *t, float lr, float *norm, double *lsum);
+	/* forward of an evaluation frame, added to *s */
+	void (*eval)(struct trainer *t, const struct frame *f, struct eval_sums *s);
+	void (*save)(struct trainer *t);
+};
+
+/* A BERT batch made of a frame: task=squad the feature frame's columns,
+ * task=mlm [CLS] record [SEP] rows and their masks. */
+struct rows {
+	int B, T;
+	int32_t *ids, *seg, *mask, *start, *end, *labels;
+};
+
+static const struct model_ops gpt_ops, bert_ops;
+
+static void print_dry_run(const struct loom_config *c, const struct model_ops *ops)
 {
 	struct loom_gpt_mem m0, m1;
-	char b0[32], b1[32], b2[32], b3[32], b4[32];
+	char b0[32], b1[32], b2[32], b3[32], b4[32], kind[64] = "";
 	uint64_t np = loom_config_n_params(c);
-	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, 0, &m0);
-	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, 1, &m1);
-	printf("config: %s (n_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
-	       c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
+	ops->plan(c, 0, &m0);
+	ops->plan(c, 1, &m1);
+	if (c->model != LOOM_MODEL_GPT)
+		snprintf(kind, sizeof kind, "%s task=%s, ", loom_model_name(c->model),
+			 loom_task_name(c->task));
+	printf("config: %s (%sn_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
+	       kind, c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
 	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
 	printf("memory plan at micro_batch %d x seq_len %d (%s):\n", c->micro_batch, c->seq_len,
 	       c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
@@ -249,7 +310,10 @@ static void print_dry_run(const struct loom_config *c)
 
 struct trainer {
 	struct loom_config cfg;
-	struct loom_gpt *g;
+	const struct model_ops *ops;
+	struct loom_gpt *g;     /* model=gpt */
+	struct loom_bert *b;    /* model=bert */
+	struct rows rows;
 	const char *save_dir;
 	unsigned keep;
 	uint64_t step;          /* optimizer steps done */
@@ -282,7 +346,7 @@ static void ckpt_tables(struct loom_gpt *g, struct loom_ckpt_tensor **tp, float 
 	}
 }
 
-static void save_ckpt(struct trainer *t)
+static void gpt_save(struct trainer *t)
 {
 	struct loom_gpt *g = t->g;
 	if (!train_dist_save_begin(g))
@@ -553,7 +617,7 @@ static void check_resume_sparsity(const struct loom_config *ck, const struct loo
 static void fit_first_frame(struct loom_config *c, const struct origins *o, int batch,
 			    int rec, uint64_t frame, int verbose, int quiet)
 {
-	int T = rec - 1;
+	int extra = loom_config_record_extra(c), T = rec - extra;
 	if (!o->src[O_MB][0] && batch != c->micro_batch) {
 		if (verbose)
 			cli_warn("micro_batch %d from the frames (%s says %d)", batch, o->preset,
@@ -562,12 +626,13 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 		c->global_batch = 0; /* derived again */
 	}
 	if (!o->src[O_SL][0] && T != c->seq_len) {
-		int want = T < c->n_positions ? T : c->n_positions;
+		/* a squad feature is a row: never cut (too long: refused below) */
+		int want = T < c->n_positions || !extra ? T : c->n_positions;
 		if (want < T && !quiet)
 			cli_warn("the frames' records have %d tokens, but n_positions is %d (%s): "
 				 "training on the first %d of each record (--set n_positions=%d, or "
 				 "loom-feed --seq %d, uses them whole)", rec, c->n_positions,
-				 o->preset, want + 1, T, want);
+				 o->preset, want + extra, T, want + extra - 1);
 		else if (verbose)
 			cli_warn("seq_len %d from the frames' records of %d tokens (%s says %d)",
 				 want, rec, o->preset, c->seq_len);
@@ -576,7 +641,7 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 	if (loom_config_validate(c))
 		cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_config_error(c));
 	if (loom_config_check_data(c, batch, rec)) {
-		int sl = c->seq_len + 1 > rec;
+		int sl = c->seq_len + extra > rec || (!extra && c->seq_len != rec);
 		const char *key = sl ? "seq_len" : "micro_batch", *src = origin_name(o, sl ? O_SL : O_MB);
 		char fix[160];
 		if (!strcmp(src, "the checkpoint"))
@@ -586,7 +651,7 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 			snprintf(fix, sizeof fix, "from %s: change it to %d there", src, sl ? T : batch);
 		cli_die("stdin: frame %llu: %s (%s is %s, or feed loom-feed %s %d)",
 			(unsigned long long)frame, loom_config_error(c), key, fix,
-			sl ? "--seq" : "--batch", sl ? c->seq_len : c->micro_batch);
+			sl ? "--seq" : "--batch", sl ? c->seq_len + extra - 1 : c->micro_batch);
 	}
 }
 
@@ -614,16 +679,26 @@ static void check_ids(const struct loom_config *c, const struct origins *o,
 		c->vocab_size, origin_name(o, O_VS), top + 1);
 }
 
+/* task=squad reads frames with features (version 2); the others refuse them */
+static int read_features;
+
+/* r (NULL: out of memory) reading what the task reads. */
+static struct loom_batch_reader *reader_for_task(struct loom_batch_reader *r)
+{
+	if (!r)
+		cli_die("out of memory");
+	if (read_features)
+		loom_batch_reader_accept_features(r);
+	return r;
+}
+
 /* A frame reader over the file `path` (its descriptor in *fd). */
 static struct loom_batch_reader *open_frames(const char *path, int *fd)
 {
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0)
 		cli_die("cannot open '%s': %s", path, strerror(errno));
-	struct loom_batch_reader *r = loom_batch_reader_new(*fd, path);
-	if (!r)
-		cli_die("out of memory");
-	return r;
+	return reader_for_task(loom_batch_reader_new(*fd, path));
 }
 
 /* --eval-data: batch frames from a file, or a loom-shard manifest (told by
@@ -661,9 +736,10 @@ static void eval_open(struct eval_src *e, const char *path, uint32_t batch, uint
 		e->r = open_frames(path, &e->fd);
 		return;
 	}
+	/* a squad-features manifest gives the record length itself */
 	struct loom_feed_opts fo = { .manifest = path, .batch = batch ? batch : 1,
-				     .seq_len = rec, .epochs = 1, .stream_order = 1,
-				     .threads = 1 };
+				     .seq_len = read_features ? 0 : rec, .epochs = 1,
+				     .stream_order = 1, .threads = 1 };
 	struct loom_err err;
 	e->feed = loom_feed_new(&fo, &err);
 	if (!e->feed)
@@ -687,8 +763,7 @@ static int eval_next(struct eval_src *e, struct loom_batch_hdr *h, const uint32_
 			cli_die("--eval-data %s", loom_feed_error(e->feed));
 		if (rc == 0)
 			return 0;
-		if (!(e->r = loom_batch_reader_new_mem(buf, len, e->path)))
-			cli_die("out of memory");
+		e->r = reader_for_task(loom_batch_reader_new_mem(buf, len, e->path));
 	}
 	if ((rc = loom_batch_read(e->r, h, tok)) < 0)
 		cli_die("%s", loom_batch_reader_error(e->r));
@@ -837,69 +912,52 @@ static void lock_save_dir(const char *dir)
 		cli_die("--save %s: %s", dir, err.msg);
 }
 
-/* Held-out evaluation over every frame of `path`. */
+/* Held-out evaluation over every frame of `path`: the mean loss, for the
+ * GPT (per token) with its perplexity, and the share predicted right
+ * (GPT: next tokens; squad: rows whose start and end are both the argmax;
+ * mlm: masked tokens). */
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
 	struct eval_src e;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
-	int T = t->cfg.seq_len;
-	eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)T + 1);
-	double nll = 0;
-	int64_t ntok = 0, ncorr = 0;
-	/* static: still reachable, not a leak, when a frame below is refused */
-	static int32_t *in, *tg;
+	int T = t->cfg.seq_len, need = T + loom_config_record_extra(&t->cfg);
+	eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)need);
+	struct eval_sums sum = { 0 };
 	double t0 = loom_now();
 	while (eval_next(&e, &h, &tok) == 1) {
-		if ((int)h.seq_len < T + 1)
+		if ((int)h.seq_len < need)
 			cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %u", path,
-				T, T + 1, h.seq_len);
+				T, need, h.seq_len);
 		size_t bad = loom_batch_first_bad_id(&h, tok, (uint64_t)t->cfg.vocab_size);
 		if (bad < (size_t)h.batch * h.seq_len)
 			cli_die("%s: frame %llu: token %u (record %zu, position %zu) is outside the "
 				"vocabulary of %d ids", path,
 				(unsigned long long)e.frames - 1, tok[bad],
 				bad / h.seq_len, bad % h.seq_len, t->cfg.vocab_size);
-		if (!in) {
-			in = malloc(sizeof(int32_t) * h.batch * T);
-			tg = malloc(sizeof(int32_t) * h.batch * T);
-			if (!in || !tg)
-				cli_die("out of memory");
-		}
-		loom_gpt_split_records(tok, (int)h.batch, (int)h.seq_len, T, in, tg);
-		if (h.flags & LOOM_BATCH_F_PAD)
-			loom_gpt_mask_pad(t->g, h.pad_id, in, tg, (size_t)h.batch * T);
 		char msg[160];
 		if (loom_threads_adapt(&pool, "eval frame", e.frames - 1, msg, sizeof msg) &&
 		    t->verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
-		if (loom_gpt_forward(t->g, in, tg, (int)h.batch, T, 0, 0, NULL))
-			cli_die("%s: frame %llu: %s", path,
-				(unsigned long long)e.frames - 1,
-				loom_gpt_error(t->g));
-		double a;
-		int64_t b, c;
-		loom_gpt_eval_counts(t->g, &a, &b, &c);
-		nll += a;
-		ntok += b;
-		ncorr += c;
+		struct frame f = { .h = &h, .tok = tok, .r = e.r, .src = path, .n = e.frames - 1 };
+		t->ops->eval(t, &f, &sum);
 	}
 	eval_close(&e);
-	free(in);
-	free(tg);
-	in = tg = NULL;
-	double loss = ntok ? nll / ntok : 0;
+	double loss = sum.n ? sum.nll / sum.n : 0, acc = sum.n ? (double)sum.correct / sum.n : 0.0;
+	int lm = t->cfg.model == LOOM_MODEL_GPT;
+	const char *what = lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked tokens";
 	if (!t->quiet)
-		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld tokens, %.1f s)",
-			 (unsigned long long)t->step, loss, exp(loss),
-			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok, loom_now() - t0);
+		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld %s, %.1f s)",
+			 (unsigned long long)t->step, loss, exp(loss), acc, (long long)sum.n, what,
+			 loom_now() - t0);
 	if (log)
-		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_tokens\":%lld}\n",
-			 (unsigned long long)t->step, loss, exp(loss),
-			 ntok ? (double)ncorr / ntok : 0.0, (long long)ntok);
+		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
+			 (unsigned long long)t->step, loss, exp(loss), acc,
+			 lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked",
+			 (long long)sum.n);
 	tb_scalar(t, LOOM_TB_EVAL_LOSS, loss);
 	tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
-	tb_scalar(t, LOOM_TB_EVAL_ACC, ntok ? (double)ncorr / ntok : 0.0);
+	tb_scalar(t, LOOM_TB_EVAL_ACC, acc);
 	tb_flush(t);
 }
 
@@ -1151,6 +1209,11 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 		named.data_parallel = c->data_parallel;
 		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
 	}
+	t->ops = c->model == LOOM_MODEL_BERT ? &bert_ops : &gpt_ops;
+	read_features = c->task == LOOM_TASK_SQUAD;
+	if (c->model != LOOM_MODEL_GPT && sample_every)
+		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
+			 loom_model_name(c->model));
 	if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
 		load_vocab(t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
 			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), orig);
@@ -1159,7 +1222,7 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 
 /* The model, its weights from the checkpoint ck (--resume), --init-from or
  * fresh, attached to the data-parallel layer. */
-static void build_model(struct trainer *t, struct loom_ckpt *ck)
+static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 {
 	struct loom_config *c = &t->cfg;
 	struct loom_gpt *g = the_model = loom_gpt_new(c);
@@ -1198,12 +1261,12 @@ static void print_model_line(const struct trainer *t)
 	if (c->sparsity > 0) {
 		uint64_t w = loom_config_sparse_weights(c);
 		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
-			 (unsigned long long)(t->g->n_params - w +
+			 (unsigned long long)(t->ops->n_params(t) - w +
 					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
 			 c->sparsity);
 	}
 	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->g->n_params, live,
+		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
 		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
 		 (long long)c->steps, c->lr,
 		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
@@ -1284,9 +1347,10 @@ static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint
 		print_model_line(u->t);
 	u->B = c->micro_batch;
 	u->T = c->seq_len;
-	if (u->eval_rec && u->eval_rec < u->T + 1)
+	int need = u->T + loom_config_record_extra(c);
+	if (u->eval_rec && (u->eval_rec < need || (read_features && u->eval_rec != need)))
 		cli_die("%s: seq_len: %d needs records of %d tokens, the batches have %d",
-			eval_data, u->T, u->T + 1, u->eval_rec);
+			eval_data, u->T, need, u->eval_rec);
 	u->in = malloc(sizeof(int32_t) * u->B * u->T);
 	u->tg = malloc(sizeof(int32_t) * u->B * u->T);
 	if (!u->in || !u->tg)
@@ -1304,7 +1368,6 @@ static int run_micro_batches(struct run *u, double *lsum)
 {
 	struct trainer *t = u->t;
 	struct loom_config *c = &t->cfg;
-	struct loom_gpt *g = t->g;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int micro, rc;
@@ -1331,15 +1394,13 @@ static int run_micro_batches(struct run *u, double *lsum)
 		if (u->first)
 			take_first_frame(u, &h, frame);
 		check_ids(c, u->orig, &h, tok, frame);
-		loom_gpt_split_records(tok, u->B, (int)h.seq_len, u->T, u->in, u->tg);
-		if (h.flags & LOOM_BATCH_F_PAD)
-			loom_gpt_mask_pad(g, h.pad_id, u->in, u->tg, (size_t)u->B * u->T);
-		/* dropout masks: independent per rank (rank 0 as a single process) */
+		/* dropout (and mlm's masks): independent per rank (rank 0 as a
+		 * single process) */
 		uint64_t key = loom_splitmix64(c->seed ^ loom_splitmix64((t->step + 1) * 65536 + (uint64_t)micro) ^
 					     ((uint64_t)train_dist_rank() << 48));
 		float l;
-		if (loom_gpt_train_micro(g, u->in, u->tg, u->B, u->T, key, 1.0f / c->grad_accum, &l))
-			cli_die("stdin: frame %llu: %s", (unsigned long long)frame, loom_gpt_error(g));
+		struct frame f = { .h = &h, .tok = tok, .r = u->r, .src = "stdin", .n = frame };
+		t->ops->micro(u, &f, key, 1.0f / c->grad_accum, &l);
 		*lsum += l;
 		t->data_seq = h.seq + 1;
 		t->data_epoch = h.epoch;
@@ -1350,6 +1411,291 @@ static int run_micro_batches(struct run *u, double *lsum)
 	}
 	return micro;
 }
+
+/* ---- the models behind struct model_ops --------------------------------- */
+
+static size_t gpt_n_params(const struct trainer *t)
+{
+	return t->g->n_params;
+}
+
+static void gpt_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m)
+{
+	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, recompute, m);
+}
+
+static void gpt_begin_step(struct trainer *t)
+{
+	loom_gpt_begin_step(t->g, (int64_t)t->step + 1);
+}
+
+/* records of T+1 tokens -> T inputs and their next-token targets */
+static void gpt_split(const struct trainer *t, const struct frame *f, int32_t *in, int32_t *tg)
+{
+	int B = (int)f->h->batch, T = t->cfg.seq_len;
+	loom_gpt_split_records(f->tok, B, (int)f->h->seq_len, T, in, tg);
+	if (f->h->flags & LOOM_BATCH_F_PAD)
+		loom_gpt_mask_pad(t->g, f->h->pad_id, in, tg, (size_t)B * T);
+}
+
+static void gpt_micro(struct run *u, const struct frame *f, uint64_t key, float scale, float *loss)
+{
+	struct trainer *t = u->t;
+	gpt_split(t, f, u->in, u->tg);
+	if (loom_gpt_train_micro(t->g, u->in, u->tg, u->B, u->T, key, scale, loss))
+		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n, loom_gpt_error(t->g));
+}
+
+static void gpt_step(struct trainer *t, float lr, float *norm, double *lsum)
+{
+	train_dist_step(t->g, lr, (int64_t)t->step, norm, lsum);
+}
+
+/* int32 buffers of n values, grown as needed */
+static int32_t *ibuf(int32_t **p, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(*p);
+		if (!(*p = malloc(sizeof(int32_t) * n)))
+			cli_die("out of memory");
+		*cap = n;
+	}
+	return *p;
+}
+
+static void gpt_eval(struct trainer *t, const struct frame *f, struct eval_sums *s)
+{
+	static int32_t *in, *tg; /* grown as needed, reachable to the end */
+	static size_t cin, ctg;
+	size_t n = (size_t)f->h->batch * t->cfg.seq_len;
+	gpt_split(t, f, ibuf(&in, &cin, n), ibuf(&tg, &ctg, n));
+	if (loom_gpt_forward(t->g, in, tg, (int)f->h->batch, t->cfg.seq_len, 0, 0, NULL))
+		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n, loom_gpt_error(t->g));
+	double a;
+	int64_t b, c;
+	loom_gpt_eval_counts(t->g, &a, &b, &c);
+	s->nll += a;
+	s->n += b;
+	s->correct += c;
+}
+
+static size_t bert_n_params(const struct trainer *t)
+{
+	return t->b->n_params;
+}
+
+static void bert_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m)
+{
+	struct loom_bert_config bc;
+	loom_bert_config_from(c, &bc);
+	bc.recompute = recompute;
+	uint64_t n = loom_config_n_params(c);
+	*m = (struct loom_gpt_mem){
+		.params = 4 * n, .grads = 4 * n, .adam = 8 * n,
+		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
+		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+	};
+	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
+}
+
+static void bert_begin_step(struct trainer *t)
+{
+	(void)t; /* the gradients are zero: loom_bert_step leaves them so */
+}
+
+/* A frame as a BERT batch in t->rows.
+ * task=squad: the frame's ids and its segment_ids, input_mask,
+ * start_positions and end_positions (formats/squad-features.md), as
+ * they are.
+ * task=mlm: row r is [CLS], the first T-2 tokens of record r (up to its
+ * padding), [SEP], then pad_token_id (input_mask 0); 15% of its tokens
+ * but [CLS] and [SEP] (those the record holds between documents
+ * included) masked 80/10/10 by loom_bert_mlm_mask from `key`. */
+static void bert_rows(struct trainer *t, const struct frame *f, uint64_t key,
+		      struct loom_bert_batch *bb)
+{
+	const struct loom_config *c = &t->cfg;
+	struct rows *x = &t->rows;
+	int B = (int)f->h->batch, T = c->seq_len, rec = (int)f->h->seq_len;
+	size_t N = (size_t)B * T;
+	if (x->B * x->T < B * T) {
+		free(x->ids);
+		if (!(x->ids = malloc(sizeof(int32_t) * (4 * N + 2 * (size_t)B))))
+			cli_die("out of memory");
+		x->B = B;
+		x->T = T;
+	}
+	x->seg = x->ids + N;
+	x->mask = x->seg + N;
+	x->labels = x->mask + N;
+	x->start = x->labels + N;
+	x->end = x->start + B;
+	*bb = (struct loom_bert_batch){ .input_ids = x->ids, .input_mask = x->mask };
+	if (c->task == LOOM_TASK_MLM) {
+		int n_in = T - 2, pad = (f->h->flags & LOOM_BATCH_F_PAD) != 0;
+		for (int r = 0; r < B; r++) {
+			const uint32_t *in = f->tok + (size_t)r * rec;
+			int32_t *row = x->ids + (size_t)r * T, *m = x->mask + (size_t)r * T;
+			int n = 0;
+			while (n < n_in && !(pad && in[n] == f->h->pad_id))
+				n++;
+			row[0] = c->cls_id;
+			for (int i = 0; i < n; i++)
+				row[1 + i] = (int32_t)in[i];
+			row[n + 1] = c->sep_id;
+			for (int i = 0; i < T; i++) {
+				m[i] = i < n + 2;
+				if (i >= n + 2)
+					row[i] = c->pad_token_id;
+			}
+		}
+		loom_bert_mlm_mask(x->ids, x->labels, x->mask, B, T, c->vocab_size, c->cls_id,
+				   c->sep_id, c->mask_id, loom_splitmix64(key ^ 0x6d6c6d6d61736bull));
+		bb->mlm_labels = x->labels;
+		return;
+	}
+	static const char *const names[4] = { "segment_ids", "input_mask", "start_positions",
+					      "end_positions" };
+	int32_t *dst[4] = { x->seg, x->mask, x->start, x->end };
+	const struct loom_batch_feature *ft;
+	size_t nf;
+	loom_batch_reader_features(f->r, &ft, &nf);
+	if (!nf)
+		cli_die("%s: frame %llu: token frames (version 1), but task=squad reads the "
+			"features of loom-squad prepare (loom-feed --manifest PREFIX.manifest.json)",
+			f->src, (unsigned long long)f->n);
+	for (int k = 0; k < 4; k++) {
+		size_t j = 0;
+		while (j < nf && strcmp(ft[j].name, names[k]))
+			j++;
+		if (j == nf)
+			cli_die("%s: frame %llu: no feature \"%s\": task=squad reads the features "
+				"of loom-squad prepare", f->src, (unsigned long long)f->n, names[k]);
+		int per_token = k < 2;
+		if (ft[j].shape != (per_token ? LOOM_BATCH_PER_TOKEN : LOOM_BATCH_PER_RECORD) ||
+		    (int)ft[j].length != (per_token ? rec : 1))
+			cli_die("%s: frame %llu: feature \"%s\" is not %s", f->src,
+				(unsigned long long)f->n, names[k],
+				per_token ? "per-token" : "one value per record");
+		const int64_t *v = loom_batch_reader_values(f->r, j);
+		size_t n = per_token ? N : (size_t)B;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i] < INT32_MIN || v[i] > INT32_MAX)
+				cli_die("%s: frame %llu: feature \"%s\": value %lld (record %zu) is "
+					"outside int32", f->src, (unsigned long long)f->n, names[k],
+					(long long)v[i], per_token ? i / T : i);
+			dst[k][i] = (int32_t)v[i];
+		}
+	}
+	for (size_t i = 0; i < N; i++)
+		x->ids[i] = (int32_t)f->tok[i];
+	bb->segment_ids = x->seg;
+	bb->start_positions = x->start;
+	bb->end_positions = x->end;
+}
+
+static void bert_forward(struct trainer *t, const struct frame *f, int train, uint64_t key,
+			 float *loss)
+{
+	struct loom_bert_batch bb;
+	bert_rows(t, f, key, &bb);
+	if (loom_bert_forward(t->b, &bb, (int)f->h->batch, t->cfg.seq_len, train, key, loss))
+		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n,
+			loom_bert_error(t->b));
+}
+
+static void bert_micro(struct run *u, const struct frame *f, uint64_t key, float scale, float *loss)
+{
+	struct trainer *t = u->t;
+	bert_forward(t, f, 1, key, loss);
+	if (loom_bert_backward(t->b, scale))
+		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n,
+			loom_bert_error(t->b));
+}
+
+static void bert_step(struct trainer *t, float lr, float *norm, double *lsum)
+{
+	(void)lsum; /* one rank */
+	loom_bert_step(t->b, lr, (int64_t)t->step, norm);
+}
+
+/* index of the largest of x[0..n) (the first of ties) */
+static int argmax(const float *x, int n)
+{
+	int k = 0;
+	for (int i = 1; i < n; i++)
+		if (x[i] > x[k])
+			k = i;
+	return k;
+}
+
+/* squad: the loss per feature, right when the argmax start and end over
+ * the row's real tokens are both the answer's; mlm: per masked token
+ * (the same masks at every evaluation: keyed by the seed and the frame),
+ * right when the argmax is the token */
+static void bert_eval(struct trainer *t, const struct frame *f, struct eval_sums *s)
+{
+	struct loom_bert *b = t->b;
+	int B = (int)f->h->batch, T = t->cfg.seq_len;
+	float loss;
+	bert_forward(t, f, 0, loom_splitmix64(t->cfg.seed ^ 0x6576616cull ^ (f->n << 20)), &loss);
+	if (t->cfg.task == LOOM_TASK_MLM) {
+		s->nll += (double)loss * b->M;
+		s->n += b->M;
+		for (int k = 0; k < b->M; k++)
+			s->correct += argmax(b->mlogits + (size_t)k * b->V, b->V) == b->mlm_tgt[k];
+		return;
+	}
+	const float *sl = loom_bert_start_logits(b), *el = loom_bert_end_logits(b);
+	s->nll += (double)loss * B;
+	s->n += B;
+	for (int r = 0; r < B; r++) {
+		int len = 0;
+		while (len < T && t->rows.mask[(size_t)r * T + len])
+			len++;
+		s->correct += argmax(sl + (size_t)r * T, len) == t->rows.start[r] &&
+			      argmax(el + (size_t)r * T, len) == t->rows.end[r];
+	}
+}
+
+static void bert_build(struct trainer *t, struct loom_ckpt *ck)
+{
+	(void)ck;
+	if (resume || init_from)
+		cli_exit(EXIT_USAGE, "model=bert: %s: BERT checkpoints are not read yet",
+			 resume ? "--resume" : "--init-from");
+	struct loom_bert_config bc;
+	loom_bert_config_from(&t->cfg, &bc);
+	struct loom_err err = { 0 };
+	if (loom_bert_config_check(&bc, &err))
+		cli_exit(EXIT_USAGE, "%s", err.msg);
+	if (train_dist_world() > 1)
+		cli_exit(EXIT_USAGE, "model=bert: data parallelism (mpirun) is the GPT's only for now");
+	struct loom_bert *b = the_bert = loom_bert_new(&bc);
+	if (!b)
+		cli_die("out of memory for %llu parameters",
+			(unsigned long long)loom_config_n_params(&t->cfg));
+	t->b = b;
+	loom_bert_init_weights(b, t->cfg.seed);
+}
+
+static void bert_save(struct trainer *t)
+{
+	(void)t;
+	cli_die("--save: BERT checkpoints are not written yet");
+}
+
+static const struct model_ops gpt_ops = {
+	.build = gpt_build, .n_params = gpt_n_params, .plan = gpt_plan,
+	.begin_step = gpt_begin_step, .micro = gpt_micro, .step = gpt_step, .eval = gpt_eval,
+	.save = gpt_save,
+};
+
+static const struct model_ops bert_ops = {
+	.build = bert_build, .n_params = bert_n_params, .plan = bert_plan,
+	.begin_step = bert_begin_step, .micro = bert_micro, .step = bert_step, .eval = bert_eval,
+	.save = bert_save,
+};
 
 /* After step t->step (begun at t0): the --log line, the progress or
  * --log-every line. */
@@ -1521,15 +1867,15 @@ static void train_loop(struct run *u)
 {
 	struct trainer *t = u->t;
 	struct loom_config *c = &t->cfg;
-	struct loom_gpt *g = t->g;
+	struct loom_gpt *g = t->g; /* NULL but for model=gpt */
 	while (t->step < (uint64_t)c->steps && !stop_sig && !u->ended) {
 		double t0 = loom_now();
 		double lsum = 0;
 		char msg[160];
 		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
-		/* gradients are zero here: loom_gpt_step() leaves them so */
-		loom_gpt_begin_step(g, (int64_t)t->step + 1);
+		/* gradients are zero here: the step leaves them so */
+		t->ops->begin_step(t);
 		int micro = run_micro_batches(u, &lsum);
 		if (stop_sig && micro == 0)
 			break;
@@ -1545,7 +1891,7 @@ static void train_loop(struct run *u)
 		}
 		t->step++;
 		float lr = (float)loom_config_lr(c, (int64_t)t->step);
-		train_dist_step(g, lr, (int64_t)t->step, &u->norm, &lsum);
+		t->ops->step(t, lr, &u->norm, &lsum);
 		u->loss = (float)(lsum / c->grad_accum);
 		uint64_t ntok = (uint64_t)c->global_batch * u->T; /* all ranks */
 		t->samples += (uint64_t)c->global_batch;
@@ -1554,7 +1900,7 @@ static void train_loop(struct run *u)
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t->step, u->loss);
 		report_step(u, lr, ntok, t0);
-		if (g->rigl && g->rigl->last_update == (int64_t)t->step)
+		if (g && g->rigl && g->rigl->last_update == (int64_t)t->step)
 			log_rigl(t, u->log);
 		if (eval_every && t->step % eval_every == 0)
 			evaluate(t, eval_data, u->log);
@@ -1562,7 +1908,7 @@ static void train_loop(struct run *u)
 			sample(u);
 		if (save && save_every && t->step % save_every == 0 && t->step < (uint64_t)c->steps &&
 		    !stop_sig)
-			save_ckpt(t);
+			t->ops->save(t);
 	}
 }
 
@@ -1589,23 +1935,21 @@ int main(int argc, char **argv)
 		return 0; /* a write error: cli_init's check of stdout at exit */
 	}
 	if (dry) {
-		print_dry_run(c);
+		print_dry_run(c, t.ops);
 		free(sets);
 		return 0;
 	}
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-train)");
 
-	build_model(&t, ck);
+	t.ops->build(&t, ck);
 	struct run u = { .t = &t, .orig = &orig, .B = c->micro_batch, .T = c->seq_len,
 			 .first = 1, .start_step = t.step };
 	u.log = open_log(&t);
 	if (tb_dir)
 		open_tb(&t);
 	catch_stop_signals();
-	u.r = loom_batch_reader_new(STDIN_FILENO, "stdin");
-	if (!u.r)
-		cli_die("out of memory");
+	u.r = reader_for_task(loom_batch_reader_new(STDIN_FILENO, "stdin"));
 	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
 	if (sample_prompt && sample_every)
 		encode_sample_prompt(&t);
@@ -1620,7 +1964,7 @@ int main(int argc, char **argv)
 	if (u.first && !stop_sig && t.step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
 	if (save && t.saved != t.step + 1 && (t.step > u.start_step || !resume))
-		save_ckpt(&t);
+		t.ops->save(&t);
 	double el = loom_now() - u.t_start;
 	if (!quiet) {
 		struct rusage ru;
@@ -1639,6 +1983,7 @@ int main(int argc, char **argv)
 	loom_batch_reader_free(u.r);
 	free(u.in);
 	free(u.tg);
+	free(t.rows.ids);
 	free(sets);
 	free((char *)t.vocab.name);
 	free((char *)t.vocab.vocab_json);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_bert.h"
+#include "loom_config.h"
 #include "loom_kernels.h"
 
 /* Embedding tensors, then per layer, then the head. */
@@ -265,6 +266,28 @@ static size_t layout(struct loom_bert *b, int B, int T, float *base)
 	TAKE(b->end_logits, N);
 #undef TAKE
 	return off;
+}
+
+size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
+{
+	struct loom_bert b = { .cfg = *cfg, .L = cfg->n_layer, .C = cfg->hidden,
+			       .NH = cfg->n_head, .I = cfg->intermediate };
+	return layout(&b, B, T, NULL);
+}
+
+void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b)
+{
+	*b = (struct loom_bert_config){
+		.n_layer = c->n_layer, .hidden = c->n_embd, .n_head = c->n_head,
+		.intermediate = c->intermediate ? c->intermediate : 4 * c->n_embd,
+		.vocab_size = c->vocab_size, .max_positions = c->n_positions,
+		.type_vocab_size = c->type_vocab_size, .layer_norm_eps = c->layer_norm_epsilon,
+		.dropout = c->dropout, .attn_dropout = c->attn_dropout, .init_std = c->init_std,
+		.pad_token_id = c->pad_token_id,
+		.task = c->task == LOOM_TASK_MLM ? LOOM_BERT_MLM : LOOM_BERT_QA,
+		.precision = c->precision, .recompute = c->recompute,
+		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
+	};
 }
 
 static int ensure_acts(struct loom_bert *b, int B, int T)

@@ -86,6 +86,16 @@ struct loom_bert_config {
  * vocab 30522, 512 positions, 2 types, dropout 0.1, AdamW 0.9/0.999/1e-6
  * decay 0.01, clip 1.0) for `task`: 0, or -1 for an unknown name. */
 int loom_bert_preset(const char *name, int task, struct loom_bert_config *cfg);
+/* The model of a loom-train configuration (model=bert,
+ * lib/train/loom_config.h): its keys mapped one to one (n_embd -> hidden,
+ * n_positions -> max_positions, layer_norm_epsilon, beta1/beta2/eps/
+ * weight_decay/grad_clip -> adamw; intermediate 0 -> 4 n_embd), task=mlm
+ * -> LOOM_BERT_MLM, else LOOM_BERT_QA. */
+struct loom_config;
+void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b);
+/* Floats of the activations of a forward at (B, T) (the MLM head's
+ * buffers, which grow with the masked rows, aside). */
+size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T);
 /* 0, or LOOM_EINVAL with a sentence in err. */
 int loom_bert_config_check(const struct loom_bert_config *cfg, struct loom_err *err);
 

@@ -20,6 +20,7 @@ struct key {
 	double min, max;
 	const char *const *enums;
 	const char *help;
+	int bert;               /* 1: in the JSON only for model=bert */
 };
 
 static const char *const decay_names[] = { "linear", "cosine", "inverse_sqrt", "constant",
@@ -29,50 +30,63 @@ static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum l
 static const char *const layer_names[] = { "qkv", "proj", "fc", "fcproj", NULL }; /* loom_sparse_layer */
 static const char *const schedule_names[] = { "cosine", "constant", NULL };
 static const char *const pooling_names[] = { "avg", "max", NULL };
+static const char *const model_names[] = { "gpt", "bert", NULL };     /* enum loom_model_kind */
+static const char *const task_names[] = { "lm", "squad", "mlm", NULL }; /* enum loom_task */
 
 #define O(f) offsetof(struct loom_config, f)
+/* bert: a key only model=bert reads, in the resolved JSON only then (a
+ * GPT configuration, and so a GPT checkpoint, reads as before they came) */
 static const struct key keys[] = {
-	{ "n_layer", K_INT, O(n_layer), 1, 4096, NULL, "transformer blocks" },
-	{ "n_embd", K_INT, O(n_embd), 1, 1 << 20, NULL, "hidden size C" },
-	{ "n_head", K_INT, O(n_head), 1, 4096, NULL, "attention heads" },
-	{ "vocab_size", K_INT, O(vocab_size), 2, LOOM_CONFIG_MAX_VOCAB, NULL, "vocabulary size" },
-	{ "n_positions", K_INT, O(n_positions), 1, 1 << 20, NULL, "position table size" },
-	{ "seq_len", K_INT, O(seq_len), 1, 1 << 20, NULL, "training sequence length T" },
-	{ "dropout", K_FLOAT, O(dropout), 0, 0.95, NULL, "embedding/residual dropout" },
-	{ "attn_dropout", K_FLOAT, O(attn_dropout), 0, 0.95, NULL, "attention-probability dropout" },
-	{ "layer_norm_epsilon", K_FLOAT, O(layer_norm_epsilon), 1e-12, 1e-1, NULL, "LayerNorm eps" },
-	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B" },
-	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step" },
-	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)" },
-	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks" },
-	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps" },
-	{ "lr", K_FLOAT, O(lr), 0, 10, NULL, "peak learning rate" },
-	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate" },
-	{ "warmup_steps", K_I64, O(warmup_steps), 0, 1e15, NULL, "linear warm-up steps" },
-	{ "warmup_proportion", K_FLOAT, O(warmup_proportion), 0, 1, NULL, "warm-up as a proportion of steps" },
-	{ "decay", K_ENUM, O(decay), 0, 0, decay_names, "linear|cosine|inverse_sqrt|constant|polynomial" },
-	{ "decay_power", K_FLOAT, O(decay_power), 0, 4, NULL, "inverse_sqrt/polynomial decay exponent (> 0)" },
-	{ "cooldown_steps", K_I64, O(cooldown_steps), 0, 1e15, NULL, "polynomial decay steps after warm-up (0 = to steps)" },
-	{ "beta1", K_FLOAT, O(beta1), 0, 0.999999, NULL, "AdamW beta1" },
-	{ "beta2", K_FLOAT, O(beta2), 0, 0.999999999, NULL, "AdamW beta2" },
-	{ "eps", K_FLOAT, O(eps), 1e-30, 1, NULL, "AdamW epsilon" },
-	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay" },
-	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)" },
-	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)" },
-	{ "loss_weighting", K_ENUM, O(loss_weighting), 0, 0, lossw_names, "none|inverse_count (training loss)" },
-	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)" },
-	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer" },
-	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)" },
-	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)" },
-	{ "sparsity", K_FLOAT, O(sparsity), 0, 1, NULL, "RigL: fraction of dead blocks (0 = dense)" },
-	{ "sparse_layers", K_SET, O(sparse_layers), 0, 0, layer_names, "RigL: sparse projections, a comma list of qkv,proj,fc,fcproj" },
-	{ "block_size", K_INT, O(block_size), 8, 32, NULL, "RigL: block size, 8|16|32" },
-	{ "prune_ratio", K_FLOAT, O(prune_ratio), 0, 1, NULL, "RigL: fraction of live blocks replaced per update" },
-	{ "prune_schedule", K_ENUM, O(prune_schedule), 0, 0, schedule_names, "RigL: cosine|constant decay of prune_ratio" },
-	{ "prune_end", K_I64, O(prune_end), 0, 1e15, NULL, "RigL: last update before this step (0 = 0.75 x steps)" },
-	{ "prune_every", K_I64, O(prune_every), 0, 1e15, NULL, "RigL: steps between mask updates" },
-	{ "pooling", K_ENUM, O(pooling), 0, 0, pooling_names, "RigL: avg|max pooling of a block's gradient" },
-	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset" },
+	{ "model", K_ENUM, O(model), 0, 0, model_names, "gpt|bert", 1 },
+	{ "task", K_ENUM, O(task), 0, 0, task_names, "lm (gpt) | squad|mlm (bert)", 1 },
+	{ "n_layer", K_INT, O(n_layer), 1, 4096, NULL, "transformer blocks", 0 },
+	{ "n_embd", K_INT, O(n_embd), 1, 1 << 20, NULL, "hidden size C", 0 },
+	{ "n_head", K_INT, O(n_head), 1, 4096, NULL, "attention heads", 0 },
+	{ "vocab_size", K_INT, O(vocab_size), 2, LOOM_CONFIG_MAX_VOCAB, NULL, "vocabulary size", 0 },
+	{ "n_positions", K_INT, O(n_positions), 1, 1 << 20, NULL, "position table size", 0 },
+	{ "seq_len", K_INT, O(seq_len), 1, 1 << 20, NULL, "training sequence length T", 0 },
+	{ "dropout", K_FLOAT, O(dropout), 0, 0.95, NULL, "embedding/residual dropout", 0 },
+	{ "attn_dropout", K_FLOAT, O(attn_dropout), 0, 0.95, NULL, "attention-probability dropout", 0 },
+	{ "layer_norm_epsilon", K_FLOAT, O(layer_norm_epsilon), 1e-12, 1e-1, NULL, "LayerNorm eps", 0 },
+	{ "intermediate", K_INT, O(intermediate), 0, 1 << 22, NULL, "bert: feed-forward width (0 = 4 n_embd)", 1 },
+	{ "type_vocab_size", K_INT, O(type_vocab_size), 1, 1 << 16, NULL, "bert: token types (segments)", 1 },
+	{ "init_std", K_FLOAT, O(init_std), 0, 1, NULL, "bert: std of the initial weights", 1 },
+	{ "pad_token_id", K_INT, O(pad_token_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert: padding id (its embedding stays 0)", 1 },
+	{ "cls_id", K_INT, O(cls_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [CLS] id", 1 },
+	{ "sep_id", K_INT, O(sep_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [SEP] id", 1 },
+	{ "mask_id", K_INT, O(mask_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [MASK] id", 1 },
+	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B", 0 },
+	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
+	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
+	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
+	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
+	{ "lr", K_FLOAT, O(lr), 0, 10, NULL, "peak learning rate", 0 },
+	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate", 0 },
+	{ "warmup_steps", K_I64, O(warmup_steps), 0, 1e15, NULL, "linear warm-up steps", 0 },
+	{ "warmup_proportion", K_FLOAT, O(warmup_proportion), 0, 1, NULL, "warm-up as a proportion of steps", 0 },
+	{ "decay", K_ENUM, O(decay), 0, 0, decay_names, "linear|cosine|inverse_sqrt|constant|polynomial", 0 },
+	{ "decay_power", K_FLOAT, O(decay_power), 0, 4, NULL, "inverse_sqrt/polynomial decay exponent (> 0)", 0 },
+	{ "cooldown_steps", K_I64, O(cooldown_steps), 0, 1e15, NULL, "polynomial decay steps after warm-up (0 = to steps)", 0 },
+	{ "beta1", K_FLOAT, O(beta1), 0, 0.999999, NULL, "AdamW beta1", 0 },
+	{ "beta2", K_FLOAT, O(beta2), 0, 0.999999999, NULL, "AdamW beta2", 0 },
+	{ "eps", K_FLOAT, O(eps), 1e-30, 1, NULL, "AdamW epsilon", 0 },
+	{ "weight_decay", K_FLOAT, O(weight_decay), 0, 10, NULL, "AdamW weight decay", 0 },
+	{ "grad_clip", K_FLOAT, O(grad_clip), 0, 1e9, NULL, "global-norm clip (0 = off)", 0 },
+	{ "ignore_id", K_INT, O(ignore_id), -1, 1 << 24, NULL, "target id ignored by the loss (-1 = none)", 0 },
+	{ "loss_weighting", K_ENUM, O(loss_weighting), 0, 0, lossw_names, "none|inverse_count (training loss)", 0 },
+	{ "seed", K_U64, O(seed), 0, 9223372036854775807.0, NULL, "initialisation/dropout seed (< 2^63)", 0 },
+	{ "recompute", K_BOOL, O(recompute), 0, 1, NULL, "activation checkpointing per layer", 0 },
+	{ "precision", K_ENUM, O(precision), 0, 0, precision_names, "fp32|bf16 matmuls (bf16: oneDNN, fp32 accumulation)", 0 },
+	{ "record_len", K_INT, O(record_len), 0, 1 << 20, NULL, "tokens per data record (0 = unknown)", 0 },
+	{ "sparsity", K_FLOAT, O(sparsity), 0, 1, NULL, "RigL: fraction of dead blocks (0 = dense)", 0 },
+	{ "sparse_layers", K_SET, O(sparse_layers), 0, 0, layer_names, "RigL: sparse projections, a comma list of qkv,proj,fc,fcproj", 0 },
+	{ "block_size", K_INT, O(block_size), 8, 32, NULL, "RigL: block size, 8|16|32", 0 },
+	{ "prune_ratio", K_FLOAT, O(prune_ratio), 0, 1, NULL, "RigL: fraction of live blocks replaced per update", 0 },
+	{ "prune_schedule", K_ENUM, O(prune_schedule), 0, 0, schedule_names, "RigL: cosine|constant decay of prune_ratio", 0 },
+	{ "prune_end", K_I64, O(prune_end), 0, 1e15, NULL, "RigL: last update before this step (0 = 0.75 x steps)", 0 },
+	{ "prune_every", K_I64, O(prune_every), 0, 1e15, NULL, "RigL: steps between mask updates", 0 },
+	{ "pooling", K_ENUM, O(pooling), 0, 0, pooling_names, "RigL: avg|max pooling of a block's gradient", 0 },
+	{ "preset", K_STR, O(preset), 0, 0, NULL, "name of the preset", 0 },
 };
 #undef O
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -121,6 +135,26 @@ void loom_config_defaults(struct loom_config *c)
 	c->prune_end = 0;
 	c->prune_every = 100;
 	c->pooling = LOOM_POOL_AVG;
+	c->model = LOOM_MODEL_GPT;
+	c->task = LOOM_TASK_LM;
+	c->intermediate = 0;
+	c->type_vocab_size = 2;
+	c->init_std = 0.02;
+	c->pad_token_id = 0;
+	/* bert-base-uncased's vocab.txt */
+	c->cls_id = 101;
+	c->sep_id = 102;
+	c->mask_id = 103;
+}
+
+const char *loom_model_name(int m)
+{
+	return m >= 0 && m <= LOOM_MODEL_BERT ? model_names[m] : "?";
+}
+
+const char *loom_task_name(int t)
+{
+	return t >= 0 && t <= LOOM_TASK_MLM ? task_names[t] : "?";
 }
 
 const char *loom_decay_name(int d)
@@ -488,9 +522,49 @@ static int validate_rigl(struct loom_config *c)
 	return 0;
 }
 
+int loom_config_record_extra(const struct loom_config *c)
+{
+	if (c->model != LOOM_MODEL_BERT)
+		return 1;                       /* T inputs + the last target */
+	return c->task == LOOM_TASK_MLM ? -2 : 0; /* [CLS] record [SEP]; the feature */
+}
+
+/* model and task agree, and a BERT's keys make sense */
+static int validate_model(struct loom_config *c)
+{
+	struct loom_err *e = &c->err;
+	if (c->model == LOOM_MODEL_GPT && c->task != LOOM_TASK_LM)
+		return loom_err_set(e, LOOM_EINVAL, "task: %s trains a BERT, but model is gpt "
+				    "(--set model=bert, or a bert-* preset)", loom_task_name(c->task));
+	if (c->model != LOOM_MODEL_BERT)
+		return 0;
+	if (c->task == LOOM_TASK_LM)
+		return loom_err_set(e, LOOM_EINVAL, "task: lm is the GPT's; model=bert trains "
+				    "task=squad or task=mlm");
+	if (c->sparsity > 0)
+		return loom_err_set(e, LOOM_EINVAL, "sparsity: RigL sparsity is the GPT's (model is bert)");
+	if (c->loss_weighting != LOOM_LOSSW_NONE)
+		return loom_err_set(e, LOOM_EINVAL, "loss_weighting: only the GPT has it (model is bert)");
+	if (c->ignore_id != -1)
+		return loom_err_set(e, LOOM_EINVAL, "ignore_id: only the GPT has it (model is bert)");
+	if (c->intermediate == 0)
+		c->intermediate = 4 * c->n_embd;
+	static const char *const names[] = { "pad_token_id", "cls_id", "sep_id", "mask_id" };
+	const int ids[] = { c->pad_token_id, c->cls_id, c->sep_id, c->mask_id };
+	for (int i = 0; i < (c->task == LOOM_TASK_MLM ? 4 : 1); i++) /* ids mlm's rows use */
+		if (ids[i] >= c->vocab_size)
+			return loom_err_set(e, LOOM_EINVAL, "%s: %d is not below vocab_size (%d)",
+					    names[i], ids[i], c->vocab_size);
+	if (c->task == LOOM_TASK_MLM && c->seq_len < 3)
+		return loom_err_set(e, LOOM_EINVAL, "seq_len: task=mlm rows are [CLS] tokens [SEP]: "
+				    "at least 3, not %d", c->seq_len);
+	return 0;
+}
+
 int loom_config_validate(struct loom_config *c)
 {
 	struct loom_err *e = &c->err;
+	int rc;
 	if (c->n_embd % c->n_head)
 		return loom_err_set(e, LOOM_EINVAL, "n_embd: %d is not divisible by n_head (%d)",
 				    c->n_embd, c->n_head);
@@ -498,10 +572,13 @@ int loom_config_validate(struct loom_config *c)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "seq_len: %d is larger than n_positions (%d)", c->seq_len,
 				    c->n_positions);
-	if (c->record_len && c->seq_len + 1 > c->record_len)
+	if ((rc = validate_model(c)))
+		return rc;
+	int need = c->seq_len + loom_config_record_extra(c);
+	if (c->record_len && need > c->record_len)
 		return loom_err_set(e, LOOM_EINVAL,
 				    "seq_len: %d needs records of %d tokens, records have %d",
-				    c->seq_len, c->seq_len + 1, c->record_len);
+				    c->seq_len, need, c->record_len);
 	int64_t derived = (int64_t)c->micro_batch * c->grad_accum * c->data_parallel;
 	if (derived > (1 << 30))
 		return loom_err_set(e, LOOM_ERANGE,
@@ -540,10 +617,12 @@ int loom_config_validate(struct loom_config *c)
 
 int loom_config_check_data(struct loom_config *c, int batch, int rec_tokens)
 {
-	if (c->seq_len + 1 > rec_tokens)
+	int need = c->seq_len + loom_config_record_extra(c);
+	if (need > rec_tokens || (c->model == LOOM_MODEL_BERT && c->task == LOOM_TASK_SQUAD &&
+				  need != rec_tokens))
 		return loom_err_set(&c->err, LOOM_EINVAL,
 				    "seq_len: %d needs records of %d tokens, the batches have %d",
-				    c->seq_len, c->seq_len + 1, rec_tokens);
+				    c->seq_len, need, rec_tokens);
 	if (batch != c->micro_batch)
 		return loom_err_set(&c->err, LOOM_EINVAL,
 				    "micro_batch: %d, but the batches have %d records",
@@ -560,6 +639,8 @@ json_t *loom_config_to_json(const struct loom_config *c)
 		const struct key *k = &keys[i];
 		const char *base = (const char *)c + k->off;
 		json_t *v = NULL;
+		if (k->bert && c->model != LOOM_MODEL_BERT)
+			continue;
 		switch (k->type) {
 		case K_INT: v = json_integer(*(const int *)base); break;
 		case K_I64: v = json_integer(*(const int64_t *)base); break;
@@ -630,6 +711,17 @@ char *loom_config_dump(const struct loom_config *c)
 uint64_t loom_config_n_params(const struct loom_config *c)
 {
 	uint64_t C = c->n_embd, L = c->n_layer;
+	if (c->model == LOOM_MODEL_BERT) {
+		/* lib/train/loom_bert.h's table: embeddings (word, position,
+		 * type, LayerNorm), per layer q/k/v/o + 2 LayerNorms + the
+		 * feed-forward pair, then the head */
+		uint64_t I = c->intermediate ? (uint64_t)c->intermediate : 4 * C;
+		uint64_t head = c->task == LOOM_TASK_MLM ? C * C + 3 * C + (uint64_t)c->vocab_size
+							 : 2 * C + 2;
+		return ((uint64_t)c->vocab_size + (uint64_t)c->n_positions +
+			(uint64_t)c->type_vocab_size) * C + 2 * C +
+		       L * (4 * C * C + 4 * C + 4 * C + 2 * C * I + I + C) + head;
+	}
 	return (uint64_t)c->vocab_size * C + (uint64_t)c->n_positions * C +
 	       L * (12 * C * C + 13 * C) + 2 * C;
 }

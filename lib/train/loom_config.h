@@ -56,6 +56,13 @@ enum loom_sparse_layer {
 };
 enum loom_prune_schedule { LOOM_PRUNE_COSINE = 0, LOOM_PRUNE_CONSTANT };
 enum loom_pooling { LOOM_POOL_AVG = 0, LOOM_POOL_MAX };
+/* The model (lib/train/loom_gpt.h or loom_bert.h) and what it trains. */
+enum loom_model_kind { LOOM_MODEL_GPT = 0, LOOM_MODEL_BERT };
+enum loom_task {
+	LOOM_TASK_LM = 0,       /* gpt: next-token prediction */
+	LOOM_TASK_SQUAD,        /* bert: the QA head on squad-features frames */
+	LOOM_TASK_MLM,          /* bert: masked-LM on token frames */
+};
 
 /* The largest vocab_size (token ids 0..2^24-1): larger than any tokenizer
  * (gpt2 50257, o200k 200019), small enough for every int32 index. */
@@ -63,6 +70,8 @@ enum loom_pooling { LOOM_POOL_AVG = 0, LOOM_POOL_MAX };
 
 struct loom_config {
 	char preset[64];        /* name of the preset or file it came from */
+	int model;              /* enum loom_model_kind */
+	int task;               /* enum loom_task */
 	/* model */
 	int n_layer;
 	int n_embd;
@@ -73,6 +82,12 @@ struct loom_config {
 	double dropout;         /* embedding + residual dropout probability */
 	double attn_dropout;    /* attention-probability dropout probability */
 	double layer_norm_epsilon;
+	/* bert only (not in a GPT's JSON) */
+	int intermediate;       /* feed-forward width; 0 = 4 n_embd */
+	int type_vocab_size;
+	double init_std;
+	int pad_token_id;
+	int cls_id, sep_id, mask_id;    /* mlm: the rows' and the mask's ids */
 	/* training */
 	int micro_batch;        /* B: records per frame / forward pass */
 	int grad_accum;         /* micro-batches per optimizer step */
@@ -126,8 +141,13 @@ int loom_config_set(struct loom_config *c, const char *key, const char *value);
 /* Coherence checks (after all layers are applied).  Fills global_batch
  * when it is 0. */
 int loom_config_validate(struct loom_config *c);
-/* Data checks: frames carry records of `rec_tokens` tokens (T+1) in
- * batches of `batch` records. */
+/* Tokens a record has beyond the seq_len T a row trains on: 1 for the
+ * GPT (T inputs and a last target), 0 for task=squad (a feature is a row;
+ * exactly T), -2 for task=mlm (a row is [CLS], T-2 tokens of the record,
+ * [SEP]). */
+int loom_config_record_extra(const struct loom_config *c);
+/* Data checks: frames carry records of `rec_tokens` tokens (T +
+ * loom_config_record_extra) in batches of `batch` records. */
 int loom_config_check_data(struct loom_config *c, int batch, int rec_tokens);
 
 /* The resolved config as a new JSON object (caller json_decref()s). */
@@ -163,6 +183,8 @@ double loom_config_fwd_flops_per_token(const struct loom_config *c);
 double loom_config_lr(const struct loom_config *c, int64_t step);
 
 const char *loom_decay_name(int decay);
+const char *loom_model_name(int model);
+const char *loom_task_name(int task);
 /* RigL: prune_end resolved (0 -> round(0.75 * steps)); the prune ratio at
  * step t (cosine: prune_ratio/2 * (1 + cos(pi t / prune_end)), constant:
  * prune_ratio); 1 if step t (1-based) updates the masks

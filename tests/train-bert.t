@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# loom-train model=bert: the presets and their sizes, the combinations
+# refused, task=squad from loom-squad prepare | loom-feed --manifest
+# (a set the model can learn: the loss falls), --eval-data, task=mlm from
+# token frames.  Every file is written here.
+. "$(dirname "$0")/lib.sh"
+cd "$T"
+export OMP_NUM_THREADS=1
+
+# --- configuration ------------------------------------------------------
+run loom-train -c bert-tiny --print-config
+is_rc 0 "--print-config bert-tiny"
+is "$(/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))
+print(c["model"], c["task"], c["n_layer"], c["n_embd"], c["n_head"], c["intermediate"],
+      c["n_positions"], c["type_vocab_size"], c["layer_norm_epsilon"], c["init_std"],
+      c["dropout"], c["attn_dropout"], c["vocab_size"])' "$out")" \
+	"bert squad 2 128 2 512 512 2 1e-12 0.02 0.1 0.1 30522" "  HF bert-tiny's hyper-parameters"
+run loom-train -c tiny --print-config
+unlike "$out" '"(model|task|intermediate|type_vocab_size|init_std|cls_id)"' \
+	"a GPT's configuration has no BERT keys (its JSON, and so its checkpoints, as before)"
+run loom-train -c squad-base --print-config
+is "$(/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))
+print(c["seq_len"], c["global_batch"], c["lr"], c["warmup_proportion"], c["decay"], c["min_lr"],
+      c["weight_decay"], c["beta2"], c["eps"])' "$out")" "384 32 3e-05 0.1 linear 0.0 0.01 0.999 1e-06" \
+	"squad-base: the seed's recipe (global batch 32 by grad_accum)"
+run loom-train -c squad-large --print-config
+like "$out" '"global_batch": 128' "squad-large: global batch 128"
+
+# parameters: HuggingFace's BertForQuestionAnswering / BertForMaskedLM
+for pt in "bert-tiny squad 4369666" "bert-base squad 108893186" "bert-base mlm 109514298" \
+	"bert-large squad 334094338"; do
+	set -- $pt
+	run loom-train -c "$1" --set task="$2" --dry-run
+	like "$out" "^parameters: $3 " "--dry-run $1 task=$2: $3 parameters"
+done
+like "$out" '^memory plan at micro_batch 8 x seq_len 384' "  a memory plan"
+
+fails_with 2 '^loom-train: task: squad trains a BERT, but model is gpt' "task=squad on a gpt" \
+	loom-train --set task=squad --print-config
+fails_with 2 "^loom-train: task: lm is the GPT's; model=bert trains task=squad or task=mlm" \
+	"model=bert task=lm" loom-train -c bert-tiny --set task=lm --print-config
+fails_with 2 "^loom-train: sparsity: RigL sparsity is the GPT's" "bert with sparsity" \
+	loom-train -c bert-tiny --set sparsity=0.5 --dry-run
+fails_with 2 '^loom-train: cls_id: 101 is not below vocab_size \(30\)' "mlm ids outside the vocabulary" \
+	loom-train -c bert-tiny --set task=mlm,vocab_size=30 --print-config
+fails_with 2 '^loom-train: --sample-every: only a GPT samples' "--sample-every with bert" \
+	loom-train -c bert-tiny --sample-every 2 --print-config
+
+# --- task=squad -----------------------------------------------------------
+# Two sentences a paragraph, a question on one of them: the answer's place
+# moves, so the model must read the question.
+printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the cat sat on mat who what '?' . \
+	where did dog a run red blue green big small house tree car park ran to went go > vocab.txt
+/usr/bin/python3 - <<'EOF'
+import json, random
+rnd = random.Random(3)
+places = ["mat", "house", "tree", "car", "park"]
+adj = ["red", "blue", "green", "big", "small"]
+paras = []
+for i in range(40):
+    s = [(rnd.choice(adj), n, rnd.choice(["sat on", "ran to", "went to"]), rnd.choice(places))
+         for n in ("cat", "dog")]
+    rnd.shuffle(s)
+    ctx = " ".join("the %s %s %s the %s ." % x for x in s)
+    k = rnd.randrange(2)
+    sent = "the %s %s %s the %s ." % s[k]
+    start = ctx.index(sent) + sent.index("the %s ." % s[k][3])
+    paras.append({"context": ctx, "qas": [{"id": "q%d" % i, "question": "where did the %s go ?" % s[k][1],
+                                           "answers": [{"text": "the " + s[k][3], "answer_start": start}]}]})
+json.dump({"version": "1.1", "data": [{"title": "T", "paragraphs": paras}]}, open("sq.json", "w"))
+EOF
+run loom-squad prepare -q --vocab vocab.txt --seq 32 --stride 16 sq.json -o sq/sq
+is_rc 0 "loom-squad prepare: 40 features"
+loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 2 > eval.frames
+set_ok="vocab_size=32,dropout=0,attn_dropout=0,lr=2e-3,warmup_proportion=0,decay=constant"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -c bert-tiny --set $set_ok --steps 60 --log log.jsonl --eval-data eval.frames --eval-every 60"
+is_rc 0 "loom-squad prepare | loom-feed --manifest | loom-train -c bert-tiny: 60 steps"
+like "$err" '^loom-train: bert-tiny: 466946 parameters, .* B=8 T=32 ' "  the model line: B and T from the frames"
+losses log.jsonl > losses
+first=$(head -1 losses | cut -d' ' -f2)
+last=$(/usr/bin/python3 -c 'import sys; l=[float(x.split()[1]) for x in open(sys.argv[1])]; print(sum(l[-10:])/10)' losses)
+ok "  first loss $first is about ln(32) (3.47): a uniform guess" \
+	/usr/bin/python3 -c "import sys; sys.exit(not 2.8 < $first < 4.0)"
+ok "  mean loss of the last 10 steps $last: below 1, it learned where answers are" \
+	/usr/bin/python3 -c "import sys; sys.exit(not $last < 1.0)"
+like log.jsonl '^\{"step":60,"eval_loss":[0-9.]+,"eval_ppl":[0-9.]+,"eval_acc":[0-9.]+,"eval_features":40\}$' \
+	"  --eval-data: the loss over the 40 features"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set $set_ok --steps 60 --log log2.jsonl --eval-data eval.frames --eval-every 60"
+is "$(losses log2.jsonl)" "$(cat losses)" "  the same run twice: the same losses"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set $set_ok --steps 2 --eval-data sq/sq.manifest.json --eval-every 2"
+is_rc 0 "--eval-data the squad-features manifest"
+run sh -c "loom-feed -q --batch 8 --seq 31 --seed 1 sq/sq-00000-of-00001.tfrecord |
+	loom-train -q -c bert-tiny --set vocab_size=32 --steps 2"
+is_rc 1 "token frames (version 1) for task=squad: exit 1"
+like "$err" '^loom-train: stdin: frame 0: token frames \(version 1\), but task=squad reads the features of loom-squad prepare' \
+	"  one line naming the frame"
+is "$(wc -l < "$err")" 1 "  only that line"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom-train -q --steps 2"
+is_rc 1 "squad-features frames for the GPT: exit 1"
+like "$err" 'this reader reads token frames only' "  refused in one line"
+
+done_testing
