@@ -102,4 +102,25 @@ run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom
 is_rc 1 "squad-features frames for the GPT: exit 1"
 like "$err" 'this reader reads token frames only' "  refused in one line"
 
+# --- task=mlm -------------------------------------------------------------
+# Token frames of WordPiece ids ([SEP] between documents): rows are [CLS],
+# the first T-2 tokens of a record, [SEP]; records of 30 tokens give T=32.
+for i in $(seq 1 30); do echo "the cat sat on the mat and the dog ran to the park number $i ."; done > text.txt
+loom-bpe encode -q --vocab bert-base-uncased < text.txt | loom-shard -q --seq-len 30 -o mlm/m
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -c bert-tiny --set task=mlm,dropout=0,attn_dropout=0,lr=2e-3,warmup_proportion=0,decay=constant \
+		--steps 60 --log mlm.jsonl"
+is_rc 0 "loom-bpe encode --vocab bert-base-uncased | loom-shard | loom-feed | loom-train task=mlm: 60 steps"
+like "$err" '^loom-train: bert-tiny: 4416698 parameters, .* B=4 T=32 ' "  T = the records' 30 tokens + [CLS] and [SEP]"
+losses mlm.jsonl > mlosses
+first=$(head -1 mlosses | cut -d' ' -f2)
+last=$(/usr/bin/python3 -c 'import sys; l=[float(x.split()[1]) for x in open(sys.argv[1])]; print(sum(l[-10:])/10)' mlosses)
+ok "  first loss $first is about ln(30522) (10.3)" /usr/bin/python3 -c "import sys; sys.exit(not 9.5 < $first < 11.5)"
+ok "  mean loss of the last 10 steps $last: below 5" /usr/bin/python3 -c "import sys; sys.exit(not $last < 5)"
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set task=mlm,seq_len=20 --steps 2 --log mlm2.jsonl --eval-data mlm/m.manifest.json --eval-every 2"
+is_rc 0 "--set seq_len=20: rows of 18 tokens of each record; --eval-data a manifest"
+like mlm2.jsonl '^\{"step":2,"eval_loss":[0-9.]+,"eval_ppl":[0-9.]+,"eval_acc":[0-9.]+,"eval_masked":[1-9][0-9]*\}$' \
+	"  the eval line counts the masked tokens"
+
 done_testing
