@@ -103,6 +103,8 @@ SHARE=$(cd "$TESTS/../share" && pwd)
 #              MASK (default 0x20)
 #   make_frames B SEQ COUNT VOCAB SEED [opts]   frames as loom-feed writes
 #              them, of a learnable rule, on stdout (tests/mkframes.py)
+#   make_squad SQUAD.json VOCAB.txt [N]   a SQuAD v1.1 file of N (40)
+#              learnable questions and its 32-word vocabulary (tests/mksquad.py)
 fails_with() { # N REGEX NAME CMD ARGS...
 	local n=$1 re=$2 name=$3; shift 3
 	run "$@"
@@ -123,3 +125,4 @@ f.seek(o, 0 if o >= 0 else 2); b = f.read(1)[0]; f.seek(-1, 1)
 f.write(bytes([b ^ int(sys.argv[3], 0)]))' "$1" "$2" "${3:-0x20}"
 }
 make_frames() { /usr/bin/python3 "$TESTS/mkframes.py" "$@"; }
+make_squad() { /usr/bin/python3 "$TESTS/mksquad.py" "$@"; }

@@ -47,28 +47,9 @@ fails_with 2 '^loom-train: --sample-every: only a GPT samples' "--sample-every w
 	loom-train -c bert-tiny --sample-every 2 --print-config
 
 # --- task=squad -----------------------------------------------------------
-# Two sentences a paragraph, a question on one of them: the answer's place
-# moves, so the model must read the question.
-printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the cat sat on mat who what '?' . \
-	where did dog a run red blue green big small house tree car park ran to went go > vocab.txt
-/usr/bin/python3 - <<'EOF'
-import json, random
-rnd = random.Random(3)
-places = ["mat", "house", "tree", "car", "park"]
-adj = ["red", "blue", "green", "big", "small"]
-paras = []
-for i in range(40):
-    s = [(rnd.choice(adj), n, rnd.choice(["sat on", "ran to", "went to"]), rnd.choice(places))
-         for n in ("cat", "dog")]
-    rnd.shuffle(s)
-    ctx = " ".join("the %s %s %s the %s ." % x for x in s)
-    k = rnd.randrange(2)
-    sent = "the %s %s %s the %s ." % s[k]
-    start = ctx.index(sent) + sent.index("the %s ." % s[k][3])
-    paras.append({"context": ctx, "qas": [{"id": "q%d" % i, "question": "where did the %s go ?" % s[k][1],
-                                           "answers": [{"text": "the " + s[k][3], "answer_start": start}]}]})
-json.dump({"version": "1.1", "data": [{"title": "T", "paragraphs": paras}]}, open("sq.json", "w"))
-EOF
+# 40 paragraphs of two sentences, a question on one of them: the answer's
+# place moves, so the model must read the question (tests/mksquad.py).
+make_squad sq.json vocab.txt
 run loom-squad prepare -q --vocab vocab.txt --seq 32 --stride 16 sq.json -o sq/sq
 is_rc 0 "loom-squad prepare: 40 features"
 loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 2 > eval.frames

@@ -35,6 +35,7 @@
 #include "loom_blas.h"
 #include "loom_ckpt.h"
 #include "loom_config.h"
+#include "loom_dist.h"
 #include "loom_feed.h"
 #include "loom_file.h"
 #include "loom_gpt.h"
@@ -231,7 +232,7 @@ struct eval_sums {
  * lib/train/loom_bert.h).  Each exits with one line on an error. */
 struct model_ops {
 	/* new model, weights from --resume's ck, --init-from or the seed,
-	 * attached to the data-parallel layer */
+	 * attached to the data-parallel layer (train_dist_step steps it) */
 	void (*build)(struct trainer *t, struct loom_ckpt *ck);
 	size_t (*n_params)(const struct trainer *t);
 	/* memory plan (bytes) at the config's micro_batch x seq_len */
@@ -239,8 +240,6 @@ struct model_ops {
 	void (*begin_step)(struct trainer *t);      /* before step t->step + 1 */
 	/* forward + backward of scale x the frame's loss (*loss) */
 	void (*micro)(struct run *u, const struct frame *f, uint64_t key, float scale, float *loss);
-	/* optimizer step t->step at lr: *norm, *lsum the mean over ranks */
-	void (*step)(struct trainer *t, float lr, float *norm, double *lsum);
 	/* forward of an evaluation frame, added to *s */
 	void (*eval)(struct trainer *t, const struct frame *f, struct eval_sums *s);
 	void (*save)(struct trainer *t);
@@ -349,7 +348,7 @@ static void ckpt_tables(struct loom_gpt *g, struct loom_ckpt_tensor **tp, float 
 static void gpt_save(struct trainer *t)
 {
 	struct loom_gpt *g = t->g;
-	if (!train_dist_save_begin(g))
+	if (!train_dist_save_begin())
 		return; /* ranks > 0: sent their moment shards to rank 0 */
 	struct loom_ckpt_tensor *tp;
 	float **mm, **vv;
@@ -399,7 +398,7 @@ static void gpt_save(struct trainer *t)
 	free(tp);
 	free(mm);
 	free(vv);
-	train_dist_save_end(g);
+	train_dist_save_end();
 }
 
 /* Open a checkpoint and check it (and its checksums). */
@@ -1249,7 +1248,9 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 	} else {
 		loom_gpt_init_weights(g, c->seed);
 	}
-	train_dist_attach(g, quiet, verbose);
+	struct loom_dist_model dm;
+	loom_dist_model_gpt(&dm, g);
+	train_dist_attach(&dm, quiet, verbose);
 }
 
 /* At the first frame (B and T are the data's): the model's size (and its
@@ -1446,10 +1447,6 @@ static void gpt_micro(struct run *u, const struct frame *f, uint64_t key, float 
 		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n, loom_gpt_error(t->g));
 }
 
-static void gpt_step(struct trainer *t, float lr, float *norm, double *lsum)
-{
-	train_dist_step(t->g, lr, (int64_t)t->step, norm, lsum);
-}
 
 /* int32 buffers of n values, grown as needed */
 static int32_t *ibuf(int32_t **p, size_t *cap, size_t n)
@@ -1510,9 +1507,11 @@ static void bert_begin_step(struct trainer *t)
  * task=mlm: row r is [CLS], the first T-2 tokens of record r (up to its
  * padding), [SEP], then pad_token_id (input_mask 0); 15% of its tokens
  * but [CLS] and [SEP] (those the record holds between documents
- * included) masked 80/10/10 by loom_bert_mlm_mask from `key`. */
-static void bert_rows(struct trainer *t, const struct frame *f, uint64_t key,
-		      struct loom_bert_batch *bb)
+ * included) masked 80/10/10 by loom_bert_mlm_mask, keyed by the seed and
+ * the record's place in the stream (the frame's global batch number and
+ * its row of that global batch): the same masks however the global batch
+ * is split over ranks, and after a resume. */
+static void bert_rows(struct trainer *t, const struct frame *f, struct loom_bert_batch *bb)
 {
 	const struct loom_config *c = &t->cfg;
 	struct rows *x = &t->rows;
@@ -1549,8 +1548,15 @@ static void bert_rows(struct trainer *t, const struct frame *f, uint64_t key,
 					row[i] = c->pad_token_id;
 			}
 		}
-		loom_bert_mlm_mask(x->ids, x->labels, x->mask, B, T, c->vocab_size, c->cls_id,
-				   c->sep_id, c->mask_id, loom_splitmix64(key ^ 0x6d6c6d6d61736bull));
+		for (int r = 0; r < B; r++) {
+			uint64_t row = f->h->seq * ((uint64_t)B * f->h->world) +
+				       (uint64_t)f->h->rank * B + (uint64_t)r;
+			loom_bert_mlm_mask(x->ids + (size_t)r * T, x->labels + (size_t)r * T,
+					   x->mask + (size_t)r * T, 1, T, c->vocab_size, c->cls_id,
+					   c->sep_id, c->mask_id,
+					   loom_splitmix64(c->seed ^ 0x6d6c6d6d61736bull ^
+							   loom_splitmix64(row)));
+		}
 		bb->mlm_labels = x->labels;
 		return;
 	}
@@ -1598,7 +1604,7 @@ static void bert_forward(struct trainer *t, const struct frame *f, int train, ui
 			 float *loss)
 {
 	struct loom_bert_batch bb;
-	bert_rows(t, f, key, &bb);
+	bert_rows(t, f, &bb);
 	if (loom_bert_forward(t->b, &bb, (int)f->h->batch, t->cfg.seq_len, train, key, loss))
 		cli_die("%s: frame %llu: %s", f->src, (unsigned long long)f->n,
 			loom_bert_error(t->b));
@@ -1613,11 +1619,6 @@ static void bert_micro(struct run *u, const struct frame *f, uint64_t key, float
 			loom_bert_error(t->b));
 }
 
-static void bert_step(struct trainer *t, float lr, float *norm, double *lsum)
-{
-	(void)lsum; /* one rank */
-	loom_bert_step(t->b, lr, (int64_t)t->step, norm);
-}
 
 /* index of the largest of x[0..n) (the first of ties) */
 static int argmax(const float *x, int n)
@@ -1631,14 +1632,14 @@ static int argmax(const float *x, int n)
 
 /* squad: the loss per feature, right when the argmax start and end over
  * the row's real tokens are both the answer's; mlm: per masked token
- * (the same masks at every evaluation: keyed by the seed and the frame),
- * right when the argmax is the token */
+ * (the same masks at every evaluation), right when the argmax is the
+ * token */
 static void bert_eval(struct trainer *t, const struct frame *f, struct eval_sums *s)
 {
 	struct loom_bert *b = t->b;
 	int B = (int)f->h->batch, T = t->cfg.seq_len;
 	float loss;
-	bert_forward(t, f, 0, loom_splitmix64(t->cfg.seed ^ 0x6576616cull ^ (f->n << 20)), &loss);
+	bert_forward(t, f, 0, 0, &loss);
 	if (t->cfg.task == LOOM_TASK_MLM) {
 		s->nll += (double)loss * b->M;
 		s->n += b->M;
@@ -1669,14 +1670,15 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 	struct loom_err err = { 0 };
 	if (loom_bert_config_check(&bc, &err))
 		cli_exit(EXIT_USAGE, "%s", err.msg);
-	if (train_dist_world() > 1)
-		cli_exit(EXIT_USAGE, "model=bert: data parallelism (mpirun) is the GPT's only for now");
 	struct loom_bert *b = the_bert = loom_bert_new(&bc);
 	if (!b)
 		cli_die("out of memory for %llu parameters",
 			(unsigned long long)loom_config_n_params(&t->cfg));
 	t->b = b;
 	loom_bert_init_weights(b, t->cfg.seed);
+	struct loom_dist_model dm;
+	loom_dist_model_bert(&dm, b);
+	train_dist_attach(&dm, quiet, verbose);
 }
 
 static void bert_save(struct trainer *t)
@@ -1687,13 +1689,13 @@ static void bert_save(struct trainer *t)
 
 static const struct model_ops gpt_ops = {
 	.build = gpt_build, .n_params = gpt_n_params, .plan = gpt_plan,
-	.begin_step = gpt_begin_step, .micro = gpt_micro, .step = gpt_step, .eval = gpt_eval,
+	.begin_step = gpt_begin_step, .micro = gpt_micro, .eval = gpt_eval,
 	.save = gpt_save,
 };
 
 static const struct model_ops bert_ops = {
 	.build = bert_build, .n_params = bert_n_params, .plan = bert_plan,
-	.begin_step = bert_begin_step, .micro = bert_micro, .step = bert_step, .eval = bert_eval,
+	.begin_step = bert_begin_step, .micro = bert_micro, .eval = bert_eval,
 	.save = bert_save,
 };
 
@@ -1891,7 +1893,7 @@ static void train_loop(struct run *u)
 		}
 		t->step++;
 		float lr = (float)loom_config_lr(c, (int64_t)t->step);
-		t->ops->step(t, lr, &u->norm, &lsum);
+		train_dist_step(lr, (int64_t)t->step, &u->norm, &lsum); /* build attached the model */
 		u->loss = (float)(lsum / c->grad_accum);
 		uint64_t ntok = (uint64_t)c->global_batch * u->T; /* all ranks */
 		t->samples += (uint64_t)c->global_batch;

@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "loom_config.h"
 #include "loom_dist.h"
-#include "loom_gpt.h"
 #include "train_dist.h"
 
 static struct loom_dist *dist;
@@ -17,7 +16,7 @@ static int agreed_exit;                 /* every rank exits 1 together */
 static uint64_t synced_step = UINT64_MAX, steps_done;
 static int synced_result;
 static sigset_t stop_set;
-static uint64_t n_params;
+static struct loom_dist_model model; /* attached */
 
 int train_dist_rank(void)
 {
@@ -48,7 +47,7 @@ static void on_exit_dist(int status, void *arg)
 		return;
 	if (status == 0 && d_rank == 0 && d_world > 1 && !d_quiet && steps_done) {
 		char a[32], b[32];
-		uint64_t bound = (uint64_t)(2.0 * (d_world - 1) / d_world * n_params * 4);
+		uint64_t bound = (uint64_t)(2.0 * (d_world - 1) / d_world * model.n_params * 4);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
 		cli_warn("data parallel: %.3f s per step blocked in communication; %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
 			 loom_dist_wait_seconds(dist) / steps_done,
@@ -99,11 +98,11 @@ void train_dist_config(struct loom_config *c, char **sets, int nsets)
 	c->data_parallel = d_world;
 }
 
-void train_dist_attach(struct loom_gpt *g, int quiet, int verbose)
+void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose)
 {
 	d_quiet = quiet;
-	n_params = g->n_params;
-	if (loom_dist_attach(dist, g))
+	model = *m;
+	if (loom_dist_attach(dist, m))
 		cli_die("%s", loom_dist_error(dist));
 	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
 		return;
@@ -111,7 +110,7 @@ void train_dist_attach(struct loom_gpt *g, int quiet, int verbose)
 	cli_warn("data parallel: %d rank%s (%s); AdamW state per rank %s (1/%d of %s), gradient shard %s, %d buckets",
 		 d_world, d_world == 1 ? "" : "s", loom_dist_backend(),
 		 cli_bytes((double)loom_dist_moment_bytes(dist), a, sizeof a), d_world,
-		 cli_bytes((double)g->n_params * 8, b, sizeof b),
+		 cli_bytes((double)m->n_params * 8, b, sizeof b),
 		 cli_bytes((double)loom_dist_gradshard_bytes(dist), c, sizeof c),
 		 loom_dist_buckets(dist));
 }
@@ -228,9 +227,8 @@ _Noreturn void train_dist_agreed_die(const char *fmt, ...)
 	cli_die("%s", msg);
 }
 
-void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum)
+void train_dist_step(float lr, int64_t t, float *norm, double *lsum)
 {
-	(void)g; /* attached at train_dist_attach() */
 	if (loom_dist_step(dist, lr, t, norm, lsum)) {
 		cli_warn("%s", loom_dist_error(dist));
 		loom_dist_abort(dist, 1);
@@ -238,7 +236,7 @@ void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, doubl
 	steps_done++;
 }
 
-int train_dist_save_begin(struct loom_gpt *g)
+int train_dist_save_begin(void)
 {
 	float *m, *v;
 	if (d_world == 1)
@@ -249,15 +247,15 @@ int train_dist_save_begin(struct loom_gpt *g)
 	}
 	if (d_rank != 0)
 		return 0;
-	g->m = m;
-	g->v = v;
+	*model.m = m;
+	*model.v = v;
 	return 1;
 }
 
-void train_dist_save_end(struct loom_gpt *g)
+void train_dist_save_end(void)
 {
 	if (d_world == 1)
 		return;
-	g->m = g->v = NULL;
+	*model.m = *model.v = NULL;
 	loom_dist_gather_done(dist);
 }

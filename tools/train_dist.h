@@ -21,8 +21,8 @@
 #include <signal.h>
 #include <stdint.h>
 
-struct loom_gpt;
 struct loom_config;
+struct loom_dist_model;
 
 /* Join the job (MPI_Init under mpirun); messages become "loom-train: rank N". */
 void train_dist_init(int *argc, char ***argv);
@@ -35,7 +35,7 @@ const char *train_dist_version(void);
 void train_dist_config(struct loom_config *c, char **sets, int nsets);
 /* Share the model: parameters from rank 0, moments sharded; prints the world
  * and the optimizer memory per rank (rank 0, unless quiet). */
-void train_dist_attach(struct loom_gpt *g, int quiet, int verbose);
+void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose);
 /* The frames of this rank must come from loom-feed --rank r --world w. */
 void train_dist_check_frame(unsigned rank, unsigned world);
 /* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.
@@ -51,11 +51,12 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
  * it, e.g. every input ended inside the first step): rank 0 prints the
  * message, every rank exits 1, MPI finalized rather than aborted. */
 _Noreturn void train_dist_agreed_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* loom_gpt_step over the ranks; *lsum becomes the mean over ranks. */
-void train_dist_step(struct loom_gpt *g, float lr, int64_t t, float *norm, double *lsum);
+/* The attached model's step over the ranks; *lsum becomes the mean over ranks. */
+void train_dist_step(float lr, int64_t t, float *norm, double *lsum);
 /* Around a checkpoint save (every rank calls both): gathers the moments on
- * rank 0; returns 1 on the rank that writes. */
-int train_dist_save_begin(struct loom_gpt *g);
-void train_dist_save_end(struct loom_gpt *g);
+ * rank 0 into the attached model's m and v; returns 1 on the rank that
+ * writes. */
+int train_dist_save_begin(void);
+void train_dist_save_end(void);
 
 #endif

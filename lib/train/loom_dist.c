@@ -9,6 +9,7 @@
 #include <mpi.h>
 #endif
 
+#include "loom_bert.h"
 #include "loom_dist.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
@@ -31,7 +32,7 @@ struct bucket {
 
 struct loom_dist {
 	int rank, world, joined;
-	struct loom_gpt *g;
+	struct loom_dist_model m;       /* the model's view (m.params == NULL: none yet) */
 	int nb;
 	struct bucket *b;       /* in the order backward completes them */
 	size_t shard_n;
@@ -66,7 +67,7 @@ int loom_dist_buckets(const struct loom_dist *d)
 uint64_t loom_dist_moment_bytes(const struct loom_dist *d)
 {
 	if (d->world == 1)
-		return d->g ? (uint64_t)d->g->n_params * 8 : 0;
+		return (uint64_t)d->m.n_params * 8;
 	return (uint64_t)d->shard_n * 8;
 }
 
@@ -153,7 +154,7 @@ void loom_dist_free(struct loom_dist *d)
 {
 	if (!d)
 		return;
-	/* d->g is not touched: the model may already be freed at exit */
+	/* d->m's model is not touched: it may already be freed at exit */
 	for (int k = 0; k < d->nb; k++) {
 		free(d->b[k].counts);
 		free(d->b[k].displs);
@@ -200,11 +201,11 @@ static int bucket_start(struct loom_dist *d, struct bucket *b)
 		int peer = 1 - d->rank, tag = (int)(b - d->b);
 		MPI_TRY(d, MPI_Irecv(d->gs + b->soff, b->counts[d->rank], MPI_FLOAT, peer, tag,
 				     MPI_COMM_WORLD, &b->req), "receive of gradients");
-		MPI_TRY(d, MPI_Isend(d->g->grads + b->b0 + b->displs[peer], b->counts[peer], MPI_FLOAT,
+		MPI_TRY(d, MPI_Isend(d->m.grads + b->b0 + b->displs[peer], b->counts[peer], MPI_FLOAT,
 				     peer, tag, MPI_COMM_WORLD, &b->req2), "send of gradients");
 		return 0;
 	}
-	MPI_TRY(d, MPI_Ireduce_scatter(d->g->grads + b->b0, d->gs + b->soff, b->counts, MPI_FLOAT,
+	MPI_TRY(d, MPI_Ireduce_scatter(d->m.grads + b->b0, d->gs + b->soff, b->counts, MPI_FLOAT,
 				       MPI_SUM, MPI_COMM_WORLD, &b->req),
 		"reduce-scatter of gradients");
 	return 0;
@@ -235,13 +236,13 @@ static void on_grad_ready(void *ctx, int l)
 
 static int bcast_params(struct loom_dist *d)
 {
-	float *p = d->g->params;
-	for (size_t o = 0; o < d->g->n_params; o += MAX_BUCKET) {
-		size_t n = d->g->n_params - o < MAX_BUCKET ? d->g->n_params - o : MAX_BUCKET;
+	float *p = d->m.params;
+	for (size_t o = 0; o < d->m.n_params; o += MAX_BUCKET) {
+		size_t n = d->m.n_params - o < MAX_BUCKET ? d->m.n_params - o : MAX_BUCKET;
 		MPI_TRY(d, MPI_Bcast(p + o, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD),
 			"broadcast of the parameters");
 	}
-	loom_gpt_weights_changed(d->g);
+	d->m.weights_changed(d->m.model);
 	return 0;
 }
 
@@ -249,8 +250,8 @@ static int bcast_params(struct loom_dist *d)
 static void adamw_chunk(struct loom_dist *d, const struct bucket *b, float lr, int64_t t,
 			float gscale)
 {
-	struct loom_gpt *g = d->g;
-	const struct loom_config *c = &g->cfg;
+	const struct loom_dist_model *g = &d->m;
+	const struct loom_adamw *c = &g->adamw;
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct loom_tensor *tt = &g->tensors[i];
 		size_t lo = tt->offset > b->c0 ? tt->offset : b->c0;
@@ -270,7 +271,7 @@ static void adamw_chunk(struct loom_dist *d, const struct bucket *b, float lr, i
  * to the live blocks. */
 static int rigl_scores(struct loom_dist *d)
 {
-	struct loom_rigl *r = d->g->rigl;
+	struct loom_rigl *r = d->m.gpt->rigl;
 	size_t n = r->n_scores;
 	if (n > INT_MAX)
 		return loom_err_set(&d->err, LOOM_EINVAL, "too many sparse blocks to exchange");
@@ -295,10 +296,10 @@ static int rigl_scores(struct loom_dist *d)
 
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
 {
-	struct loom_gpt *g = d->g;
+	struct loom_dist_model *g = &d->m;
 	d->bytes_step = 0;
 	if (d->world == 1) {
-		loom_gpt_step(g, lr, t, norm);
+		g->step(g->model, lr, t, norm);
 		return 0;
 	}
 	int rc;
@@ -323,7 +324,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(d->b[k].b1 - d->b[k].b0 - (d->b[k].c1 - d->b[k].c0)) * 4;
 	}
 	memset(g->grads, 0, g->n_params * sizeof(float));
-	int update = g->rigl_dense;
+	int update = g->gpt && g->gpt->rigl_dense;
 	if (update && (rc = rigl_scores(d)))
 		return rc;
 	double red[2] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0 };
@@ -338,8 +339,8 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	if (lsum)
 		*lsum = red[1] / d->world;
 	float gscale = 1.0f / (float)d->world;
-	if (g->cfg.grad_clip > 0 && n > g->cfg.grad_clip)
-		gscale = (float)(g->cfg.grad_clip / n) / (float)d->world;
+	if (g->adamw.grad_clip > 0 && n > g->adamw.grad_clip)
+		gscale = (float)(g->adamw.grad_clip / n) / (float)d->world;
 	for (int k = 0; k < d->nb; k++) {
 		struct bucket *b = &d->b[k];
 		adamw_chunk(d, b, lr, t, gscale);
@@ -352,16 +353,17 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	t0 = loom_now();
 	for (int k = 0; k < d->nb; k++)
 		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
-	loom_gpt_weights_changed(g);
+	g->weights_changed(g->model);
 	if (update) { /* every rank: the same weights, scores, so masks */
-		loom_gpt_rigl_update(g, t);
+		loom_gpt_rigl_update(g->gpt, t);
 		for (int k = 0; k < d->nb; k++) {
 			const struct bucket *b = &d->b[k];
-			loom_rigl_zero_changed(g->rigl, b->c0, b->c1, d->ms + b->soff);
-			loom_rigl_zero_changed(g->rigl, b->c0, b->c1, d->vs + b->soff);
+			loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->ms + b->soff);
+			loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->vs + b->soff);
 		}
 	}
-	g->rigl_dense = 0;
+	if (g->gpt)
+		g->gpt->rigl_dense = 0;
 	d->wait_s += loom_now() - t0;
 	d->bytes_total += d->bytes_step;
 	return 0;
@@ -369,11 +371,11 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 {
-	struct loom_gpt *g = d->g;
+	const struct loom_dist_model *g = &d->m;
 	*m = *v = NULL;
 	if (d->world == 1) {
-		*m = g->m;
-		*v = g->v;
+		*m = *g->m;
+		*v = *g->v;
 		return 0;
 	}
 	if (d->rank == 0) {
@@ -451,20 +453,20 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 {
 	(void)lsum;
 	d->bytes_step = 0;
-	loom_gpt_step(d->g, lr, t, norm);
+	d->m.step(d->m.model, lr, t, norm);
 	return 0;
 }
 
-int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g)
+int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *m)
 {
-	d->g = g;
+	d->m = *m;
 	return 0;
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 {
-	*m = d->g->m;
-	*v = d->g->v;
+	*m = *d->m.m;
+	*v = *d->m.v;
 	return 0;
 }
 
@@ -483,30 +485,88 @@ void loom_dist_gather_done(struct loom_dist *d)
 	d->gm = d->gv = NULL;
 }
 
-#ifdef LOOM_HAVE_MPI
-/* Layer index of a tensor name: transformer.h.{l}. -> l; ln_f -> L-1 (its
+/* Layer index of a GPT tensor: transformer.h.{l}. -> l; ln_f -> L-1 (its
  * gradient is final before layer L-1's backward ends); embeddings -> -1. */
-static int tensor_tag(const struct loom_gpt *g, const char *name)
+static int gpt_tag(const char *name, int L)
 {
 	int l;
 	if (sscanf(name, "transformer.h.%d.", &l) == 1)
 		return l;
 	if (strstr(name, "ln_f"))
-		return g->L - 1;
+		return L - 1;
 	return -1;
 }
+
+/* A BERT's: bert.encoder.layer.{l}. -> l; the head (qa_outputs, cls.*)
+ * -> L-1 (its backward runs before layer L-1's ends); embeddings -> -1
+ * (the MLM decoder's tied weight among them: final only after them). */
+static int bert_tag(const char *name, int L)
+{
+	int l;
+	if (sscanf(name, "bert.encoder.layer.%d.", &l) == 1)
+		return l;
+	if (!strncmp(name, "qa_outputs.", 11) || !strncmp(name, "cls.", 4))
+		return L - 1;
+	return -1;
+}
+
+static void gpt_step(void *model, float lr, int64_t t, float *norm)
+{
+	loom_gpt_step(model, lr, t, norm);
+}
+
+static void gpt_changed(void *model)
+{
+	loom_gpt_weights_changed(model);
+}
+
+static void bert_step(void *model, float lr, int64_t t, float *norm)
+{
+	loom_bert_step(model, lr, t, norm);
+}
+
+static void bert_changed(void *model)
+{
+	loom_bert_weights_changed(model);
+}
+
+void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g)
+{
+	const struct loom_config *c = &g->cfg;
+	*m = (struct loom_dist_model){
+		.params = g->params, .grads = g->grads, .m = &g->m, .v = &g->v,
+		.n_params = g->n_params, .tensors = g->tensors, .n_tensors = g->n_tensors,
+		.n_layer = g->L,
+		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
+		.tag = gpt_tag, .grad_ready = &g->grad_ready, .grad_ready_ctx = &g->grad_ready_ctx,
+		.model = g, .step = gpt_step, .weights_changed = gpt_changed, .gpt = g,
+	};
+}
+
+void loom_dist_model_bert(struct loom_dist_model *m, struct loom_bert *b)
+{
+	*m = (struct loom_dist_model){
+		.params = b->params, .grads = b->grads, .m = &b->m, .v = &b->v,
+		.n_params = b->n_params, .tensors = b->tensors, .n_tensors = b->n_tensors,
+		.n_layer = b->L, .adamw = b->cfg.adamw,
+		.tag = bert_tag, .grad_ready = &b->grad_ready, .grad_ready_ctx = &b->grad_ready_ctx,
+		.model = b, .step = bert_step, .weights_changed = bert_changed,
+	};
+}
+
+#ifdef LOOM_HAVE_MPI
 
 /* Buckets: per tag, the contiguous range of its tensors, split into pieces
  * of at most MAX_BUCKET floats; ordered L-1 .. 0, then -1. */
 static int plan_buckets(struct loom_dist *d)
 {
-	struct loom_gpt *g = d->g;
+	const struct loom_dist_model *g = &d->m;
 	int W = d->world, cap = 0;
-	for (int tag = g->L - 1; tag >= -1; tag--) {
+	for (int tag = g->n_layer - 1; tag >= -1; tag--) {
 		size_t lo = SIZE_MAX, hi = 0, sum = 0;
 		for (int i = 0; i < g->n_tensors; i++) {
 			const struct loom_tensor *t = &g->tensors[i];
-			if (tensor_tag(g, t->name) != tag)
+			if (g->tag(t->name, g->n_layer) != tag)
 				continue;
 			lo = t->offset < lo ? t->offset : lo;
 			hi = t->offset + t->numel > hi ? t->offset + t->numel : hi;
@@ -561,10 +621,10 @@ static float *shard_alloc(size_t n)
 	return p;
 }
 
-int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g)
+int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 {
 	int rc;
-	d->g = g;
+	d->m = *g;
 	if (d->world == 1)
 		return 0;
 	if ((rc = bcast_params(d)))
@@ -578,14 +638,14 @@ int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g)
 		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the optimizer shard");
 	for (int k = 0; k < d->nb; k++) {
 		const struct bucket *b = &d->b[k];
-		memcpy(d->ms + b->soff, g->m + b->c0, (b->c1 - b->c0) * sizeof(float));
-		memcpy(d->vs + b->soff, g->v + b->c0, (b->c1 - b->c0) * sizeof(float));
+		memcpy(d->ms + b->soff, *g->m + b->c0, (b->c1 - b->c0) * sizeof(float));
+		memcpy(d->vs + b->soff, *g->v + b->c0, (b->c1 - b->c0) * sizeof(float));
 	}
-	free(g->m);
-	free(g->v);
-	g->m = g->v = NULL;
-	g->grad_ready = on_grad_ready;
-	g->grad_ready_ctx = d;
+	free(*g->m);
+	free(*g->v);
+	*g->m = *g->v = NULL;
+	*g->grad_ready = on_grad_ready;
+	*g->grad_ready_ctx = d;
 	return 0;
 }
 #endif

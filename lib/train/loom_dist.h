@@ -19,7 +19,7 @@
  * Built with MPI (LOOM_HAVE_MPI, the Makefile compiles this file with
  * mpicc's flags when OpenMPI is installed) and launched by mpirun, the
  * world is MPI_COMM_WORLD; otherwise every function works for a single
- * process (world 1: loom_dist_step is loom_gpt_step, nothing is sharded).
+ * process (world 1: loom_dist_step is the model's own step, nothing is sharded).
  *
  * Checkpoints stay unsharded: loom_dist_gather_moments() collects the full
  * moments on rank 0, so a checkpoint written by N ranks resumes on any
@@ -43,9 +43,34 @@
 #include <stdint.h>
 
 #include "loom_common.h"
+#include "loom_model.h"
 
 struct loom_gpt;
+struct loom_bert;
 struct loom_dist;
+
+/* What data parallelism needs of a model (its lib/train/loom_model.h
+ * table): made by loom_dist_model_gpt() or loom_dist_model_bert(). */
+struct loom_dist_model {
+	float *params, *grads;
+	float **m, **v;                 /* the model's moments: attach (world > 1) frees
+					   them and sets them NULL; the shards hold them */
+	size_t n_params;
+	const struct loom_tensor *tensors;
+	int n_tensors, n_layer;
+	struct loom_adamw adamw;
+	/* the layer whose backward leaves tensor `name`'s gradient final
+	 * (-1: the embeddings, last); each tag's tensors are contiguous */
+	int (*tag)(const char *name, int n_layer);
+	void (**grad_ready)(void *ctx, int l);  /* the model's hook, set by attach */
+	void **grad_ready_ctx;
+	void *model;
+	void (*step)(void *model, float lr, int64_t t, float *norm);  /* world 1 */
+	void (*weights_changed)(void *model);
+	struct loom_gpt *gpt;           /* RigL masks: the GPT's, NULL for a BERT */
+};
+void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g);
+void loom_dist_model_bert(struct loom_dist_model *m, struct loom_bert *b);
 
 /* Join the MPI job when launched by an MPI launcher (OMPI_COMM_WORLD_SIZE,
  * PMIX_RANK or PMI_SIZE in the environment), else a world of 1.  NULL on
@@ -63,7 +88,7 @@ const char *loom_dist_backend(void);
 
 /* Take the model: parameters broadcast from rank 0, buckets laid out, the
  * moments sharded, the grad_ready hook installed.  World 1: nothing. */
-int loom_dist_attach(struct loom_dist *d, struct loom_gpt *g);
+int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *m);
 /* Bytes of AdamW moments (m + v) this rank holds, and of its gradient
  * shard buffer. */
 uint64_t loom_dist_moment_bytes(const struct loom_dist *d);
@@ -82,12 +107,12 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
  * reduction, global-norm clip (cfg.grad_clip), AdamW on this rank's shard,
  * all-gather the parameters; leaves the gradients zeroed.  *norm gets the
  * norm of the averaged gradient; *lsum (this rank's loss sum) becomes the
- * mean over ranks.  World 1: loom_gpt_step(). */
+ * mean over ranks.  World 1: the model's step (loom_gpt_step, loom_bert_step). */
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum);
 
 /* Collective: the full AdamW moments on rank 0 (*m, *v: n_params floats
  * owned by d until loom_dist_gather_done()); NULL on the other ranks.
- * World 1: the model's own g->m, g->v. */
+ * World 1: the model's own moments. */
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v);
 void loom_dist_gather_done(struct loom_dist *d);
 
