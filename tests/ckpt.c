@@ -12,6 +12,7 @@
 #include "loom_ckpt.h"
 #include "loom_crc32c.h"
 #include "loom_file.h"
+#include "loom_gpt.h"
 #include "tap.h"
 
 #define L 2
@@ -78,13 +79,16 @@ static void build_table(void)
 	}
 }
 
+static struct loom_gpt_hf hf = {
+	.n_layer = L, .n_embd = C, .n_head = 2, .n_positions = P, .vocab_size = V,
+	.layer_norm_epsilon = 1e-5, .resid_pdrop = 0.125, .embd_pdrop = 0.125, .attn_pdrop = 0.25,
+};
+
 static struct loom_ckpt_save base_save(const char *dir, uint64_t step)
 {
 	struct loom_ckpt_save s = {
 		.dir = dir, .tensors = tab, .n_tensors = nt, .adam_m = mp, .adam_v = vp,
-		.hf = {.n_layer = L, .n_embd = C, .n_head = 2, .n_positions = P,
-		       .vocab_size = V, .layer_norm_epsilon = 1e-5, .resid_pdrop = 0.125,
-		       .embd_pdrop = 0.125, .attn_pdrop = 0.25},
+		.arch = &loom_gpt_ckpt_arch, .hf = &hf,
 		.loom_config_json = "{\"preset\":\"tiny\",\"n_layer\":2}",
 		.state = {.step = step, .samples = step * 4, .tokens = step * 20,
 			  .rng = {1, 2, 0xfedcba9876543210ull, 4},
@@ -111,7 +115,7 @@ static void refuse_open_flags(const char *name, const char *path, unsigned flags
 			      const char *want)
 {
 	struct loom_err err = {0};
-	struct loom_ckpt *c = loom_ckpt_open(path, flags, &err);
+	struct loom_ckpt *c = loom_ckpt_open(path, &loom_gpt_ckpt_arch, flags, &err);
 	ok(c == NULL, "%s: refused", name);
 	ok(strstr(err.msg, want) != NULL && !strchr(err.msg, '\n'),
 	   "%s: one line '%s' has '%s'", name, err.msg, want);
@@ -225,7 +229,7 @@ static void case_state_files(void)
 static int case_load(void)
 {
 	struct loom_err err = {0};
-	struct loom_ckpt *c = loom_ckpt_open(dir, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(dir, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c != NULL, "open DIR (via latest): %s", c ? "" : err.msg);
 	if (!c)
 		return -1;
@@ -235,9 +239,9 @@ static int case_load(void)
 	   st->data_epoch == 1 && st->data_seed == 99 && st->data_batch == 2 &&
 	   st->data_seq_len == 5 && st->data_world == 1, "state round-trips");
 	ok(st->rng[2] == 0xfedcba9876543210ull && st->rng[3] == 4, "64-bit RNG state round-trips");
-	ok(loom_ckpt_hf(c)->n_layer == L && loom_ckpt_hf(c)->vocab_size == V &&
-	   loom_ckpt_hf(c)->attn_pdrop == 0.25 && loom_ckpt_hf(c)->resid_pdrop == 0.125,
-	   "hf keys");
+	const struct loom_gpt_hf *h = loom_ckpt_hf(c);
+	ok(h->n_layer == L && h->vocab_size == V && h->attn_pdrop == 0.25 &&
+	   h->resid_pdrop == 0.125, "hf keys");
 	ok(strstr(loom_ckpt_loom_config(c), "\"preset\":\"tiny\"") != NULL, "loom config text");
 	ok(loom_ckpt_has_optimizer(c), "has optimizer");
 	ok(loom_ckpt_has_state(c) && loom_ckpt_has_checksums(c), "has state and checksums");
@@ -332,7 +336,7 @@ static void case_resave(void)
 	struct loom_ckpt_save s = base_save(dir, 400);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "re-save step 400");
 	is_int(tap_count_dir(dir, "."), 0, "no debris after replacing");
-	struct loom_ckpt *c = loom_ckpt_open(dir, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(dir, &loom_gpt_ckpt_arch, 0, &err);
 	param[0] = 0;
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 && param[0] == 42, "replaced contents");
 	loom_ckpt_free(c);
@@ -352,7 +356,9 @@ static void case_failed_save(void)
 	link[ll > 0 ? ll : 0] = '\0';
 	is_str(link, "step-00000400", "latest untouched by a failed save");
 	s = base_save(dir, 500);
-	s.hf.n_head = 3;
+	struct loom_gpt_hf h3 = hf;
+	h3.n_head = 3;
+	s.hf = &h3;
 	ok(loom_ckpt_write(&s, NULL, 0, &err) == LOOM_EINVAL, "n_embd %% n_head refused at save");
 }
 
@@ -446,7 +452,7 @@ static void case_hf_directory(void)
 	sh("rm '%s/state.json' '%s/optimizer.safetensors'", bad);
 	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/config.json\"; "
 	   "d=json.load(open(p)); del d[\"loom\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
-	struct loom_ckpt *c = loom_ckpt_open(bad, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_state(c)->step == 0 && !loom_ckpt_has_optimizer(c) &&
 	   !loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c),
 	   "a HuggingFace directory (no state.json, no loom config) opens as step 0: %s",
@@ -486,13 +492,13 @@ static void case_corruption(void)
 	flip(cmd, (long)sb.st_size - 8);	/* the low mantissa byte of a weight */
 	refuse_open_flags("flipped byte in the model's data", bad, 0,
 			  "/bad/model.safetensors: checksum mismatch (CRC-32C ");
-	struct loom_ckpt *c = loom_ckpt_open(bad, LOOM_CKPT_NO_VERIFY, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, &loom_gpt_ckpt_arch, LOOM_CKPT_NO_VERIFY, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "LOOM_CKPT_NO_VERIFY reads it anyway");
 	loom_ckpt_free(c);
 	fresh();
 	snprintf(cmd, sizeof cmd, "%s/optimizer.safetensors", bad);
 	flip(cmd, 3000);
-	c = loom_ckpt_open(bad, 0, &err);
+	c = loom_ckpt_open(bad, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "flipped byte in the optimizer: opens "
 	   "(loom-eval never reads the moments): %s", c ? "" : err.msg);
 	ok(c && loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EFORMAT &&
@@ -519,7 +525,7 @@ static void case_without_checksums(void)
 	fresh();
 	sh("/usr/bin/python3 -c 'import json,sys; p=sys.argv[1]+\"/state.json\"; "
 	   "d=json.load(open(p)); del d[\"files\"]; json.dump(d, open(p, \"w\"))' '%s'", bad);
-	struct loom_ckpt *c = loom_ckpt_open(bad, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(bad, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_has_state(c) && !loom_ckpt_has_checksums(c) &&
 	   loom_ckpt_state(c)->step == 400, "checkpoint without checksums opens: %s",
 	   c ? "" : err.msg);
@@ -534,13 +540,14 @@ static void case_tokenizer(void)
 	json_error_t je;
 	snprintf(p, sizeof p, "%s/voc", root);
 	struct loom_ckpt_vocab voc = {
-		.name = "toy", .vocab_json = "{\"a\":0}", .vocab_json_len = 7,
-		.merges = "#version: 0.2\n", .merges_len = 14, .eos_token_id = 7,
+		.name = "toy",
+		.files = { { "vocab.json", "{\"a\":0}", 7 }, { "merges.txt", "#version: 0.2\n", 14 } },
+		.eos_token_id = 7,
 	};
 	struct loom_ckpt_save s = base_save(p, 3);
 	s.vocab = &voc;
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save with a tokenizer");
-	struct loom_ckpt *c = loom_ckpt_open(p, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_vocab_spec(c) && strstr(loom_ckpt_vocab_spec(c), "/step-00000003/vocab.json,") &&
 	   strstr(loom_ckpt_vocab_spec(c), "/step-00000003/merges.txt") &&
 	   !strcmp(loom_ckpt_vocab_name(c), "toy"), "vocab spec and name: %s",
@@ -555,7 +562,7 @@ static void case_tokenizer(void)
 	snprintf(cmd, sizeof cmd, "%s/latest/merges.txt", p);
 	flip(cmd, 3);
 	refuse_open_flags("flipped byte in merges.txt", p, 0, "merges.txt: checksum mismatch");
-	c = loom_ckpt_open(dir, 0, &err);
+	c = loom_ckpt_open(dir, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && !loom_ckpt_vocab_spec(c) && !loom_ckpt_vocab_name(c), "no tokenizer: NULL");
 	loom_ckpt_free(c);
 }
@@ -570,7 +577,7 @@ static void case_non_finite(void)
 	param[total - 3] = NAN;
 	struct loom_ckpt_save s = base_save(p, 1);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save a checkpoint holding a NaN");
-	struct loom_ckpt *c = loom_ckpt_open(p, 0, &err);
+	struct loom_ckpt *c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == LOOM_EFORMAT &&
 	   strstr(loom_ckpt_error(c), "model.safetensors: the checkpoint holds non-finite values: "
 		  "tensor 'transformer.ln_f.bias' element 5 is nan"),
@@ -581,7 +588,7 @@ static void case_non_finite(void)
 	s = base_save(p, 2);
 	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "save a checkpoint holding an infinite moment");
 	adam_v[0] = 0;
-	c = loom_ckpt_open(p, 0, &err);
+	c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
 	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 &&
 	   loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == LOOM_EFORMAT &&
 	   strstr(loom_ckpt_error(c), "'transformer.wte.weight.exp_avg_sq' element 0 is inf"),

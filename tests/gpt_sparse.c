@@ -224,19 +224,21 @@ static int ckpt_round(struct loom_gpt *g, struct loom_gpt *h, const char *dir,
 	struct loom_err err = { 0 };
 	struct loom_ckpt_tensor *tp = calloc((size_t)g->n_tensors, sizeof *tp);
 	loom_gpt_ckpt_tensors(g, g->params, tp);
+	struct loom_gpt_hf hf;
+	loom_gpt_ckpt_hf(&g->cfg, &hf);
 	struct loom_ckpt_save sv = {
 		.dir = dir, .tensors = tp, .n_tensors = (size_t)g->n_tensors,
+		.arch = &loom_gpt_ckpt_arch, .hf = &hf,
 		.state = { .step = 7 }, .sidecar_name = LOOM_GPT_SPARSITY_FILE,
 		.sidecar = t, .n_sidecar = n, .sidecar_meta = meta,
 	};
-	loom_gpt_ckpt_hf(&g->cfg, &sv.hf);
 	int rc = loom_ckpt_write(&sv, NULL, 0, &err);
 	free(tp);
 	if (rc) {
 		diag("write: %s", err.msg);
 		return rc;
 	}
-	struct loom_ckpt *ck = loom_ckpt_open(dir, 0, &err);
+	struct loom_ckpt *ck = loom_ckpt_open(dir, &loom_gpt_ckpt_arch, 0, &err);
 	if (!ck) {
 		diag("open: %s", err.msg);
 		return -1;

@@ -48,7 +48,7 @@ static struct loom_threads pool;
 static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
-	m->ck = loom_ckpt_open(path, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
+	m->ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
 	if (!m->ck)
 		cli_die("%s", err.msg);
 	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))

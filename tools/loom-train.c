@@ -322,7 +322,7 @@ struct trainer {
 	uint32_t data_epoch;
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
-	struct loom_ckpt_vocab vocab;	/* vocab.json == NULL: none */
+	struct loom_ckpt_vocab vocab;	/* files[0].name == NULL: none */
 	struct loom_tb *tb;		/* --tensorboard, or NULL */
 	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
 	int verbose, quiet;
@@ -358,6 +358,8 @@ static void gpt_save(struct trainer *t)
 	json_decref(cj);
 	if (!ctxt)
 		cli_die("out of memory");
+	struct loom_gpt_hf hf;
+	loom_gpt_ckpt_hf(&t->cfg, &hf);
 	struct loom_ckpt_save s = {
 		.dir = t->save_dir,
 		.tensors = tp,
@@ -373,7 +375,9 @@ static void gpt_save(struct trainer *t)
 			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
 		},
 		.keep = t->keep,
-		.vocab = t->vocab.vocab_json ? &t->vocab : NULL,
+		.vocab = t->vocab.files[0].name ? &t->vocab : NULL,
+		.arch = &loom_gpt_ckpt_arch,
+		.hf = &hf,
 	};
 	struct loom_gpt_sidecar sc;
 	if (loom_gpt_ckpt_sparsity(g, &sc))
@@ -384,7 +388,6 @@ static void gpt_save(struct trainer *t)
 		s.n_sidecar = sc.n;
 		s.sidecar_meta = sc.meta;
 	}
-	loom_gpt_ckpt_hf(&t->cfg, &s.hf);
 	char path[4096];
 	struct loom_err err = { 0 };
 	double t0 = loom_now();
@@ -405,7 +408,7 @@ static void gpt_save(struct trainer *t)
 static struct loom_ckpt *open_ckpt(const char *path, int resume)
 {
 	struct loom_err err = { 0 };
-	struct loom_ckpt *ck = loom_ckpt_open(path, 0, &err);
+	struct loom_ckpt *ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, 0, &err);
 	if (!ck)
 		cli_die("%s", err.msg);
 	if (resume && !loom_ckpt_has_state(ck))
@@ -836,8 +839,8 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	if (!nm)
 		cli_die("out of memory");
 	t->vocab = (struct loom_ckpt_vocab){
-		.name = nm, .vocab_json = json, .vocab_json_len = jl, .merges = merges,
-		.merges_len = ml,
+		.name = nm,
+		.files = { { "vocab.json", json, jl }, { "merges.txt", merges, ml } },
 		.eos_token_id = v->eot == LOOM_VOCAB_NONE ? -1 : (int64_t)v->eot,
 	};
 	t->tok = v; /* --sample-every decodes with it */
@@ -1988,8 +1991,8 @@ int main(int argc, char **argv)
 	free(t.rows.ids);
 	free(sets);
 	free((char *)t.vocab.name);
-	free((char *)t.vocab.vocab_json);
-	free((char *)t.vocab.merges);
+	free((char *)t.vocab.files[0].data);
+	free((char *)t.vocab.files[1].data);
 	loom_vocab_free(t.tok);
 	loom_ids_release(&sample_prompt_ids);
 	return 0;

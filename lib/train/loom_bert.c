@@ -13,7 +13,6 @@ enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
 enum { QW, KW, VW, QB, KB, VB, AOW, AOB, ALNW, ALNB, IW, IB, OW, OB, OLNW, OLNB, NLT };
 enum { QAW, QAB, N_QA };                /* QA head */
 enum { TDW, TDB, TLNW, TLNB, MBIAS, N_MLM };    /* MLM head */
-#define N_HEAD ((int)N_MLM > (int)N_QA ? (int)N_MLM : (int)N_QA) /* the larger head */
 
 static const char *const lt_names[NLT] = {
 	"attention.self.query.weight", "attention.self.key.weight",
@@ -95,11 +94,52 @@ int loom_bert_config_check(const struct loom_bert_config *c, struct loom_err *er
 }
 
 /* weight decay on all but biases and LayerNorms */
-static void add(struct loom_bert *b, size_t *off, const char *name, int ndim, int64_t d0,
+static void add(struct loom_tensor *t, int *n, size_t *off, const char *name, int ndim, int64_t d0,
 		int64_t d1)
 {
-	loom_model_add(b->tensors, &b->n_tensors, off, name, ndim, d0, d1,
+	loom_model_add(t, n, off, name, ndim, d0, d1,
 		       !strstr(name, "bias") && !strstr(name, "LayerNorm"));
+}
+
+int loom_bert_n_tensors(const struct loom_bert_config *cfg)
+{
+	return NE + cfg->n_layer * NLT + (cfg->task == LOOM_BERT_QA ? N_QA : N_MLM);
+}
+
+size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t)
+{
+	const int64_t C = cfg->hidden, I = cfg->intermediate, V = cfg->vocab_size;
+	size_t off = 0;
+	int n = 0;
+	char name[64];
+	add(t, &n, &off, "bert.embeddings.word_embeddings.weight", 2, V, C);
+	add(t, &n, &off, "bert.embeddings.position_embeddings.weight", 2, cfg->max_positions, C);
+	add(t, &n, &off, "bert.embeddings.token_type_embeddings.weight", 2, cfg->type_vocab_size, C);
+	add(t, &n, &off, "bert.embeddings.LayerNorm.weight", 1, C, 0);
+	add(t, &n, &off, "bert.embeddings.LayerNorm.bias", 1, C, 0);
+	for (int l = 0; l < cfg->n_layer; l++) {
+		/* [out, in] or [out] */
+		const int64_t shp[NLT][2] = {
+			{ C, C }, { C, C }, { C, C }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ C, C }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ I, C }, { I, 0 }, { C, I }, { C, 0 }, { C, 0 }, { C, 0 },
+		};
+		for (int k = 0; k < NLT; k++) {
+			snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", l, lt_names[k]);
+			add(t, &n, &off, name, shp[k][1] ? 2 : 1, shp[k][0], shp[k][1]);
+		}
+	}
+	if (cfg->task == LOOM_BERT_QA) {
+		add(t, &n, &off, "qa_outputs.weight", 2, 2, C);
+		add(t, &n, &off, "qa_outputs.bias", 1, 2, 0);
+	} else {
+		add(t, &n, &off, "cls.predictions.transform.dense.weight", 2, C, C);
+		add(t, &n, &off, "cls.predictions.transform.dense.bias", 1, C, 0);
+		add(t, &n, &off, "cls.predictions.transform.LayerNorm.weight", 1, C, 0);
+		add(t, &n, &off, "cls.predictions.transform.LayerNorm.bias", 1, C, 0);
+		add(t, &n, &off, "cls.predictions.bias", 1, V, 0);
+	}
+	return off;
 }
 
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
@@ -117,40 +157,12 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	b->I = cfg->intermediate;
 	b->V = cfg->vocab_size;
 	b->P = cfg->max_positions;
-	int64_t C = b->C, I = b->I;
-	b->tensors = calloc(NE + (size_t)b->L * NLT + N_HEAD, sizeof *b->tensors);
+	b->tensors = calloc((size_t)loom_bert_n_tensors(cfg), sizeof *b->tensors);
 	b->layer = calloc((size_t)b->L, sizeof *b->layer);
 	if (!b->tensors || !b->layer)
 		goto fail;
-	size_t off = 0;
-	char name[64];
-	add(b, &off, "bert.embeddings.word_embeddings.weight", 2, b->V, C);
-	add(b, &off, "bert.embeddings.position_embeddings.weight", 2, b->P, C);
-	add(b, &off, "bert.embeddings.token_type_embeddings.weight", 2, cfg->type_vocab_size, C);
-	add(b, &off, "bert.embeddings.LayerNorm.weight", 1, C, 0);
-	add(b, &off, "bert.embeddings.LayerNorm.bias", 1, C, 0);
-	for (int l = 0; l < b->L; l++) {
-		/* [out, in] or [out] */
-		const int64_t shp[NLT][2] = {
-			{ C, C }, { C, C }, { C, C }, { C, 0 }, { C, 0 }, { C, 0 },
-			{ C, C }, { C, 0 }, { C, 0 }, { C, 0 },
-			{ I, C }, { I, 0 }, { C, I }, { C, 0 }, { C, 0 }, { C, 0 },
-		};
-		for (int k = 0; k < NLT; k++) {
-			snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", l, lt_names[k]);
-			add(b, &off, name, shp[k][1] ? 2 : 1, shp[k][0], shp[k][1]);
-		}
-	}
-	if (cfg->task == LOOM_BERT_QA) {
-		add(b, &off, "qa_outputs.weight", 2, 2, C);
-		add(b, &off, "qa_outputs.bias", 1, 2, 0);
-	} else {
-		add(b, &off, "cls.predictions.transform.dense.weight", 2, C, C);
-		add(b, &off, "cls.predictions.transform.dense.bias", 1, C, 0);
-		add(b, &off, "cls.predictions.transform.LayerNorm.weight", 1, C, 0);
-		add(b, &off, "cls.predictions.transform.LayerNorm.bias", 1, C, 0);
-		add(b, &off, "cls.predictions.bias", 1, b->V, 0);
-	}
+	size_t off = loom_bert_table(cfg, b->tensors);
+	b->n_tensors = loom_bert_n_tensors(cfg);
 	b->n_params = off;
 	b->params = loom_model_falloc(off);
 	b->grads = loom_model_falloc(off);

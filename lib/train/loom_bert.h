@@ -156,6 +156,11 @@ struct loom_bert_batch {
 	const int32_t *mlm_labels;
 };
 
+/* The parameter table of a model of cfg (HF names, shapes, offsets, as
+ * above) into t[loom_bert_n_tensors(cfg)]; returns the parameter count. */
+int loom_bert_n_tensors(const struct loom_bert_config *cfg);
+size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t);
+
 /* Model from a checked config; parameters zero until init_weights or a
  * load.  NULL on a bad config or ENOMEM. */
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg);
@@ -189,5 +194,60 @@ const float *loom_bert_end_logits(const struct loom_bert *b);
  * from key.  ids modified in place; returns the number chosen. */
 int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask, int B, int T,
 		       int V, int32_t cls_id, int32_t sep_id, int32_t mask_id, uint64_t key);
+
+/* --- checkpoints (lib/train/loom_bert_ckpt.c, on top of lib/train/loom_ckpt.h) -----
+ *
+ * config.json as HuggingFace's BertConfig writes it (model_type "bert",
+ * architectures ["BertForQuestionAnswering"] or ["BertForMaskedLM"],
+ * hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
+ * hidden_act "gelu", max_position_embeddings, type_vocab_size, vocab_size,
+ * layer_norm_eps, the dropouts, initializer_range, pad_token_id), the
+ * tokenizer as BertTokenizer reads it (vocab.txt, tokenizer_config.json
+ * with do_lower_case).  Read: a loom checkpoint or a HuggingFace BERT
+ * directory (config.json + model.safetensors): tensors with or without
+ * "bert." (BertModel files), LayerNorm gamma/beta (older files) for
+ * weight/bias; a pooler, the NSP head (cls.seq_relationship), a tied
+ * decoder (cls.predictions.decoder) and position_ids are ignored. */
+struct loom_ckpt;
+struct loom_ckpt_arch;
+struct loom_ckpt_tensor;
+struct loom_ckpt_vocab;
+struct loom_wordpiece_opts;
+/* The BERT family for loom_ckpt; its hf is a struct loom_bert_config
+ * (the HF numbers; task: the architectures, -1 when they name no head
+ * loom has, as BertModel; precision, recompute and adamw unused). */
+extern const struct loom_ckpt_arch loom_bert_ckpt_arch;
+/* Fill out[b->n_tensors] with names/shapes and data = base + offset
+ * (base: b->params, b->m or b->v). */
+void loom_bert_ckpt_tensors(const struct loom_bert *b, float *base, struct loom_ckpt_tensor *out);
+/* The model config of the checkpoint for `task` (-1: the one its
+ * architectures name; a file naming none needs one): its HF numbers,
+ * fp32, AdamW defaults as the presets.  0 or LOOM_EFORMAT (err). */
+int loom_bert_ckpt_config(const struct loom_ckpt *ck, int task, struct loom_bert_config *cfg,
+			  struct loom_err *err);
+/* loom_bert_ckpt_load flags: a checkpoint without the task's head (a
+ * pretrained BertForMaskedLM, or a BertModel, loaded for QA) is taken,
+ * the head initialised from `seed` and the other head's tensors ignored. */
+#define LOOM_BERT_CKPT_NEW_HEAD 1u
+/* Copy the checkpoint's weights into b (every tensor checked by name,
+ * shape and value; loom_bert_weights_changed done): 0, or 1 when the head
+ * was freshly initialised (LOOM_BERT_CKPT_NEW_HEAD), or a negative code
+ * with one line in b's error (e.g. "ckpt/step-00000010/model.safetensors:
+ * no question-answering head (qa_outputs.weight): a BertForMaskedLM
+ * checkpoint"). */
+int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
+/* The checkpoint's tokenizer: its vocab.txt path into path[n] and the
+ * options of its tokenizer_config.json (do_lower_case, strip_accents,
+ * tokenize_chinese_chars; bert-base-uncased's when absent): 1, 0 when
+ * the checkpoint has no vocab.txt, or LOOM_EFORMAT (err). */
+int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,
+			     struct loom_wordpiece_opts *o, struct loom_err *err);
+/* The tokenizer files to save (loom_ckpt_save.vocab): vocab.txt read
+ * from vocab_path, tokenizer_config.json for BertTokenizer with
+ * do_lower_case = lowercase; name is config.json's loom_vocab.  v owns
+ * copies; loom_bert_ckpt_vocab_release frees them.  0 or a negative code. */
+int loom_bert_ckpt_vocab(struct loom_ckpt_vocab *v, const char *name, const char *vocab_path,
+			 int lowercase, struct loom_err *err);
+void loom_bert_ckpt_vocab_release(struct loom_ckpt_vocab *v);
 
 #endif

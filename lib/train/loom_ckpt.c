@@ -36,7 +36,8 @@ struct recorded {
 struct loom_ckpt {
 	char dir[PATH_MAX];
 	char model_path[PATH_MAX + 32];
-	struct loom_ckpt_hf hf;
+	const struct loom_ckpt_arch *arch;
+	void *hf;			/* arch->hf_size bytes */
 	struct loom_ckpt_state state;
 	int has_state;
 	int verify;			/* check sums (optimizer: when loaded) */
@@ -158,25 +159,9 @@ static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
 			return NULL;
 		}
 	}
-	json_t *c = json_pack("{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:n, s:f, "
-			      "s:f, s:f, s:f, s:f, s:b, s:s}",
-			      "architectures", "GPT2LMHeadModel",
-			      "model_type", "gpt2",
-			      "activation_function", "gelu_new",
-			      "vocab_size", (json_int_t)s->hf.vocab_size,
-			      "n_positions", (json_int_t)s->hf.n_positions,
-			      "n_ctx", (json_int_t)s->hf.n_positions,
-			      "n_embd", (json_int_t)s->hf.n_embd,
-			      "n_layer", (json_int_t)s->hf.n_layer,
-			      "n_head", (json_int_t)s->hf.n_head,
-			      "n_inner",
-			      "layer_norm_epsilon", s->hf.layer_norm_epsilon,
-			      "initializer_range", 0.02,
-			      "resid_pdrop", s->hf.resid_pdrop, "embd_pdrop", s->hf.embd_pdrop,
-			      "attn_pdrop", s->hf.attn_pdrop,
-			      "tie_word_embeddings", 1,
-			      "torch_dtype", "float32");
-	if (!c) {
+	json_t *c = json_object();
+	if (!c || s->arch->hf_write(s->hf, c) < 0) {
+		json_decref(c);
 		json_decref(loom);
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
@@ -248,15 +233,11 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
  * anything is written (a bug here would make an unloadable checkpoint). */
 static int check_save_table(const struct loom_ckpt_save *s, struct loom_err *err)
 {
-	const struct loom_ckpt_hf *h = &s->hf;
-	if (h->n_layer <= 0 || h->n_embd <= 0 || h->n_head <= 0 || h->n_positions <= 0 ||
-	    h->vocab_size <= 0 || h->n_embd % h->n_head)
-		return loom_err_set(err, LOOM_EINVAL,
-				    "checkpoint: bad model dimensions (n_layer %lld, n_embd %lld, "
-				    "n_head %lld, n_positions %lld, vocab_size %lld)",
-				    (long long)h->n_layer, (long long)h->n_embd,
-				    (long long)h->n_head, (long long)h->n_positions,
-				    (long long)h->vocab_size);
+	if (!s->arch || !s->hf)
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint: no model family given");
+	int rc = s->arch->hf_check(s->hf, err);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < s->n_tensors; i++) {
 		const struct loom_ckpt_tensor *t = &s->tensors[i];
 		if (!t->name || !t->data || t->ndim < 0 || t->ndim > LOOM_ST_MAX_DIMS)
@@ -342,18 +323,22 @@ static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct l
 			goto out;
 	}
 
-	if (s->vocab) {
-		const char *name[2] = { "vocab.json", "merges.txt" };
-		const char *data[2] = { s->vocab->vocab_json, s->vocab->merges };
-		size_t len[2] = { s->vocab->vocab_json_len, s->vocab->merges_len };
-		for (int i = 0; i < 2; i++) {
-			snprintf(path, sizeof path, "%s/%s", tmp, name[i]);
-			sums[nsums].name = name[i];
-			sums[nsums].sum.bytes = len[i];
-			sums[nsums++].sum.crc32c = loom_crc32c(0, data[i], len[i]);
-			if ((rc = loom_write_file_atomic(path, data[i], len[i], err)) < 0)
-				goto out;
+	for (int i = 0; s->vocab && i < LOOM_CKPT_VOCAB_FILES; i++) {
+		const char *name = s->vocab->files[i].name, *data = s->vocab->files[i].data;
+		size_t len = s->vocab->files[i].len;
+		if (!name)
+			continue;
+		if (strchr(name, '/') || !data) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad tokenizer file '%s'",
+					  name);
+			goto out;
 		}
+		snprintf(path, sizeof path, "%s/%s", tmp, name);
+		sums[nsums].name = name;
+		sums[nsums].sum.bytes = len;
+		sums[nsums++].sum.crc32c = loom_crc32c(0, data, len);
+		if ((rc = loom_write_file_atomic(path, data, len, err)) < 0)
+			goto out;
 	}
 
 	json_t *cfg = hf_config(s, err);
@@ -711,7 +696,8 @@ static int check_inside(const char *dir, const char *name, struct loom_err *err)
 static int check_all_inside(const struct loom_ckpt *c, struct loom_err *err)
 {
 	static const char *const names[] = { "config.json", "model.safetensors",
-					     "optimizer.safetensors", "vocab.json", "merges.txt" };
+					     "optimizer.safetensors", "vocab.json", "merges.txt",
+					     "vocab.txt", "tokenizer_config.json" };
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
 		if (check_inside(c->dir, names[i], err) < 0)
 			return err->code;
@@ -798,156 +784,73 @@ int loom_ckpt_read_state(const char *path, struct loom_ckpt_state *st, struct lo
 	return rc;
 }
 
-static int hf_int(json_t *cfg, const char *key, const char *path, int64_t *out,
-		  struct loom_err *err)
+/* The tensor `name` of the file: under that name, without the family's
+ * prefix (a file of HF's bare model class), or under its alias. */
+static const struct loom_st_tensor *st_find(const struct loom_ckpt_arch *a,
+					    const struct loom_st *st, const char *name)
 {
-	json_t *v = json_object_get(cfg, key);
-	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
-	    json_integer_value(v) > (json_int_t)1 << 40)
-		return loom_err_set(err, LOOM_EFORMAT,
-				    "%s: '%s' missing or not a positive integer", path, key);
-	*out = json_integer_value(v);
-	return 0;
+	char buf[160];
+	const size_t pl = a->prefix ? strlen(a->prefix) : 0;
+	for (int k = 0; k < 2; k++) {
+		const struct loom_st_tensor *t = loom_st_find(st, name);
+		if (!t && pl && strncmp(name, a->prefix, pl) == 0)
+			t = loom_st_find(st, name + pl);
+		if (t || k || !a->alias || !(name = a->alias(name, buf, sizeof buf)))
+			return t;
+	}
+	return NULL;
 }
 
-static int parse_hf(json_t *cfg, const char *path, struct loom_ckpt_hf *h, struct loom_err *err)
-{
-	json_t *v = json_object_get(cfg, "model_type");
-	if (v && (!json_is_string(v) || strcmp(json_string_value(v), "gpt2") != 0))
-		return loom_err_set(err, LOOM_EFORMAT, "%s: model_type is not \"gpt2\"", path);
-	if (hf_int(cfg, "n_layer", path, &h->n_layer, err) < 0 ||
-	    hf_int(cfg, "n_embd", path, &h->n_embd, err) < 0 ||
-	    hf_int(cfg, "n_head", path, &h->n_head, err) < 0 ||
-	    hf_int(cfg, "vocab_size", path, &h->vocab_size, err) < 0)
-		return err->code;
-	if (json_object_get(cfg, "n_positions")) {
-		if (hf_int(cfg, "n_positions", path, &h->n_positions, err) < 0)
-			return err->code;
-	} else if (hf_int(cfg, "n_ctx", path, &h->n_positions, err) < 0) {
-		return err->code;
-	}
-	if (h->n_embd % h->n_head)
-		return loom_err_set(err, LOOM_EFORMAT,
-				    "%s: n_embd %lld is not divisible by n_head %lld", path,
-				    (long long)h->n_embd, (long long)h->n_head);
-	v = json_object_get(cfg, "n_inner");
-	if (v && !json_is_null(v) &&
-	    (!json_is_integer(v) || json_integer_value(v) != 4 * h->n_embd))
-		return loom_err_set(err, LOOM_EFORMAT,
-				    "%s: n_inner must be null or 4 x n_embd (%lld)", path,
-				    (long long)(4 * h->n_embd));
-	v = json_object_get(cfg, "activation_function");
-	if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "gelu_new") &&
-					 strcmp(json_string_value(v), "gelu_pytorch_tanh"))))
-		return loom_err_set(err, LOOM_EFORMAT,
-				    "%s: activation_function must be gelu_new (tanh GELU)", path);
-	h->layer_norm_epsilon = 1e-5;
-	v = json_object_get(cfg, "layer_norm_epsilon");
-	if (v) {
-		if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) >= 1)
-			return loom_err_set(err, LOOM_EFORMAT,
-					    "%s: layer_norm_epsilon must be a number in (0, 1)", path);
-		h->layer_norm_epsilon = json_number_value(v);
-	}
-	static const char *const pdrop[3] = { "resid_pdrop", "embd_pdrop", "attn_pdrop" };
-	double *pv[3] = { &h->resid_pdrop, &h->embd_pdrop, &h->attn_pdrop };
-	for (int i = 0; i < 3; i++) {
-		*pv[i] = 0.1;
-		v = json_object_get(cfg, pdrop[i]);
-		if (!v)
-			continue;
-		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) >= 1)
-			return loom_err_set(err, LOOM_EFORMAT, "%s: %s must be a number in [0, 1)",
-					    path, pdrop[i]);
-		*pv[i] = json_number_value(v);
-	}
-	return 0;
-}
-
-/* Find a tensor by its HF name, also without the "transformer." prefix
- * (HF's GPT2Model files name them "h.0.attn..."). */
-static const struct loom_st_tensor *st_find(const struct loom_st *st, const char *name)
-{
-	const struct loom_st_tensor *t = loom_st_find(st, name);
-	if (!t && strncmp(name, "transformer.", 12) == 0)
-		t = loom_st_find(st, name + 12);
-	return t;
-}
-
-/* Check the GPT-2 tensors named by the config exist with their shapes. */
+/* Check the tensors that config.json implies exist with their shapes. */
 static int check_config_vs_tensors(struct loom_ckpt *c)
 {
-	const struct loom_ckpt_hf *h = &c->hf;
-	const int64_t C = h->n_embd;
-	struct {
-		const char *fmt;
-		int ndim;
-		int64_t s0, s1;
-	} want[] = {
-		{"transformer.h.%d.ln_1.weight", 1, C, 0},
-		{"transformer.h.%d.ln_1.bias", 1, C, 0},
-		{"transformer.h.%d.attn.c_attn.weight", 2, C, 3 * C},
-		{"transformer.h.%d.attn.c_attn.bias", 1, 3 * C, 0},
-		{"transformer.h.%d.attn.c_proj.weight", 2, C, C},
-		{"transformer.h.%d.attn.c_proj.bias", 1, C, 0},
-		{"transformer.h.%d.ln_2.weight", 1, C, 0},
-		{"transformer.h.%d.ln_2.bias", 1, C, 0},
-		{"transformer.h.%d.mlp.c_fc.weight", 2, C, 4 * C},
-		{"transformer.h.%d.mlp.c_fc.bias", 1, 4 * C, 0},
-		{"transformer.h.%d.mlp.c_proj.weight", 2, 4 * C, C},
-		{"transformer.h.%d.mlp.c_proj.bias", 1, C, 0},
-	}, top[] = {
-		{"transformer.wte.weight", 2, h->vocab_size, C},
-		{"transformer.wpe.weight", 2, h->n_positions, C},
-		{"transformer.ln_f.weight", 1, C, 0},
-		{"transformer.ln_f.bias", 1, C, 0},
-	};
-	char name[128], got[160], need[160];
-	const size_t nw = sizeof want / sizeof *want, nt = sizeof top / sizeof *top;
-	for (int64_t l = -1; l <= h->n_layer; l++) {
-		size_t cnt = l < 0 ? nt : nw;
+	const struct loom_ckpt_arch *a = c->arch;
+	const int64_t nl = a->n_layers(c->hf);
+	struct loom_ckpt_expect want[32];
+	char keys[2048], got[160], need[160];
+	for (int64_t l = -1; l <= nl; l++) {
+		size_t cnt = a->expect(c->hf, l, want, sizeof want / sizeof *want, keys,
+				       sizeof keys);
 		for (size_t i = 0; i < cnt; i++) {
-			const char *fmt = l < 0 ? top[i].fmt : want[i].fmt;
-			int ndim = l < 0 ? top[i].ndim : want[i].ndim;
-			int64_t s[2] = {l < 0 ? top[i].s0 : want[i].s0, l < 0 ? top[i].s1 : want[i].s1};
-			snprintf(name, sizeof name, fmt, (int)l);
-			const struct loom_st_tensor *t = st_find(c->model, name);
-			if (l == h->n_layer) {
+			const struct loom_ckpt_expect *w = &want[i];
+			const struct loom_st_tensor *t = st_find(a, c->model, w->name);
+			if (l == nl) {
 				if (t)
 					return loom_err_set(&c->err, LOOM_EFORMAT,
 							    "%s: has tensor '%s' but config.json says "
-							    "n_layer %lld", c->model_path, name,
-							    (long long)h->n_layer);
+							    "%s %lld", c->model_path, w->name,
+							    a->layers_key, (long long)nl);
 				continue;
 			}
+			if (!t && w->optional)
+				continue;
 			if (!t)
 				return loom_err_set(&c->err, LOOM_EFORMAT,
 						    "%s: tensor '%s' is missing (config.json: "
-						    "n_layer %lld)", c->model_path, name,
-						    (long long)h->n_layer);
-			int okay = t->ndim == ndim;
-			for (int d = 0; okay && d < ndim; d++)
-				okay = t->shape[d] == (uint64_t)s[d];
+						    "%s %lld)", c->model_path, w->name,
+						    a->layers_key, (long long)nl);
+			int okay = t->ndim == w->ndim;
+			for (int d = 0; okay && d < w->ndim; d++)
+				okay = t->shape[d] == (uint64_t)w->shape[d];
 			if (!okay) {
 				shape_str(got, sizeof got, t->ndim, NULL, t->shape);
-				shape_str(need, sizeof need, ndim, s, NULL);
+				shape_str(need, sizeof need, w->ndim, w->shape, NULL);
 				return loom_err_set(&c->err, LOOM_EFORMAT,
-						    "%s: tensor '%s' is %s but config.json (n_embd "
-						    "%lld, vocab_size %lld, n_positions %lld) needs %s",
-						    c->model_path, name, got, (long long)C,
-						    (long long)h->vocab_size,
-						    (long long)h->n_positions, need);
+						    "%s: tensor '%s' is %s but config.json (%s) "
+						    "needs %s", c->model_path, w->name, got, w->keys,
+						    need);
 			}
 			if (t->dtype != LOOM_ST_F32)
 				return loom_err_set(&c->err, LOOM_EFORMAT,
 						    "%s: tensor '%s' is %s; loom reads F32 only",
-						    c->model_path, name, loom_st_dtype_name(t->dtype));
+						    c->model_path, w->name, loom_st_dtype_name(t->dtype));
 		}
 	}
 	return 0;
 }
 
-struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_err *err)
+struct loom_ckpt *loom_ckpt_open(const char *path, const struct loom_ckpt_arch *arch,
+				 unsigned flags, struct loom_err *err)
 {
 	struct loom_ckpt *c = calloc(1, sizeof *c);
 	char p[PATH_MAX + 96];
@@ -959,6 +862,11 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 	if (!c) {
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
+	}
+	c->arch = arch;
+	if (!(c->hf = calloc(1, arch->hf_size))) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto fail;
 	}
 	if (loom_ckpt_resolve(path, c->dir, sizeof c->dir, err) < 0)
 		goto fail;
@@ -994,7 +902,19 @@ struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_e
 	const struct recorded *r = recorded(c, "config.json");
 	if (verify && r && check_sum(c, r, rawlen, loom_crc32c(0, raw, rawlen), err) < 0)
 		goto fail;
-	if (!(cfg = parse_json(p, raw, rawlen, err)) || parse_hf(cfg, p, &c->hf, err) < 0)
+	if (!(cfg = parse_json(p, raw, rawlen, err)))
+		goto fail;
+	json_t *mt = json_object_get(cfg, "model_type");
+	if (mt && (!json_is_string(mt) || strcmp(json_string_value(mt), arch->model_type))) {
+		if (json_is_string(mt))
+			loom_err_set(err, LOOM_EFORMAT, "%s: model_type is \"%s\", not \"%s\"", p,
+				     json_string_value(mt), arch->model_type);
+		else
+			loom_err_set(err, LOOM_EFORMAT, "%s: model_type is not \"%s\"", p,
+				     arch->model_type);
+		goto fail;
+	}
+	if (arch->hf_parse(cfg, p, c->hf, err) < 0)
 		goto fail;
 	json_t *lv = json_object_get(cfg, "loom_vocab");
 	if (json_is_string(lv) && !(c->vocab_name = strdup(json_string_value(lv)))) {
@@ -1067,6 +987,7 @@ void loom_ckpt_free(struct loom_ckpt *c)
 	loom_st_free(c->model);
 	loom_st_free(c->optim);
 	free(c->loom_config);
+	free(c->hf);
 	free(c);
 }
 
@@ -1075,9 +996,9 @@ const char *loom_ckpt_dir(const struct loom_ckpt *c)
 	return c->dir;
 }
 
-const struct loom_ckpt_hf *loom_ckpt_hf(const struct loom_ckpt *c)
+const void *loom_ckpt_hf(const struct loom_ckpt *c)
 {
-	return &c->hf;
+	return c->hf;
 }
 
 const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c)
@@ -1156,9 +1077,10 @@ static size_t first_non_finite(const float *x, size_t n)
 }
 
 static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
-		       const struct loom_ckpt_tensor *t, const char *name, float *dst)
+		       const struct loom_ckpt_tensor *t, const char *name, float *dst,
+		       const struct loom_st_tensor **used)
 {
-	const struct loom_st_tensor *f = st_find(st, name);
+	const struct loom_st_tensor *f = st_find(c->arch, st, name);
 	char got[160], need[160];
 	if (!f)
 		return loom_err_set(&c->err, LOOM_EFORMAT, "%s: tensor '%s' is missing",
@@ -1173,6 +1095,8 @@ static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 				    "%s: tensor '%s' is %s %s but the model needs F32 %s",
 				    loom_st_name(st), name, loom_st_dtype_name(f->dtype), got, need);
 	}
+	if (used)
+		*used = f;
 	if (f->nbytes)
 		memcpy(dst, f->data, f->nbytes);
 	size_t bad = first_non_finite(dst, (size_t)(f->nbytes / sizeof(float)));
@@ -1184,33 +1108,54 @@ static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 	return 0;
 }
 
-static int tolerated_extra(const char *name)
+int loom_ckpt_has_tensor(const struct loom_ckpt *c, const char *name)
 {
-	size_t n = strlen(name);
-	return strcmp(name, "lm_head.weight") == 0 ||
-	       (n > 10 && strcmp(name + n - 10, ".attn.bias") == 0) ||
-	       (n > 17 && strcmp(name + n - 17, ".attn.masked_bias") == 0);
+	return st_find(c->arch, c->model, name) != NULL;
+}
+
+static int skipped(const struct loom_ckpt_arch *a, const char *name, const char *const *skip)
+{
+	const size_t pl = a->prefix ? strlen(a->prefix) : 0;
+	if (pl && strncmp(name, a->prefix, pl) == 0)
+		name += pl;
+	for (; skip && *skip; skip++)
+		if (strncmp(name, *skip, strlen(*skip)) == 0)
+			return 1;
+	return 0;
+}
+
+int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
+			      const char *const *skip)
+{
+	const size_t nf = loom_st_count(c->model);
+	char *used = calloc(nf + 1, 1);
+	int rc = 0;
+	if (!used)
+		return loom_err_set(&c->err, LOOM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct loom_st_tensor *f;
+		if ((rc = copy_tensor(c, c->model, &t[i], t[i].name, t[i].data, &f)) < 0)
+			goto out;
+		used[f - loom_st_get(c->model, 0)] = 1;
+	}
+	for (size_t k = 0; k < nf; k++) {
+		const char *fn = loom_st_get(c->model, k)->name;
+		if (!used[k] && !(c->arch->ignored && c->arch->ignored(fn)) &&
+		    !skipped(c->arch, fn, skip)) {
+			rc = loom_err_set(&c->err, LOOM_EFORMAT,
+					  "%s: tensor '%s' is not part of the model",
+					  c->model_path, fn);
+			goto out;
+		}
+	}
+out:
+	free(used);
+	return rc;
 }
 
 int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n)
 {
-	int rc;
-	for (size_t i = 0; i < n; i++)
-		if ((rc = copy_tensor(c, c->model, &t[i], t[i].name, t[i].data)) < 0)
-			return rc;
-	for (size_t k = 0; k < loom_st_count(c->model); k++) {
-		const char *fn = loom_st_get(c->model, k)->name;
-		int found = tolerated_extra(fn);
-		for (size_t i = 0; !found && i < n; i++)
-			found = strcmp(t[i].name, fn) == 0 ||
-				(strncmp(t[i].name, "transformer.", 12) == 0 &&
-				 strcmp(t[i].name + 12, fn) == 0);
-		if (!found)
-			return loom_err_set(&c->err, LOOM_EFORMAT,
-					    "%s: tensor '%s' is not part of the model",
-					    c->model_path, fn);
-	}
-	return 0;
+	return loom_ckpt_load_model_skip(c, t, n, NULL);
 }
 
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
@@ -1230,10 +1175,10 @@ int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor 
 				    c->dir, loom_st_count(c->optim), 2 * n);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof name, "%s.exp_avg", t[i].name);
-		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_m[i])) < 0)
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_m[i], NULL)) < 0)
 			return rc;
 		snprintf(name, sizeof name, "%s.exp_avg_sq", t[i].name);
-		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_v[i])) < 0)
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_v[i], NULL)) < 0)
 			return rc;
 	}
 	return 0;

@@ -1,13 +1,15 @@
 /*
  * loom_ckpt.h - training checkpoints: a directory per step, written
- * atomically, loadable by HuggingFace (GPT2LMHeadModel.from_pretrained).
+ * atomically, loadable by HuggingFace (GPT2LMHeadModel.from_pretrained,
+ * BertForQuestionAnswering.from_pretrained).
  *
  *   DIR/step-00000100/model.safetensors      weights, HF GPT-2 names/layouts
  *                    /optimizer.safetensors  AdamW moments: NAME.exp_avg,
  *                                            NAME.exp_avg_sq (optional)
- *                    /config.json            HF GPT-2 keys + "loom": {...}
+ *                    /config.json            HF keys (GPT-2, BERT) + "loom": {...}
  *                    /state.json             step, samples, RNG, data position
- *                    /vocab.json, merges.txt the tokenizer (optional)
+ *                    /vocab.json, merges.txt the tokenizer (optional; BERT:
+ *                                            vocab.txt, tokenizer_config.json)
  *                    /sparsity.safetensors   a side file: RigL masks and
  *                                            state (optional, see
  *                                            loom_ckpt_save.sidecar)
@@ -24,12 +26,14 @@
  * a loom checkpoint missing any part, and refuses NaN/infinite values.
  *
  * The API is generic over the model: the caller passes its tensor table
- * (name, shape, float data) in HuggingFace GPT-2 naming; loom_ckpt does
- * not know the model code.  Loading validates everything before copying:
- * the safetensors structure (lib/train/loom_safetensors.h), config.json's HF keys
- * against the tensors actually present (wte = [vocab_size, n_embd], wpe =
- * [n_positions, n_embd], n_layer blocks of GPT-2 shapes), and then each of
- * the caller's tensors by name, dtype F32 and shape.
+ * (name, shape, float data) in HuggingFace naming and its family (struct
+ * loom_ckpt_arch: config.json's keys and the tensors they imply); loom_ckpt
+ * does not know the model code.  Loading validates everything before
+ * copying: the safetensors structure (lib/train/loom_safetensors.h),
+ * config.json's HF keys against the tensors actually present (for GPT-2
+ * wte = [vocab_size, n_embd], wpe = [n_positions, n_embd], n_layer blocks
+ * of GPT-2 shapes), and then each of the caller's tensors by name, dtype
+ * F32 and shape.
  *
  * Ownership: the caller's tensor table and data are borrowed during a
  * call only.  A loaded struct loom_ckpt owns its files' mappings.
@@ -56,12 +60,50 @@ struct loom_ckpt_tensor {
 	float *data;		/* save: read from; load: written to */
 };
 
-/* HuggingFace GPT-2 config keys (config.json). */
-struct loom_ckpt_hf {
-	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;
-	double layer_norm_epsilon;
-	/* dropout probabilities (HF defaults 0.1 when a file has none) */
-	double resid_pdrop, embd_pdrop, attn_pdrop;
+struct json_t;			/* jansson's */
+
+/* One tensor that a model family's config.json implies. */
+struct loom_ckpt_expect {
+	char name[96];		/* loom's name, e.g. "transformer.h.0.ln_1.weight" */
+	int ndim;
+	int64_t shape[2];
+	int optional;		/* 1: checked only when the file has it (a head) */
+	const char *keys;	/* the config keys of its shape, for messages:
+				 * "n_embd 32, vocab_size 128, n_positions 4" */
+};
+
+/* A model family in HuggingFace's layout: what loom_ckpt needs to know of
+ * it to write config.json and to check a file's tensors against it.  One
+ * per family, beside the model: loom_gpt_ckpt_arch (loom_gpt.h, GPT-2),
+ * loom_bert_ckpt_arch (loom_bert.h, BERT).  `hf` below is the family's own
+ * struct of config.json's numbers (hf_size bytes). */
+struct loom_ckpt_arch {
+	const char *model_type;	/* config.json's "model_type": "gpt2", "bert" */
+	/* the base model's prefix, which a file of HF's bare model class
+	 * (GPT2Model, BertModel) lacks: "transformer.", "bert." */
+	const char *prefix;
+	const char *layers_key;	/* config.json's layer count: "n_layer" */
+	size_t hf_size;
+	/* Before saving: 0, or LOOM_EINVAL when the numbers make no model. */
+	int (*hf_check)(const void *hf, struct loom_err *err);
+	/* Set config.json's HF keys of *hf on the empty object cfg, in the
+	 * order HF writes them: 0, or LOOM_ENOMEM. */
+	int (*hf_write)(const void *hf, struct json_t *cfg);
+	/* config.json (model_type already checked) -> *hf (zeroed): 0, or
+	 * LOOM_EFORMAT naming path and the key. */
+	int (*hf_parse)(struct json_t *cfg, const char *path, void *hf, struct loom_err *err);
+	int64_t (*n_layers)(const void *hf);
+	/* The tensors implied by *hf outside the layers (layer -1) or of layer
+	 * l (0 .. n_layers; the check refuses a layer n_layers) into out[max];
+	 * returns their count.  keys points into scratch[nk] if formatted. */
+	size_t (*expect)(const void *hf, int64_t layer, struct loom_ckpt_expect *out, size_t max,
+			 char *scratch, size_t nk);
+	/* 1 for a tensor that a file may hold and the model never reads (HF
+	 * buffers, a tied decoder, a pooler); may be NULL. */
+	int (*ignored)(const char *name);
+	/* Another name the tensor `name` has in older files (BERT's LayerNorm
+	 * gamma/beta for weight/bias) into buf[n], or NULL; may be NULL. */
+	const char *(*alias)(const char *name, char *buf, size_t n);
 };
 
 /* state.json: where training stands. */
@@ -78,14 +120,18 @@ struct loom_ckpt_state {
 };
 
 /* The tokenizer a model was trained with, stored beside it as HuggingFace
- * expects (GPT2Tokenizer): vocab.json + merges.txt (loom_vocab.h's
- * loom_vocab_render_gpt2), and bos/eos_token_id in config.json. */
+ * expects: GPT2Tokenizer's vocab.json + merges.txt (loom_vocab.h's
+ * loom_vocab_render_gpt2) and bos/eos_token_id in config.json;
+ * BertTokenizer's vocab.txt + tokenizer_config.json
+ * (loom_bert_ckpt_vocab). */
+#define LOOM_CKPT_VOCAB_FILES 2
 struct loom_ckpt_vocab {
 	const char *name;		/* what --vocab said, e.g. "gpt2" */
-	const char *vocab_json;
-	size_t vocab_json_len;
-	const char *merges;
-	size_t merges_len;
+	struct {
+		const char *name;	/* "vocab.json"; NULL: unused */
+		const char *data;
+		size_t len;
+	} files[LOOM_CKPT_VOCAB_FILES];
 	int64_t eos_token_id;		/* <|endoftext|>, -1 if none */
 };
 
@@ -96,7 +142,8 @@ struct loom_ckpt_save {
 	/* AdamW moments parallel to `tensors` (same shapes), or NULL. */
 	float *const *adam_m;
 	float *const *adam_v;
-	struct loom_ckpt_hf hf;
+	const struct loom_ckpt_arch *arch;	/* the model family */
+	const void *hf;			/* its config.json numbers */
 	const char *loom_config_json;	/* loom's resolved config (a JSON
 					 * object), stored under "loom";
 					 * may be NULL */
@@ -138,7 +185,9 @@ struct loom_ckpt;
 /* loom_ckpt_open flags: skip the checksum verification. */
 #define LOOM_CKPT_NO_VERIFY 1u
 
-/* Open and validate a checkpoint (resolved as above): state.json (absent
+/* Open and validate a checkpoint of the model family `arch` (resolved as
+ * above; config.json's model_type, when present, must be arch's):
+ * state.json (absent
  * in a directory made by HuggingFace: step 0, no checksums; required when
  * config.json has loom's "loom" object), every file state.json lists must
  * exist and, unless LOOM_CKPT_NO_VERIFY, have the size and CRC-32C it
@@ -149,11 +198,13 @@ struct loom_ckpt;
  * optimizer.safetensors if present.  A missing part is named, e.g.
  * "ckpt/step-00000100: state.json is missing".  Returns NULL with the
  * message in err. */
-struct loom_ckpt *loom_ckpt_open(const char *path, unsigned flags, struct loom_err *err);
+struct loom_ckpt *loom_ckpt_open(const char *path, const struct loom_ckpt_arch *arch,
+				 unsigned flags, struct loom_err *err);
 void loom_ckpt_free(struct loom_ckpt *c);
 
 const char *loom_ckpt_dir(const struct loom_ckpt *c);
-const struct loom_ckpt_hf *loom_ckpt_hf(const struct loom_ckpt *c);
+/* config.json's numbers: the family's struct (arch->hf_size bytes). */
+const void *loom_ckpt_hf(const struct loom_ckpt *c);
 const struct loom_ckpt_state *loom_ckpt_state(const struct loom_ckpt *c);
 /* loom's resolved config as compact JSON text, NULL if config.json has no
  * "loom" object (e.g. a checkpoint made by HuggingFace). */
@@ -171,12 +222,20 @@ int loom_ckpt_has_state(const struct loom_ckpt *c);
 int loom_ckpt_has_checksums(const struct loom_ckpt *c);
 
 /* Copy the weights into the caller's table.  Every table entry must be in
- * model.safetensors as F32 of exactly that shape and hold finite values
- * only, and every tensor in the file must be in the table (except HF's
- * buffers "*.attn.bias", "*.attn.masked_bias" and a tied
- * "lm_head.weight"). */
+ * model.safetensors (under its name, without the family's prefix, or its
+ * alias) as F32 of exactly that shape and hold finite values only, and
+ * every tensor in the file must be in the table (except those the
+ * family's ignored() names: for the GPT HF's buffers "*.attn.bias",
+ * "*.attn.masked_bias" and a tied "lm_head.weight"). */
 int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			 size_t n);
+/* The same, leaving unread the file's tensors whose names (without the
+ * family's prefix) start with one of skip[] (NULL-terminated; e.g. the
+ * head of another task). */
+int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+			      size_t n, const char *const *skip);
+/* 1 if model.safetensors holds the tensor `name` (as the load finds it). */
+int loom_ckpt_has_tensor(const struct loom_ckpt *c, const char *name);
 /* Copy AdamW moments (parallel arrays, as for saving; finite values only). */
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			     size_t n, float *const *adam_m, float *const *adam_v);

@@ -259,10 +259,22 @@ struct loom_ckpt;
  * (base: g->params, g->m or g->v). */
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
 			   struct loom_ckpt_tensor *out);
+/* HuggingFace GPT-2 config keys (config.json). */
+struct loom_gpt_hf {
+	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;
+	double layer_norm_epsilon;
+	/* dropout probabilities (HF defaults 0.1 when a file has none) */
+	double resid_pdrop, embd_pdrop, attn_pdrop;
+};
+/* The GPT-2 family for loom_ckpt (hf: struct loom_gpt_hf): config.json as
+ * GPT2LMHeadModel's, the GPT-2 tensors its keys imply, "transformer."
+ * optional (GPT2Model files), HF's attention buffers and a tied
+ * lm_head.weight ignored. */
+struct loom_ckpt_arch;
+extern const struct loom_ckpt_arch loom_gpt_ckpt_arch;
 /* The HuggingFace config.json keys of cfg (loom's dropout is both
  * resid_pdrop and embd_pdrop; attn_dropout is attn_pdrop). */
-struct loom_ckpt_hf;
-void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf);
+void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_gpt_hf *hf);
 /* The config stored in a checkpoint: loom's own ("loom" object) if
  * present, else built from the HF keys over defaults.  Validated. */
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg);

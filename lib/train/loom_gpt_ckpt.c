@@ -23,7 +23,7 @@ void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base, struct loom_ck
 	}
 }
 
-void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf)
+void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_gpt_hf *hf)
 {
 	hf->n_layer = cfg->n_layer;
 	hf->n_embd = cfg->n_embd;
@@ -39,7 +39,7 @@ void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_ckpt_hf *hf)
 int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg)
 {
 	const char *txt = loom_ckpt_loom_config(ck);
-	const struct loom_ckpt_hf *hf = loom_ckpt_hf(ck);
+	const struct loom_gpt_hf *hf = loom_ckpt_hf(ck);
 	int rc;
 
 	loom_config_defaults(cfg);
@@ -196,3 +196,174 @@ int loom_gpt_ckpt_load_sparsity(struct loom_gpt *g, struct loom_ckpt *ck)
 	loom_st_free(st);
 	return rc;
 }
+
+/* --- the GPT-2 family for loom_ckpt ------------------------------------------ */
+
+static int gpt_hf_check(const void *p, struct loom_err *err)
+{
+	const struct loom_gpt_hf *h = p;
+	if (h->n_layer <= 0 || h->n_embd <= 0 || h->n_head <= 0 || h->n_positions <= 0 ||
+	    h->vocab_size <= 0 || h->n_embd % h->n_head)
+		return loom_err_set(err, LOOM_EINVAL,
+				    "checkpoint: bad model dimensions (n_layer %lld, n_embd %lld, "
+				    "n_head %lld, n_positions %lld, vocab_size %lld)",
+				    (long long)h->n_layer, (long long)h->n_embd,
+				    (long long)h->n_head, (long long)h->n_positions,
+				    (long long)h->vocab_size);
+	return 0;
+}
+
+static int gpt_hf_write(const void *p, json_t *c)
+{
+	const struct loom_gpt_hf *h = p;
+	json_t *k = json_pack("{s:[s], s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:n, s:f, "
+			      "s:f, s:f, s:f, s:f, s:b, s:s}",
+			      "architectures", "GPT2LMHeadModel",
+			      "model_type", "gpt2",
+			      "activation_function", "gelu_new",
+			      "vocab_size", (json_int_t)h->vocab_size,
+			      "n_positions", (json_int_t)h->n_positions,
+			      "n_ctx", (json_int_t)h->n_positions,
+			      "n_embd", (json_int_t)h->n_embd,
+			      "n_layer", (json_int_t)h->n_layer,
+			      "n_head", (json_int_t)h->n_head,
+			      "n_inner",
+			      "layer_norm_epsilon", h->layer_norm_epsilon,
+			      "initializer_range", 0.02,
+			      "resid_pdrop", h->resid_pdrop, "embd_pdrop", h->embd_pdrop,
+			      "attn_pdrop", h->attn_pdrop,
+			      "tie_word_embeddings", 1,
+			      "torch_dtype", "float32");
+	int rc = k ? json_object_update(c, k) : -1;
+	json_decref(k);
+	return rc < 0 ? LOOM_ENOMEM : 0;
+}
+
+static int hf_int(json_t *cfg, const char *key, const char *path, int64_t *out,
+		  struct loom_err *err)
+{
+	json_t *v = json_object_get(cfg, key);
+	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+	    json_integer_value(v) > (json_int_t)1 << 40)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: '%s' missing or not a positive integer", path, key);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int gpt_hf_parse(json_t *cfg, const char *path, void *p, struct loom_err *err)
+{
+	struct loom_gpt_hf *h = p;
+	if (hf_int(cfg, "n_layer", path, &h->n_layer, err) < 0 ||
+	    hf_int(cfg, "n_embd", path, &h->n_embd, err) < 0 ||
+	    hf_int(cfg, "n_head", path, &h->n_head, err) < 0 ||
+	    hf_int(cfg, "vocab_size", path, &h->vocab_size, err) < 0)
+		return err->code;
+	if (json_object_get(cfg, "n_positions")) {
+		if (hf_int(cfg, "n_positions", path, &h->n_positions, err) < 0)
+			return err->code;
+	} else if (hf_int(cfg, "n_ctx", path, &h->n_positions, err) < 0) {
+		return err->code;
+	}
+	if (h->n_embd % h->n_head)
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: n_embd %lld is not divisible by n_head %lld", path,
+				    (long long)h->n_embd, (long long)h->n_head);
+	json_t *v = json_object_get(cfg, "n_inner");
+	if (v && !json_is_null(v) &&
+	    (!json_is_integer(v) || json_integer_value(v) != 4 * h->n_embd))
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: n_inner must be null or 4 x n_embd (%lld)", path,
+				    (long long)(4 * h->n_embd));
+	v = json_object_get(cfg, "activation_function");
+	if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "gelu_new") &&
+					 strcmp(json_string_value(v), "gelu_pytorch_tanh"))))
+		return loom_err_set(err, LOOM_EFORMAT,
+				    "%s: activation_function must be gelu_new (tanh GELU)", path);
+	h->layer_norm_epsilon = 1e-5;
+	v = json_object_get(cfg, "layer_norm_epsilon");
+	if (v) {
+		if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) >= 1)
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "%s: layer_norm_epsilon must be a number in (0, 1)", path);
+		h->layer_norm_epsilon = json_number_value(v);
+	}
+	static const char *const pdrop[3] = { "resid_pdrop", "embd_pdrop", "attn_pdrop" };
+	double *pv[3] = { &h->resid_pdrop, &h->embd_pdrop, &h->attn_pdrop };
+	for (int i = 0; i < 3; i++) {
+		*pv[i] = 0.1;
+		v = json_object_get(cfg, pdrop[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) >= 1)
+			return loom_err_set(err, LOOM_EFORMAT, "%s: %s must be a number in [0, 1)",
+					    path, pdrop[i]);
+		*pv[i] = json_number_value(v);
+	}
+	return 0;
+}
+
+static int64_t gpt_n_layers(const void *p)
+{
+	return ((const struct loom_gpt_hf *)p)->n_layer;
+}
+
+static size_t gpt_expect(const void *p, int64_t l, struct loom_ckpt_expect *out, size_t max,
+			 char *keys, size_t nk)
+{
+	const struct loom_gpt_hf *h = p;
+	const int64_t C = h->n_embd;
+	static const struct {
+		const char *fmt;
+		int ndim, s0, s1;	/* multiples of C; -1: vocab_size, -2: n_positions */
+	} layer[] = {
+		{"ln_1.weight", 1, 1, 0}, {"ln_1.bias", 1, 1, 0},
+		{"attn.c_attn.weight", 2, 1, 3}, {"attn.c_attn.bias", 1, 3, 0},
+		{"attn.c_proj.weight", 2, 1, 1}, {"attn.c_proj.bias", 1, 1, 0},
+		{"ln_2.weight", 1, 1, 0}, {"ln_2.bias", 1, 1, 0},
+		{"mlp.c_fc.weight", 2, 1, 4}, {"mlp.c_fc.bias", 1, 4, 0},
+		{"mlp.c_proj.weight", 2, 4, 1}, {"mlp.c_proj.bias", 1, 1, 0},
+	}, top[] = {
+		{"wte.weight", 2, -1, 1}, {"wpe.weight", 2, -2, 1},
+		{"ln_f.weight", 1, 1, 0}, {"ln_f.bias", 1, 1, 0},
+	};
+	const size_t n = l < 0 ? sizeof top / sizeof *top : sizeof layer / sizeof *layer;
+	snprintf(keys, nk, "n_embd %lld, vocab_size %lld, n_positions %lld", (long long)C,
+		 (long long)h->vocab_size, (long long)h->n_positions);
+	for (size_t i = 0; i < n && i < max; i++) {
+		const int s[2] = { l < 0 ? top[i].s0 : layer[i].s0, l < 0 ? top[i].s1 : layer[i].s1 };
+		memset(&out[i], 0, sizeof out[i]);
+		if (l < 0)
+			snprintf(out[i].name, sizeof out[i].name, "transformer.%s", top[i].fmt);
+		else
+			snprintf(out[i].name, sizeof out[i].name, "transformer.h.%d.%s", (int)l,
+				 layer[i].fmt);
+		out[i].ndim = l < 0 ? top[i].ndim : layer[i].ndim;
+		for (int d = 0; d < out[i].ndim; d++)
+			out[i].shape[d] = s[d] == -1 ? h->vocab_size : s[d] == -2 ? h->n_positions
+										   : s[d] * C;
+		out[i].keys = keys;
+	}
+	return n < max ? n : max;
+}
+
+static int gpt_ignored(const char *name)
+{
+	size_t n = strlen(name);
+	return strcmp(name, "lm_head.weight") == 0 ||
+	       (n > 10 && strcmp(name + n - 10, ".attn.bias") == 0) ||
+	       (n > 17 && strcmp(name + n - 17, ".attn.masked_bias") == 0);
+}
+
+const struct loom_ckpt_arch loom_gpt_ckpt_arch = {
+	.model_type = "gpt2",
+	.prefix = "transformer.",
+	.layers_key = "n_layer",
+	.hf_size = sizeof(struct loom_gpt_hf),
+	.hf_check = gpt_hf_check,
+	.hf_write = gpt_hf_write,
+	.hf_parse = gpt_hf_parse,
+	.n_layers = gpt_n_layers,
+	.expect = gpt_expect,
+	.ignored = gpt_ignored,
+};
