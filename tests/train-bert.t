@@ -83,6 +83,24 @@ run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom
 is_rc 1 "squad-features frames for the GPT: exit 1"
 like "$err" 'this reader reads token frames only' "  refused in one line"
 
+# --- checkpoints: HuggingFace's layout, resume exact -------------------------
+F="loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0"
+run sh -c "$F | loom-train -q -c bert-tiny --set vocab_size=32 --steps 6 --log full.jsonl"
+is_rc 0 "squad, dropout on: 6 steps in one run"
+run sh -c "$F | loom-train -q -c bert-tiny --set vocab_size=32 --steps 6 --save-every 3 --save ck --vocab vocab.txt --log part.jsonl"
+is_rc 0 "  the same with --save-every 3 --vocab vocab.txt"
+is "$(ls ck/step-00000003 | tr '\n' ' ')" "config.json model.safetensors optimizer.safetensors state.json tokenizer_config.json vocab.txt " \
+	"  a checkpoint: HF's files, loom's state, the tokenizer"
+same_file ck/step-00000003/vocab.txt vocab.txt "  vocab.txt as given"
+is "$(/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))
+print(c["model_type"], c["architectures"], c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["loom"]["task"])' ck/step-00000003/config.json)" \
+	"bert ['BertForQuestionAnswering'] 128 2 32 squad" "  config.json: BertForQuestionAnswering"
+run sh -c "$F --resume ck/step-00000003 | loom-train -q --resume ck/step-00000003 --save ck2 --log part.jsonl"
+is_rc 0 "  --resume from step 3 to 6"
+is "$(cut -d, -f1-4 part.jsonl)" "$(cut -d, -f1-4 full.jsonl)" \
+	"  steps 4-6 after the resume: the uninterrupted run's loss, lr and gradient norm"
+ok "  its checkpoint keeps the tokenizer" test -f ck2/step-00000006/vocab.txt
+
 # --- task=mlm -------------------------------------------------------------
 # Token frames of WordPiece ids ([SEP] between documents): rows are [CLS],
 # the first T-2 tokens of a record, [SEP]; records of 30 tokens give T=32.
@@ -103,5 +121,32 @@ run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed
 is_rc 0 "--set seq_len=20: rows of 18 tokens of each record; --eval-data a manifest"
 like mlm2.jsonl '^\{"step":2,"eval_loss":[0-9.]+,"eval_ppl":[0-9.]+,"eval_acc":[0-9.]+,"eval_masked":[1-9][0-9]*\}$' \
 	"  the eval line counts the masked tokens"
+
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set task=mlm --steps 4 --log mfull.jsonl"
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set task=mlm --steps 4 --save-every 2 --save mck --vocab bert-base-uncased --log mpart.jsonl"
+is_rc 0 "mlm with checkpoints"
+like mck/step-00000002/config.json '"BertForMaskedLM"' "  config.json: BertForMaskedLM"
+like mck/step-00000002/tokenizer_config.json '"do_lower_case": true' "  bert-base-uncased lower-cases"
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 --resume mck/step-00000002 |
+	loom-train -q --resume mck/step-00000002 --log mpart.jsonl"
+is_rc 0 "  --resume from step 2"
+is "$(cut -d, -f1-4 mpart.jsonl)" "$(cut -d, -f1-4 mfull.jsonl)" "  steps 3-4: the same masks, the same losses"
+
+# --init-from a HuggingFace directory (config.json without loom's keys +
+# model.safetensors): the pretrained masked-LM model fine-tuned for squad
+mkdir hf
+cp mck/step-00000004/model.safetensors mck/step-00000004/vocab.txt hf/
+/usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c.pop("loom"); c.pop("loom_vocab", None)
+json.dump(c, open("hf/config.json", "w"))' mck/step-00000004/config.json
+run sh -c "$F | loom-train -c bert-tiny --init hf --steps 2"
+is_rc 0 "--init HF-DIR (a BertForMaskedLM) for task=squad"
+like "$err" '^loom-train: .*/hf has no question-answering \(qa_outputs\) head: initialised from the seed$' \
+	"  the new head said in one line"
+run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --set vocab_size=32"
+is_rc 1 "--init with another vocab_size: exit 1"
+like "$err" "hf/model.safetensors: tensor 'bert.embeddings.word_embeddings.weight' is F32 \\[30522, 128\\] but the model needs F32 \\[32, 128\\]" "  the line names the tensor and both shapes"
+is "$(wc -l < "$err")" 1 "  one line"
 
 done_testing

@@ -172,7 +172,8 @@ static uint64_t resume_seq(const char *ckpt, const struct loom_feed_opts *o)
 			cli_die("--resume: the checkpoint's global batch is %llu records "
 				"(%u x %u), this one %llu", (unsigned long long)g,
 				st.data_batch, st.data_world, (unsigned long long)G);
-		if (st.data_seq_len && st.data_seq_len != o->seq_len)
+		/* seq_len 0: a squad-features manifest gives the records' length */
+		if (st.data_seq_len && o->seq_len && st.data_seq_len != o->seq_len)
 			cli_die("--resume: the checkpoint was trained on --seq %u, not %u",
 				st.data_seq_len - 1, o->seq_len - 1);
 	}

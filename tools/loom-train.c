@@ -42,6 +42,7 @@
 #include "loom_kernels.h"
 #include "loom_bpe.h"
 #include "loom_vocab.h"
+#include "loom_wordpiece.h"
 #include "loom_mm.h"
 #include "loom_rigl.h"
 #include "loom_sample.h"
@@ -328,45 +329,67 @@ struct trainer {
 	int verbose, quiet;
 };
 
-/* The checkpoint tables of g: tensors over g->params, and the AdamW
- * moments of each tensor in g->m and g->v (free all three). */
-static void ckpt_tables(struct loom_gpt *g, struct loom_ckpt_tensor **tp, float ***mm,
-			float ***vv)
+/* A model's checkpoint tables: tensors named over its parameters, and
+ * each tensor's AdamW moments (tensors[i] of params, m and v; free all
+ * three). */
+struct ckpt_tables {
+	struct loom_ckpt_tensor *tp;
+	float **mm, **vv;
+	size_t n;
+};
+
+static void ckpt_tables(struct ckpt_tables *x, const struct loom_tensor *tensors, int n,
+			float *m, float *v)
 {
-	*tp = calloc(g->n_tensors, sizeof **tp);
-	*mm = calloc(g->n_tensors, sizeof **mm);
-	*vv = calloc(g->n_tensors, sizeof **vv);
-	if (!*tp || !*mm || !*vv)
+	x->n = (size_t)n;
+	x->tp = calloc((size_t)n, sizeof *x->tp);
+	x->mm = calloc((size_t)n, sizeof *x->mm);
+	x->vv = calloc((size_t)n, sizeof *x->vv);
+	if (!x->tp || !x->mm || !x->vv)
 		cli_die("out of memory");
-	loom_gpt_ckpt_tensors(g, g->params, *tp);
-	for (int i = 0; i < g->n_tensors; i++) {
-		(*mm)[i] = g->m + g->tensors[i].offset;
-		(*vv)[i] = g->v + g->tensors[i].offset;
+	for (int i = 0; i < n; i++) {
+		x->mm[i] = m + tensors[i].offset;
+		x->vv[i] = v + tensors[i].offset;
 	}
 }
 
-static void gpt_save(struct trainer *t)
+static void ckpt_tables_free(struct ckpt_tables *x)
 {
-	struct loom_gpt *g = t->g;
-	if (!train_dist_save_begin())
-		return; /* ranks > 0: sent their moment shards to rank 0 */
-	struct loom_ckpt_tensor *tp;
-	float **mm, **vv;
-	ckpt_tables(g, &tp, &mm, &vv);
+	free(x->tp);
+	free(x->mm);
+	free(x->vv);
+}
+
+static void gpt_tables(struct loom_gpt *g, struct ckpt_tables *x)
+{
+	ckpt_tables(x, g->tensors, g->n_tensors, g->m, g->v);
+	loom_gpt_ckpt_tensors(g, g->params, x->tp);
+}
+
+static void bert_tables(struct loom_bert *b, struct ckpt_tables *x)
+{
+	ckpt_tables(x, b->tensors, b->n_tensors, b->m, b->v);
+	loom_bert_ckpt_tensors(b, b->params, x->tp);
+}
+
+/* What every checkpoint holds besides the model's own: the tensors and
+ * moments of x, the resolved config (*ctxt, to free), where training
+ * stands, the tokenizer. */
+static struct loom_ckpt_save ckpt_save_of(const struct trainer *t, const struct ckpt_tables *x,
+					  char **ctxt)
+{
 	json_t *cj = loom_config_to_json(&t->cfg);
-	char *ctxt = cj ? json_dumps(cj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+	*ctxt = cj ? json_dumps(cj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(cj);
-	if (!ctxt)
+	if (!*ctxt)
 		cli_die("out of memory");
-	struct loom_gpt_hf hf;
-	loom_gpt_ckpt_hf(&t->cfg, &hf);
-	struct loom_ckpt_save s = {
+	return (struct loom_ckpt_save){
 		.dir = t->save_dir,
-		.tensors = tp,
-		.n_tensors = (size_t)g->n_tensors,
-		.adam_m = mm,
-		.adam_v = vv,
-		.loom_config_json = ctxt,
+		.tensors = x->tp,
+		.n_tensors = x->n,
+		.adam_m = x->mm,
+		.adam_v = x->vv,
+		.loom_config_json = *ctxt,
 		.state = {
 			.step = t->step, .samples = t->samples, .tokens = t->tokens,
 			.rng = { t->cfg.seed, 0, 0, 0 },
@@ -376,9 +399,35 @@ static void gpt_save(struct trainer *t)
 		},
 		.keep = t->keep,
 		.vocab = t->vocab.files[0].name ? &t->vocab : NULL,
-		.arch = &loom_gpt_ckpt_arch,
-		.hf = &hf,
 	};
+}
+
+/* Write s (a line under -v). */
+static void ckpt_write(struct trainer *t, const struct loom_ckpt_save *s)
+{
+	char path[4096];
+	struct loom_err err = { 0 };
+	double t0 = loom_now();
+	if (loom_ckpt_write(s, path, sizeof path, &err))
+		cli_die("%s", err.msg);
+	t->saved = t->step + 1;
+	if (t->verbose)
+		cli_warn("saved %s (%.2f s)", path, loom_now() - t0);
+}
+
+static void gpt_save(struct trainer *t)
+{
+	struct loom_gpt *g = t->g;
+	if (!train_dist_save_begin())
+		return; /* ranks > 0: sent their moment shards to rank 0 */
+	struct ckpt_tables x;
+	char *ctxt;
+	gpt_tables(g, &x);
+	struct loom_ckpt_save s = ckpt_save_of(t, &x, &ctxt);
+	struct loom_gpt_hf hf;
+	loom_gpt_ckpt_hf(&t->cfg, &hf);
+	s.arch = &loom_gpt_ckpt_arch;
+	s.hf = &hf;
 	struct loom_gpt_sidecar sc;
 	if (loom_gpt_ckpt_sparsity(g, &sc))
 		cli_die("out of memory");
@@ -388,27 +437,58 @@ static void gpt_save(struct trainer *t)
 		s.n_sidecar = sc.n;
 		s.sidecar_meta = sc.meta;
 	}
-	char path[4096];
-	struct loom_err err = { 0 };
-	double t0 = loom_now();
-	if (loom_ckpt_write(&s, path, sizeof path, &err))
-		cli_die("%s", err.msg);
-	t->saved = t->step + 1;
-	if (t->verbose)
-		cli_warn("saved %s (%.2f s)", path, loom_now() - t0);
+	ckpt_write(t, &s);
 	loom_gpt_sidecar_release(&sc);
 	free(ctxt);
-	free(tp);
-	free(mm);
-	free(vv);
+	ckpt_tables_free(&x);
 	train_dist_save_end();
+}
+
+static void bert_save(struct trainer *t)
+{
+	if (!train_dist_save_begin())
+		return; /* ranks > 0: sent their moment shards to rank 0 */
+	struct ckpt_tables x;
+	char *ctxt;
+	bert_tables(t->b, &x);
+	struct loom_ckpt_save s = ckpt_save_of(t, &x, &ctxt);
+	s.arch = &loom_bert_ckpt_arch;
+	s.hf = &t->b->cfg;
+	ckpt_write(t, &s);
+	free(ctxt);
+	ckpt_tables_free(&x);
+	train_dist_save_end();
+}
+
+/* The model family of the checkpoint at path: config.json's model_type
+ * "bert" is a BERT's, anything else (or no config.json: loom_ckpt_open
+ * says what is wrong) the GPT's. */
+static const struct loom_ckpt_arch *ckpt_arch(const char *path)
+{
+	char dir[4096], cfg[4200];
+	struct loom_err err = { 0 };
+	char *buf = NULL;
+	size_t len;
+	const struct loom_ckpt_arch *a = &loom_gpt_ckpt_arch;
+	if (loom_ckpt_resolve(path, dir, sizeof dir, &err))
+		return a;
+	snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+	if (loom_file_read_bounded(cfg, LOOM_FILE_MAX_CONFIG, &buf, &len, &err))
+		return a;
+	json_t *j = json_loadb(buf, len, 0, NULL);
+	const char *mt = json_string_value(json_object_get(j, "model_type"));
+	if (mt && !strcmp(mt, loom_bert_ckpt_arch.model_type))
+		a = &loom_bert_ckpt_arch;
+	json_decref(j);
+	free(buf);
+	return a;
 }
 
 /* Open a checkpoint and check it (and its checksums). */
 static struct loom_ckpt *open_ckpt(const char *path, int resume)
 {
 	struct loom_err err = { 0 };
-	struct loom_ckpt *ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, 0, &err);
+	struct loom_ckpt *ck = loom_ckpt_open(path, ckpt_arch(path), 0, &err);
 	if (!ck)
 		cli_die("%s", err.msg);
 	if (resume && !loom_ckpt_has_state(ck))
@@ -420,20 +500,24 @@ static struct loom_ckpt *open_ckpt(const char *path, int resume)
 	return ck;
 }
 
+/* --resume: the AdamW moments of x's tensors */
+static void load_optimizer(struct loom_ckpt *ck, const struct ckpt_tables *x)
+{
+	if (!loom_ckpt_has_optimizer(ck))
+		cli_die("%s: no optimizer state to resume from (use --init-from for weights only)",
+			loom_ckpt_dir(ck));
+	if (loom_ckpt_load_optimizer(ck, x->tp, x->n, x->mm, x->vv))
+		cli_die("%s", loom_ckpt_error(ck));
+}
+
 static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_optimizer)
 {
-	struct loom_ckpt_tensor *tp;
-	float **mm, **vv;
-	ckpt_tables(g, &tp, &mm, &vv);
-	if (loom_ckpt_load_model(ck, tp, (size_t)g->n_tensors))
+	struct ckpt_tables x;
+	gpt_tables(g, &x);
+	if (loom_ckpt_load_model(ck, x.tp, x.n))
 		cli_die("%s", loom_ckpt_error(ck));
-	if (with_optimizer) {
-		if (!loom_ckpt_has_optimizer(ck))
-			cli_die("%s: no optimizer state to resume from (use --init-from for weights only)",
-				loom_ckpt_dir(ck));
-		if (loom_ckpt_load_optimizer(ck, tp, (size_t)g->n_tensors, mm, vv))
-			cli_die("%s", loom_ckpt_error(ck));
-	}
+	if (with_optimizer)
+		load_optimizer(ck, &x);
 	/* RigL: the checkpoint's masks; --init-from a checkpoint without
 	 * them keeps the masks drawn from the seed (its weights masked) */
 	int rc = loom_gpt_ckpt_load_sparsity(g, ck);
@@ -444,9 +528,7 @@ static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_opti
 			loom_ckpt_dir(ck), g->cfg.sparsity, LOOM_GPT_SPARSITY_FILE);
 	if (rc == 1)
 		loom_gpt_rigl_sync(g);
-	free(tp);
-	free(mm);
-	free(vv);
+	ckpt_tables_free(&x);
 }
 
 /* Resuming at `step`: drop log lines of later steps (written by the run
@@ -846,6 +928,46 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	t->tok = v; /* --sample-every decodes with it */
 }
 
+/* model=bert: --vocab (bert-base-uncased or a vocab.txt; lower-cased
+ * unless its path says "cased" and not "uncased"), or the resumed
+ * checkpoint's vocab.txt: saved as vocab.txt + tokenizer_config.json in
+ * every checkpoint; its ids must fit vocab_size. */
+static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckpt *ck,
+			    const struct origins *o)
+{
+	char path[4096];
+	struct loom_wordpiece_opts wo;
+	struct loom_err err = { 0 };
+	const char *name = spec;
+	loom_wordpiece_opts_default(&wo);
+	if (spec) {
+		if (loom_wordpiece_vocab_path(spec, path, sizeof path) < 0)
+			cli_die("--vocab %s: not found (share/vocab/bert-base-uncased, or a vocab.txt path)",
+				spec);
+		wo.lowercase = !(strstr(path, "cased") && !strstr(path, "uncased"));
+	} else {
+		int rc = ck ? loom_bert_ckpt_tokenizer(ck, path, sizeof path, &wo, &err) : 0;
+		if (rc < 0)
+			cli_die("%s", err.msg);
+		if (rc == 0)
+			return; /* no tokenizer */
+		name = loom_ckpt_vocab_name(ck);
+	}
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	if (!w)
+		cli_die("out of memory");
+	if (loom_wordpiece_load(w, path, &wo))
+		cli_die("--vocab: %s", loom_wordpiece_error(w));
+	uint32_t n = loom_wordpiece_size(w);
+	loom_wordpiece_free(w);
+	if (n > (uint32_t)t->cfg.vocab_size)
+		cli_exit(EXIT_USAGE, "--vocab %s has %u ids, but vocab_size is %d (from %s): "
+			 "--set vocab_size=%u", name ? name : path, n, t->cfg.vocab_size,
+			 origin_name(o, O_VS), n);
+	if (loom_bert_ckpt_vocab(&t->vocab, name, path, wo.lowercase, &err))
+		cli_die("--vocab: %s", err.msg);
+}
+
 /* --log FILE (or "-"): each JSON line written, flushed and checked; a write
  * error ends the run with one line naming the file (never a log cut
  * mid-line behind an exit 0). */
@@ -1163,6 +1285,24 @@ static void set_up_process(int *argc, char ***argv)
 	}
 }
 
+/* A loom BERT checkpoint's configuration: loom's, under config.json's
+ * "loom" (a HuggingFace directory has none: --init-from takes it). */
+static int bert_ckpt_config(const struct loom_ckpt *ck, struct loom_config *c)
+{
+	const char *txt = loom_ckpt_loom_config(ck);
+	loom_config_defaults(c);
+	if (!txt)
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: no loom configuration "
+				    "to resume (a HuggingFace directory: --init-from it)",
+				    loom_ckpt_dir(ck));
+	json_t *o = json_loads(txt, 0, NULL);
+	int rc = o ? loom_config_apply_json(c, o)
+		   : loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: loom: bad JSON",
+				  loom_ckpt_dir(ck));
+	json_decref(o);
+	return rc;
+}
+
 /* The configuration: the checkpoint's (--resume) or --config's, then --set
  * and the shorthands; validated.  Returns the checkpoint to resume from. */
 static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
@@ -1173,7 +1313,8 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	struct loom_config named;
 	if (resume) {
 		ck = open_ckpt(resume, 1);
-		if (loom_gpt_ckpt_config(ck, c))
+		if (ckpt_arch(resume) == &loom_bert_ckpt_arch ? bert_ckpt_config(ck, c)
+							      : loom_gpt_ckpt_config(ck, c))
 			cli_die("%s", loom_config_error(c));
 		memset(orig, 0, sizeof *orig);
 		for (int i = 0; i < N_ORIGIN; i++)
@@ -1216,7 +1357,9 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));
-	if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
+	if (c->model == LOOM_MODEL_BERT)
+		load_bert_vocab(t, vocab_spec, ck, orig);
+	else if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
 		load_vocab(t, vocab_spec ? vocab_spec : loom_ckpt_vocab_spec(ck),
 			   vocab_spec ? vocab_spec : loom_ckpt_vocab_name(ck), orig);
 	return ck;
@@ -1224,6 +1367,20 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 
 /* The model, its weights from the checkpoint ck (--resume), --init-from or
  * fresh, attached to the data-parallel layer. */
+/* --resume: where training stands, from the checkpoint (freed) */
+static void take_state(struct trainer *t, struct loom_ckpt *ck)
+{
+	const struct loom_ckpt_state *st = loom_ckpt_state(ck);
+	t->step = st->step;
+	t->samples = st->samples;
+	t->tokens = st->tokens;
+	t->data_seq = st->data_seq;
+	if (verbose)
+		cli_warn("resumed from %s at step %llu (next frame %llu)", loom_ckpt_dir(ck),
+			 (unsigned long long)t->step, (unsigned long long)t->data_seq);
+	loom_ckpt_free(ck);
+}
+
 static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 {
 	struct loom_config *c = &t->cfg;
@@ -1232,16 +1389,8 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
 	t->g = g;
 	if (resume) {
-		const struct loom_ckpt_state *st = loom_ckpt_state(ck);
 		load_weights(g, ck, 1);
-		t->step = st->step;
-		t->samples = st->samples;
-		t->tokens = st->tokens;
-		t->data_seq = st->data_seq;
-		if (verbose)
-			cli_warn("resumed from %s at step %llu (next frame %llu)", loom_ckpt_dir(ck),
-				 (unsigned long long)t->step, (unsigned long long)t->data_seq);
-		loom_ckpt_free(ck);
+		take_state(t, ck);
 	} else if (init_from) {
 		ck = open_ckpt(init_from, 0);
 		load_weights(g, ck, 0);
@@ -1662,12 +1811,29 @@ static void bert_eval(struct trainer *t, const struct frame *f, struct eval_sums
 	}
 }
 
+/* The BERT's weights (and with_optimizer its moments) from ck; a
+ * checkpoint without the task's head (a pretrained BertForMaskedLM or
+ * BertModel) for --init-from: the head new from the seed, said in a line. */
+static void bert_load(struct trainer *t, struct loom_ckpt *ck, int with_optimizer)
+{
+	int rc = loom_bert_ckpt_load(t->b, ck, with_optimizer ? 0 : LOOM_BERT_CKPT_NEW_HEAD,
+				     t->cfg.seed);
+	if (rc < 0)
+		cli_die("%s", loom_bert_error(t->b));
+	if (rc == 1 && !quiet)
+		cli_warn("%s has no %s head: initialised from the seed", loom_ckpt_dir(ck),
+			 t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
+						      : "question-answering (qa_outputs)");
+	if (with_optimizer) {
+		struct ckpt_tables x;
+		bert_tables(t->b, &x);
+		load_optimizer(ck, &x);
+		ckpt_tables_free(&x);
+	}
+}
+
 static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 {
-	(void)ck;
-	if (resume || init_from)
-		cli_exit(EXIT_USAGE, "model=bert: %s: BERT checkpoints are not read yet",
-			 resume ? "--resume" : "--init-from");
 	struct loom_bert_config bc;
 	loom_bert_config_from(&t->cfg, &bc);
 	struct loom_err err = { 0 };
@@ -1678,16 +1844,21 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 		cli_die("out of memory for %llu parameters",
 			(unsigned long long)loom_config_n_params(&t->cfg));
 	t->b = b;
-	loom_bert_init_weights(b, t->cfg.seed);
+	if (resume) {
+		bert_load(t, ck, 1);
+		take_state(t, ck);
+	} else if (init_from) {
+		ck = open_ckpt(init_from, 0);
+		bert_load(t, ck, 0);
+		if (verbose)
+			cli_warn("weights from %s", loom_ckpt_dir(ck));
+		loom_ckpt_free(ck);
+	} else {
+		loom_bert_init_weights(b, t->cfg.seed);
+	}
 	struct loom_dist_model dm;
 	loom_dist_model_bert(&dm, b);
 	train_dist_attach(&dm, quiet, verbose);
-}
-
-static void bert_save(struct trainer *t)
-{
-	(void)t;
-	cli_die("--save: BERT checkpoints are not written yet");
 }
 
 static const struct model_ops gpt_ops = {
