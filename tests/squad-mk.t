@@ -6,8 +6,9 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 export OMP_NUM_THREADS=1
+BIN=$(dirname "$(command -v loom-train)")/
 make_squad sq.json vocab.txt
-MK="make -s -f $TESTS/../pipelines/squad.mk LOOM_BIN=$LOOM_BUILD/bin/ TRAIN=sq.json DEV=sq.json OUT=out
+MK="make -s -f $TESTS/../pipelines/squad.mk LOOM_BIN=$BIN TRAIN=sq.json DEV=sq.json OUT=out
 	CONFIG=bert-tiny VOCAB=vocab.txt SEQ=32 STRIDE=16 EPOCHS=4 SET=vocab_size=32,lr=2e-3"
 
 run $MK ckpt
@@ -17,7 +18,7 @@ is "$(readlink out/ckpt/latest)" step-00000020 "  40 features / micro_batch 8 x 
 like out/ckpt/latest/config.json '"BertForQuestionAnswering"' "  a HuggingFace BERT QA checkpoint"
 same_file out/ckpt/latest/vocab.txt vocab.txt "  with its vocabulary"
 is "$(wc -l < out/train.jsonl)" 20 "  the training log"
-run make -q -f "$TESTS/../pipelines/squad.mk" LOOM_BIN="$LOOM_BUILD/bin/" TRAIN=sq.json DEV=sq.json \
+run make -q -f "$TESTS/../pipelines/squad.mk" LOOM_BIN="$BIN" TRAIN=sq.json DEV=sq.json \
 	OUT=out CONFIG=bert-tiny VOCAB=vocab.txt SEQ=32 STRIDE=16 EPOCHS=4 SET=vocab_size=32,lr=2e-3 ckpt
 is_rc 0 "  done: make -q is true"
 
@@ -28,7 +29,7 @@ run make -s -f "$TESTS/../pipelines/squad.mk" DEV=sq.json ckpt
 is_rc 2 "no TRAIN: refused"
 like "$err" "TRAIN is empty" "  naming it"
 
-if "$LOOM_BUILD/bin/loom-eval" squad -h | grep -q -- '--checkpoint\|-c,'; then
+if loom-eval squad -h | grep -q -- '--checkpoint\|-c,'; then
 	run $MK
 	is_rc 0 "squad.mk: predictions and score"
 	like out/score.json '^\{"exact_match": [0-9.]+, "f1": [0-9.]+\}$' "  the official script's line"
