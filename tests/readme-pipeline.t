@@ -38,6 +38,7 @@ for i in $(seq "$nblocks"); do
 	"mpirun "*) B_MPI=$i ;;
 	"make -f pipelines/wikipedia.mk WIKI=enwiki "*) B_MK=$i ;;
 	"pipelines/make-mirror.sh "*) B_MIRROR=$i ;;
+	"loom-extract dumps/"*) B_BERT=$i ;;
 	*) known="$known block $i ('$(first "$i")')" ;;
 	esac
 done
@@ -87,6 +88,26 @@ like "$err" '^loom-extract: .* 9 articles written' "  loom-extract wrote the sam
 like "$err" '^loom-train: done: ' "  loom-train finished"
 like "$out" '^The history of' "  loom-eval printed the prompt and its continuation"
 no_tmp_left "$T/work" "  no temporary files left anywhere"
+
+# --- "BERT and SQuAD": on the pipeline's dump; no SQuAD file is bundled, so
+# the test writes a small one (tests/mksquad.py) as train-v1.1.json and
+# dev-v1.1.json; bert-tiny for bert-base and squad-base ----------------------
+subst "$B_BERT" '--seq-len 126 --shards 64' '--seq-len 30 --shards 2'
+subst "$B_BERT" '--batch 8 --seq 125' '--batch 4 --seq 29'
+subst "$B_BERT" '--config bert-base' '--config bert-tiny'
+subst "$B_BERT" 'CONFIG=squad-base' 'CONFIG=bert-tiny'
+loom-eval squad -h | grep -q -- '-c,' ||
+	subst "$B_BERT" 'OUT=squad' 'OUT=squad ckpt' # until loom-eval squad -c is built
+make_squad "$T/work/train-v1.1.json" "$T/work/squad-vocab.txt"
+cp "$T/work/train-v1.1.json" "$T/work/dev-v1.1.json"
+ln -s "$ROOT/pipelines" "$T/work/"
+runblock "$B_BERT" "$T/work"
+is_rc 0 "the README's BERT lines run: masked-LM on the dump, squad.mk from its checkpoint"
+ok "  a BertForMaskedLM checkpoint" grep -q BertForMaskedLM "$T/work/ckpt-bert/latest/config.json"
+like "$err" "^loom-train: .*ckpt-bert/step-[0-9]+ has no question-answering \\(qa_outputs\\) head: initialised from the seed" \
+	"  squad.mk fine-tunes it with a new QA head"
+ok "  a BertForQuestionAnswering checkpoint" \
+	grep -q BertForQuestionAnswering "$T/work/squad/ckpt/latest/config.json"
 
 # --- "Training on several machines": on the pipeline's data ------------------
 if command -v mpirun >/dev/null; then

@@ -1168,7 +1168,9 @@ static const struct cli_opt opts[] = {
 	OPT_U64(0, "keep", &keep, "N", 1, 1u << 30, "keep the newest N checkpoints (default: all)"),
 	OPT_STRING(0, "resume", &resume, "DIR|latest",
 		   "continue exactly from a checkpoint (latest: of --save)"),
-	OPT_STRING(0, "init-from", &init_from, "DIR", "start from a checkpoint's weights only"),
+	OPT_STRING(0, "init-from", &init_from, "DIR",
+		   "start from a checkpoint's weights only (model=bert:\n"
+		   "also a HuggingFace BERT directory)"),
 	OPT_STRING(0, "vocab", &vocab_spec, "V",
 		   "the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
 		   "stored in checkpoints (vocab.json + merges.txt)"),
@@ -1218,7 +1220,8 @@ static const char *versions(void)
 static const struct cli_cmd cmd = {
 	.prog = "loom-train",
 	.usage = "usage: loom-train [options] < frames\n"
-		 "Train a GPT on batch frames read from stdin (loom-feed ... | loom-train).\n"
+		 "Train a GPT, or a BERT (model=bert), on batch frames read from stdin\n"
+		 "(loom-feed ... | loom-train).\n"
 		 "\n",
 	.opts = opts,
 	.version = versions,
