@@ -20,6 +20,14 @@ is "$(wc -l < two.json)" 12 "  rank 0 writes the log"
 d=$(maxrel two.json one.json 1 12)
 ok "  2 x 4 vs 1 x 8: losses within 1e-5 relative over 12 steps (max $d)" small "$d"
 
+# checkpoints: written by 2 ranks (the moments gathered), resumed on 1
+np 2 "$SFEED --batch 4 --rank \$R --world \$W | $BTRAIN --set micro_batch=4 --save-every 6 --save ck --log r2.json"
+is_rc 0 "squad: 2 ranks save at step 6 and 12"
+run sh -c "$SFEED --batch 8 --resume $T/ck/step-00000006 | loom-train -q --threads 1 --resume $T/ck/step-00000006 --set micro_batch=8 --log $T/r1.json"
+is_rc 0 "  1 rank resumes the 2 ranks' step 6"
+d=$(maxrel r1.json r2.json 7 12)
+ok "  steps 7-12 as the 2 ranks trained them (max $d)" small "$d"
+
 # mlm: masks keyed by the record's place in the global batch, not the rank
 for i in $(seq 1 30); do echo "the cat sat on the mat and the dog ran to the park number $i ."; done > text.txt
 loom-bpe encode -q --vocab bert-base-uncased < text.txt | loom-shard -q --seq-len 30 -o mlm/m
