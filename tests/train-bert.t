@@ -73,6 +73,11 @@ is "$(losses log2.jsonl)" "$(cat losses)" "  the same run twice: the same losses
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
 	loom-train -q -c bert-tiny --set $set_ok --steps 2 --eval-data sq/sq.manifest.json --eval-every 2"
 is_rc 0 "--eval-data the squad-features manifest"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 |
+	loom-train -q -c bert-tiny --set vocab_size=32,seq_len=20 --steps 2"
+is_rc 1 "--set seq_len=20 on features of 32 tokens: exit 1"
+like "$err" '^loom-train: stdin: frame 0: seq_len: 20 needs records of 20 tokens, the batches have 32 \(seq_len is from --set: change it to 32 there, or feed features of loom-squad prepare --seq 20\)$' \
+	"  a feature is never cut: the line says where to change it"
 run sh -c "loom-feed -q --batch 8 --seq 31 --seed 1 sq/sq-00000-of-00001.tfrecord |
 	loom-train -q -c bert-tiny --set vocab_size=32 --steps 2"
 is_rc 1 "token frames (version 1) for task=squad: exit 1"

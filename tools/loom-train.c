@@ -733,9 +733,10 @@ static void fit_first_frame(struct loom_config *c, const struct origins *o, int 
 				 sl ? T : batch);
 		else
 			snprintf(fix, sizeof fix, "from %s: change it to %d there", src, sl ? T : batch);
-		cli_die("stdin: frame %llu: %s (%s is %s, or feed loom-feed %s %d)",
+		cli_die("stdin: frame %llu: %s (%s is %s, or feed %s %s %d)",
 			(unsigned long long)frame, loom_config_error(c), key, fix,
-			sl ? "--seq" : "--batch", sl ? c->seq_len + extra - 1 : c->micro_batch);
+			sl && !extra ? "features of loom-squad prepare" : "loom-feed",
+			sl ? "--seq" : "--batch", sl ? c->seq_len + extra - (extra != 0) : c->micro_batch);
 	}
 }
 
