@@ -112,6 +112,8 @@ P
 fails_with 1 "no question-answering head \(qa_outputs.weight\): a BertForMaskedLM checkpoint" \
 	"a checkpoint without the QA head" \
 	loom-eval squad -c "$T/mlm" --data "$T/dev.json" --predictions "$T/x.json" "${W[@]}"
+fails_with 1 'hf/config.json: model_type is "bert", not "gpt2"' "a BERT checkpoint for the GPT's loss" \
+	loom-eval -c "$T/hf" < /dev/null
 ok "no predictions file after any refusal" test ! -e "$T/x.json"
 no_tmp_left "$T" "... and no temporary file"
 

@@ -617,11 +617,12 @@ static void squad_predict(struct loom_squad *s)
 	struct loom_squad_post_opts po = { (uint32_t)sq_n_best, (uint32_t)sq_max_answer };
 	if (!pred)
 		cli_die("out of memory");
-	if (loom_squad_predict(s, &fs, sl, el, &po, pred) ||
-	    loom_squad_write_predictions(s, pred, sq_pred))
+	if (loom_squad_predict(s, &fs, sl, el, &po, pred))
 		cli_die("%s", loom_squad_error(s));
 	if (sq_logits && loom_outfile_commit(&lo))
 		cli_die("%s", loom_outfile_error(&lo));
+	if (loom_squad_write_predictions(s, pred, sq_pred))	/* last: no file on a failure */
+		cli_die("%s", loom_squad_error(s));
 	size_t empty = 0;
 	for (size_t q = 0; q < s->n_qas; q++)
 		empty += pred[q].feature < 0;
