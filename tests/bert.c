@@ -14,22 +14,6 @@
 
 enum { B = 2, T = 9, V = 23 };
 
-static struct loom_bert_config tiny(int task)
-{
-	struct loom_bert_config c;
-	loom_bert_preset("bert-tiny", task, &c);
-	c.n_layer = 2;
-	c.hidden = 16;
-	c.n_head = 2;
-	c.intermediate = 40; /* not 4C: the shapes are the config's */
-	c.vocab_size = V;
-	c.max_positions = 12;
-	c.dropout = 0;
-	c.attn_dropout = 0;
-	c.pad_token_id = -1;
-	return c;
-}
-
 static int32_t ids[B * T], seg[B * T], mask[B * T], lab[B * T];
 static int32_t spos[B] = { 4, 2 }, epos[B] = { 7, -1 }; /* row 1's end ignored */
 
@@ -97,7 +81,7 @@ static void lin(float *out, const float *inp, const float *w, const float *bias,
  * the QA logits and loss (by hand, masked softmax). */
 static void test_naive(void)
 {
-	struct loom_bert_config c = tiny(LOOM_BERT_QA);
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
 	struct loom_bert *b = loom_bert_new(&c);
 	big_init_bert(b);
 	struct loom_bert_batch x = batch(LOOM_BERT_QA);
@@ -190,7 +174,7 @@ static double loss_at(struct loom_bert *b, const struct loom_bert_batch *x, int 
  * against central differences. */
 static void gradcheck(int task, int train, int recompute, const char *what)
 {
-	struct loom_bert_config c = tiny(task);
+	struct loom_bert_config c = tiny_bert_cfg(task);
 	if (train) {
 		c.dropout = 0.1;
 		c.attn_dropout = 0.1;
@@ -238,7 +222,7 @@ static void gradcheck(int task, int train, int recompute, const char *what)
 /* Outputs at real positions do not depend on what the padding holds. */
 static void test_padding(void)
 {
-	struct loom_bert_config c = tiny(LOOM_BERT_QA);
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
 	struct loom_bert *b = loom_bert_new(&c);
 	big_init_bert(b);
 	struct loom_bert_batch x = batch(LOOM_BERT_QA);
@@ -271,7 +255,7 @@ static void test_padding(void)
  * gradients accumulate over backward calls (scale). */
 static void test_recompute_determinism(int task)
 {
-	struct loom_bert_config c = tiny(task);
+	struct loom_bert_config c = tiny_bert_cfg(task);
 	c.dropout = 0.1;
 	c.attn_dropout = 0.1;
 	struct loom_bert *b1 = loom_bert_new(&c);
@@ -303,7 +287,7 @@ static void test_recompute_determinism(int task)
 static void test_bf16(void)
 {
 	char why[256];
-	struct loom_bert_config c = tiny(LOOM_BERT_QA);
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
 	if (loom_mm_bf16_missing(why, sizeof why)) {
 		/* refused at the first forward, with the reason */
 		c.precision = LOOM_PREC_BF16;
@@ -372,7 +356,7 @@ static void test_layout_and_errors(void)
 	   "init: word embeddings N(0, 0.02), the pad token's row 0");
 	loom_bert_free(b);
 
-	c = tiny(LOOM_BERT_QA);
+	c = tiny_bert_cfg(LOOM_BERT_QA);
 	b = loom_bert_new(&c);
 	struct loom_bert_batch x = batch(LOOM_BERT_QA);
 	is_int(loom_bert_backward(b, 1), LOOM_EINVAL, "backward without forward refused");

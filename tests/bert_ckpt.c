@@ -19,18 +19,15 @@
 #include "loom_safetensors.h"
 #include "loom_wordpiece.h"
 #include "tap.h"
+#include "testlib.h"
 
+/* tests/testlib.h's tiny BERT, with its own vocabulary, dropout, init and
+ * pad token (each written to config.json and read back). */
 static struct loom_bert_config tiny(int task)
 {
-	struct loom_bert_config c;
-	loom_bert_preset("bert-tiny", task, &c);
-	c.n_layer = 2;
-	c.hidden = 16;
-	c.n_head = 2;
-	c.intermediate = 40;
+	struct loom_bert_config c = tiny_bert_cfg(task);
 	c.vocab_size = 12;
 	c.max_positions = 10;
-	c.type_vocab_size = 2;
 	c.dropout = 0.125;
 	c.attn_dropout = 0.25;
 	c.init_std = 0.5;

@@ -21,6 +21,7 @@ J
 cat > "$T/p1.json" <<'J'
 {"q1": "the normans!", "q2": "a region in France", "q3": "CAFÉ AU LAIT.", "q5": "αθήνα", "q6": "an naïve cafe", "extra": "ignored"}
 J
+p1=$T/p1.json p1_before=$(cat "$T/p1.json")
 cat > "$T/p2.json" <<'J'
 {"q1": "Normans", "q2": "France", "q3": "au", "q4": "three euros", "q5": "", "q6": "cafés naïve"}
 J
@@ -85,11 +86,9 @@ run loom-eval squad --data "$T/data.json"
 is_rc 2 "squad: --predictions is required"
 like "$err" "required" "squad: says so"
 run loom-eval squad --data "$T/data.json" --predictions "$T/p1.json" -c "$T/ck"
-is_rc 2 "squad takes no -c"
-is "$(head -n 1 "$err")" "loom-eval: invalid option -- 'c'" "squad -c: an ordinary usage error naming the option"
-run loom-eval squad --data "$T/data.json" --predictions "$T/p1.json" --checkpoint "$T/ck"
-is_rc 2 "squad takes no --checkpoint"
-is "$(head -n 1 "$err")" "loom-eval: unrecognized option '--checkpoint'" "squad --checkpoint: names the option"
+is_rc 1 "squad -c: predicts with a checkpoint (tests/eval-squad-bert.t), here a missing one"
+like "$err" "ck" "squad -c: names it"
+is "$(cat "$p1")" "$p1_before" "squad -c: a failed prediction leaves the predictions file as it was"
 run loom-eval squad --help
 is_rc 0 "squad --help"
 like "$out" "usage: loom-eval squad --data FILE.json --predictions P.json" "squad --help: its usage"

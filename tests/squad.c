@@ -163,18 +163,27 @@ static void case_bad(void)
 	loom_squad_free(s);
 }
 
-/* Windows and answer positions: context "a b c d e f g h" (one token a
- * word), question "q", seq 8: room for 8 - 3 - 1 = 4 context tokens. */
-static void case_features(void)
+/* Context "a b c d e f g h" (one token a word), question "q", answer "f
+ * g": its tokenizer and data set. */
+static int abc_load(struct loom_wordpiece **w, struct loom_squad **s)
 {
 	static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nq\na\nb\nc\nd\ne\nf\ng\nh\n";
 	static const char data[] =
 		"{\"data\": [{\"paragraphs\": [{\"context\": \"a b c d e f g h\", \"qas\": ["
 		"{\"id\": \"x\", \"question\": \"Q\", \"answers\": [{\"text\": \"f g\", \"answer_start\": 10}]}]}]}]}";
-	struct loom_wordpiece *w = loom_wordpiece_new();
-	struct loom_squad *s = loom_squad_new();
-	ok(!loom_wordpiece_load_mem(w, vocab, sizeof vocab - 1, "v", NULL) &&
-	   !loom_squad_load_mem(s, data, sizeof data - 1, "d"), "load");
+	*w = loom_wordpiece_new();
+	*s = loom_squad_new();
+	return loom_wordpiece_load_mem(*w, vocab, sizeof vocab - 1, "v", NULL) ||
+	       loom_squad_load_mem(*s, data, sizeof data - 1, "d");
+}
+
+/* Windows and answer positions, seq 8: room for 8 - 3 - 1 = 4 context
+ * tokens. */
+static void case_features(void)
+{
+	struct loom_wordpiece *w;
+	struct loom_squad *s;
+	ok(!abc_load(&w, &s), "load");
 	struct loom_squad_feature_opts o = { 8, 2, 64 };
 	struct loom_squad_features F;
 	is_int(loom_squad_features(s, w, &o, &F), 0, "features");
@@ -205,6 +214,67 @@ static void case_features(void)
 	loom_wordpiece_free(w);
 }
 
+/* Predictions from logits, on the windows of case_features: a b c d |
+ * c d e f | e f g h (positions 3..6 of each feature are the context). */
+static void case_predict(void)
+{
+	struct loom_wordpiece *w;
+	struct loom_squad *s;
+	struct loom_squad_feature_opts o = { 8, 2, 64 };
+	struct loom_squad_features F;
+	ok(!abc_load(&w, &s) && !loom_squad_features(s, w, &o, &F) && F.n == 3, "three windows");
+	/* max context: min(left, right) + 0.01 x 4, the first best window */
+	ok(loom_squad_max_context(&F, 0, 5) && !loom_squad_max_context(&F, 1, 3),
+	   "c: window 0 (1 left... 1 right) beats window 1 (0 left)");
+	ok(loom_squad_max_context(&F, 1, 4) && !loom_squad_max_context(&F, 0, 6),
+	   "d: window 1 beats window 0 (its last token)");
+	ok(!loom_squad_max_context(&F, 0, 0) && !loom_squad_max_context(&F, 0, 7) &&
+	   !loom_squad_max_context(&F, 0, 2), "[CLS], [SEP]: no context");
+	float sl[24] = { 0 }, el[24] = { 0 };
+	sl[0 * 8 + 5] = 5;	/* window 0: c .. d, 10 */
+	el[0 * 8 + 6] = 5;
+	sl[1 * 8 + 3] = 50;	/* window 1: c .. c, 100, but c's window is 0 */
+	el[1 * 8 + 3] = 50;
+	sl[2 * 8 + 5] = 6;	/* window 2: g .. h, 12 */
+	el[2 * 8 + 6] = 6;
+	struct loom_squad_prediction p;
+	struct loom_squad_post_opts po = { 20, 30 };
+	is_int(loom_squad_predict(s, &F, sl, el, &po, &p), 0, "predict");
+	ok(p.feature == 2 && p.tok_start == 5 && p.tok_end == 6 && p.score == 12 && p.start == 12 &&
+	   p.len == 3, "the best window's span (g h, bytes 12..15), not window 1's c (not its max context)");
+	po.max_answer = 1;
+	loom_squad_predict(s, &F, sl, el, &po, &p);
+	ok(p.feature == 2 && p.tok_start == 5 && p.tok_end == 5 && p.start == 12 && p.len == 1,
+	   "max_answer 1: g (6 + 0; h's 0 + 6 ties, later)");
+	po.n_best = 4;
+	loom_squad_predict(s, &F, sl, el, &po, &p);
+	ok(p.feature == -1 && p.len == 0,
+	   "n_best 4 (positions 0..2 are candidates too): no valid span, the empty answer");
+	po.n_best = 5;
+	loom_squad_predict(s, &F, sl, el, &po, &p);
+	ok(p.feature == 0 && p.tok_start == 3 && p.tok_end == 3 && p.score == 0 && p.start == 0 &&
+	   p.len == 1, "n_best 5: position 3 joins: a (score 0, the first of the ties)");
+	po.n_best = 0;
+	is_int(loom_squad_predict(s, &F, sl, el, &po, &p), LOOM_EINVAL, "n_best 0 refused");
+	po.n_best = 9;
+	po.max_answer = 0;
+	is_int(loom_squad_predict(s, &F, sl, el, &po, &p), LOOM_EINVAL, "max_answer 0 refused");
+	po = (struct loom_squad_post_opts){ 20, 30 };
+	loom_squad_predict(s, &F, sl, el, &po, &p);
+	const char *path = tap_path("pred.json");
+	is_int(loom_squad_write_predictions(s, &p, path), 0, "write the predictions");
+	size_t len;
+	char *txt = tap_slurp(&len, "%s", path);
+	is_str(txt, "{\n    \"x\": \"g h\"\n}\n", "{id: answer}, indented, a newline at the end");
+	free(txt);
+	struct loom_squad_score sc;
+	ok(!loom_squad_score_file(s, path, &sc) && sc.exact_match == 0 && sc.f1 == 50,
+	   "and scored (g h against f g: F1 50)");
+	loom_squad_features_release(&F);
+	loom_squad_free(s);
+	loom_wordpiece_free(w);
+}
+
 int main(void)
 {
 	case_load();
@@ -212,5 +282,6 @@ int main(void)
 	case_score();
 	case_bad();
 	case_features();
+	case_predict();
 	return done_testing();
 }

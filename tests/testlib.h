@@ -1,7 +1,7 @@
 /* Helpers shared by the C unit tests of the kernels and the model: a
  * reproducible pseudo-random stream (rs, its state, may be reseeded), random
  * arrays, a tolerance comparison that reports its worst element, the tiny
- * GPT config and large GPT weights for gradient checks.  Header-only; include after tap.h. */
+ * GPT and BERT configs and large GPT weights for gradient checks.  Header-only; include after tap.h. */
 #ifndef LOOM_TESTLIB_H
 #define LOOM_TESTLIB_H
 
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_bert.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 
@@ -61,6 +62,25 @@ static __attribute__((unused)) struct loom_config tiny_gpt_cfg(int B, int T)
 	c.n_positions = 8;
 	c.seq_len = T;
 	c.micro_batch = B;
+	return c;
+}
+
+/* The tiny BERT of the model tests: 2 layers, 16 hidden, 2 heads,
+ * intermediate 40 (not 4C: the shapes are the config's), vocab 23, 12
+ * positions, no dropout, no pad token. */
+static __attribute__((unused)) struct loom_bert_config tiny_bert_cfg(int task)
+{
+	struct loom_bert_config c;
+	loom_bert_preset("bert-tiny", task, &c);
+	c.n_layer = 2;
+	c.hidden = 16;
+	c.n_head = 2;
+	c.intermediate = 40;
+	c.vocab_size = 23;
+	c.max_positions = 12;
+	c.dropout = 0;
+	c.attn_dropout = 0;
+	c.pad_token_id = -1;
 	return c;
 }
 

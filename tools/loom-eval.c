@@ -1,9 +1,11 @@
 /* loom-eval - a checkpoint + batch frames -> loss, perplexity, accuracy as
- * one JSON line; `loom-eval generate` -> sampled text.
+ * one JSON line; `loom-eval generate` -> sampled text; `loom-eval squad` ->
+ * a BERT checkpoint's SQuAD predictions and their official scores.
  *
  *   loom-feed --manifest val.manifest.json --batch 8 --seq 64 --seed 0 \
  *     | loom-eval --checkpoint ckpt
  *   loom-eval generate --checkpoint ckpt --vocab gpt2 --prompt 'The history of'
+ *   loom-eval squad -c bert-ckpt --data dev-v1.1.json --predictions pred.json
  *
  * The checkpoint is validated completely before use (lib/train/loom_ckpt.h:
  * safetensors structure, config.json against the tensors, the model's own
@@ -20,9 +22,11 @@
 
 #include "cli.h"
 #include "loom_batch.h"
+#include "loom_bert.h"
 #include "loom_blas.h"
 #include "loom_bpe.h"
 #include "loom_ckpt.h"
+#include "loom_file.h"
 #include "loom_rigl.h"
 #include "loom_safetensors.h"
 #include "loom_sample.h"
@@ -31,6 +35,7 @@
 #include "loom_gpt.h"
 #include "loom_mm.h"
 #include "loom_vocab.h"
+#include "loom_wordpiece.h"
 
 struct model {
 	struct loom_config cfg;
@@ -392,40 +397,275 @@ static const struct cli_cmd cmd = {
 	.version = versions,
 };
 
-/* ---- loom-eval squad: official SQuAD v1.1 scores of a predictions file -- */
+/* ---- loom-eval squad: official SQuAD v1.1 scores of a predictions file,
+ * or of a BERT checkpoint's predictions -------------------------------- */
 
-static const char *sq_data, *sq_pred;
+static const char *sq_data, *sq_pred, *sq_ckpt, *sq_logits, *sq_vocab;
+static uint64_t sq_n_best = 20, sq_max_answer = 30, sq_seq = 384, sq_stride = 128,
+		sq_max_query = 64, sq_batch = 8;
+static int sq_no_verify;
 
 static const struct cli_opt squad_opts[] = {
 	OPT_STRING(0, "data", &sq_data, "FILE.json", "the SQuAD v1.1 data set (dev-v1.1.json)"),
 	OPT_STRING(0, "predictions", &sq_pred, "P.json",
-		   "the predictions: {\"question id\": \"answer text\", ...}"),
-	OPT_QUIET(NULL, "no count of unanswered questions on stderr"),
+		   "the predictions: {\"question id\": \"answer text\", ...}\n"
+		   "(with -c: written)"),
+	OPT_STRING('c', "checkpoint", &sq_ckpt, "DIR",
+		   "predict with this BERT checkpoint (a loom checkpoint\n"
+		   "or a HuggingFace BertForQuestionAnswering directory)"),
+	OPT_STRING(0, "logits", &sq_logits, "OUT.jsonl",
+		   "with -c: one JSON line per feature: id, feature,\n"
+		   "window, input_ids, token_type_ids, attention_mask,\n"
+		   "start_logits, end_logits"),
+	OPT_U64(0, "n-best", &sq_n_best, "N", 1, 4096,
+		"start and end candidates per feature (default 20)"),
+	OPT_U64(0, "max-answer", &sq_max_answer, "N", 1, 1u << 20,
+		"longest answer in tokens (default 30)"),
+	OPT_STRING(0, "vocab", &sq_vocab, "V",
+		   "tokenizer: bert-base-uncased, a vocab.txt or a\n"
+		   "tokenizer.json (default: the checkpoint's vocab.txt)"),
+	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default 384)"),
+	OPT_U64(0, "stride", &sq_stride, "N", 1, 1u << 16,
+		"context tokens between windows (default 128)"),
+	OPT_U64(0, "max-query", &sq_max_query, "N", 1, 1u << 16,
+		"question tokens kept (default 64)"),
+	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096, "features per forward (default 8)"),
+	OPT_U64('j', "threads", &threads, "N", 1, 1024,
+		"threads (default: the cores other processes leave free)"),
+	OPT_BOOL(0, "no-verify", &sq_no_verify,
+		 "do not check the checkpoint's files against the\n"
+		 "checksums in its state.json"),
+	OPT_PROGRESS(NULL, "progress on stderr even when it is not a terminal"),
+	OPT_VERBOSE("say which OpenBLAS kernels run"),
+	OPT_QUIET(NULL, "only errors on stderr"),
 	OPT_END()
 };
 
 static const struct cli_cmd squad_cmd = {
 	.prog = "loom-eval",
 	.usage = "usage: loom-eval squad --data FILE.json --predictions P.json\n"
+		 "       loom-eval squad -c DIR --data FILE.json --predictions OUT.json [options]\n"
 		 "Score SQuAD v1.1 predictions as the official evaluate-v1.1.py does and print\n"
-		 "its JSON line {\"exact_match\": X, \"f1\": Y} (the same digits).\n",
+		 "its JSON line {\"exact_match\": X, \"f1\": Y} (the same digits).  With -c,\n"
+		 "first predict every question with the BERT checkpoint (Google's run_squad.py\n"
+		 "windows and post-processing) and write the predictions to OUT.json.\n",
 	.opts = squad_opts,
 	.footer = "A question without a prediction scores 0; their count goes to stderr.\n",
-	.version = cli_version_jansson,
+	.version = versions,
 };
 
-static int do_squad(int argc, char **argv)
+/* The tokenizer: --vocab (a tokenizer.json, or a vocab.txt / name with the
+ * checkpoint's do_lower_case when it has one) or the checkpoint's. */
+static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck, char *name, size_t n)
+{
+	char path[4096], own[4096];
+	struct loom_wordpiece_opts wo;
+	struct loom_err err = { 0 };
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	if (!w)
+		cli_die("out of memory");
+	int has = loom_bert_ckpt_tokenizer(ck, own, sizeof own, &wo, &err);
+	if (has < 0)
+		cli_die("%s", err.msg);
+	size_t vl = sq_vocab ? strlen(sq_vocab) : 0;
+	int rc;
+	if (sq_vocab && vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")) {
+		rc = loom_wordpiece_load_hf(w, sq_vocab);
+	} else if (sq_vocab) {
+		if (loom_wordpiece_vocab_path(sq_vocab, path, sizeof path))
+			cli_die("--vocab %s: no such vocabulary", sq_vocab);
+		rc = loom_wordpiece_load(w, path, &wo);
+	} else if (has) {
+		rc = loom_wordpiece_load(w, own, &wo);
+	} else {
+		cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
+				loom_ckpt_dir(ck));
+	}
+	if (rc)
+		cli_die("%s%s", sq_vocab ? "--vocab: " : "", loom_wordpiece_error(w));
+	snprintf(name, n, "%s", sq_vocab ? sq_vocab : own);
+	return w;
+}
+
+/* One JSON array of n ints or floats (%.9g: float32 exactly). */
+static void json_array_out(struct loom_outfile *o, const char *key, const uint32_t *u,
+			   const uint8_t *b, const float *f, size_t n, char **buf, size_t *cap)
+{
+	size_t len = 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (*cap - len < 64) {
+			*cap = *cap ? 2 * *cap : 4096;
+			if (!(*buf = realloc(*buf, *cap)))
+				cli_die("out of memory");
+		}
+		if (i == 0)
+			len += (size_t)snprintf(*buf + len, *cap - len, ", \"%s\": [", key);
+		if (i == n)
+			len += (size_t)snprintf(*buf + len, *cap - len, "]");
+		else if (f)
+			len += (size_t)snprintf(*buf + len, *cap - len, "%s%.9g", i ? ", " : "",
+						(double)f[i]);
+		else
+			len += (size_t)snprintf(*buf + len, *cap - len, "%s%u", i ? ", " : "",
+						u ? u[i] : b[i]);
+	}
+	if (loom_outfile_write(o, *buf, len))
+		cli_die("%s", loom_outfile_error(o));
+}
+
+/* --logits: the feature's inputs and logits as one JSON line. */
+static void logits_line(struct loom_outfile *o, const struct loom_squad *s,
+			const struct loom_squad_features *fs, size_t i, const float *sl,
+			const float *el, char **buf, size_t *cap)
+{
+	const struct loom_squad_feature *f = &fs->f[i];
+	const size_t T = fs->seq;
+	json_t *id = json_string(s->qas[f->qa].id);
+	char *ids = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
+	json_decref(id);
+	if (!ids)
+		cli_die("out of memory");
+	uint8_t *mask = malloc(T);
+	if (!mask)
+		cli_die("out of memory");
+	for (size_t k = 0; k < T; k++)
+		mask[k] = k < f->n_tokens;
+	char head[128];
+	int n = snprintf(head, sizeof head, ", \"feature\": %zu, \"window\": %u", i, f->window);
+	if (loom_outfile_write(o, "{\"id\": ", 7) || loom_outfile_write(o, ids, strlen(ids)) ||
+	    loom_outfile_write(o, head, (size_t)n))
+		cli_die("%s", loom_outfile_error(o));
+	json_array_out(o, "input_ids", fs->input_ids + i * T, NULL, NULL, T, buf, cap);
+	json_array_out(o, "token_type_ids", NULL, fs->segment_ids + i * T, NULL, T, buf, cap);
+	json_array_out(o, "attention_mask", NULL, mask, NULL, T, buf, cap);
+	json_array_out(o, "start_logits", NULL, NULL, sl, T, buf, cap);
+	json_array_out(o, "end_logits", NULL, NULL, el, T, buf, cap);
+	if (loom_outfile_write(o, "}\n", 2))
+		cli_die("%s", loom_outfile_error(o));
+	free(ids);
+	free(mask);
+}
+
+/* -c: predict every question with a BERT checkpoint, write sq_pred. */
+static void squad_predict(struct loom_squad *s)
+{
+	struct loom_err err = { 0 };
+	struct loom_ckpt *ck = loom_ckpt_open(sq_ckpt, &loom_bert_ckpt_arch,
+					      sq_no_verify ? LOOM_CKPT_NO_VERIFY : 0, &err);
+	if (!ck)
+		cli_die("%s", err.msg);
+	struct loom_bert_config cfg;
+	if (loom_bert_ckpt_config(ck, LOOM_BERT_QA, &cfg, &err))
+		cli_die("%s", err.msg);
+	if (sq_seq > (uint64_t)cfg.max_positions)
+		cli_usage_error("squad: --seq %llu is longer than the model's %d positions "
+				"(max_position_embeddings)", (unsigned long long)sq_seq,
+				cfg.max_positions);
+	char vname[4096];
+	struct loom_wordpiece *w = squad_tokenizer(ck, vname, sizeof vname);
+	if (loom_wordpiece_size(w) != (uint32_t)cfg.vocab_size)
+		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer", vname,
+			loom_wordpiece_size(w), loom_ckpt_dir(ck), cfg.vocab_size);
+	struct loom_bert *b = loom_bert_new(&cfg);
+	if (!b)
+		cli_die("out of memory for the model of %s", loom_ckpt_dir(ck));
+	if (loom_bert_ckpt_load(b, ck, 0, 0) < 0)
+		cli_die("%s", loom_bert_error(b));
+
+	struct loom_squad_features fs;
+	struct loom_squad_feature_opts fo = { (uint32_t)sq_seq, (uint32_t)sq_stride,
+					      (uint32_t)sq_max_query };
+	if (loom_squad_features(s, w, &fo, &fs))
+		cli_die("%s: %s", sq_data, loom_squad_error(s));
+	const size_t T = fs.seq, B = sq_batch;
+	float *sl = malloc(fs.n * T * sizeof *sl), *el = malloc(fs.n * T * sizeof *el);
+	int32_t *in = malloc(B * T * sizeof *in), *seg = malloc(B * T * sizeof *seg),
+		*mask = malloc(B * T * sizeof *mask);
+	if ((fs.n && (!sl || !el)) || !in || !seg || !mask)
+		cli_die("out of memory for %zu features", fs.n);
+	struct loom_outfile lo = { .fd = -1 };
+	if (sq_logits && loom_outfile_open(&lo, sq_logits))
+		cli_die("%s", loom_outfile_error(&lo));
+	char *lbuf = NULL;
+	size_t lcap = 0;
+	struct cli_progress prog;
+	cli_progress_init(&prog, cli_force_progress);
+	double t0 = loom_now();
+	for (size_t i = 0; i < fs.n; i += B) {
+		const size_t nb = fs.n - i < B ? fs.n - i : B;
+		for (size_t r = 0; r < nb; r++)
+			for (size_t k = 0; k < T; k++) {
+				in[r * T + k] = (int32_t)fs.input_ids[(i + r) * T + k];
+				seg[r * T + k] = fs.segment_ids[(i + r) * T + k];
+				mask[r * T + k] = k < fs.f[i + r].n_tokens;
+			}
+		char msg[160];
+		if (loom_threads_adapt(&pool, "batch", i / B, msg, sizeof msg) && cli_verbose)
+			cli_warn("%s", msg);
+		struct loom_bert_batch x = { in, seg, mask, NULL, NULL, NULL };
+		if (loom_bert_forward(b, &x, (int)nb, (int)T, 0, 0, NULL) < 0)
+			cli_die("%s: feature %zu: %s", sq_data, i, loom_bert_error(b));
+		memcpy(sl + i * T, loom_bert_start_logits(b), nb * T * sizeof *sl);
+		memcpy(el + i * T, loom_bert_end_logits(b), nb * T * sizeof *el);
+		for (size_t r = 0; sq_logits && r < nb; r++)
+			logits_line(&lo, s, &fs, i + r, sl + (i + r) * T, el + (i + r) * T, &lbuf, &lcap);
+		if (!cli_quiet && cli_progress_due(&prog))
+			cli_progress_show(&prog, "squad: %zu of %zu features", i + nb, fs.n);
+	}
+	cli_progress_done(&prog);
+	struct loom_squad_prediction *pred = calloc(s->n_qas + 1, sizeof *pred);
+	struct loom_squad_post_opts po = { (uint32_t)sq_n_best, (uint32_t)sq_max_answer };
+	if (!pred)
+		cli_die("out of memory");
+	if (loom_squad_predict(s, &fs, sl, el, &po, pred))
+		cli_die("%s", loom_squad_error(s));
+	if (sq_logits && loom_outfile_commit(&lo))
+		cli_die("%s", loom_outfile_error(&lo));
+	if (loom_squad_write_predictions(s, pred, sq_pred))	/* last: no file on a failure */
+		cli_die("%s", loom_squad_error(s));
+	size_t empty = 0;
+	for (size_t q = 0; q < s->n_qas; q++)
+		empty += pred[q].feature < 0;
+	if (!cli_quiet)
+		cli_warn("squad: %zu questions, %zu features, %.1f s; %zu with no valid span "
+			 "(empty answer)", s->n_qas, fs.n, loom_now() - t0, empty);
+	free(pred);
+	free(lbuf);
+	free(sl);
+	free(el);
+	free(in);
+	free(seg);
+	free(mask);
+	loom_squad_features_release(&fs);
+	loom_bert_free(b);
+	loom_wordpiece_free(w);
+	loom_ckpt_free(ck);
+}
+
+static void blas_setup(char **argv);
+
+static int do_squad(int argc, char **argv, char **orig)
 {
 	cli_parse(&squad_cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
 	if (!sq_data || !sq_pred)
 		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
+	if (!sq_ckpt && (sq_logits || sq_vocab))
+		cli_usage_error("squad: --logits and --vocab need -c DIR (a checkpoint to predict with)");
+	if (sq_ckpt) {	/* matrices: OpenBLAS's kernels, the threads */
+		blas_setup(orig);
+		loom_threads_init(&pool, (int)threads);
+	}
 	struct loom_squad *s = loom_squad_new();
 	struct loom_squad_score sc;
 	if (!s)
 		cli_die("out of memory");
-	if (loom_squad_load(s, sq_data) || loom_squad_score_file(s, sq_pred, &sc))
+	if (loom_squad_load(s, sq_data))
+		cli_die("%s", loom_squad_error(s));
+	if (sq_ckpt)
+		squad_predict(s);
+	if (loom_squad_score_file(s, sq_pred, &sc))
 		cli_die("%s", loom_squad_error(s));
 	if (!cli_quiet && (!s->version || strcmp(s->version, "1.1")))
 		cli_warn("%s: version \"%s\", not 1.1: scored as SQuAD v1.1", sq_data,
@@ -433,7 +673,7 @@ static int do_squad(int argc, char **argv)
 	char em[40], f1[40];
 	printf("{\"exact_match\": %s, \"f1\": %s}\n", loom_double_repr(sc.exact_match, em, sizeof em),
 	       loom_double_repr(sc.f1, f1, sizeof f1));
-	if (!cli_quiet)
+	if (!cli_quiet && !sq_ckpt)
 		cli_warn("squad: %zu of %zu questions unanswered (scored 0)", sc.unanswered,
 			 sc.questions);
 	loom_squad_free(s);
@@ -452,22 +692,32 @@ static void tell_blas(void)
 		 loom_threads_describe(&pool, d, sizeof d));
 }
 
-int main(int argc, char **argv)
+/* Before any thread: OpenBLAS picks its kernels and OpenMP its wait policy
+ * when they load (re-executes with argv, the command line as given). */
+static void blas_setup(char **argv)
 {
-	int generate = 0;
-	cli_init("loom-eval", "");
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "squad") == 0) { /* no matrices: no re-exec */
-		argv[1] = argv[0];
-		return do_squad(argc - 1, argv + 1);
-	}
-	/* before any thread: OpenBLAS picks its kernels and OpenMP its wait
-	 * policy when they load */
 	const char *core = loom_blas_better_core();
 	int brc = loom_blas_reexec(argv, core);
 	if (brc < 0 && core)
 		cli_warn("OpenBLAS runs its slow '%s' kernels; could not re-execute with "
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
+}
+
+int main(int argc, char **argv)
+{
+	int generate = 0;
+	cli_init("loom-eval", "");
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
+		/* squad scores without matrices: re-executed only with -c */
+		char **orig = malloc(((size_t)argc + 1) * sizeof *orig);
+		if (!orig)
+			cli_die("out of memory");
+		memcpy(orig, argv, ((size_t)argc + 1) * sizeof *orig);
+		argv[1] = argv[0];
+		return do_squad(argc - 1, argv + 1, orig);
+	}
+	blas_setup(argv);
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
 		generate = 1;
 		argv[1] = argv[0];

@@ -662,3 +662,121 @@ fail:
 	loom_squad_features_release(out);
 	return rc;
 }
+
+/* --- predictions --------------------------------------------------------- */
+
+int loom_squad_max_context(const struct loom_squad_features *f, size_t fi, uint32_t pos)
+{
+	const struct loom_squad_feature *x = &f->f[fi];
+	if (pos < x->doc_start || pos - x->doc_start >= x->ctx_len)
+		return 0;
+	const uint64_t tok = (uint64_t)x->ctx_first + (pos - x->doc_start);
+	size_t first = fi, best = SIZE_MAX;
+	while (first > 0 && f->f[first - 1].qa == x->qa)
+		first--;
+	double best_score = 0;
+	for (size_t k = first; k < f->n && f->f[k].qa == x->qa; k++) {
+		const struct loom_squad_feature *w = &f->f[k];
+		if (tok < w->ctx_first || tok >= (uint64_t)w->ctx_first + w->ctx_len)
+			continue;
+		uint64_t left = tok - w->ctx_first, right = w->ctx_first + w->ctx_len - 1 - tok;
+		double score = (double)(left < right ? left : right) + 0.01 * w->ctx_len;
+		if (best == SIZE_MAX || score > best_score) {
+			best = k;
+			best_score = score;
+		}
+	}
+	return best == fi;
+}
+
+/* The n highest of x[0..seq) into idx[n], highest first, ties by position. */
+static void n_best(const float *x, uint32_t seq, uint32_t n, uint32_t *idx)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < seq; i++) {
+		/* insert i after every kept entry >= it (stable) */
+		uint32_t at = k < n ? k : n;
+		while (at > 0 && x[idx[at - 1]] < x[i])
+			at--;
+		if (at >= n)
+			continue;
+		uint32_t last = k < n ? k : n - 1;
+		memmove(idx + at + 1, idx + at, (last - at) * sizeof *idx);
+		idx[at] = i;
+		if (k < n)
+			k++;
+	}
+}
+
+int loom_squad_predict(struct loom_squad *s, const struct loom_squad_features *f,
+		       const float *start_logits, const float *end_logits,
+		       const struct loom_squad_post_opts *o, struct loom_squad_prediction *out)
+{
+	if (!o->n_best || !o->max_answer)
+		return loom_err_set(&s->err, LOOM_EINVAL, "n_best %u, max_answer %u: need both >= 1",
+				    o->n_best, o->max_answer);
+	const uint32_t nb = o->n_best < f->seq ? o->n_best : f->seq;
+	uint32_t *si = malloc(2 * (size_t)nb * sizeof *si), *ei = si + nb;
+	if (!si)
+		return loom_err_set(&s->err, LOOM_ENOMEM, "out of memory");
+	for (size_t q = 0; q < s->n_qas; q++)
+		out[q] = (struct loom_squad_prediction){ .feature = -1 };
+	for (size_t fi = 0; fi < f->n; fi++) {
+		const struct loom_squad_feature *x = &f->f[fi];
+		const float *sl = start_logits + fi * f->seq, *el = end_logits + fi * f->seq;
+		struct loom_squad_prediction *p = &out[x->qa];
+		n_best(sl, f->seq, nb, si);
+		n_best(el, f->seq, nb, ei);
+		for (uint32_t a = 0; a < nb; a++) {
+			const uint32_t st = si[a];
+			if (st < x->doc_start || st - x->doc_start >= x->ctx_len ||
+			    !loom_squad_max_context(f, fi, st))
+				continue;
+			for (uint32_t b = 0; b < nb; b++) {
+				const uint32_t en = ei[b];
+				if (en < st || en - x->doc_start >= x->ctx_len ||
+				    en - st + 1 > o->max_answer)
+					continue;
+				double score = (double)sl[st] + (double)el[en];
+				if (p->feature >= 0 && !(score > p->score))
+					continue;
+				p->feature = (int64_t)fi;
+				p->tok_start = st;
+				p->tok_end = en;
+				p->score = score;
+			}
+		}
+	}
+	free(si);
+	for (size_t q = 0; q < s->n_qas; q++) {
+		struct loom_squad_prediction *p = &out[q];
+		if (p->feature < 0)
+			continue;
+		const struct loom_squad_feature *x = &f->f[p->feature];
+		size_t base = f->ctx_off[s->qas[q].para] + x->ctx_first - x->doc_start;
+		p->start = f->tok_start[base + p->tok_start];
+		p->len = f->tok_end[base + p->tok_end] - p->start;
+	}
+	return 0;
+}
+
+int loom_squad_write_predictions(struct loom_squad *s, const struct loom_squad_prediction *p,
+				 const char *path)
+{
+	json_t *j = json_object();
+	int rc = j ? 0 : -1;
+	for (size_t q = 0; rc == 0 && q < s->n_qas; q++) {
+		const char *ctx = s->paras[s->qas[q].para].context;
+		json_t *v = json_stringn(ctx + p[q].start, p[q].len);
+		rc = v ? json_object_set_new(j, s->qas[q].id, v) : -1;
+	}
+	char *txt = rc == 0 ? json_dumps(j, JSON_INDENT(4) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(j);
+	if (!txt)
+		return loom_err_set(&s->err, LOOM_ENOMEM, "%s: out of memory", path);
+	size_t n = strlen(txt);
+	txt[n] = '\n';	/* json_dumps leaves room: its NUL becomes the newline */
+	rc = loom_write_file_atomic(path, txt, n + 1, &s->err);
+	free(txt);
+	return rc;
+}

@@ -147,4 +147,49 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 			const struct loom_squad_feature_opts *o, struct loom_squad_features *out);
 void loom_squad_features_release(struct loom_squad_features *f);
 
+/* --- predictions: answers from the start/end logits of the features ----
+ *
+ * As Google's run_squad.py (write_predictions, SQuAD v1.1) and HF's
+ * run_qa.py: for each feature the n_best start and the n_best end
+ * positions by logit (over all seq positions, ties by position, as
+ * Python's stable sort), and of their pairs the valid spans: start and end
+ * context tokens of the window (not [CLS], the question, [SEP] or
+ * padding), end >= start, end - start + 1 <= max_answer, and the start
+ * token has its maximal context in this window (run_squad.py's
+ * _check_is_max_context: of the question's windows holding the token, the
+ * first with the largest min(tokens left of it, tokens right of it) +
+ * 0.01 x window length).  A question's answer is its best valid span over
+ * all its windows by start + end logit (in double; the first of equal
+ * scores in feature, start, end order), mapped back to the exact bytes of
+ * the context from the first byte of its first token to the last byte of
+ * its last (HF's offsets); the empty string when no span is valid. */
+struct loom_squad_post_opts {
+	uint32_t n_best;      /* 20 */
+	uint32_t max_answer;  /* 30 tokens */
+};
+
+struct loom_squad_prediction {
+	size_t start, len;    /* the answer's bytes in its context (len 0: empty) */
+	int64_t feature;      /* the feature it came from; -1: no valid span */
+	uint32_t tok_start, tok_end;  /* its positions in that feature */
+	double score;         /* start + end logit */
+};
+
+/* 1 if context token `pos` (a position of feature fi within its window)
+ * has its maximal context in that window among its question's windows,
+ * else 0 (also for a position outside the window). */
+int loom_squad_max_context(const struct loom_squad_features *f, size_t fi, uint32_t pos);
+
+/* out[s->n_qas] from start_logits and end_logits (each f->n x f->seq,
+ * feature by feature); n_best above seq takes every position; LOOM_EINVAL
+ * when n_best or max_answer is 0. */
+int loom_squad_predict(struct loom_squad *s, const struct loom_squad_features *f,
+		       const float *start_logits, const float *end_logits,
+		       const struct loom_squad_post_opts *o, struct loom_squad_prediction *out);
+
+/* Write the predictions file {"id": "answer", ...} (question order,
+ * indented as run_squad.py's) atomically: temp name, fsync, rename. */
+int loom_squad_write_predictions(struct loom_squad *s, const struct loom_squad_prediction *p,
+				 const char *path);
+
 #endif

@@ -18,15 +18,7 @@ static const char *const arch_name[2] = { "BertForQuestionAnswering", "BertForMa
 
 void loom_bert_ckpt_tensors(const struct loom_bert *b, float *base, struct loom_ckpt_tensor *out)
 {
-	for (int i = 0; i < b->n_tensors; i++) {
-		const struct loom_tensor *t = &b->tensors[i];
-		memset(&out[i], 0, sizeof out[i]);
-		out[i].name = t->name;
-		out[i].ndim = t->ndim;
-		out[i].shape[0] = t->shape[0];
-		out[i].shape[1] = t->shape[1];
-		out[i].data = base + t->offset;
-	}
+	loom_model_ckpt_tensors(b->tensors, b->n_tensors, base, out);
 }
 
 /* --- the BERT family for loom_ckpt ------------------------------------------- */

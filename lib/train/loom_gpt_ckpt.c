@@ -12,15 +12,7 @@
 
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base, struct loom_ckpt_tensor *out)
 {
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_tensor *t = &g->tensors[i];
-		memset(&out[i], 0, sizeof out[i]);
-		out[i].name = t->name;
-		out[i].ndim = t->ndim;
-		out[i].shape[0] = t->shape[0];
-		out[i].shape[1] = t->shape[1];
-		out[i].data = base + t->offset;
-	}
+	loom_model_ckpt_tensors(g->tensors, g->n_tensors, base, out);
 }
 
 void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_gpt_hf *hf)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_ckpt.h"
 #include "loom_kernels.h"
 #include "loom_model.h"
 
@@ -127,5 +128,18 @@ void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, floa
 		loom_k_adamw(params + o, grads + o, m + o, v + o, tab[i].numel, lr, (float)h->beta1,
 			     (float)h->beta2, (float)h->eps, tab[i].decay ? (float)h->weight_decay : 0.0f,
 			     t, gscale);
+	}
+}
+
+void loom_model_ckpt_tensors(const struct loom_tensor *tab, int nt, float *base,
+			     struct loom_ckpt_tensor *out)
+{
+	for (int i = 0; i < nt; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		out[i].name = tab[i].name;
+		out[i].ndim = tab[i].ndim;
+		out[i].shape[0] = tab[i].shape[0];
+		out[i].shape[1] = tab[i].shape[1];
+		out[i].data = base + tab[i].offset;
 	}
 }

@@ -32,6 +32,12 @@ struct loom_tensor {
 void loom_model_add(struct loom_tensor *t, int *n, size_t *off, const char *name, int ndim,
 		    int64_t d0, int64_t d1, int decay);
 
+/* The checkpoint table (lib/train/loom_ckpt.h) of tab[0..nt): names and
+ * shapes, data = base + offset (base: the params, m or v). */
+struct loom_ckpt_tensor;
+void loom_model_ckpt_tensors(const struct loom_tensor *tab, int nt, float *base,
+			     struct loom_ckpt_tensor *out);
+
 /* Refuse the first id of x[0..n) outside 0..lim-1 (other than *skip when
  * skip != NULL): LOOM_EINVAL with "WHAT ID at position I is outside RANGE
  * (0..LIM-1)" in err; else 0. */
