@@ -96,8 +96,6 @@ subst "$B_BERT" '--seq-len 126 --shards 64' '--seq-len 30 --shards 2'
 subst "$B_BERT" '--batch 8 --seq 125' '--batch 4 --seq 29'
 subst "$B_BERT" '--config bert-base' '--config bert-tiny'
 subst "$B_BERT" 'CONFIG=squad-base' 'CONFIG=bert-tiny'
-loom-eval squad -h | grep -q -- '-c,' ||
-	subst "$B_BERT" 'OUT=squad' 'OUT=squad ckpt' # until loom-eval squad -c is built
 make_squad "$T/work/train-v1.1.json" "$T/work/squad-vocab.txt"
 cp "$T/work/train-v1.1.json" "$T/work/dev-v1.1.json"
 ln -s "$ROOT/pipelines" "$T/work/"
@@ -108,6 +106,8 @@ like "$err" "^loom-train: .*ckpt-bert/step-[0-9]+ has no question-answering \\(q
 	"  squad.mk fine-tunes it with a new QA head"
 ok "  a BertForQuestionAnswering checkpoint" \
 	grep -q BertForQuestionAnswering "$T/work/squad/ckpt/latest/config.json"
+like "$T/work/squad/score.json" '^\{"exact_match": [0-9.]+, "f1": [0-9.]+\}$' \
+	"  and the score of its predictions on the dev file"
 
 # --- "Training on several machines": on the pipeline's data ------------------
 if command -v mpirun >/dev/null; then
