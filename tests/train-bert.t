@@ -88,6 +88,13 @@ run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom
 is_rc 1 "squad-features frames for the GPT: exit 1"
 like "$err" 'this reader reads token frames only' "  refused in one line"
 
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set vocab_size=32 --steps 5 --log plain.jsonl"
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set vocab_size=32 --steps 5 --recompute --log recomp.jsonl"
+is_rc 0 "--recompute (dropout on)"
+is "$(cut -d, -f1-4 recomp.jsonl)" "$(cut -d, -f1-4 plain.jsonl)" "  the same losses and gradient norms"
+
 # --- checkpoints: HuggingFace's layout, resume exact -------------------------
 F="loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0"
 run sh -c "$F | loom-train -q -c bert-tiny --set vocab_size=32 --steps 6 --log full.jsonl"
