@@ -249,7 +249,7 @@ struct model_ops {
 /* A BERT batch made of a frame: task=squad the feature frame's columns,
  * task=mlm [CLS] record [SEP] rows and their masks. */
 struct rows {
-	int B, T;
+	size_t cap;             /* int32s allocated at ids */
 	int32_t *ids, *seg, *mask, *start, *end, *labels;
 };
 
@@ -1673,13 +1673,7 @@ static void bert_rows(struct trainer *t, const struct frame *f, struct loom_bert
 	struct rows *x = &t->rows;
 	int B = (int)f->h->batch, T = c->seq_len, rec = (int)f->h->seq_len;
 	size_t N = (size_t)B * T;
-	if (x->B * x->T < B * T) {
-		free(x->ids);
-		if (!(x->ids = malloc(sizeof(int32_t) * (4 * N + 2 * (size_t)B))))
-			cli_die("out of memory");
-		x->B = B;
-		x->T = T;
-	}
+	ibuf(&x->ids, &x->cap, 4 * N + 2 * (size_t)B);
 	x->seg = x->ids + N;
 	x->mask = x->seg + N;
 	x->labels = x->mask + N;
