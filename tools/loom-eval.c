@@ -715,7 +715,9 @@ int main(int argc, char **argv)
 			cli_die("out of memory");
 		memcpy(orig, argv, ((size_t)argc + 1) * sizeof *orig);
 		argv[1] = argv[0];
-		return do_squad(argc - 1, argv + 1, orig);
+		int rc = do_squad(argc - 1, argv + 1, orig);
+		free(orig);
+		return rc;
 	}
 	blas_setup(argv);
 	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
