@@ -251,6 +251,62 @@ static void test_padding(void)
 	loom_bert_free(b);
 }
 
+/* loom_bert_eval_counts against the logits: QA rows right when both
+ * argmaxes over the real tokens hit (the targets set from the argmaxes of
+ * a first forward, then one moved off); MLM the masked tokens. */
+static void test_eval_counts(void)
+{
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
+	struct loom_bert *b = loom_bert_new(&c);
+	big_init_bert(b);
+	struct loom_bert_batch x = { ids, seg, mask, NULL, NULL, NULL };
+	double nll;
+	int64_t n, right;
+	loom_bert_forward(b, &x, B, T, 0, 0, NULL);
+	loom_bert_eval_counts(b, &nll, &n, &right);
+	ok(nll == 0 && n == 0 && right == 0, "eval counts without targets: 0");
+	int32_t s[B], e[B];
+	for (int r = 0; r < B; r++) {
+		int len = r == 0 ? T : 5, bs = 0, be = 0;
+		for (int i = 1; i < len; i++) {
+			bs = loom_bert_start_logits(b)[r * T + i] > loom_bert_start_logits(b)[r * T + bs] ? i : bs;
+			be = loom_bert_end_logits(b)[r * T + i] > loom_bert_end_logits(b)[r * T + be] ? i : be;
+		}
+		s[r] = bs;
+		e[r] = be;
+	}
+	e[1] = (e[1] + 1) % 5;
+	x.start_positions = s;
+	x.end_positions = e;
+	float loss;
+	loom_bert_forward(b, &x, B, T, 0, 0, &loss);
+	loom_bert_eval_counts(b, &nll, &n, &right);
+	ok(n == B && right == 1 && nll == (double)loss * B,
+	   "QA eval counts: %d rows, 1 right (row 1's end moved), nll = loss x rows (%lld, %lld)",
+	   B, (long long)n, (long long)right);
+	loom_bert_free(b);
+
+	c = tiny_bert_cfg(LOOM_BERT_MLM);
+	b = loom_bert_new(&c);
+	big_init_bert(b);
+	x = batch(LOOM_BERT_MLM);
+	loom_bert_forward(b, &x, B, T, 0, 0, &loss);
+	loom_bert_eval_counts(b, &nll, &n, &right);
+	int64_t m = 0, want = 0;
+	for (int k = 0; k < b->M; k++) {
+		const float *lg = b->mlogits + (size_t)k * V;
+		int best = 0;
+		for (int v = 1; v < V; v++)
+			best = lg[v] > lg[best] ? v : best;
+		want += best == b->mlm_tgt[k];
+	}
+	for (int i = 0; i < B * T; i++)
+		m += lab[i] >= 0;
+	ok(n == m && m > 0 && right == want && nll == (double)loss * m,
+	   "MLM eval counts: %lld masked tokens, %lld right", (long long)n, (long long)right);
+	loom_bert_free(b);
+}
+
 /* Recompute gives bit-identical gradients; two runs are bit-identical;
  * gradients accumulate over backward calls (scale). */
 static void test_recompute_determinism(int task)
@@ -439,6 +495,7 @@ int main(void)
 	gradcheck(LOOM_BERT_MLM, 0, 0, "MLM");
 	gradcheck(LOOM_BERT_MLM, 1, 1, "MLM, dropout, recompute");
 	test_padding();
+	test_eval_counts();
 	test_recompute_determinism(LOOM_BERT_QA);
 	test_recompute_determinism(LOOM_BERT_MLM);
 	test_bf16();

@@ -1770,43 +1770,17 @@ static void bert_micro(struct run *u, const struct frame *f, uint64_t key, float
 }
 
 
-/* index of the largest of x[0..n) (the first of ties) */
-static int argmax(const float *x, int n)
-{
-	int k = 0;
-	for (int i = 1; i < n; i++)
-		if (x[i] > x[k])
-			k = i;
-	return k;
-}
-
-/* squad: the loss per feature, right when the argmax start and end over
- * the row's real tokens are both the answer's; mlm: per masked token
- * (the same masks at every evaluation), right when the argmax is the
- * token */
+/* squad: per feature; mlm: per masked token (the same masks at every
+ * evaluation): loom_bert_eval_counts */
 static void bert_eval(struct trainer *t, const struct frame *f, struct eval_sums *s)
 {
-	struct loom_bert *b = t->b;
-	int B = (int)f->h->batch, T = t->cfg.seq_len;
-	float loss;
-	bert_forward(t, f, 0, 0, &loss);
-	if (t->cfg.task == LOOM_TASK_MLM) {
-		s->nll += (double)loss * b->M;
-		s->n += b->M;
-		for (int k = 0; k < b->M; k++)
-			s->correct += argmax(b->mlogits + (size_t)k * b->V, b->V) == b->mlm_tgt[k];
-		return;
-	}
-	const float *sl = loom_bert_start_logits(b), *el = loom_bert_end_logits(b);
-	s->nll += (double)loss * B;
-	s->n += B;
-	for (int r = 0; r < B; r++) {
-		int len = 0;
-		while (len < T && t->rows.mask[(size_t)r * T + len])
-			len++;
-		s->correct += argmax(sl + (size_t)r * T, len) == t->rows.start[r] &&
-			      argmax(el + (size_t)r * T, len) == t->rows.end[r];
-	}
+	double a;
+	int64_t n, c;
+	bert_forward(t, f, 0, 0, NULL);
+	loom_bert_eval_counts(t->b, &a, &n, &c);
+	s->nll += a;
+	s->n += n;
+	s->correct += c;
 }
 
 /* The BERT's weights (and with_optimizer its moments) from ck; a

@@ -223,6 +223,30 @@ void loom_bert_zero_grad(struct loom_bert *b)
 	memset(b->grads, 0, b->n_params * sizeof(float));
 }
 
+void loom_bert_eval_counts(const struct loom_bert *b, double *nll, int64_t *n,
+			   int64_t *correct)
+{
+	*nll = 0;
+	*n = *correct = 0;
+	if (!b->have_targets)
+		return;
+	if (b->cfg.task == LOOM_BERT_MLM) {
+		*nll = (double)b->loss * b->M;
+		*n = b->M;
+		for (int k = 0; k < b->M; k++)
+			*correct += loom_model_argmax(b->mlogits + (size_t)k * b->V, b->V) ==
+				    b->mlm_tgt[k];
+		return;
+	}
+	*nll = (double)b->loss * b->B;
+	*n = b->B;
+	for (int r = 0; r < b->B; r++) {
+		const size_t o = (size_t)r * b->T;
+		*correct += loom_model_argmax(b->start_logits + o, b->len[r]) == b->start_pos[r] &&
+			    loom_model_argmax(b->end_logits + o, b->len[r]) == b->end_pos[r];
+	}
+}
+
 const float *loom_bert_start_logits(const struct loom_bert *b)
 {
 	return b->start_logits;

@@ -183,6 +183,14 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 void loom_bert_zero_grad(struct loom_bert *b);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
+/* After a forward with targets and train 0: *nll the summed loss over *n
+ * counted items and *correct those predicted right.  QA: n = the rows,
+ * nll = their mean loss x rows, a row right when the argmax start and end
+ * logits over its real tokens are its positions; MLM: n = the masked
+ * tokens, right when the argmax of the vocabulary is the token.  All 0
+ * without targets. */
+void loom_bert_eval_counts(const struct loom_bert *b, double *nll, int64_t *n,
+			   int64_t *correct);
 const float *loom_bert_start_logits(const struct loom_bert *b);
 const float *loom_bert_end_logits(const struct loom_bert *b);
 

@@ -481,16 +481,9 @@ static int64_t count_correct(const float *probs, const int32_t *targets, int n, 
 {
 	int64_t correct = 0;
 	#pragma omp parallel for schedule(static) reduction(+:correct)
-	for (int i = 0; i < n; i++) {
-		if (targets[i] == ignore_id)
-			continue;
-		const float *r = probs + (size_t)i * V;
-		int best = 0;
-		for (int v = 1; v < V; v++)
-			if (r[v] > r[best])
-				best = v;
-		correct += best == targets[i];
-	}
+	for (int i = 0; i < n; i++)
+		if (targets[i] != ignore_id)
+			correct += loom_model_argmax(probs + (size_t)i * V, V) == targets[i];
 	return correct;
 }
 

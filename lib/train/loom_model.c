@@ -143,3 +143,12 @@ void loom_model_ckpt_tensors(const struct loom_tensor *tab, int nt, float *base,
 		out[i].data = base + tab[i].offset;
 	}
 }
+
+int loom_model_argmax(const float *x, int n)
+{
+	int k = 0;
+	for (int i = 1; i < n; i++)
+		if (x[i] > x[k])
+			k = i;
+	return k;
+}

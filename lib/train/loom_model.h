@@ -41,6 +41,9 @@ void loom_model_ckpt_tensors(const struct loom_tensor *tab, int nt, float *base,
 /* Refuse the first id of x[0..n) outside 0..lim-1 (other than *skip when
  * skip != NULL): LOOM_EINVAL with "WHAT ID at position I is outside RANGE
  * (0..LIM-1)" in err; else 0. */
+/* The index of the largest of x[0..n) (the first of ties), n >= 1. */
+int loom_model_argmax(const float *x, int n);
+
 int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
 			 const char *range, struct loom_err *err);
 
