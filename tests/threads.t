@@ -26,6 +26,14 @@ like "$err" "^loom-eval: OpenBLAS core '[A-Za-z0-9]+', $busy$" "-v: 1 thread, sa
 ok "at least the $((ncpu + 1)) busy processes counted ($(others))" test "$(others)" -gt "$ncpu"
 unlike "$err" '^loom-eval: frame [0-9]+: [0-9]+ threads' "and it stays 1 (no change is reported)"
 
+# one CPU (taskset): 1 thread whatever the load, and -v still counts the
+# others (it said "0 other tasks" there, the count of a look it skipped)
+run taskset -c 0 loom-eval -v -c "$T/ck" < "$T/frames"
+like "$err" "^loom-eval: OpenBLAS core '[A-Za-z0-9]+', 1 thread \(1 CPU, ([0-9]+) other tasks? running\)$" \
+	"on one CPU: 1 thread"
+ok "  and the busy processes counted ($(sed -nE 's/.*1 CPU, ([0-9]+) other.*/\1/p' "$err"))" \
+	test "$(sed -nE 's/.*1 CPU, ([0-9]+) other.*/\1/p' "$err")" -gt "$ncpu"
+
 run loom-train -v -c tiny --steps 3 < "$T/frames"
 is_rc 0 "loom-train beside them"
 like "$err" "^loom-train: OpenBLAS core '[A-Za-z0-9]+', $busy$" "-v: 1 thread"

@@ -157,7 +157,7 @@ static int fit_load(struct loom_threads *th)
 	int running = read_small("/proc/loadavg", buf, sizeof buf) > 0 ? loom_threads_running(buf) : -1;
 	if (running < 0)
 		th->others = -1;
-	else if (loom_threads_for_load(th->ncpu, running - 1) == th->ncpu)
+	else if (running <= 1)
 		th->others = 0;
 	else {
 		int own = own_running();
