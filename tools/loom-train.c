@@ -2111,6 +2111,9 @@ int main(int argc, char **argv)
 			 (unsigned long long)t.step);
 	if (u.first && !stop_sig && t.step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
+	if (!stop_sig && !quiet && t.step < (uint64_t)c->steps)
+		cli_warn("stdin: the input ended after step %llu of %lld (loom-feed --epochs N, or 0 "
+			 "for no end, feeds more)", (unsigned long long)t.step, (long long)c->steps);
 	if (save && t.saved != t.step + 1 && (t.step > u.start_step || !resume))
 		t.ops->save(&t);
 	double el = loom_now() - u.t_start;
