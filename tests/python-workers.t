@@ -46,6 +46,22 @@ ok "  $n frames (more than one, so that two workers share them)" test "$n" -gt 1
 is "$(cat "$out")" "$(( (n + 1) / 2 )) $(( n / 2 ))" "  each takes every other frame of the $n"
 same_file "$err" all.txt "  merged in turn: every frame once, in loom-feed's order"
 
+# a feeder still exiting after its end-of-stream frame (as a slow exit
+# under a sanitizer, or a wrapper script) is waited for, not killed and
+# then reported as failed (its output closed first, as a sanitizer does)
+printf '#!/bin/sh\nloom-feed "$@"; s=$?; exec >&-; sleep 1; exit $s\n' > slowfeed
+chmod +x slowfeed
+run "$PY" -c "import sys; sys.path.insert(0, '$SHARE/python'); import loom_data
+print(len(list(loom_data.feed_frames(['--manifest', 'data/w.manifest.json', '--batch', '2', '--seq', '32', '--seed', '3'], (0, 1), './slowfeed'))))"
+is_rc 0 "a feeder that exits after its stream ended: no error"
+is "$(cat "$out")" "$n" "  every frame"
+printf '#!/bin/sh\nloom-feed "$@"; exit 3\n' > badfeed
+chmod +x badfeed
+run "$PY" -c "import sys; sys.path.insert(0, '$SHARE/python'); import loom_data
+list(loom_data.feed_frames(['--manifest', 'data/w.manifest.json', '--batch', '2', '--seq', '32', '--seed', '3'], (0, 1), './badfeed'))"
+is_rc 1 "a feeder that fails after a clean stream: an error"
+like "$err" 'badfeed exited with status 3' "  naming the feeder and its status"
+
 run "$PY" "$LD" bin data/w.manifest.json w.bin
 is_rc 0 "loom_data.py bin writes a flat token file"
 is "$(cat "$out")" uint32 "  uint32 for ids above 65535"

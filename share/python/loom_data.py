@@ -409,15 +409,18 @@ def split_frames(frames, share=None):
 
 def feed_frames(feed_args, share=None, feed="loom-feed"):
     """Run `feed -q *feed_args` and yield this worker's share of its frames
-    (split_frames); the process is ended when the generator is closed."""
+    (split_frames); the process is ended when the generator is closed
+    early, and waited for when its stream has ended."""
+    ended = False
     with subprocess.Popen([feed, "-q", *feed_args], stdout=subprocess.PIPE) as p:
         try:
             for fr in split_frames(read_frames(p.stdout, feed), share):
                 yield fr
+            ended = True
         finally:
-            if p.poll() is None:
+            if not ended and p.poll() is None:
                 p.kill()
-    if p.returncode:  # the stream ended cleanly but the feeder failed
+    if ended and p.returncode:  # the stream ended cleanly but the feeder failed
         raise LoomDataError("%s exited with status %d" % (feed, p.returncode))
 
 
