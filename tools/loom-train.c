@@ -1354,8 +1354,12 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 			 c->data_parallel);
 	if (resume && config) {
 		named.data_parallel = c->data_parallel;
+		named.sharding = c->sharding;
 		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
 	}
+	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
+		cli_exit(EXIT_USAGE, "sharding=weights: only a GPT shards its weights (model is %s); "
+			 "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
 	t->ops = c->model == LOOM_MODEL_BERT ? &bert_ops : &gpt_ops;
 	read_features = c->task == LOOM_TASK_SQUAD;
 	if (c->model != LOOM_MODEL_GPT && sample_every)

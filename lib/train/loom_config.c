@@ -30,6 +30,7 @@ static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum l
 static const char *const layer_names[] = { "qkv", "proj", "fc", "fcproj", NULL }; /* loom_sparse_layer */
 static const char *const schedule_names[] = { "cosine", "constant", NULL };
 static const char *const pooling_names[] = { "avg", "max", NULL };
+static const char *const sharding_names[] = { "optimizer", "weights", NULL }; /* enum loom_sharding */
 static const char *const model_names[] = { "gpt", "bert", NULL };     /* enum loom_model_kind */
 static const char *const task_names[] = { "lm", "squad", "mlm", NULL }; /* enum loom_task */
 
@@ -59,6 +60,7 @@ static const struct key keys[] = {
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
+	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
 	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
 	{ "lr", K_FLOAT, O(lr), 0, 10, NULL, "peak learning rate", 0 },
 	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate", 0 },

@@ -56,6 +56,9 @@ enum loom_sparse_layer {
 };
 enum loom_prune_schedule { LOOM_PRUNE_COSINE = 0, LOOM_PRUNE_CONSTANT };
 enum loom_pooling { LOOM_POOL_AVG = 0, LOOM_POOL_MAX };
+/* Under MPI: the AdamW state only (ZeRO-1), or the weights, their
+ * gradients and the AdamW state (ZeRO-3, gathered a layer at a time). */
+enum loom_sharding { LOOM_SHARD_OPTIMIZER = 0, LOOM_SHARD_WEIGHTS };
 /* The model (lib/train/loom_gpt.h or loom_bert.h) and what it trains. */
 enum loom_model_kind { LOOM_MODEL_GPT = 0, LOOM_MODEL_BERT };
 enum loom_task {
@@ -93,6 +96,7 @@ struct loom_config {
 	int grad_accum;         /* micro-batches per optimizer step */
 	int global_batch;       /* 0 = derived: micro_batch*grad_accum*dp */
 	int data_parallel;      /* data-parallel ranks */
+	int sharding;           /* enum loom_sharding: what the ranks shard (lib/train/loom_dist.h) */
 	int64_t steps;          /* optimizer steps in total */
 	double lr, min_lr;
 	int64_t warmup_steps;   /* linear warm-up steps ... */

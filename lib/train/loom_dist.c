@@ -126,6 +126,17 @@ static int mpi_fail(struct loom_dist *d, int rc, const char *what)
 #define MPI_TRY(d, call, what) do { int rc_ = (call); \
 	if (rc_ != MPI_SUCCESS) return mpi_fail(d, rc_, what); } while (0)
 
+/* Wait for one request: every collective of this file is started
+ * non-blocking and finished here. */
+static int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
+{
+	MPI_TRY(d, MPI_Wait(r, MPI_STATUS_IGNORE), what);
+	return 0;
+}
+
+#define WAIT_TRY(d, r, what) do { int rc_ = dist_wait(d, r, what); \
+	if (rc_) return rc_; } while (0)
+
 struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 {
 	struct loom_dist *d = calloc(1, sizeof *d);
@@ -183,8 +194,10 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
 		memcpy(all, mine, sizeof(int32_t) * n);
 		return 0;
 	}
-	MPI_TRY(d, MPI_Allgather(mine, n, MPI_INT32_T, all, n, MPI_INT32_T, MPI_COMM_WORLD),
+	MPI_Request r;
+	MPI_TRY(d, MPI_Iallgather(mine, n, MPI_INT32_T, all, n, MPI_INT32_T, MPI_COMM_WORLD, &r),
 		"allgather of step flags");
+	WAIT_TRY(d, &r, "allgather of step flags");
 	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
 	return 0;
 }
@@ -239,8 +252,10 @@ static int bcast_params(struct loom_dist *d)
 	float *p = d->m.params;
 	for (size_t o = 0; o < d->m.n_params; o += MAX_BUCKET) {
 		size_t n = d->m.n_params - o < MAX_BUCKET ? d->m.n_params - o : MAX_BUCKET;
-		MPI_TRY(d, MPI_Bcast(p + o, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD),
+		MPI_Request r;
+		MPI_TRY(d, MPI_Ibcast(p + o, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD, &r),
 			"broadcast of the parameters");
+		WAIT_TRY(d, &r, "broadcast of the parameters");
 	}
 	d->m.weights_changed(d->m.model);
 	return 0;
@@ -281,10 +296,14 @@ static int rigl_scores(struct loom_dist *d)
 	loom_rigl_score_reset(r);
 	for (int k = 0; k < d->nb; k++)
 		loom_rigl_score_range(r, d->b[k].c0, d->b[k].c1, d->gs + d->b[k].soff);
-	int rc = MPI_Allgather(r->scores, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
-	if (rc != MPI_SUCCESS) {
+	MPI_Request req;
+	int rc = MPI_Iallgather(r->scores, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD,
+				&req);
+	rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "allgather of the block scores")
+			       : dist_wait(d, &req, "allgather of the block scores");
+	if (rc) {
 		free(all);
-		return mpi_fail(d, rc, "allgather of the block scores");
+		return rc;
 	}
 	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
 	loom_rigl_score_combine(r, all, d->world);
@@ -310,9 +329,9 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	double t0 = loom_now();
 	for (int k = 0; k < d->nb; k++) {
 		struct bucket *b = &d->b[k];
-		MPI_TRY(d, MPI_Wait(&b->req, MPI_STATUS_IGNORE), "reduce-scatter of gradients");
+		WAIT_TRY(d, &b->req, "reduce-scatter of gradients");
 		if (d->world == 2) { /* add our own half to the peer's */
-			MPI_TRY(d, MPI_Wait(&b->req2, MPI_STATUS_IGNORE), "send of gradients");
+			WAIT_TRY(d, &b->req2, "send of gradients");
 			float *dst = d->gs + b->soff;
 			const float *own = g->grads + b->c0;
 			size_t n = b->c1 - b->c0;
@@ -328,8 +347,10 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	if (update && (rc = rigl_scores(d)))
 		return rc;
 	double red[2] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0 };
-	MPI_TRY(d, MPI_Allreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+	MPI_Request nr;
+	MPI_TRY(d, MPI_Iallreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &nr),
 		"allreduce of the gradient norm");
+	WAIT_TRY(d, &nr, "allreduce of the gradient norm");
 	d->bytes_step += 16 * (uint64_t)(d->world - 1);
 	d->wait_s += loom_now() - t0;
 	/* the shards hold sums over ranks: the mean gradient is 1/world of it */
@@ -352,7 +373,7 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	}
 	t0 = loom_now();
 	for (int k = 0; k < d->nb; k++)
-		MPI_TRY(d, MPI_Wait(&d->b[k].req, MPI_STATUS_IGNORE), "all-gather of parameters");
+		WAIT_TRY(d, &d->b[k].req, "all-gather of parameters");
 	g->weights_changed(g->model);
 	if (update) { /* every rank: the same weights, scores, so masks */
 		loom_gpt_rigl_update(g->gpt, t);
@@ -390,12 +411,15 @@ int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 	for (int k = 0; k < d->nb; k++) {
 		struct bucket *b = &d->b[k];
 		int cnt = (int)(b->c1 - b->c0);
-		MPI_TRY(d, MPI_Gatherv(d->ms + b->soff, cnt, MPI_FLOAT, d->gm ? d->gm + b->b0 : NULL,
-				       b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD),
+		MPI_Request r[2];
+		MPI_TRY(d, MPI_Igatherv(d->ms + b->soff, cnt, MPI_FLOAT, d->gm ? d->gm + b->b0 : NULL,
+					b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD, &r[0]),
 			"gather of the optimizer state");
-		MPI_TRY(d, MPI_Gatherv(d->vs + b->soff, cnt, MPI_FLOAT, d->gv ? d->gv + b->b0 : NULL,
-				       b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD),
+		MPI_TRY(d, MPI_Igatherv(d->vs + b->soff, cnt, MPI_FLOAT, d->gv ? d->gv + b->b0 : NULL,
+					b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD, &r[1]),
 			"gather of the optimizer state");
+		WAIT_TRY(d, &r[0], "gather of the optimizer state");
+		WAIT_TRY(d, &r[1], "gather of the optimizer state");
 	}
 	*m = d->gm;
 	*v = d->gv;
