@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 int loom_err_set(struct loom_err *e, int code, const char *fmt, ...)
 {
@@ -144,4 +146,41 @@ const char *loom_double_repr(double x, char *buf, size_t len)
 	if (d <= 0 && strlen(buf) + 3 <= len)
 		strcat(buf, ".0");
 	return buf;
+}
+
+/* A lazy block: [header of 64 bytes: the mapping's length][data] */
+#define LAZY_HDR 64
+
+void *loom_lazy_alloc(size_t n)
+{
+	if (n > SIZE_MAX - LAZY_HDR)
+		return NULL;
+	size_t len = n + LAZY_HDR;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	*(size_t *)m = len;
+	return (char *)m + LAZY_HDR;
+}
+
+void loom_lazy_free(void *p)
+{
+	if (!p)
+		return;
+	char *m = (char *)p - LAZY_HDR;
+	munmap(m, *(size_t *)m);
+}
+
+void loom_lazy_release(void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, e = a + n, pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a1 = (a + pg - 1) / pg * pg, e1 = e / pg * pg;
+	if (a1 >= e1) {
+		memset(p, 0, n);
+		return;
+	}
+	memset(p, 0, a1 - a);
+	memset((void *)e1, 0, e - e1);
+	if (madvise((void *)a1, e1 - a1, MADV_DONTNEED))
+		memset((void *)a1, 0, e1 - a1); /* cannot fail on our own mapping; zero anyway */
 }

@@ -98,4 +98,15 @@ int loom_parse_size(const char *s, uint64_t *out);
  * into buf (32 bytes are enough); returns buf. */
 const char *loom_double_repr(double x, char *buf, size_t len);
 
+/* Lazily backed memory: n zeroed bytes from mmap, 64-byte aligned, whose
+ * pages the kernel provides only when first written (so a full-size array
+ * of which a process touches only parts costs only those parts); NULL on
+ * ENOMEM.  loom_lazy_free(p) (accepts NULL) unmaps it. */
+void *loom_lazy_alloc(size_t n);
+void loom_lazy_free(void *p);
+/* Zero p[0..n) (bytes of a loom_lazy_alloc'd block) and give the pages
+ * wholly inside it back to the kernel (madvise MADV_DONTNEED): they read
+ * as zeros again and cost no memory until written. */
+void loom_lazy_release(void *p, size_t n);
+
 #endif

@@ -180,13 +180,13 @@ void loom_bert_free(struct loom_bert *b)
 {
 	if (!b)
 		return;
-	free(b->params);
-	free(b->grads);
-	free(b->m);
-	free(b->v);
-	free(b->acts);
+	loom_lazy_free(b->params);
+	loom_lazy_free(b->grads);
+	loom_lazy_free(b->m);
+	loom_lazy_free(b->v);
+	loom_lazy_free(b->acts);
 	free(b->ids);
-	free(b->mlm);
+	loom_lazy_free(b->mlm);
 	free(b->mlm_row);
 	free(b->tensors);
 	free(b->layer);
@@ -330,7 +330,7 @@ static int ensure_acts(struct loom_bert *b, int B, int T)
 {
 	if (b->acts && b->B == B && b->T == T)
 		return 0;
-	free(b->acts);
+	loom_lazy_free(b->acts);
 	free(b->ids);
 	b->acts = NULL;
 	b->ids = NULL;
@@ -358,7 +358,7 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 {
 	if (m <= b->mlm_cap && b->mlm)
 		return 0;
-	free(b->mlm);
+	loom_lazy_free(b->mlm);
 	free(b->mlm_row);
 	b->mlm_cap = 0;
 	size_t C = b->C, V = b->V;

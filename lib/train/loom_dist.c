@@ -174,8 +174,8 @@ void loom_dist_free(struct loom_dist *d)
 	free(d->gs);
 	free(d->ms);
 	free(d->vs);
-	free(d->gm);
-	free(d->gv);
+	loom_lazy_free(d->gm);
+	loom_lazy_free(d->gv);
 	if (d->joined)
 		MPI_Finalize();
 	free(d);
@@ -400,10 +400,10 @@ int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 		return 0;
 	}
 	if (d->rank == 0) {
-		free(d->gm);
-		free(d->gv);
-		d->gm = malloc(g->n_params * sizeof(float));
-		d->gv = malloc(g->n_params * sizeof(float));
+		loom_lazy_free(d->gm);
+		loom_lazy_free(d->gv);
+		d->gm = loom_model_falloc(g->n_params);
+		d->gv = loom_model_falloc(g->n_params);
 		if (!d->gm || !d->gv) /* the others still send: abort, not hang */
 			return loom_err_set(&d->err, LOOM_ENOMEM,
 					    "rank 0: out of memory gathering the optimizer state");
@@ -504,8 +504,8 @@ void loom_dist_arm(struct loom_dist *d)
 
 void loom_dist_gather_done(struct loom_dist *d)
 {
-	free(d->gm);
-	free(d->gv);
+	loom_lazy_free(d->gm);
+	loom_lazy_free(d->gv);
 	d->gm = d->gv = NULL;
 }
 
@@ -665,8 +665,8 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 		memcpy(d->ms + b->soff, *g->m + b->c0, (b->c1 - b->c0) * sizeof(float));
 		memcpy(d->vs + b->soff, *g->v + b->c0, (b->c1 - b->c0) * sizeof(float));
 	}
-	free(*g->m);
-	free(*g->v);
+	loom_lazy_free(*g->m);
+	loom_lazy_free(*g->v);
 	*g->m = *g->v = NULL;
 	*g->grad_ready = on_grad_ready;
 	*g->grad_ready_ctx = d;

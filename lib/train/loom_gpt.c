@@ -125,11 +125,11 @@ void loom_gpt_free(struct loom_gpt *g)
 {
 	if (!g)
 		return;
-	free(g->params);
-	free(g->grads);
-	free(g->m);
-	free(g->v);
-	free(g->acts);
+	loom_lazy_free(g->params);
+	loom_lazy_free(g->grads);
+	loom_lazy_free(g->m);
+	loom_lazy_free(g->v);
+	loom_lazy_free(g->acts);
 	free(g->inputs);
 	free(g->targets);
 	free(g->tensors);
@@ -355,7 +355,7 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	/* grow only: a generated token's short forward between training
 	 * steps lays out in the training batch's allocation */
 	if (n > g->acts_cap) {
-		free(g->acts);
+		loom_lazy_free(g->acts);
 		g->acts = loom_model_falloc(n);
 		g->acts_cap = g->acts ? n : 0;
 	}

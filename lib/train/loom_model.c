@@ -1,5 +1,6 @@
 /* loom_model.c - what the GPT and BERT share; see loom_model.h. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,7 @@ int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, c
 
 float *loom_model_falloc(size_t n)
 {
-	float *p = NULL;
-	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
-		return NULL;
-	memset(p, 0, (n ? n : 1) * sizeof(float));
-	return p;
+	return n > SIZE_MAX / sizeof(float) ? NULL : loom_lazy_alloc((n ? n : 1) * sizeof(float));
 }
 
 /* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
@@ -90,9 +87,9 @@ void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *param
 		else
 			loom_model_normal(p, t->numel, x, loom_model_init_key(seed, i));
 	}
-	memset(m, 0, n_params * sizeof(float));
-	memset(v, 0, n_params * sizeof(float));
-	memset(grads, 0, n_params * sizeof(float));
+	loom_lazy_release(m, n_params * sizeof(float));
+	loom_lazy_release(v, n_params * sizeof(float));
+	loom_lazy_release(grads, n_params * sizeof(float));
 }
 
 uint64_t loom_model_site_key(uint64_t key, int l, int site)

@@ -47,7 +47,9 @@ int loom_model_argmax(const float *x, int n);
 int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, const char *what,
 			 const char *range, struct loom_err *err);
 
-/* n zeroed floats, 64-byte aligned (at least one); NULL on ENOMEM. */
+/* n zeroed floats, 64-byte aligned (at least one), lazily backed
+ * (loom_lazy_alloc: pages cost memory once written); free with
+ * loom_lazy_free; NULL on ENOMEM. */
 float *loom_model_falloc(size_t n);
 
 /* p[0..n) = std * N(0, 1), drawn counter-based from `key` (independent of
