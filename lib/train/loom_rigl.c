@@ -41,6 +41,7 @@ void loom_rigl_free(struct loom_rigl *r)
 	}
 	free(r->layer);
 	free(r->scores);
+	free(r->mag);
 	free(r->scratch);
 	free(r);
 }
@@ -78,13 +79,16 @@ int loom_rigl_add(struct loom_rigl *r, const char *name, size_t offset, int IC, 
 	float *sc = realloc(r->scores, sizeof(float) * (r->n_scores + (size_t)L->nb));
 	if (sc)
 		r->scores = sc;
+	double *mg = realloc(r->mag, sizeof(double) * (r->n_scores + (size_t)L->nb));
+	if (mg)
+		r->mag = mg;
 	void *scr = realloc(r->scratch, sizeof(struct cand) * (size_t)(L->nb > r->max_nb ? L->nb : r->max_nb));
 	if (scr) {
 		r->scratch = scr;
 		r->max_nb = L->nb > r->max_nb ? L->nb : r->max_nb;
 	}
 	r->n++; /* freed with the others even when incomplete */
-	if (!L->mask || !L->mask0 || !L->prev || !L->changed || !sc || !scr)
+	if (!L->mask || !L->mask0 || !L->prev || !L->changed || !sc || !mg || !scr)
 		return loom_err_set(&r->err, LOOM_ENOMEM, "out of memory");
 	r->n_scores += (size_t)L->nb;
 	size_t o = 0;
@@ -159,7 +163,7 @@ int loom_rigl_set_masks(struct loom_rigl *r, int l, const uint8_t *mask, const u
 	return 0;
 }
 
-enum { V_MASK, V_CHANGED, V_SCORE_SUM, V_SCORE_MAX };
+enum { V_MASK, V_CHANGED, V_SCORE_SUM, V_SCORE_MAX, V_MAG };
 
 /* Visit [lo, hi) of the flat array, values at x[i - lo], in runs that
  * stay inside one block row segment of one layer. */
@@ -195,6 +199,10 @@ static void visit(const struct loom_rigl *r, size_t lo, size_t hi, float *x, int
 				L->score[blk] += s;
 				break;
 			}
+			case V_MAG: /* in double, element by element, in a block's row-major order */
+				for (size_t k = 0; k < run; k++)
+					r->mag[L->score - r->scores + blk] += fabsf(p[k]);
+				break;
 			case V_SCORE_MAX:
 				for (size_t k = 0; k < run; k++)
 					if (fabsf(p[k]) > L->score[blk])
@@ -283,9 +291,39 @@ static void heap_offer(struct cand *h, int *n, int k, struct cand c)
 	}
 }
 
+void loom_rigl_mag_reset(struct loom_rigl *r)
+{
+	memset(r->mag, 0, sizeof(double) * r->n_scores);
+}
+
+void loom_rigl_mag_range(struct loom_rigl *r, size_t lo, size_t hi, const float *x)
+{
+	visit(r, lo, hi, (float *)x, V_MAG);
+}
+
+void loom_rigl_mag_combine(struct loom_rigl *r, const double *all, int world)
+{
+	for (size_t i = 0; i < r->n_scores; i++) {
+		double s = all[i];
+		for (int w = 1; w < world; w++)
+			s += all[(size_t)w * r->n_scores + i];
+		r->mag[i] = s;
+	}
+}
+
 void loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step)
 {
-	int bs = r->bs;
+	loom_rigl_mag_reset(r);
+	for (int l = 0; l < r->n; l++) {
+		const struct loom_rigl_layer *L = &r->layer[l];
+		size_t n = (size_t)L->IC * L->OC;
+		loom_rigl_mag_range(r, L->offset, L->offset + n, params + L->offset);
+	}
+	loom_rigl_update_mag(r, ratio, step);
+}
+
+void loom_rigl_update_mag(struct loom_rigl *r, double ratio, int64_t step)
+{
 	struct cand *h = r->scratch;
 	if (ratio < 0)
 		ratio = 0;
@@ -293,21 +331,14 @@ void loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, in
 		ratio = 1;
 	for (int l = 0; l < r->n; l++) {
 		struct loom_rigl_layer *L = &r->layer[l];
+		const double *mag = r->mag + (L->score - r->scores);
 		int k = (int)llround(ratio * L->live), n = 0;
 		memcpy(L->prev, L->mask, (size_t)L->nb);
 		memset(L->changed, 0, (size_t)L->nb);
 		/* prune: the k live blocks of smallest L1 norm */
-		for (int b = 0; b < L->nb; b++) {
-			if (!L->mask[b])
-				continue;
-			const float *w = params + L->offset + (size_t)(b / L->nbc) * bs * L->OC +
-					 (size_t)(b % L->nbc) * bs;
-			double m = 0;
-			for (int i = 0; i < bs; i++)
-				for (int j = 0; j < bs; j++)
-					m += fabsf(w[(size_t)i * L->OC + j]);
-			heap_offer(h, &n, k, (struct cand){ m, b });
-		}
+		for (int b = 0; b < L->nb; b++)
+			if (L->mask[b])
+				heap_offer(h, &n, k, (struct cand){ mag[b], b });
 		for (int i = 0; i < n; i++) {
 			L->mask[h[i].idx] = 0;
 			L->changed[h[i].idx] = 1;

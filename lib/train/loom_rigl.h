@@ -68,6 +68,7 @@ struct loom_rigl {
 	struct loom_rigl_layer *layer;
 	size_t n_scores;        /* sum of the layers' nb */
 	float *scores;          /* [n_scores] every layer's score */
+	double *mag;            /* [n_scores] every block's L1 norm (loom_rigl_mag_*) */
 	void *scratch;          /* room for the largest layer's selection */
 	int max_nb;             /* blocks of the largest layer */
 	int64_t last_update;    /* step of the last mask update, 0 = none */
@@ -115,6 +116,16 @@ void loom_rigl_score_combine(struct loom_rigl *r, const float *all, int world);
  * loom_rigl_zero_changed() on the weights and moments.  Allocates
  * nothing (cannot fail). */
 void loom_rigl_update(struct loom_rigl *r, const float *params, double ratio, int64_t step);
+/* The same in parts, for weights sharded across ranks: reset, add each
+ * block's |w| of the values x[i - lo], i in [lo, hi) (any disjoint
+ * ranges; a rank its own), combine the partial norms of `world` ranks
+ * (all[world * n_scores] in rank order, summed in rank order), then update
+ * with those norms.  loom_rigl_update is mag_reset + mag_range over every
+ * layer + update_mag. */
+void loom_rigl_mag_reset(struct loom_rigl *r);
+void loom_rigl_mag_range(struct loom_rigl *r, size_t lo, size_t hi, const float *x);
+void loom_rigl_mag_combine(struct loom_rigl *r, const double *all, int world);
+void loom_rigl_update_mag(struct loom_rigl *r, double ratio, int64_t step);
 
 /* Totals over the layers: live blocks, blocks, pruned and regrown by the
  * last update, and the churns (defined above; 0 before any update). */
