@@ -107,7 +107,7 @@ void loom_mm_free(struct loom_mm *mm)
 		dnnl_stream_destroy(mm->stream);
 	if (mm->eng)
 		dnnl_engine_destroy(mm->eng);
-	free(mm->w16);
+	loom_lazy_free(mm->w16);
 	free(mm->scr[0]);
 	free(mm->scr[1]);
 	free(mm);
@@ -149,23 +149,41 @@ static uint16_t *grow(uint16_t **buf, size_t *cap, size_t n)
 	return *buf;
 }
 
-int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n)
+/* Register w[0..n) with a bf16 copy of its own size (lazily backed). */
+static int weights_at(struct loom_mm *mm, const float *w, size_t n)
 {
-	if (!mm || mm->prec != LOOM_PREC_BF16)
-		return 0;
 	if (n > mm->nw || !mm->w16) {
-		free(mm->w16);
-		mm->w16 = NULL;
+		loom_lazy_free(mm->w16);
 		mm->nw = 0;
-		if (posix_memalign((void **)&mm->w16, 64, (n ? n : 1) * sizeof(uint16_t)))
+		if (!(mm->w16 = loom_lazy_alloc((n ? n : 1) * sizeof(uint16_t))))
 			return mm->err.code ? mm->err.code :
 			       loom_err_set(&mm->err, LOOM_ENOMEM,
 					    "out of memory for the bf16 copy of %zu weights", n);
 	}
 	mm->w = w;
 	mm->nw = n;
-	loom_mm_to_bf16(mm->w16, w, n);
 	return 0;
+}
+
+int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n)
+{
+	return loom_mm_weights_range(mm, w, n, 0, n);
+}
+
+int loom_mm_weights_range(struct loom_mm *mm, const float *w, size_t n, size_t lo, size_t hi)
+{
+	if (!mm || mm->prec != LOOM_PREC_BF16)
+		return 0;
+	int rc = weights_at(mm, w, n);
+	if (!rc)
+		loom_mm_to_bf16(mm->w16 + lo, w + lo, hi - lo);
+	return rc;
+}
+
+void loom_mm_weights_drop(struct loom_mm *mm, size_t lo, size_t hi)
+{
+	if (mm && mm->w16 && hi <= mm->nw && lo < hi)
+		loom_lazy_release(mm->w16 + lo, (hi - lo) * sizeof(uint16_t));
 }
 
 /* The bf16 version of operand x[n]: the weight copy, the pinned copy, or

@@ -62,6 +62,12 @@ const char *loom_mm_name(const struct loom_mm *mm);
  * copy; call again whenever they change).  No-op in fp32.  0 or
  * LOOM_ENOMEM (kept as the sticky error too). */
 int loom_mm_weights(struct loom_mm *mm, const float *w, size_t n);
+/* The same for the part w[lo..hi) only (a unit of weights sharded across
+ * ranks, present from now on), and dropping that part's copy (its memory
+ * given back) once the weights there are gone.  The copy is lazily
+ * backed: only the parts converted cost memory. */
+int loom_mm_weights_range(struct loom_mm *mm, const float *w, size_t n, size_t lo, size_t hi);
+void loom_mm_weights_drop(struct loom_mm *mm, size_t lo, size_t hi);
 
 /* C[M,N] = op(A) @ op(B) (+ C when accumulate), all row-major and dense:
  * op(A) is A[M,K] or, with ta, A[K,M] transposed; op(B) is B[K,N] or,

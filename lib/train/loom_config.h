@@ -124,6 +124,13 @@ struct loom_config {
 	struct loom_err err;
 };
 
+/* 1 when the ranks shard the weights: sharding=weights over more than
+ * one rank (one rank holds everything whatever the key says). */
+static inline int loom_config_shards_weights(const struct loom_config *c)
+{
+	return c->sharding == LOOM_SHARD_WEIGHTS && c->data_parallel > 1;
+}
+
 /* Built-in defaults (a small model; training knobs like nanoGPT's). */
 void loom_config_defaults(struct loom_config *c);
 

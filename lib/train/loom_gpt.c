@@ -212,7 +212,7 @@ static int ready_sparse(struct loom_gpt *g)
 		if (g->sp[i] && loom_sparse_set_mask(g->sp[i], g->rigl->layer[g->rl[i]].mask))
 			return loom_err_set(&g->err, LOOM_ENOMEM, "%s", loom_sparse_error(g->sp[i]));
 	g->sp_mask_ok = 1;
-	for (int l = 0; l < g->L; l++)
+	for (int l = 0; !g->need && l < g->L; l++)
 		for (int j = 0; j < 4; j++)
 			if (g->sp[4 * l + j])
 				loom_sparse_pack(g->sp[4 * l + j], LP(g, g->params, l, proj_k[j]));
@@ -220,11 +220,51 @@ static int ready_sparse(struct loom_gpt *g)
 	return 0;
 }
 
-/* The matmul backend of cfg.precision with current weights. */
+/* The matmul backend of cfg.precision with current weights (sharded:
+ * each unit's bf16 copy is made when it arrives, unit_need). */
 static int ready_mm(struct loom_gpt *g)
 {
-	return loom_model_ready_mm(&g->mm, &g->w16_ok, g->cfg.precision, g->params, g->n_params,
-				   &g->err);
+	int whole = 1;
+	return loom_model_ready_mm(&g->mm, g->need ? &whole : &g->w16_ok, g->cfg.precision,
+				   g->params, g->n_params, &g->err);
+}
+
+void loom_gpt_unit_range(const struct loom_gpt *g, int u, size_t *lo, size_t *hi)
+{
+	int a = u < 0 ? T_WTE : T_LAYER(u, 0);
+	int b = u < 0 ? T_WPE : u == g->L - 1 ? T_LNFB(g->L) : T_LAYER(u, NLT - 1);
+	*lo = g->tensors[a].offset;
+	*hi = g->tensors[b].offset + g->tensors[b].numel;
+}
+
+/* Unit u's parameters are about to be read (`next` after them): with
+ * weight sharding, have them gathered, then pack its sparse weights and
+ * make its bf16 copy. */
+static int unit_need(struct loom_gpt *g, int u, int next)
+{
+	if (!g->need)
+		return 0;
+	int rc = g->need(g->grad_ready_ctx, u, next, &g->err);
+	if (rc)
+		return rc;
+	for (int j = 0; u >= 0 && g->sp && j < 4; j++)
+		if (g->sp[4 * u + j])
+			loom_sparse_pack(g->sp[4 * u + j], LP(g, g->params, u, proj_k[j]));
+	size_t lo, hi;
+	loom_gpt_unit_range(g, u, &lo, &hi);
+	if (g->mm && loom_mm_weights_range(g->mm, g->params, g->n_params, lo, hi))
+		return loom_mm_check(g->mm, &g->err);
+	return 0;
+}
+
+static void unit_done(struct loom_gpt *g, int u)
+{
+	if (!g->need)
+		return;
+	size_t lo, hi;
+	loom_gpt_unit_range(g, u, &lo, &hi);
+	loom_mm_weights_drop(g->mm, lo, hi);
+	g->done(g->grad_ready_ctx, u);
 }
 
 /* ---- activation layout --------------------------------------------------- */
@@ -306,9 +346,9 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	}
 	/* the embeddings, layer 0's input, in layer 1's output slot (free
 	 * until layer 1 runs, and again once its backward is done) */
-	if (L > 1)
+	if (L > 1 && !loom_config_shards_weights(cfg))
 		glob[0] = out1;
-	else
+	else /* sharded weights: backward cannot embed again */
 		TAKE(glob[0], N * C);
 	TAKE(glob[1], N);
 	TAKE(glob[2], N);
@@ -449,8 +489,6 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	return 0;
 }
 
-/* Embeddings and all blocks; returns the final hidden states [N,C], or
- * NULL (error in g->err). */
 /* encoded = drop(wte[inputs] + wpe): by forward, and again by backward
  * before layer 0 when encoded shares layer 1's output slot. */
 static void embed(struct loom_gpt *g)
@@ -463,16 +501,24 @@ static void embed(struct loom_gpt *g)
 		       loom_model_site_key(g->key, -1, 0));
 }
 
-static const float *trunk_fwd(struct loom_gpt *g)
+/* Embeddings and all blocks; returns the final hidden states [N,C], or
+ * NULL (error in g->err).  head_next: the unit read after ln_f. */
+static const float *trunk_fwd(struct loom_gpt *g, int head_next)
 {
+	if (unit_need(g, -1, 0))
+		return NULL;
 	embed(g);
+	unit_done(g, -1);
 	const float *x = g->encoded;
 	for (int l = 0; l < g->L; l++) {
-		if (layer_fwd(g, l, x, &g->layer[l]))
+		if (unit_need(g, l, l + 1 < g->L ? l + 1 : head_next) ||
+		    layer_fwd(g, l, x, &g->layer[l]))
 			return NULL;
+		if (l + 1 < g->L)
+			unit_done(g, l);
 		x = g->layer[l].res3;
 	}
-	return x;
+	return x; /* unit L-1 still present, for ln_f */
 }
 
 /* Rows of probs[n,V] whose argmax (the first largest) is their target. */
@@ -568,17 +614,21 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 	g->train = train;
 	g->key = key;
 	float *p = g->params;
-	const float *x = trunk_fwd(g);
+	const float *x = trunk_fwd(g, targets ? -1 : LOOM_GPT_UNIT_NONE);
 	if (!x)
 		return g->err.code;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), (int)N, g->C, (float)g->cfg.layer_norm_epsilon);
+	unit_done(g, g->L - 1);
 	g->loss = 0;
 	g->wloss = 0;
 	g->ntok = 0;
 	g->ncorrect = 0;
-	if (targets && (rc = head(g, train, bscale)))
+	if (targets && ((rc = unit_need(g, -1, bscale >= 0 ? g->L - 1 : LOOM_GPT_UNIT_NONE)) ||
+			(rc = head(g, train, bscale))))
 		return rc;
+	if (targets)
+		unit_done(g, -1);
 	if (loss)
 		*loss = g->loss;
 	return 0;
@@ -667,6 +717,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	if (!g->ntok)
 		return 0; /* every target ignored: no gradient */
 	float dloss = scale / (float)g->ntok;
+	if (!g->head_done && (rc = unit_need(g, -1, L - 1)))
+		return rc;
 	/* the LM head, unless loom_gpt_train_micro's forward took it (head()):
 	 * chunk by chunk as in forward, recompute the logits and their
 	 * probabilities (the losses come out as before; one chunk is still
@@ -688,20 +740,27 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
 		loom_mm_unpin(g->mm);
 	}
+	if (!g->head_done)
+		unit_done(g, -1);
+	if ((rc = unit_need(g, L - 1, L > 1 ? L - 2 : LOOM_GPT_UNIT_NONE)))
+		return rc;
 	memset(g->dres, 0, sizeof(float) * N * C);
 	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,
 			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
 			     N, C);
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
-		if (!l && L > 1)
-			embed(g);
+		if (!l && x == g->layer[L > 1].res3)
+			embed(g); /* encoded shares layer 1's output slot */
+		if (l < L - 1 && (rc = unit_need(g, l, l ? l - 1 : LOOM_GPT_UNIT_NONE)))
+			return rc;
 		if (g->cfg.recompute && (rc = layer_fwd(g, l, x, &g->layer[l])))
 			return rc;
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
 			return rc;
 		if (g->grad_ready)
 			g->grad_ready(g->grad_ready_ctx, l);
+		unit_done(g, l);
 	}
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
@@ -777,13 +836,17 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	g->key = 0;
 	int C = g->C;
 	float *p = g->params;
-	const float *x = trunk_fwd(g);
+	const float *x = trunk_fwd(g, -1);
 	if (!x)
 		return g->err.code;
 	x += (size_t)(n - 1) * C;
 	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
 			     TP(g, p, T_LNFB(g->L)), 1, C, (float)g->cfg.layer_norm_epsilon);
+	unit_done(g, g->L - 1);
+	if ((rc = unit_need(g, -1, LOOM_GPT_UNIT_NONE)))
+		return rc;
 	loom_mm_gemm(g->mm, 0, 1, 1, g->V, C, g->lnf, TP(g, p, T_WTE), 0, out);
+	unit_done(g, -1);
 	return loom_mm_check(g->mm, &g->err);
 }
 

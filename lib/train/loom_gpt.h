@@ -145,6 +145,18 @@ struct loom_gpt {
 	 * after the embeddings.  Not called when every target was ignored. */
 	void (*grad_ready)(void *ctx, int l);
 	void *grad_ready_ctx;
+	/* Optional (weight sharding, lib/train/loom_dist.h): the model reads
+	 * the parameters of unit u (-1: wte and wpe; l: layer l, layer L-1
+	 * with ln_f) only between need(grad_ready_ctx, u, next, err) and
+	 * done(grad_ready_ctx, u), `next` being the unit it will read after u
+	 * (LOOM_GPT_UNIT_NONE: none); need returns 0 or an error (message in
+	 * *err).  When set, a unit's sparse weights are packed and its bf16
+	 * copy made each time it arrives, and the embeddings' output keeps a
+	 * slot of its own (cfg's loom_config_shards_weights()), so backward
+	 * never reads wte/wpe.  The gradients of a unit are written only
+	 * between need(u) and grad_ready(u). */
+	int (*need)(void *ctx, int u, int next, struct loom_err *err);
+	void (*done)(void *ctx, int u);
 	/* matmul backend (lib/kernels/loom_mm.h) of cfg.precision, made by the first
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
@@ -160,6 +172,11 @@ struct loom_gpt {
 	int sp_ok, sp_mask_ok, rigl_dense;
 	struct loom_err err;
 };
+
+#define LOOM_GPT_UNIT_NONE (-2)
+/* The range [*lo, *hi) of the flat parameter array that unit u holds
+ * (see need above). */
+void loom_gpt_unit_range(const struct loom_gpt *g, int u, size_t *lo, size_t *hi);
 
 /* Model from a validated config; parameters are zero until
  * loom_gpt_init_weights() or a checkpoint load.  NULL on ENOMEM. */
