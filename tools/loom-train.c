@@ -1266,8 +1266,6 @@ static void set_up_process(int *argc, char ***argv)
 		if (train_dist_rank() != 0) { /* rank 0 logs, evaluates and reports */
 			logpath = NULL;
 			tb_dir = NULL;
-			eval_every = 0;
-			sample_every = 0;
 			quiet = 1;
 			verbose = 0;
 		}
@@ -1360,6 +1358,12 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
 		cli_exit(EXIT_USAGE, "sharding=weights: only a GPT shards its weights (model is %s); "
 			 "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
+	if (loom_config_shards_weights(c) && sample_every)
+		cli_exit(EXIT_USAGE, "--sample-every: not with sharding=weights over %d ranks (every "
+			 "rank would sample with it); sample a checkpoint with loom-eval generate",
+			 c->data_parallel);
+	if (train_dist_rank() != 0) /* rank 0 samples; it evaluates alone unless */
+		sample_every = 0;   /* the weights are sharded (every rank takes part) */
 	t->ops = c->model == LOOM_MODEL_BERT ? &bert_ops : &gpt_ops;
 	read_features = c->task == LOOM_TASK_SQUAD;
 	if (c->model != LOOM_MODEL_GPT && sample_every)
@@ -1533,6 +1537,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 	const uint32_t *tok;
 	int micro, rc;
 	for (micro = 0; micro < c->grad_accum; micro++) {
+		int sync = train_dist_micro_begin(micro, micro == c->grad_accum - 1);
 		if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
 			break; /* stop requested between steps */
 		for (;;) {
@@ -1549,7 +1554,8 @@ static int run_micro_batches(struct run *u, double *lsum)
 		}
 		if (u->first)
 			train_dist_check_frame(h.rank, h.world);
-		if (micro == c->grad_accum - 1) /* all ranks agree before the last backward */
+		if (sync) /* all ranks agree before the last backward (every forward
+			   when it gathers the weights) */
 			train_dist_sync(t->step + 1, 0, &stop_sig);
 		uint64_t frame = loom_batch_reader_frames(u->r) - 1;
 		if (u->first)
@@ -1562,6 +1568,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 		float l;
 		struct frame f = { .h = &h, .tok = tok, .r = u->r, .src = "stdin", .n = frame };
 		t->ops->micro(u, &f, key, 1.0f / c->grad_accum, &l);
+		train_dist_micro_end();
 		*lsum += l;
 		t->data_seq = h.seq + 1;
 		t->data_epoch = h.epoch;
@@ -2054,7 +2061,8 @@ static void train_loop(struct run *u)
 		report_step(u, lr, ntok, t0);
 		if (g && g->rigl && g->rigl->last_update == (int64_t)t->step)
 			log_rigl(t, u->log);
-		if (eval_every && t->step % eval_every == 0)
+		if (eval_every && t->step % eval_every == 0 &&
+		    (train_dist_rank() == 0 || loom_config_shards_weights(c)))
 			evaluate(t, eval_data, u->log);
 		if (sample_every && t->step % sample_every == 0)
 			sample(u);

@@ -14,6 +14,8 @@ static struct loom_dist *dist;
 static int d_rank, d_world = 1, d_quiet;
 static int agreed_exit;                 /* every rank exits 1 together */
 static uint64_t synced_step = UINT64_MAX, steps_done;
+static int d_weights;                   /* sharding=weights: a sync per micro-batch */
+static int point, synced_point;         /* its micro-batch (else 0) */
 static int synced_result;
 static sigset_t stop_set;
 static struct loom_dist_model model; /* attached */
@@ -102,6 +104,7 @@ void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose)
 {
 	d_quiet = quiet;
 	model = *m;
+	d_weights = m->sharding == LOOM_SHARD_WEIGHTS && d_world > 1;
 	if (loom_dist_attach(dist, m))
 		cli_die("%s", loom_dist_error(dist));
 	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
@@ -138,7 +141,7 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 {
 	if (d_world == 1)
 		return status == 1;
-	if (step == synced_step)
+	if (step == synced_step && point == synced_point)
 		return synced_result;
 	/* let pending stop signals in, here and only here */
 	sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
@@ -172,6 +175,7 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 	if (sig && !*stop)
 		*stop = sig;
 	synced_step = step;
+	synced_point = point;
 	synced_result = nend == d_world;
 	if (nfail || (nend && nend < d_world)) {
 		agreed_exit = 1;
@@ -234,6 +238,20 @@ void train_dist_step(float lr, int64_t t, float *norm, double *lsum)
 		loom_dist_abort(dist, 1);
 	}
 	steps_done++;
+}
+
+int train_dist_micro_begin(int micro, int last)
+{
+	point = d_weights ? micro : 0;
+	return last || d_weights;
+}
+
+void train_dist_micro_end(void)
+{
+	if (loom_dist_micro_end(dist)) {
+		cli_warn("%s", loom_dist_error(dist));
+		loom_dist_abort(dist, 1);
+	}
 }
 
 int train_dist_save_begin(void)

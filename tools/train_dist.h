@@ -7,7 +7,8 @@
  * behaviour.
  *
  * Step protocol (every rank, once per optimizer step): read the frames of
- * the step; right after the last micro-batch's frame was read, or as soon
+ * the step; right after the last micro-batch's frame was read
+ * (sharding=weights: after each micro-batch's frame), or as soon
  * as the input ended or failed, train_dist_sync() exchanges each rank's
  * status and stop signal.  All ranks then do the same thing: train the
  * step (and stop after it if any rank got SIGINT/SIGTERM/SIGUSR1), end
@@ -44,6 +45,13 @@ void train_dist_check_frame(unsigned rank, unsigned world);
  * signal any rank received.  Once per step (later calls for the same
  * step return the first answer). */
 int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop);
+/* Micro-batch `micro` of the step begins (`last`: the step's last):
+ * returns 1 if the ranks sync once its frame is read (the last one;
+ * sharding=weights: every one, as each forward gathers weights from all
+ * ranks). */
+int train_dist_micro_begin(int micro, int last);
+/* Its backward is done (sharding=weights: the gradients reduce-scattered). */
+void train_dist_micro_end(void);
 /* A data failure on this rank: the message, then the agreement (exit 1). */
 _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -25,9 +25,19 @@ struct bucket {
 	size_t soff;            /* where the chunk sits in the shard arrays */
 	int *counts, *displs;   /* [world], relative to b0 */
 	int started;
+	int sent;               /* sharding=weights: started in this micro-batch */
+	float *rb;              /* sharding=weights: the summed chunk received */
 #ifdef LOOM_HAVE_MPI
 	MPI_Request req, req2;  /* req2: the send of a two-rank exchange */
+	MPI_Request greq, greq2; /* sharding=weights: the gather of its parameters */
 #endif
+};
+
+/* sharding=weights: a unit's buckets [k0, k1) and whether its parameters
+ * are here (see loom_gpt.h's need/done) */
+enum { U_AWAY, U_COMING, U_HERE };
+struct unit {
+	int k0, k1, state;
 };
 
 struct loom_dist {
@@ -39,7 +49,10 @@ struct loom_dist {
 	float *gs, *ms, *vs;    /* gradient and moment shards [shard_n] */
 	float *gm, *gv;         /* gathered moments (rank 0, during a save) */
 	int armed;
-	uint64_t bytes_step, bytes_total;
+	int weights;            /* sharding=weights: parameters and gradients sharded too */
+	struct unit *u;         /* [n_layer + 1]: u[0] the embeddings, u[l + 1] layer l */
+	uint64_t bytes_step, bytes_last, bytes_total; /* since the last step, in it, in all */
+	double gather_wait_s;   /* of wait_s: blocked waiting for a unit's parameters */
 	double wait_s;           /* seconds blocked in communication */
 	struct loom_err err;
 };
@@ -78,7 +91,7 @@ uint64_t loom_dist_gradshard_bytes(const struct loom_dist *d)
 
 uint64_t loom_dist_bytes_step(const struct loom_dist *d)
 {
-	return d->bytes_step;
+	return d->bytes_last;
 }
 
 uint64_t loom_dist_bytes_total(const struct loom_dist *d)
@@ -169,8 +182,10 @@ void loom_dist_free(struct loom_dist *d)
 	for (int k = 0; k < d->nb; k++) {
 		free(d->b[k].counts);
 		free(d->b[k].displs);
+		free(d->b[k].rb);
 	}
 	free(d->b);
+	free(d->u);
 	free(d->gs);
 	free(d->ms);
 	free(d->vs);
@@ -202,38 +217,89 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
 	return 0;
 }
 
+/* Start bucket b's reduce-scatter: its chunk of the sum over ranks lands
+ * in the gradient shard (sharding=optimizer) or in b->rb, to be added to
+ * it by bucket_finish (sharding=weights: every micro-batch). */
 static int bucket_start(struct loom_dist *d, struct bucket *b)
 {
-	if (b->started)
+	if (b->started || b->sent)
 		return 0;
 	b->started = 1;
+	b->sent = d->weights;
+	float *dst = d->gs + b->soff;
+	if (d->weights) {
+		if (!(b->rb = malloc(sizeof(float) * (b->c1 - b->c0 ? b->c1 - b->c0 : 1))))
+			return loom_err_set(&d->err, LOOM_ENOMEM, "rank %d: out of memory", d->rank);
+		dst = b->rb;
+	}
+	d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 	if (d->world == 2) {
-		/* Two ranks: send the peer its half, receive ours (the sum is
-		 * finished in loom_dist_step).  Open MPI's MPI_Ireduce_scatter
+		/* Two ranks: send the peer its half, receive ours (our own half
+		 * is added when it is done).  Open MPI's MPI_Ireduce_scatter
 		 * reduces on one rank and scatters: 1.5x these bytes. */
 		int peer = 1 - d->rank, tag = (int)(b - d->b);
-		MPI_TRY(d, MPI_Irecv(d->gs + b->soff, b->counts[d->rank], MPI_FLOAT, peer, tag,
+		MPI_TRY(d, MPI_Irecv(dst, b->counts[d->rank], MPI_FLOAT, peer, tag,
 				     MPI_COMM_WORLD, &b->req), "receive of gradients");
 		MPI_TRY(d, MPI_Isend(d->m.grads + b->b0 + b->displs[peer], b->counts[peer], MPI_FLOAT,
 				     peer, tag, MPI_COMM_WORLD, &b->req2), "send of gradients");
 		return 0;
 	}
-	MPI_TRY(d, MPI_Ireduce_scatter(d->m.grads + b->b0, d->gs + b->soff, b->counts, MPI_FLOAT,
+	MPI_TRY(d, MPI_Ireduce_scatter(d->m.grads + b->b0, dst, b->counts, MPI_FLOAT,
 				       MPI_SUM, MPI_COMM_WORLD, &b->req),
 		"reduce-scatter of gradients");
 	return 0;
 }
 
-/* Let outstanding requests move (MPI progresses only inside MPI calls). */
-static void progress(struct loom_dist *d)
+/* Wait for bucket b's reduce-scatter; two ranks: add our own half.
+ * sharding=weights: add the chunk to the shard, and the bucket's
+ * gradients (read by the peers now) are given back, zero again. */
+static int bucket_finish(struct loom_dist *d, struct bucket *b)
+{
+	if (!b->started)
+		return 0;
+	WAIT_TRY(d, &b->req, "reduce-scatter of gradients");
+	if (d->world == 2)
+		WAIT_TRY(d, &b->req2, "send of gradients");
+	b->started = 0;
+	float *dst = d->gs + b->soff;
+	const float *own = d->m.grads + b->c0, *in = d->weights ? b->rb : dst;
+	size_t n = b->c1 - b->c0;
+	int two = d->world == 2;
+	if (d->weights || two) {
+		#pragma omp parallel for simd schedule(static)
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (d->weights ? dst[i] : 0.0f) + (two ? in[i] + own[i] : in[i]);
+	}
+	if (d->weights) {
+		free(b->rb);
+		b->rb = NULL;
+		loom_lazy_release(d->m.grads + b->b0, (b->b1 - b->b0) * sizeof(float));
+	}
+	return 0;
+}
+
+/* Let outstanding requests move (MPI progresses only inside MPI calls);
+ * sharding=weights: finish the reduce-scatters that are done. */
+static int progress(struct loom_dist *d)
 {
 	for (int k = 0; k < d->nb; k++) {
-		int flag = 0;
-		if (d->b[k].started && d->b[k].req != MPI_REQUEST_NULL)
-			MPI_Test(&d->b[k].req, &flag, MPI_STATUS_IGNORE);
-		if (d->b[k].started && d->b[k].req2 != MPI_REQUEST_NULL)
-			MPI_Test(&d->b[k].req2, &flag, MPI_STATUS_IGNORE);
+		struct bucket *b = &d->b[k];
+		int f1 = 1, f2 = 1;
+		if (b->started && b->req != MPI_REQUEST_NULL)
+			MPI_Test(&b->req, &f1, MPI_STATUS_IGNORE);
+		if (b->started && b->req2 != MPI_REQUEST_NULL)
+			MPI_Test(&b->req2, &f2, MPI_STATUS_IGNORE);
+		if (d->weights && b->started && f1 && f2) {
+			int rc = bucket_finish(d, b);
+			if (rc)
+				return rc;
+		}
+		if (b->greq != MPI_REQUEST_NULL)
+			MPI_Test(&b->greq, &f1, MPI_STATUS_IGNORE);
+		if (b->greq2 != MPI_REQUEST_NULL)
+			MPI_Test(&b->greq2, &f1, MPI_STATUS_IGNORE);
 	}
+	return 0;
 }
 
 static void on_grad_ready(void *ctx, int l)
@@ -245,6 +311,139 @@ static void on_grad_ready(void *ctx, int l)
 		if (d->b[k].tag == l && bucket_start(d, &d->b[k]))
 			return; /* reported again by loom_dist_step */
 	progress(d);
+}
+
+/* ---- sharding=weights: a unit's parameters gathered when the model needs them */
+
+static struct unit *unit_of(struct loom_dist *d, int u)
+{
+	return &d->u[u + 1];
+}
+
+/* Start gathering unit u's parameters: each rank's chunk of each bucket
+ * (kept in place in the full-size array) to every rank. */
+static int unit_gather(struct loom_dist *d, int u)
+{
+	struct unit *x = unit_of(d, u);
+	if (x->state != U_AWAY)
+		return 0;
+	x->state = U_COMING;
+	for (int k = x->k0; k < x->k1; k++) {
+		struct bucket *b = &d->b[k];
+		float *p = d->m.params + b->b0;
+		d->bytes_step += (uint64_t)(b->c1 - b->c0) * 4 * (d->world - 1);
+		if (d->world == 2) {
+			int peer = 1 - d->rank, tag = 1 << 20 | k;
+			MPI_TRY(d, MPI_Irecv(p + b->displs[peer], b->counts[peer], MPI_FLOAT, peer, tag,
+					     MPI_COMM_WORLD, &b->greq), "all-gather of parameters");
+			MPI_TRY(d, MPI_Isend(p + b->displs[d->rank], b->counts[d->rank], MPI_FLOAT,
+					     peer, tag, MPI_COMM_WORLD, &b->greq2),
+				"all-gather of parameters");
+			continue;
+		}
+		MPI_TRY(d, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p, b->counts, b->displs,
+					   MPI_FLOAT, MPI_COMM_WORLD, &b->greq),
+			"all-gather of parameters");
+	}
+	return 0;
+}
+
+static int unit_wait(struct loom_dist *d, int u)
+{
+	struct unit *x = unit_of(d, u);
+	if (x->state == U_HERE)
+		return 0;
+	int rc = unit_gather(d, u);
+	if (rc)
+		return rc;
+	double t0 = loom_now();
+	for (int k = x->k0; k < x->k1; k++) {
+		WAIT_TRY(d, &d->b[k].greq, "all-gather of parameters");
+		if (d->world == 2)
+			WAIT_TRY(d, &d->b[k].greq2, "all-gather of parameters");
+	}
+	double w = loom_now() - t0;
+	d->wait_s += w;
+	d->gather_wait_s += w;
+	x->state = U_HERE;
+	return 0;
+}
+
+static int on_need(void *ctx, int u, int next, struct loom_err *err)
+{
+	struct loom_dist *d = ctx;
+	int rc = unit_wait(d, u);
+	if (!rc && next != LOOM_GPT_UNIT_NONE)
+		rc = unit_gather(d, next); /* overlaps unit u's compute */
+	if (!rc)
+		rc = progress(d);
+	if (rc)
+		*err = d->err;
+	return rc;
+}
+
+/* Unit u's parameters are no longer needed: give back all but our chunks. */
+static void on_done(void *ctx, int u)
+{
+	struct loom_dist *d = ctx;
+	struct unit *x = unit_of(d, u);
+	for (int k = x->k0; k < x->k1; k++) {
+		const struct bucket *b = &d->b[k];
+		loom_lazy_release(d->m.params + b->b0, (b->c0 - b->b0) * sizeof(float));
+		loom_lazy_release(d->m.params + b->c1, (b->b1 - b->c1) * sizeof(float));
+	}
+	x->state = U_AWAY;
+}
+
+int loom_dist_micro_end(struct loom_dist *d)
+{
+	if (!d->weights)
+		return 0;
+	/* every bucket, also of a backward that had no target to learn from */
+	double t0 = loom_now();
+	for (int k = 0; k < d->nb; k++) {
+		int rc = bucket_start(d, &d->b[k]);
+		if (!rc)
+			rc = bucket_finish(d, &d->b[k]);
+		if (rc)
+			return rc;
+		d->b[k].sent = 0;
+	}
+	d->wait_s += loom_now() - t0;
+	return 0;
+}
+
+/* RigL under sharding=weights: the block norms from every rank's chunks,
+ * combined in rank order, then the same mask update on every rank; the
+ * changed blocks zeroed in our chunks of the weights and moments. */
+static int rigl_update_sharded(struct loom_dist *d, int64_t t)
+{
+	struct loom_gpt *g = d->m.gpt;
+	struct loom_rigl *r = g->rigl;
+	size_t n = r->n_scores;
+	double *all = malloc(sizeof(double) * n * (size_t)d->world);
+	if (!all)
+		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the block norms");
+	loom_rigl_mag_reset(r);
+	for (int k = 0; k < d->nb; k++)
+		loom_rigl_mag_range(r, d->b[k].c0, d->b[k].c1, g->params + d->b[k].c0);
+	MPI_Request req;
+	int rc = MPI_Iallgather(r->mag, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE,
+				MPI_COMM_WORLD, &req);
+	rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "allgather of the block norms")
+			       : dist_wait(d, &req, "allgather of the block norms");
+	if (!rc) {
+		d->bytes_step += (uint64_t)(d->world - 1) * n * 8;
+		loom_rigl_mag_combine(r, all, d->world);
+		loom_rigl_update_mag(r, loom_config_prune_ratio(&g->cfg, t), t);
+		for (int k = 0; k < d->nb; k++) {
+			const struct bucket *b = &d->b[k];
+			loom_rigl_zero_changed(r, b->c0, b->c1, g->params + b->c0);
+		}
+		loom_gpt_masks_changed(g);
+	}
+	free(all);
+	return rc;
 }
 
 static int bcast_params(struct loom_dist *d)
@@ -316,33 +515,21 @@ static int rigl_scores(struct loom_dist *d)
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
 {
 	struct loom_dist_model *g = &d->m;
-	d->bytes_step = 0;
 	if (d->world == 1) {
 		g->step(g->model, lr, t, norm);
 		return 0;
 	}
 	int rc;
-	for (int k = 0; k < d->nb; k++)
+	for (int k = 0; !d->weights && k < d->nb; k++) /* weights: done by micro_end */
 		if ((rc = bucket_start(d, &d->b[k])))
 			return rc;
-	d->armed = 0;
+	d->armed = d->weights;
 	double t0 = loom_now();
-	for (int k = 0; k < d->nb; k++) {
-		struct bucket *b = &d->b[k];
-		WAIT_TRY(d, &b->req, "reduce-scatter of gradients");
-		if (d->world == 2) { /* add our own half to the peer's */
-			WAIT_TRY(d, &b->req2, "send of gradients");
-			float *dst = d->gs + b->soff;
-			const float *own = g->grads + b->c0;
-			size_t n = b->c1 - b->c0;
-			#pragma omp parallel for simd schedule(static)
-			for (size_t i = 0; i < n; i++)
-				dst[i] += own[i];
-		}
-		d->b[k].started = 0;
-		d->bytes_step += (uint64_t)(d->b[k].b1 - d->b[k].b0 - (d->b[k].c1 - d->b[k].c0)) * 4;
-	}
-	memset(g->grads, 0, g->n_params * sizeof(float));
+	for (int k = 0; k < d->nb; k++)
+		if ((rc = bucket_finish(d, &d->b[k])))
+			return rc;
+	if (!d->weights)
+		memset(g->grads, 0, g->n_params * sizeof(float));
 	int update = g->gpt && g->gpt->rigl_dense;
 	if (update && (rc = rigl_scores(d)))
 		return rc;
@@ -365,28 +552,35 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	for (int k = 0; k < d->nb; k++) {
 		struct bucket *b = &d->b[k];
 		adamw_chunk(d, b, lr, t, gscale);
+		if (d->weights) /* the next forward gathers the parameters */
+			continue;
 		MPI_TRY(d, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g->params + b->b0,
 					   b->counts, b->displs, MPI_FLOAT, MPI_COMM_WORLD, &b->req),
 			"all-gather of parameters");
 		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 		progress(d);
 	}
+	if (d->weights)
+		memset(d->gs, 0, d->shard_n * sizeof(float));
 	t0 = loom_now();
-	for (int k = 0; k < d->nb; k++)
+	for (int k = 0; !d->weights && k < d->nb; k++)
 		WAIT_TRY(d, &d->b[k].req, "all-gather of parameters");
 	g->weights_changed(g->model);
-	if (update) { /* every rank: the same weights, scores, so masks */
+	if (update && d->weights && (rc = rigl_update_sharded(d, t)))
+		return rc;
+	if (update && !d->weights) /* every rank: the same weights, scores, so masks */
 		loom_gpt_rigl_update(g->gpt, t);
-		for (int k = 0; k < d->nb; k++) {
-			const struct bucket *b = &d->b[k];
-			loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->ms + b->soff);
-			loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->vs + b->soff);
-		}
+	for (int k = 0; update && k < d->nb; k++) {
+		const struct bucket *b = &d->b[k];
+		loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->ms + b->soff);
+		loom_rigl_zero_changed(g->gpt->rigl, b->c0, b->c1, d->vs + b->soff);
 	}
 	if (g->gpt)
 		g->gpt->rigl_dense = 0;
 	d->wait_s += loom_now() - t0;
+	d->bytes_last = d->bytes_step;
 	d->bytes_total += d->bytes_step;
+	d->bytes_step = 0;
 	return 0;
 }
 
@@ -420,6 +614,15 @@ int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 			"gather of the optimizer state");
 		WAIT_TRY(d, &r[0], "gather of the optimizer state");
 		WAIT_TRY(d, &r[1], "gather of the optimizer state");
+		if (!d->weights)
+			continue;
+		/* sharding=weights: the parameters too, whole on rank 0 until
+		 * loom_dist_gather_done */
+		float *p = g->params + b->b0;
+		MPI_TRY(d, MPI_Igatherv(d->rank ? p + b->displs[d->rank] : MPI_IN_PLACE, cnt,
+					MPI_FLOAT, p, b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD,
+					&r[0]), "gather of the parameters");
+		WAIT_TRY(d, &r[0], "gather of the parameters");
 	}
 	*m = d->gm;
 	*v = d->gv;
@@ -487,6 +690,12 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *m)
 	return 0;
 }
 
+int loom_dist_micro_end(struct loom_dist *d)
+{
+	(void)d;
+	return 0;
+}
+
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 {
 	*m = *d->m.m;
@@ -504,6 +713,10 @@ void loom_dist_arm(struct loom_dist *d)
 
 void loom_dist_gather_done(struct loom_dist *d)
 {
+#ifdef LOOM_HAVE_MPI
+	for (int u = -1; d->weights && d->rank == 0 && u < d->m.n_layer; u++)
+		on_done(d, u); /* rank 0 keeps its own chunks again */
+#endif
 	loom_lazy_free(d->gm);
 	loom_lazy_free(d->gv);
 	d->gm = d->gv = NULL;
@@ -564,6 +777,7 @@ void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g)
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 		.tag = gpt_tag, .grad_ready = &g->grad_ready, .grad_ready_ctx = &g->grad_ready_ctx,
 		.model = g, .step = gpt_step, .weights_changed = gpt_changed, .gpt = g,
+		.need = &g->need, .done = &g->done, .sharding = c->sharding,
 	};
 }
 
@@ -586,6 +800,8 @@ static int plan_buckets(struct loom_dist *d)
 {
 	const struct loom_dist_model *g = &d->m;
 	int W = d->world, cap = 0;
+	if (!(d->u = calloc((size_t)g->n_layer + 1, sizeof *d->u)))
+		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
 	for (int tag = g->n_layer - 1; tag >= -1; tag--) {
 		size_t lo = SIZE_MAX, hi = 0, sum = 0;
 		for (int i = 0; i < g->n_tensors; i++) {
@@ -601,6 +817,7 @@ static int plan_buckets(struct loom_dist *d)
 		if (sum != hi - lo)
 			return loom_err_set(&d->err, LOOM_EINVAL,
 					    "layer %d's tensors are not contiguous", tag);
+		d->u[tag + 1].k0 = d->nb;
 		for (size_t o = lo; o < hi; o += MAX_BUCKET) {
 			if (d->nb == cap) {
 				cap = cap ? cap * 2 : 16;
@@ -629,9 +846,10 @@ static int plan_buckets(struct loom_dist *d)
 			b->soff = d->shard_n;
 			d->shard_n += b->c1 - b->c0;
 #ifdef LOOM_HAVE_MPI
-			b->req = b->req2 = MPI_REQUEST_NULL;
+			b->req = b->req2 = b->greq = b->greq2 = MPI_REQUEST_NULL;
 #endif
 		}
+		d->u[tag + 1].k1 = d->nb;
 	}
 	return 0;
 }
@@ -651,7 +869,13 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	d->m = *g;
 	if (d->world == 1)
 		return 0;
-	if ((rc = bcast_params(d)))
+	d->weights = g->sharding == LOOM_SHARD_WEIGHTS;
+	if (d->weights && !g->need)
+		return loom_err_set(&d->err, LOOM_EINVAL,
+				    "sharding=weights: this model cannot have its weights sharded");
+	/* sharding=weights: every rank made the same weights (the seed's or
+	 * the checkpoint's): no broadcast, which would need them whole */
+	if (!d->weights && (rc = bcast_params(d)))
 		return rc;
 	if ((rc = plan_buckets(d)))
 		return rc;
@@ -670,6 +894,15 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	*g->m = *g->v = NULL;
 	*g->grad_ready = on_grad_ready;
 	*g->grad_ready_ctx = d;
+	if (!d->weights)
+		return 0;
+	/* keep our chunks of the weights; the rest comes when needed */
+	for (int u = -1; u < g->n_layer; u++)
+		on_done(d, u);
+	loom_lazy_release(g->grads, g->n_params * sizeof(float));
+	*g->need = on_need;
+	*g->done = on_done;
+	d->armed = 1;
 	return 0;
 }
 #endif

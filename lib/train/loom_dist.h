@@ -68,6 +68,11 @@ struct loom_dist_model {
 	void (*step)(void *model, float lr, int64_t t, float *norm);  /* world 1 */
 	void (*weights_changed)(void *model);
 	struct loom_gpt *gpt;           /* RigL masks: the GPT's, NULL for a BERT */
+	/* sharding=weights (enum loom_sharding): the model's unit hooks (see
+	 * loom_gpt.h; NULL: the model cannot be sharded so) */
+	int sharding;
+	int (**need)(void *ctx, int u, int next, struct loom_err *err);
+	void (**done)(void *ctx, int u);
 };
 void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g);
 void loom_dist_model_bert(struct loom_dist_model *m, struct loom_bert *b);
@@ -99,6 +104,12 @@ int loom_dist_buckets(const struct loom_dist *d);
  * reduce-scatter as its layer finishes. */
 void loom_dist_arm(struct loom_dist *d);
 
+/* A micro-batch's backward is done: sharding=weights reduce-scatters the
+ * gradients of every micro-batch into the shard (those not started yet,
+ * e.g. of a backward without targets, are sent now, as zeros) and gives
+ * the full-size gradients back.  Otherwise nothing. */
+int loom_dist_micro_end(struct loom_dist *d);
+
 /* Every rank contributes n int32 values; all[world * n] receives them in
  * rank order on every rank (a collective). */
 int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int32_t *all);
@@ -111,8 +122,9 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum);
 
 /* Collective: the full AdamW moments on rank 0 (*m, *v: n_params floats
- * owned by d until loom_dist_gather_done()); NULL on the other ranks.
- * World 1: the model's own moments. */
+ * owned by d until loom_dist_gather_done()); NULL on the other ranks;
+ * sharding=weights: the full parameters too, in the model's array on rank
+ * 0 until loom_dist_gather_done().  World 1: the model's own moments. */
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v);
 void loom_dist_gather_done(struct loom_dist *d);
 

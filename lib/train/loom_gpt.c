@@ -171,6 +171,12 @@ void loom_gpt_weights_changed(struct loom_gpt *g)
 	g->sp_ok = 0;
 }
 
+void loom_gpt_masks_changed(struct loom_gpt *g)
+{
+	g->sp_ok = g->sp_mask_ok = 0;
+	g->w16_ok = 0;
+}
+
 void loom_gpt_rigl_sync(struct loom_gpt *g)
 {
 	if (!g->rigl)

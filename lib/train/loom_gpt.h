@@ -231,6 +231,9 @@ void loom_gpt_rigl_sync(struct loom_gpt *g);
  * forward makes a new bf16 copy of the weights.  Loading a checkpoint
  * before the first forward needs no call. */
 void loom_gpt_weights_changed(struct loom_gpt *g);
+/* The masks in g->rigl changed (a sharded update: lib/train/loom_dist.c,
+ * which zeroed the changed blocks itself): repack from the next forward. */
+void loom_gpt_masks_changed(struct loom_gpt *g);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted
  * tokens, tokens whose argmax prediction equals the target (counted by a forward
