@@ -51,6 +51,8 @@ struct loom_dist {
 	int armed;
 	int weights;            /* sharding=weights: parameters and gradients sharded too */
 	struct unit *u;         /* [n_layer + 1]: u[0] the embeddings, u[l + 1] layer l */
+	int after_emb;          /* the unit to gather once the embeddings are done */
+	int gather_failed;      /* that gather could not start (error in err) */
 	uint64_t bytes_step, bytes_last, bytes_total; /* since the last step, in it, in all */
 	double gather_wait_s;   /* of wait_s: blocked waiting for a unit's parameters */
 	double wait_s;           /* seconds blocked in communication */
@@ -182,13 +184,13 @@ void loom_dist_free(struct loom_dist *d)
 	for (int k = 0; k < d->nb; k++) {
 		free(d->b[k].counts);
 		free(d->b[k].displs);
-		free(d->b[k].rb);
+		loom_lazy_free(d->b[k].rb);
 	}
 	free(d->b);
 	free(d->u);
-	free(d->gs);
-	free(d->ms);
-	free(d->vs);
+	loom_lazy_free(d->gs);
+	loom_lazy_free(d->ms);
+	loom_lazy_free(d->vs);
 	loom_lazy_free(d->gm);
 	loom_lazy_free(d->gv);
 	if (d->joined)
@@ -228,7 +230,7 @@ static int bucket_start(struct loom_dist *d, struct bucket *b)
 	b->sent = d->weights;
 	float *dst = d->gs + b->soff;
 	if (d->weights) {
-		if (!(b->rb = malloc(sizeof(float) * (b->c1 - b->c0 ? b->c1 - b->c0 : 1))))
+		if (!(b->rb = loom_model_falloc(b->c1 - b->c0))) /* mmap: given back when freed */
 			return loom_err_set(&d->err, LOOM_ENOMEM, "rank %d: out of memory", d->rank);
 		dst = b->rb;
 	}
@@ -271,7 +273,7 @@ static int bucket_finish(struct loom_dist *d, struct bucket *b)
 			dst[i] = (d->weights ? dst[i] : 0.0f) + (two ? in[i] + own[i] : in[i]);
 	}
 	if (d->weights) {
-		free(b->rb);
+		loom_lazy_free(b->rb);
 		b->rb = NULL;
 		loom_lazy_release(d->m.grads + b->b0, (b->b1 - b->b0) * sizeof(float));
 	}
@@ -372,9 +374,13 @@ static int unit_wait(struct loom_dist *d, int u)
 static int on_need(void *ctx, int u, int next, struct loom_err *err)
 {
 	struct loom_dist *d = ctx;
-	int rc = unit_wait(d, u);
-	if (!rc && next != LOOM_GPT_UNIT_NONE)
-		rc = unit_gather(d, next); /* overlaps unit u's compute */
+	int rc = d->gather_failed ? d->err.code : unit_wait(d, u);
+	/* the next unit's gather overlaps unit u's compute; after the
+	 * embeddings (the largest unit, little compute) it starts once they
+	 * are gone, so the two are never here together */
+	d->after_emb = u < 0 ? next : LOOM_GPT_UNIT_NONE;
+	if (!rc && u >= 0 && next != LOOM_GPT_UNIT_NONE)
+		rc = unit_gather(d, next);
 	if (!rc)
 		rc = progress(d);
 	if (rc)
@@ -393,6 +399,9 @@ static void on_done(void *ctx, int u)
 		loom_lazy_release(d->m.params + b->c1, (b->b1 - b->c1) * sizeof(float));
 	}
 	x->state = U_AWAY;
+	if (u < 0 && d->after_emb != LOOM_GPT_UNIT_NONE && unit_gather(d, d->after_emb))
+		d->gather_failed = 1; /* reported by the next need */
+	d->after_emb = LOOM_GPT_UNIT_NONE;
 }
 
 int loom_dist_micro_end(struct loom_dist *d)
@@ -854,15 +863,6 @@ static int plan_buckets(struct loom_dist *d)
 	return 0;
 }
 
-static float *shard_alloc(size_t n)
-{
-	float *p = NULL;
-	if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof(float)))
-		return NULL;
-	memset(p, 0, (n ? n : 1) * sizeof(float));
-	return p;
-}
-
 int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 {
 	int rc;
@@ -870,6 +870,7 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	if (d->world == 1)
 		return 0;
 	d->weights = g->sharding == LOOM_SHARD_WEIGHTS;
+	d->after_emb = LOOM_GPT_UNIT_NONE;
 	if (d->weights && !g->need)
 		return loom_err_set(&d->err, LOOM_EINVAL,
 				    "sharding=weights: this model cannot have its weights sharded");
@@ -879,9 +880,14 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 		return rc;
 	if ((rc = plan_buckets(d)))
 		return rc;
-	d->gs = shard_alloc(d->shard_n);
-	d->ms = shard_alloc(d->shard_n);
-	d->vs = shard_alloc(d->shard_n);
+	if (d->weights) { /* first keep only our chunks of the weights */
+		for (int u = -1; u < g->n_layer; u++)
+			on_done(d, u);
+		loom_lazy_release(g->grads, g->n_params * sizeof(float));
+	}
+	d->gs = loom_model_falloc(d->shard_n);
+	d->ms = loom_model_falloc(d->shard_n);
+	d->vs = loom_model_falloc(d->shard_n);
 	if (!d->gs || !d->ms || !d->vs)
 		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the optimizer shard");
 	for (int k = 0; k < d->nb; k++) {
@@ -896,10 +902,6 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	*g->grad_ready_ctx = d;
 	if (!d->weights)
 		return 0;
-	/* keep our chunks of the weights; the rest comes when needed */
-	for (int u = -1; u < g->n_layer; u++)
-		on_done(d, u);
-	loom_lazy_release(g->grads, g->n_params * sizeof(float));
 	*g->need = on_need;
 	*g->done = on_done;
 	d->armed = 1;
