@@ -41,6 +41,8 @@ is "$(plan)" "memory plan per rank of 4 (sharding=optimizer) at micro_batch 8 x 
   gradient shard  354.8 MB (the reduce-scattered 1/4 of the gradients)
   activations     7.5 GB (1.3 GB with recompute)
   total           11.4 GB (5.2 GB with recompute)" "4 ranks, sharding=optimizer: whole weights and gradients"
+like "$out" "^time per step: .* \\(4 ranks at this machine's rate, communication not counted; at MFU " \
+	"  the time per step shared by the 4 ranks"
 run loom-train -c bert-base --set data_parallel=2 --dry-run
 like "$out" '^  gradient shard  217\.8 MB \(the reduce-scattered 1/2 of the gradients\)$' \
 	"a BERT on 2 ranks: its moments and gradient shard halved"

@@ -453,12 +453,15 @@ static void print_dry_run(const struct loom_config *c, const struct model_ops *o
 	int M, K, N;
 	double rate = probe_matmul(c, &M, &K, &N);
 	double mfu = c->precision == LOOM_PREC_BF16 ? MFU_BF16 : MFU_FP32;
-	double step = fps / (rate * 1e9 * mfu);
-	char d0[32], d1[32];
+	double step = fps / (rate * 1e9 * mfu * R); /* the ranks share a step's FLOPs */
+	char d0[32], d1[32], ranks[96] = "";
+	if (R > 1)
+		snprintf(ranks, sizeof ranks, "%d ranks at this machine's rate, communication not "
+			 "counted; ", R);
 	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
 	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
-	printf("time per step: %s (at MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
-	       duration(step, d0, sizeof d0), mfu);
+	printf("time per step: %s (%sat MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
+	       duration(step, d0, sizeof d0), ranks, mfu);
 	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
 	       (long long)c->steps);
 }
