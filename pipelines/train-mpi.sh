@@ -62,7 +62,7 @@ bad_usage() {
 }
 
 # the rank and world of a launcher, if one started us
-r= w=
+r='' w=''
 if [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
 	r=$OMPI_COMM_WORLD_RANK w=$OMPI_COMM_WORLD_SIZE
 elif [ -n "${SLURM_PROCID:-}" ] && [ -n "${PMIX_RANK:-}${PMI_RANK:-}" ]; then
