@@ -1,9 +1,12 @@
-/* loom_config: learning-rate schedules, JSON round trip, arithmetic. */
+/* loom_config: learning-rate schedules, JSON round trip, arithmetic, the
+ * memory plan per rank. */
 #include <jansson.h>
 #include <math.h>
 
 #include "loom_config.h"
+#include "loom_gpt.h"
 #include "tap.h"
+#include "testlib.h"
 
 #define near(a, b) (fabs((a) - (b)) < 1e-12 * (1 + fabs(b)))
 
@@ -147,6 +150,70 @@ static void case_arithmetic(void)
 	       "message");
 }
 
+/* The memory plan per rank (loom_gpt_memory_plan) of the tiny GPT (2
+ * layers, C 16, vocab 23, 8 positions: 7088 parameters; a layer 12 C^2 +
+ * 13 C, the last with ln_f 2 C more: 3312; the embeddings (23 + 8) x 16 =
+ * 496) at B 2, T 4 on 1, 3 and 4 ranks. */
+static void case_memory_plan(void)
+{
+	struct loom_config x = tiny_gpt_cfg(2, 4);
+	struct loom_gpt_mem one, w1, o4, w4, w3;
+	is_int(loom_config_n_params(&x), 7088, "tiny GPT: 7088 parameters");
+	loom_gpt_memory_plan(&x, 2, 4, 0, &one);
+	x.sharding = LOOM_SHARD_WEIGHTS;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &w1);
+	ok(!memcmp(&one, &w1, sizeof one), "1 rank: sharding=weights plans as sharding=optimizer");
+	is_int(one.params, 7088 * 4, "1 rank: whole weights");
+	is_int(one.adam, 7088 * 8, "1 rank: whole moments");
+	is_int(one.gshard + one.gathered, 0, "1 rank: no gradient shard, no gathered buffers");
+
+	x.data_parallel = 4;
+	x.sharding = LOOM_SHARD_OPTIMIZER;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &o4);
+	is_int(o4.params, 7088 * 4, "optimizer, 4 ranks: whole weights");
+	is_int(o4.grads, 7088 * 4, "  whole gradients");
+	is_int(o4.adam, 1772 * 8, "  1/4 of the moments");
+	is_int(o4.gshard, 1772 * 4, "  a gradient shard of 1/4");
+	is_int(o4.gathered, 0, "  no gathered buffers");
+	is_int(o4.acts, one.acts, "  the activations of 1 rank");
+	is_int(o4.total, o4.params + o4.grads + o4.adam + o4.gshard + o4.acts, "  total");
+
+	x.sharding = LOOM_SHARD_WEIGHTS;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &w4);
+	is_int(w4.params, 1772 * 4, "weights, 4 ranks: 1/4 of the weights");
+	is_int(w4.grads, 1772 * 4, "  of the gradients");
+	is_int(w4.adam, 1772 * 8, "  of the moments");
+	is_int(w4.gshard, 0, "  no gradient shard");
+	is_int(w4.gathered, 4 * 3312 * 4, "  gathered: 2 layers' params and 2 layers' grads");
+	is_int(w4.gathered_head, 0, "  (more than at the LM head: 2 x 496 + 3312)");
+	is_int(w4.acts, one.acts + 2 * 4 * 16 * 4, "  activations + the embedding output's [B T, C]");
+	is_int(w4.total, w4.params + w4.grads + w4.adam + w4.gathered + w4.acts, "  total");
+	x.data_parallel = 3;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &w3);
+	is_int(w3.params, 2363 * 4, "3 ranks: a slice rounds up (7088 / 3 -> 2363)");
+
+	/* a vocabulary of 2000: the LM head's set is the larger, 2 x the
+	 * embeddings (2008 x 16) + a layer */
+	x.vocab_size = 2000;
+	x.data_parallel = 4;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &w4);
+	is_int(w4.gathered, (2 * 32128 + 3312) * 4, "vocab 2000: gathered at the LM head");
+	is_int(w4.gathered_head, 1, "  said so");
+
+	/* bf16: a copy of the gathered params only (2 layers: 2 x 3312, or
+	 * at the head 32128 + 3312) instead of the whole model's */
+	x.precision = LOOM_PREC_BF16;
+	x.data_parallel = 1;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &one);
+	x.data_parallel = 4;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &w4);
+	is_int(w4.bf16, one.bf16 - loom_config_n_params(&x) * 2 + (32128 + 3312) * 2,
+	       "bf16, weights: the gathered params' copy, the same operand scratch");
+	x.sharding = LOOM_SHARD_OPTIMIZER;
+	loom_gpt_memory_plan(&x, 2, 4, 0, &o4);
+	is_int(o4.bf16, one.bf16, "bf16, optimizer: the whole model's copy");
+}
+
 int main(void)
 {
 	case_schedules();
@@ -154,5 +221,6 @@ int main(void)
 	case_validation();
 	case_json_round_trip();
 	case_arithmetic();
+	case_memory_plan();
 	return done_testing();
 }

@@ -18,7 +18,8 @@
 #     with the README's), and wikipedia.mk's SEQ=1025 SHARDS=64 VAL=0.01
 #     SEQ=33 SHARDS=2 VAL=0.1;
 #   - mpirun: 2 ranks of this machine (-np 2, a hostfile of localhost) and
-#     --steps 4 on the command line of loom-train;
+#     --steps 4 on the command line of loom-train (the train-mpi.sh block
+#     runs as written);
 #   - `make test` is the harness that runs this test: `make -n test` (its
 #     plan) instead; `make demo` runs as written (DEMO_OUT in $T).
 . "$(dirname "$0")/lib.sh"
@@ -36,6 +37,7 @@ for i in $(seq "$nblocks"); do
 	"make demo "*) B_MAKE=$i ;;
 	"loom-fetch "*) B_PIPE=$i ;;
 	"mpirun "*) B_MPI=$i ;;
+	"loom-train -c gpt3-2.7B "*) B_WRAP=$i ;;
 	"make -f pipelines/wikipedia.mk WIKI=enwiki "*) B_MK=$i ;;
 	"pipelines/make-mirror.sh "*) B_MIRROR=$i ;;
 	"loom-extract dumps/"*) B_BERT=$i ;;
@@ -123,8 +125,14 @@ if command -v mpirun >/dev/null; then
 	runblock "$B_MPI" "$T/work"
 	is_rc 0 "the README's mpirun line runs (2 ranks)"
 	ok "  a checkpoint" test -e "$T/work/ckpt/latest/model.safetensors"
+	# the sample is one epoch of a few steps: the input ends first
+	runblock "$B_WRAP" "$T/work"
+	is_rc 0 "the README's --memory-per-rank and train-mpi.sh lines run as written (2 ranks)"
+	like "$out" '^gpt3-2\.7B needs 8 ranks of 8 GiB ' "  the ranks a model needs"
+	like "$err" '^loom-train: rank 0: data parallel: 2 ranks' "  train-mpi.sh trains on 2 ranks"
+	ok "  a checkpoint" test -e "$T/work/ckpt-mpi/latest/model.safetensors"
 else
-	skip 3 "mpirun is not installed"
+	skip 9 "mpirun is not installed"
 fi
 
 # --- "Pipelines: make and cron" ----------------------------------------------

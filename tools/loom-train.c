@@ -15,6 +15,7 @@
 #include "loom_bert.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
@@ -255,31 +256,185 @@ struct rows {
 
 static const struct model_ops gpt_ops, bert_ops;
 
-static void print_dry_run(const struct loom_config *c, const struct model_ops *ops)
+static const char *sharding_name(const struct loom_config *c)
+{
+	return c->sharding == LOOM_SHARD_WEIGHTS ? "weights" : "optimizer";
+}
+
+/* The plan per rank of c on n ranks (c's sharding), with or without
+ * recompute. */
+static void plan_on(const struct loom_config *c, const struct model_ops *ops, int n,
+		    int recompute, struct loom_gpt_mem *m)
+{
+	struct loom_config x = *c;
+	x.data_parallel = n;
+	ops->plan(&x, recompute, m);
+}
+
+/* The smallest rank count (up to 65536) on which c fits `mem` bytes per
+ * rank, or 0; *m its plan (none fits: the plan on 65536 ranks). */
+#define MAX_RANKS 65536
+static int ranks_needed(const struct loom_config *c, const struct model_ops *ops, int recompute,
+			uint64_t mem, struct loom_gpt_mem *m)
+{
+	for (int n = 1; n <= MAX_RANKS; n++) {
+		plan_on(c, ops, n, recompute, m);
+		if (m->total <= mem)
+			return n;
+	}
+	return 0;
+}
+
+/* Of the GPT presets (share/presets/\*.json of model gpt), each as it is
+ * but with c's sharding, precision and rank count: the one of the most
+ * parameters that fits `mem` bytes per rank (*fit, its plan in *m) and
+ * the one of the least memory (*small, its total in *small_total); ""
+ * when there is none. */
+static void best_preset(const struct loom_config *c, uint64_t mem, char *fit, char *small,
+			size_t len, struct loom_gpt_mem *m, uint64_t *small_total)
+{
+	char dir[4096];
+	uint64_t best = 0;
+	*fit = *small = '\0';
+	*small_total = UINT64_MAX;
+	if (loom_share_path("presets", dir, sizeof dir))
+		cli_die("no presets directory (share/presets): set LOOM_SHARE");
+	DIR *d = opendir(dir);
+	if (!d)
+		cli_die("%s: %s", dir, strerror(errno));
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n <= 5 || n - 5 >= len || strcmp(e->d_name + n - 5, ".json"))
+			continue;
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
+		struct loom_config p;
+		loom_config_defaults(&p);
+		if (loom_config_apply_preset(&p, name))
+			cli_die("%s", loom_config_error(&p));
+		if (p.model != LOOM_MODEL_GPT)
+			continue;
+		p.sharding = c->sharding;
+		p.precision = c->precision;
+		p.data_parallel = c->data_parallel;
+		struct loom_gpt_mem pm;
+		gpt_ops.plan(&p, p.recompute, &pm);
+		uint64_t np = loom_config_n_params(&p);
+		/* ties (none among the presets today) go to the first name */
+		if (pm.total <= mem && (np > best || (np == best && strcmp(name, fit) < 0))) {
+			best = np;
+			*m = pm;
+			snprintf(fit, len, "%s", name);
+		}
+		if (pm.total < *small_total || (pm.total == *small_total && strcmp(name, small) < 0)) {
+			*small_total = pm.total;
+			snprintf(small, len, "%s", name);
+		}
+	}
+	closedir(d);
+}
+
+/* --memory-per-rank: the ranks c needs of `mem` bytes each (and with
+ * recompute when c does not recompute), and the largest GPT preset that
+ * fits c's rank count. */
+static void print_fit(const struct loom_config *c, const struct model_ops *ops, uint64_t mem,
+		      const char *mem_name)
+{
+	struct loom_gpt_mem m, mr;
+	char b0[32], b1[32], b2[32], fit[256], small[256], rec[96] = "";
+	const char *sh = sharding_name(c);
+	int n = ranks_needed(c, ops, c->recompute, mem, &m), nr;
+	if (!c->recompute && (nr = ranks_needed(c, ops, 1, mem, &mr)) && (!n || nr < n))
+		snprintf(rec, sizeof rec, "; with recompute: %d rank%s, %s per rank", nr,
+			 nr == 1 ? "" : "s", cli_bytes((double)mr.total, b1, sizeof b1));
+	if (n)
+		printf("%s needs %d rank%s of %s (sharding=%s%s): %s per rank%s\n", c->preset, n,
+		       n == 1 ? "" : "s", mem_name, sh, c->recompute ? ", recompute" : "",
+		       cli_bytes((double)m.total, b0, sizeof b0), rec);
+	else if (c->sharding == LOOM_SHARD_WEIGHTS) /* what does not shrink with the ranks */
+		printf("%s does not fit ranks of %s (sharding=weights%s): on %d ranks a rank still "
+		       "needs %s, the gathered layer buffers (%s) and activations (%s)%s whole%s\n",
+		       c->preset, mem_name, c->recompute ? ", recompute" : "", MAX_RANKS,
+		       cli_bytes((double)m.total, b0, sizeof b0),
+		       cli_bytes((double)m.gathered, b1, sizeof b1),
+		       cli_bytes((double)m.acts, b2, sizeof b2), m.bf16 ? " and bf16 copies" : "",
+		       rec);
+	else
+		printf("%s does not fit ranks of %s (sharding=optimizer%s): on %d ranks a rank still "
+		       "needs %s, the weights (%s), gradients and activations (%s) whole%s%s\n",
+		       c->preset, mem_name, c->recompute ? ", recompute" : "", MAX_RANKS,
+		       cli_bytes((double)m.total, b0, sizeof b0),
+		       cli_bytes((double)m.params, b1, sizeof b1),
+		       cli_bytes((double)m.acts, b2, sizeof b2),
+		       c->model == LOOM_MODEL_GPT ? "; sharding=weights shards the weights and "
+						    "gradients" : "", rec);
+	uint64_t small_total;
+	int r = c->data_parallel;
+	best_preset(c, mem, fit, small, sizeof fit, &m, &small_total);
+	if (*fit)
+		printf("largest GPT preset that fits %d rank%s of %s: %s (%s per rank; sharding=%s)\n",
+		       r, r == 1 ? "" : "s", mem_name, fit, cli_bytes((double)m.total, b0, sizeof b0), sh);
+	else if (*small)
+		printf("no GPT preset fits %d rank%s of %s: the smallest, %s, needs %s per rank "
+		       "(sharding=%s)\n", r, r == 1 ? "" : "s", mem_name, small,
+		       cli_bytes((double)small_total, b0, sizeof b0), sh);
+}
+
+/* " (1/R of WHOLE)" after a row that R ranks share, else "" */
+static const char *share(int R, uint64_t x, uint64_t whole, char *buf, size_t len)
+{
+	char w[32];
+	if (R < 2 || x >= whole)
+		return "";
+	snprintf(buf, len, " (1/%d of %s)", R, cli_bytes((double)whole, w, sizeof w));
+	return buf;
+}
+
+static void print_dry_run(const struct loom_config *c, const struct model_ops *ops, uint64_t mem,
+			  const char *mem_name)
 {
 	struct loom_gpt_mem m0, m1;
-	char b0[32], b1[32], b2[32], b3[32], b4[32], kind[64] = "";
+	char b0[32], b1[48], b3[32], b4[32], kind[64] = "", per[96] = "";
 	uint64_t np = loom_config_n_params(c);
+	int R = c->data_parallel;
 	ops->plan(c, 0, &m0);
 	ops->plan(c, 1, &m1);
 	if (c->model != LOOM_MODEL_GPT)
 		snprintf(kind, sizeof kind, "%s task=%s, ", loom_model_name(c->model),
 			 loom_task_name(c->task));
+	if (R > 1)
+		snprintf(per, sizeof per, " per rank of %d (sharding=%s)", R, sharding_name(c));
 	printf("config: %s (%sn_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
 	       kind, c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
 	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
-	printf("memory plan at micro_batch %d x seq_len %d (%s):\n", c->micro_batch, c->seq_len,
-	       c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
-	printf("  parameters      %s\n", cli_bytes((double)m0.params, b0, sizeof b0));
-	printf("  gradients       %s\n", cli_bytes((double)m0.grads, b1, sizeof b1));
-	printf("  AdamW m + v     %s\n", cli_bytes((double)m0.adam, b2, sizeof b2));
+	printf("memory plan%s at micro_batch %d x seq_len %d (%s):\n", per, c->micro_batch,
+	       c->seq_len, c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
+	printf("  parameters      %s%s\n", cli_bytes((double)m0.params, b0, sizeof b0),
+	       share(R, m0.params, np * 4, b1, sizeof b1));
+	printf("  gradients       %s%s\n", cli_bytes((double)m0.grads, b0, sizeof b0),
+	       share(R, m0.grads, np * 4, b1, sizeof b1));
+	printf("  AdamW m + v     %s%s\n", cli_bytes((double)m0.adam, b0, sizeof b0),
+	       share(R, m0.adam, np * 8, b1, sizeof b1));
+	if (m0.gshard)
+		printf("  gradient shard  %s (the reduce-scattered 1/%d of the gradients)\n",
+		       cli_bytes((double)m0.gshard, b0, sizeof b0), R);
+	if (m0.gathered)
+		printf("  gathered layers %s (full copies: %s)\n",
+		       cli_bytes((double)m0.gathered, b0, sizeof b0),
+		       m0.gathered_head ? "at the LM head, the embeddings' weights and gradients "
+					  "and a layer's weights"
+					: "2 layers' weights and 2 layers' gradients");
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
 	if (m0.bf16)
-		printf("  bf16 copies     %s (weights, matmul operands)\n",
-		       cli_bytes((double)m0.bf16, b3, sizeof b3));
+		printf("  bf16 copies     %s (%s, matmul operands)\n",
+		       cli_bytes((double)m0.bf16, b3, sizeof b3),
+		       m0.gathered ? "gathered weights" : "weights");
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
+	if (mem)
+		print_fit(c, ops, mem, mem_name);
 	if (c->sparsity > 0) {
 		char sl[64];
 		uint64_t w = loom_config_sparse_weights(c);
@@ -298,12 +453,15 @@ static void print_dry_run(const struct loom_config *c, const struct model_ops *o
 	int M, K, N;
 	double rate = probe_matmul(c, &M, &K, &N);
 	double mfu = c->precision == LOOM_PREC_BF16 ? MFU_BF16 : MFU_FP32;
-	double step = fps / (rate * 1e9 * mfu);
-	char d0[32], d1[32];
+	double step = fps / (rate * 1e9 * mfu * R); /* the ranks share a step's FLOPs */
+	char d0[32], d1[32], ranks[96] = "";
+	if (R > 1)
+		snprintf(ranks, sizeof ranks, "%d ranks at this machine's rate, communication not "
+			 "counted; ", R);
 	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
 	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
-	printf("time per step: %s (at MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
-	       duration(step, d0, sizeof d0), mfu);
+	printf("time per step: %s (%sat MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
+	       duration(step, d0, sizeof d0), ranks, mfu);
 	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
 	       (long long)c->steps);
 }
@@ -1124,6 +1282,8 @@ static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vo
 	*tb_dir, *sample_prompt;
 static char **sets;
 static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
+static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
+static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
 static uint64_t sample_every, sample_tokens = 32;
 static double sample_temperature;
@@ -1152,6 +1312,17 @@ static void on_seed(const char *opt, const char *arg)
 	have_seed = 1;
 }
 
+/* --memory-per-rank SIZE: 8GB (powers of 1000), 8G or 8GiB (of 1024) */
+static void on_memory(const char *opt, const char *arg)
+{
+	mem_per_rank = cli_size(opt, arg);
+	if (!mem_per_rank)
+		cli_usage_error("%s: '%s': a rank needs some memory", opt, arg);
+	size_t k = strspn(arg, "0123456789");
+	snprintf(mem_name, sizeof mem_name, "%.*s %s%s", (int)k, arg, arg[k] ? arg + k : "B",
+		 arg[k] && !arg[k + 1] ? "iB" : "");
+}
+
 static const struct cli_opt opts[] = {
 	OPT_TEXT("configuration (applied in this order):"),
 	OPT_STRING('c', "config", &config, "NAME|FILE",
@@ -1162,6 +1333,9 @@ static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "recompute", &recompute, "activation checkpointing (= --set recompute=true)"),
 	OPT_BOOL(0, "print-config", &print, "print the resolved configuration as JSON and exit"),
 	OPT_BOOL(0, "dry-run", &dry, "print parameters, memory plan, FLOPs, time estimate; exit"),
+	OPT_CALLBACK(0, "memory-per-rank", on_memory, "SIZE",
+		     "with --dry-run: the ranks of SIZE (8GB, 16GiB) the\n"
+		     "model needs, the largest preset that fits"),
 	OPT_TEXT("checkpoints:"),
 	OPT_STRING(0, "save", &save, "DIR", "write DIR/step-NNNNNNNN and DIR/latest"),
 	OPT_U64(0, "save-every", &save_every, "N", 1, 1ull << 50,
@@ -1246,6 +1420,8 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--save-every needs --save DIR");
 	if (sample_prompt && !sample_every)
 		cli_usage_error("--sample-prompt needs --sample-every N");
+	if (mem_per_rank && !dry)
+		cli_usage_error("--memory-per-rank needs --dry-run");
 }
 
 /* The environment OpenBLAS and OpenMP read, the ranks under mpirun, the
@@ -1653,13 +1829,14 @@ static void bert_plan(const struct loom_config *c, int recompute, struct loom_gp
 	struct loom_bert_config bc;
 	loom_bert_config_from(c, &bc);
 	bc.recompute = recompute;
-	uint64_t n = loom_config_n_params(c);
+	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
+	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
 	*m = (struct loom_gpt_mem){
-		.params = 4 * n, .grads = 4 * n, .adam = 8 * n,
+		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
 		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
 		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
 	};
-	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
+	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
 }
 
 static void bert_begin_step(struct trainer *t)
@@ -2095,7 +2272,7 @@ int main(int argc, char **argv)
 		return 0; /* a write error: cli_init's check of stdout at exit */
 	}
 	if (dry) {
-		print_dry_run(c, t.ops);
+		print_dry_run(c, t.ops, mem_per_rank, mem_name);
 		free(sets);
 		return 0;
 	}

@@ -103,25 +103,30 @@ int loom_parse_double(const char *s, double *out)
 
 int loom_parse_size(const char *s, uint64_t *out)
 {
+	static const char units[] = "KMGT";
 	char buf[64];
 	size_t n;
-	unsigned shift = 0;
-	uint64_t v;
+	uint64_t v, mul = 1;
 	int rc;
 	if (!s || (n = strlen(s)) == 0 || n >= sizeof buf)
 		return LOOM_EINVAL;
 	memcpy(buf, s, n + 1);
-	switch (toupper((unsigned char)buf[n - 1])) {
-	case 'K': shift = 10; break;
-	case 'M': shift = 20; break;
-	case 'G': shift = 30; break;
-	case 'T': shift = 40; break;
+	/* the unit: X or XiB (powers of 1024), XB (powers of 1000) */
+	int dec = n >= 2 && toupper((unsigned char)buf[n - 1]) == 'B' &&
+		  !(n >= 3 && toupper((unsigned char)buf[n - 2]) == 'I');
+	size_t u = dec ? n - 2 : n >= 3 && toupper((unsigned char)buf[n - 1]) == 'B' ? n - 3 : n - 1;
+	const char *k = isalpha((unsigned char)buf[u]) ? strchr(units, toupper((unsigned char)buf[u]))
+						       : NULL;
+	if (k) {
+		for (const char *p = units; p <= k; p++)
+			mul *= dec ? 1000 : 1024;
+		buf[u] = '\0';
+	} else if (u != n - 1) {
+		return LOOM_EINVAL; /* "iB" or "B" after no unit */
 	}
-	if (shift)
-		buf[n - 1] = '\0';
-	if ((rc = loom_parse_u64(buf, 0, UINT64_MAX >> shift, &v)) < 0)
+	if ((rc = loom_parse_u64(buf, 0, UINT64_MAX / mul, &v)) < 0)
 		return rc;
-	*out = v << shift;
+	*out = v * mul;
 	return 0;
 }
 

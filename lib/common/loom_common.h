@@ -90,7 +90,9 @@ static inline uint64_t loom_splitmix64(uint64_t x)
 int loom_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parse a finite double.  Returns 0 or LOOM_EINVAL. */
 int loom_parse_double(const char *s, double *out);
-/* Parse a size with optional K/M/G/T suffix (powers of 1024), e.g. "512M". */
+/* Parse a size in bytes with an optional unit, any case: K, M, G, T or
+ * KiB .. TiB (powers of 1024), KB .. TB (powers of 1000): "512M", "16GiB",
+ * "8GB".  LOOM_ERANGE when it overflows 64 bits. */
 int loom_parse_size(const char *s, uint64_t *out);
 
 /* A double as Python's repr() prints it: the shortest decimal that reads

@@ -373,20 +373,39 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	float *glob[8];
 	struct loom_config c = *cfg;
 	c.recompute = recompute;
-	uint64_t np = loom_config_n_params(cfg);
-	uint64_t N = (uint64_t)B * T;
-	uint64_t hr = head_rows(N, (size_t)cfg->vocab_size, (size_t)cfg->n_embd, 0);
-	m->params = np * 4;
-	m->grads = np * 4;
-	m->adam = np * 8;
+	uint64_t np = loom_config_n_params(cfg), R = cfg->data_parallel > 1 ? cfg->data_parallel : 1;
+	uint64_t shard = (np + R - 1) / R; /* a rank's slice (world 1: all) */
+	uint64_t N = (uint64_t)B * T, C = cfg->n_embd;
+	uint64_t hr = head_rows(N, (size_t)cfg->vocab_size, (size_t)C, 0);
+	int weights = R > 1 && cfg->sharding == LOOM_SHARD_WEIGHTS;
+	memset(m, 0, sizeof *m);
+	m->params = (weights ? shard : np) * 4;
+	m->grads = (weights ? shard : np) * 4;
+	m->adam = shard * 8;
+	if (R > 1 && !weights)
+		m->gshard = shard * 4; /* the reduce-scattered gradient slice */
+	/* sharding=weights: full copies of the units in use, the params of
+	 * two layers (one computing, the next prefetched) and the gradients
+	 * of two (one computing, one being reduce-scattered), or at the LM
+	 * head the embeddings' params and gradients and a layer's params;
+	 * the last layer's unit holds ln_f */
+	uint64_t emb = ((uint64_t)cfg->vocab_size + (uint64_t)cfg->n_positions) * C;
+	uint64_t lay = cfg->n_layer ? 12 * C * C + 15 * C : 0;
+	uint64_t gp = 2 * lay > emb + lay ? 2 * lay : emb + lay; /* gathered params */
+	if (weights) {
+		m->gathered_head = 2 * emb + lay > 4 * lay;
+		m->gathered = (m->gathered_head ? 2 * emb + lay : 4 * lay) * 4;
+	}
+	/* the sharded run keeps the embedding output in a slot of its own */
 	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
-				   glob) * 4 + N * 8;
-	/* bf16: the weight copy, and the backend's two operand scratch
-	 * buffers (largest: a chunk of dlogits [hr,V] or the MLP's [N,4C],
-	 * and the MLP's [N,4C]) */
-	uint64_t hv = hr * (uint64_t)cfg->vocab_size, fc = N * 4 * (uint64_t)cfg->n_embd;
-	m->bf16 = cfg->precision == LOOM_PREC_BF16 ? np * 2 + (hv > fc ? hv : fc) * 2 + fc * 2 : 0;
-	m->total = m->params + m->grads + m->adam + m->acts + m->bf16;
+				   glob) * 4 + N * 8 + (weights ? N * C * 4 : 0);
+	/* bf16: the weight copy (sharding=weights: of the gathered params),
+	 * and the backend's two operand scratch buffers (largest: a chunk
+	 * of dlogits [hr,V] or the MLP's [N,4C], and the MLP's [N,4C]) */
+	uint64_t hv = hr * (uint64_t)cfg->vocab_size, fc = N * 4 * C;
+	m->bf16 = cfg->precision == LOOM_PREC_BF16
+			  ? (weights ? gp : np) * 2 + (hv > fc ? hv : fc) * 2 + fc * 2 : 0;
+	m->total = m->params + m->grads + m->adam + m->gshard + m->gathered + m->acts + m->bf16;
 }
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# loom-train --dry-run's memory plan per rank (data_parallel, sharding) and
+# --memory-per-rank: the ranks a model needs, the largest preset that fits.
+. "$(dirname "$0")/lib.sh"
+
+M24="-c gpt2 --set n_layer=24,n_embd=1024,n_head=16"
+plan() { sed -n '/^memory plan/,/^  total/p' "$out"; }
+
+# --- one rank: the plan of one process, whatever the sharding ---------------
+run loom-train $M24 --set sharding=weights --dry-run
+is_rc 0 "gpt2-medium shape, 1 rank, sharding=weights"
+is "$(plan)" "memory plan at micro_batch 8 x seq_len 1024 (fp32):
+  parameters      1.4 GB
+  gradients       1.4 GB
+  AdamW m + v     2.8 GB
+  activations     7.5 GB (1.3 GB with recompute)
+  total           13.1 GB (7.0 GB with recompute)" "  the whole model on the one rank"
+
+# --- sharding=weights on 4 ranks ----------------------------------------------
+run loom-train $M24 --set sharding=weights,data_parallel=4 --dry-run
+is_rc 0 "4 ranks, sharding=weights"
+is "$(plan)" "memory plan per rank of 4 (sharding=weights) at micro_batch 8 x seq_len 1024 (fp32):
+  parameters      354.8 MB (1/4 of 1.4 GB)
+  gradients       354.8 MB (1/4 of 1.4 GB)
+  AdamW m + v     709.6 MB (1/4 of 2.8 GB)
+  gathered layers 470.5 MB (full copies: at the LM head, the embeddings' weights and gradients and a layer's weights)
+  activations     7.5 GB (1.3 GB with recompute)
+  total           9.4 GB (3.2 GB with recompute)" \
+	"  a quarter of weights, gradients and moments, the gathered units, the embedding output's slot"
+# with a vocabulary of 1024, two layers' weights and gradients are the larger set
+run loom-train $M24 --set sharding=weights,data_parallel=4,vocab_size=1024 --dry-run
+like "$out" "^  gathered layers 201\.6 MB \(full copies: 2 layers' weights and 2 layers' gradients\)$" \
+	"  vocab 1024: 2 layers' weights and gradients (4 x 12.6M floats)"
+
+# --- sharding=optimizer on 4 ranks (ZeRO-1) ---------------------------------
+run loom-train $M24 --set data_parallel=4 --dry-run
+is "$(plan)" "memory plan per rank of 4 (sharding=optimizer) at micro_batch 8 x seq_len 1024 (fp32):
+  parameters      1.4 GB
+  gradients       1.4 GB
+  AdamW m + v     709.6 MB (1/4 of 2.8 GB)
+  gradient shard  354.8 MB (the reduce-scattered 1/4 of the gradients)
+  activations     7.5 GB (1.3 GB with recompute)
+  total           11.4 GB (5.2 GB with recompute)" "4 ranks, sharding=optimizer: whole weights and gradients"
+like "$out" "^time per step: .* \\(4 ranks at this machine's rate, communication not counted; at MFU " \
+	"  the time per step shared by the 4 ranks"
+run loom-train -c bert-base --set data_parallel=2 --dry-run
+like "$out" '^  gradient shard  217\.8 MB \(the reduce-scattered 1/2 of the gradients\)$' \
+	"a BERT on 2 ranks: its moments and gradient shard halved"
+
+# --- --memory-per-rank ---------------------------------------------------------
+run loom-train -c gpt3-2.7B --set sharding=weights --dry-run --memory-per-rank 8GiB
+is_rc 0 "gpt3-2.7B --memory-per-rank 8GiB"
+like "$out" '^gpt3-2\.7B needs 8 ranks of 8 GiB \(sharding=weights, recompute\): 8\.0 GB per rank$' \
+	"  8 ranks of 8 GiB"
+like "$out" '^largest GPT preset that fits 1 rank of 8 GiB: gpt3-125M \([0-9.]+ GB per rank; sharding=weights\)$' \
+	"  the largest preset on 1 rank: gpt3-125M"
+run loom-train -c gpt3-2.7B --set sharding=weights --dry-run --memory-per-rank 8GB
+like "$out" '^gpt3-2\.7B needs 9 ranks of 8 GB \(sharding=weights, recompute\)' "8GB is 10^9 bytes: 9 ranks"
+run loom-train -c gpt3-2.7B --set sharding=weights,data_parallel=8 --dry-run --memory-per-rank 8GiB
+like "$out" '^largest GPT preset that fits 8 ranks of 8 GiB: gpt3-2\.7B ' "  on 8 ranks: gpt3-2.7B"
+run loom-train -c gpt3-2.7B --set sharding=weights,data_parallel=7 --dry-run
+like "$out" '^  total +14\.0 GB \(8\.8 GB with recompute\)$' "  on 7 ranks 8.8 GB (the preset recomputes): more than 8 GiB"
+run loom-train -c gpt2 --dry-run --memory-per-rank 16G
+like "$out" '^gpt2 needs 1 rank of 16 GiB \(sharding=optimizer\): 4\.9 GB per rank$' "gpt2 fits one rank of 16G"
+
+# nothing fits, and why
+run loom-train -c gpt3-175B --dry-run --memory-per-rank 8GB
+like "$out" '^gpt3-175B does not fit ranks of 8 GB \(sharding=optimizer, recompute\): on 65536 ranks a rank still needs 1\.4 TB, the weights \(698\.4 GB\), gradients and activations \(11\.2 GB\) whole; sharding=weights shards the weights and gradients$' \
+	"gpt3-175B, sharding=optimizer: the whole weights do not fit"
+run loom-train -c gpt3-175B --set sharding=weights --dry-run --memory-per-rank 8GB
+like "$out" '^gpt3-175B does not fit ranks of 8 GB \(sharding=weights, recompute\): on 65536 ranks a rank still needs 40\.3 GB, the gathered layer buffers \(29\.0 GB\) and activations \(11\.3 GB\) whole$' \
+	"gpt3-175B, sharding=weights: the gathered layers and activations alone do not fit"
+run loom-train -c gpt2 --dry-run --memory-per-rank 2GB
+like "$out" '^gpt2 does not fit ranks of 2 GB \(sharding=optimizer\): .*; with recompute: 5 ranks, 2\.0 GB per rank$' \
+	"gpt2 in 2 GB: only with recompute, on 5 ranks"
+run loom-train -c tiny --dry-run --memory-per-rank 1M
+like "$out" '^no GPT preset fits 1 rank of 1 MiB: the smallest, test, needs [0-9.]+ MB per rank \(sharding=optimizer\)$' \
+	"1M: no preset fits, the smallest named"
+run loom-train -c bert-base --dry-run --memory-per-rank 1G
+like "$out" '^bert-base does not fit ranks of 1 GiB \(sharding=optimizer\): .* whole$' \
+	"a BERT: no sharding=weights to suggest"
+
+# the presets are read from share/presets (LOOM_SHARE), not built in
+mkdir -p "$T/share/presets"
+cp "$SHARE/presets/gpt2.json" "$SHARE/presets/bert-base.json" "$T/share/presets/"
+sed 's/"n_layer": 12/"n_layer": 14/' "$SHARE/presets/gpt2.json" > "$T/share/presets/deeper.json"
+LOOM_SHARE="$T/share" run loom-train -c gpt2 --dry-run --memory-per-rank 8G
+like "$out" '^largest GPT preset that fits 1 rank of 8 GiB: deeper ' "a preset of share/presets counts (a BERT does not)"
+
+# --- bad usage -------------------------------------------------------------------
+fails_with 2 "^loom-train: --memory-per-rank: '8XB' is not a size \\(e\\.g\\. 512M, 2G\\)\$" \
+	"a bad size" loom-train -c gpt2 --dry-run --memory-per-rank 8XB
+fails_with 2 "^loom-train: --memory-per-rank: '99999999999TB' is not a size" \
+	"a size past 64 bits" loom-train -c gpt2 --dry-run --memory-per-rank 99999999999TB
+fails_with 2 "^loom-train: --memory-per-rank: '0': a rank needs some memory\$" \
+	"a size of 0" loom-train -c gpt2 --dry-run --memory-per-rank 0
+fails_with 2 "^loom-train: --memory-per-rank needs --dry-run\$" \
+	"without --dry-run" loom-train -c gpt2 --memory-per-rank 8G
+done_testing
