@@ -67,6 +67,23 @@ int loom_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int loom_pwrite_all(int fd, const void *buf, size_t n, off_t off)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
 int loom_pread_all(int fd, void *buf, size_t n, off_t off)
 {
 	char *p = buf;

@@ -56,6 +56,9 @@ void loom_outfile_unlink_all(void);
 
 /* write(2) all of buf, retrying short writes and EINTR: 0 or -errno. */
 int loom_write_all(int fd, const void *buf, size_t n);
+/* pwrite(2) all of buf at off (short writes and EINTR retried; a write
+ * of more than 2 GB takes several): 0 or -errno. */
+int loom_pwrite_all(int fd, const void *buf, size_t n, off_t off);
 /* pread(2) exactly n bytes at off: 0, LOOM_ETRUNC (short), or -1 w/ errno. */
 int loom_pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory containing `path` (or `path` itself if a dir). */
