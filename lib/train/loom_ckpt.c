@@ -398,12 +398,7 @@ static int begin_data_file(const struct loom_ckpt_save *s, struct loom_ckpt_tx *
 	if (rc == 0 && ftruncate(o.fd, (off_t)tx->size[f]) < 0)
 		rc = loom_err_errno(&o.err, LOOM_EIO, errno, "cannot extend '%s' to %" PRIu64
 				    " bytes", path, tx->size[f]);
-	if (rc == 0)
-		rc = loom_outfile_commit(&o);
-	if (rc < 0) {
-		loom_err_set(err, rc, "%s", o.err.msg);
-		loom_outfile_abort(&o);
-	}
+	rc = loom_outfile_finish(&o, rc, err);
 	free(hdr);
 	return rc;
 }

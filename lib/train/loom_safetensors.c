@@ -179,12 +179,7 @@ int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 		sum->bytes = o.bytes;
 		sum->crc32c = crc;
 	}
-	if (rc == 0)
-		rc = loom_outfile_commit(&o);
-	if (rc < 0) {
-		loom_err_set(err, rc, "%s", o.err.msg);
-		loom_outfile_abort(&o);
-	}
+	rc = loom_outfile_finish(&o, rc, err);
 	free(hdr);
 	return rc;
 }
