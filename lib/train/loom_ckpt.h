@@ -25,6 +25,17 @@
  * while writing; loading compares them (a flipped byte is found), refuses
  * a loom checkpoint missing any part, and refuses NaN/infinite values.
  *
+ * Several processes (MPI ranks, weight sharding) each holding a slice of
+ * every tensor write one checkpoint together, the same bytes one process
+ * writes (loom_ckpt_write_begin / write_slices / write_commit below): each
+ * pwrites its slices into the two data files, and the files' checksums
+ * are combined from the CRCs of the pieces each wrote.  A process killed
+ * at any point leaves the previous checkpoint.  Loading by slices
+ * (loom_ckpt_load_model_slices, load_optimizer_slices) reads only a
+ * process's slices, so a checkpoint resumes on any number of processes.
+ * loom_ckpt knows no MPI: the caller moves the temp directory's name and
+ * the pieces (plain structs) between processes.
+ *
  * The API is generic over the model: the caller passes its tensor table
  * (name, shape, float data) in HuggingFace naming and its family (struct
  * loom_ckpt_arch: config.json's keys and the tensors they imply); loom_ckpt
@@ -36,12 +47,19 @@
  * F32 and shape.
  *
  * Ownership: the caller's tensor table and data are borrowed during a
- * call only.  A loaded struct loom_ckpt owns its files' mappings.
+ * call only.  A loaded struct loom_ckpt owns its files' mappings (pages
+ * copied out are dropped from the process's memory again).  A struct
+ * loom_ckpt_tx (a save in progress) owns its temp directory until commit
+ * renames it into place; loom_ckpt_tx_free removes it otherwise.
  * Errors: 0 or negative LOOM_E*; one line naming the checkpoint directory
  * or file and the reason, e.g. "ckpt/step-00000100/model.safetensors:
  * tensor 'transformer.wte.weight' is [128, 64] but config.json (n_embd 32,
- * vocab_size 128) needs [128, 32]".  Thread-safety: the default
- * (loom_common.h).
+ * vocab_size 128) needs [128, 32]", "ckpt/.step-00000100.tmp-Ab12Cd/
+ * optimizer.safetensors: bytes 4096..8192 were written by no process (a
+ * gap in the pieces at byte 4096)".  Thread-safety: the default
+ * (loom_common.h); write_slices calls of disjoint slices into one temp
+ * directory may run at once (processes or threads), each with its own
+ * pieces array.
  */
 #ifndef LOOM_CKPT_H
 #define LOOM_CKPT_H
