@@ -1,12 +1,16 @@
 /* Unit tests for loom_ckpt: atomic step directories, the latest switch,
- * --keep pruning, validated loading and each refusal. */
+ * --keep pruning, validated loading and each refusal; a checkpoint written
+ * by several simulated ranks (write_begin, write_slices, write_commit) and
+ * loaded by slices. */
 #include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "loom_ckpt.h"
@@ -39,6 +43,16 @@ static void add(const char *name, int ndim, int64_t s0, int64_t s1)
 	nt++;
 }
 
+/* The weights and moments saved (cases that load overwrite them). */
+static void reset_values(void)
+{
+	for (size_t i = 0; i < total; i++) {
+		param[i] = (float)i * 0.5f - 3;
+		adam_m[i] = (float)i * 1e-3f;
+		adam_v[i] = (float)i * 1e-6f;
+	}
+}
+
 /* The GPT-2 tensor table of a tiny model, HF names and layouts. */
 static void build_table(void)
 {
@@ -66,11 +80,7 @@ static void build_table(void)
 	param = malloc(total * sizeof *param);
 	adam_m = malloc(total * sizeof *param);
 	adam_v = malloc(total * sizeof *param);
-	for (size_t i = 0; i < total; i++) {
-		param[i] = (float)i * 0.5f - 3;
-		adam_m[i] = (float)i * 1e-3f;
-		adam_v[i] = (float)i * 1e-6f;
-	}
+	reset_values();
 	for (size_t i = 0; i < nt; i++) {
 		size_t off = (size_t)(uintptr_t)tab[i].data;
 		tab[i].data = param + off;
@@ -596,6 +606,546 @@ static void case_non_finite(void)
 	loom_ckpt_free(c);
 }
 
+/* --- one checkpoint written by several processes (weight sharding) ------- */
+
+#define MAXR 4
+static const float POISON = -7777.0f;
+
+static uint64_t numel_of(size_t i)
+{
+	return (uint64_t)tab[i].shape[0] * (tab[i].ndim > 1 ? (uint64_t)tab[i].shape[1] : 1);
+}
+
+/* Rank r's slices of every tensor among n ranks, for slicing `kind`:
+ * 0 (n = 3): uneven; every fifth tensor whole on one rank (empty on the
+ *    others), the rest cut at 2/7 and 5/9 (wte [16, 8] at elements 36 and
+ *    71: mid-row), the three parts going to the ranks in rotation;
+ * 1: FSDP's flat split, the table's elements in n equal runs;
+ * 2: everything on rank 0. */
+static void slicing(int kind, int n, int r, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t g = 0, all = total, start = all * (uint64_t)r / (uint64_t)n,
+		 end = all * (uint64_t)(r + 1) / (uint64_t)n;
+	for (size_t i = 0; i < nt; i++) {
+		uint64_t ne = numel_of(i), cut[4] = {0, ne * 2 / 7, ne * 5 / 9, ne};
+		lo[i] = hi[i] = 0;
+		if (kind == 0 && i % 5 == 1) {
+			if ((int)(i % 3) == r)
+				hi[i] = ne;
+		} else if (kind == 0) {
+			int part = (r - (int)(i % 3) + 3) % 3;
+			lo[i] = cut[part];
+			hi[i] = cut[part + 1];
+		} else if (kind == 1) {
+			uint64_t a = start > g ? start - g : 0, b = end > g ? end - g : 0;
+			lo[i] = a < ne ? a : ne;
+			hi[i] = b < ne ? b : ne;
+			if (hi[i] < lo[i])
+				lo[i] = hi[i] = 0;
+		} else if (r == 0) {
+			hi[i] = ne;
+		}
+		g += ne;
+	}
+}
+
+/* What a rank holds: its own copies of the weights and moments, only its
+ * slices valid (the rest POISON, which no save may write and no load may
+ * overwrite), and a table pointing at them. */
+struct rank {
+	float *p, *m, *v;
+	struct loom_ckpt_tensor t[MAXT];
+	float *mp[MAXT], *vp[MAXT];
+	uint64_t lo[MAXT], hi[MAXT];
+};
+
+static void rank_view(struct rank *rk, int kind, int n, int r, int fill)
+{
+	slicing(kind, n, r, rk->lo, rk->hi);
+	rk->p = malloc(3 * total * sizeof(float));
+	rk->m = rk->p + total;
+	rk->v = rk->m + total;
+	for (size_t k = 0; k < 3 * total; k++)
+		rk->p[k] = POISON;
+	for (size_t i = 0; i < nt; i++) {
+		size_t off = (size_t)(tab[i].data - param);
+		rk->t[i] = tab[i];
+		rk->t[i].data = rk->p + off;
+		rk->mp[i] = rk->m + off;
+		rk->vp[i] = rk->v + off;
+		for (uint64_t e = rk->lo[i]; fill && e < rk->hi[i]; e++) {
+			rk->p[off + e] = param[off + e];
+			rk->m[off + e] = adam_m[off + e];
+			rk->v[off + e] = adam_v[off + e];
+		}
+	}
+}
+
+/* The pieces of all ranks, as rank 0 gathers them. */
+struct gathered {
+	struct loom_ckpt_tx *tx;
+	struct loom_ckpt_piece p[MAXR * LOOM_CKPT_MAX_PIECES(MAXT) + 4];
+	size_t n, per_rank[MAXR];
+};
+
+static void add_extras(struct loom_ckpt_save *s);
+
+/* begin, then each rank's write_slices in the order given (from its own
+ * copies); the commit is the caller's. */
+static int sliced_begin(struct gathered *g, const char *d, uint64_t step, int kind, int n,
+			const int *order, struct loom_err *err)
+{
+	struct loom_ckpt_save s = base_save(d, step);
+	add_extras(&s);
+	memset(g, 0, sizeof *g);
+	int rc = loom_ckpt_write_begin(&s, &g->tx, err);
+	for (int k = 0; rc == 0 && k < n; k++) {
+		int r = order ? order[k] : k;
+		struct rank rk;
+		rank_view(&rk, kind, n, r, 1);
+		struct loom_ckpt_save rs = s;
+		rs.tensors = rk.t;
+		rs.adam_m = rk.mp;
+		rs.adam_v = rk.vp;
+		size_t np = LOOM_CKPT_MAX_PIECES(nt);
+		rc = loom_ckpt_write_slices(loom_ckpt_tx_dir(g->tx), &rs, rk.lo, rk.hi,
+					    g->p + g->n, &np, err);
+		g->per_rank[r] = np;
+		g->n += np;
+		free(rk.p);
+	}
+	return rc;
+}
+
+static const struct loom_ckpt_vocab sh_voc = {
+	.name = "toy",
+	.files = { { "vocab.json", "{\"a\":0}", 7 }, { "merges.txt", "#version: 0.2\n", 14 } },
+	.eos_token_id = 7,
+};
+static const uint8_t sh_mask[4] = {1, 0, 1, 1};
+static const struct loom_st_tensor sh_side[1] = {
+	{ .name = "x.mask", .dtype = LOOM_ST_U8, .ndim = 2, .shape = {2, 2}, .data = sh_mask },
+};
+static const char *const sh_meta[] = {"format", "loom-rigl", "block_size", "4", NULL};
+
+/* every kind of file a save writes: a tokenizer and a side file too */
+static void add_extras(struct loom_ckpt_save *s)
+{
+	s->vocab = &sh_voc;
+	s->sidecar_name = "sparsity.safetensors";
+	s->sidecar = sh_side;
+	s->n_sidecar = 1;
+	s->sidecar_meta = sh_meta;
+}
+
+static const char *const step_files[] = { "model.safetensors", "optimizer.safetensors",
+					  "sparsity.safetensors", "vocab.json", "merges.txt",
+					  "config.json", "state.json" };
+
+/* Every file of two step directories, byte for byte. */
+static int same_dirs(const char *a, const char *b)
+{
+	int same = tap_count_dir(a, "") == 7 && tap_count_dir(b, "") == 7;
+	for (size_t i = 0; i < sizeof step_files / sizeof *step_files; i++) {
+		size_t na = 0, nb = 0;
+		char *x = tap_slurp(&na, "%s/%s", a, step_files[i]);
+		char *y = tap_slurp(&nb, "%s/%s", b, step_files[i]);
+		if (!x || !y || na != nb || memcmp(x, y, na)) {
+			diag("%s differs", step_files[i]);
+			same = 0;
+		}
+		free(x);
+		free(y);
+	}
+	return same;
+}
+
+/* loom_ckpt_write's files against ones python (stdlib) lays out from the
+ * raw tensors by the safetensors spec, and state.json's sizes and CRC-32Cs
+ * against python's own CRC-32C of each file. */
+static const char golden_py[] =
+	"import json, struct, sys\n"
+	"d, raw, tabf = sys.argv[1:4]\n"
+	"tab = json.load(open(tabf))\n"
+	"b = open(raw, 'rb').read(); n = len(b) // 12\n"
+	"P, M, V = b[:4*n], b[4*n:8*n], b[8*n:]\n"
+	"def st(ts):\n"
+	"    h = {'__metadata__': {'format': 'pt', 'loom_step': '7'}}; off = 0; data = b''\n"
+	"    for name, shape, blob in ts:\n"
+	"        h[name] = {'dtype': 'F32', 'shape': shape, 'data_offsets': [off, off + len(blob)]}\n"
+	"        off += len(blob); data += blob\n"
+	"    j = json.dumps(h, separators=(',', ':')).encode()\n"
+	"    j += b' ' * (-len(j) % 8)\n"
+	"    return struct.pack('<Q', len(j)) + j + data\n"
+	"model, opt, at = [], [], 0\n"
+	"for name, shape in tab:\n"
+	"    k = 1\n"
+	"    for s in shape: k *= s\n"
+	"    sl = slice(4 * at, 4 * (at + k)); at += k\n"
+	"    model.append((name, shape, P[sl]))\n"
+	"    opt += [(name + '.exp_avg', shape, M[sl]), (name + '.exp_avg_sq', shape, V[sl])]\n"
+	"bad = 0\n"
+	"for f, ts in (('model.safetensors', model), ('optimizer.safetensors', opt)):\n"
+	"    if open(d + '/' + f, 'rb').read() != st(ts):\n"
+	"        print('# ' + f + ' is not the spec layout'); bad = 1\n"
+	"T = []\n"
+	"for i in range(256):\n"
+	"    c = i\n"
+	"    for _ in range(8): c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1\n"
+	"    T.append(c)\n"
+	"def crc(x):\n"
+	"    c = 0xFFFFFFFF\n"
+	"    for y in x: c = T[(c ^ y) & 0xFF] ^ (c >> 8)\n"
+	"    return c ^ 0xFFFFFFFF\n"
+	"files = json.load(open(d + '/state.json'))['files']\n"
+	"for f, r in files.items():\n"
+	"    x = open(d + '/' + f, 'rb').read()\n"
+	"    if r != {'bytes': len(x), 'crc32c': '%08x' % crc(x)}:\n"
+	"        print('# state.json: ' + f + ': ' + str(r)); bad = 1\n"
+	"sys.exit(bad)\n";
+
+static int python_golden(const char *stepdir)
+{
+	char cmd[4096];
+	FILE *f = fopen(tap_path("raw.bin"), "wb");
+	fwrite(param, 4, total, f);
+	fwrite(adam_m, 4, total, f);
+	fwrite(adam_v, 4, total, f);
+	fclose(f);
+	f = fopen(tap_path("table.json"), "w");
+	for (size_t i = 0; i < nt; i++) {
+		fprintf(f, "%s[\"%s\", [%lld", i ? ", " : "[", tab[i].name, (long long)tab[i].shape[0]);
+		if (tab[i].ndim > 1)
+			fprintf(f, ", %lld", (long long)tab[i].shape[1]);
+		fprintf(f, "]]");
+	}
+	fprintf(f, "]\n");
+	fclose(f);
+	f = fopen(tap_path("golden.py"), "w");
+	fputs(golden_py, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' '%s' '%s'", tap_path("golden.py"),
+		 stepdir, tap_path("raw.bin"), tap_path("table.json"));
+	return system(cmd);
+}
+
+/* Three ranks with uneven slices (empty ones, a tensor cut mid-row),
+ * writing in any order: the very directory loom_ckpt_write makes, which is
+ * the layout of the safetensors spec; it loads with the usual loader. */
+static void case_sharded_save(void)
+{
+	struct loom_err err = {0};
+	struct gathered *g = malloc(sizeof *g);
+	char ref[600], out[600], a[700], b[700];
+	reset_values();
+	snprintf(ref, sizeof ref, "%s/whole", root);
+	struct loom_ckpt_save s = base_save(ref, 7);
+	add_extras(&s);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "sharded: loom_ckpt_write's checkpoint");
+	snprintf(a, sizeof a, "%s/step-00000007", ref);
+	is_int(python_golden(a), 0, "sharded: loom_ckpt_write's files are the spec's layout "
+	       "(python), state.json's CRC-32Cs python's");
+
+	static const int orders[][3] = { {2, 0, 1}, {1, 2, 0} };
+	for (int kind = 0; kind < 3; kind++) {
+		char d[600];
+		snprintf(d, sizeof d, "%s/shard%d", root, kind);
+		int rc = sliced_begin(g, d, 7, kind, 3, orders[kind & 1], &err);
+		is_int(rc, 0, "sharded %d: begin + 3 ranks' write_slices: %s", kind,
+		       rc ? err.msg : "");
+		if (rc == 0) {
+			/* rank 0 receives them in any order */
+			for (size_t k = 0; k < g->n / 2; k++) {
+				struct loom_ckpt_piece t = g->p[k];
+				g->p[k] = g->p[g->n - 1 - k];
+				g->p[g->n - 1 - k] = t;
+			}
+			rc = loom_ckpt_write_commit(g->tx, g->p, g->n, out, sizeof out, &err);
+			is_int(rc, 0, "sharded %d: commit: %s", kind, rc ? err.msg : "");
+		}
+		loom_ckpt_tx_free(g->tx);
+		snprintf(b, sizeof b, "%s/step-00000007", d);
+		is_str(out, b, "sharded %d: commit returns the step directory", kind);
+		ok(same_dirs(a, b), "sharded %d: byte-identical to loom_ckpt_write's", kind);
+		is_int(tap_count_dir(d, "."), 0, "sharded %d: no temporary debris", kind);
+		if (kind == 0)
+			ok(g->per_rank[0] > 0 && g->per_rank[1] > 0 && g->per_rank[2] > 0,
+			   "sharded 0: every rank wrote pieces (%zu, %zu, %zu)", g->per_rank[0],
+			   g->per_rank[1], g->per_rank[2]);
+		/* a flat split: the model's run one piece, the optimizer's (m, v of
+		 * each tensor in turn) at most 3: a cut tensor's tail of m, its tail
+		 * of v + the whole tensors + the next cut one's head of m, its head
+		 * of v */
+		if (kind == 1)
+			ok(g->per_rank[0] <= 4 && g->per_rank[1] <= 4 && g->per_rank[2] <= 4,
+			   "sharded 1: a flat split: at most 4 pieces a rank, adjacent slices "
+			   "merged (%zu, %zu, %zu)", g->per_rank[0], g->per_rank[1], g->per_rank[2]);
+		if (kind == 2)
+			ok(g->per_rank[0] == 2 && g->per_rank[1] == 0 && g->per_rank[2] == 0,
+			   "sharded 2: whole tensors: one piece a file (%zu, %zu, %zu)",
+			   g->per_rank[0], g->per_rank[1], g->per_rank[2]);
+	}
+	snprintf(b, sizeof b, "%s/shard0", root);
+	struct loom_ckpt *c = loom_ckpt_open(b, &loom_gpt_ckpt_arch, 0, &err);
+	struct rank rk;
+	rank_view(&rk, 2, 1, 0, 0);
+	ok(c && loom_ckpt_load_model(c, rk.t, nt) == 0 &&
+	   loom_ckpt_load_optimizer(c, rk.t, nt, rk.mp, rk.vp) == 0 &&
+	   !memcmp(rk.p, param, total * 4) && !memcmp(rk.m, adam_m, total * 4) &&
+	   !memcmp(rk.v, adam_v, total * 4),
+	   "sharded: the usual loader reads it, verified, bit-identical: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	free(rk.p);
+	loom_ckpt_free(c);
+	free(g);
+}
+
+/* Pieces that leave a gap or overlap are refused, naming the file and the
+ * byte; freeing the transaction leaves the previous checkpoint. */
+static void case_sharded_refusals(void)
+{
+	struct loom_err err = {0};
+	struct gathered *g = malloc(sizeof *g);
+	char d[600], want[1200], link[512], p[700];
+	snprintf(d, sizeof d, "%s/refuse", root);
+	struct loom_ckpt_save s = base_save(d, 1);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "sharded refusals: a previous checkpoint");
+	is_int(sliced_begin(g, d, 2, 0, 3, NULL, &err), 0, "sharded refusals: 3 ranks wrote");
+	const char *tmp = loom_ckpt_tx_dir(g->tx);
+	ok(strstr(tmp, "/.step-00000002.tmp-") != NULL, "tx dir is the temp step dir: %s", tmp);
+
+	/* a gap: a piece of the optimizer's missing */
+	size_t k = 0;
+	while (k < g->n && g->p[k].file != LOOM_CKPT_OPTIMIZER_FILE)
+		k++;
+	struct loom_ckpt_piece gone = g->p[k];
+	g->p[k] = g->p[--g->n];
+	is_int(loom_ckpt_write_commit(g->tx, g->p, g->n, NULL, 0, &err), LOOM_EFORMAT,
+	       "a gap in the pieces refused");
+	snprintf(want, sizeof want, "%s/optimizer.safetensors: bytes %llu..%llu were written by "
+		 "no process (a gap in the pieces at byte %llu)", tmp,
+		 (unsigned long long)gone.off, (unsigned long long)(gone.off + gone.len),
+		 (unsigned long long)gone.off);
+	is_str(err.msg, want, "  one line naming the file and the byte");
+	g->p[g->n++] = gone;
+
+	/* an overlap: a model piece written twice in part */
+	k = 0;
+	while (k < g->n && (g->p[k].file != LOOM_CKPT_MODEL_FILE || g->p[k].len < 12))
+		k++;
+	g->p[g->n] = g->p[k];
+	g->p[g->n].off += 4;
+	g->p[g->n++].len = 8;
+	is_int(loom_ckpt_write_commit(g->tx, g->p, g->n, NULL, 0, &err), LOOM_EFORMAT,
+	       "overlapping pieces refused");
+	snprintf(want, sizeof want, "%s/model.safetensors: the pieces overlap at byte %llu "
+		 "(bytes %llu..%llu are written twice)", tmp,
+		 (unsigned long long)g->p[k].off + 4, (unsigned long long)g->p[k].off + 4,
+		 (unsigned long long)g->p[k].off + 12);
+	is_str(err.msg, want, "  one line naming the file and the byte");
+	g->n--;
+
+	/* a piece past the end, of no file */
+	g->p[g->n] = g->p[g->n - 1];
+	g->p[g->n].file = 2;
+	is_int(loom_ckpt_write_commit(g->tx, g->p, g->n + 1, NULL, 0, &err), LOOM_EINVAL,
+	       "a piece of another file refused: %s", err.msg);
+
+	/* a piece past the end of the file */
+	struct stat sb;
+	snprintf(p, sizeof p, "%s/optimizer.safetensors", tmp);
+	long long size = stat(p, &sb) == 0 ? (long long)sb.st_size : 0;
+	g->p[g->n] = (struct loom_ckpt_piece){ .file = LOOM_CKPT_OPTIMIZER_FILE,
+					       .off = (uint64_t)size - 4, .len = 8 };
+	is_int(loom_ckpt_write_commit(g->tx, g->p, g->n + 1, NULL, 0, &err), LOOM_EFORMAT,
+	       "a piece past the file's end refused");
+	snprintf(want, sizeof want, "%s: a piece at byte %lld of 8 bytes ends past the file's "
+		 "%lld bytes", p, size - 4, size);
+	is_str(err.msg, want, "  naming the file and the byte");
+
+	/* freed uncommitted: no temp dir, the previous checkpoint intact */
+	loom_ckpt_tx_free(g->tx);
+	is_int(tap_count_dir(d, "."), 0, "a tx freed before commit leaves no temp dir");
+	snprintf(p, sizeof p, "%s/latest", d);
+	ssize_t ll = readlink(p, link, sizeof link - 1);
+	link[ll > 0 ? ll : 0] = '\0';
+	is_str(link, "step-00000001", "  and latest as it was");
+	struct loom_ckpt *c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_state(c)->step == 1 && tap_count_dir(d, "step-") == 1,
+	   "  and the previous checkpoint, verified: %s", c ? "" : err.msg);
+	loom_ckpt_free(c);
+
+	/* begun, half written, freed */
+	struct loom_ckpt_tx *tx;
+	is_int(loom_ckpt_write_begin(&s, &tx, &err), 0, "begin a save of step 1 again");
+	struct rank rk;
+	rank_view(&rk, 1, 2, 1, 1);
+	struct loom_ckpt_save rs = s;
+	rs.tensors = rk.t;
+	rs.adam_m = rk.mp;
+	rs.adam_v = rk.vp;
+	size_t np = LOOM_CKPT_MAX_PIECES(nt);
+	is_int(loom_ckpt_write_slices(loom_ckpt_tx_dir(tx), &rs, rk.lo, rk.hi, g->p, &np, &err),
+	       0, "one rank of two wrote");
+	loom_ckpt_tx_free(tx);
+	is_int(tap_count_dir(d, "."), 0, "  freed: no temp dir");
+	c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0, "  step 1 untouched, verified: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+
+	/* a rank whose table is not the one begun: the header differs */
+	s.state.step = 3;
+	is_int(loom_ckpt_write_begin(&s, &tx, &err), 0, "begin step 3");
+	rs.state.step = 4;
+	np = LOOM_CKPT_MAX_PIECES(nt);
+	is_int(loom_ckpt_write_slices(loom_ckpt_tx_dir(tx), &rs, rk.lo, rk.hi, g->p, &np, &err),
+	       LOOM_EINVAL, "a rank of another table refused");
+	snprintf(want, sizeof want, "%s/model.safetensors: its header is not this tensor table's",
+		 loom_ckpt_tx_dir(tx));
+	ok(strstr(err.msg, want) != NULL, "  naming the file: %s", err.msg);
+	rs.state.step = 3;
+	rk.hi[3] = numel_of(3) + 1;
+	np = LOOM_CKPT_MAX_PIECES(nt);
+	is_int(loom_ckpt_write_slices(loom_ckpt_tx_dir(tx), &rs, rk.lo, rk.hi, g->p, &np, &err),
+	       LOOM_EINVAL, "a slice past its tensor refused");
+	snprintf(want, sizeof want, "slice [%llu, %llu) of '%s' is not within its %llu elements",
+		 (unsigned long long)rk.lo[3], (unsigned long long)numel_of(3) + 1, tab[3].name,
+		 (unsigned long long)numel_of(3));
+	ok(strstr(err.msg, want) != NULL, "  naming the tensor: %s", err.msg);
+	loom_ckpt_tx_free(tx);
+	free(rk.p);
+
+	/* kill -9 of a rank mid-save: the previous checkpoint stays, the next
+	 * save removes the debris */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct gathered *h = malloc(sizeof *h);
+		sliced_begin(h, d, 5, 0, 3, NULL, &err);
+		raise(SIGKILL);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "a save killed (SIGKILL) before commit");
+	ll = readlink(p, link, sizeof link - 1);
+	link[ll > 0 ? ll : 0] = '\0';
+	is_str(link, "step-00000001", "  latest as it was");
+	is_int(tap_count_dir(d, ".step-00000005.tmp-"), 1, "  its temp dir left behind");
+	c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_load_model(c, tab, nt) == 0 &&
+	   loom_ckpt_load_optimizer(c, tab, nt, mp, vp) == 0, "  step 1 loads, verified: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	is_int(sliced_begin(g, d, 6, 1, 2, NULL, &err), 0, "the next save, by 2 ranks");
+	int rc = loom_ckpt_write_commit(g->tx, g->p, g->n, NULL, 0, &err);
+	is_int(rc, 0, "  commits: %s", rc ? err.msg : "");
+	loom_ckpt_tx_free(g->tx);
+	is_int(tap_count_dir(d, "."), 0, "  and removed the killed save's debris");
+	free(g);
+}
+
+/* Sliced loads: each rank of several slicings gets exactly its slices
+ * (nothing else of its buffers written), together the whole tensors. */
+static void case_sliced_loads(void)
+{
+	struct loom_err err = {0};
+	char d[600];
+	snprintf(d, sizeof d, "%s/shard0", root);
+	struct loom_ckpt *c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c != NULL, "sliced loads: open: %s", c ? "" : err.msg);
+	if (!c)
+		return;
+	static const int kinds[][2] = { {0, 3}, {1, 2}, {1, 4}, {2, 3} };
+	float *all = malloc(3 * total * sizeof(float));
+	for (size_t s = 0; s < sizeof kinds / sizeof *kinds; s++) {
+		int kind = kinds[s][0], n = kinds[s][1], good = 1, rc = 0;
+		for (size_t k = 0; k < 3 * total; k++)
+			all[k] = POISON;
+		for (int r = 0; r < n; r++) {
+			struct rank rk;
+			rank_view(&rk, kind, n, r, 0);
+			if ((rc = loom_ckpt_load_model_slices(c, rk.t, nt, rk.lo, rk.hi)) < 0 ||
+			    (rc = loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo,
+								  rk.hi)) < 0)
+				diag("rank %d: %s", r, loom_ckpt_error(c));
+			for (size_t i = 0; i < nt; i++) {
+				size_t off = (size_t)(tab[i].data - param);
+				for (uint64_t e = 0; e < numel_of(i); e++)
+					for (int q = 0; q < 3; q++) {
+						float x = rk.p[q * total + off + e];
+						if (e >= rk.lo[i] && e < rk.hi[i])
+							all[q * total + off + e] = x;
+						else
+							good &= x == POISON;
+					}
+			}
+			free(rk.p);
+		}
+		is_int(rc, 0, "sliced loads %d/%d ranks: loaded", kind, n);
+		ok(good, "sliced loads %d/%d ranks: nothing outside a rank's slices written", kind,
+		   n);
+		ok(!memcmp(all, param, total * 4) && !memcmp(all + total, adam_m, total * 4) &&
+		   !memcmp(all + 2 * total, adam_v, total * 4),
+		   "sliced loads %d/%d ranks: together, the whole weights and moments", kind, n);
+	}
+	free(all);
+	struct rank rk;
+	rank_view(&rk, 2, 1, 0, 0);
+	rk.hi[nt - 1] = numel_of(nt - 1) + 1;
+	is_int(loom_ckpt_load_model_slices(c, rk.t, nt, rk.lo, rk.hi), LOOM_EINVAL,
+	       "a slice past its tensor refused");
+	ok(strstr(loom_ckpt_error(c), "model.safetensors: slice [0, 9) of tensor "
+		  "'transformer.ln_f.bias' is not within its 8 elements") != NULL,
+	   "  naming the tensor: %s", loom_ckpt_error(c));
+	tab[0].shape[1] = C + 1;
+	rk.t[0].shape[1] = C + 1;
+	rk.hi[nt - 1] = numel_of(nt - 1);
+	is_int(loom_ckpt_load_model_slices(c, rk.t, nt, rk.lo, rk.hi), LOOM_EFORMAT,
+	       "the shapes are checked as for a whole load");
+	tab[0].shape[1] = C;
+	free(rk.p);
+	loom_ckpt_free(c);
+}
+
+/* A non-finite value inside one's slice is refused, naming the tensor;
+ * one outside it is another rank's. */
+static void case_sliced_non_finite(void)
+{
+	struct loom_err err = {0};
+	char p[600];
+	struct rank rk;
+	rank_view(&rk, 2, 1, 0, 0);	/* whole tensors ... */
+	snprintf(p, sizeof p, "%s/nan/step-00000001", root);	/* ln_f.bias[5] is NaN */
+	struct loom_ckpt *c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
+	rk.hi[nt - 1] = 5;	/* ... but of ln_f.bias elements [0, 5) */
+	ok(c && loom_ckpt_load_model_slices(c, rk.t, nt, rk.lo, rk.hi) == 0,
+	   "a NaN outside the slice: loads: %s", c ? loom_ckpt_error(c) : err.msg);
+	rk.lo[nt - 1] = 4;
+	rk.hi[nt - 1] = 8;
+	ok(c && loom_ckpt_load_model_slices(c, rk.t, nt, rk.lo, rk.hi) == LOOM_EFORMAT &&
+	   strstr(loom_ckpt_error(c), "model.safetensors: the checkpoint holds non-finite values: "
+		  "tensor 'transformer.ln_f.bias' element 5 is nan"),
+	   "a NaN inside the slice refused, naming the tensor and element: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	snprintf(p, sizeof p, "%s/nan/step-00000002", root);	/* exp_avg_sq of wte [0] is inf */
+	c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
+	rk.lo[nt - 1] = 0;
+	rk.lo[0] = 1;
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) == 0,
+	   "an infinite moment outside the slice: loads: %s", c ? loom_ckpt_error(c) : err.msg);
+	rk.lo[0] = 0;
+	rk.hi[0] = 1;
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) ==
+	   LOOM_EFORMAT && strstr(loom_ckpt_error(c), "optimizer.safetensors: the checkpoint "
+				  "holds non-finite values: tensor "
+				  "'transformer.wte.weight.exp_avg_sq' element 0 is inf"),
+	   "an infinite moment inside the slice refused: %s", c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	free(rk.p);
+}
+
 int main(void)
 {
 	build_table();
@@ -618,6 +1168,10 @@ int main(void)
 	case_without_checksums();
 	case_tokenizer();
 	case_non_finite();
+	case_sharded_save();
+	case_sharded_refusals();
+	case_sliced_loads();
+	case_sliced_non_finite();
 	free(param);
 	free(adam_m);
 	free(adam_v);

@@ -98,6 +98,40 @@ static void case_outfile(void)
 	ok(strstr(err.msg, "No such file") != NULL, "read message has strerror");
 }
 
+/* loom_outfile_finish commits, or aborts on a failure (copying its
+ * message); loom_pwrite_all writes at an offset, past the end too. */
+static void case_finish_pwrite(void)
+{
+	struct loom_err err = {0};
+	char path[4200], *buf;
+	size_t len;
+	snprintf(path, sizeof path, "%s/fin.bin", dir);
+	struct loom_outfile o;
+	is_int(loom_outfile_open(&o, path), 0, "finish: open");
+	loom_outfile_write(&o, "hello", 5);
+	is_int(loom_outfile_finish(&o, 0, &err), 0, "finish(0) commits");
+	is_int(loom_outfile_open(&o, path), 0, "finish: reopen");
+	loom_outfile_write(&o, "partial", 7);
+	loom_err_set(&o.err, LOOM_EINVAL, "%s: a step failed", path);
+	is_int(loom_outfile_finish(&o, LOOM_EINVAL, &err), LOOM_EINVAL, "finish(failure) fails");
+	ok(strstr(err.msg, "fin.bin: a step failed") != NULL, "  with the outfile's message: %s",
+	   err.msg);
+	is_int(loom_read_file(path, &buf, &len, &err), 0, "  read back");
+	ok(len == 5 && memcmp(buf, "hello", 5) == 0, "  the committed file kept");
+	free(buf);
+	is_int(tap_count_dir_containing(dir, "fin.bin.tmp-"), 0, "  no temp file left");
+
+	int fd = open(path, O_RDWR);
+	is_int(loom_pwrite_all(fd, "J", 1, 0), 0, "pwrite at 0");
+	is_int(loom_pwrite_all(fd, "LLO", 3, 2), 0, "pwrite at 2");
+	is_int(loom_pwrite_all(fd, "!", 1, 7), 0, "pwrite past the end");
+	is_int(loom_pwrite_all(fd, "?", 1, -1), -EINVAL, "a negative offset refused");
+	close(fd);
+	is_int(loom_read_file(path, &buf, &len, &err), 0, "  read back");
+	ok(len == 8 && memcmp(buf, "JeLLO\0\0!", 8) == 0, "  the bytes at their offsets");
+	free(buf);
+}
+
 /* A FIFO (like /dev/null, a non-regular file) is written in place. */
 static void case_outfile_in_place(void)
 {
@@ -247,6 +281,7 @@ int main(void)
 	case_errors();
 	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
 	case_outfile();
+	case_finish_pwrite();
 	case_outfile_in_place();
 	case_basename();
 	case_mkdir_p();

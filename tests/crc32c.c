@@ -1,5 +1,6 @@
 /* Unit tests for loom_crc32c: check value, hardware vs table on random
- * buffers of every length and alignment, incremental use, masking. */
+ * buffers of every length and alignment, incremental use, masking,
+ * combining the CRCs of pieces. */
 #include <stdlib.h>
 
 #include "loom_crc32c.h"
@@ -88,6 +89,43 @@ int main(void)
 		mism += a != b;
 	}
 	is_int(mism, 0, "dispatch == sw on 2000 random slices");
+
+	/* Combining: the CRC of A||B from those of A and B, cut anywhere,
+	 * empty pieces included. */
+	size_t cuts[] = { 0, 1, 7, 8, 255, 256, 8191, 8192, 24577, max - 1, max };
+	mism = 0;
+	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+		size_t a = cuts[i];
+		uint32_t ca = loom_crc32c(0, buf, a), cb = loom_crc32c(0, buf + a, max - a);
+		mism += loom_crc32c_combine(ca, cb, max - a) != loom_crc32c(0, buf, max);
+	}
+	is_int(mism, 0, "combine(crc(A), crc(B), |B|) == crc(A||B) at %zu cuts",
+	       sizeof cuts / sizeof *cuts);
+	is_int(loom_crc32c_combine(0x12345678u, 0, 0), 0x12345678u, "an empty B: crc(A)");
+	is_int(loom_crc32c_combine(0, loom_crc32c(0, v, 9), 9), 0xE3069283u,
+	       "an empty A: crc(B)");
+	mism = 0;
+	for (int i = 0; i < 200; i++) {
+		/* a file cut in 1..8 random pieces, some empty, combined in order */
+		size_t np = 1 + rnd() % 8, at = 0;
+		uint32_t c = 0;
+		for (size_t k = 0; k < np; k++) {
+			size_t len = k == np - 1 ? max - at : (rnd() % 4 ? rnd() % (max - at + 1) : 0);
+			c = loom_crc32c_combine(c, loom_crc32c(0, buf + at, len), len);
+			at += len;
+		}
+		mism += c != loom_crc32c(0, buf, max);
+	}
+	is_int(mism, 0, "200 random cuttings in up to 8 pieces (empty ones too) combine to crc(A)");
+	mism = 0;
+	for (int i = 0; i < 200; i++) {
+		/* lengths past 4 GB: (a.b).c == a.(b.c) as operators */
+		uint64_t lb = (uint64_t)rnd() << 20 | rnd(), lc = (uint64_t)rnd() << 21 | rnd();
+		uint32_t a = rnd(), b = rnd(), c = rnd();
+		mism += loom_crc32c_combine(loom_crc32c_combine(a, b, lb), c, lc) !=
+			loom_crc32c_combine(a, loom_crc32c_combine(b, c, lc), lb + lc);
+	}
+	is_int(mism, 0, "combine is associative for lengths up to 2^53");
 	free(buf);
 	return done_testing();
 }

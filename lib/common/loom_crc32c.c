@@ -13,10 +13,12 @@
 /* ---- tables (built once) ---------------------------------------------- */
 
 static uint32_t slice[8][256];
-/* Operators "append LONG (resp. SHORT) zero bytes" on the raw CRC state,
- * as byte-indexed tables (for combining the interleaved streams). */
-#define LONG 8192
-#define SHORT 256
+/* zeros_pow[k]: the operator "append 2^k zero bytes" on a CRC, as a GF(2)
+ * matrix (32 columns); for combining CRCs (loom_crc32c_combine) and, as
+ * byte-indexed tables, the interleaved hardware streams. */
+static uint32_t zeros_pow[64][32];
+#define LONG 8192 /* 2^13 */
+#define SHORT 256 /* 2^8 */
 static uint32_t zeros_long[4][256], zeros_short[4][256];
 static int have_hw;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -39,36 +41,23 @@ static void gf2_square(uint32_t *sq, const uint32_t *mat)
 		sq[n] = gf2_times(mat, mat[n]);
 }
 
-/* Matrix of the operator "append len zero bytes" (len a power of two). */
-static void zeros_op(uint32_t *even, size_t len)
+static void zeros_init(void)
 {
-	uint32_t odd[32], row = 1;
-	odd[0] = POLY; /* one zero bit */
+	uint32_t bit[32], two[32], four[32], row = 1;
+	bit[0] = POLY; /* one zero bit */
 	for (int n = 1; n < 32; n++) {
-		odd[n] = row;
+		bit[n] = row;
 		row <<= 1;
 	}
-	gf2_square(even, odd); /* two bits */
-	gf2_square(odd, even); /* four bits */
-	/* Each square doubles; the first one below gives one byte. */
-	for (;;) {
-		gf2_square(even, odd);
-		len >>= 1;
-		if (!len)
-			return;
-		gf2_square(odd, even);
-		len >>= 1;
-		if (!len) {
-			memcpy(even, odd, sizeof odd);
-			return;
-		}
-	}
+	gf2_square(two, bit);
+	gf2_square(four, two);
+	gf2_square(zeros_pow[0], four); /* eight bits: one byte */
+	for (int k = 1; k < 64; k++)
+		gf2_square(zeros_pow[k], zeros_pow[k - 1]);
 }
 
-static void zeros_table(uint32_t zeros[4][256], size_t len)
+static void zeros_table(uint32_t zeros[4][256], const uint32_t *op)
 {
-	uint32_t op[32];
-	zeros_op(op, len);
 	for (uint32_t n = 0; n < 256; n++) {
 		zeros[0][n] = gf2_times(op, n);
 		zeros[1][n] = gf2_times(op, n << 8);
@@ -98,8 +87,9 @@ static void init(void)
 			slice[k][n] = c;
 		}
 	}
-	zeros_table(zeros_long, LONG);
-	zeros_table(zeros_short, SHORT);
+	zeros_init();
+	zeros_table(zeros_long, zeros_pow[13]);
+	zeros_table(zeros_short, zeros_pow[8]);
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	have_hw = __builtin_cpu_supports("sse4.2");
@@ -225,4 +215,13 @@ uint32_t loom_crc32c(uint32_t crc, const void *buf, size_t n)
 {
 	ensure_init();
 	return have_hw ? loom_crc32c_hw(crc, buf, n) : loom_crc32c_sw(crc, buf, n);
+}
+
+uint32_t loom_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
+{
+	ensure_init();
+	for (int k = 0; len2; k++, len2 >>= 1)
+		if (len2 & 1)
+			crc1 = gf2_times(zeros_pow[k], crc1);
+	return crc1 ^ crc2;
 }

@@ -10,6 +10,10 @@
  *
  * Ownership/errors: pure functions, no allocation, thread-safe.
  * Incremental use: crc = loom_crc32c(0, a, na); crc = loom_crc32c(crc, b, nb).
+ * Pieces computed apart (e.g. by several processes, each its part of a
+ * file): loom_crc32c(0, a||b) = loom_crc32c_combine(crc_a, crc_b, nb), as
+ * zlib's crc32_combine, with GF(2) matrices of "append 2^k zero bytes"
+ * built once: at most 64 matrix-vector products, whatever nb.
  */
 #ifndef LOOM_CRC32C_H
 #define LOOM_CRC32C_H
@@ -24,6 +28,9 @@ uint32_t loom_crc32c_sw(uint32_t crc, const void *buf, size_t n);
 /* Hardware implementation; only call when loom_crc32c_hw_available(). */
 uint32_t loom_crc32c_hw(uint32_t crc, const void *buf, size_t n);
 int loom_crc32c_hw_available(void);
+/* The CRC of A||B from crc1 = loom_crc32c(0, A, na), crc2 = loom_crc32c(0,
+ * B, len2) and len2 (the unmasked CRCs; len2 0 gives crc1). */
+uint32_t loom_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
 
 static inline uint32_t loom_crc32c_mask(uint32_t crc)
 {

@@ -51,11 +51,12 @@ void loom_outfile_unlink_all(void)
 	}
 }
 
-int loom_write_all(int fd, const void *buf, size_t n)
+/* write(2) (off < 0) or pwrite(2) at off all of buf. */
+static int write_loop(int fd, const void *buf, size_t n, off_t off)
 {
 	const char *p = buf;
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = off < 0 ? write(fd, p, n) : pwrite(fd, p, n, off);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -63,8 +64,20 @@ int loom_write_all(int fd, const void *buf, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		if (off >= 0)
+			off += w;
 	}
 	return 0;
+}
+
+int loom_write_all(int fd, const void *buf, size_t n)
+{
+	return write_loop(fd, buf, n, -1);
+}
+
+int loom_pwrite_all(int fd, const void *buf, size_t n, off_t off)
+{
+	return off < 0 ? -EINVAL : write_loop(fd, buf, n, off);
 }
 
 int loom_pread_all(int fd, void *buf, size_t n, off_t off)
@@ -234,6 +247,17 @@ void loom_outfile_abort(struct loom_outfile *o)
 		close(o->fd);
 	}
 	outfile_release(o);
+}
+
+int loom_outfile_finish(struct loom_outfile *o, int rc, struct loom_err *err)
+{
+	if (rc == 0)
+		rc = loom_outfile_commit(o);
+	if (rc < 0) {
+		*err = o->err;
+		loom_outfile_abort(o);
+	}
+	return rc;
 }
 
 const char *loom_outfile_error(const struct loom_outfile *o)
@@ -500,13 +524,7 @@ int loom_write_file_atomic(const char *path, const void *buf, size_t len,
 	int rc = loom_outfile_open(&o, path);
 	if (rc == 0)
 		rc = loom_outfile_write(&o, buf, len);
-	if (rc == 0)
-		rc = loom_outfile_commit(&o);
-	if (rc < 0) {
-		*err = o.err;
-		loom_outfile_abort(&o);
-	}
-	return rc;
+	return loom_outfile_finish(&o, rc, err);
 }
 
 char *loom_path_join(const char *dir, const char *name)

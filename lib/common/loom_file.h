@@ -49,6 +49,10 @@ int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n);
 int loom_outfile_commit(struct loom_outfile *o);
 /* Close and remove the temporary file; the final name is untouched. */
 void loom_outfile_abort(struct loom_outfile *o);
+/* The end of writing o, whose steps so far returned rc: commit it if rc
+ * is 0; if rc (or the commit) failed, copy o's message to err and abort.
+ * Returns rc or the commit's code. */
+int loom_outfile_finish(struct loom_outfile *o, int rc, struct loom_err *err);
 const char *loom_outfile_error(const struct loom_outfile *o);
 
 /* Remove every live temporary file (async-signal-safe). */
@@ -56,6 +60,9 @@ void loom_outfile_unlink_all(void);
 
 /* write(2) all of buf, retrying short writes and EINTR: 0 or -errno. */
 int loom_write_all(int fd, const void *buf, size_t n);
+/* pwrite(2) all of buf at off >= 0 (short writes and EINTR retried; a
+ * write of more than 2 GB takes several): 0 or -errno. */
+int loom_pwrite_all(int fd, const void *buf, size_t n, off_t off);
 /* pread(2) exactly n bytes at off: 0, LOOM_ETRUNC (short), or -1 w/ errno. */
 int loom_pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory containing `path` (or `path` itself if a dir). */

@@ -229,6 +229,28 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
 	return j;
 }
 
+static int switch_latest(const char *dir, const char *target, struct loom_err *err)
+{
+	char tmp[PATH_MAX + 64], latest[PATH_MAX + 16];
+	static unsigned counter;
+	snprintf(latest, sizeof latest, "%s/latest", dir);
+	for (int tries = 0;; tries++) {
+		snprintf(tmp, sizeof tmp, "%s/.latest.tmp-%ld-%u", dir, (long)getpid(),
+			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		if (symlink(target, tmp) == 0)
+			break;
+		if (errno != EEXIST || tries > 100)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot create symlink '%s'",
+					      tmp);
+	}
+	if (rename(tmp, latest) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return loom_err_errno(err, LOOM_EIO, e, "cannot switch '%s'", latest);
+	}
+	return loom_fsync_dir_of(dir, err);
+}
+
 /* Checks that the caller's HF numbers agree with its tensors before
  * anything is written (a bug here would make an unloadable checkpoint). */
 static int check_save_table(const struct loom_ckpt_save *s, struct loom_err *err)
@@ -268,183 +290,483 @@ static int opt_names(const struct loom_ckpt_save *s, char ***names)
 	return 0;
 }
 
-static int write_files(const struct loom_ckpt_save *s, const char *tmp, struct loom_err *err)
+/* The two files of tensor data, in the order of loom_ckpt_piece.file. */
+static const char *const data_file[2] = { "model.safetensors", "optimizer.safetensors" };
+
+/* The safetensors header of data file f (LOOM_CKPT_MODEL_FILE: the
+ * weights; LOOM_CKPT_OPTIMIZER_FILE: NAME.exp_avg, NAME.exp_avg_sq of
+ * every tensor in turn) at `path`: loom_st_header's. */
+static int data_header(const struct loom_ckpt_save *s, int f, const char *path, char **hdr,
+		       size_t *hlen, uint64_t *dlen, struct loom_err *err)
 {
-	char path[PATH_MAX + 64];
 	char step[32];
-	int rc = 0;
-	struct file_sum sums[6];
-	size_t nsums = 0;
-	struct loom_st_tensor *st = calloc(2 * s->n_tensors + 1, sizeof *st);
 	char **on = NULL;
-	if (!st)
+	int rc = 0;
+	const size_t n = f == LOOM_CKPT_MODEL_FILE ? s->n_tensors : 2 * s->n_tensors;
+	struct loom_st_tensor *st = calloc(n + 1, sizeof *st);
+	if (!st || (f == LOOM_CKPT_OPTIMIZER_FILE && opt_names(s, &on) < 0)) {
+		free(st);
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	}
 	snprintf(step, sizeof step, "%" PRIu64, s->state.step);
 	const char *meta[] = {"format", "pt", "loom_step", step, NULL};
-
-	for (size_t i = 0; i < s->n_tensors; i++)
-		if (to_st(&s->tensors[i], s->tensors[i].data, s->tensors[i].name, &st[i]) < 0) {
-			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad shape for '%s'",
-					  s->tensors[i].name);
+	for (size_t i = 0; i < n; i++) {
+		const struct loom_ckpt_tensor *t = &s->tensors[on ? i / 2 : i];
+		if (to_st(t, NULL, on ? on[i] : t->name, &st[i]) < 0) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad shape for '%s'", t->name);
 			goto out;
 		}
-	snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-	sums[nsums].name = "model.safetensors";
-	if ((rc = loom_st_write(path, st, s->n_tensors, meta, &sums[nsums++].sum, err)) < 0)
-		goto out;
-
-	if (s->adam_m) {
-		if (opt_names(s, &on) < 0) {
-			rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < s->n_tensors; i++) {
-			to_st(&s->tensors[i], s->adam_m[i], on[2 * i], &st[2 * i]);
-			to_st(&s->tensors[i], s->adam_v[i], on[2 * i + 1], &st[2 * i + 1]);
-		}
-		snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-		sums[nsums].name = "optimizer.safetensors";
-		if ((rc = loom_st_write(path, st, 2 * s->n_tensors, meta, &sums[nsums++].sum,
-					err)) < 0)
-			goto out;
 	}
+	rc = loom_st_header(path, st, n, meta, hdr, hlen, dlen, err);
+out:
+	for (size_t k = 0; on && k < n; k++)
+		free(on[k]);
+	free(on);
+	free(st);
+	return rc;
+}
 
+/* The files state.json lists: the two data files, a side file, the
+ * tokenizer's two, config.json. */
+#define MAX_SUMS (2 + 1 + LOOM_CKPT_VOCAB_FILES + 1)
+
+struct loom_ckpt_tx {
+	char dir[PATH_MAX];		/* DIR */
+	char name[32];			/* step-NNNNNNNN */
+	char tmp[PATH_MAX];		/* DIR/.step-NNNNNNNN.tmp-XXXXXX */
+	unsigned keep;
+	struct loom_ckpt_state state;
+	char *state_extra;
+	int nfiles;			/* data files: 1, or 2 with the moments */
+	uint64_t hlen[2], size[2];	/* a data file's header bytes and size */
+	uint32_t hcrc[2];		/* the CRC-32C of its header */
+	/* what state.json lists, in its order: the data files, then the
+	 * others (their sums computed as they were written) */
+	struct file_sum sums[MAX_SUMS];
+	char names[MAX_SUMS][64];
+	size_t nsums;
+	int renamed;			/* tmp is the step directory now */
+};
+
+/* Name the next file of state.json's list, of the kind `what` ("side
+ * file", "tokenizer file"; NULL: loom's own): a plain name the reader
+ * takes, none of loom's own files for the caller's. */
+static struct loom_st_sum *add_sum(struct loom_ckpt_tx *tx, const char *what, const char *name,
+				   struct loom_err *err)
+{
+	static const char *const own[] = { "model.safetensors", "optimizer.safetensors",
+					   "config.json", "state.json" };
+	int bad = !name || !*name || strchr(name, '/') || !strcmp(name, ".") ||
+		  !strcmp(name, "..") || strlen(name) >= sizeof tx->names[0];
+	for (size_t i = 0; what && !bad && i < sizeof own / sizeof *own; i++)
+		bad = !strcmp(name, own[i]);
+	for (size_t i = 0; !bad && i < tx->nsums; i++)
+		bad = !strcmp(tx->sums[i].name, name);
+	if (bad) {
+		loom_err_set(err, LOOM_EINVAL, "checkpoint: bad %s name '%s'",
+			     what ? what : "file", name ? name : "(null)");
+		return NULL;
+	}
+	snprintf(tx->names[tx->nsums], sizeof tx->names[0], "%s", name);
+	tx->sums[tx->nsums].name = tx->names[tx->nsums];
+	return &tx->sums[tx->nsums++].sum;
+}
+
+/* Write the header of data file f and size the file to its final length
+ * (the data a hole until the processes write their slices). */
+static int begin_data_file(const struct loom_ckpt_save *s, struct loom_ckpt_tx *tx, int f,
+			   struct loom_err *err)
+{
+	char path[PATH_MAX + 64], *hdr;
+	size_t hlen;
+	uint64_t dlen;
+	struct loom_outfile o;
+	snprintf(path, sizeof path, "%s/%s", tx->tmp, data_file[f]);
+	int rc = data_header(s, f, path, &hdr, &hlen, &dlen, err);
+	if (rc < 0)
+		return rc;
+	if (!add_sum(tx, NULL, data_file[f], err)) {
+		free(hdr);
+		return err->code;
+	}
+	tx->hlen[f] = hlen;
+	tx->size[f] = hlen + dlen;
+	tx->hcrc[f] = loom_crc32c(0, hdr, hlen);
+	rc = loom_outfile_open(&o, path);
+	if (rc == 0)
+		rc = loom_outfile_write(&o, hdr, hlen);
+	if (rc == 0 && ftruncate(o.fd, (off_t)tx->size[f]) < 0)
+		rc = loom_err_errno(&o.err, LOOM_EIO, errno, "cannot extend '%s' to %" PRIu64
+				    " bytes", path, tx->size[f]);
+	rc = loom_outfile_finish(&o, rc, err);
+	free(hdr);
+	return rc;
+}
+
+/* Everything of the step directory but the tensor data and state.json. */
+static int begin_files(const struct loom_ckpt_save *s, struct loom_ckpt_tx *tx,
+		       struct loom_err *err)
+{
+	char path[PATH_MAX + 64];
+	struct loom_st_sum *sum;
+	int rc;
+	for (int f = 0; f < tx->nfiles; f++)
+		if ((rc = begin_data_file(s, tx, f, err)) < 0)
+			return rc;
 	if (s->sidecar_name) {
-		if (strchr(s->sidecar_name, '/') || !strcmp(s->sidecar_name, "model.safetensors") ||
-		    !strcmp(s->sidecar_name, "optimizer.safetensors")) {
-			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad side file name '%s'",
-					  s->sidecar_name);
-			goto out;
-		}
-		snprintf(path, sizeof path, "%s/%s", tmp, s->sidecar_name);
-		sums[nsums].name = s->sidecar_name;
-		if ((rc = loom_st_write(path, s->sidecar, s->n_sidecar, s->sidecar_meta,
-					&sums[nsums++].sum, err)) < 0)
-			goto out;
+		if (!(sum = add_sum(tx, "side file", s->sidecar_name, err)))
+			return err->code;
+		snprintf(path, sizeof path, "%s/%s", tx->tmp, s->sidecar_name);
+		if ((rc = loom_st_write(path, s->sidecar, s->n_sidecar, s->sidecar_meta, sum,
+					err)) < 0)
+			return rc;
 	}
-
 	for (int i = 0; s->vocab && i < LOOM_CKPT_VOCAB_FILES; i++) {
 		const char *name = s->vocab->files[i].name, *data = s->vocab->files[i].data;
 		size_t len = s->vocab->files[i].len;
 		if (!name)
 			continue;
-		if (strchr(name, '/') || !data) {
-			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: bad tokenizer file '%s'",
-					  name);
-			goto out;
-		}
-		snprintf(path, sizeof path, "%s/%s", tmp, name);
-		sums[nsums].name = name;
-		sums[nsums].sum.bytes = len;
-		sums[nsums++].sum.crc32c = loom_crc32c(0, data, len);
+		if (!data)
+			return loom_err_set(err, LOOM_EINVAL, "checkpoint: bad tokenizer file '%s'",
+					    name);
+		if (!(sum = add_sum(tx, "tokenizer file", name, err)))
+			return err->code;
+		snprintf(path, sizeof path, "%s/%s", tx->tmp, name);
+		sum->bytes = len;
+		sum->crc32c = loom_crc32c(0, data, len);
 		if ((rc = loom_write_file_atomic(path, data, len, err)) < 0)
-			goto out;
+			return rc;
 	}
-
 	json_t *cfg = hf_config(s, err);
-	if (!cfg) {
-		rc = err->code;
-		goto out;
-	}
-	snprintf(path, sizeof path, "%s/config.json", tmp);
-	sums[nsums].name = "config.json";
-	rc = write_json(path, cfg, &sums[nsums++].sum, err);
+	if (!cfg)
+		return err->code;
+	snprintf(path, sizeof path, "%s/config.json", tx->tmp);
+	sum = add_sum(tx, NULL, "config.json", err);
+	rc = sum ? write_json(path, cfg, sum, err) : err->code;
 	json_decref(cfg);
-	if (rc < 0)
-		goto out;
-
-	json_t *sj = state_json(&s->state, s->state_extra_json, sums, nsums, err);
-	if (!sj) {
-		rc = err->code;
-		goto out;
-	}
-	snprintf(path, sizeof path, "%s/state.json", tmp);
-	rc = write_json(path, sj, NULL, err);
-	json_decref(sj);
-	if (rc < 0)
-		goto out;
-	rc = loom_fsync_dir_of(tmp, err);
-out:
-	if (on) {
-		for (size_t k = 0; k < 2 * s->n_tensors; k++)
-			free(on[k]);
-		free(on);
-	}
-	free(st);
 	return rc;
 }
 
-static int switch_latest(const char *dir, const char *target, struct loom_err *err)
+int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **out,
+			  struct loom_err *err)
 {
-	char tmp[PATH_MAX], latest[PATH_MAX];
-	static unsigned counter;
-	snprintf(latest, sizeof latest, "%s/latest", dir);
-	for (int tries = 0;; tries++) {
-		snprintf(tmp, sizeof tmp, "%s/.latest.tmp-%ld-%u", dir, (long)getpid(),
-			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-		if (symlink(target, tmp) == 0)
-			break;
-		if (errno != EEXIST || tries > 100)
-			return loom_err_errno(err, LOOM_EIO, errno, "cannot create symlink '%s'",
-					      tmp);
+	struct loom_ckpt_tx *tx;
+	int rc;
+	*out = NULL;
+	if ((rc = check_save_table(s, err)) < 0)
+		return rc;
+	if ((rc = loom_mkdir_p(s->dir, err)) < 0)
+		return rc;
+	if (!(tx = calloc(1, sizeof *tx)))
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	snprintf(tx->name, sizeof tx->name, STEP_FMT, s->state.step);
+	if (snprintf(tx->dir, sizeof tx->dir, "%s", s->dir) >= (int)sizeof tx->dir ||
+	    snprintf(tx->tmp, sizeof tx->tmp, "%s/.%s.tmp-XXXXXX", s->dir, tx->name) >=
+	    (int)sizeof tx->tmp || strlen(tx->tmp) + 64 >= PATH_MAX) {
+		free(tx);
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint path too long: '%s'", s->dir);
 	}
-	if (rename(tmp, latest) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return loom_err_errno(err, LOOM_EIO, e, "cannot switch '%s'", latest);
+	if (!mkdtemp(tx->tmp)) {
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", tx->tmp);
+		free(tx);
+		return rc;
 	}
-	return loom_fsync_dir_of(dir, err);
+	{	/* mkdtemp makes 0700; give the mode mkdir(2) would */
+		mode_t um = umask(0);
+		umask(um);
+		chmod(tx->tmp, 0777 & ~um);
+	}
+	tx->keep = s->keep;
+	tx->state = s->state;
+	tx->nfiles = s->adam_m ? 2 : 1;
+	if (s->state_extra_json && !(tx->state_extra = strdup(s->state_extra_json)))
+		rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	if (rc < 0 || (rc = begin_files(s, tx, err)) < 0) {
+		loom_ckpt_tx_free(tx);
+		return rc;
+	}
+	*out = tx;
+	return 0;
+}
+
+const char *loom_ckpt_tx_dir(const struct loom_ckpt_tx *tx)
+{
+	return tx->tmp;
+}
+
+void loom_ckpt_tx_free(struct loom_ckpt_tx *tx)
+{
+	if (!tx)
+		return;
+	if (!tx->renamed)
+		rm_tree(tx->tmp);
+	free(tx->state_extra);
+	free(tx);
+}
+
+/* Open data file f of the save in tmpdir for writing slices into it, after
+ * checking that it is the one write_begin made for this very table: its
+ * size and header (processes whose tables differ would tear it). */
+static int open_data_file(const char *tmpdir, const struct loom_ckpt_save *s, int f,
+			  char *path, size_t np, int *fd, uint64_t *base, struct loom_err *err)
+{
+	char *hdr, *got = NULL;
+	size_t hlen;
+	uint64_t dlen;
+	struct stat sb;
+	int rc;
+	snprintf(path, np, "%s/%s", tmpdir, data_file[f]);
+	if ((rc = data_header(s, f, path, &hdr, &hlen, &dlen, err)) < 0)
+		return rc;
+	*fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (*fd < 0 || fstat(*fd, &sb) < 0) {
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != hlen + dlen) {
+		rc = loom_err_set(err, LOOM_EINVAL, "%s: %lld bytes, but this tensor table makes "
+				  "%" PRIu64 " (not the file loom_ckpt_write_begin made for it)",
+				  path, (long long)sb.st_size, hlen + dlen);
+		goto out;
+	}
+	if (!(got = malloc(hlen))) {
+		rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = loom_pread_all(*fd, got, hlen, 0);
+	if (rc == -1)
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot read '%s'", path);
+	else if (rc < 0 || memcmp(got, hdr, hlen))
+		rc = loom_err_set(err, LOOM_EINVAL, "%s: its header is not this tensor table's (the "
+				  "processes' tables differ)", path);
+	*base = hlen;
+out:
+	if (rc < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	free(got);
+	free(hdr);
+	return rc;
+}
+
+struct pieces {
+	struct loom_ckpt_piece *p;
+	size_t n, cap;
+	struct loom_ckpt_piece *last[2];	/* each file's latest piece */
+};
+
+/* pwrite bytes [off, off + len) of data file f from src, as a piece of its
+ * own or, right after the previous one, as more of it. */
+static int put_slice(struct pieces *pc, int f, int fd, const char *path, uint64_t off,
+		     const void *src, uint64_t len, struct loom_err *err)
+{
+	if (!len)
+		return 0;
+	int rc = loom_pwrite_all(fd, src, len, (off_t)off);
+	if (rc < 0)
+		return loom_err_errno(err, LOOM_EIO, -rc, "cannot write '%s' at byte %" PRIu64,
+				      path, off);
+	struct loom_ckpt_piece *last = pc->last[f];
+	if (last && last->off + last->len == off) {
+		last->crc = loom_crc32c(last->crc, src, len);
+		last->len += len;
+		return 0;
+	}
+	if (pc->n == pc->cap)
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint: more than %zu pieces (give "
+				    "LOOM_CKPT_MAX_PIECES of the table)", pc->cap);
+	last = pc->last[f] = &pc->p[pc->n++];
+	memset(last, 0, sizeof *last);	/* padding too: it may travel as bytes */
+	last->file = f;
+	last->off = off;
+	last->len = len;
+	last->crc = loom_crc32c(0, src, len);
+	return 0;
+}
+
+static uint64_t numel(const struct loom_ckpt_tensor *t)
+{
+	uint64_t n = 1;
+	for (int d = 0; d < t->ndim; d++)
+		n *= (uint64_t)t->shape[d];
+	return n;
+}
+
+int loom_ckpt_write_slices(const char *tmpdir, const struct loom_ckpt_save *s,
+			   const uint64_t *lo, const uint64_t *hi, struct loom_ckpt_piece *pieces,
+			   size_t *npieces, struct loom_err *err)
+{
+	char path[2][PATH_MAX + 64];
+	int fd[2] = {-1, -1}, rc;
+	uint64_t at[2];
+	struct pieces pc = {pieces, 0, *npieces, {NULL, NULL}};
+	const int nf = s->adam_m ? 2 : 1;
+	*npieces = 0;
+	if ((rc = check_save_table(s, err)) < 0)
+		return rc;
+	if (!lo != !hi)
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint: slices need both lo and hi");
+	for (int f = 0; f < nf; f++)
+		if ((rc = open_data_file(tmpdir, s, f, path[f], sizeof path[f], &fd[f], &at[f],
+					 err)) < 0)
+			goto out;
+	/* the header checked the shapes: no sizes overflow */
+	for (size_t i = 0; i < s->n_tensors; i++) {
+		const struct loom_ckpt_tensor *t = &s->tensors[i];
+		const uint64_t n = numel(t), nb = n * sizeof(float);
+		const uint64_t a = lo ? lo[i] : 0, b = hi ? hi[i] : n;
+		if (a > b || b > n) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: slice [%" PRIu64 ", %"
+					  PRIu64 ") of '%s' is not within its %" PRIu64 " elements",
+					  a, b, t->name, n);
+			goto out;
+		}
+		const float *src[3] = { t->data, s->adam_m ? s->adam_m[i] : NULL,
+					s->adam_m ? s->adam_v[i] : NULL };
+		for (int k = 0; k < 2 * nf - 1; k++) {
+			const int f = k ? LOOM_CKPT_OPTIMIZER_FILE : LOOM_CKPT_MODEL_FILE;
+			if ((rc = put_slice(&pc, f, fd[f], path[f], at[f] + a * sizeof(float),
+					    src[k] + a, (b - a) * sizeof(float), err)) < 0)
+				goto out;
+			at[f] += nb;
+		}
+	}
+	for (int f = 0; f < nf; f++)
+		if (fsync(fd[f]) < 0) {
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot sync '%s'", path[f]);
+			goto out;
+		}
+	*npieces = pc.n;
+out:
+	for (int f = 0; f < nf; f++)
+		if (fd[f] >= 0 && close(fd[f]) < 0 && rc == 0)
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot write '%s'", path[f]);
+	return rc;
+}
+
+static int by_file_offset(const void *a, const void *b)
+{
+	const struct loom_ckpt_piece *x = a, *y = b;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* The pieces of every process must tile each data file's data exactly;
+ * their CRCs combine, in file order after the header's, into the file's. */
+static int combine_pieces(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
+			  size_t n, struct loom_err *err)
+{
+	struct loom_ckpt_piece *p = malloc((n ? n : 1) * sizeof *p);
+	char path[PATH_MAX + 64];
+	int rc = 0;
+	if (!p)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	for (size_t k = 0; k < n; k++)
+		if (pieces[k].file < 0 || pieces[k].file >= tx->nfiles) {
+			free(p);
+			return loom_err_set(err, LOOM_EINVAL, "%s: piece %zu is of file %d, not of "
+					    "this save's %s", tx->tmp, k, pieces[k].file,
+					    tx->nfiles == 2 ? "model and optimizer" : "model");
+		}
+	memcpy(p, pieces, n * sizeof *p);
+	qsort(p, n, sizeof *p, by_file_offset);
+	size_t k = 0;
+	for (int f = 0; f < tx->nfiles && rc == 0; f++) {
+		uint64_t at = tx->hlen[f];
+		uint32_t crc = tx->hcrc[f];
+		snprintf(path, sizeof path, "%s/%s", tx->tmp, data_file[f]);
+		for (; k < n && p[k].file == f && rc == 0; k++) {
+			if (!p[k].len)
+				continue;
+			if (p[k].off > tx->size[f] || p[k].len > tx->size[f] - p[k].off)
+				rc = loom_err_set(err, LOOM_EFORMAT, "%s: a piece at byte %" PRIu64
+						  " of %" PRIu64 " bytes ends past the file's %"
+						  PRIu64 " bytes", path, p[k].off, p[k].len,
+						  tx->size[f]);
+			else if (p[k].off > at)
+				rc = loom_err_set(err, LOOM_EFORMAT, "%s: bytes %" PRIu64 "..%" PRIu64
+						  " were written by no process (a gap in the pieces "
+						  "at byte %" PRIu64 ")", path, at, p[k].off, at);
+			else if (p[k].off < at)
+				rc = loom_err_set(err, LOOM_EFORMAT, "%s: the pieces overlap at byte %"
+						  PRIu64 " (bytes %" PRIu64 "..%" PRIu64 " are "
+						  "written twice)", path, p[k].off, p[k].off,
+						  at < p[k].off + p[k].len ? at : p[k].off + p[k].len);
+			else {
+				crc = loom_crc32c_combine(crc, p[k].crc, p[k].len);
+				at += p[k].len;
+			}
+		}
+		if (rc == 0 && at != tx->size[f])
+			rc = loom_err_set(err, LOOM_EFORMAT, "%s: bytes %" PRIu64 "..%" PRIu64
+					  " were written by no process (a gap in the pieces at "
+					  "byte %" PRIu64 ")", path, at, tx->size[f], at);
+		tx->sums[f].sum.bytes = tx->size[f];
+		tx->sums[f].sum.crc32c = crc;
+	}
+	free(p);
+	return rc;
+}
+
+int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
+			   size_t n, char *out_path, size_t out_len, struct loom_err *err)
+{
+	char path[PATH_MAX + 64], final[PATH_MAX + 64], old[PATH_MAX + 64];
+	int rc;
+	if (tx->renamed)
+		return loom_err_set(err, LOOM_EINVAL, "%s/%s: already committed", tx->dir,
+				    tx->name);
+	if ((rc = combine_pieces(tx, pieces, n, err)) < 0)
+		return rc;
+	json_t *sj = state_json(&tx->state, tx->state_extra, tx->sums, tx->nsums, err);
+	if (!sj)
+		return err->code;
+	snprintf(path, sizeof path, "%s/state.json", tx->tmp);
+	rc = write_json(path, sj, NULL, err);
+	json_decref(sj);
+	if (rc < 0 || (rc = loom_fsync_dir_of(tx->tmp, err)) < 0)
+		return rc;
+	/* Replace an existing directory of the same step: move it aside. */
+	snprintf(final, sizeof final, "%s/%s", tx->dir, tx->name);
+	old[0] = '\0';
+	if (rename(tx->tmp, final) < 0) {
+		if (errno != ENOTEMPTY && errno != EEXIST)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot rename to '%s'", final);
+		snprintf(old, sizeof old, "%s/.%s.old-XXXXXX", tx->dir, tx->name);
+		if (!mkdtemp(old) || rename(final, old) < 0 || rename(tx->tmp, final) < 0)
+			return loom_err_errno(err, LOOM_EIO, errno, "cannot replace '%s'", final);
+	}
+	tx->renamed = 1;
+	if ((rc = loom_fsync_dir_of(tx->dir, err)) < 0)
+		return rc;
+	if ((rc = switch_latest(tx->dir, tx->name, err)) < 0)
+		return rc;
+	if (old[0])
+		rm_tree(old);
+	if (out_path && out_len)
+		snprintf(out_path, out_len, "%s", final);
+	/* always: removes debris of interrupted saves; with keep, old steps */
+	if ((rc = loom_ckpt_prune(tx->dir, tx->keep, err)) < 0)
+		return rc;
+	return 0;
 }
 
 int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		    struct loom_err *err)
 {
-	char tmp[PATH_MAX], final[PATH_MAX], name[32], old[PATH_MAX];
-	int rc;
-	if ((rc = check_save_table(s, err)) < 0)
-		return rc;
-	if ((rc = loom_mkdir_p(s->dir, err)) < 0)
-		return rc;
-	snprintf(name, sizeof name, STEP_FMT, s->state.step);
-	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", s->dir, name) >= (int)sizeof tmp ||
-	    snprintf(final, sizeof final, "%s/%s", s->dir, name) >= (int)sizeof final)
-		return loom_err_set(err, LOOM_EINVAL, "checkpoint path too long: '%s'", s->dir);
-	if (!mkdtemp(tmp))
-		return loom_err_errno(err, LOOM_EIO, errno, "cannot create '%s'", tmp);
-	{	/* mkdtemp makes 0700; give the mode mkdir(2) would */
-		mode_t um = umask(0);
-		umask(um);
-		chmod(tmp, 0777 & ~um);
-	}
-	if ((rc = write_files(s, tmp, err)) < 0)
-		goto fail;
-	/* Replace an existing directory of the same step: move it aside. */
-	old[0] = '\0';
-	if (rename(tmp, final) < 0) {
-		if (errno != ENOTEMPTY && errno != EEXIST) {
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot rename to '%s'", final);
-			goto fail;
-		}
-		snprintf(old, sizeof old, "%s/.%s.old-XXXXXX", s->dir, name);
-		if (!mkdtemp(old) || rename(final, old) < 0 || rename(tmp, final) < 0) {
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot replace '%s'", final);
-			goto fail;
-		}
-	}
-	if ((rc = loom_fsync_dir_of(s->dir, err)) < 0)
-		return rc;
-	if ((rc = switch_latest(s->dir, name, err)) < 0)
-		return rc;
-	if (old[0])
-		rm_tree(old);
-	if (out_path && n)
-		snprintf(out_path, n, "%s", final);
-	/* always: removes debris of interrupted saves; with keep, old steps */
-	if ((rc = loom_ckpt_prune(s->dir, s->keep, err)) < 0)
-		return rc;
-	return 0;
-fail:
-	rm_tree(tmp);
+	struct loom_ckpt_tx *tx;
+	struct loom_ckpt_piece p[2];	/* whole tensors: one piece a file */
+	size_t np = 2;
+	int rc = loom_ckpt_write_begin(s, &tx, err);
+	if (rc == 0)
+		rc = loom_ckpt_write_slices(loom_ckpt_tx_dir(tx), s, NULL, NULL, p, &np, err);
+	if (rc == 0)
+		rc = loom_ckpt_write_commit(tx, p, np, out_path, n, err);
+	loom_ckpt_tx_free(tx);
 	return rc;
 }
 
@@ -1076,9 +1398,13 @@ static size_t first_non_finite(const float *x, size_t n)
 	return SIZE_MAX;
 }
 
+/* Check the file's tensor `name` against the caller's t, then copy its
+ * elements [lo, hi) (all of them when hi is UINT64_MAX) to dst + lo,
+ * touching only those bytes of the file's mapping (and not keeping them:
+ * loom_st_copy). */
 static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 		       const struct loom_ckpt_tensor *t, const char *name, float *dst,
-		       const struct loom_st_tensor **used)
+		       uint64_t lo, uint64_t hi, const struct loom_st_tensor **used)
 {
 	const struct loom_st_tensor *f = st_find(c->arch, st, name);
 	char got[160], need[160];
@@ -1097,14 +1423,21 @@ static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 	}
 	if (used)
 		*used = f;
-	if (f->nbytes)
-		memcpy(dst, f->data, f->nbytes);
-	size_t bad = first_non_finite(dst, (size_t)(f->nbytes / sizeof(float)));
+	const uint64_t n = f->nbytes / sizeof(float);
+	if (hi == UINT64_MAX)
+		hi = n;
+	if (lo > hi || hi > n)
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "%s: slice [%" PRIu64 ", %" PRIu64 ") of tensor '%s' is not "
+				    "within its %" PRIu64 " elements", loom_st_name(st), lo, hi,
+				    name, n);
+	loom_st_copy(st, f, lo * sizeof(float), dst + lo, (hi - lo) * sizeof(float));
+	size_t bad = first_non_finite(dst + lo, (size_t)(hi - lo));
 	if (bad != SIZE_MAX)
 		return loom_err_set(&c->err, LOOM_EFORMAT,
 				    "%s: the checkpoint holds non-finite values: tensor '%s' "
-				    "element %zu is %g", loom_st_name(st), name, bad,
-				    (double)dst[bad]);
+				    "element %" PRIu64 " is %g", loom_st_name(st), name, lo + bad,
+				    (double)dst[lo + bad]);
 	return 0;
 }
 
@@ -1124,8 +1457,9 @@ static int skipped(const struct loom_ckpt_arch *a, const char *name, const char 
 	return 0;
 }
 
-int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
-			      const char *const *skip)
+/* The loads: whole tensors when lo and hi are NULL. */
+static int load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
+		      const char *const *skip, const uint64_t *lo, const uint64_t *hi)
 {
 	const size_t nf = loom_st_count(c->model);
 	char *used = calloc(nf + 1, 1);
@@ -1134,7 +1468,8 @@ int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor
 		return loom_err_set(&c->err, LOOM_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const struct loom_st_tensor *f;
-		if ((rc = copy_tensor(c, c->model, &t[i], t[i].name, t[i].data, &f)) < 0)
+		if ((rc = copy_tensor(c, c->model, &t[i], t[i].name, t[i].data, lo ? lo[i] : 0,
+				      hi ? hi[i] : UINT64_MAX, &f)) < 0)
 			goto out;
 		used[f - loom_st_get(c->model, 0)] = 1;
 	}
@@ -1153,19 +1488,38 @@ out:
 	return rc;
 }
 
-int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n)
+int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
+			      const char *const *skip)
 {
-	return loom_ckpt_load_model_skip(c, t, n, NULL);
+	return load_model(c, t, n, skip, NULL, NULL);
 }
 
-int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
-			     size_t n, float *const *adam_m, float *const *adam_v)
+int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n)
+{
+	return load_model(c, t, n, NULL, NULL, NULL);
+}
+
+int loom_ckpt_load_model_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+				size_t n, const uint64_t *lo, const uint64_t *hi)
+{
+	if (!lo != !hi)
+		return loom_err_set(&c->err, LOOM_EINVAL, "%s: slices need both lo and hi",
+				    c->model_path);
+	return load_model(c, t, n, NULL, lo, hi);
+}
+
+int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+				    size_t n, float *const *adam_m, float *const *adam_v,
+				    const uint64_t *lo, const uint64_t *hi)
 {
 	char name[512];
 	int rc;
 	if (!c->optim)
 		return loom_err_set(&c->err, LOOM_EINVAL,
 				    "%s: no optimizer.safetensors (weights-only checkpoint)", c->dir);
+	if (!lo != !hi)
+		return loom_err_set(&c->err, LOOM_EINVAL, "%s: slices need both lo and hi",
+				    loom_st_name(c->optim));
 	const struct recorded *r = recorded(c, "optimizer.safetensors");
 	if (c->verify && r && verify_file(c, r, &c->err) < 0)
 		return c->err.code;
@@ -1174,12 +1528,19 @@ int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor 
 				    "%s/optimizer.safetensors: %zu tensors, the model needs %zu",
 				    c->dir, loom_st_count(c->optim), 2 * n);
 	for (size_t i = 0; i < n; i++) {
+		const uint64_t a = lo ? lo[i] : 0, b = hi ? hi[i] : UINT64_MAX;
 		snprintf(name, sizeof name, "%s.exp_avg", t[i].name);
-		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_m[i], NULL)) < 0)
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_m[i], a, b, NULL)) < 0)
 			return rc;
 		snprintf(name, sizeof name, "%s.exp_avg_sq", t[i].name);
-		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_v[i], NULL)) < 0)
+		if ((rc = copy_tensor(c, c->optim, &t[i], name, adam_v[i], a, b, NULL)) < 0)
 			return rc;
 	}
 	return 0;
+}
+
+int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+			     size_t n, float *const *adam_m, float *const *adam_v)
+{
+	return loom_ckpt_load_optimizer_slices(c, t, n, adam_m, adam_v, NULL, NULL);
 }

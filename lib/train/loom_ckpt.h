@@ -25,6 +25,17 @@
  * while writing; loading compares them (a flipped byte is found), refuses
  * a loom checkpoint missing any part, and refuses NaN/infinite values.
  *
+ * Several processes (MPI ranks, weight sharding) each holding a slice of
+ * every tensor write one checkpoint together, the same bytes one process
+ * writes (loom_ckpt_write_begin / write_slices / write_commit below): each
+ * pwrites its slices into the two data files, and the files' checksums
+ * are combined from the CRCs of the pieces each wrote.  A process killed
+ * at any point leaves the previous checkpoint.  Loading by slices
+ * (loom_ckpt_load_model_slices, load_optimizer_slices) reads only a
+ * process's slices, so a checkpoint resumes on any number of processes.
+ * loom_ckpt knows no MPI: the caller moves the temp directory's name and
+ * the pieces (plain structs) between processes.
+ *
  * The API is generic over the model: the caller passes its tensor table
  * (name, shape, float data) in HuggingFace naming and its family (struct
  * loom_ckpt_arch: config.json's keys and the tensors they imply); loom_ckpt
@@ -36,12 +47,19 @@
  * F32 and shape.
  *
  * Ownership: the caller's tensor table and data are borrowed during a
- * call only.  A loaded struct loom_ckpt owns its files' mappings.
+ * call only.  A loaded struct loom_ckpt owns its files' mappings (pages
+ * copied out are dropped from the process's memory again).  A struct
+ * loom_ckpt_tx (a save in progress) owns its temp directory until commit
+ * renames it into place; loom_ckpt_tx_free removes it otherwise.
  * Errors: 0 or negative LOOM_E*; one line naming the checkpoint directory
  * or file and the reason, e.g. "ckpt/step-00000100/model.safetensors:
  * tensor 'transformer.wte.weight' is [128, 64] but config.json (n_embd 32,
- * vocab_size 128) needs [128, 32]".  Thread-safety: the default
- * (loom_common.h).
+ * vocab_size 128) needs [128, 32]", "ckpt/.step-00000100.tmp-Ab12Cd/
+ * optimizer.safetensors: bytes 4096..8192 were written by no process (a
+ * gap in the pieces at byte 4096)".  Thread-safety: the default
+ * (loom_common.h); write_slices calls of disjoint slices into one temp
+ * directory may run at once (processes or threads), each with its own
+ * pieces array.
  */
 #ifndef LOOM_CKPT_H
 #define LOOM_CKPT_H
@@ -163,9 +181,91 @@ struct loom_ckpt_save {
 
 /* Write DIR/step-NNNNNNNN atomically, switch DIR/latest, prune.  An
  * existing directory of the same step is replaced.  On success the final
- * step directory is written to out_path (if non-NULL, n bytes). */
+ * step directory is written to out_path (if non-NULL, n bytes).  (One
+ * process holding whole tensors: loom_ckpt_write_begin, write_slices of
+ * everything, commit.) */
 int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		    struct loom_err *err);
+
+/* --- one checkpoint written by several processes (weight sharding) ---
+ *
+ * Each of N processes ("ranks") holds a slice of every tensor: elements
+ * [lo[i], hi[i]) of tensor i in row-major order (possibly empty; the
+ * slices of all ranks cover each tensor exactly once), at data + lo[i]
+ * (data, adam_m[i] and adam_v[i] point at element 0, only the slice need
+ * be valid).  The result is the directory loom_ckpt_write makes, byte for
+ * byte, whatever N (resume on another N, read on one machine):
+ *
+ *   rank 0:     loom_ckpt_write_begin(&s, &tx, &err)     every file but
+ *               the tensor data and state.json, the two data files sized
+ *               to their final length; broadcast loom_ckpt_tx_dir(tx)
+ *   every rank: loom_ckpt_write_slices(tmpdir, &s, lo, hi, pieces, &n,
+ *               &err) pwrites its slices into the two files, fsyncs, and
+ *               describes them in a few pieces; gather the pieces
+ *   rank 0:     loom_ckpt_write_commit(tx, all, total, out, len, &err)
+ *               checks they tile both files, makes their checksums from
+ *               the pieces' (no file is read back), writes state.json and
+ *               commits as loom_ckpt_write does; loom_ckpt_tx_free(tx)
+ *
+ * The ranks must see the temp directory under the same path (a shared file
+ * system, the same working directory if s.dir is relative) and pass the
+ * same table (names, shapes, step: the file's header is compared).  A rank
+ * killed at any point leaves the previous checkpoint and `latest` as they
+ * were; the temp directory is removed by loom_ckpt_tx_free (a failed
+ * save) or, after a crash, by the next save's pruning. */
+
+/* loom_ckpt_piece.file */
+enum { LOOM_CKPT_MODEL_FILE = 0, LOOM_CKPT_OPTIMIZER_FILE = 1 };
+
+/* `len` bytes at byte `off` of the file `file` (model.safetensors,
+ * optimizer.safetensors) of CRC-32C `crc`, written by one rank.  Plain
+ * bytes (padding zeroed): send them as MPI_BYTE. */
+struct loom_ckpt_piece {
+	int file;
+	uint64_t off, len;
+	uint32_t crc;
+};
+
+/* The most pieces one write_slices call makes for a table of n tensors
+ * (a run of tensors whole in the file's order is one piece). */
+#define LOOM_CKPT_MAX_PIECES(n) (3 * (size_t)(n))
+
+struct loom_ckpt_tx;
+
+/* Rank 0: check the table as loom_ckpt_write does, create the temp step
+ * directory DIR/.step-NNNNNNNN.tmp-XXXXXX and write into it everything but
+ * the tensor data and state.json: the headers of model.safetensors and
+ * (with moments) optimizer.safetensors, each file sized to its final
+ * length, the side file, the tokenizer files, config.json.  *tx = NULL on
+ * failure (nothing left behind). */
+int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **tx,
+			  struct loom_err *err);
+/* The temp step directory (for loom_ckpt_write_slices on every rank). */
+const char *loom_ckpt_tx_dir(const struct loom_ckpt_tx *tx);
+/* Every rank (rank 0 too): pwrite elements [lo[i], hi[i]) of every tensor
+ * i of s (weights; moments if s->adam_m) into the files of tmpdir at the
+ * places the whole-tensor layout gives them, fsync.  lo = hi = NULL: whole
+ * tensors.  pieces[*npieces] on entry (LOOM_CKPT_MAX_PIECES(s->n_tensors)
+ * is always enough); on return *npieces pieces describe what was written,
+ * adjacent slices merged into one.  Refuses a slice outside its tensor and
+ * a file whose size or header is not this table's (LOOM_EINVAL). */
+int loom_ckpt_write_slices(const char *tmpdir, const struct loom_ckpt_save *s,
+			   const uint64_t *lo, const uint64_t *hi,
+			   struct loom_ckpt_piece *pieces, size_t *npieces,
+			   struct loom_err *err);
+/* Rank 0, with the pieces of all ranks (any order): they must tile the
+ * data of each file exactly, else LOOM_EFORMAT naming the file and the
+ * byte where a gap or an overlap starts; the files' CRC-32C come from the
+ * header's and the pieces' (loom_crc32c_combine).  Then state.json, fsync,
+ * rename to DIR/step-NNNNNNNN (replacing one of the same step), switch
+ * DIR/latest, prune to s->keep, as loom_ckpt_write; the step directory
+ * into out_path (if non-NULL, out_len bytes).  A failure before the rename
+ * leaves the previous checkpoint as it was. */
+int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
+			   size_t n, char *out_path, size_t out_len, struct loom_err *err);
+/* Free tx (NULL: nothing); the temp directory is removed unless commit
+ * renamed it into place. */
+void loom_ckpt_tx_free(struct loom_ckpt_tx *tx);
 
 /* Remove step directories of DIR beyond the newest `keep` (never the one
  * `latest` points to) and stale temp dirs.  Returns how many were removed
@@ -234,11 +334,23 @@ int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
  * head of another task). */
 int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			      size_t n, const char *const *skip);
+/* The same checks (every table entry, every file tensor) but copying (and
+ * checking finite) only elements [lo[i], hi[i]) of tensor i, to
+ * t[i].data + lo[i]: a rank's slices (see loom_ckpt_write_slices); lo =
+ * hi = NULL: everything.  Only the slices' pages of the file are read (the
+ * process's memory does not grow by the file).  A slice outside its
+ * tensor: LOOM_EINVAL. */
+int loom_ckpt_load_model_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+				size_t n, const uint64_t *lo, const uint64_t *hi);
 /* 1 if model.safetensors holds the tensor `name` (as the load finds it). */
 int loom_ckpt_has_tensor(const struct loom_ckpt *c, const char *name);
 /* Copy AdamW moments (parallel arrays, as for saving; finite values only). */
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			     size_t n, float *const *adam_m, float *const *adam_v);
+/* The same for elements [lo[i], hi[i]) of each moment (as above). */
+int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
+				    size_t n, float *const *adam_m, float *const *adam_v,
+				    const uint64_t *lo, const uint64_t *hi);
 const char *loom_ckpt_error(const struct loom_ckpt *c);
 /* The side file NAME of the checkpoint (verified at open when state.json
  * lists it), opened and validated into *st (the caller frees it with

@@ -74,8 +74,9 @@ static uint64_t get_u64le(const unsigned char *p)
 
 /* --- writer --------------------------------------------------------------- */
 
-int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
-		  const char *const *meta, struct loom_st_sum *sum, struct loom_err *err)
+int loom_st_header(const char *path, const struct loom_st_tensor *t, size_t n,
+		   const char *const *meta, char **header, size_t *hlen, uint64_t *data_len,
+		   struct loom_err *err)
 {
 	json_t *root = json_object();
 	uint64_t off = 0;
@@ -108,7 +109,8 @@ int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 		}
 		if (loom_st_dtype_size(t[i].dtype) == 0 || t[i].ndim < 0 ||
 		    t[i].ndim > LOOM_ST_MAX_DIMS ||
-		    tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb) < 0) {
+		    tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb) < 0 ||
+		    off + nb < off || off + nb > (uint64_t)INT64_MAX) {
 			rc = loom_err_set(err, LOOM_EINVAL, "%s: tensor '%s': bad dtype or shape",
 					  path, t[i].name);
 			goto out;
@@ -128,21 +130,43 @@ int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 	hdr = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (!hdr)
 		goto oom;
-	size_t hlen = strlen(hdr);
-	size_t padded = (hlen + 7) & ~(size_t)7;
+	size_t len = strlen(hdr);
+	size_t padded = (len + 7) & ~(size_t)7;
 	char *h2 = realloc(hdr, padded + 8);
 	if (!h2)
 		goto oom;
 	hdr = h2;
-	memmove(hdr + 8, hdr, hlen);
-	memset(hdr + 8 + hlen, ' ', padded - hlen);
+	memmove(hdr + 8, hdr, len);
+	memset(hdr + 8 + len, ' ', padded - len);
 	put_u64le((unsigned char *)hdr, padded);
+	*header = hdr;
+	*hlen = padded + 8;
+	*data_len = off;
+	hdr = NULL;
+	rc = 0;
+	goto out;
+oom:
+	rc = loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
+out:
+	free(hdr);
+	json_decref(root);
+	return rc;
+}
 
+int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
+		  const char *const *meta, struct loom_st_sum *sum, struct loom_err *err)
+{
+	char *hdr;
+	size_t hlen;
+	uint64_t dlen;
+	int rc = loom_st_header(path, t, n, meta, &hdr, &hlen, &dlen, err);
+	if (rc < 0)
+		return rc;
 	struct loom_outfile o;
-	uint32_t crc = loom_crc32c(0, hdr, padded + 8);
+	uint32_t crc = loom_crc32c(0, hdr, hlen);
 	rc = loom_outfile_open(&o, path);
 	if (rc == 0)
-		rc = loom_outfile_write(&o, hdr, padded + 8);
+		rc = loom_outfile_write(&o, hdr, hlen);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		uint64_t nb = 0;
 		tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb);
@@ -155,18 +179,8 @@ int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 		sum->bytes = o.bytes;
 		sum->crc32c = crc;
 	}
-	if (rc == 0)
-		rc = loom_outfile_commit(&o);
-	if (rc < 0) {
-		loom_err_set(err, rc, "%s", o.err.msg);
-		loom_outfile_abort(&o);
-	}
-	goto out;
-oom:
-	rc = loom_err_set(err, LOOM_ENOMEM, "%s: out of memory", path);
-out:
+	rc = loom_outfile_finish(&o, rc, err);
 	free(hdr);
-	json_decref(root);
 	return rc;
 }
 
@@ -409,6 +423,27 @@ const char *loom_st_meta(const struct loom_st *st, const char *key)
 {
 	json_t *m = json_object_get(st->root, "__metadata__");
 	return json_string_value(json_object_get(m, key));
+}
+
+void loom_st_copy(const struct loom_st *st, const struct loom_st_tensor *t, uint64_t off,
+		  void *dst, size_t n)
+{
+	enum { CHUNK = 16 << 20 };
+	const unsigned char *src = (const unsigned char *)t->data + off;
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	while (n) {
+		size_t k = n < CHUNK ? n : CHUNK;
+		memcpy(dst, src, k);
+		if (st->map) {	/* drop the pages just read (the page cache keeps them) */
+			uintptr_t a = (uintptr_t)src & ~(page - 1), b = (uintptr_t)src + k;
+			uintptr_t end = (uintptr_t)st->map + st->map_len;
+			b = (b + page - 1) & ~(page - 1);
+			madvise((void *)a, (b < end ? b : end) - a, MADV_DONTNEED);
+		}
+		dst = (unsigned char *)dst + k;
+		src += k;
+		n -= k;
+	}
 }
 
 const char *loom_st_name(const struct loom_st *st)

@@ -71,6 +71,16 @@ struct loom_st_sum {
 int loom_st_write(const char *path, const struct loom_st_tensor *t, size_t n,
 		  const char *const *meta, struct loom_st_sum *sum, struct loom_err *err);
 
+/* The bytes loom_st_write puts before the data: the u64 N and N bytes of
+ * JSON padded with spaces, as a malloc'd buffer in *header (*hlen = 8 + N
+ * bytes); *data_len: the bytes of data that follow (the tensors in the
+ * order given, contiguous: tensor i at data offset sum of the sizes
+ * before it).  For writers that lay the data out themselves
+ * (loom_ckpt_write_slices); the checks and errors are loom_st_write's. */
+int loom_st_header(const char *path, const struct loom_st_tensor *t, size_t n,
+		   const char *const *meta, char **header, size_t *hlen, uint64_t *data_len,
+		   struct loom_err *err);
+
 struct loom_st;
 
 /* Open and validate a file (mmap).  On failure returns NULL with the
@@ -89,6 +99,15 @@ const struct loom_st_tensor *loom_st_get(const struct loom_st *st, size_t i);
 const struct loom_st_tensor *loom_st_find(const struct loom_st *st, const char *name);
 /* __metadata__ value for key, NULL if absent. */
 const char *loom_st_meta(const struct loom_st *st, const char *key);
+/* Copy bytes [off, off + n) of the data of t (one of this reader's
+ * tensors; the caller checked the range) to dst.  Of a mapped file the
+ * pages read are then dropped from the process's memory (madvise: they
+ * stay in the page cache, and a later read maps them again), so that a
+ * reader copying its tensors out never holds a file's bytes twice, and a
+ * process copying a slice holds only that slice's pages, a few MB at a
+ * time. */
+void loom_st_copy(const struct loom_st *st, const struct loom_st_tensor *t, uint64_t off,
+		  void *dst, size_t n);
 /* The file name given to open/parse. */
 const char *loom_st_name(const struct loom_st *st);
 
