@@ -566,7 +566,9 @@ static void ckpt_write(struct trainer *t, const struct loom_ckpt_save *s)
 	char path[4096];
 	struct loom_err err = { 0 };
 	double t0 = loom_now();
-	if (loom_ckpt_write(s, path, sizeof path, &err))
+	if (train_dist_shards_weights()) /* every rank writes its part */
+		train_dist_save(s, path, sizeof path);
+	else if (loom_ckpt_write(s, path, sizeof path, &err))
 		cli_die("%s", err.msg);
 	t->saved = t->step + 1;
 	if (t->verbose)
@@ -576,7 +578,8 @@ static void ckpt_write(struct trainer *t, const struct loom_ckpt_save *s)
 static void gpt_save(struct trainer *t)
 {
 	struct loom_gpt *g = t->g;
-	if (!train_dist_save_begin())
+	int all = train_dist_shards_weights(); /* every rank writes its part */
+	if (!all && !train_dist_save_begin())
 		return; /* ranks > 0: sent their moment shards to rank 0 */
 	struct ckpt_tables x;
 	char *ctxt;
@@ -599,7 +602,8 @@ static void gpt_save(struct trainer *t)
 	loom_gpt_sidecar_release(&sc);
 	free(ctxt);
 	ckpt_tables_free(&x);
-	train_dist_save_end();
+	if (!all)
+		train_dist_save_end();
 }
 
 static void bert_save(struct trainer *t)

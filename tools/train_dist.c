@@ -254,6 +254,19 @@ void train_dist_micro_end(void)
 	}
 }
 
+int train_dist_shards_weights(void)
+{
+	return d_weights;
+}
+
+void train_dist_save(const struct loom_ckpt_save *s, char *path, size_t n)
+{
+	if (loom_dist_save(dist, s, path, n)) {
+		cli_warn("%s", loom_dist_error(dist));
+		loom_dist_abort(dist, 1);
+	}
+}
+
 int train_dist_save_begin(void)
 {
 	float *m, *v;

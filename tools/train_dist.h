@@ -61,6 +61,12 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 _Noreturn void train_dist_agreed_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The attached model's step over the ranks; *lsum becomes the mean over ranks. */
 void train_dist_step(float lr, int64_t t, float *norm, double *lsum);
+/* 1 under sharding=weights over several ranks. */
+int train_dist_shards_weights(void);
+/* sharding=weights: every rank writes its part of the checkpoint s
+ * (loom_dist_save); the step directory into path[n]. */
+struct loom_ckpt_save;
+void train_dist_save(const struct loom_ckpt_save *s, char *path, size_t n);
 /* Around a checkpoint save (every rank calls both): gathers the moments on
  * rank 0 into the attached model's m and v; returns 1 on the rank that
  * writes. */

@@ -10,6 +10,7 @@
 #endif
 
 #include "loom_bert.h"
+#include "loom_ckpt.h"
 #include "loom_dist.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
@@ -593,6 +594,143 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	return 0;
 }
 
+/* Bytes: n from rank 0 to every rank. */
+static int bcast_bytes(struct loom_dist *d, void *buf, size_t n, const char *what)
+{
+	MPI_Request r;
+	MPI_TRY(d, MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD, &r), what);
+	WAIT_TRY(d, &r, what);
+	return 0;
+}
+
+/* This rank's pieces of a checkpoint: per bucket, its chunk of each
+ * tensor (the weights in place, the moments in the shards). */
+static int save_slices(struct loom_dist *d, const char *dir, const struct loom_ckpt_save *s,
+		       struct loom_ckpt_piece *pieces, size_t cap, size_t *np, struct loom_err *e)
+{
+	size_t nt = s->n_tensors;
+	uint64_t *lo = calloc(nt, sizeof *lo), *hi = calloc(nt, sizeof *hi);
+	float **mp = calloc(nt, sizeof *mp), **vp = calloc(nt, sizeof *vp);
+	int rc = lo && hi && mp && vp ? 0 : loom_err_set(e, LOOM_ENOMEM, "out of memory");
+	struct loom_ckpt_save s2 = *s;
+	s2.adam_m = mp;
+	s2.adam_v = vp;
+	*np = 0;
+	for (int k = 0; !rc && k < d->nb; k++) {
+		const struct bucket *b = &d->b[k];
+		for (size_t i = 0; i < nt; i++) {
+			const struct loom_tensor *t = &d->m.tensors[i];
+			size_t a = t->offset > b->c0 ? t->offset : b->c0;
+			size_t z = t->offset + t->numel < b->c1 ? t->offset + t->numel : b->c1;
+			lo[i] = hi[i] = 0;
+			mp[i] = d->ms; /* not read: an empty slice */
+			vp[i] = d->vs;
+			if (a >= z)
+				continue;
+			lo[i] = a - t->offset;
+			hi[i] = z - t->offset;
+			/* element j of tensor i (lo <= j < hi) is the shard's
+			 * soff + offset + j - c0: the pointer is only used there */
+			uintptr_t o = ((uintptr_t)t->offset - (uintptr_t)b->c0) * sizeof(float);
+			mp[i] = (float *)((uintptr_t)(d->ms + b->soff) + o);
+			vp[i] = (float *)((uintptr_t)(d->vs + b->soff) + o);
+		}
+		size_t n = cap - *np;
+		rc = loom_ckpt_write_slices(dir, &s2, lo, hi, pieces + *np, &n, e);
+		*np += n;
+	}
+	free(lo);
+	free(hi);
+	free(mp);
+	free(vp);
+	return rc;
+}
+
+int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len)
+{
+	if (!d->weights)
+		return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save: the weights are not sharded");
+	struct loom_err e = { 0 };
+	struct loom_ckpt_tx *tx = NULL;
+	struct { int32_t rc; char dir[4096]; } hd = { 0, "" };
+	if (d->rank == 0) { /* the moments' headers: begin reads no data */
+		float **ph = malloc(sizeof *ph * (s->n_tensors ? s->n_tensors : 1));
+		struct loom_ckpt_save s0 = *s;
+		for (size_t i = 0; ph && i < s->n_tensors; i++)
+			ph[i] = d->ms;
+		s0.adam_m = s0.adam_v = ph;
+		hd.rc = ph ? loom_ckpt_write_begin(&s0, &tx, &e)
+			   : loom_err_set(&e, LOOM_ENOMEM, "out of memory");
+		free(ph);
+		if (!hd.rc)
+			snprintf(hd.dir, sizeof hd.dir, "%s", loom_ckpt_tx_dir(tx));
+	}
+	int rc = bcast_bytes(d, &hd, sizeof hd, "broadcast of the checkpoint directory");
+	if (rc || hd.rc) {
+		loom_ckpt_tx_free(tx);
+		return rc ? rc : d->rank == 0 ? loom_err_set(&d->err, hd.rc, "%s", e.msg)
+			   : loom_err_set(&d->err, hd.rc, "rank 0 could not start the checkpoint");
+	}
+	size_t cap = LOOM_CKPT_MAX_PIECES(s->n_tensors) * (size_t)d->nb, np = 0;
+	struct loom_ckpt_piece *mine = calloc(cap ? cap : 1, sizeof *mine), *all = NULL;
+	int32_t cnt = -1, *cnts = d->rank == 0 ? calloc((size_t)d->world, sizeof *cnts) : NULL;
+	int *bytes = d->rank == 0 ? calloc((size_t)d->world, sizeof *bytes) : NULL;
+	int *displs = d->rank == 0 ? calloc((size_t)d->world, sizeof *displs) : NULL;
+	if (!mine || (d->rank == 0 && (!cnts || !bytes || !displs)))
+		loom_err_set(&e, LOOM_ENOMEM, "out of memory");
+	else if (!save_slices(d, hd.dir, s, mine, cap, &np, &e))
+		cnt = (int32_t)np; /* -1 tells rank 0 this rank failed */
+	if (cnt < 0)
+		loom_err_set(&d->err, e.code, "rank %d: %s", d->rank, e.msg);
+	MPI_Request r;
+	int total = 0, failed = 0;
+	rc = MPI_Igather(&cnt, 1, MPI_INT32_T, cnts, 1, MPI_INT32_T, 0, MPI_COMM_WORLD, &r);
+	rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "gather of the checkpoint pieces")
+			       : dist_wait(d, &r, "gather of the checkpoint pieces");
+	for (int i = 0; !rc && d->rank == 0 && i < d->world; i++) {
+		failed |= cnts[i] < 0;
+		bytes[i] = cnts[i] < 0 ? 0 : cnts[i] * (int)sizeof *mine;
+		displs[i] = total;
+		total += bytes[i];
+	}
+	if (!rc && d->rank == 0 && !(all = malloc(total ? (size_t)total : 1)))
+		rc = loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
+	if (!rc) {
+		rc = MPI_Igatherv(mine, cnt < 0 ? 0 : cnt * (int)sizeof *mine, MPI_BYTE, all, bytes,
+				  displs, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+		rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "gather of the checkpoint pieces")
+				       : dist_wait(d, &r, "gather of the checkpoint pieces");
+	}
+	int32_t res = rc ? rc : cnt < 0 ? e.code : 0;
+	if (!rc && d->rank == 0 && !failed) {
+		res = loom_ckpt_write_commit(tx, all, (size_t)total / sizeof *mine, out, len, &e);
+		if (res)
+			loom_err_set(&d->err, res, "%s", e.msg);
+	} else if (!rc && d->rank == 0 && !res) {
+		res = LOOM_EIO;
+		loom_err_set(&d->err, res, "a rank could not write its part of the checkpoint (its message above); the previous checkpoint is unchanged");
+	}
+	loom_ckpt_tx_free(tx);
+	free(mine);
+	free(all);
+	free(cnts);
+	free(bytes);
+	free(displs);
+	if (rc)
+		return rc;
+	/* every rank learns how it ended */
+	struct { int32_t rc; char dir[4096]; } ed = { res, "" };
+	if (d->rank == 0 && !res)
+		snprintf(ed.dir, sizeof ed.dir, "%s", out);
+	if ((rc = bcast_bytes(d, &ed, sizeof ed, "broadcast of the checkpoint's end")))
+		return rc;
+	if (ed.rc && !d->err.code)
+		loom_err_set(&d->err, ed.rc, "the checkpoint failed on another rank");
+	if (!ed.rc && d->rank && out && len)
+		snprintf(out, len, "%s", ed.dir);
+	return ed.rc;
+}
+
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 {
 	const struct loom_dist_model *g = &d->m;
@@ -703,6 +841,14 @@ int loom_dist_micro_end(struct loom_dist *d)
 {
 	(void)d;
 	return 0;
+}
+
+int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len)
+{
+	(void)s;
+	(void)out;
+	(void)len;
+	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save: the weights are not sharded");
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)

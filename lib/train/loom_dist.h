@@ -128,6 +128,17 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v);
 void loom_dist_gather_done(struct loom_dist *d);
 
+/* sharding=weights, collective: write the checkpoint s, each rank its
+ * chunks of the weights and AdamW moments (lib/train/loom_ckpt.h's
+ * write_begin on rank 0, write_slices everywhere, commit on rank 0).
+ * Every rank passes the table of the model's tensors (data: the model's
+ * parameters; moments: ignored, the shards are written), and rank 0 the
+ * config, state and files.  The step directory into out[len] on every
+ * rank; 0 or the error on every rank (a rank killed meanwhile leaves the
+ * previous checkpoint as it was). */
+struct loom_ckpt_save;
+int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len);
+
 /* Payload bytes this rank sent in the last step / in all steps. */
 uint64_t loom_dist_bytes_step(const struct loom_dist *d);
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
