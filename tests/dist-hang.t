@@ -10,13 +10,13 @@
 run loom-train --print-config
 like "$out" '"dist_timeout": 1800' "dist_timeout defaults to 1800 s"
 
-# stopped R [save]: 2 ranks, dist_timeout=3, rank R's loom-train stopped
+# stopped R N [save]: N ranks, dist_timeout=3, rank R's loom-train stopped
 # (SIGSTOP) once rank 0 has logged 6 steps; in $T/hR, checkpoints every 5
 # steps with `save`.  Sets rc and $err like np.
 stopped() {
-	local r=$1 dir="$T/h$1" save=${2:+--save ck --save-every 5} mp
+	local r=$1 n=$2 dir="$T/h$1" save=${3:+--save ck --save-every 5} mp
 	mkdir -p "$dir"
-	{ np 2 "cd h$r; $FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,dist_timeout=3 --steps 100000 --log log.json $save & p=\$!; echo \$p > pid.\$R; wait \$p"; exit $rc; } &
+	{ np "$n" "cd h$r; $FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,dist_timeout=3 --steps 100000 --log log.json $save & p=\$!; echo \$p > pid.\$R; wait \$p"; exit $rc; } &
 	mp=$!
 	for _ in $(seq 1 600); do
 		[ -s "$dir/pid.$r" ] && [ -s "$dir/log.json" ] && [ "$(wc -l < "$dir/log.json")" -ge 6 ] && break
@@ -40,7 +40,7 @@ gone() {
 }
 
 # --- rank 1 stops: rank 0 names it --------------------------------------------
-stopped 1 save
+stopped 1 2 save
 ok "rank 1 stopped: the job ends, exit non-zero (exit $rc, not the hang guard's 124)" test "$rc" -ne 0 -a "$rc" -ne 124
 is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train (and mpirun's report)"
 like "$err" '^loom-train: rank 0: rank 1 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 2 ranks \(dist_timeout=3, in the [a-z -]+\)$' \
@@ -55,12 +55,21 @@ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W --resume h1/ck/latest | 
 is_rc 0 "--resume --config with another dist_timeout"
 
 # --- rank 0 stops: rank 1 names it -------------------------------------------
-stopped 0
+stopped 0 2
 ok "rank 0 stopped: the job ends, exit non-zero (exit $rc, not 124)" test "$rc" -ne 0 -a "$rc" -ne 124
 is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train"
 like "$err" '^loom-train: rank 1: rank 0 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 2 ranks' \
 	"rank 1 names rank 0"
 ok "no rank left running" gone "$T/h0"
+
+# --- 3 ranks, rank 2 stops: ranks 0 and 1 both wait; the first to call the
+# roll (the lower, if both do) reports, naming rank 2, not the live one ---
+stopped 2 3
+ok "rank 2 of 3 stopped: the job ends, exit non-zero (exit $rc, not 124)" test "$rc" -ne 0 -a "$rc" -ne 124
+is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train"
+like "$err" '^loom-train: rank [01]: rank 2 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 3 ranks' \
+	"one rank names rank 2, not the live one"
+ok "no rank left running" gone "$T/h2"
 
 # --- rank 1's feeder goes quiet inside frame 23 (byte 3000) and keeps its pipe
 # open until loom-train is gone: rank 1 names its input, every rank stops ---

@@ -230,10 +230,11 @@ static int roll_fail(struct loom_dist *d, double waited, const char *what)
 /* Wait for one request: every collective of this file is started
  * non-blocking and finished here.  It polls for SPIN_S, then naps growing
  * to NAP_MAX_NS between polls, answering the other ranks' roll calls.
- * After d->timeout seconds this rank calls the roll (unless another rank
- * already did: the lowest calling rank reports); a rank that has not
+ * After d->timeout seconds this rank calls the roll; a rank that has not
  * answered within another d->timeout is named and the wait fails; when
- * every rank answered, the wait goes on. */
+ * every rank answered, the wait goes on.  A ping from another caller (of
+ * a lower rank, if this one calls too) leaves the report to it: this
+ * rank's own call waits 2 x d->timeout from then. */
 static int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 {
 	double t0 = loom_now(), since = t0, called = 0;
@@ -248,7 +249,8 @@ static int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 			continue;
 		int caller = ctl_poll(d);
 		if (caller < d->world && (!called || caller < d->rank))
-			called = 0, since = now; /* the caller reports */
+			called = 0, since = now + d->timeout; /* the caller reports: a call
+							       * of ours comes after its abort */
 		if (called && !roll_missing(d))
 			called = 0, since = now; /* every rank is alive: wait on */
 		else if (called && now - called >= d->timeout)
