@@ -77,16 +77,22 @@ static void on_stop(int sig)
 	stop_sig = sig;
 }
 
-/* Wait until fd has data (or EOF); 0 if a stop signal came first. */
-static int wait_input(int fd)
+/* Wait until fd has data (or EOF), answering the other ranks' roll call
+ * meanwhile (under mpirun); 0 if a stop signal came first, -1 if nothing
+ * came for `limit` seconds (> 0). */
+static int wait_input(int fd, double limit)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	double t0 = loom_now();
 	while (!stop_sig) {
 		int n = poll(&p, 1, 250);
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)
 			return 1; /* let the read report it */
+		train_dist_answer();
+		if (limit > 0 && loom_now() - t0 >= limit)
+			return -1;
 	}
 	return 0;
 }
@@ -1533,6 +1539,7 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	if (resume && config) {
 		named.data_parallel = c->data_parallel;
 		named.sharding = c->sharding;
+		named.dist_timeout = c->dist_timeout;
 		check_same_config(c, &named, &named_orig, config, loom_ckpt_dir(ck));
 	}
 	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
@@ -1707,6 +1714,19 @@ static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint
 	u->first = 0;
 }
 
+/* Under mpirun, the wait before each read of stdin (the reader's
+ * loom_batch_reader_on_wait): a feeder silent for dist_timeout seconds
+ * fails this rank, which stops every rank with a line naming it. */
+static void wait_frames(void *ctx, int fd)
+{
+	const struct run *u = ctx;
+	double limit = u->t->cfg.dist_timeout;
+	if (wait_input(fd, limit) < 0)
+		train_dist_fail(u->t->step + 1, "stdin: no data for %g s (dist_timeout) after %llu frames: "
+				"its loom-feed stopped sending (stopped, hung or waiting itself)",
+				limit, (unsigned long long)loom_batch_reader_frames(u->r));
+}
+
 /* The micro-batches of one step, forward and backward; returns how many
  * were done (u->ended: the input ended first), their loss sum in *lsum. */
 static int run_micro_batches(struct run *u, double *lsum)
@@ -1718,7 +1738,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 	int micro, rc;
 	for (micro = 0; micro < c->grad_accum; micro++) {
 		int sync = train_dist_micro_begin(micro, micro == c->grad_accum - 1);
-		if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO))
+		if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO, 0))
 			break; /* stop requested between steps */
 		for (;;) {
 			rc = loom_batch_read(u->r, &h, &tok);
@@ -2291,6 +2311,8 @@ int main(int argc, char **argv)
 		open_tb(&t);
 	catch_stop_signals();
 	u.r = reader_for_task(loom_batch_reader_new(STDIN_FILENO, "stdin"));
+	if (train_dist_world() > 1)
+		loom_batch_reader_on_wait(u.r, wait_frames, &u);
 	u.eval_rec = eval_data ? check_eval_data(eval_data) : 0;
 	if (sample_prompt && sample_every)
 		encode_sample_prompt(&t);

@@ -98,6 +98,13 @@ void train_dist_config(struct loom_config *c, char **sets, int nsets)
 				 "data_parallel: %d, but loom-train runs as %d rank%s (set by mpirun -np)",
 				 c->data_parallel, d_world, d_world == 1 ? "" : "s");
 	c->data_parallel = d_world;
+	loom_dist_set_timeout(dist, c->dist_timeout);
+}
+
+void train_dist_answer(void)
+{
+	if (d_world > 1)
+		loom_dist_answer(dist);
 }
 
 void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose)

@@ -32,8 +32,12 @@ int train_dist_world(void);
 /* For --version: "Open MPI v4.1.4 (data-parallel)" or "no MPI (single process)". */
 const char *train_dist_version(void);
 /* data_parallel = the number of ranks (a --set data_parallel=K that
- * disagrees with it is a usage error). */
+ * disagrees with it is a usage error); the ranks' wait for a silent one
+ * gives up after dist_timeout. */
 void train_dist_config(struct loom_config *c, char **sets, int nsets);
+/* Answer the other ranks' roll call (loom_dist_answer): at least every
+ * second while this rank waits for its input. */
+void train_dist_answer(void);
 /* Share the model: parameters from rank 0, moments sharded; prints the world
  * and the optimizer memory per rank (rank 0, unless quiet). */
 void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose);

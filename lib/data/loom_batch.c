@@ -361,6 +361,8 @@ struct loom_batch_reader {
 	char *name;
 	uint32_t want_batch, want_seq_len;
 	int have_shape, ended;
+	void (*wait)(void *ctx, int fd);	/* loom_batch_reader_on_wait */
+	void *wait_ctx;
 	uint64_t frames, offset, last_seq;
 	unsigned char *raw;
 	size_t raw_cap;
@@ -443,6 +445,13 @@ void loom_batch_reader_expect(struct loom_batch_reader *r, uint32_t batch, uint3
 	r->have_shape = batch || seq_len;
 }
 
+void loom_batch_reader_on_wait(struct loom_batch_reader *r, void (*wait)(void *ctx, int fd),
+			       void *ctx)
+{
+	r->wait = wait;
+	r->wait_ctx = ctx;
+}
+
 /* Read up to n bytes (fewer only at EOF): bytes read, or -errno. */
 static ssize_t src_read(struct loom_batch_reader *r, void *buf, size_t n)
 {
@@ -455,6 +464,8 @@ static ssize_t src_read(struct loom_batch_reader *r, void *buf, size_t n)
 	}
 	size_t got = 0;
 	while (got < n) {
+		if (r->wait)
+			r->wait(r->wait_ctx, r->fd);
 		ssize_t k = read(r->fd, (char *)buf + got, n - got);
 		if (k < 0) {
 			if (errno == EINTR)

@@ -164,6 +164,12 @@ void loom_batch_reader_expect(struct loom_batch_reader *r, uint32_t batch,
  * call such a frame is an error "a frame with features (version 2): this
  * reader reads token frames only".  Version-1 frames read either way. */
 void loom_batch_reader_accept_features(struct loom_batch_reader *r);
+/* Call wait(ctx, fd) before each read(2) of the descriptor: it returns when
+ * the read should go ahead (e.g. once poll(2) finds the fd readable), and
+ * may do other work meanwhile or end the process (loom-train under mpirun
+ * answers the other ranks and gives up on a silent feeder). */
+void loom_batch_reader_on_wait(struct loom_batch_reader *r, void (*wait)(void *ctx, int fd),
+			       void *ctx);
 /* The features of the frames read (the first frame's table: every later
  * frame must have the same names, shapes and lengths; dtypes may change);
  * *n = 0 for token frames.  The values of feature k in the last frame

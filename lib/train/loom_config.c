@@ -61,6 +61,7 @@ static const struct key keys[] = {
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
 	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
+	{ "dist_timeout", K_FLOAT, O(dist_timeout), 0, 1e7, NULL, "seconds a rank waits for another that does not answer (0 = forever)", 0 },
 	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
 	{ "lr", K_FLOAT, O(lr), 0, 10, NULL, "peak learning rate", 0 },
 	{ "min_lr", K_FLOAT, O(min_lr), 0, 10, NULL, "final learning rate", 0 },
@@ -110,6 +111,7 @@ void loom_config_defaults(struct loom_config *c)
 	c->grad_accum = 1;
 	c->global_batch = 0;
 	c->data_parallel = 1;
+	c->dist_timeout = 1800;
 	c->steps = 100;
 	c->lr = 6e-4;
 	c->min_lr = 6e-5;

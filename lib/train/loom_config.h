@@ -97,6 +97,7 @@ struct loom_config {
 	int global_batch;       /* 0 = derived: micro_batch*grad_accum*dp */
 	int data_parallel;      /* data-parallel ranks */
 	int sharding;           /* enum loom_sharding: what the ranks shard (lib/train/loom_dist.h) */
+	double dist_timeout;    /* seconds before a rank names one that does not answer (0 = never) */
 	int64_t steps;          /* optimizer steps in total */
 	double lr, min_lr;
 	int64_t warmup_steps;   /* linear warm-up steps ... */

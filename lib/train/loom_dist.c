@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef LOOM_HAVE_MPI
 #include <mpi.h>
@@ -41,6 +42,15 @@ struct unit {
 	int k0, k1, state;
 };
 
+/* The roll call's state for one other rank (see dist_wait). */
+struct peer {
+	int ping, pong;         /* the messages in flight: a roll call's number */
+	int answered;           /* to this rank's current roll call */
+#ifdef LOOM_HAVE_MPI
+	MPI_Request ping_req, pong_req;
+#endif
+};
+
 struct loom_dist {
 	int rank, world, joined;
 	struct loom_dist_model m;       /* the model's view (m.params == NULL: none yet) */
@@ -57,6 +67,12 @@ struct loom_dist {
 	uint64_t bytes_step, bytes_last, bytes_total; /* since the last step, in it, in all */
 	double gather_wait_s;   /* of wait_s: blocked waiting for a unit's parameters */
 	double wait_s;           /* seconds blocked in communication */
+	double timeout;          /* dist_timeout: seconds before a roll call; 0 = never */
+	int call;                /* this rank's roll calls so far */
+	struct peer *peer;       /* [world] */
+#ifdef LOOM_HAVE_MPI
+	MPI_Comm ctl;            /* a duplicate of the world for the roll call */
+#endif
 	struct loom_err err;
 };
 
@@ -107,6 +123,11 @@ double loom_dist_wait_seconds(const struct loom_dist *d)
 	return d->wait_s;
 }
 
+void loom_dist_set_timeout(struct loom_dist *d, double seconds)
+{
+	d->timeout = seconds;
+}
+
 
 static int env_int(const char *name)
 {
@@ -142,12 +163,121 @@ static int mpi_fail(struct loom_dist *d, int rc, const char *what)
 #define MPI_TRY(d, call, what) do { int rc_ = (call); \
 	if (rc_ != MPI_SUCCESS) return mpi_fail(d, rc_, what); } while (0)
 
+/* The roll call (dist_wait) on d->ctl: a ping carries the caller's
+ * number, the pong sends it back. */
+enum { TAG_PING = 1, TAG_PONG = 2 };
+#define SPIN_S 5e-4     /* a wait polls this long before it naps */
+#define NAP_MAX_NS 1000000L
+
+/* Send v to rank p unless the last message of this slot is still in flight. */
+static void ctl_send(struct loom_dist *d, int p, int tag, int v, int *buf, MPI_Request *req)
+{
+	int done = 1;
+	if (*req != MPI_REQUEST_NULL)
+		MPI_Test(req, &done, MPI_STATUS_IGNORE);
+	if (!done)
+		return;
+	*buf = v;
+	MPI_Isend(buf, 1, MPI_INT, p, tag, d->ctl, req);
+}
+
+/* Answer the pings that came, note the pongs to this rank's current roll
+ * call; returns the lowest rank that pinged, or world. */
+static int ctl_poll(struct loom_dist *d)
+{
+	int caller = d->world, flag, v;
+	MPI_Status st;
+	while (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, d->ctl, &flag, &st) == MPI_SUCCESS && flag &&
+	       MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, d->ctl, MPI_STATUS_IGNORE) ==
+		       MPI_SUCCESS) {
+		struct peer *p = &d->peer[st.MPI_SOURCE];
+		if (st.MPI_TAG == TAG_PONG) {
+			p->answered |= v == d->call;
+			continue;
+		}
+		ctl_send(d, st.MPI_SOURCE, TAG_PONG, v, &p->pong, &p->pong_req);
+		caller = st.MPI_SOURCE < caller ? st.MPI_SOURCE : caller;
+	}
+	return caller;
+}
+
+void loom_dist_answer(struct loom_dist *d)
+{
+	if (d->world > 1)
+		ctl_poll(d);
+}
+
+/* Ping every other rank: a new roll call. */
+static void roll_call(struct loom_dist *d)
+{
+	d->call++;
+	for (int p = 0; p < d->world; p++) {
+		d->peer[p].answered = p == d->rank;
+		if (p != d->rank)
+			ctl_send(d, p, TAG_PING, d->call, &d->peer[p].ping, &d->peer[p].ping_req);
+	}
+}
+
+/* Ranks that have not answered this rank's roll call. */
+static int roll_missing(const struct loom_dist *d)
+{
+	int n = 0;
+	for (int p = 0; p < d->world; p++)
+		n += !d->peer[p].answered;
+	return n;
+}
+
+/* The error naming the ranks that did not answer. */
+static int roll_fail(struct loom_dist *d, double waited, const char *what)
+{
+	char names[256];
+	size_t o = 0;
+	int n = 0;
+	for (int p = 0; p < d->world; p++)
+		if (!d->peer[p].answered && o + 16 < sizeof names)
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%d", n++ ? ", " : "", p);
+	return loom_err_set(&d->err, LOOM_EIO,
+			    "rank%s %s %s not answered for %.0f s (stopped, hung or %s host "
+			    "unreachable): stopping all %d ranks (dist_timeout=%g, in the %s)",
+			    n > 1 ? "s" : "", names, n > 1 ? "have" : "has", waited,
+			    n > 1 ? "their" : "its", d->world, d->timeout, what);
+}
+
 /* Wait for one request: every collective of this file is started
- * non-blocking and finished here. */
+ * non-blocking and finished here.  It polls for SPIN_S, then naps growing
+ * to NAP_MAX_NS between polls, answering the other ranks' roll calls.
+ * After d->timeout seconds this rank calls the roll; a rank that has not
+ * answered within another d->timeout is named and the wait fails; when
+ * every rank answered, the wait goes on.  A ping from another caller (of
+ * a lower rank, if this one calls too) leaves the report to it: this
+ * rank's own call waits 2 x d->timeout from then. */
 static int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 {
-	MPI_TRY(d, MPI_Wait(r, MPI_STATUS_IGNORE), what);
-	return 0;
+	double t0 = loom_now(), since = t0, called = 0;
+	long nap = NAP_MAX_NS >> 5;
+	for (;;) {
+		int done = 0;
+		MPI_TRY(d, MPI_Test(r, &done, MPI_STATUS_IGNORE), what);
+		if (done)
+			return 0;
+		double now = loom_now();
+		if (now - t0 < SPIN_S)
+			continue;
+		int caller = ctl_poll(d);
+		if (caller < d->world && (!called || caller < d->rank))
+			called = 0, since = now + d->timeout; /* the caller reports: a call
+							       * of ours comes after its abort */
+		if (called && !roll_missing(d))
+			called = 0, since = now; /* every rank is alive: wait on */
+		else if (called && now - called >= d->timeout)
+			return roll_fail(d, now - t0, what);
+		if (d->timeout > 0 && !called && now - since >= d->timeout) {
+			roll_call(d);
+			called = now;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = nap }, NULL);
+		nap = nap * 2 < NAP_MAX_NS ? nap * 2 : NAP_MAX_NS;
+	}
 }
 
 #define WAIT_TRY(d, r, what) do { int rc_ = dist_wait(d, r, what); \
@@ -174,6 +304,16 @@ struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+	d->peer = calloc(d->world, sizeof *d->peer);
+	if (!d->peer || MPI_Comm_dup(MPI_COMM_WORLD, &d->ctl) != MPI_SUCCESS) {
+		/* left joined: mpirun stops the job when this rank exits */
+		loom_err_set(err, LOOM_ENOMEM, "rank %d: out of memory joining the MPI job", d->rank);
+		free(d->peer);
+		free(d);
+		return NULL;
+	}
+	for (int p = 0; p < d->world; p++)
+		d->peer[p].ping_req = d->peer[p].pong_req = MPI_REQUEST_NULL;
 	return d;
 }
 
@@ -194,8 +334,17 @@ void loom_dist_free(struct loom_dist *d)
 	loom_lazy_free(d->vs);
 	loom_lazy_free(d->gm);
 	loom_lazy_free(d->gv);
-	if (d->joined)
+	for (int p = 0; d->joined && p < d->world; p++) {
+		if (d->peer[p].ping_req != MPI_REQUEST_NULL)
+			MPI_Request_free(&d->peer[p].ping_req);
+		if (d->peer[p].pong_req != MPI_REQUEST_NULL)
+			MPI_Request_free(&d->peer[p].pong_req);
+	}
+	if (d->joined) {
+		MPI_Comm_free(&d->ctl);
 		MPI_Finalize();
+	}
+	free(d->peer);
 	free(d);
 }
 
@@ -814,6 +963,11 @@ _Noreturn void loom_dist_abort(struct loom_dist *d, int code)
 {
 	(void)d;
 	exit(code);
+}
+
+void loom_dist_answer(struct loom_dist *d)
+{
+	(void)d;
 }
 
 int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int32_t *all)

@@ -25,6 +25,25 @@
  * moments on rank 0, so a checkpoint written by N ranks resumes on any
  * number of ranks (every rank loads the full state and keeps its slice).
  *
+ * A rank that stops answering (stopped, hung, its host unreachable) makes
+ * the others fail within about 2 x the timeout (loom_dist_set_timeout),
+ * never hang: every collective is finished by one wait that polls (briefly
+ * spinning, then napping up to 1 ms: a waiting rank leaves its core to
+ * others) and meanwhile answers the other ranks' roll calls on a
+ * duplicate of the world communicator.  A rank that has waited `timeout`
+ * seconds calls the roll: it pings every other rank and waits up to
+ * `timeout` more for their answers.  When every rank answered (they are
+ * all alive, one of them slow), it waits on; otherwise the function that
+ * waited fails with "rank 1 has not answered for 6 s (stopped, hung or its
+ * host unreachable): stopping all 2 ranks (dist_timeout=3, in the
+ * allgather of step flags)", and the caller aborts the job.  A rank that
+ * receives a ping leaves the report to the caller (the lowest-numbered of
+ * several), so one line names the silent ranks.  A rank answers only while
+ * it waits here or calls loom_dist_answer(): the timeout must exceed the
+ * longest time a rank spends away from the others (rank 0 evaluating or
+ * writing a checkpoint), and a rank that waits for something else (its
+ * input) calls loom_dist_answer() meanwhile.
+ *
  * Ownership: struct loom_dist owns its shards and MPI state; the model is
  * borrowed from loom_dist_attach() until the last step or gather (its
  * grad_ready hook keeps pointing at d: free the model or clear the hook
@@ -142,6 +161,13 @@ int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *ou
 /* Payload bytes this rank sent in the last step / in all steps. */
 uint64_t loom_dist_bytes_step(const struct loom_dist *d);
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
+/* Seconds a wait lasts before this rank calls the roll (see above);
+ * 0 (the default) waits forever. */
+void loom_dist_set_timeout(struct loom_dist *d, double seconds);
+/* Answer the other ranks' roll calls: call it at least every second while
+ * this rank waits outside this file (world 1: nothing). */
+void loom_dist_answer(struct loom_dist *d);
+
 /* Seconds this rank spent blocked in the step's collectives (the gradient
  * reduction left after backward, the norm allreduce, the all-gather). */
 double loom_dist_wait_seconds(const struct loom_dist *d);
