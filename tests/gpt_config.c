@@ -184,30 +184,31 @@ static void case_memory_plan(void)
 	is_int(w4.grads, 1772 * 4, "  of the gradients");
 	is_int(w4.adam, 1772 * 8, "  of the moments");
 	is_int(w4.gshard, 0, "  no gradient shard");
-	is_int(w4.gathered, 4 * 3312 * 4, "  gathered: 2 layers' params and 2 layers' grads");
-	is_int(w4.gathered_head, 0, "  (more than at the LM head: 2 x 496 + 3312)");
+	is_int(w4.gathered, (496 + 4 * 3312) * 4,
+	       "  gathered: the embeddings, 2 layers' params and 2 layers' grads");
+	is_int(w4.gathered_head, 0, "  (more than at the LM head: 2 x 496)");
 	is_int(w4.acts, one.acts + 2 * 4 * 16 * 4, "  activations + the embedding output's [B T, C]");
 	is_int(w4.total, w4.params + w4.grads + w4.adam + w4.gathered + w4.acts, "  total");
 	x.data_parallel = 3;
 	loom_gpt_memory_plan(&x, 2, 4, 0, &w3);
 	is_int(w3.params, 2363 * 4, "3 ranks: a slice rounds up (7088 / 3 -> 2363)");
 
-	/* a vocabulary of 2000: the LM head's set is the larger, 2 x the
-	 * embeddings (2008 x 16) + a layer */
-	x.vocab_size = 2000;
+	/* a vocabulary of 4000: the LM head's set is the larger, 2 x the
+	 * embeddings (4008 x 16) */
+	x.vocab_size = 4000;
 	x.data_parallel = 4;
 	loom_gpt_memory_plan(&x, 2, 4, 0, &w4);
-	is_int(w4.gathered, (2 * 32128 + 3312) * 4, "vocab 2000: gathered at the LM head");
+	is_int(w4.gathered, 2 * 64128 * 4, "vocab 4000: gathered at the LM head");
 	is_int(w4.gathered_head, 1, "  said so");
 
-	/* bf16: a copy of the gathered params only (2 layers: 2 x 3312, or
-	 * at the head 32128 + 3312) instead of the whole model's */
+	/* bf16: a copy of the gathered params only (the embeddings and 2
+	 * layers: 64128 + 2 x 3312) instead of the whole model's */
 	x.precision = LOOM_PREC_BF16;
 	x.data_parallel = 1;
 	loom_gpt_memory_plan(&x, 2, 4, 0, &one);
 	x.data_parallel = 4;
 	loom_gpt_memory_plan(&x, 2, 4, 0, &w4);
-	is_int(w4.bf16, one.bf16 - loom_config_n_params(&x) * 2 + (32128 + 3312) * 2,
+	is_int(w4.bf16, one.bf16 - loom_config_n_params(&x) * 2 + (64128 + 2 * 3312) * 2,
 	       "bf16, weights: the gathered params' copy, the same operand scratch");
 	x.sharding = LOOM_SHARD_OPTIMIZER;
 	loom_gpt_memory_plan(&x, 2, 4, 0, &o4);

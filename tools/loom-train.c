@@ -428,9 +428,8 @@ static void print_dry_run(const struct loom_config *c, const struct model_ops *o
 	if (m0.gathered)
 		printf("  gathered layers %s (full copies: %s)\n",
 		       cli_bytes((double)m0.gathered, b0, sizeof b0),
-		       m0.gathered_head ? "at the LM head, the embeddings' weights and gradients "
-					  "and a layer's weights"
-					: "2 layers' weights and 2 layers' gradients");
+		       m0.gathered_head ? "at the LM head, the embeddings' weights and gradients"
+					: "the embeddings, 2 layers' weights and 2 layers' gradients");
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
 	if (m0.bf16)
@@ -1601,7 +1600,7 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 	}
 	struct loom_dist_model dm;
 	loom_dist_model_gpt(&dm, g);
-	train_dist_attach(&dm, quiet, verbose);
+	train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 }
 
 /* At the first frame (B and T are the data's): the model's size (and its
@@ -2042,7 +2041,7 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 	}
 	struct loom_dist_model dm;
 	loom_dist_model_bert(&dm, b);
-	train_dist_attach(&dm, quiet, verbose);
+	train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 }
 
 static const struct model_ops gpt_ops = {

@@ -15,6 +15,7 @@ static int d_rank, d_world = 1, d_quiet;
 static int agreed_exit;                 /* every rank exits 1 together */
 static uint64_t synced_step = UINT64_MAX, steps_done;
 static int d_weights;                   /* sharding=weights: a sync per micro-batch */
+static int d_micro = 1;                 /* micro-batches per step */
 static int point, synced_point;         /* its micro-batch (else 0) */
 static int synced_result;
 static sigset_t stop_set;
@@ -49,12 +50,19 @@ static void on_exit_dist(int status, void *arg)
 		return;
 	if (status == 0 && d_rank == 0 && d_world > 1 && !d_quiet && steps_done) {
 		char a[32], b[32];
-		uint64_t bound = (uint64_t)(2.0 * (d_world - 1) / d_world * model.n_params * 4);
+		uint64_t bound = loom_dist_bytes_bound(dist, d_micro);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
-		cli_warn("data parallel: %.3f s per step blocked in communication; %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
-			 loom_dist_wait_seconds(dist) / steps_done,
-			 cli_bytes((double)per, a, sizeof a), cli_bytes((double)bound, b, sizeof b),
-			 bound ? (double)per / bound : 0.0);
+		if (d_weights)
+			cli_warn("data parallel (sharding=weights): %.3f s per step blocked in communication (%.3f s of it waiting for weights); %s sent per step per rank (ring lower bound of %d micro-batch%s: weights gathered for forward and backward, the embeddings once, gradients reduce-scattered, (3P - E)(N-1)/N x 4 bytes each = %s; %.4fx)",
+				 loom_dist_wait_seconds(dist) / steps_done,
+				 loom_dist_gather_wait_seconds(dist) / steps_done,
+				 cli_bytes((double)per, a, sizeof a), d_micro, d_micro == 1 ? "" : "es",
+				 cli_bytes((double)bound, b, sizeof b), bound ? (double)per / bound : 0.0);
+		else
+			cli_warn("data parallel: %.3f s per step blocked in communication; %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",
+				 loom_dist_wait_seconds(dist) / steps_done,
+				 cli_bytes((double)per, a, sizeof a), cli_bytes((double)bound, b, sizeof b),
+				 bound ? (double)per / bound : 0.0);
 	}
 	if (status == 0 || agreed_exit || d_world == 1) {
 		loom_dist_free(dist);
@@ -107,16 +115,24 @@ void train_dist_answer(void)
 		loom_dist_answer(dist);
 }
 
-void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose)
+void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, int verbose)
 {
 	d_quiet = quiet;
 	model = *m;
 	d_weights = m->sharding == LOOM_SHARD_WEIGHTS && d_world > 1;
+	d_micro = micro;
 	if (loom_dist_attach(dist, m))
 		cli_die("%s", loom_dist_error(dist));
 	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
 		return;
 	char a[32], b[32], c[32];
+	if (d_weights) {
+		cli_warn("data parallel: %d ranks (%s), sharding=weights: weights, gradients and AdamW state per rank %s (1/%d of %s), gathered a layer at a time",
+			 d_world, loom_dist_backend(),
+			 cli_bytes((double)loom_dist_moment_bytes(dist) * 2, a, sizeof a), d_world,
+			 cli_bytes((double)m->n_params * 16, b, sizeof b));
+		return;
+	}
 	cli_warn("data parallel: %d rank%s (%s); AdamW state per rank %s (1/%d of %s), gradient shard %s, %d buckets",
 		 d_world, d_world == 1 ? "" : "s", loom_dist_backend(),
 		 cli_bytes((double)loom_dist_moment_bytes(dist), a, sizeof a), d_world,

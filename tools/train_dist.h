@@ -40,7 +40,7 @@ void train_dist_config(struct loom_config *c, char **sets, int nsets);
 void train_dist_answer(void);
 /* Share the model: parameters from rank 0, moments sharded; prints the world
  * and the optimizer memory per rank (rank 0, unless quiet). */
-void train_dist_attach(const struct loom_dist_model *m, int quiet, int verbose);
+void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, int verbose);
 /* The frames of this rank must come from loom-feed --rank r --world w. */
 void train_dist_check_frame(unsigned rank, unsigned world);
 /* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.

@@ -123,6 +123,27 @@ double loom_dist_wait_seconds(const struct loom_dist *d)
 	return d->wait_s;
 }
 
+double loom_dist_gather_wait_seconds(const struct loom_dist *d)
+{
+	return d->gather_wait_s;
+}
+
+int loom_dist_shards_weights(const struct loom_dist *d)
+{
+	return d->weights;
+}
+
+uint64_t loom_dist_bytes_bound(const struct loom_dist *d, int micro)
+{
+	double f = d->world > 1 ? (double)(d->world - 1) / d->world : 0, P = (double)d->m.n_params;
+	if (!d->weights)
+		return (uint64_t)(2 * f * P * 4);
+	double E = 0; /* the embeddings' unit, gathered once per micro-batch */
+	for (int k = d->u ? d->u[0].k0 : 0; d->u && k < d->u[0].k1; k++)
+		E += (double)(d->b[k].b1 - d->b[k].b0);
+	return (uint64_t)((3 * P - E) * f * 4 * micro);
+}
+
 void loom_dist_set_timeout(struct loom_dist *d, double seconds)
 {
 	d->timeout = seconds;

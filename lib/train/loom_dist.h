@@ -171,5 +171,16 @@ void loom_dist_answer(struct loom_dist *d);
 /* Seconds this rank spent blocked in the step's collectives (the gradient
  * reduction left after backward, the norm allreduce, the all-gather). */
 double loom_dist_wait_seconds(const struct loom_dist *d);
+/* Of those, sharding=weights: waiting for a unit's weights to arrive. */
+double loom_dist_gather_wait_seconds(const struct loom_dist *d);
+int loom_dist_shards_weights(const struct loom_dist *d);
+/* The payload bytes a rank must send per step of `micro` micro-batches
+ * (ring schedules): sharding=optimizer 2 (N-1)/N x 4P (reduce-scatter of
+ * the gradients, all-gather of the weights); sharding=weights per
+ * micro-batch (3P - E) (N-1)/N x 4: the weights gathered for forward and
+ * again for backward (recompute reuses that gather), except the
+ * embeddings E, gathered once (kept from the embedding to the LM head,
+ * tied to them), and the gradients reduce-scattered once. */
+uint64_t loom_dist_bytes_bound(const struct loom_dist *d, int micro);
 
 #endif

@@ -384,21 +384,24 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	m->adam = shard * 8;
 	if (R > 1 && !weights)
 		m->gshard = shard * 4; /* the reduce-scattered gradient slice */
-	/* sharding=weights: full copies of the units in use, the params of
-	 * two layers (one computing, the next prefetched) and the gradients
-	 * of two (one computing, one being reduce-scattered), or at the LM
-	 * head the embeddings' params and gradients and a layer's params;
-	 * the last layer's unit holds ln_f */
+	/* sharding=weights: full copies of the units in use: the
+	 * embeddings' params (kept from the embedding to the LM head) or,
+	 * from the LM head to the end of backward, their gradients; beside
+	 * them the params of two layers (one computing, the next prefetched)
+	 * and in backward the gradients of two (one computing, one being
+	 * reduce-scattered); at the LM head the embeddings' params and
+	 * gradients.  The last layer's unit holds ln_f. */
 	uint64_t emb = ((uint64_t)cfg->vocab_size + (uint64_t)cfg->n_positions) * C;
 	uint64_t lay = cfg->n_layer ? 12 * C * C + 15 * C : 0;
-	uint64_t gp = 2 * lay > emb + lay ? 2 * lay : emb + lay; /* gathered params */
-	if (weights) {
-		m->gathered_head = 2 * emb + lay > 4 * lay;
-		m->gathered = (m->gathered_head ? 2 * emb + lay : 4 * lay) * 4;
+	uint64_t gp = emb + 2 * lay; /* gathered params */
+	if (weights) { /* the LM head, or forward then backward */
+		m->gathered_head = 2 * emb > emb + 4 * lay;
+		m->gathered = (m->gathered_head ? 2 * emb : emb + 4 * lay) * 4;
 	}
-	/* the sharded run keeps the embedding output in a slot of its own */
+	/* (a sharded run's layout keeps the embedding output in a slot of
+	 * its own) */
 	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
-				   glob) * 4 + N * 8 + (weights ? N * C * 4 : 0);
+				   glob) * 4 + N * 8;
 	/* bf16: the weight copy (sharding=weights: of the gathered params),
 	 * and the backend's two operand scratch buffers (largest: a chunk
 	 * of dlogits [hr,V] or the MLP's [N,4C], and the MLP's [N,4C]) */
@@ -527,13 +530,15 @@ static void embed(struct loom_gpt *g)
 }
 
 /* Embeddings and all blocks; returns the final hidden states [N,C], or
- * NULL (error in g->err).  head_next: the unit read after ln_f. */
+ * NULL (error in g->err).  head_next: the unit read after ln_f (-1: the
+ * LM head, which keeps the embeddings' unit from the start). */
 static const float *trunk_fwd(struct loom_gpt *g, int head_next)
 {
 	if (unit_need(g, -1, 0))
 		return NULL;
 	embed(g);
-	unit_done(g, -1);
+	if (head_next != -1) /* else kept for the head (tied to wte) */
+		unit_done(g, -1);
 	const float *x = g->encoded;
 	for (int l = 0; l < g->L; l++) {
 		if (unit_need(g, l, l + 1 < g->L ? l + 1 : head_next) ||
