@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# sharding=weights (ZeRO-3) under mpirun: every rank keeps 1/N of the
+# weights, gradients and AdamW moments and gathers a unit (the embeddings,
+# a layer) when it computes with it.  The loss curve is one process's
+# (dense and RigL-sparse, with accumulation and recompute, on 2 and 4
+# ranks), checkpoints are written by every rank into the one HF-loadable
+# checkpoint and move between rank counts (2 -> 4 -> 1) exactly, a rank
+# killed while they save leaves `latest` valid, and evaluation runs on
+# every rank.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dist-lib.sh"
+
+WS="sharding=weights"
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 --log $T/one.json"
+is_rc 0 "1 rank x micro-batch 8"
+
+# --- the same curve as one process -------------------------------------------
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4,$WS --steps 20 --log-every 10 --log two.json"
+is_rc 0 "2 ranks x micro-batch 4, sharding=weights"
+d=$(maxrel "$T/two.json" "$T/one.json" 1 20)
+ok "2 ranks, sharding=weights vs 1 rank: losses within 1e-5 relative over 20 steps (max $d)" small "$d"
+like "$err" '^loom-train: rank 0: data parallel: 2 ranks \(Open MPI [^)]*\), sharding=weights: weights, gradients and AdamW state per rank [0-9.]+ [kMG]B \(1/2 of [0-9.]+ [kMG]B\), gathered a layer at a time$' \
+	"start-up: what a rank holds"
+like "$err" 'rank 0: data parallel \(sharding=weights\): [0-9.]+ s per step blocked in communication \([0-9.]+ s of it waiting for weights\); .* sent per step per rank \(ring lower bound of 1 micro-batch: .*; 1\.0[0-9]*x\)$' \
+	"bytes per step reported against the ring bound of weight sharding"
+is "$(grep -c 'rank 0: step' "$err")" 2 "rank 0 reports progress"
+unlike "$err" 'rank 1: step' "other ranks stay quiet"
+
+np 2 "$FEED --batch 2 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=2,grad_accum=2,$WS --recompute --steps 20 --log acc.json"
+is_rc 0 "2 ranks x micro-batch 2 x accumulation 2, recompute"
+d=$(maxrel "$T/acc.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+
+np 4 "$FEED --batch 2 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=2,$WS --steps 20 --log four.json"
+is_rc 0 "4 ranks x micro-batch 2 (MPI's all-gather and reduce-scatter)"
+d=$(maxrel "$T/four.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+
+# RigL: mask updates at steps 3, 6, 9, 12 from the block norms and
+# gradient scores of every rank's slices
+SP="sparsity=0.5,block_size=8,prune_every=3,prune_end=14,prune_ratio=0.4"
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,$SP --steps 16 --log $T/sp1.json"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$SP,$WS --steps 16 --log sp2.json"
+is_rc 0 "sparse, 2 ranks, sharding=weights"
+is "$(grep -c '"rigl_update"' "$T/sp2.json")" 4 "  four mask updates"
+is "$(grep '"rigl_update"' "$T/sp2.json")" "$(grep '"rigl_update"' "$T/sp1.json")" \
+	"  the same blocks as one process (counts, density, churn)"
+d=$(maxrel "$T/sp2.json" "$T/sp1.json" 1 16)
+ok "  losses within 1e-5 of 1 rank over 16 steps (max $d)" small "$d"
+
+# --- checkpoints: written by every rank, moved 2 -> 4 -> 1 --------------------
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 6 --save ck --log r.json"
+is_rc 0 "2 ranks: steps 1-6, checkpoint"
+C6="$T/ck/step-00000006"
+ok "  one model.safetensors and one optimizer file" test -s "$C6/model.safetensors" -a -s "$C6/optimizer.safetensors"
+/usr/bin/python3 - "$C6/model.safetensors" > "$T/shapes" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+for k in ("transformer.wte.weight", "transformer.h.1.mlp.c_fc.weight", "transformer.ln_f.bias"):
+    print(k, h[k]["dtype"], h[k]["shape"])
+EOF
+is "$(cat "$T/shapes")" "transformer.wte.weight F32 [128, 64]
+transformer.h.1.mlp.c_fc.weight F32 [64, 256]
+transformer.ln_f.bias F32 [64]" "  full tensors in HF names and shapes"
+np 4 "$FEED --batch 2 --epochs 0 --rank \$R --world \$W --resume ck/latest | loom-train -q --threads 1 --resume ck --save ck --set micro_batch=2 --steps 13 --log r.json"
+is_rc 0 "4 ranks resume it (sharding=weights from the checkpoint): steps 7-13"
+is "$(readlink "$T/ck/latest")" step-00000013 "  every rank wrote its part of step 13"
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/ck/latest | loom-train -q --threads 1 --resume $T/ck --set micro_batch=8 --steps 20 --log $T/r.json"
+is_rc 0 "1 rank resumes that: steps 14-20"
+is "$(wc -l < "$T/r.json")" 20 "  one log line per step"
+d=$(maxrel "$T/r.json" "$T/one.json" 1 20)
+ok "  2 -> 4 -> 1 ranks: the uninterrupted curve within 1e-5 (max $d)" small "$d"
+
+# the same rank count: bit for bit the uninterrupted run
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W --resume ck/step-00000006 | loom-train -q --threads 1 --resume ck/step-00000006 --set micro_batch=4 --steps 20 --log x.json"
+is_rc 0 "2 ranks resume step 6 again"
+is "$(sed -E 's/,"tokens_per_s".*//' "$T/x.json")" \
+	"$(sed -n '7,20p' "$T/two.json" | sed -E 's/,"tokens_per_s".*//')" \
+	"  steps 7-20: losses, lr and norms identical to the uninterrupted 2-rank run"
+
+# loom-eval reads it on one machine
+make_frames 2 9 8 128 3 > "$T/ev.frames"
+run loom-eval --checkpoint "$T/ck/step-00000013" --threads 1 < "$T/ev.frames"
+is_rc 0 "loom-eval reads the sharded run's checkpoint"
+like "$out" '"loss":' "  and reports a loss"
+
+# --- a rank killed while the ranks save: latest stays a whole checkpoint ----
+rm -rf "$T/k"
+mkdir -p "$T/k"
+{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 100000 --save k --save-every 1 --keep 2 & p=\$!; echo \$p > k/pid.\$R; wait \$p"; echo $rc > "$T/k/rc"; } &
+for i in $(seq 600); do
+	case $(readlink "$T/k/latest" 2>/dev/null) in step-0000000[4-9]|step-000000[1-9]*) break ;; esac
+	sleep 0.1
+done
+s=$(readlink "$T/k/latest")
+ok "the ranks save every step (latest -> $s)" test -n "$s"
+kill -9 "$(cat "$T/k/pid.1")"
+wait
+ok "a killed rank stops every rank" test "$(cat "$T/k/rc")" -ne 0 -a "$(cat "$T/k/rc")" -ne 124
+run loom-eval --checkpoint "$T/k/latest" --threads 1 < "$T/ev.frames"
+is_rc 0 "  latest is a whole checkpoint (loom-eval checks every file's checksum)"
+
+# --- evaluation on every rank; sampling refused ------------------------------
+make_frames 4 9 4 128 5 > "$T/val.frames"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 4 --eval-every 2 --eval-data val.frames --log ev.json"
+is_rc 0 "--eval-every under sharding=weights (every rank takes part)"
+is "$(grep -c '"eval_loss"' "$T/ev.json")" 2 "  rank 0 logs two evaluations"
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 4 --sample-every 2"
+is_rc 2 "--sample-every under sharding=weights: a usage error"
+like "$err" 'loom-train: rank 0: --sample-every: not with sharding=weights over 2 ranks' "  saying why"
+run loom-train -c bert-tiny --set sharding=weights --dry-run
+is_rc 2 "a BERT does not shard its weights"
+like "$err" '^loom-train: sharding=weights: only a GPT shards its weights \(model is bert\)' "  one line"
+
+done_testing
