@@ -668,11 +668,16 @@ static struct loom_ckpt *open_ckpt(const char *path, int resume)
 }
 
 /* --resume: the AdamW moments of x's tensors */
-static void load_optimizer(struct loom_ckpt *ck, const struct ckpt_tables *x)
+static void need_optimizer(struct loom_ckpt *ck)
 {
 	if (!loom_ckpt_has_optimizer(ck))
 		cli_die("%s: no optimizer state to resume from (use --init-from for weights only)",
 			loom_ckpt_dir(ck));
+}
+
+static void load_optimizer(struct loom_ckpt *ck, const struct ckpt_tables *x)
+{
+	need_optimizer(ck);
 	if (loom_ckpt_load_optimizer(ck, x->tp, x->n, x->mm, x->vv))
 		cli_die("%s", loom_ckpt_error(ck));
 }
@@ -681,9 +686,13 @@ static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_opti
 {
 	struct ckpt_tables x;
 	gpt_tables(g, &x);
-	if (loom_ckpt_load_model(ck, x.tp, x.n))
+	if (with_optimizer && train_dist_shards_weights())
+		need_optimizer(ck);
+	if (train_dist_shards_weights()) /* attached: only this rank's chunks */
+		train_dist_load(ck, x.tp, x.n, with_optimizer);
+	else if (loom_ckpt_load_model(ck, x.tp, x.n))
 		cli_die("%s", loom_ckpt_error(ck));
-	if (with_optimizer)
+	else if (with_optimizer)
 		load_optimizer(ck, &x);
 	/* RigL: the checkpoint's masks; --init-from a checkpoint without
 	 * them keeps the masks drawn from the seed (its weights masked) */
@@ -1586,6 +1595,11 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 	if (!g)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
 	t->g = g;
+	struct loom_dist_model dm;
+	loom_dist_model_gpt(&dm, g);
+	int first = loom_config_shards_weights(c) && (resume || init_from);
+	if (first) /* every rank then reads only its own chunks */
+		train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 	if (resume) {
 		load_weights(g, ck, 1);
 		take_state(t, ck);
@@ -1598,9 +1612,8 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 	} else {
 		loom_gpt_init_weights(g, c->seed);
 	}
-	struct loom_dist_model dm;
-	loom_dist_model_gpt(&dm, g);
-	train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
+	if (!first)
+		train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 }
 
 /* At the first frame (B and T are the data's): the model's size (and its

@@ -290,6 +290,14 @@ void train_dist_save(const struct loom_ckpt_save *s, char *path, size_t n)
 	}
 }
 
+void train_dist_load(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
+		     int optimizer)
+{
+	if (loom_dist_load(dist, ck, t, n, optimizer))
+		train_dist_fail(synced_step == UINT64_MAX ? 0 : synced_step, "%s",
+				loom_dist_error(dist));
+}
+
 int train_dist_save_begin(void)
 {
 	float *m, *v;

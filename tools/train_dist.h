@@ -71,6 +71,12 @@ int train_dist_shards_weights(void);
  * (loom_dist_save); the step directory into path[n]. */
 struct loom_ckpt_save;
 void train_dist_save(const struct loom_ckpt_save *s, char *path, size_t n);
+/* sharding=weights, once attached: this rank's chunks of the weights (and
+ * with `optimizer` the moments) from ck; a bad file stops every rank. */
+struct loom_ckpt;
+struct loom_ckpt_tensor;
+void train_dist_load(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
+		     int optimizer);
 /* Around a checkpoint save (every rank calls both): gathers the moments on
  * rank 0 into the attached model's m and v; returns 1 on the rank that
  * writes. */

@@ -343,6 +343,11 @@ void loom_dist_free(struct loom_dist *d)
 	if (!d)
 		return;
 	/* d->m's model is not touched: it may already be freed at exit */
+	for (int k = 0; d->joined && d->weights && k < d->nb; k++) {
+		/* a gather started for a forward that did not come */
+		MPI_Wait(&d->b[k].greq, MPI_STATUS_IGNORE);
+		MPI_Wait(&d->b[k].greq2, MPI_STATUS_IGNORE);
+	}
 	for (int k = 0; k < d->nb; k++) {
 		free(d->b[k].counts);
 		free(d->b[k].displs);
@@ -545,12 +550,13 @@ static int unit_wait(struct loom_dist *d, int u)
 static int on_need(void *ctx, int u, int next, struct loom_err *err)
 {
 	struct loom_dist *d = ctx;
+	int again = unit_of(d, u)->state == U_HERE;
 	int rc = d->gather_failed ? d->err.code : unit_wait(d, u);
-	/* the next unit's gather overlaps unit u's compute; after the
-	 * embeddings (the largest unit, little compute) it starts once they
-	 * are gone, so the two are never here together */
-	d->after_emb = u < 0 ? next : LOOM_GPT_UNIT_NONE;
-	if (!rc && u >= 0 && next != LOOM_GPT_UNIT_NONE)
+	/* the next unit's gather overlaps unit u's compute; but when the
+	 * embeddings are needed again (the LM head, whose gradient they are
+	 * about to hold too), it waits until they are gone */
+	d->after_emb = u < 0 && again ? next : LOOM_GPT_UNIT_NONE;
+	if (!rc && !(u < 0 && again) && next != LOOM_GPT_UNIT_NONE)
 		rc = unit_gather(d, next);
 	if (!rc)
 		rc = progress(d);
@@ -740,8 +746,12 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 		progress(d);
 	}
-	if (d->weights)
+	if (d->weights) {
 		memset(d->gs, 0, d->shard_n * sizeof(float));
+		/* the next forward starts with the embeddings: on their way */
+		if ((rc = unit_gather(d, -1)))
+			return rc;
+	}
 	t0 = loom_now();
 	for (int k = 0; !d->weights && k < d->nb; k++)
 		WAIT_TRY(d, &d->b[k].req, "all-gather of parameters");
@@ -773,46 +783,90 @@ static int bcast_bytes(struct loom_dist *d, void *buf, size_t n, const char *wha
 	return 0;
 }
 
+/* Bucket k's chunk of each of the nt tensors: elements [lo[i], hi[i]) of
+ * tensor i (empty when they do not meet), and where its moments sit in
+ * the shards: mp[i], vp[i] point so that element j (lo <= j < hi) of the
+ * tensor is mp[i][j] (only used there; an empty slice points at the
+ * shard's start). */
+static void bucket_slices(const struct loom_dist *d, int k, size_t nt, uint64_t *lo,
+			  uint64_t *hi, float **mp, float **vp)
+{
+	const struct bucket *b = &d->b[k];
+	for (size_t i = 0; i < nt; i++) {
+		const struct loom_tensor *t = &d->m.tensors[i];
+		size_t a = t->offset > b->c0 ? t->offset : b->c0;
+		size_t z = t->offset + t->numel < b->c1 ? t->offset + t->numel : b->c1;
+		lo[i] = hi[i] = 0;
+		mp[i] = d->ms;
+		vp[i] = d->vs;
+		if (a >= z)
+			continue;
+		lo[i] = a - t->offset;
+		hi[i] = z - t->offset;
+		/* the shard's soff + offset + j - c0 */
+		uintptr_t o = ((uintptr_t)t->offset - (uintptr_t)b->c0) * sizeof(float);
+		mp[i] = (float *)((uintptr_t)(d->ms + b->soff) + o);
+		vp[i] = (float *)((uintptr_t)(d->vs + b->soff) + o);
+	}
+}
+
+struct slices {
+	uint64_t *lo, *hi;
+	float **mp, **vp;
+};
+
+static int slices_new(struct slices *x, size_t nt, struct loom_err *e)
+{
+	x->lo = calloc(nt ? nt : 1, sizeof *x->lo);
+	x->hi = calloc(nt ? nt : 1, sizeof *x->hi);
+	x->mp = calloc(nt ? nt : 1, sizeof *x->mp);
+	x->vp = calloc(nt ? nt : 1, sizeof *x->vp);
+	return x->lo && x->hi && x->mp && x->vp ? 0 : loom_err_set(e, LOOM_ENOMEM, "out of memory");
+}
+
+static void slices_free(struct slices *x)
+{
+	free(x->lo);
+	free(x->hi);
+	free(x->mp);
+	free(x->vp);
+}
+
 /* This rank's pieces of a checkpoint: per bucket, its chunk of each
  * tensor (the weights in place, the moments in the shards). */
 static int save_slices(struct loom_dist *d, const char *dir, const struct loom_ckpt_save *s,
 		       struct loom_ckpt_piece *pieces, size_t cap, size_t *np, struct loom_err *e)
 {
-	size_t nt = s->n_tensors;
-	uint64_t *lo = calloc(nt, sizeof *lo), *hi = calloc(nt, sizeof *hi);
-	float **mp = calloc(nt, sizeof *mp), **vp = calloc(nt, sizeof *vp);
-	int rc = lo && hi && mp && vp ? 0 : loom_err_set(e, LOOM_ENOMEM, "out of memory");
+	struct slices x;
+	int rc = slices_new(&x, s->n_tensors, e);
 	struct loom_ckpt_save s2 = *s;
-	s2.adam_m = mp;
-	s2.adam_v = vp;
+	s2.adam_m = x.mp;
+	s2.adam_v = x.vp;
 	*np = 0;
 	for (int k = 0; !rc && k < d->nb; k++) {
-		const struct bucket *b = &d->b[k];
-		for (size_t i = 0; i < nt; i++) {
-			const struct loom_tensor *t = &d->m.tensors[i];
-			size_t a = t->offset > b->c0 ? t->offset : b->c0;
-			size_t z = t->offset + t->numel < b->c1 ? t->offset + t->numel : b->c1;
-			lo[i] = hi[i] = 0;
-			mp[i] = d->ms; /* not read: an empty slice */
-			vp[i] = d->vs;
-			if (a >= z)
-				continue;
-			lo[i] = a - t->offset;
-			hi[i] = z - t->offset;
-			/* element j of tensor i (lo <= j < hi) is the shard's
-			 * soff + offset + j - c0: the pointer is only used there */
-			uintptr_t o = ((uintptr_t)t->offset - (uintptr_t)b->c0) * sizeof(float);
-			mp[i] = (float *)((uintptr_t)(d->ms + b->soff) + o);
-			vp[i] = (float *)((uintptr_t)(d->vs + b->soff) + o);
-		}
+		bucket_slices(d, k, s->n_tensors, x.lo, x.hi, x.mp, x.vp);
 		size_t n = cap - *np;
-		rc = loom_ckpt_write_slices(dir, &s2, lo, hi, pieces + *np, &n, e);
+		rc = loom_ckpt_write_slices(dir, &s2, x.lo, x.hi, pieces + *np, &n, e);
 		*np += n;
 	}
-	free(lo);
-	free(hi);
-	free(mp);
-	free(vp);
+	slices_free(&x);
+	return rc;
+}
+
+int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+		   size_t n, int optimizer)
+{
+	struct slices x;
+	int rc = slices_new(&x, n, &d->err);
+	for (int k = 0; !rc && k < d->nb; k++) {
+		bucket_slices(d, k, n, x.lo, x.hi, x.mp, x.vp);
+		rc = loom_ckpt_load_model_slices(ck, t, n, x.lo, x.hi);
+		if (!rc && optimizer)
+			rc = loom_ckpt_load_optimizer_slices(ck, t, n, x.mp, x.vp, x.lo, x.hi);
+		if (rc)
+			loom_err_set(&d->err, rc, "%s", loom_ckpt_error(ck));
+	}
+	slices_free(&x);
 	return rc;
 }
 
@@ -1016,6 +1070,16 @@ int loom_dist_micro_end(struct loom_dist *d)
 {
 	(void)d;
 	return 0;
+}
+
+int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+		   size_t n, int optimizer)
+{
+	(void)ck;
+	(void)t;
+	(void)n;
+	(void)optimizer;
+	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_load: the weights are not sharded");
 }
 
 int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len)

@@ -158,6 +158,15 @@ void loom_dist_gather_done(struct loom_dist *d);
 struct loom_ckpt_save;
 int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len);
 
+/* sharding=weights, after attach: read this rank's chunks of the weights
+ * (t: the model's tensor table, data = its parameters) and, with
+ * `optimizer`, of the AdamW moments from the checkpoint ck, only them
+ * (a rank never holds the whole model).  Not collective. */
+struct loom_ckpt;
+struct loom_ckpt_tensor;
+int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+		   size_t n, int optimizer);
+
 /* Payload bytes this rank sent in the last step / in all steps. */
 uint64_t loom_dist_bytes_step(const struct loom_dist *d);
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
