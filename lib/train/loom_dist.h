@@ -1,29 +1,53 @@
 /*
  * loom_dist.h - data-parallel training over MPI with ZeRO stage 1
  * (optimizer state sharded across ranks, like Graphcore's replicated
- * tensor sharding).
+ * tensor sharding) or stage 3 (weights, gradients and optimizer state
+ * sharded, a layer gathered at a time: Graphcore's phased execution).
  *
  * Purpose: N processes (ranks) each run the same model on a disjoint
- * slice of every global batch.  After the last micro-batch's backward,
- * the gradients are reduce-scattered in buckets (one per layer, the
- * embeddings last), each bucket started from the model's grad_ready hook
- * as soon as backward has finished that layer, so communication overlaps
- * the backward of the layers below.  Each rank then owns 1/N of every
- * bucket: it clips by the global gradient norm (one small allreduce),
- * runs AdamW (loom_k_adamw, no weight decay for norm/bias tensors) on its
- * slice of the parameters with its slice of the moments, and the
- * parameters are all-gathered.  Memory per rank for the AdamW moments
- * falls by N.  Bytes sent per step follow a ring schedule:
- * 2 (N-1)/N x parameter bytes, plus a few control bytes.
+ * slice of every global batch.  The flat parameter array is cut in
+ * buckets (one per layer, the embeddings last; at most 2^26 floats), and
+ * each rank owns the same 1/N chunk of every bucket.
+ *
+ * sharding=optimizer (ZeRO-1): after the last micro-batch's backward, the
+ * gradients are reduce-scattered bucket by bucket, each started from the
+ * model's grad_ready hook as soon as backward has finished that layer, so
+ * communication overlaps the backward of the layers below.  Each rank
+ * clips by the global gradient norm (one small allreduce), runs AdamW
+ * (loom_k_adamw, no weight decay for norm/bias tensors) on its chunk of
+ * the parameters with its chunk of the moments, and the parameters are
+ * all-gathered.  Memory per rank for the AdamW moments falls by N.
+ * Bytes sent per step follow a ring schedule: 2 (N-1)/N x parameter
+ * bytes, plus a few control bytes.
+ *
+ * sharding=weights (ZeRO-3, a GPT: loom_gpt.h's need/done hooks): a rank
+ * keeps only its chunks of the weights (in place in the model's full-size,
+ * lazily backed array: the rest of it costs no memory), of the gradients
+ * (a shard) and of the moments.  Before the model reads a unit (the
+ * embeddings, a layer) its chunks are all-gathered from every rank, and
+ * the unit the model names as next starts gathering at once, overlapping
+ * the current unit's compute; when the model is done with a unit, all but
+ * the rank's chunks are given back.  The embeddings stay from the
+ * embedding to the LM head (tied to them).  Backward gathers each layer
+ * again (recompute reuses that gather); each micro-batch's gradients of a
+ * layer are reduce-scattered into the shard as soon as its backward ends,
+ * and the full-size gradients given back.  The step clips and runs AdamW
+ * on the shards; the next forward's embeddings start gathering as it
+ * ends.  RigL scores and block norms are computed on each rank's chunks
+ * and combined.  Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P
+ * parameters, E of them the embeddings' (loom_dist_bytes_bound).  The
+ * ranks must agree before every micro-batch (loom-train syncs them).
+ *
+ * Checkpoints: sharding=optimizer gathers the moments on rank 0
+ * (loom_dist_gather_moments); sharding=weights has every rank write its
+ * chunks into the one checkpoint (loom_dist_save) and read only its chunks
+ * back (loom_dist_load).  Either way the checkpoint holds whole tensors,
+ * so it resumes on any number of ranks, sharded either way.
  *
  * Built with MPI (LOOM_HAVE_MPI, the Makefile compiles this file with
  * mpicc's flags when OpenMPI is installed) and launched by mpirun, the
  * world is MPI_COMM_WORLD; otherwise every function works for a single
  * process (world 1: loom_dist_step is the model's own step, nothing is sharded).
- *
- * Checkpoints stay unsharded: loom_dist_gather_moments() collects the full
- * moments on rank 0, so a checkpoint written by N ranks resumes on any
- * number of ranks (every rank loads the full state and keeps its slice).
  *
  * A rank that stops answering (stopped, hung, its host unreachable) makes
  * the others fail within about 2 x the timeout (loom_dist_set_timeout),
@@ -46,7 +70,7 @@
  *
  * Ownership: struct loom_dist owns its shards and MPI state; the model is
  * borrowed from loom_dist_attach() until the last step or gather (its
- * grad_ready hook keeps pointing at d: free the model or clear the hook
+ * grad_ready (and need/done) hooks keep pointing at d: free the model or clear the hooks
  * before loom_dist_free(), which never touches the model).  With world >
  * 1, attach frees g->m and g->v (set to NULL): the moments live here.
  * Errors: 0 or negative LOOM_E*, message in loom_dist_error().  Nothing
