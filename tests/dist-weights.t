@@ -48,6 +48,19 @@ is "$(grep '"rigl_update"' "$T/sp2.json")" "$(grep '"rigl_update"' "$T/sp1.json"
 d=$(maxrel "$T/sp2.json" "$T/sp1.json" 1 16)
 ok "  losses within 1e-5 of 1 rank over 16 steps (max $d)" small "$d"
 
+# bf16 matmuls: each unit's bf16 copy made when it arrives (a CPU with bf16
+# matmul only)
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+	run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,precision=bf16 --steps 20 --log $T/b1.json"
+	is_rc 0 "bf16, 1 rank"
+	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,precision=bf16,$WS --steps 20 --log b2.json"
+	is_rc 0 "bf16, 2 ranks, sharding=weights"
+	d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
+	ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+else
+	skip 3 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
+fi
+
 # --- checkpoints: written by every rank, moved 2 -> 4 -> 1 --------------------
 np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 6 --save ck --log r.json"
 is_rc 0 "2 ranks: steps 1-6, checkpoint"
