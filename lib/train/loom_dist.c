@@ -304,6 +304,20 @@ static int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 #define WAIT_TRY(d, r, what) do { int rc_ = dist_wait(d, r, what); \
 	if (rc_) return rc_; } while (0)
 
+/* Every rank's n values of type t (size bytes each) into all[world * n],
+ * in rank order; the bytes sent are counted. */
+static int allgather(struct loom_dist *d, const void *mine, size_t n, MPI_Datatype t, int size,
+		     void *all, const char *what)
+{
+	if (n > INT_MAX)
+		return loom_err_set(&d->err, LOOM_EINVAL, "rank %d: %s: too many values", d->rank, what);
+	MPI_Request r;
+	MPI_TRY(d, MPI_Iallgather(mine, (int)n, t, all, (int)n, t, MPI_COMM_WORLD, &r), what);
+	WAIT_TRY(d, &r, what);
+	d->bytes_step += (uint64_t)(d->world - 1) * n * (uint64_t)size;
+	return 0;
+}
+
 struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 {
 	struct loom_dist *d = calloc(1, sizeof *d);
@@ -387,12 +401,7 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
 		memcpy(all, mine, sizeof(int32_t) * n);
 		return 0;
 	}
-	MPI_Request r;
-	MPI_TRY(d, MPI_Iallgather(mine, n, MPI_INT32_T, all, n, MPI_INT32_T, MPI_COMM_WORLD, &r),
-		"allgather of step flags");
-	WAIT_TRY(d, &r, "allgather of step flags");
-	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
-	return 0;
+	return allgather(d, mine, (size_t)n, MPI_INT32_T, 4, all, "allgather of step flags");
 }
 
 /* Start bucket b's reduce-scatter: its chunk of the sum over ranks lands
@@ -613,13 +622,8 @@ static int rigl_update_sharded(struct loom_dist *d, int64_t t)
 	loom_rigl_mag_reset(r);
 	for (int k = 0; k < d->nb; k++)
 		loom_rigl_mag_range(r, d->b[k].c0, d->b[k].c1, g->params + d->b[k].c0);
-	MPI_Request req;
-	int rc = MPI_Iallgather(r->mag, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE,
-				MPI_COMM_WORLD, &req);
-	rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "allgather of the block norms")
-			       : dist_wait(d, &req, "allgather of the block norms");
+	int rc = allgather(d, r->mag, n, MPI_DOUBLE, 8, all, "allgather of the block norms");
 	if (!rc) {
-		d->bytes_step += (uint64_t)(d->world - 1) * n * 8;
 		loom_rigl_mag_combine(r, all, d->world);
 		loom_rigl_update_mag(r, loom_config_prune_ratio(&g->cfg, t), t);
 		for (int k = 0; k < d->nb; k++) {
@@ -673,24 +677,17 @@ static int rigl_scores(struct loom_dist *d)
 {
 	struct loom_rigl *r = d->m.gpt->rigl;
 	size_t n = r->n_scores;
-	if (n > INT_MAX)
-		return loom_err_set(&d->err, LOOM_EINVAL, "too many sparse blocks to exchange");
 	float *all = malloc(sizeof(float) * n * (size_t)d->world);
 	if (!all)
 		return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory for the block scores");
 	loom_rigl_score_reset(r);
 	for (int k = 0; k < d->nb; k++)
 		loom_rigl_score_range(r, d->b[k].c0, d->b[k].c1, d->gs + d->b[k].soff);
-	MPI_Request req;
-	int rc = MPI_Iallgather(r->scores, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD,
-				&req);
-	rc = rc != MPI_SUCCESS ? mpi_fail(d, rc, "allgather of the block scores")
-			       : dist_wait(d, &req, "allgather of the block scores");
+	int rc = allgather(d, r->scores, n, MPI_FLOAT, 4, all, "allgather of the block scores");
 	if (rc) {
 		free(all);
 		return rc;
 	}
-	d->bytes_step += (uint64_t)(d->world - 1) * n * 4;
 	loom_rigl_score_combine(r, all, d->world);
 	free(all);
 	for (int k = 0; k < d->nb; k++)

@@ -14,43 +14,18 @@
 #     shape, 355M parameters) at B=1, T=64: 2 ranks with sharding=weights vs
 #     one process (target <= 0.6x), and on 4 ranks.
 # A short run on a shared 2-core machine: the times are noisy.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-command -v mpirun >/dev/null || { echo "dist-weights bench: mpirun not installed; skipped"; exit 0; }
-loom-train --version | grep -q 'Open MPI' || { echo "dist-weights bench: loom-train built without MPI; skipped"; exit 0; }
-STEPS=${DIST_BENCH_STEPS:-8}
-WARM=3
-T=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-dw.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+BENCH=dist-weights
+. "$(dirname "$0")/dist-common.inc"
 MPI="mpirun --oversubscribe --bind-to none"
-
-python3 - "$T/tok.u16" <<'EOF'
-import array, os, sys
-n = 400 * 65
-a = array.array('H', (x % 50257 for x in array.array('H', os.urandom(2 * n))))
-open(sys.argv[1], 'wb').write(a.tobytes())
-EOF
-loom-shard -q -f u16 -L 65 -n 2 --vocab-size 50257 -o "$T/d" "$T/tok.u16"
-FEED="loom-feed -q -m $T/d.manifest.json --seq 64 --seed 1 --epochs 0"
 RANK="--rank \$OMPI_COMM_WORLD_RANK --world \$OMPI_COMM_WORLD_SIZE"
-TRAIN="loom-train -c gpt2 --threads 1 --steps $STEPS --set seq_len=64,grad_accum=1,warmup_steps=0"
-
-# median seconds per step of a log after warm-up
-med() { python3 - "$1" "$WARM" <<'EOF'
-import json, statistics, sys
-r = [d["seconds"] for d in map(json.loads, open(sys.argv[1])) if "loss" in d and d["step"] > int(sys.argv[2])]
-print("%.4f" % statistics.median(r))
-EOF
-}
 
 for s in optimizer weights; do
 	$MPI -np 2 sh -c "$FEED --batch 4 $RANK | $TRAIN --log-every 1000 --set micro_batch=4,sharding=$s --log $T/$s.json" \
 		2> "$T/$s.err"
 	grep -E 'data parallel' "$T/$s.err" | sed 's/^/  /'
 done
-o=$(med "$T/optimizer.json")
-w=$(med "$T/weights.json")
+o=$(med seconds "$T/optimizer.json")
+w=$(med seconds "$T/weights.json")
 r=$(echo "$w / $o" | bc -l)
 printf 'gpt2, T=64, 2 ranks x micro-batch 4, 1 thread each: sharding=optimizer %.3f s/step, sharding=weights %.3f s/step\n' "$o" "$w"
 printf 'FIGURE step time sharding=weights / sharding=optimizer (gpt2, 2 ranks): %.3fx (target <= 1.15) %s\n' \

@@ -7,41 +7,16 @@
 # all-reduce lower bound 2 (N-1)/N x parameter bytes (the "2 x parameter
 # bytes" of large N).  Tokens/s is the median over the steps after
 # warm-up.  A short run on a shared 2-core machine: figures are noisy.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-command -v mpirun >/dev/null || { echo "dist bench: mpirun not installed; skipped"; exit 0; }
-loom-train --version | grep -q 'Open MPI' || { echo "dist bench: loom-train built without MPI; skipped"; exit 0; }
-STEPS=${DIST_BENCH_STEPS:-8}
-WARM=3
-T=$(mktemp -d "${TMPDIR:-/tmp}/loom-bench-dist.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-
-python3 - "$T/tok.u16" <<'EOF'
-import array, os, sys
-n = 400 * 65
-a = array.array('H', (x % 50257 for x in array.array('H', os.urandom(2 * n))))
-open(sys.argv[1], 'wb').write(a.tobytes())
-EOF
-loom-shard -q -f u16 -L 65 -n 2 --vocab-size 50257 -o "$T/d" "$T/tok.u16"
-FEED="loom-feed -q -m $T/d.manifest.json --seq 64 --seed 1 --epochs 0"
-TRAIN="loom-train -c gpt2 --threads 1 --steps $STEPS --set seq_len=64,grad_accum=1,warmup_steps=0"
-
-# median tokens/s of a log's steps after warm-up
-med() { python3 - "$1" "$WARM" <<'EOF'
-import json, statistics, sys
-r = [d["tokens_per_s"] for d in map(json.loads, open(sys.argv[1])) if "loss" in d and d["step"] > int(sys.argv[2])]
-print("%.2f" % statistics.median(r))
-EOF
-}
+BENCH=dist
+. "$(dirname "$0")/dist-common.inc"
 
 sh -c "$FEED --batch 8 | $TRAIN -q --set micro_batch=8 --log $T/one.json"
 mpirun --oversubscribe --bind-to none -np 2 sh -c \
 	"$FEED --batch 4 --rank \$OMPI_COMM_WORLD_RANK --world \$OMPI_COMM_WORLD_SIZE | $TRAIN --log-every 1000 --set micro_batch=4 --log $T/two.json" \
 	2> "$T/two.err"
 grep -E 'data parallel' "$T/two.err" | sed 's/^/  /'
-one=$(med "$T/one.json")
-two=$(med "$T/two.json")
+one=$(med tokens_per_s "$T/one.json")
+two=$(med tokens_per_s "$T/two.json")
 eff=$(echo "$two / $one / 2" | bc -l)
 printf 'gpt2, T=64, global batch 8, 1 thread per rank: 1 rank %.1f tokens/s, 2 ranks %.1f tokens/s\n' "$one" "$two"
 printf 'FIGURE data-parallel scaling efficiency, 2 ranks vs 1 (gpt2): %.2f (target >= 0.85) %s\n' \
