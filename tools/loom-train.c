@@ -510,7 +510,7 @@ static void ckpt_tables(struct ckpt_tables *x, const struct loom_tensor *tensors
 	x->vv = calloc((size_t)n, sizeof *x->vv);
 	if (!x->tp || !x->mm || !x->vv)
 		cli_die("out of memory");
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; m && v && i < n; i++) { /* none: the ranks hold them (sharding=weights) */
 		x->mm[i] = m + tensors[i].offset;
 		x->vv[i] = v + tensors[i].offset;
 	}
