@@ -574,6 +574,13 @@ static int on_need(void *ctx, int u, int next, struct loom_err *err)
 	return rc;
 }
 
+/* Between two products of the model: let the gathers and reduce-scatters
+ * in flight move (an error is reported by the next wait). */
+static void on_tick(void *ctx)
+{
+	progress(ctx);
+}
+
 /* Unit u's parameters are no longer needed: give back all but our chunks. */
 static void on_done(void *ctx, int u)
 {
@@ -1168,7 +1175,7 @@ void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g)
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 		.tag = gpt_tag, .grad_ready = &g->grad_ready, .grad_ready_ctx = &g->grad_ready_ctx,
 		.model = g, .step = gpt_step, .weights_changed = gpt_changed, .gpt = g,
-		.need = &g->need, .done = &g->done, .sharding = c->sharding,
+		.need = &g->need, .done = &g->done, .tick = &g->tick, .sharding = c->sharding,
 	};
 }
 
@@ -1286,6 +1293,7 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 		return 0;
 	*g->need = on_need;
 	*g->done = on_done;
+	*g->tick = on_tick;
 	d->armed = 1;
 	return 0;
 }

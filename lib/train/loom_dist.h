@@ -116,6 +116,7 @@ struct loom_dist_model {
 	int sharding;
 	int (**need)(void *ctx, int u, int next, struct loom_err *err);
 	void (**done)(void *ctx, int u);
+	void (**tick)(void *ctx);
 };
 void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g);
 void loom_dist_model_bert(struct loom_dist_model *m, struct loom_bert *b);

@@ -469,6 +469,8 @@ static void proj_fwd(struct loom_gpt *g, int l, int j, float *out, const float *
 		loom_sparse_matmul_fwd(s, out, inp, LP(g, p, l, k + 1), N);
 	else
 		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), LP(g, p, l, k + 1), N, IC, OC);
+	if (g->tick)
+		g->tick(g->grad_ready_ctx);
 }
 
 /* Its backward: dinp overwritten, weight and bias gradients added; a
@@ -485,6 +487,8 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 	else
 		loom_k_matmul_bwd(g->mm, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp,
 				  LP(g, p, l, k), N, IC, OC);
+	if (g->tick)
+		g->tick(g->grad_ready_ctx);
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)

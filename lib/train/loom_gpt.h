@@ -157,6 +157,10 @@ struct loom_gpt {
 	 * between need(u) and grad_ready(u). */
 	int (*need)(void *ctx, int u, int next, struct loom_err *err);
 	void (*done)(void *ctx, int u);
+	/* Optional: called after each projection's product (forward and
+	 * backward), on the calling thread: MPI moves large messages only
+	 * inside MPI calls, so weight sharding lets its gathers progress. */
+	void (*tick)(void *ctx);
 	/* matmul backend (lib/kernels/loom_mm.h) of cfg.precision, made by the first
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
