@@ -18,7 +18,7 @@ stopped() {
 	mkdir -p "$dir"
 	{ np "$n" "cd h$r; $FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,dist_timeout=3 --steps 100000 --log log.json $save & p=\$!; echo \$p > pid.\$R; wait \$p"; exit $rc; } &
 	mp=$!
-	for _ in $(seq 1 600); do
+	for _ in $(seq 1 2400); do
 		[ -s "$dir/pid.$r" ] && [ -s "$dir/log.json" ] && [ "$(wc -l < "$dir/log.json")" -ge 6 ] && break
 		sleep 0.1
 	done
@@ -26,11 +26,18 @@ stopped() {
 	rc=0; wait $mp || rc=$?
 }
 
+# reap DIR: whatever gone found still there is killed, so that nothing of
+# this case runs on into the next (a loaded machine may be slow to end it)
+reap() {
+	local p
+	for p in $(cat "$1"/pid.*); do kill -9 "$p" 2>/dev/null || true; done
+}
+
 # gone DIR: both ranks' loom-train ended (or are zombies left to be reaped)
 gone() {
 	local st p
 	for p in $(cat "$1"/pid.*); do
-		for _ in $(seq 1 600); do
+		for _ in $(seq 1 1200); do
 			st=$(ps -o stat= -p "$p" 2>/dev/null)
 			[ -z "$st" ] || [ "${st#Z}" != "$st" ] && break
 			sleep 0.1
@@ -46,6 +53,7 @@ is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train (and mpirun's r
 like "$err" '^loom-train: rank 0: rank 1 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 2 ranks \(dist_timeout=3, in the [a-z -]+\)$' \
 	"rank 0 names rank 1"
 ok "no rank left running" gone "$T/h1"
+reap "$T/h1"
 ok "latest is a complete checkpoint" test -s "$T/h1/ck/latest/model.safetensors" -a -s "$T/h1/ck/latest/optimizer.safetensors"
 no_tmp_left "$T/h1/ck" "no half-written checkpoint"
 
@@ -61,6 +69,7 @@ is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train"
 like "$err" '^loom-train: rank 1: rank 0 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 2 ranks' \
 	"rank 1 names rank 0"
 ok "no rank left running" gone "$T/h0"
+reap "$T/h0"
 
 # --- 3 ranks, rank 2 stops: ranks 0 and 1 both wait; the first to call the
 # roll (the lower, if both do) reports, naming rank 2, not the live one ---
@@ -70,6 +79,7 @@ is "$(grep -c '^loom-train' "$err")" 1 "one line from loom-train"
 like "$err" '^loom-train: rank [01]: rank 2 has not answered for [0-9]+ s \(stopped, hung or its host unreachable\): stopping all 3 ranks' \
 	"one rank names rank 2, not the live one"
 ok "no rank left running" gone "$T/h2"
+reap "$T/h2"
 
 # --- rank 1's feeder goes quiet inside frame 23 (byte 3000) and keeps its pipe
 # open until loom-train is gone: rank 1 names its input, every rank stops ---
