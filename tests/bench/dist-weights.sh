@@ -56,7 +56,7 @@ one=$(peak "$T/m1")
 two=$(peak "$T"/m2.*)
 four=$(peak "$T"/m4.*)
 printf 'gpt2-medium shape, B=1 T=64, peak RSS: 1 process %.2f GB, each of 2 ranks at most %.2f GB, each of 4 at most %.2f GB\n' \
-	"$(echo "$one / 1e6" | bc -l)" "$(echo "$two / 1e6" | bc -l)" "$(echo "$four / 1e6" | bc -l)"
+	"$(echo "$one / 1000000" | bc -l)" "$(echo "$two / 1000000" | bc -l)" "$(echo "$four / 1000000" | bc -l)"
 f=$(echo "$two / $one" | bc -l)
 printf 'FIGURE peak RSS per rank, 2 ranks sharding=weights / 1 process (gpt2-medium shape): %.3fx (target <= 0.6) %s; 4 ranks %.3fx\n' \
 	"$f" "$([ "$(echo "$f <= 0.6" | bc -l)" = 1 ] && echo ok || echo MISS)" "$(echo "$four / $one" | bc -l)"
