@@ -748,9 +748,15 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
 	int B = g->B, T = g->T, C = g->C, V = g->V, N = B * T, L = g->L, rc;
 	float *p = g->params, *dp = g->grads;
-	if (!g->ntok)
+	if (!g->ntok && !g->need)
 		return 0; /* every target ignored: no gradient */
-	float dloss = scale / (float)g->ntok;
+	/* (sharded weights: backward's gathers are collective, so it runs,
+	 * with a zero gradient) */
+	float dloss = g->ntok ? scale / (float)g->ntok : 0.0f;
+	if (!g->ntok) { /* dlnf = 0 (the head took no gradient) */
+		memset(g->tmp, 0, sizeof(float) * N * C);
+		g->head_done = 1;
+	}
 	if (!g->head_done && (rc = unit_need(g, -1, L - 1)))
 		return rc;
 	/* the LM head, unless loom_gpt_train_micro's forward took it (head()):

@@ -142,7 +142,8 @@ struct loom_gpt {
 	/* Optional (data parallelism, lib/train/loom_dist.h): backward calls
 	 * grad_ready(ctx, l) as soon as layer l's gradients are final (l = L-1
 	 * .. 0; layer L-1's call also covers ln_f), then grad_ready(ctx, -1)
-	 * after the embeddings.  Not called when every target was ignored. */
+	 * after the embeddings.  Not called when every target was ignored,
+	 * unless need is set (its backward runs, with a zero gradient). */
 	void (*grad_ready)(void *ctx, int l);
 	void *grad_ready_ctx;
 	/* Optional (weight sharding, lib/train/loom_dist.h): the model reads
