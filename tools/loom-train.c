@@ -1554,9 +1554,9 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 		cli_exit(EXIT_USAGE, "sharding=weights: only a GPT shards its weights (model is %s); "
 			 "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
 	if (loom_config_shards_weights(c) && sample_every)
-		cli_exit(EXIT_USAGE, "--sample-every: not with sharding=weights over %d ranks (every "
-			 "rank would sample with it); sample a checkpoint with loom-eval generate",
-			 c->data_parallel);
+		train_dist_agreed_exit(EXIT_USAGE, "--sample-every: not with sharding=weights over "
+				       "%d ranks (every rank would sample with it); sample a "
+				       "checkpoint with loom-eval generate", c->data_parallel);
 	if (train_dist_rank() != 0) /* rank 0 samples; it evaluates alone unless */
 		sample_every = 0;   /* the weights are sharded (every rank takes part) */
 	t->ops = c->model == LOOM_MODEL_BERT ? &bert_ops : &gpt_ops;

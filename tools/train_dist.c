@@ -240,18 +240,29 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
 	exit(1); /* not reached: a failure always stops every rank */
 }
 
-_Noreturn void train_dist_agreed_die(const char *fmt, ...)
+static _Noreturn void agreed_exit_v(int code, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	va_list ap;
 	agreed_exit = 1;
 	if (d_rank != 0)
-		exit(1);
-	va_start(ap, fmt);
+		exit(code);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	cli_prog = "loom-train";
-	cli_die("%s", msg);
+	cli_exit(code, "%s", msg);
+}
+
+_Noreturn void train_dist_agreed_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	agreed_exit_v(1, fmt, ap);
+}
+
+_Noreturn void train_dist_agreed_exit(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	agreed_exit_v(code, fmt, ap);
 }
 
 void train_dist_step(float lr, int64_t t, float *norm, double *lsum)

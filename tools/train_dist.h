@@ -63,6 +63,9 @@ _Noreturn void train_dist_fail(uint64_t step, const char *fmt, ...)
  * it, e.g. every input ended inside the first step): rank 0 prints the
  * message, every rank exits 1, MPI finalized rather than aborted. */
 _Noreturn void train_dist_agreed_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with exit status `code` (2: a usage error, with the hint). */
+_Noreturn void train_dist_agreed_exit(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* The attached model's step over the ranks; *lsum becomes the mean over ranks. */
 void train_dist_step(float lr, int64_t t, float *norm, double *lsum);
 /* 1 under sharding=weights over several ranks. */
