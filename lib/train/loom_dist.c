@@ -750,12 +750,8 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 		d->bytes_step += (uint64_t)(b->b1 - b->b0 - (b->c1 - b->c0)) * 4;
 		progress(d);
 	}
-	if (d->weights) {
+	if (d->weights)
 		memset(d->gs, 0, d->shard_n * sizeof(float));
-		/* the next forward starts with the embeddings: on their way */
-		if ((rc = unit_gather(d, -1)))
-			return rc;
-	}
 	t0 = loom_now();
 	for (int k = 0; !d->weights && k < d->nb; k++)
 		WAIT_TRY(d, &d->b[k].req, "all-gather of parameters");
@@ -771,6 +767,10 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	}
 	if (g->gpt)
 		g->gpt->rigl_dense = 0;
+	/* sharding=weights: the next forward starts with the embeddings, whose
+	 * gather can start now that the step (and RigL) changed the weights */
+	if (d->weights && (rc = unit_gather(d, -1)))
+		return rc;
 	d->wait_s += loom_now() - t0;
 	d->bytes_last = d->bytes_step;
 	d->bytes_total += d->bytes_step;
@@ -989,15 +989,6 @@ int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
 			"gather of the optimizer state");
 		WAIT_TRY(d, &r[0], "gather of the optimizer state");
 		WAIT_TRY(d, &r[1], "gather of the optimizer state");
-		if (!d->weights)
-			continue;
-		/* sharding=weights: the parameters too, whole on rank 0 until
-		 * loom_dist_gather_done */
-		float *p = g->params + b->b0;
-		MPI_TRY(d, MPI_Igatherv(d->rank ? p + b->displs[d->rank] : MPI_IN_PLACE, cnt,
-					MPI_FLOAT, p, b->counts, b->displs, MPI_FLOAT, 0, MPI_COMM_WORLD,
-					&r[0]), "gather of the parameters");
-		WAIT_TRY(d, &r[0], "gather of the parameters");
 	}
 	*m = d->gm;
 	*v = d->gv;
@@ -1111,10 +1102,6 @@ void loom_dist_arm(struct loom_dist *d)
 
 void loom_dist_gather_done(struct loom_dist *d)
 {
-#ifdef LOOM_HAVE_MPI
-	for (int u = -1; d->weights && d->rank == 0 && u < d->m.n_layer; u++)
-		on_done(d, u); /* rank 0 keeps its own chunks again */
-#endif
 	loom_lazy_free(d->gm);
 	loom_lazy_free(d->gv);
 	d->gm = d->gv = NULL;

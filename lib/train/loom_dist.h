@@ -165,10 +165,10 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
  * mean over ranks.  World 1: the model's step (loom_gpt_step, loom_bert_step). */
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum);
 
-/* Collective: the full AdamW moments on rank 0 (*m, *v: n_params floats
- * owned by d until loom_dist_gather_done()); NULL on the other ranks;
- * sharding=weights: the full parameters too, in the model's array on rank
- * 0 until loom_dist_gather_done().  World 1: the model's own moments. */
+/* sharding=optimizer, collective: the full AdamW moments on rank 0 (*m,
+ * *v: n_params floats owned by d until loom_dist_gather_done()); NULL on
+ * the other ranks (sharding=weights saves with loom_dist_save instead).
+ * World 1: the model's own moments. */
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v);
 void loom_dist_gather_done(struct loom_dist *d);
 
