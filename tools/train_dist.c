@@ -14,12 +14,20 @@ static struct loom_dist *dist;
 static int d_rank, d_world = 1, d_quiet;
 static int agreed_exit;                 /* every rank exits 1 together */
 static uint64_t synced_step = UINT64_MAX, steps_done;
-static int d_weights;                   /* sharding=weights: a sync per micro-batch */
 static int d_micro = 1;                 /* micro-batches per step */
 static int point, synced_point;         /* its micro-batch (else 0) */
 static int synced_result;
 static sigset_t stop_set;
 static struct loom_dist_model model; /* attached */
+
+/* A collective of loom_dist failed (rc != 0): say why, stop every rank. */
+static void or_abort(int rc)
+{
+	if (!rc)
+		return;
+	cli_warn("%s", loom_dist_error(dist));
+	loom_dist_abort(dist, 1);
+}
 
 int train_dist_rank(void)
 {
@@ -52,7 +60,7 @@ static void on_exit_dist(int status, void *arg)
 		char a[32], b[32];
 		uint64_t bound = loom_dist_bytes_bound(dist, d_micro);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
-		if (d_weights)
+		if (loom_dist_shards_weights(dist))
 			cli_warn("data parallel (sharding=weights): %.3f s per step blocked in communication (%.3f s of it waiting for weights); %s sent per step per rank (ring lower bound of %d micro-batch%s: weights gathered for forward and backward, the embeddings once, gradients reduce-scattered, (3P - E)(N-1)/N x 4 bytes each = %s; %.4fx)",
 				 loom_dist_wait_seconds(dist) / steps_done,
 				 loom_dist_gather_wait_seconds(dist) / steps_done,
@@ -119,14 +127,13 @@ void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, in
 {
 	d_quiet = quiet;
 	model = *m;
-	d_weights = m->sharding == LOOM_SHARD_WEIGHTS && d_world > 1;
 	d_micro = micro;
 	if (loom_dist_attach(dist, m))
 		cli_die("%s", loom_dist_error(dist));
 	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
 		return;
 	char a[32], b[32], c[32];
-	if (d_weights) {
+	if (loom_dist_shards_weights(dist)) {
 		cli_warn("data parallel: %d ranks (%s), sharding=weights: weights, gradients and AdamW state per rank %s (1/%d of %s), gathered a layer at a time",
 			 d_world, loom_dist_backend(),
 			 cli_bytes((double)loom_dist_moment_bytes(dist) * 2, a, sizeof a), d_world,
@@ -173,10 +180,7 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 	int32_t *all = calloc((size_t)d_world * 3, sizeof *all);
 	if (!all)
 		cli_die("out of memory");
-	if (loom_dist_allgather_i32(dist, mine, 3, all)) {
-		cli_warn("%s", loom_dist_error(dist));
-		loom_dist_abort(dist, 1);
-	}
+	or_abort(loom_dist_allgather_i32(dist, mine, 3, all));
 	int nend = 0, nfail = 0, sig = 0, other = -1;
 	for (int r = 0; r < d_world; r++) {
 		nend += all[3 * r] == 1;
@@ -267,46 +271,35 @@ _Noreturn void train_dist_agreed_exit(int code, const char *fmt, ...)
 
 void train_dist_step(float lr, int64_t t, float *norm, double *lsum)
 {
-	if (loom_dist_step(dist, lr, t, norm, lsum)) {
-		cli_warn("%s", loom_dist_error(dist));
-		loom_dist_abort(dist, 1);
-	}
+	or_abort(loom_dist_step(dist, lr, t, norm, lsum));
 	steps_done++;
 }
 
 int train_dist_micro_begin(int micro, int last)
 {
-	point = d_weights ? micro : 0;
-	return last || d_weights;
+	point = loom_dist_shards_weights(dist) ? micro : 0;
+	return last || loom_dist_shards_weights(dist);
 }
 
 void train_dist_micro_end(void)
 {
-	if (loom_dist_micro_end(dist)) {
-		cli_warn("%s", loom_dist_error(dist));
-		loom_dist_abort(dist, 1);
-	}
+	or_abort(loom_dist_micro_end(dist));
 }
 
 int train_dist_shards_weights(void)
 {
-	return d_weights;
+	return loom_dist_shards_weights(dist);
 }
 
 void train_dist_save(const struct loom_ckpt_save *s, char *path, size_t n)
 {
-	if (loom_dist_save(dist, s, path, n)) {
-		cli_warn("%s", loom_dist_error(dist));
-		loom_dist_abort(dist, 1);
-	}
+	or_abort(loom_dist_save(dist, s, path, n));
 }
 
 void train_dist_load(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
 		     int optimizer)
 {
-	if (loom_dist_load(dist, ck, t, n, optimizer))
-		train_dist_fail(synced_step == UINT64_MAX ? 0 : synced_step, "%s",
-				loom_dist_error(dist));
+	or_abort(loom_dist_load(dist, ck, t, n, optimizer));
 }
 
 int train_dist_save_begin(void)
@@ -314,10 +307,7 @@ int train_dist_save_begin(void)
 	float *m, *v;
 	if (d_world == 1)
 		return 1;
-	if (loom_dist_gather_moments(dist, &m, &v)) {
-		cli_warn("%s", loom_dist_error(dist));
-		loom_dist_abort(dist, 1);
-	}
+	or_abort(loom_dist_gather_moments(dist, &m, &v));
 	if (d_rank != 0)
 		return 0;
 	*model.m = m;
