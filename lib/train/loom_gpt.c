@@ -173,8 +173,8 @@ void loom_gpt_weights_changed(struct loom_gpt *g)
 
 void loom_gpt_masks_changed(struct loom_gpt *g)
 {
-	g->sp_ok = g->sp_mask_ok = 0;
-	g->w16_ok = 0;
+	loom_gpt_weights_changed(g);
+	g->sp_mask_ok = 0;
 }
 
 void loom_gpt_rigl_sync(struct loom_gpt *g)
@@ -186,8 +186,7 @@ void loom_gpt_rigl_sync(struct loom_gpt *g)
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->m);
 	if (g->v)
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->v);
-	g->sp_ok = g->sp_mask_ok = 0;
-	g->w16_ok = 0;
+	loom_gpt_masks_changed(g);
 }
 
 void loom_gpt_begin_step(struct loom_gpt *g, int64_t t)
@@ -204,8 +203,7 @@ void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t)
 		loom_rigl_zero_changed(r, 0, g->n_params, g->m);
 	if (g->v)
 		loom_rigl_zero_changed(r, 0, g->n_params, g->v);
-	g->sp_ok = g->sp_mask_ok = 0;
-	g->w16_ok = 0;
+	loom_gpt_masks_changed(g);
 }
 
 /* Hand changed masks to the sparse weights, and pack them once after the
