@@ -667,7 +667,7 @@ static struct loom_ckpt *open_ckpt(const char *path, int resume)
 	return ck;
 }
 
-/* --resume: the AdamW moments of x's tensors */
+/* --resume: the checkpoint has AdamW moments */
 static void need_optimizer(struct loom_ckpt *ck)
 {
 	if (!loom_ckpt_has_optimizer(ck))
@@ -675,9 +675,9 @@ static void need_optimizer(struct loom_ckpt *ck)
 			loom_ckpt_dir(ck));
 }
 
+/* the AdamW moments of x's tensors (need_optimizer first) */
 static void load_optimizer(struct loom_ckpt *ck, const struct ckpt_tables *x)
 {
-	need_optimizer(ck);
 	if (loom_ckpt_load_optimizer(ck, x->tp, x->n, x->mm, x->vv))
 		cli_die("%s", loom_ckpt_error(ck));
 }
@@ -686,7 +686,7 @@ static void load_weights(struct loom_gpt *g, struct loom_ckpt *ck, int with_opti
 {
 	struct ckpt_tables x;
 	gpt_tables(g, &x);
-	if (with_optimizer && train_dist_shards_weights())
+	if (with_optimizer)
 		need_optimizer(ck);
 	if (train_dist_shards_weights()) /* attached: only this rank's chunks */
 		train_dist_load(ck, x.tp, x.n, with_optimizer);
@@ -2022,6 +2022,7 @@ static void bert_load(struct trainer *t, struct loom_ckpt *ck, int with_optimize
 						      : "question-answering (qa_outputs)");
 	if (with_optimizer) {
 		struct ckpt_tables x;
+		need_optimizer(ck);
 		bert_tables(t->b, &x);
 		load_optimizer(ck, &x);
 		ckpt_tables_free(&x);
