@@ -159,6 +159,7 @@ static void run(int bs, int pooling, double sparsity, int updates)
 	   "mask_range zeroes the dead blocks, nothing outside the layers");
 
 	int all_match = 1, all_density = 1, all_zero = 1, all_regrow0 = 1, all_split = 1;
+	int mag_split = 1;
 	int all_churn = 1, any_change = 0;
 	for (int u = 1; u <= updates; u++) {
 		double ratio = u == updates ? 1.0 : 0.1 + 0.2 * (u % 4);
@@ -181,6 +182,24 @@ static void run(int bs, int pooling, double sparsity, int updates)
 		loom_rigl_score_combine(r, part, 2);
 		all_split &= !memcmp(whole, r->scores, sizeof(float) * r->n_scores);
 		free(whole);
+		/* block norms (sharded weights): two ranks' parts combined
+		 * equal the whole, to the rounding of one more addition */
+		double *mw = malloc(sizeof(double) * r->n_scores);
+		double *mp = malloc(sizeof(double) * 2 * r->n_scores);
+		loom_rigl_mag_reset(r);
+		loom_rigl_mag_range(r, 0, n, p);
+		memcpy(mw, r->mag, sizeof(double) * r->n_scores);
+		loom_rigl_mag_reset(r);
+		loom_rigl_mag_range(r, 0, mid, p);
+		memcpy(mp, r->mag, sizeof(double) * r->n_scores);
+		loom_rigl_mag_reset(r);
+		loom_rigl_mag_range(r, mid, n, p + mid);
+		memcpy(mp + r->n_scores, r->mag, sizeof(double) * r->n_scores);
+		loom_rigl_mag_combine(r, mp, 2);
+		for (size_t i = 0; i < r->n_scores; i++)
+			mag_split &= fabs(r->mag[i] - mw[i]) <= 1e-12 * (mw[i] + 1) && mw[i] >= 0;
+		free(mw);
+		free(mp);
 
 		uint8_t *want[2];
 		for (int l = 0; l < r->n; l++) {
@@ -247,6 +266,8 @@ static void run(int bs, int pooling, double sparsity, int updates)
 		}
 	}
 	ok(all_split, "bs %d %s: partial scores of two ranges combined equal the whole", bs, pn);
+	ok(mag_split, "bs %d %s: partial block norms of two ranges combined equal the whole", bs,
+	   pn);
 	ok(all_match, "bs %d %s: after each of %d updates the masks are the naive reference's", bs,
 	   pn, updates);
 	ok(all_density, "bs %d %s: density exactly constant", bs, pn);
