@@ -3,6 +3,7 @@
  * by several simulated ranks (write_begin, write_slices, write_commit) and
  * loaded by slices. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -1045,6 +1046,8 @@ static void case_sharded_refusals(void)
 	free(g);
 }
 
+static void case_optimizer_verified_once(const char *d);
+
 /* Sliced loads: each rank of several slicings gets exactly its slices
  * (nothing else of its buffers written), together the whole tensors. */
 static void case_sliced_loads(void)
@@ -1106,6 +1109,45 @@ static void case_sliced_loads(void)
 	tab[0].shape[1] = C;
 	free(rk.p);
 	loom_ckpt_free(c);
+	case_optimizer_verified_once(d);
+}
+
+/* A caller loading the moments by several calls (loom_dist_load: one a
+ * bucket) has optimizer.safetensors read and checked once per open, not
+ * at every call: a byte changed after the first call goes unseen by the
+ * later ones (a fresh open still finds it). */
+static void case_optimizer_verified_once(const char *d)
+{
+	struct loom_err err = {0};
+	struct rank rk;
+	char p[700];
+	const float x = 0.25f, *y = &x;
+	snprintf(p, sizeof p, "%s/latest/optimizer.safetensors", d);
+	struct loom_ckpt *c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	rank_view(&rk, 1, 2, 0, 0);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) == 0,
+	   "verified once: the first call reads and checks the file: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	struct stat sb;
+	int fd = open(p, O_RDWR);
+	float old = 0;
+	ok(fd >= 0 && fstat(fd, &sb) == 0 && pread(fd, &old, 4, sb.st_size - 4) == 4 &&
+	   pwrite(fd, y, 4, sb.st_size - 4) == 4, "  the file's last moment changed");
+	free(rk.p);
+	rank_view(&rk, 1, 2, 1, 0);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) == 0,
+	   "  the second call does not read the whole file again: %s",
+	   c ? loom_ckpt_error(c) : "");
+	loom_ckpt_free(c);
+	c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) ==
+	   LOOM_EFORMAT && strstr(loom_ckpt_error(c), "checksum mismatch"),
+	   "  a fresh open checks it again: %s", c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	ok(fd >= 0 && pwrite(fd, &old, 4, sb.st_size - 4) == 4, "  restored");
+	if (fd >= 0)
+		close(fd);
+	free(rk.p);
 }
 
 /* A non-finite value inside one's slice is refused, naming the tensor;

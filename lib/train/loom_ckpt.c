@@ -41,6 +41,7 @@ struct loom_ckpt {
 	struct loom_ckpt_state state;
 	int has_state;
 	int verify;			/* check sums (optimizer: when loaded) */
+	int optim_verified;		/* optimizer.safetensors checked (once) */
 	struct recorded files[MAX_FILES];
 	size_t n_files;			/* 0: state.json records no checksums */
 	char *loom_config;
@@ -1520,9 +1521,12 @@ int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_
 	if (!lo != !hi)
 		return loom_err_set(&c->err, LOOM_EINVAL, "%s: slices need both lo and hi",
 				    loom_st_name(c->optim));
+	/* read and checked once per open, not at every call (loom_dist_load
+	 * calls once per bucket: the whole file each time) */
 	const struct recorded *r = recorded(c, "optimizer.safetensors");
-	if (c->verify && r && verify_file(c, r, &c->err) < 0)
+	if (c->verify && r && !c->optim_verified && verify_file(c, r, &c->err) < 0)
 		return c->err.code;
+	c->optim_verified = 1;
 	if (loom_st_count(c->optim) != 2 * n)
 		return loom_err_set(&c->err, LOOM_EFORMAT,
 				    "%s/optimizer.safetensors: %zu tensors, the model needs %zu",
