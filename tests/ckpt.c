@@ -901,6 +901,60 @@ static void case_sharded_save(void)
 	free(g);
 }
 
+/* A rank writing its slices in several sets (loom_dist: one a bucket):
+ * slices_open once, a put per set with that set's moments (an empty
+ * slice's NULL), slices_finish once: the same directory byte for byte. */
+static void case_sharded_puts(void)
+{
+	struct loom_err err = {0};
+	struct gathered *g = malloc(sizeof *g);
+	char d[600], a[700], b[700];
+	snprintf(d, sizeof d, "%s/puts", root);
+	struct loom_ckpt_save s = base_save(d, 7);
+	add_extras(&s);
+	memset(g, 0, sizeof *g);
+	int rc = loom_ckpt_write_begin(&s, &g->tx, &err);
+	for (int r = 0; rc == 0 && r < 3; r++) {
+		struct rank rk;
+		struct loom_ckpt_slices *w;
+		rank_view(&rk, 0, 3, r, 1);
+		struct loom_ckpt_save rs = s;
+		rs.tensors = rk.t;
+		rs.adam_m = rk.mp;
+		rs.adam_v = rk.vp;
+		rc = loom_ckpt_slices_open(loom_ckpt_tx_dir(g->tx), &rs, &w, &err);
+		for (int set = 0; rc == 0 && set < 2; set++) {
+			/* set 0: the first half of the tensors, set 1 the rest */
+			uint64_t lo[MAXT], hi[MAXT];
+			float *m[MAXT], *v[MAXT];
+			for (size_t i = 0; i < nt; i++) {
+				int mine = (i < nt / 2) == !set;
+				lo[i] = mine ? rk.lo[i] : 0;
+				hi[i] = mine ? rk.hi[i] : 0;
+				m[i] = lo[i] < hi[i] ? rk.mp[i] : NULL;
+				v[i] = lo[i] < hi[i] ? rk.vp[i] : NULL;
+			}
+			size_t np = LOOM_CKPT_MAX_PIECES(nt);
+			rc = loom_ckpt_slices_put(w, lo, hi, m, v, g->p + g->n, &np, &err);
+			g->n += np;
+		}
+		int rc2 = loom_ckpt_slices_finish(w, &err);
+		rc = rc ? rc : rc2;
+		free(rk.p);
+	}
+	is_int(rc, 0, "puts: 3 ranks, 2 sets each: %s", rc ? err.msg : "");
+	if (rc == 0) {
+		rc = loom_ckpt_write_commit(g->tx, g->p, g->n, NULL, 0, &err);
+		is_int(rc, 0, "puts: commit: %s", rc ? err.msg : "");
+	}
+	loom_ckpt_tx_free(g->tx);
+	snprintf(a, sizeof a, "%s/whole/step-00000007", root);
+	snprintf(b, sizeof b, "%s/step-00000007", d);
+	ok(same_dirs(a, b), "puts: byte-identical to loom_ckpt_write's");
+	is_int(loom_ckpt_slices_finish(NULL, &err), 0, "slices_finish(NULL): nothing");
+	free(g);
+}
+
 /* Pieces that leave a gap or overlap are refused, naming the file and the
  * byte; freeing the transaction leaves the previous checkpoint. */
 static void case_sharded_refusals(void)
@@ -1211,6 +1265,7 @@ int main(void)
 	case_tokenizer();
 	case_non_finite();
 	case_sharded_save();
+	case_sharded_puts();
 	case_sharded_refusals();
 	case_sliced_loads();
 	case_sliced_non_finite();
