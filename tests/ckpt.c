@@ -3,6 +3,7 @@
  * by several simulated ranks (write_begin, write_slices, write_commit) and
  * loaded by slices. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -900,6 +901,60 @@ static void case_sharded_save(void)
 	free(g);
 }
 
+/* A rank writing its slices in several sets (loom_dist: one a bucket):
+ * slices_open once, a put per set with that set's moments (an empty
+ * slice's NULL), slices_finish once: the same directory byte for byte. */
+static void case_sharded_puts(void)
+{
+	struct loom_err err = {0};
+	struct gathered *g = malloc(sizeof *g);
+	char d[600], a[700], b[700];
+	snprintf(d, sizeof d, "%s/puts", root);
+	struct loom_ckpt_save s = base_save(d, 7);
+	add_extras(&s);
+	memset(g, 0, sizeof *g);
+	int rc = loom_ckpt_write_begin(&s, &g->tx, &err);
+	for (int r = 0; rc == 0 && r < 3; r++) {
+		struct rank rk;
+		struct loom_ckpt_slices *w;
+		rank_view(&rk, 0, 3, r, 1);
+		struct loom_ckpt_save rs = s;
+		rs.tensors = rk.t;
+		rs.adam_m = rk.mp;
+		rs.adam_v = rk.vp;
+		rc = loom_ckpt_slices_open(loom_ckpt_tx_dir(g->tx), &rs, &w, &err);
+		for (int set = 0; rc == 0 && set < 2; set++) {
+			/* set 0: the first half of the tensors, set 1 the rest */
+			uint64_t lo[MAXT], hi[MAXT];
+			float *m[MAXT], *v[MAXT];
+			for (size_t i = 0; i < nt; i++) {
+				int mine = (i < nt / 2) == !set;
+				lo[i] = mine ? rk.lo[i] : 0;
+				hi[i] = mine ? rk.hi[i] : 0;
+				m[i] = lo[i] < hi[i] ? rk.mp[i] : NULL;
+				v[i] = lo[i] < hi[i] ? rk.vp[i] : NULL;
+			}
+			size_t np = LOOM_CKPT_MAX_PIECES(nt);
+			rc = loom_ckpt_slices_put(w, lo, hi, m, v, g->p + g->n, &np, &err);
+			g->n += np;
+		}
+		int rc2 = loom_ckpt_slices_finish(w, &err);
+		rc = rc ? rc : rc2;
+		free(rk.p);
+	}
+	is_int(rc, 0, "puts: 3 ranks, 2 sets each: %s", rc ? err.msg : "");
+	if (rc == 0) {
+		rc = loom_ckpt_write_commit(g->tx, g->p, g->n, NULL, 0, &err);
+		is_int(rc, 0, "puts: commit: %s", rc ? err.msg : "");
+	}
+	loom_ckpt_tx_free(g->tx);
+	snprintf(a, sizeof a, "%s/whole/step-00000007", root);
+	snprintf(b, sizeof b, "%s/step-00000007", d);
+	ok(same_dirs(a, b), "puts: byte-identical to loom_ckpt_write's");
+	is_int(loom_ckpt_slices_finish(NULL, &err), 0, "slices_finish(NULL): nothing");
+	free(g);
+}
+
 /* Pieces that leave a gap or overlap are refused, naming the file and the
  * byte; freeing the transaction leaves the previous checkpoint. */
 static void case_sharded_refusals(void)
@@ -1045,6 +1100,8 @@ static void case_sharded_refusals(void)
 	free(g);
 }
 
+static void case_optimizer_verified_once(const char *d);
+
 /* Sliced loads: each rank of several slicings gets exactly its slices
  * (nothing else of its buffers written), together the whole tensors. */
 static void case_sliced_loads(void)
@@ -1106,6 +1163,45 @@ static void case_sliced_loads(void)
 	tab[0].shape[1] = C;
 	free(rk.p);
 	loom_ckpt_free(c);
+	case_optimizer_verified_once(d);
+}
+
+/* A caller loading the moments by several calls (loom_dist_load: one a
+ * bucket) has optimizer.safetensors read and checked once per open, not
+ * at every call: a byte changed after the first call goes unseen by the
+ * later ones (a fresh open still finds it). */
+static void case_optimizer_verified_once(const char *d)
+{
+	struct loom_err err = {0};
+	struct rank rk;
+	char p[700];
+	const float x = 0.25f, *y = &x;
+	snprintf(p, sizeof p, "%s/latest/optimizer.safetensors", d);
+	struct loom_ckpt *c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	rank_view(&rk, 1, 2, 0, 0);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) == 0,
+	   "verified once: the first call reads and checks the file: %s",
+	   c ? loom_ckpt_error(c) : err.msg);
+	struct stat sb;
+	int fd = open(p, O_RDWR);
+	float old = 0;
+	ok(fd >= 0 && fstat(fd, &sb) == 0 && pread(fd, &old, 4, sb.st_size - 4) == 4 &&
+	   pwrite(fd, y, 4, sb.st_size - 4) == 4, "  the file's last moment changed");
+	free(rk.p);
+	rank_view(&rk, 1, 2, 1, 0);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) == 0,
+	   "  the second call does not read the whole file again: %s",
+	   c ? loom_ckpt_error(c) : "");
+	loom_ckpt_free(c);
+	c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_load_optimizer_slices(c, rk.t, nt, rk.mp, rk.vp, rk.lo, rk.hi) ==
+	   LOOM_EFORMAT && strstr(loom_ckpt_error(c), "checksum mismatch"),
+	   "  a fresh open checks it again: %s", c ? loom_ckpt_error(c) : err.msg);
+	loom_ckpt_free(c);
+	ok(fd >= 0 && pwrite(fd, &old, 4, sb.st_size - 4) == 4, "  restored");
+	if (fd >= 0)
+		close(fd);
+	free(rk.p);
 }
 
 /* A non-finite value inside one's slice is refused, naming the tensor;
@@ -1169,6 +1265,7 @@ int main(void)
 	case_tokenizer();
 	case_non_finite();
 	case_sharded_save();
+	case_sharded_puts();
 	case_sharded_refusals();
 	case_sliced_loads();
 	case_sliced_non_finite();

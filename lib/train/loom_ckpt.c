@@ -41,6 +41,7 @@ struct loom_ckpt {
 	struct loom_ckpt_state state;
 	int has_state;
 	int verify;			/* check sums (optimizer: when loaded) */
+	int optim_verified;		/* optimizer.safetensors checked (once) */
 	struct recorded files[MAX_FILES];
 	size_t n_files;			/* 0: state.json records no checksums */
 	char *loom_config;
@@ -593,55 +594,111 @@ static uint64_t numel(const struct loom_ckpt_tensor *t)
 	return n;
 }
 
-int loom_ckpt_write_slices(const char *tmpdir, const struct loom_ckpt_save *s,
-			   const uint64_t *lo, const uint64_t *hi, struct loom_ckpt_piece *pieces,
-			   size_t *npieces, struct loom_err *err)
-{
+/* The data files of a temp step directory open for slices, checked once. */
+struct loom_ckpt_slices {
+	struct loom_ckpt_save s;	/* the caller's, borrowed until finish */
+	int nf;				/* data files: 1, or 2 with the moments */
+	int fd[2];
+	uint64_t base[2];		/* where each file's data starts */
 	char path[2][PATH_MAX + 64];
-	int fd[2] = {-1, -1}, rc;
-	uint64_t at[2];
-	struct pieces pc = {pieces, 0, *npieces, {NULL, NULL}};
-	const int nf = s->adam_m ? 2 : 1;
-	*npieces = 0;
+};
+
+int loom_ckpt_slices_open(const char *tmpdir, const struct loom_ckpt_save *s,
+			  struct loom_ckpt_slices **out, struct loom_err *err)
+{
+	int rc;
+	*out = NULL;
 	if ((rc = check_save_table(s, err)) < 0)
 		return rc;
+	struct loom_ckpt_slices *w = calloc(1, sizeof *w);
+	if (!w)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	w->s = *s;
+	w->nf = s->adam_m ? 2 : 1;
+	w->fd[0] = w->fd[1] = -1;
+	for (int f = 0; f < w->nf; f++)
+		if ((rc = open_data_file(tmpdir, s, f, w->path[f], sizeof w->path[f], &w->fd[f],
+					 &w->base[f], err)) < 0) {
+			loom_ckpt_slices_finish(w, NULL);
+			return rc;
+		}
+	*out = w;
+	return 0;
+}
+
+int loom_ckpt_slices_put(struct loom_ckpt_slices *w, const uint64_t *lo, const uint64_t *hi,
+			 float *const *adam_m, float *const *adam_v,
+			 struct loom_ckpt_piece *pieces, size_t *npieces, struct loom_err *err)
+{
+	const struct loom_ckpt_save *s = &w->s;
+	struct pieces pc = {pieces, 0, *npieces, {NULL, NULL}};
+	uint64_t at[2] = {w->base[0], w->base[1]};
+	int rc;
+	*npieces = 0;
 	if (!lo != !hi)
 		return loom_err_set(err, LOOM_EINVAL, "checkpoint: slices need both lo and hi");
-	for (int f = 0; f < nf; f++)
-		if ((rc = open_data_file(tmpdir, s, f, path[f], sizeof path[f], &fd[f], &at[f],
-					 err)) < 0)
-			goto out;
+	if (w->nf == 2 && !adam_m) {
+		adam_m = s->adam_m;
+		adam_v = s->adam_v;
+	}
 	/* the header checked the shapes: no sizes overflow */
 	for (size_t i = 0; i < s->n_tensors; i++) {
 		const struct loom_ckpt_tensor *t = &s->tensors[i];
 		const uint64_t n = numel(t), nb = n * sizeof(float);
 		const uint64_t a = lo ? lo[i] : 0, b = hi ? hi[i] : n;
-		if (a > b || b > n) {
-			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: slice [%" PRIu64 ", %"
-					  PRIu64 ") of '%s' is not within its %" PRIu64 " elements",
-					  a, b, t->name, n);
-			goto out;
-		}
-		const float *src[3] = { t->data, s->adam_m ? s->adam_m[i] : NULL,
-					s->adam_m ? s->adam_v[i] : NULL };
-		for (int k = 0; k < 2 * nf - 1; k++) {
+		if (a > b || b > n)
+			return loom_err_set(err, LOOM_EINVAL, "checkpoint: slice [%" PRIu64 ", %"
+					    PRIu64 ") of '%s' is not within its %" PRIu64
+					    " elements", a, b, t->name, n);
+		const float *src[3] = { t->data, w->nf == 2 ? adam_m[i] : NULL,
+					w->nf == 2 ? adam_v[i] : NULL };
+		for (int k = 0; k < 2 * w->nf - 1; k++) {
 			const int f = k ? LOOM_CKPT_OPTIMIZER_FILE : LOOM_CKPT_MODEL_FILE;
-			if ((rc = put_slice(&pc, f, fd[f], path[f], at[f] + a * sizeof(float),
-					    src[k] + a, (b - a) * sizeof(float), err)) < 0)
-				goto out;
+			if (a < b && !src[k])
+				return loom_err_set(err, LOOM_EINVAL, "checkpoint: missing AdamW "
+						    "moments for '%s'", t->name);
+			if ((rc = put_slice(&pc, f, w->fd[f], w->path[f], at[f] + a * sizeof(float),
+					    src[k] ? src[k] + a : NULL, (b - a) * sizeof(float),
+					    err)) < 0)
+				return rc;
 			at[f] += nb;
 		}
 	}
-	for (int f = 0; f < nf; f++)
-		if (fsync(fd[f]) < 0) {
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot sync '%s'", path[f]);
-			goto out;
-		}
 	*npieces = pc.n;
-out:
-	for (int f = 0; f < nf; f++)
-		if (fd[f] >= 0 && close(fd[f]) < 0 && rc == 0)
-			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot write '%s'", path[f]);
+	return 0;
+}
+
+int loom_ckpt_slices_finish(struct loom_ckpt_slices *w, struct loom_err *err)
+{
+	int rc = 0;
+	if (!w)
+		return 0;
+	for (int f = 0; f < w->nf; f++) {
+		if (w->fd[f] < 0)
+			continue;
+		if (err && rc == 0 && fsync(w->fd[f]) < 0)
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot sync '%s'", w->path[f]);
+		if (close(w->fd[f]) < 0 && err && rc == 0)
+			rc = loom_err_errno(err, LOOM_EIO, errno, "cannot write '%s'", w->path[f]);
+	}
+	free(w);
+	return rc;
+}
+
+int loom_ckpt_write_slices(const char *tmpdir, const struct loom_ckpt_save *s,
+			   const uint64_t *lo, const uint64_t *hi, struct loom_ckpt_piece *pieces,
+			   size_t *npieces, struct loom_err *err)
+{
+	struct loom_ckpt_slices *w;
+	size_t cap = *npieces;
+	*npieces = 0;
+	int rc = loom_ckpt_slices_open(tmpdir, s, &w, err);
+	if (rc < 0)
+		return rc;
+	rc = loom_ckpt_slices_put(w, lo, hi, NULL, NULL, pieces, &cap, err);
+	int rc2 = loom_ckpt_slices_finish(w, rc < 0 ? NULL : err);
+	if (rc == 0 && (rc = rc2) == 0)
+		*npieces = cap;
 	return rc;
 }
 
@@ -1520,9 +1577,12 @@ int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_
 	if (!lo != !hi)
 		return loom_err_set(&c->err, LOOM_EINVAL, "%s: slices need both lo and hi",
 				    loom_st_name(c->optim));
+	/* read and checked once per open, not at every call (loom_dist_load
+	 * calls once per bucket: the whole file each time) */
 	const struct recorded *r = recorded(c, "optimizer.safetensors");
-	if (c->verify && r && verify_file(c, r, &c->err) < 0)
+	if (c->verify && r && !c->optim_verified && verify_file(c, r, &c->err) < 0)
 		return c->err.code;
+	c->optim_verified = 1;
 	if (loom_st_count(c->optim) != 2 * n)
 		return loom_err_set(&c->err, LOOM_EFORMAT,
 				    "%s/optimizer.safetensors: %zu tensors, the model needs %zu",

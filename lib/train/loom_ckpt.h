@@ -253,6 +253,24 @@ int loom_ckpt_write_slices(const char *tmpdir, const struct loom_ckpt_save *s,
 			   const uint64_t *lo, const uint64_t *hi,
 			   struct loom_ckpt_piece *pieces, size_t *npieces,
 			   struct loom_err *err);
+/* The same in steps, for a process that writes its slices in several
+ * sets (loom_dist: one a bucket, each with its own moments' addresses):
+ * slices_open checks the table and both files once (as write_slices) and
+ * keeps them open; each slices_put pwrites elements [lo[i], hi[i]) of
+ * every tensor as write_slices does, the moments from adam_m[i],
+ * adam_v[i] (NULL: s's own; an entry of an empty slice may be NULL) into
+ * pieces[*npieces] (LOOM_CKPT_MAX_PIECES(s->n_tensors) per put is always
+ * enough); slices_finish fsyncs and closes the files once and frees w
+ * (err NULL: an abandoned write, nothing synced; w NULL: nothing).  s and
+ * its tensor table are borrowed until finish.  write_slices is open, one
+ * put, finish. */
+struct loom_ckpt_slices;
+int loom_ckpt_slices_open(const char *tmpdir, const struct loom_ckpt_save *s,
+			  struct loom_ckpt_slices **w, struct loom_err *err);
+int loom_ckpt_slices_put(struct loom_ckpt_slices *w, const uint64_t *lo, const uint64_t *hi,
+			 float *const *adam_m, float *const *adam_v,
+			 struct loom_ckpt_piece *pieces, size_t *npieces, struct loom_err *err);
+int loom_ckpt_slices_finish(struct loom_ckpt_slices *w, struct loom_err *err);
 /* Rank 0, with the pieces of all ranks (any order): they must tile the
  * data of each file exactly, else LOOM_EFORMAT naming the file and the
  * byte where a gap or an overlap starts; the files' CRC-32C come from the
