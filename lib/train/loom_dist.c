@@ -842,19 +842,25 @@ static int save_slices(struct loom_dist *d, const char *dir, const struct loom_c
 		       struct loom_ckpt_piece *pieces, size_t cap, size_t *np, struct loom_err *e)
 {
 	struct slices x;
+	struct loom_ckpt_slices *w = NULL;
 	int rc = slices_new(&x, s->n_tensors, e);
 	struct loom_ckpt_save s2 = *s;
 	s2.adam_m = x.mp;
 	s2.adam_v = x.vp;
 	*np = 0;
-	for (int k = 0; !rc && k < d->nb; k++) {
+	if (!rc && d->nb > 0) { /* the moments' pointers set before the table is checked */
+		bucket_slices(d, 0, s->n_tensors, x.lo, x.hi, x.mp, x.vp);
+		rc = loom_ckpt_slices_open(dir, &s2, &w, e);
+	}
+	for (int k = 0; !rc && k < d->nb; k++) { /* the files opened and synced once */
 		bucket_slices(d, k, s->n_tensors, x.lo, x.hi, x.mp, x.vp);
 		size_t n = cap - *np;
-		rc = loom_ckpt_write_slices(dir, &s2, x.lo, x.hi, pieces + *np, &n, e);
+		rc = loom_ckpt_slices_put(w, x.lo, x.hi, x.mp, x.vp, pieces + *np, &n, e);
 		*np += n;
 	}
+	int rc2 = loom_ckpt_slices_finish(w, rc ? NULL : e);
 	slices_free(&x);
-	return rc;
+	return rc ? rc : rc2;
 }
 
 int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
