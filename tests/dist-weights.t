@@ -122,6 +122,15 @@ is "$(sed -E 's/,"tokens_per_s".*//' "$T/x.json")" \
 	"$(sed -n '7,20p' "$T/two.json" | sed -E 's/,"tokens_per_s".*//')" \
 	"  steps 7-20: losses, lr and norms identical to the uninterrupted 2-rank run"
 
+# a flipped byte in a checkpoint: rank 0 (which alone reads the files
+# through for their checksums) names it and the job stops
+cp -r "$C6" "$T/bad"
+flip "$T/bad/model.safetensors" 5000
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | loom-train -q --threads 1 --resume bad --set micro_batch=4 --steps 8"
+ok "resuming a damaged checkpoint on 2 ranks fails (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+like "$err" '^loom-train: rank 0: .*model\.safetensors.*(checksum|CRC)' "  rank 0 names the file"
+is "$(grep -c '^loom-train' "$err")" 1 "  in one line"
+
 # loom-eval reads it on one machine
 make_frames 2 9 8 128 3 > "$T/ev.frames"
 run loom-eval --checkpoint "$T/ck/step-00000013" --threads 1 < "$T/ev.frames"

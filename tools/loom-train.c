@@ -655,13 +655,16 @@ static const struct loom_ckpt_arch *ckpt_arch(const char *path)
 static struct loom_ckpt *open_ckpt(const char *path, int resume)
 {
 	struct loom_err err = { 0 };
-	struct loom_ckpt *ck = loom_ckpt_open(path, ckpt_arch(path), 0, &err);
+	/* under mpirun rank 0 reads every file through for its checksum and
+	 * stops the job on a mismatch; the others read only what they load */
+	unsigned flags = train_dist_rank() ? LOOM_CKPT_NO_VERIFY : 0;
+	struct loom_ckpt *ck = loom_ckpt_open(path, ckpt_arch(path), flags, &err);
 	if (!ck)
 		cli_die("%s", err.msg);
 	if (resume && !loom_ckpt_has_state(ck))
 		cli_die("%s: state.json is missing: nothing to resume (--init-from takes the weights only)",
 			loom_ckpt_dir(ck));
-	if (loom_ckpt_has_state(ck) && !loom_ckpt_has_checksums(ck))
+	if (loom_ckpt_has_state(ck) && !loom_ckpt_has_checksums(ck) && !flags)
 		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
 			 loom_ckpt_dir(ck));
 	return ck;
