@@ -109,19 +109,40 @@ void cli_init(const char *prog, const char *usage)
  * to stderr, so that a message never glues onto it. */
 static int progress_shown;
 
-/* "prog: message\n" on stderr, after clearing a progress line; one whole
- * line even when worker threads write messages too. */
+/* "prog: message\n" on stderr, after clearing a progress line, in one
+ * write: one whole line even when worker threads write messages too, or
+ * (stderr being unbuffered) when several processes share the stream, as
+ * the ranks under mpirun do. */
 static void vline(const char *fmt, va_list ap)
 {
+	char small[1024], *line = small;
+	size_t cap = sizeof small;
+	va_list aq;
+	va_copy(aq, ap);
+	int p = snprintf(small, cap, "%s: ", cli_prog);
+	int n = vsnprintf(small + p, cap - (size_t)p, fmt, ap);
+	size_t need = (size_t)p + (n > 0 ? (size_t)n : 0) + 2; /* '\n', NUL */
+	if (need > cap && (line = malloc(need))) {
+		memcpy(line, small, (size_t)p);
+		vsnprintf(line + p, need - (size_t)p - 1, fmt, aq);
+		cap = need;
+	} else if (!line) {
+		line = small; /* out of memory: the message cut short */
+	}
+	va_end(aq);
+	size_t len = strlen(line);
+	len = len > cap - 2 ? cap - 2 : len;
+	line[len] = '\n';
+	line[len + 1] = '\0';
 	flockfile(stderr);
 	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;
 	}
-	fprintf(stderr, "%s: ", cli_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	fputs(line, stderr);
 	funlockfile(stderr);
+	if (line != small)
+		free(line);
 }
 
 static void vmsg(const char *fmt, va_list ap)
