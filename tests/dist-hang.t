@@ -26,24 +26,33 @@ stopped() {
 	rc=0; wait $mp || rc=$?
 }
 
+# ours DIR PID: PID is still one of this case's loom-train (its working
+# directory is DIR): a pid of a rank that ended may already be another
+# process's (pids wrap at 32768 on a busy machine), which must be neither
+# waited for nor killed; a zombie has no working directory
+ours() {
+	[ "$(readlink "/proc/$2/cwd" 2>/dev/null)" = "$(cd "$1" && pwd -P)" ]
+}
+
 # reap DIR: whatever gone found still there is killed, so that nothing of
 # this case runs on into the next (a loaded machine may be slow to end it)
 reap() {
 	local p
-	for p in $(cat "$1"/pid.*); do kill -9 "$p" 2>/dev/null || true; done
+	for p in $(cat "$1"/pid.*); do ours "$1" "$p" && kill -9 "$p" 2>/dev/null; done
+	return 0
 }
 
-# gone DIR: both ranks' loom-train ended (or are zombies left to be reaped)
+# gone DIR: every rank's loom-train ended (or is a zombie left to be reaped)
 gone() {
-	local st p
+	local p
 	for p in $(cat "$1"/pid.*); do
 		for _ in $(seq 1 1200); do
-			st=$(ps -o stat= -p "$p" 2>/dev/null)
-			[ -z "$st" ] || [ "${st#Z}" != "$st" ] && break
+			ours "$1" "$p" || break
 			sleep 0.1
 		done
-		[ -z "$st" ] || [ "${st#Z}" != "$st" ] || return 1
+		ours "$1" "$p" && return 1
 	done
+	return 0
 }
 
 # --- rank 1 stops: rank 0 names it --------------------------------------------

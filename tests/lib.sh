@@ -45,6 +45,10 @@ _report() { # pass name
 	else echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); fi
 }
 diag() { printf '# %s\n' "$@"; }
+# _quoted PREFIX: stdin's lines as TAP comments, each ended by a newline,
+# the last too (head -c cuts one short; sed would leave it open and glue the
+# next test's line to it, which prove then never sees)
+_quoted() { awk -v p="$1" '{ print p $0 }'; }
 skip() { # count "why": that many tests skipped
 	local i; for ((i = 0; i < $1; i++)); do tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $2"; done
 }
@@ -56,19 +60,19 @@ is() {
 }
 is_rc() {
 	if [ "$rc" = "$1" ]; then _report 1 "$2"
-	else _report 0 "$2"; diag "exit code $rc, expected $1"; sed 's/^/# stderr: /' "$err" | head -5; fi
+	else _report 0 "$2"; diag "exit code $rc, expected $1"; head -5 "$err" | _quoted '# stderr: '; fi
 }
 like() {
 	if grep -Eq -- "$2" "$1"; then _report 1 "$3"
-	else _report 0 "$3"; diag "'$1' does not match /$2/:"; head -c 600 "$1" | sed 's/^/#   /'; fi
+	else _report 0 "$3"; diag "'$1' does not match /$2/:"; head -c 600 "$1" | _quoted '#   '; fi
 }
 unlike() {
 	if ! grep -Eq -- "$2" "$1"; then _report 1 "$3"
-	else _report 0 "$3"; diag "'$1' matches /$2/:"; grep -E -- "$2" "$1" | head -3 | sed 's/^/#   /'; fi
+	else _report 0 "$3"; diag "'$1' matches /$2/:"; grep -E -- "$2" "$1" | head -3 | _quoted '#   '; fi
 }
 same_file() {
 	if cmp -s "$1" "$2"; then _report 1 "$3"
-	else _report 0 "$3"; diag "$1 and $2 differ:"; cmp "$1" "$2" 2>&1 | head -2 | sed 's/^/#   /'; fi
+	else _report 0 "$3"; diag "$1 and $2 differ:"; cmp "$1" "$2" 2>&1 | head -2 | _quoted '#   '; fi
 }
 no_tmp_left() {
 	local left; left=$(find "$1" -name '.*.tmp-*' 2>/dev/null | head -3)

@@ -63,6 +63,12 @@ run loom-train -c gpt3-2.7B --set sharding=weights,data_parallel=7 --dry-run
 like "$out" '^  total +14\.4 GB \(9\.2 GB with recompute\)$' "  on 7 ranks 9.2 GB (the preset recomputes): more than 8 GiB"
 run loom-train -c gpt2 --dry-run --memory-per-rank 16G
 like "$out" '^gpt2 needs 1 rank of 16 GiB \(sharding=optimizer\): 4\.9 GB per rank$' "gpt2 fits one rank of 16G"
+run loom-train -c gpt2 --dry-run --memory-per-rank 16gib
+like "$out" '^gpt2 needs 1 rank of 16 GiB ' "  16gib: the unit spelt 16 GiB"
+run loom-train -c gpt2 --dry-run --memory-per-rank 16g
+like "$out" '^gpt2 needs 1 rank of 16 GiB ' "  16g: 16 GiB too"
+run loom-train -c gpt2 --dry-run --memory-per-rank 4096000kb
+like "$out" '^gpt2 needs 7 ranks of 4096000 kB ' "  4096000kb: 4096000 kB"
 
 # nothing fits, and why
 run loom-train -c gpt3-175B --dry-run --memory-per-rank 8GB

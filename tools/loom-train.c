@@ -16,6 +16,7 @@
 
 #include <cblas.h>
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
@@ -1339,9 +1340,15 @@ static void on_memory(const char *opt, const char *arg)
 	mem_per_rank = cli_size(opt, arg);
 	if (!mem_per_rank)
 		cli_usage_error("%s: '%s': a rank needs some memory", opt, arg);
-	size_t k = strspn(arg, "0123456789");
-	snprintf(mem_name, sizeof mem_name, "%.*s %s%s", (int)k, arg, arg[k] ? arg + k : "B",
-		 arg[k] && !arg[k + 1] ? "iB" : "");
+	/* the unit as loom_parse_size read it, spelt out: 8g -> 8 GiB, 8gb -> 8 GB */
+	const char *u = arg + strcspn(arg, "KMGTkmgt");
+	size_t ul = strlen(u);
+	int c = toupper((unsigned char)*u);
+	if (!ul)
+		snprintf(mem_name, sizeof mem_name, "%s B", arg);
+	else
+		snprintf(mem_name, sizeof mem_name, "%.*s %c%s", (int)(u - arg), arg,
+			 ul == 2 && c == 'K' ? 'k' : c, ul == 2 ? "B" : "iB");
 }
 
 static const struct cli_opt opts[] = {
