@@ -390,7 +390,8 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	 * reduce-scattered); at the LM head the embeddings' params and
 	 * gradients.  The last layer's unit holds ln_f. */
 	uint64_t emb = ((uint64_t)cfg->vocab_size + (uint64_t)cfg->n_positions) * C;
-	uint64_t lay = cfg->n_layer ? 12 * C * C + 15 * C : 0;
+	/* a layer's parameters, the last one's with ln_f's 2C */
+	uint64_t lay = cfg->n_layer ? (np - emb - 2 * C) / (uint64_t)cfg->n_layer + 2 * C : 0;
 	uint64_t gp = emb + 2 * lay; /* gathered params */
 	if (weights) { /* the LM head, or forward then backward */
 		m->gathered_head = 2 * emb > emb + 4 * lay;
