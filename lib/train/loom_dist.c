@@ -42,11 +42,6 @@ uint64_t loom_dist_gradshard_bytes(const struct loom_dist *d)
 	return d->dp.size == 1 ? 0 : (uint64_t)d->shard_n * 4;
 }
 
-uint64_t loom_dist_bytes_step(const struct loom_dist *d)
-{
-	return d->bytes_last;
-}
-
 uint64_t loom_dist_bytes_total(const struct loom_dist *d)
 {
 	return d->bytes_total;

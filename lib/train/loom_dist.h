@@ -247,8 +247,7 @@ struct loom_ckpt_tensor;
 int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
 		   size_t n, int optimizer);
 
-/* Payload bytes this rank sent in the last step / in all steps. */
-uint64_t loom_dist_bytes_step(const struct loom_dist *d);
+/* Payload bytes this rank sent in all steps. */
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
 /* Seconds a wait lasts before this rank calls the roll (see above);
  * 0 (the default) waits forever. */

@@ -90,7 +90,7 @@ struct loom_dist {
 	struct unit *u;         /* [n_layer + 1]: u[0] the embeddings, u[l + 1] layer l */
 	int after_emb;          /* the unit to gather once the embeddings are done */
 	int gather_failed;      /* that gather could not start (error in err) */
-	uint64_t bytes_step, bytes_last, bytes_total; /* since the last step, in it, in all */
+	uint64_t bytes_step, bytes_total; /* since the last step, in all */
 	double gather_wait_s;   /* of wait_s: blocked waiting for a unit's parameters */
 	double wait_s;           /* seconds blocked in communication */
 	double timeout;          /* dist_timeout: seconds before a roll call; 0 = never */

@@ -402,7 +402,6 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	if (d->weights && (rc = unit_gather(d, -1)))
 		return rc;
 	d->wait_s += loom_now() - t0;
-	d->bytes_last = d->bytes_step;
 	d->bytes_total += d->bytes_step;
 	d->bytes_step = 0;
 	return 0;
