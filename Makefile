@@ -27,7 +27,7 @@ PKGS := libarchive expat libcurl jansson libprotobuf-c openblas libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # OpenMPI, when mpicc is installed: only lib/train/loom_dist*.c include mpi.h and
-# only loom-train links it (other tools never pull loom_dist.o from libloom.a).
+# only loom-train links it (other tools never pull loom_dist*.o from libloom.a).
 MPI_CFLAGS := $(if $(shell command -v mpicc 2>/dev/null),$(shell mpicc --showme:compile 2>/dev/null) -DLOOM_HAVE_MPI)
 MPI_LIBS   := $(if $(MPI_CFLAGS),$(shell mpicc --showme:link 2>/dev/null))
 

@@ -21,9 +21,9 @@
  * bytes, plus a few control bytes.
  *
  * sharding=weights (ZeRO-3, a model with units: the need/done calls of
- * struct loom_dist_calls below): a rank
- * keeps only its chunks of the weights (in place in the model's full-size,
- * lazily backed array: the rest of it costs no memory), of the gradients
+ * struct loom_dist_calls below): a rank keeps only its chunks of the
+ * weights (in place in the model's full-size, lazily backed array: the
+ * rest of it costs no memory), of the gradients
  * (a shard) and of the moments.  Before the model reads a unit (the
  * embeddings, a layer) its chunks are all-gathered from every rank, and
  * the unit the model names as next starts gathering at once, overlapping
@@ -34,10 +34,11 @@
  * layer are reduce-scattered into the shard as soon as its backward ends,
  * and the full-size gradients given back.  The step clips and runs AdamW
  * on the shards; the next forward's embeddings start gathering as it
- * ends.  RigL scores and block norms are computed on each rank's chunks
- * and combined.  Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P
- * parameters, E of them the embeddings' (loom_dist_bytes_bound).  The
- * ranks must agree before every micro-batch (loom-train syncs them).
+ * ends.  RigL scores and block norms (the model's mask hooks, struct
+ * loom_dist_masks) are computed on each rank's chunks and combined.
+ * Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P parameters, E of them
+ * the embeddings' (loom_dist_bytes_bound).  The ranks must agree before
+ * every micro-batch (loom-train syncs them).
  *
  * Checkpoints: sharding=optimizer gathers the moments on rank 0
  * (loom_dist_gather_moments); sharding=weights has every rank write its
