@@ -1606,7 +1606,7 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
 	t->g = g;
 	struct loom_dist_model dm;
-	loom_dist_model_gpt(&dm, g);
+	loom_gpt_dist_model(g, &dm);
 	int first = loom_config_shards_weights(c) && (resume || init_from);
 	if (first) /* every rank then reads only its own chunks */
 		train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
@@ -2064,7 +2064,7 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 		loom_bert_init_weights(b, t->cfg.seed);
 	}
 	struct loom_dist_model dm;
-	loom_dist_model_bert(&dm, b);
+	loom_bert_dist_model(b, &dm);
 	train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 }
 

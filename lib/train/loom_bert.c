@@ -6,6 +6,7 @@
 
 #include "loom_bert.h"
 #include "loom_config.h"
+#include "loom_dist.h"
 #include "loom_kernels.h"
 
 /* Embedding tensors, then per layer, then the head. */
@@ -758,4 +759,50 @@ int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask,
 				ids[i] = (int32_t)(loom_splitmix64(h2) % (uint64_t)V);
 		}
 	return chosen;
+}
+
+/* ---- the hooks of data parallelism (lib/train/loom_dist.h) */
+
+/* Layer index of a tensor: bert.encoder.layer.{l}. -> l; the head
+ * (qa_outputs, cls.*) -> L-1 (its backward runs before layer L-1's ends);
+ * embeddings -> -1 (the MLM decoder's tied weight among them: final only
+ * after them). */
+static int dist_tag(const char *name, int L)
+{
+	int l;
+	if (sscanf(name, "bert.encoder.layer.%d.", &l) == 1)
+		return l;
+	if (!strncmp(name, "qa_outputs.", 11) || !strncmp(name, "cls.", 4))
+		return L - 1;
+	return -1;
+}
+
+static void dist_step(void *b, float lr, int64_t t, float *norm)
+{
+	loom_bert_step(b, lr, t, norm);
+}
+
+static void dist_weights_changed(void *b)
+{
+	loom_bert_weights_changed(b);
+}
+
+/* No units (loom_dist refuses sharding=weights) and no masks: grad_ready
+ * only. */
+static void dist_connect(void *model, const struct loom_dist_calls *c)
+{
+	struct loom_bert *b = model;
+	b->grad_ready = c->grad_ready;
+	b->grad_ready_ctx = c->ctx;
+}
+
+void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
+{
+	*m = (struct loom_dist_model){
+		.params = b->params, .grads = b->grads, .m = &b->m, .v = &b->v,
+		.n_params = b->n_params, .tensors = b->tensors, .n_tensors = b->n_tensors,
+		.n_layer = b->L, .adamw = b->cfg.adamw, .model = b,
+		.tag = dist_tag, .step = dist_step, .weights_changed = dist_weights_changed,
+		.connect = dist_connect,
+	};
 }

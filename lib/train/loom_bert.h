@@ -183,6 +183,11 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 void loom_bert_zero_grad(struct loom_bert *b);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
+/* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
+ * parameter store, layer tags, step and grad_ready call (no units: its
+ * weights cannot be sharded; no masks).  Borrows b. */
+struct loom_dist_model;
+void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
 /* After a forward with targets and train 0: *nll the summed loss over *n
  * counted items and *correct those predicted right.  QA: n = the rows,
  * nll = their mean loss x rows, a row right when the argmax start and end

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_dist.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "loom_rigl.h"
@@ -204,6 +205,138 @@ void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t)
 	if (g->v)
 		loom_rigl_zero_changed(r, 0, g->n_params, g->v);
 	loom_gpt_masks_changed(g);
+}
+
+/* ---- the hooks of data parallelism (lib/train/loom_dist.h) */
+
+/* Layer index of a tensor: transformer.h.{l}. -> l; ln_f -> L-1 (its
+ * gradient is final before layer L-1's backward ends); embeddings -> -1. */
+static int dist_tag(const char *name, int L)
+{
+	int l;
+	if (sscanf(name, "transformer.h.%d.", &l) == 1)
+		return l;
+	if (strstr(name, "ln_f"))
+		return L - 1;
+	return -1;
+}
+
+static void dist_step(void *g, float lr, int64_t t, float *norm)
+{
+	loom_gpt_step(g, lr, t, norm);
+}
+
+static void dist_weights_changed(void *g)
+{
+	loom_gpt_weights_changed(g);
+}
+
+static void dist_connect(void *model, const struct loom_dist_calls *c)
+{
+	struct loom_gpt *g = model;
+	_Static_assert(LOOM_GPT_UNIT_NONE == LOOM_DIST_UNIT_NONE, "one 'no next unit'");
+	g->grad_ready = c->grad_ready;
+	g->grad_ready_ctx = c->ctx;
+	g->need = c->need;
+	g->done = c->done;
+	g->tick = c->tick;
+}
+
+static int dist_take_due(void *model)
+{
+	struct loom_gpt *g = model;
+	int due = g->rigl_dense;
+	g->rigl_dense = 0;
+	return due;
+}
+
+static void dist_score_reset(void *g)
+{
+	loom_rigl_score_reset(((struct loom_gpt *)g)->rigl);
+}
+
+static void dist_score_range(void *g, size_t lo, size_t hi, const float *x)
+{
+	loom_rigl_score_range(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static const float *dist_scores(void *g, size_t *n)
+{
+	const struct loom_rigl *r = ((struct loom_gpt *)g)->rigl;
+	*n = r->n_scores;
+	return r->scores;
+}
+
+static void dist_score_combine(void *g, const float *all, int world)
+{
+	loom_rigl_score_combine(((struct loom_gpt *)g)->rigl, all, world);
+}
+
+static void dist_mask_range(void *g, size_t lo, size_t hi, float *x)
+{
+	loom_rigl_mask_range(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static void dist_update(void *g, int64_t t)
+{
+	loom_gpt_rigl_update(g, t);
+}
+
+static void dist_norm_reset(void *g)
+{
+	loom_rigl_mag_reset(((struct loom_gpt *)g)->rigl);
+}
+
+static void dist_norm_range(void *g, size_t lo, size_t hi, const float *w)
+{
+	loom_rigl_mag_range(((struct loom_gpt *)g)->rigl, lo, hi, w);
+}
+
+static const double *dist_norms(void *g, size_t *n)
+{
+	const struct loom_rigl *r = ((struct loom_gpt *)g)->rigl;
+	*n = r->n_scores;
+	return r->mag;
+}
+
+static void dist_update_norms(void *model, const double *all, int world, int64_t t)
+{
+	struct loom_gpt *g = model;
+	loom_rigl_mag_combine(g->rigl, all, world);
+	loom_rigl_update_mag(g->rigl, loom_config_prune_ratio(&g->cfg, t), t);
+}
+
+static void dist_zero_changed(void *g, size_t lo, size_t hi, float *x)
+{
+	loom_rigl_zero_changed(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static void dist_masks_changed(void *g)
+{
+	loom_gpt_masks_changed(g);
+}
+
+void loom_gpt_dist_model(struct loom_gpt *g, struct loom_dist_model *m)
+{
+	const struct loom_config *c = &g->cfg;
+	*m = (struct loom_dist_model){
+		.params = g->params, .grads = g->grads, .m = &g->m, .v = &g->v,
+		.n_params = g->n_params, .tensors = g->tensors, .n_tensors = g->n_tensors,
+		.n_layer = g->L,
+		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
+		.sharding = c->sharding, .model = g, .tag = dist_tag, .step = dist_step,
+		.weights_changed = dist_weights_changed, .connect = dist_connect, .units = 1,
+	};
+	if (g->rigl)
+		m->masks = (struct loom_dist_masks){
+			.take_due = dist_take_due, .score_reset = dist_score_reset,
+			.score_range = dist_score_range, .scores = dist_scores,
+			.score_combine = dist_score_combine, .mask_range = dist_mask_range,
+			.update = dist_update, .norm_reset = dist_norm_reset,
+			.norm_range = dist_norm_range, .norms = dist_norms,
+			.update_norms = dist_update_norms, .zero_changed = dist_zero_changed,
+			.changed = dist_masks_changed,
+		};
 }
 
 /* Hand changed masks to the sparse weights, and pack them once after the
