@@ -45,7 +45,7 @@ mkdir -p "$OUT/shards"
 python3 -c 'import random, struct, sys
 r = random.Random(1)
 sys.stdout.buffer.write(struct.pack("<400000H", *(min(int(r.paretovariate(0.6)) - 1, 50256) for _ in range(400000))))' > "$OUT/tokens.u16"
-loom-shard -o "$OUT/shards/demo" -n 2 --seq-len 1025 --seed 1 --vocab-size 50257 "$OUT/tokens.u16"
+loom-shard -o "$OUT/shards/demo" -n 2 --seq 1025 --seed 1 --vocab-size 50257 "$OUT/tokens.u16"
 stage "loom-index: --verify --stats"
 loom-index --verify --stats "$OUT"/shards/demo-*-of-00002.tfrecord
 stage "loom-cat: --range 0:2"

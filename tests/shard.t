@@ -168,7 +168,7 @@ bad "text token >= 2^32" '^loom-shard: huge.txt: line 3: token .4294967296. is >
 printf '1 2 -3\n' > neg.txt
 bad "negative token" "line 1: token '-3' is not a number" -f text -L 2 -o bad/x neg.txt
 : > empty.txt
-bad "empty input" '^loom-shard: no samples: the input has 0 tokens; a sample needs more than --seq-len 2 ' -f text -L 2 -o bad/x empty.txt
+bad "empty input" '^loom-shard: no samples: the input has 0 tokens; a sample needs more than --seq 2 ' -f text -L 2 -o bad/x empty.txt
 bad "too short input" 'no samples: the input has 3 tokens' -f text -L 4 -o bad/x <(echo 1 2 3)
 printf 'abc' > odd.u16
 bad "u16 input cut mid-token" '^loom-shard: odd.u16: input ends inside a u16 token \(1 stray byte at byte 2\)$' -f u16 -L 1 -o bad/x odd.u16

@@ -393,7 +393,7 @@ static const struct cli_opt opts[] = {
 			  "line), jsonl ({id,revid,url,title,text}), doc\n"
 			  "(WikiExtractor's <doc id url title> ... </doc>)"),
 	OPT_BOOL('z', "null", &c.nul, "lines/text: end each article with NUL instead"),
-	OPT_CALLBACK('n', "namespaces", on_namespaces, "LIST", "namespaces to keep, e.g. 0,14 (default 0)"),
+	OPT_CALLBACK('n', "namespaces", on_namespaces, "LIST", "namespaces to keep, e.g. 0,14 (default: 0)"),
 	OPT_BOOL(0, "keep-redirects", &c.keep_redirects, "list redirects too (text = the target title)"),
 	OPT_BOOL(0, "skip-disambiguation", &c.skip_dab, "drop disambiguation pages"),
 	OPT_U64(0, "min-length", &c.min_length, "N", 0, UINT64_MAX, "drop articles shorter than N characters"),
@@ -401,9 +401,10 @@ static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "headings", &c.wopts.headings, "keep section headings as lines"),
 	OPT_CALLBACK(0, "max-page-size", on_max_page_size, "SIZE",
 		     "skip pages with more wikitext than SIZE\n"
-		     "(default 8M: 4x MediaWiki's 2 MiB limit on a\n"
+		     "(default: 8M, 4x MediaWiki's 2 MiB limit on a\n"
 		     "revision; at most 1G); counted as too large"),
-	OPT_INT('j', "jobs", &dopts.threads, "N", 1, 256, "worker threads (default: CPUs online)"),
+	OPT_INT('j', "threads", &dopts.threads, "N", 1, 256, "worker threads (default: CPUs online)"),
+	OPT_ALIAS(0, "jobs", "threads"),
 	OPT_STRING(0, "index", &dopts.index, "FILE",
 		   "multistream index (default: NAME-index.txt.bz2\n"
 		   "beside NAME.xml.bz2 if it exists)"),

@@ -320,9 +320,9 @@ static void on_timeout(const char *opt, const char *arg)
 
 static const struct cli_opt opts[] = {
 	OPT_STRING(0, "mirror", &mirror, "URL",
-		   "mirror root (default $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
+		   "mirror root (default: $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
 		   "http://, https:// or file:// with /<wiki>/<date>/ layout"),
-	OPT_STRING(0, "wiki", &wiki, "NAME", "wiki database name (default enwiki)"),
+	OPT_STRING(0, "wiki", &wiki, "NAME", "wiki database name (default: enwiki)"),
 	OPT_STRING(0, "date", &date, "D", "latest (default) or YYYYMMDD"),
 	OPT_CALLBACK(0, "what", on_what, "SET",
 		     "articles-multistream (default: dump + its index),\n"
@@ -337,12 +337,12 @@ static const struct cli_opt opts[] = {
 	OPT_STRING(0, "sha256", &sha256, "X", "expected SHA-256 digest"),
 	OPT_CALLBACK(0, "size", on_size, "N", "expected size in bytes"),
 	OPT_TEXT("Transfer:"),
-	OPT_CALLBACK(0, "retries", on_retries, "N", "retries after a temporary failure (default 5)"),
+	OPT_CALLBACK(0, "retries", on_retries, "N", "retries after a temporary failure (default: 5)"),
 	OPT_DOUBLE(0, "retry-delay", &fo.retry_delay, "S", 0, 3600,
 		   "first wait before a retry, doubled each time up to\n"
-		   "60 s (default 1)"),
+		   "60 s (default: 1)"),
 	OPT_CALLBACK(0, "timeout", on_timeout, "S",
-		     "connect timeout (default 30); a transfer without\n"
+		     "connect timeout (default: 30); a transfer without\n"
 		     "data for twice as long counts as failed"),
 	OPT_BOOL(0, "recheck", &fo.recheck,
 		 "rehash files already present even when they are\n"
