@@ -18,7 +18,7 @@ touch .stamp
 # --- windows: Graphcore semantics ------------------------------------------
 run loom-shard -f text -L 10 --no-shuffle -o o1 t100.txt
 is_rc 0 "text input, L=10"
-like "$err" '^loom-shard: 100 tokens -> 9 records \(seq-len 10, stride 10\) in 1 shard, .* stream order, .* -> o1.manifest.json$' "summary line"
+like "$err" '^loom-shard: 100 tokens -> 9 records \(seq 10, stride 10\) in 1 shard, .* stream order, .* -> o1.manifest.json$' "summary line"
 is "$(wc -l < "$err")" 1 "one summary line only"
 ok "shard, index and manifest exist" test -s o1-00000-of-00001.tfrecord -a -s o1-00000-of-00001.tfrecord.index -a -s o1.manifest.json
 loom-cat --ids o1-00000-of-00001.tfrecord > got.txt

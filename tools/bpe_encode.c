@@ -672,14 +672,12 @@ int bpe_encode_main(int argc, char **argv)
 	out_commit(&u.o);
 	cli_progress_done(&u.prog);
 	double dt = loom_now() - t0;
-	if (!cli_quiet)
-		fprintf(stderr,
-			"loom-bpe: encode: %llu documents (%llu dropped), %llu tokens, %llu bytes, "
-			"%.4f tokens/byte, %.2f MB/s\n",
-			(unsigned long long)u.t.docs, (unsigned long long)u.t.dropped,
-			(unsigned long long)u.t.tokens, (unsigned long long)u.r.bytes,
-			u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
-			dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
+	cli_summary("encode: %llu documents (%llu dropped), %llu tokens, %llu bytes, "
+		    "%.4f tokens/byte, %.2f MB/s",
+		    (unsigned long long)u.t.docs, (unsigned long long)u.t.dropped,
+		    (unsigned long long)u.t.tokens, (unsigned long long)u.r.bytes,
+		    u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
+		    dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
 	free(u.ob.p);
 	loom_ids_release(&u.span.pending);
 	tok_free(&t);

@@ -163,6 +163,16 @@ void cli_warn(const char *fmt, ...)
 int cli_verbose;
 int cli_quiet, cli_force_progress;
 
+void cli_summary(const char *fmt, ...)
+{
+	va_list ap;
+	if (cli_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
 void cli_info(const char *fmt, ...)
 {
 	va_list ap;

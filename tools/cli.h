@@ -203,6 +203,9 @@ extern int cli_verbose;
 /* "prog: message" to stderr when cli_verbose, else nothing; one whole
  * line even when called from several threads. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tool's summary line ("prog: N records, ... s"): "prog: message" to
+ * stderr in one write, as cli_warn, unless -q. */
+void cli_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit with `code` (2: and the hint, as

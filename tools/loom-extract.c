@@ -469,12 +469,12 @@ static int finish_output(int r, const struct loom_dump_stats *st, char **incompl
 static void print_summary(const struct loom_dump_stats *st, int r)
 {
 	char a[32], b[32], o[32];
-	fprintf(stderr,
-		"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
+	cli_summary(
+		"%llu pages seen, %llu articles written, %llu redirects%s, "
 		"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
 		"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
-		"%.2f s%s%s\n",
-		cli_prog, (unsigned long long)st->pages,
+		"%.2f s%s%s",
+		(unsigned long long)st->pages,
 		(unsigned long long)st->stat[S_ARTICLES],
 		(unsigned long long)st->stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
 		(unsigned long long)st->stat[S_NS], (unsigned long long)st->stat[S_DAB],
@@ -521,8 +521,7 @@ int main(int argc, char **argv)
 	loom_dump_stats(c.dump, &st);
 	char *incomplete;
 	int status = finish_output(r, &st, &incomplete);
-	if (!cli_quiet)
-		print_summary(&st, r);
+	print_summary(&st, r);
 	for (int i = 0; i < dopts.threads; i++) {
 		loom_wikitext_free(c.w[i].wt);
 		loom_wt_buf_free(&c.w[i].text);

@@ -242,9 +242,9 @@ int main(int argc, char **argv)
 		if (st.features)
 			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
 				 st.features == 1 ? "" : "s");
-		fprintf(stderr,
-			"loom-feed: %llu batches of %ux%u%s (rank %u of %u) from %llu records in %llu "
-			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s\n",
+		cli_summary(
+			"%llu batches of %ux%u%s (rank %u of %u) from %llu records in %llu "
+			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s",
 			(unsigned long long)st.frames, o->batch, st.seq_len, feats, o->rank, o->world,
 			(unsigned long long)st.records, (unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,

@@ -71,19 +71,18 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	if (!cli_quiet) {
 		cli_bytes((double)res.size, sz, sizeof sz);
 		if (res.already) {
-			fprintf(stderr, "%s: %s: already complete (%s, %s %s %s)\n", cli_prog,
-				g.name, sz, res.algo, res.hex,
-				res.cached ? "verified earlier" : "verified");
+			cli_summary("%s: already complete (%s, %s %s %s)", g.name, sz, res.algo,
+				    res.hex, res.cached ? "verified earlier" : "verified");
 		} else {
 			double mbs = res.seconds > 0 ? res.transferred / res.seconds / 1e6 : 0;
 			char resumed[64] = "";
 			if (res.resumed_from)
 				snprintf(resumed, sizeof resumed, " (resumed at %s)",
 					 cli_bytes((double)res.resumed_from, at, sizeof at));
-			fprintf(stderr, "%s: %s: %s%s, %s %s %s, %.1f s, %.1f MB/s\n", cli_prog,
-				g.name, sz, resumed, res.algo, res.hex,
-				res.verified ? "verified" : "(not verified: no checksum given)",
-				res.seconds, mbs);
+			cli_summary("%s: %s%s, %s %s %s, %.1f s, %.1f MB/s", g.name, sz, resumed,
+				    res.algo, res.hex,
+				    res.verified ? "verified" : "(not verified: no checksum given)",
+				    res.seconds, mbs);
 		}
 	}
 	printf("%s\n", path);
@@ -243,8 +242,7 @@ static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki
 			rc = 1;
 			goto out;
 		}
-		if (!cli_quiet)
-			fprintf(stderr, "%s: %s latest is %s\n", cli_prog, wiki, date);
+		cli_summary("%s latest is %s", wiki, date);
 	} else {
 		memcpy(date, date_arg, 9);
 	}

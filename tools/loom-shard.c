@@ -223,9 +223,9 @@ static void print_summary(const struct loom_shard_stats *st, const struct loom_s
 	if (val)
 		snprintf(vs, sizeof vs, "; validation %" PRIu64 " records -> %s", val->samples,
 			 val->manifest);
-	fprintf(stderr,
-		"loom-shard: %" PRIu64 " tokens -> %" PRIu64 " records (seq-len %u, stride %u%s)"
-		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s\n",
+	cli_summary(
+		"%" PRIu64 " tokens -> %" PRIu64 " records (seq %u, stride %u%s)"
+		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s",
 		st->tokens, st->samples, o.seq_len, o.stride ? o.stride : o.seq_len,
 		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
 		cli_bytes((double)st->bytes, b1, sizeof b1),
@@ -344,8 +344,7 @@ int main(int argc, char **argv)
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
-	if (!cli_quiet)
-		print_summary(&st, g_val ? &vst : NULL, dt);
+	print_summary(&st, g_val ? &vst : NULL, dt);
 	loom_shard_free(g_shard);
 	loom_shard_free(g_val);
 	return 0;

@@ -245,13 +245,11 @@ static int prepare_main(int argc, char **argv)
 	if (*r.note)
 		cli_warn("warning: %s", r.note);
 	char b[32];
-	if (!cli_quiet)
-		fprintf(stderr,
-			"loom-squad: %zu questions -> %zu features (seq %" PRIu64 ", stride %" PRIu64
-			", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
-			" shard%s, %s, %.2f s -> %s\n", sq->n_qas, fs.n, o.seq, o.stride, o.max_query,
-			answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
-			loom_now() - t0, r.manifest);
+	cli_summary("%zu questions -> %zu features (seq %" PRIu64 ", stride %" PRIu64
+		    ", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
+		    " shard%s, %s, %.2f s -> %s", sq->n_qas, fs.n, o.seq, o.stride, o.max_query,
+		    answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
+		    loom_now() - t0, r.manifest);
 	loom_shardset_free(set);
 	loom_squad_features_release(&fs);
 	loom_squad_free(sq);
