@@ -56,7 +56,7 @@ loom-cat --range 0:2 "$OUT/shards/demo-00000-of-00002.tfrecord" | cut -c 1-100 |
 # from ~10.8 (ln 50257).  Checkpoints in $OUT/ckpt, one JSON line per step.
 stage "loom-feed | loom-train -c mini: $OUT/sample.tokens, 150 steps -> $OUT/ckpt"
 mkdir -p "$OUT/train"
-loom-shard -q -o "$OUT/train/sample" -L 33 --stride 8 --seed 1 --vocab-size 50257 "$OUT/sample.tokens"
+loom-shard -q -o "$OUT/train/sample" --seq 33 --stride 8 --seed 1 --vocab-size 50257 "$OUT/sample.tokens"
 loom-feed -q -m "$OUT/train/sample.manifest.json" --batch 4 --seq 32 --seed 1 --epochs 0 |
 	loom-train -c mini --steps 150 --log-every 25 --save "$OUT/ckpt" --log "$OUT/train.jsonl"
 
