@@ -460,7 +460,7 @@ void cli_on_casing(const char *opt, const char *arg)
 	cli_casing = c;
 }
 
-struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing)
+struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const char *why)
 {
 	struct loom_err err = { 0 };
 	struct loom_wordpiece *w = loom_wordpiece_open(spec, casing, &err);
@@ -472,7 +472,7 @@ struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing)
 		cli_die("%s", err.msg);
 	cli_info("vocabulary %s (%s): %u WordPiece tokens (ids 0..%u), %s (by %s)", spec,
 		 loom_wordpiece_path(w), loom_wordpiece_size(w), loom_wordpiece_size(w) - 1,
-		 loom_wordpiece_lowercases(w) ? "lower-cased" : "cased",
+		 loom_wordpiece_lowercases(w) ? "lower-cased" : "cased", why ? why :
 		 casing == LOOM_CASING_LOWER ? "--lowercase" :
 		 casing == LOOM_CASING_CASED ? "--cased" : loom_wordpiece_casing_rule(w));
 	return w;

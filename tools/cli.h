@@ -117,10 +117,11 @@ struct cli_opt {
 extern int cli_casing;
 void cli_on_casing(const char *opt, const char *arg);
 /* loom_wordpiece_open(spec, casing) (cli_casing, or LOOM_CASING_NONE to
- * decode) or exit: 2 when the casing must be
- * given or cannot be, 1 when a file cannot be read; -v says which file and
- * what decided the casing. */
-struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing);
+ * decode) or exit: 2 when the casing must be given or cannot be, 1 when a
+ * file cannot be read; -v says which file and what decided the casing
+ * (`why` when a casing is passed that the user did not give, else the
+ * option or loom_wordpiece_casing_rule). */
+struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const char *why);
 /* The shared ones (-h and -V end every table: cli_parse() adds them):
  * -v sets cli_verbose, -q sets cli_quiet (and *v if v is not NULL) and
  * clears cli_verbose once all options are read; --progress sets

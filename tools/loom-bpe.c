@@ -85,7 +85,7 @@ void load_tok(struct tok *t, const char *spec, int casing)
 		}
 		return;
 	}
-	t->wp = cli_wordpiece_open(spec, casing);
+	t->wp = cli_wordpiece_open(spec, casing, NULL);
 	t->n_ids = loom_wordpiece_size(t->wp);
 	t->eos = loom_wordpiece_id(t->wp, "[SEP]", 5);
 }

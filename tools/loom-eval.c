@@ -465,6 +465,7 @@ static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 	struct loom_wordpiece_opts wo;
 	struct loom_err err = { 0 };
 	int casing = cli_casing;
+	const char *rule = NULL;
 	loom_wordpiece_opts_default(&wo);
 	snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
 	int said = loom_wordpiece_read_config(cfg, &wo, &err);
@@ -472,8 +473,10 @@ static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 		cli_die("%s", err.msg);
 	size_t vl = sq_vocab ? strlen(sq_vocab) : 0;
 	if (sq_vocab && casing == LOOM_CASING_AUTO && said &&
-	    !(vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")))
+	    !(vl > 5 && !strcmp(sq_vocab + vl - 5, ".json"))) {
 		casing = wo.lowercase ? LOOM_CASING_LOWER : LOOM_CASING_CASED;
+		rule = "the checkpoint's tokenizer_config.json";
+	}
 	if (!sq_vocab) {
 		char own[4096];
 		snprintf(own, sizeof own, "%s/vocab.txt", loom_ckpt_dir(ck));
@@ -481,7 +484,7 @@ static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 			cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
 					loom_ckpt_dir(ck));
 	}
-	return cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing);
+	return cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing, rule);
 }
 
 /* One JSON array of n ints or floats (%.9g: float32 exactly). */

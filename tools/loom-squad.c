@@ -167,7 +167,7 @@ static json_t *manifest(const struct loom_squad *sq, const struct loom_squad_fea
 static struct loom_wordpiece *load_vocab(char *sha)
 {
 	struct loom_err err;
-	struct loom_wordpiece *w = cli_wordpiece_open(o.vocab, cli_casing);
+	struct loom_wordpiece *w = cli_wordpiece_open(o.vocab, cli_casing, NULL);
 	if (loom_hash_file_hex("sha256", loom_wordpiece_path(w), sha, &err) < 0)
 		cli_die("%s", err.msg);
 	return w;

@@ -1131,7 +1131,7 @@ static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckp
 		}
 		name = loom_ckpt_vocab_name(ck);
 	}
-	struct loom_wordpiece *w = cli_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), cli_casing);
+	struct loom_wordpiece *w = cli_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), cli_casing, NULL);
 	size_t pl = strlen(loom_wordpiece_path(w));
 	if (pl > 5 && !strcmp(loom_wordpiece_path(w) + pl - 5, ".json"))
 		cli_usage_error("--vocab %s: checkpoints keep a vocab.txt: give the one beside it", spec);
