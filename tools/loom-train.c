@@ -1402,7 +1402,8 @@ static const struct cli_opt opts[] = {
 		   "likely, from the seed (default: 0)"),
 	OPT_TEXT("other:"),
 	OPT_INT('j', "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS (default: the\n"
-		"cores other processes leave free, looked at every step)"),
+		"cores other processes leave free, looked at\n"
+		"every step)"),
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
 	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),
 	OPT_VERBOSE("more detail on stderr"),
