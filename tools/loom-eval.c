@@ -366,12 +366,12 @@ static const struct cli_opt opts[] = {
 		   "or a .tiktoken file (default: the checkpoint's\n"
 		   "vocab.json + merges.txt)"),
 	OPT_CALLBACK('p', "prompt", on_prompt, "TEXT", "the text to continue (empty: start of a document)"),
-	OPT_U64('n', "tokens", &o.n, "N", 0, 1u << 20, "tokens to generate (default 200)"),
+	OPT_U64('n', "tokens", &o.n, "N", 0, 1u << 20, "tokens to generate (default: 200)"),
 	OPT_DOUBLE(0, "temperature", &o.temperature, "T", 0, 100,
-		   "sampling temperature, 0 = greedy (default 0.8)"),
+		   "sampling temperature, 0 = greedy (default: 0.8)"),
 	OPT_U64(0, "top-k", &o.top_k, "K", 0, 1u << 24,
-		"sample among the K most likely tokens, 0 = all (default 200)"),
-	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default 1)"),
+		"sample among the K most likely tokens, 0 = all (default: 200)"),
+	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default: 1)"),
 	OPT_BOOL(0, "no-prompt", &o.no_prompt, "print only the continuation"),
 	OPT_BOOL(0, "no-stop", &o.no_stop, "do not stop at <|endoftext|>"),
 	OPT_END()
@@ -418,18 +418,19 @@ static const struct cli_opt squad_opts[] = {
 		   "window, input_ids, token_type_ids, attention_mask,\n"
 		   "start_logits, end_logits"),
 	OPT_U64(0, "n-best", &sq_n_best, "N", 1, 4096,
-		"start and end candidates per feature (default 20)"),
+		"start and end candidates per feature (default: 20)"),
 	OPT_U64(0, "max-answer", &sq_max_answer, "N", 1, 1u << 20,
-		"longest answer in tokens (default 30)"),
+		"longest answer in tokens (default: 30)"),
 	OPT_STRING(0, "vocab", &sq_vocab, "V",
 		   "tokenizer: bert-base-uncased, a vocab.txt or a\n"
 		   "tokenizer.json (default: the checkpoint's vocab.txt)"),
-	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default 384)"),
+	OPT_CASING(),
+	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default: 384)"),
 	OPT_U64(0, "stride", &sq_stride, "N", 1, 1u << 16,
-		"context tokens between windows (default 128)"),
+		"context tokens between windows (default: 128)"),
 	OPT_U64(0, "max-query", &sq_max_query, "N", 1, 1u << 16,
-		"question tokens kept (default 64)"),
-	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096, "features per forward (default 8)"),
+		"question tokens kept (default: 64)"),
+	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096, "features per forward (default: 8)"),
 	OPT_U64('j', "threads", &threads, "N", 1, 1024,
 		"threads (default: the cores other processes leave free)"),
 	OPT_BOOL(0, "no-verify", &sq_no_verify,
@@ -454,37 +455,36 @@ static const struct cli_cmd squad_cmd = {
 	.version = versions,
 };
 
-/* The tokenizer: --vocab (a tokenizer.json, or a vocab.txt / name with the
- * checkpoint's do_lower_case when it has one) or the checkpoint's. */
-static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck, char *name, size_t n)
+/* The tokenizer: --vocab or the checkpoint's, opened with --lowercase/
+ * --cased or else the casing the checkpoint records (its
+ * tokenizer_config.json's do_lower_case), or else by loom_wordpiece_open's
+ * rules. */
+static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 {
-	char path[4096], own[4096];
+	char cfg[4096];
 	struct loom_wordpiece_opts wo;
 	struct loom_err err = { 0 };
-	struct loom_wordpiece *w = loom_wordpiece_new();
-	if (!w)
-		cli_die("out of memory");
-	int has = loom_bert_ckpt_tokenizer(ck, own, sizeof own, &wo, &err);
-	if (has < 0)
+	int casing = cli_casing;
+	const char *rule = NULL;
+	loom_wordpiece_opts_default(&wo);
+	snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
+	int said = loom_wordpiece_read_config(cfg, &wo, &err);
+	if (said < 0)
 		cli_die("%s", err.msg);
 	size_t vl = sq_vocab ? strlen(sq_vocab) : 0;
-	int rc;
-	if (sq_vocab && vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")) {
-		rc = loom_wordpiece_load_hf(w, sq_vocab);
-	} else if (sq_vocab) {
-		if (loom_wordpiece_vocab_path(sq_vocab, path, sizeof path))
-			cli_die("--vocab %s: no such vocabulary", sq_vocab);
-		rc = loom_wordpiece_load(w, path, &wo);
-	} else if (has) {
-		rc = loom_wordpiece_load(w, own, &wo);
-	} else {
-		cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
-				loom_ckpt_dir(ck));
+	if (sq_vocab && casing == LOOM_CASING_AUTO && said &&
+	    !(vl > 5 && !strcmp(sq_vocab + vl - 5, ".json"))) {
+		casing = wo.lowercase ? LOOM_CASING_LOWER : LOOM_CASING_CASED;
+		rule = "the checkpoint's tokenizer_config.json";
 	}
-	if (rc)
-		cli_die("%s%s", sq_vocab ? "--vocab: " : "", loom_wordpiece_error(w));
-	snprintf(name, n, "%s", sq_vocab ? sq_vocab : own);
-	return w;
+	if (!sq_vocab) {
+		char own[4096];
+		snprintf(own, sizeof own, "%s/vocab.txt", loom_ckpt_dir(ck));
+		if (access(own, F_OK) != 0)
+			cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
+					loom_ckpt_dir(ck));
+	}
+	return cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing, rule);
 }
 
 /* One JSON array of n ints or floats (%.9g: float32 exactly). */
@@ -561,10 +561,10 @@ static void squad_predict(struct loom_squad *s)
 		cli_usage_error("squad: --seq %llu is longer than the model's %d positions "
 				"(max_position_embeddings)", (unsigned long long)sq_seq,
 				cfg.max_positions);
-	char vname[4096];
-	struct loom_wordpiece *w = squad_tokenizer(ck, vname, sizeof vname);
+	struct loom_wordpiece *w = squad_tokenizer(ck);
 	if (loom_wordpiece_size(w) != (uint32_t)cfg.vocab_size)
-		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer", vname,
+		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer",
+			sq_vocab ? sq_vocab : loom_wordpiece_path(w),
 			loom_wordpiece_size(w), loom_ckpt_dir(ck), cfg.vocab_size);
 	struct loom_bert *b = loom_bert_new(&cfg);
 	if (!b)
@@ -644,17 +644,18 @@ static void squad_predict(struct loom_squad *s)
 
 static void blas_setup(char **argv);
 
-static int do_squad(int argc, char **argv, char **orig)
+static int do_squad(int argc, char **argv)
 {
 	cli_parse(&squad_cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
 	if (!sq_data || !sq_pred)
 		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
-	if (!sq_ckpt && (sq_logits || sq_vocab))
-		cli_usage_error("squad: --logits and --vocab need -c DIR (a checkpoint to predict with)");
+	if (!sq_ckpt && (sq_logits || sq_vocab || cli_casing != LOOM_CASING_AUTO))
+		cli_usage_error("squad: --logits, --vocab, --lowercase and --cased need -c DIR "
+				"(a checkpoint to predict with)");
 	if (sq_ckpt) {	/* matrices: OpenBLAS's kernels, the threads */
-		blas_setup(orig);
+		blas_setup(cli_argv);
 		loom_threads_init(&pool, (int)threads);
 	}
 	struct loom_squad *s = loom_squad_new();
@@ -703,29 +704,10 @@ static void blas_setup(char **argv)
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
 }
 
-int main(int argc, char **argv)
+/* loom-eval and loom-eval generate: the checkpoint, the threads */
+static void eval_setup(int argc, char **argv)
 {
-	int generate = 0;
-	cli_init("loom-eval", "");
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
-		/* squad scores without matrices: re-executed only with -c */
-		char **orig = malloc(((size_t)argc + 1) * sizeof *orig);
-		if (!orig)
-			cli_die("out of memory");
-		memcpy(orig, argv, ((size_t)argc + 1) * sizeof *orig);
-		argv[1] = argv[0];
-		int rc = do_squad(argc - 1, argv + 1, orig);
-		free(orig);
-		return rc;
-	}
-	blas_setup(argv);
-	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
-		generate = 1;
-		argv[1] = argv[0];
-		argv++;
-		argc--;
-	}
+	blas_setup(cli_argv);
 	cli_parse(&cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("unexpected argument '%s'", argv[optind]);
@@ -734,10 +716,31 @@ int main(int argc, char **argv)
 	loom_threads_init(&pool, (int)threads);
 	if (cli_verbose)
 		tell_blas();
-	if (!generate) {
-		if (o.vocab || o.have_prompt)
-			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
-		return do_eval(o.ckpt, max_frames, !o.no_verify);
-	}
+}
+
+static int run_eval(int argc, char **argv)
+{
+	eval_setup(argc, argv);
+	if (o.vocab || o.have_prompt)
+		cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
+	return do_eval(o.ckpt, max_frames, !o.no_verify);
+}
+
+static int run_generate(int argc, char **argv)
+{
+	eval_setup(argc, argv);
 	return do_generate(&o);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct cli_subcmd eval = { "", &cmd, run_eval };
+	static const struct cli_subcmd cmds[] = {
+		{ "generate", &cmd, run_generate },
+		{ "squad", &squad_cmd, do_squad },
+		{ NULL, NULL, NULL },
+	};
+	static const struct cli_cmds t = { "loom-eval", "", cmds, &eval, versions };
+	signal(SIGPIPE, SIG_IGN);
+	return cli_dispatch(&t, argc, argv);
 }
