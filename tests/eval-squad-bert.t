@@ -55,6 +55,14 @@ is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) =
 	"$T/ref.json" "$T/out/pred.json")" True "squad -c: the predictions run_squad.py's post-processing makes"
 no_tmp_left "$T/out" "squad -c: no temporary file left"
 
+# without --logits the features run at their real lengths, packed (a
+# small --tokens makes several batches of uneven sizes): the same answers
+run loom-eval squad -q -c "$T/hf" --data "$T/dev.json" --predictions "$T/packed.json" \
+	--tokens 40 "${W[@]}"
+is_rc 0 "squad -c, packed rows, --tokens 40"
+is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' \
+	"$T/packed.json" "$T/out/pred.json")" True "  the padded run's predictions"
+
 # other limits give other answers, again Python's
 run loom-eval squad -q -c "$T/hf" --data "$T/dev.json" --predictions "$T/p2.json" \
 	--logits "$T/l2.jsonl" "${W[@]}" --n-best 3 --max-answer 2 --batch 5 -j 1

@@ -402,7 +402,7 @@ static const struct cli_cmd cmd = {
 
 static const char *sq_data, *sq_pred, *sq_ckpt, *sq_logits, *sq_vocab;
 static uint64_t sq_n_best = 20, sq_max_answer = 30, sq_seq = 384, sq_stride = 128,
-		sq_max_query = 64, sq_batch = 8;
+		sq_max_query = 64, sq_batch = 64, sq_tokens = 4096;
 static int sq_no_verify;
 
 static const struct cli_opt squad_opts[] = {
@@ -430,7 +430,12 @@ static const struct cli_opt squad_opts[] = {
 		"context tokens between windows (default: 128)"),
 	OPT_U64(0, "max-query", &sq_max_query, "N", 1, 1u << 16,
 		"question tokens kept (default: 64)"),
-	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096, "features per forward (default: 8)"),
+	OPT_U64(0, "tokens", &sq_tokens, "N", 1, 1u << 24,
+		"real tokens per forward (default: 4096): features are\n"
+		"computed at their real lengths, packed, up to N tokens"),
+	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096,
+		"features per forward at most (default: 64; with --logits\n"
+		"exactly, padded to --seq as the file shows them)"),
 	OPT_U64('j', "threads", &threads, "N", 1, 1024,
 		"threads (default: the cores other processes leave free)"),
 	OPT_BOOL(0, "no-verify", &sq_no_verify,
@@ -557,6 +562,9 @@ static void squad_predict(struct loom_squad *s)
 	struct loom_bert_config cfg;
 	if (loom_bert_ckpt_config(ck, LOOM_BERT_QA, &cfg, &err))
 		cli_die("%s", err.msg);
+	/* --logits writes every position of a feature, padding too: the padded
+	 * forward (the predictions are the same up to rounding) */
+	cfg.padded = sq_logits != NULL;
 	if (sq_seq > (uint64_t)cfg.max_positions)
 		cli_usage_error("squad: --seq %llu is longer than the model's %d positions "
 				"(max_position_embeddings)", (unsigned long long)sq_seq,
@@ -591,8 +599,14 @@ static void squad_predict(struct loom_squad *s)
 	struct cli_progress prog;
 	cli_progress_init(&prog, cli_force_progress);
 	double t0 = loom_now();
-	for (size_t i = 0; i < fs.n; i += B) {
-		const size_t nb = fs.n - i < B ? fs.n - i : B;
+	for (size_t i = 0, nb; i < fs.n; i += nb) {
+		/* up to B features, and (packed) up to sq_tokens real tokens */
+		size_t tok = fs.f[i].n_tokens;
+		for (nb = 1; i + nb < fs.n && nb < B; nb++) {
+			if (!cfg.padded && tok + fs.f[i + nb].n_tokens > sq_tokens)
+				break;
+			tok += fs.f[i + nb].n_tokens;
+		}
 		for (size_t r = 0; r < nb; r++)
 			for (size_t k = 0; k < T; k++) {
 				in[r * T + k] = (int32_t)fs.input_ids[(i + r) * T + k];
@@ -600,7 +614,7 @@ static void squad_predict(struct loom_squad *s)
 				mask[r * T + k] = k < fs.f[i + r].n_tokens;
 			}
 		char msg[160];
-		if (loom_threads_adapt(&pool, "batch", i / B, msg, sizeof msg) && cli_verbose)
+		if (loom_threads_adapt(&pool, "batch", i, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg);
 		struct loom_bert_batch x = { in, seg, mask, NULL, NULL, NULL };
 		if (loom_bert_forward(b, &x, (int)nb, (int)T, 0, 0, NULL) < 0)

@@ -635,7 +635,7 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 			     LP(g, p, l, LN1B), N, C, eps);
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, B, T, C, g->NH, adrop,
+	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, C, g->NH, adrop,
 				 loom_model_site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
@@ -659,8 +659,8 @@ static void embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C;
 	float *p = g->params;
-	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, B,
-			   T, C);
+	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, NULL,
+			   B, T, C);
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
 }
@@ -863,7 +863,7 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		dproj = g->tmp;
 	}
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, C, C);
-	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, B, T, C, g->NH,
+	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, C, g->NH,
 				 adrop, loom_model_site_key(g->key, l, 3)))
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
@@ -936,8 +936,8 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	}
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
-	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, B,
-			   T, C);
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, NULL,
+			   B, T, C);
 	g->have_targets = 0;
 	g->head_done = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
