@@ -307,6 +307,19 @@ static void test_elementwise(size_t n)
 	loom_k_dropout(o1, n, 0.3f, 99);
 	loom_k_dropout_naive(o2, n, 0.3f, 99);
 	ok(close_arr(o1, o2, n, 1e-6, 1e-6, "dropout"), "dropout n=%zu", n);
+	float *o3 = rnd(n, 1);
+	loom_k_dropout_copy(o3, x, n, 0.3f, 99);
+	ok(memcmp(o3, o1, sizeof(float) * n) == 0, "dropout_copy = dropout n=%zu", n);
+	loom_k_dropout_copy_naive(o3, x, n, 0.3f, 99);
+	ok(close_arr(o3, o2, n, 1e-6, 1e-6, "dropout_copy_naive"), "dropout_copy_naive n=%zu", n);
+	loom_k_dropout_copy(o3, x, n, 0.0f, 99);
+	ok(memcmp(o3, x, sizeof(float) * n) == 0, "dropout_copy p=0 copies n=%zu", n);
+	loom_k_zero(o3, n);
+	int zero = 1;
+	for (size_t i = 0; i < n; i++)
+		zero &= o3[i] == 0.0f;
+	ok(zero, "zero n=%zu", n);
+	free(o3);
 	size_t zeros = 0;
 	for (size_t i = 0; i < n; i++)
 		zeros += o1[i] == 0;
@@ -499,6 +512,24 @@ static void test_adamw(size_t n)
 	for (size_t i = 0; i < n; i++)
 		zeroed &= g1[i] == 0.0f;
 	ok(zeroed, "adamw leaves the gradients zeroed");
+	/* the team version: two halves updated by one parallel region */
+	memcpy(p2, p1, sizeof(float) * n);
+	memcpy(m2, m1, sizeof(float) * n);
+	memcpy(v2, v1, sizeof(float) * n);
+	memcpy(g1, g, sizeof(float) * n);
+	memcpy(g2, g, sizeof(float) * n);
+	size_t h = n / 2;
+	#pragma omp parallel
+	{
+		loom_k_adamw_team(p1, g1, m1, v1, h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 4, 0.7f);
+		loom_k_adamw_team(p1 + h, g1 + h, m1 + h, v1 + h, n - h, 1e-2f, 0.9f, 0.95f, 1e-8f,
+				  0.0f, 4, 0.7f);
+	}
+	loom_k_adamw_naive(p2, g2, m2, v2, h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 4, 0.7f);
+	loom_k_adamw_naive(p2 + h, g2 + h, m2 + h, v2 + h, n - h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.0f,
+			   4, 0.7f);
+	ok(close_arr(p1, p2, n, 1e-6, 1e-5, "p") && close_arr(m1, m2, n, 1e-7, 1e-5, "m") &&
+	   close_arr(v1, v2, n, 1e-7, 1e-5, "v"), "adamw_team in one region n=%zu", n);
 	free(g1);
 	free(g2);
 	free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2);

@@ -46,6 +46,7 @@
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
 #include "loom_mm.h"
+#include "loom_profile.h"
 #include "loom_rigl.h"
 #include "loom_sample.h"
 #include "loom_utf8.h"
@@ -1300,7 +1301,7 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
 	*tb_dir, *sample_prompt;
 static char **sets;
-static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
+static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile;
 static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
 static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
@@ -1405,6 +1406,8 @@ static const struct cli_opt opts[] = {
 		"cores other processes leave free, looked at\n"
 		"every step)"),
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_BOOL(0, "profile", &profile, "each step's time per op, parallel and serial (stderr,\n"
+		 "and --log as {\"step\":N,\"profile\":{...}})"),
 	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),
 	OPT_VERBOSE("more detail on stderr"),
 	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
@@ -2247,6 +2250,24 @@ static void sample(struct run *u)
 	loom_ids_release(&ids);
 }
 
+/* --profile: the step's time per op (loom_profile.h) on stderr and in the log */
+static void report_profile(struct run *u)
+{
+	struct loom_prof p;
+	char buf[1024];
+	loom_prof_step_end(&p);
+	if (u->log) {
+		loom_prof_json(&p, buf, sizeof buf);
+		log_line(u->log, "{\"step\":%llu,\"profile\":%s}\n",
+			 (unsigned long long)u->t->step, buf);
+	}
+	if (!quiet) {
+		loom_prof_text(&p, buf, sizeof buf);
+		cli_progress_done(&u->prog);
+		cli_warn("step %llu profile: %s", (unsigned long long)u->t->step, buf);
+	}
+}
+
 /* Steps until --steps, the end of the input or a stop signal. */
 static void train_loop(struct run *u)
 {
@@ -2257,6 +2278,7 @@ static void train_loop(struct run *u)
 		double t0 = loom_now();
 		double lsum = 0;
 		char msg[160];
+		loom_prof_step_begin();
 		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
 		/* gradients are zero here: the step leaves them so */
@@ -2285,6 +2307,8 @@ static void train_loop(struct run *u)
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t->step, u->loss);
 		report_step(u, lr, ntok, t0);
+		if (profile)
+			report_profile(u);
 		if (g && g->rigl && g->rigl->last_update == (int64_t)t->step)
 			log_rigl(t, u->log);
 		if (eval_every && t->step % eval_every == 0 &&
@@ -2305,6 +2329,7 @@ int main(int argc, char **argv)
 	quiet = cli_quiet;
 	check_args(argc, argv);
 	set_up_process(&argc, &argv);
+	loom_prof_enable(profile);
 
 	struct trainer t = { .verbose = verbose, .quiet = quiet, .save_dir = save,
 			     .keep = (unsigned)keep };

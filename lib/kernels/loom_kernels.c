@@ -898,17 +898,35 @@ void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
 		out[i] = a[i] + b[i];
 }
 
+void loom_k_zero(float *x, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] = 0.0f;
+}
+
 /* ---- dropout ----------------------------------------------------------- */
 
 LOOM_SIMD
-void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
+void loom_k_dropout_copy(float *out, const float *x, size_t n, float p, uint64_t key)
 {
-	if (p <= 0)
+	if (p <= 0) {
+		if (out != x) {
+			#pragma omp parallel for schedule(static)
+			for (size_t i = 0; i < n; i++)
+				out[i] = x[i];
+		}
 		return;
+	}
 	float s = 1.0f / (1.0f - p);
 	#pragma omp parallel for schedule(static)
 	for (size_t i = 0; i < n; i++)
-		x[i] = keep(key, i, p) ? x[i] * s : 0.0f;
+		out[i] = keep(key, i, p) ? x[i] * s : 0.0f;
+}
+
+void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
+{
+	loom_k_dropout_copy(x, x, n, p, key);
 }
 
 void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
@@ -942,6 +960,12 @@ void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, cons
 			float *v = x + (size_t)n * C + c;
 			*v = keep(key, (size_t)at[n] * C + c, p) ? *v / (1.0f - p) : 0.0f;
 		}
+}
+
+void loom_k_dropout_copy_naive(float *out, const float *x, size_t n, float p, uint64_t key)
+{
+	memcpy(out, x, n * sizeof(float));
+	loom_k_dropout_naive(out, n, p, key);
 }
 
 /* ---- cross-entropy ----------------------------------------------------- */
@@ -1052,14 +1076,21 @@ void loom_k_token_weights(float *w, const int32_t *targets, int B, int T, int ig
 
 /* ---- optimizer --------------------------------------------------------- */
 
-LOOM_SIMD
 void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
 {
+	/* small tensors (biases, layernorms) do not wake the other threads */
+	#pragma omp parallel if (n >= 65536)
+	loom_k_adamw_team(p, g, m, v, n, lr, beta1, beta2, eps, wd, t, gscale);
+}
+
+LOOM_SIMD
+void loom_k_adamw_team(float *p, float *g, float *m, float *v, size_t n, float lr,
+		       float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
+{
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
-	/* small tensors (biases, layernorms) do not wake the other threads */
-	#pragma omp parallel for simd schedule(static) if (n >= 65536)
+	#pragma omp for simd schedule(static) nowait
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gscale;
 		float mi = beta1 * m[i] + (1.0f - beta1) * gi;

@@ -167,6 +167,9 @@ void loom_k_gelu_erf_bwd_naive(float *dinp, const float *inp, const float *dout,
 
 /* out = a + b */
 void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
+/* x[n] = 0 by the team (memset is its naive version): the gradient
+ * buffers that a backward kernel adds into */
+void loom_k_zero(float *x, size_t n);
 
 /* Dropout with a counter-based mask: element i is kept iff
  * hash(key, i) >= p; kept values are scaled by 1/(1-p).  The same key
@@ -179,6 +182,10 @@ void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key);
  * padded runs drop the same elements. */
 void loom_k_dropout_at(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
 void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
+/* The same from x into out[n] (a copy when p == 0; out may be x): the
+ * backward's dropped gradient in one pass. */
+void loom_k_dropout_copy(float *out, const float *x, size_t n, float p, uint64_t key);
+void loom_k_dropout_copy_naive(float *out, const float *x, size_t n, float p, uint64_t key);
 
 /* Softmax + cross-entropy.  logits[N,V] are replaced by probabilities;
  * losses[N] = -log p[target] (0 where target == ignore_id).  Returns the
@@ -210,6 +217,12 @@ void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
 void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float lr,
 			float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
+/* The same as a share of the caller's OpenMP team: called by every thread
+ * inside a parallel region (an orphaned `omp for ... nowait`: no barrier),
+ * so that one region updates every tensor of a model; the values are
+ * loom_k_adamw's. */
+void loom_k_adamw_team(float *p, float *g, float *m, float *v, size_t n, float lr,
+		       float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
 
 /* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */
 double loom_k_sumsq(const float *x, size_t n);

@@ -8,6 +8,7 @@
 #include "loom_config.h"
 #include "loom_dist.h"
 #include "loom_kernels.h"
+#include "loom_profile.h"
 
 /* Embedding tensors, then per layer, then the head. */
 enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
@@ -434,10 +435,24 @@ static void drop(const struct loom_bert *b, float *x, float p, int l, int site)
 		loom_k_dropout(x, (size_t)b->N * b->C, p, key);
 }
 
+/* out = drop(x), the same elements (the backward's dropped gradient in
+ * one pass where padded). */
+static void drop_copy(const struct loom_bert *b, float *out, const float *x, float p, int l,
+		      int site)
+{
+	if (b->packed) {
+		memcpy(out, x, sizeof(float) * b->N * b->C);
+		drop(b, out, p, l, site);
+	} else {
+		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, loom_model_site_key(b->key, l, site));
+	}
+}
+
 static void embed_fwd(struct loom_bert *b)
 {
 	int N = b->N;
 	float *p = b->params;
+	double t0 = LOOM_PROF_BEGIN();
 	/* packed: one row of N tokens, each at its own position */
 	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), TP(b, p, E_POS), b->seg,
 			   TP(b, p, E_TYPE), b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
@@ -445,6 +460,7 @@ static void embed_fwd(struct loom_bert *b)
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
 			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
 	drop(b, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
+	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
 }
 
 static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
@@ -456,24 +472,36 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	size_t NC = (size_t)N * C;
 
 	/* q|k|v in one product: the three weights [C,C] are adjacent */
-	loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len, b->packed ? b->off : NULL, B, T,
-				 C, b->NH, adrop, loom_model_site_key(b->key, l, 3)))
+	enum loom_prof_op mm = LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD);
+	enum loom_prof_op ln = LOOM_PROF_PHASE(LOOM_PROF_LN_FWD);
+	enum loom_prof_op el = LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD);
+	int rc;
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
+					3 * C););
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len,
+					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
+					    loom_model_site_key(b->key, l, 3)););
+	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention");
 	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) */
-	loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW), LP(b, p, l, AOB), N, C, C);
-	drop(b, a->res1, pd, l, 1);
-	loom_k_residual_fwd(a->res1, a->res1, x, NC);
-	loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1, LP(b, p, l, ALNW),
-			     LP(b, p, l, ALNB), N, C, eps);
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW),
+					LP(b, p, l, AOB), N, C, C););
+	LOOM_PROF(el, drop(b, a->res1, pd, l, 1);
+		  loom_k_residual_fwd(a->res1, a->res1, x, NC););
+	LOOM_PROF(ln, loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1,
+					   LP(b, p, l, ALNW), LP(b, p, l, ALNB), N, C, eps););
 	/* res2 = drop(gelu(h1 W1^T + b1) W2^T + b2) + h1; out = LayerNorm(res2) */
-	loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N, C, I);
-	loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I);
-	loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB), N, I, C);
-	drop(b, a->res2, pd, l, 2);
-	loom_k_residual_fwd(a->res2, a->res2, a->h1, NC);
-	loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2, LP(b, p, l, OLNW),
-			     LP(b, p, l, OLNB), N, C, eps);
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N,
+					C, I););
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
+		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB),
+					N, I, C););
+	LOOM_PROF(el, drop(b, a->res2, pd, l, 2);
+		  loom_k_residual_fwd(a->res2, a->res2, a->h1, NC););
+	LOOM_PROF(ln, loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2,
+					   LP(b, p, l, OLNW), LP(b, p, l, OLNB), N, C, eps););
 	return 0;
 }
 
@@ -523,7 +551,8 @@ static int qa_head(struct loom_bert *b, const float *seq, int have)
 {
 	int B = b->B, T = b->T, N = b->N;
 	float *p = b->params;
-	loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW), HP(b, p, QAB), N, b->C, 2);
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW),
+							  HP(b, p, QAB), N, b->C, 2););
 	if (b->packed)
 		for (size_t i = 0; i < (size_t)B * T; i++)
 			b->start_logits[i] = b->end_logits[i] = -INFINITY;
@@ -579,13 +608,18 @@ static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels
 			k++;
 		}
 	}
-	loom_k_linear_fwd(b->mm, b->mt, b->mx, HP(b, p, TDW), HP(b, p, TDB), M, C, C);
-	loom_k_gelu_erf_fwd(b->mg, b->mt, (size_t)M * C);
-	loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW), HP(b, p, TLNB),
-			     M, C, eps);
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->mt, b->mx, HP(b, p, TDW),
+							  HP(b, p, TDB), M, C, C););
+	LOOM_PROF(LOOM_PROF_GELU_FWD, loom_k_gelu_erf_fwd(b->mg, b->mt, (size_t)M * C););
+	LOOM_PROF(LOOM_PROF_LN_FWD,
+		  loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW),
+				       HP(b, p, TLNB), M, C, eps););
 	/* the decoder: the word embeddings [V,C] as an nn.Linear weight */
-	loom_k_linear_fwd(b->mm, b->mlogits, b->mln, TP(b, p, E_WORD), HP(b, p, MBIAS), M, C, V);
-	loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1);
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->mlogits, b->mln,
+							  TP(b, p, E_WORD), HP(b, p, MBIAS), M,
+							  C, V););
+	LOOM_PROF(LOOM_PROF_XENT_FWD,
+		  loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1););
 	double s = 0;
 	for (int k = 0; k < M; k++)
 		s += b->mloss[k];
@@ -664,42 +698,49 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	size_t NC = (size_t)N * C;
 	const float *dproj = b->buf1;
 
+	int rc;
 	/* out = LayerNorm(res2): buf1 = d res2 */
-	memset(b->buf1, 0, sizeof(float) * NC);
-	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres, a->res2,
-			     LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
+		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres,
+				       a->res2, LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C););
 	if (pd > 0) {
-		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
-		drop(b, b->buf2, pd, l, 2);
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 2););
 		dproj = b->buf2;
 	}
-	loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I);
-	loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
-			  LP(b, p, l, OW), N, I, C);
-	loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I);
-	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
-			  LP(b, p, l, IW), N, C, I);
-	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d h1 */
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
+				    LP(b, p, l, OW), N, I, C););
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
+				    LP(b, p, l, IW), N, C, I););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD,
+		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d h1 */
 	/* h1 = LayerNorm(res1): buf1 = d res1 */
-	memset(b->buf1, 0, sizeof(float) * NC);
-	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres, a->res1,
-			     LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
+		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres,
+				       a->res1, LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C););
 	dproj = b->buf1;
 	if (pd > 0) {
-		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
-		drop(b, b->buf2, pd, l, 1);
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 1););
 		dproj = b->buf2;
 	}
 	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
-	loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj, a->atty,
-			  LP(b, p, l, AOW), N, C, C);
-	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
-				 b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
-				 loom_model_site_key(b->key, l, 3)))
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
+				    a->atty, LP(b, p, l, AOW), N, C, C););
+	LOOM_PROF(LOOM_PROF_ATTN_BWD,
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
+					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
+					    loom_model_site_key(b->key, l, 3)););
+	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
-			  LP(b, p, l, QW), N, C, 3 * C);
-	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d x */
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
+				    LP(b, p, l, QW), N, C, 3 * C););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD,
+		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d x */
 	return 0;
 }
 
@@ -724,8 +765,9 @@ static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 		b->logits[2 * i] = ds[at];
 		b->logits[2 * i + 1] = de[at];
 	}
-	loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
-			  HP(b, p, QAW), N, b->C, 2);
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
+				    HP(b, p, QAW), N, b->C, 2););
 }
 
 /* dres = d(sequence output) from the MLM loss * scale. */
@@ -733,21 +775,24 @@ static void mlm_bwd(struct loom_bert *b, float scale)
 {
 	int M = b->M, C = b->C, V = b->V, N = b->N;
 	float *p = b->params, *dp = b->grads;
-	loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL);
-	loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits, b->mln,
-			  TP(b, p, E_WORD), M, C, V);
-	memset(b->mln, 0, sizeof(float) * M * C);
-	loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
-			     HP(b, p, TLNW), b->mmean, b->mrstd, M, C);
-	loom_k_gelu_erf_bwd(b->mln, b->mt, b->mln, (size_t)M * C);
-	loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
-			  HP(b, p, TDW), M, C, C);
-	memset(b->dres, 0, sizeof(float) * N * C);
+	LOOM_PROF(LOOM_PROF_XENT_BWD,
+		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits,
+				    b->mln, TP(b, p, E_WORD), M, C, V););
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->mln, (size_t)M * C);
+		  loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
+				       HP(b, p, TLNW), b->mmean, b->mrstd, M, C););
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(b->mln, b->mt, b->mln, (size_t)M * C););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
+				    HP(b, p, TDW), M, C, C););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD, loom_k_zero(b->dres, (size_t)N * C););
 	for (int k = 0; k < M; k++)
 		memcpy(b->dres + (size_t)b->mlm_row[k] * C, b->md + (size_t)k * C, sizeof(float) * C);
 }
 
-int loom_bert_backward(struct loom_bert *b, float scale)
+static int backward(struct loom_bert *b, float scale)
 {
 	if (!b->acts || !b->have_targets)
 		return loom_err_set(&b->err, LOOM_EINVAL, "backward without a forward with targets");
@@ -772,29 +817,40 @@ int loom_bert_backward(struct loom_bert *b, float scale)
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;
 		if (b->grad_ready)
-			b->grad_ready(b->grad_ready_ctx, l);
+			LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, l););
 	}
 	/* x0 = drop(LayerNorm(emb)) */
+	double t0 = LOOM_PROF_BEGIN();
 	drop(b, b->dres, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
-	memset(b->buf1, 0, sizeof(float) * N * C);
+	loom_k_zero(b->buf1, (size_t)N * C);
 	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
 			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
 	loom_k_encoder_bwd(TP(b, dp, E_WORD), TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
 			   b->seg, b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
 			   b->packed ? N : b->T, C);
+	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	if (b->cfg.pad_token_id >= 0) /* HF's padding_idx: that row is never trained */
 		memset(TP(b, dp, E_WORD) + (size_t)b->cfg.pad_token_id * C, 0, sizeof(float) * C);
 	if ((rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
 	if (b->grad_ready)
-		b->grad_ready(b->grad_ready_ctx, -1);
+		LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, -1););
 	return 0;
+}
+
+int loom_bert_backward(struct loom_bert *b, float scale)
+{
+	loom_prof_backward(1);
+	int rc = backward(b, scale);
+	loom_prof_backward(0);
+	return rc;
 }
 
 void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm)
 {
-	loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v, b->n_params,
-			 &b->cfg.adamw, lr, t, norm);
+	LOOM_PROF(LOOM_PROF_OPTIM,
+		  loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
+				   b->n_params, &b->cfg.adamw, lr, t, norm););
 	b->w16_ok = 0;
 }
 
