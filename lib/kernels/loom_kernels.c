@@ -1074,11 +1074,3 @@ double loom_k_sumsq_naive(const float *x, size_t n)
 		s += (double)x[i] * x[i];
 	return s;
 }
-
-LOOM_SIMD
-void loom_k_scale(float *x, size_t n, float s)
-{
-	#pragma omp parallel for schedule(static)
-	for (size_t i = 0; i < n; i++)
-		x[i] *= s;
-}

@@ -195,8 +195,6 @@ void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float 
 /* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */
 double loom_k_sumsq(const float *x, size_t n);
 double loom_k_sumsq_naive(const float *x, size_t n);
-/* x *= s */
-void loom_k_scale(float *x, size_t n, float s);
 
 /* The instruction set the fast kernels run with on this machine (the
  * clone the loader picked): "AVX-512", "AVX2" or "baseline". */
