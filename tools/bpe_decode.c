@@ -9,7 +9,7 @@
 #include "loom_bpe.h"
 #include "loom_buf.h"
 #include "loom_file.h"
-#include "loom_shard.h"
+#include "loom_tokin.h"
 #include "loom_vocab.h"
 
 static const char *vspec = "gpt2", *output, *eos_arg;
