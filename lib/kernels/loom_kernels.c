@@ -543,7 +543,7 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 		}
 		free(S);
 	}
-	return fail ? -1 : 0;
+	return fail ? LOOM_ENOMEM : 0;
 }
 
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
@@ -554,7 +554,7 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
 	double scale = 1.0 / sqrt((double)hs);
 	float *dr = malloc(sizeof(float) * T);
 	if (!dr)
-		return -1;
+		return LOOM_ENOMEM;
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++)
 			for (int i = 0; i < T; i++) {
@@ -699,7 +699,7 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 		}
 		free(P);
 	}
-	return fail ? -1 : 0;
+	return fail ? LOOM_ENOMEM : 0;
 }
 
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
@@ -713,7 +713,7 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 	if (!dp || !dr) {
 		free(dp);
 		free(dr);
-		return -1;
+		return LOOM_ENOMEM;
 	}
 	memset(dqkv, 0, sizeof(float) * (size_t)B * T * C3);
 	for (int b = 0; b < B; b++)

@@ -26,8 +26,8 @@
  * for the linear kernels (BERT: lib/train/loom_bert.h).
  * Nothing here allocates except the attention kernels' per-thread
  * scratch (a few tiles; the naive ones a row); nothing prints.  Errors:
- * most kernels cannot fail (void); the attention kernels return -1 when
- * their scratch cannot be allocated.  Thread-safety: the default
+ * most kernels cannot fail (void); the attention kernels return
+ * LOOM_ENOMEM when their scratch cannot be allocated.  Thread-safety: the default
  * (loom_common.h): kernels are functions without an object, each runs an
  * OpenMP team of its own; an mm passed in is an object (loom_mm.h).
  */
@@ -121,8 +121,8 @@ void loom_k_linear_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
  * and (b, h) backward, with a few tiles of scratch per thread; backward
  * recomputes P from qkv and lse.  The naive ones are the definition and
  * also produce (forward) and consume (backward) att[B,NH,T,T], P (zero
- * where not visible; kept without dropout).  Return 0, or -1 if scratch
- * could not be allocated. */
+ * where not visible; kept without dropout).  Return 0, or LOOM_ENOMEM if
+ * scratch could not be allocated. */
 int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len, int B,
 			 int T, int C, int NH, float p, uint64_t key);
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,

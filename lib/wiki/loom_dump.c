@@ -93,11 +93,11 @@ static int parse_u64(const char *s, size_t n, uint64_t *v)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t'))
 		n--;
 	if (!n || n > 19)
-		return -1;
+		return LOOM_EFORMAT;
 	uint64_t x = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
-			return -1;
+			return LOOM_EFORMAT;
 		x = x * 10 + (s[i] - '0');
 	}
 	*v = x;
