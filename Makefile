@@ -43,7 +43,7 @@ LIBS        = $(PKG_LIBS) $(DNNL_LIBS) -lm
 DEPS := build-essential pkg-config perl bzip2 python3 \
 	libarchive-dev libexpat1-dev libcurl4-openssl-dev libjansson-dev \
 	libprotobuf-c-dev protobuf-c-compiler libopenblas-openmp-dev libdnnl-dev libssl-dev \
-	openmpi-bin libopenmpi-dev lighttpd
+	openmpi-bin libopenmpi-dev lighttpd unicode-data
 
 PROTOS   := $(wildcard formats/*/*.proto)
 GEN_C    := $(patsubst formats/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))
@@ -88,13 +88,13 @@ else
 endif
 endif
 endef
-ifneq ($(filter-out clean help deps install-only,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean help deps install-only gen-check,$(or $(MAKECMDGOALS),all)),)
 $(eval $(call loom_track,LOOM-CFLAGS,LOOM_CFLAGS))
 $(eval $(call loom_track,LOOM-LDFLAGS,LOOM_LDFLAGS))
 endif
 $(B)/LOOM-CFLAGS $(B)/LOOM-LDFLAGS: ;
 
-.PHONY: all deps test check asan bench demo install install-only clean help fuzz tests
+.PHONY: all deps test check asan bench demo install install-only clean help fuzz tests gen-check
 .DEFAULT_GOAL := all
 # Keep intermediate objects and generated code (but not as .SECONDARY with no
 # prerequisites: that would also cover the empty rules -MP writes for
@@ -109,6 +109,7 @@ help:
 	@echo 'make deps       install the Debian packages loom needs (apt-get, as root)'
 	@echo 'make test       deps + build + every test (prove)'
 	@echo 'make check      build + every test, without deps'
+	@echo 'make gen-check  generate the Unicode tables again, fail if lib/token/loom_*_tab.c differ'
 	@echo 'make asan       the test suite under AddressSanitizer + UBSan (build-asan/)'
 	@echo 'make bench      benchmarks, each a ratio against a reference run'
 	@echo 'make demo       deps + build + the whole pipeline on the bundled sample'
@@ -218,6 +219,30 @@ fuzz:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@PATH="$(abspath $(B))/bin:$$PATH" bash pipelines/demo.sh
+
+# --- generated tables ----------------------------------------------------
+# lib/token/loom_unicode_tab.c and loom_wordpiece_tab.c are generated from
+# the Unicode Character Database (Debian's unicode-data, in $(UCD)) by
+# lib/token/gen_unicode_tab.py and gen_wordpiece_tab.py (on ucd.py).
+# gen-check generates them again into $(B)/gen-check/ and fails, naming
+# the file and its first differing lines, if a committed table (in
+# $(GEN_TABDIR)) is not what its generator writes.  tests/gen-check.t runs
+# it, so `make test` and `make check` do (a TAP skip where the data is
+# missing or of another Unicode version than the tables).
+UCD        ?= /usr/share/unicode
+GEN_PY     ?= python3
+GEN_TABDIR ?= lib/token
+GEN_TABS   := loom_unicode_tab.c loom_wordpiece_tab.c
+gen-check:
+	@[ -r $(UCD)/UnicodeData.txt ] || { echo "make gen-check: no Unicode data in $(UCD) (Debian package unicode-data: make deps installs it)" >&2; exit 1; }
+	@mkdir -p $(B)/gen-check
+	@rc=0; for t in $(GEN_TABS); do g=lib/token/gen_$${t#loom_}; g=$${g%.c}.py; \
+	  PYTHONDONTWRITEBYTECODE=1 $(GEN_PY) $$g $(UCD) > $(B)/gen-check/$$t || exit 1; \
+	  if ! cmp -s $(B)/gen-check/$$t $(GEN_TABDIR)/$$t; then rc=1; \
+	    echo "make gen-check: $(GEN_TABDIR)/$$t is not what $$g writes (to update: $(GEN_PY) $$g > lib/token/$$t)" >&2; \
+	    diff $(GEN_TABDIR)/$$t $(B)/gen-check/$$t | head -n 8 >&2; \
+	  fi; done; \
+	[ $$rc = 0 ] && echo "make gen-check: $(GEN_TABS) are what their generators write (Unicode data in $(UCD))"; exit $$rc
 
 # --- install -------------------------------------------------------------
 # install-only copies what $(B) holds without building it (or checking its

@@ -13,6 +13,7 @@
 #include "loom_batch.h"
 #include "loom_feed.h"
 #include "loom_file.h"
+#include "loom_manifest.h"
 #include "loom_shard.h"
 #include "tap.h"
 

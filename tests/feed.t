@@ -323,10 +323,10 @@ sed 's/"squad-features"/"other-kind"/' "$SQ" > "$T/other.manifest.json"
 run loom-feed -m "$T/other.manifest.json" --batch 2 --seed 3
 is "$rc:$(cat "$err")" "1:loom-feed: $T/other.manifest.json: a \"other-kind\" set: loom-feed reads token-stream sets (loom-shard's) and squad-features sets" \
 	"  a set of a kind it does not know: one line"
-# loom-train reads token frames only: one line, exit 1.
+# loom-train (the GPT; only task=squad reads features) reads token frames only: one line, exit 1.
 loom-train -c tiny --steps 1 -q < "$T/sq.bin" > /dev/null 2> "$T/train.err"
 is "$?:$(cat "$T/train.err")" "1:loom-train: stdin: frame 0 at byte 0: a frame with features (version 2): this reader reads token frames only" \
-	"loom-train refuses version-2 frames with one line"
+	"loom-train (GPT) refuses version-2 frames with one line"
 # --world 2: the ranks' rows together are world 1's --batch 4 rows.
 loom-feed -q -m "$SQ" --batch 4 --seed 3 --text | cut -d: -f2- | sort > "$T/w1.txt"
 for r in 0 1; do loom-feed -q -m "$SQ" --batch 2 --world 2 --rank $r --seed 3 --text; done |

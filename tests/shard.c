@@ -10,7 +10,9 @@
 
 #include "loom_example.h"
 #include "loom_file.h"
+#include "loom_manifest.h"
 #include "loom_shard.h"
+#include "loom_tokin.h"
 #include "loom_tfrecord.h"
 #include "tap.h"
 

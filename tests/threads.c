@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_blas.h"
+#include "loom_common.h"
 #include "tap.h"
 
 int main(void)
@@ -23,10 +24,10 @@ int main(void)
 	is_int(loom_threads_running("0.50 0.40 0.30 3/123 4567\n"), 3, "/proc/loadavg: 3 running");
 	is_int(loom_threads_running("12.01 8.00 2.10 17/2048 99"), 17, "17 running");
 	is_int(loom_threads_running("0.00 0.00 0.00 1/80 5"), 1, "only the reader");
-	is_int(loom_threads_running("0.50 0.40 0.30 3 123"), -1, "no slash: malformed");
-	is_int(loom_threads_running("0.50 0.40"), -1, "truncated: malformed");
-	is_int(loom_threads_running(""), -1, "empty: malformed");
-	is_int(loom_threads_running("0.1 0.1 0.1 9/3 1"), -1, "more running than tasks: malformed");
+	is_int(loom_threads_running("0.50 0.40 0.30 3 123"), LOOM_EFORMAT, "no slash: malformed");
+	is_int(loom_threads_running("0.50 0.40"), LOOM_EFORMAT, "truncated: malformed");
+	is_int(loom_threads_running(""), LOOM_EFORMAT, "empty: malformed");
+	is_int(loom_threads_running("0.1 0.1 0.1 9/3 1"), LOOM_EFORMAT, "more running than tasks: malformed");
 
 	struct loom_threads th;
 	char d[96];

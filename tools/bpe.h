@@ -1,9 +1,10 @@
 /*
- * bpe.h - what loom-bpe's subcommands share (tools/loom-bpe.c): the
+ * bpe.h - what loom-bpe's subcommands share (tools/bpe_common.c): the
  * vocabulary loader, the --docs and --format values, the output file and
- * the id formats.  Each subcommand is a file of its own, called by
- * loom-bpe's dispatcher with argv[0] == its name, parsing its own option
- * table: bpe_encode.c, bpe_decode.c, bpe_train.c.
+ * the version line.  Each subcommand is a file of its own, run from
+ * loom-bpe's command table (tools/loom-bpe.c) with argv[0] == its name,
+ * parsing its own option table: bpe_encode.c (over libloom's
+ * loom_encode_mt), bpe_decode.c, bpe_train.c.
  */
 #ifndef LOOM_BPE_TOOL_H
 #define LOOM_BPE_TOOL_H
@@ -11,14 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loom_encode_mt.h"
 #include "loom_file.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
 
-enum { DOCS_LINES, DOCS_NUL, DOCS_JSONL, DOCS_WHOLE };
-enum { FMT_U16, FMT_U32, FMT_TEXT, FMT_DEFAULT };
-
-#define CHUNK (1u << 20)
+/* --format not given: a loom_tokfmt is chosen from the vocabulary */
+#define FMT_DEFAULT (-1)
 
 int bpe_encode_main(int argc, char **argv);
 int bpe_decode_main(int argc, char **argv);
@@ -48,7 +48,8 @@ void load_tok(struct tok *t, const char *spec, int casing);
 void tok_free(struct tok *t);
 /* The text of id (a vocabulary entry; BPE: its bytes), for messages */
 const uint8_t *tok_token(const struct tok *t, uint32_t id, size_t *n);
-/* --docs and --format values, or a usage error (exit 2) */
+/* --docs (an enum loom_docs) and --format (an enum loom_tokfmt) values,
+ * or a usage error (exit 2) */
 int parse_docs(const char *s, int allow_jsonl);
 int parse_format(const char *s);
 
@@ -60,14 +61,5 @@ struct out {
 void out_open(struct out *o, const char *path);
 void out_write(struct out *o, const void *p, size_t n);
 void out_commit(struct out *o);
-
-/* A growing byte buffer (exit 1 when out of memory). */
-struct buf {
-	uint8_t *p;
-	size_t n, cap;
-};
-void buf_need(struct buf *b, size_t extra);
-/* Append ids in format fmt; for text, *sp says a space is due first. */
-void fmt_ids(struct buf *b, int fmt, const uint32_t *ids, size_t n, int *sp);
 
 #endif

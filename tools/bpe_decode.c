@@ -9,11 +9,13 @@
 #include "loom_bpe.h"
 #include "loom_buf.h"
 #include "loom_file.h"
-#include "loom_shard.h"
+#include "loom_tokin.h"
 #include "loom_vocab.h"
 
 static const char *vspec = "gpt2", *output, *eos_arg;
-static int fmt = FMT_DEFAULT, docs = DOCS_WHOLE, skip_special;
+#define IDS_PER_READ (1u << 20)
+
+static int fmt = FMT_DEFAULT, docs = LOOM_DOCS_WHOLE, skip_special;
 
 static void on_format(const char *opt, const char *arg)
 {
@@ -80,7 +82,7 @@ static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fp
 	u->olen = 0;
 	size_t a = 0;
 	for (size_t i = 0; i <= nids; i++) {
-		if (i < nids && (docs == DOCS_WHOLE || u->ids[i] != u->eos))
+		if (i < nids && (docs == LOOM_DOCS_WHOLE || u->ids[i] != u->eos))
 			continue;
 		if (u->wp ? loom_wordpiece_decode(u->wp, u->ids + a, i - a, fpos + a, skip_special, 1,
 						  &u->ob, &u->olen, &u->ocap)
@@ -104,15 +106,14 @@ static void decode_file(struct run *u, const char *file)
 {
 	const char *name = strcmp(file, "-") ? file : "(stdin)";
 	struct loom_err err = { 0 };
-	struct loom_tokin *t = loom_tokin_open(file, fmt == FMT_TEXT ? LOOM_TOK_TEXT :
-						     fmt == FMT_U16 ? LOOM_TOK_U16 : LOOM_TOK_U32, &err);
+	struct loom_tokin *t = loom_tokin_open(file, (enum loom_tokfmt)fmt, &err);
 	uint64_t fpos = 0;     /* id index in this file */
 	if (!t)
 		cli_die("%s", err.msg);
 	if (u->wp) /* each file starts a text */
 		loom_wordpiece_decode_reset(u->wp);
 	ssize_t nids;
-	while ((nids = loom_tokin_read(t, u->ids, CHUNK)) > 0) {
+	while ((nids = loom_tokin_read(t, u->ids, IDS_PER_READ)) > 0) {
 		decode_ids(u, name, (size_t)nids, fpos);
 		out_write(&u->o, u->ob, u->olen);
 		u->bytes_out += u->olen;
@@ -133,17 +134,17 @@ int bpe_decode_main(int argc, char **argv)
 	struct tok t;
 	load_tok(&t, vspec, LOOM_CASING_NONE);
 	if (fmt == FMT_DEFAULT)
-		fmt = t.n_ids <= 65536 ? FMT_U16 : FMT_U32;
+		fmt = t.n_ids <= 65536 ? LOOM_TOK_U16 : LOOM_TOK_U32;
 	struct run u = { .eos = t.eos };
 	if (eos_arg)
 		u.eos = (uint32_t)cli_u64("--eos", eos_arg, 0, UINT32_MAX);
-	if (docs != DOCS_WHOLE && u.eos == LOOM_VOCAB_NONE)
+	if (docs != LOOM_DOCS_WHOLE && u.eos == LOOM_VOCAB_NONE)
 		cli_usage_error("--docs %s: the vocabulary has no %s; give --eos ID",
-				docs == DOCS_LINES ? "lines" : "nul", t.wp ? "[SEP]" : "<|endoftext|>");
+				docs == LOOM_DOCS_LINES ? "lines" : "nul", t.wp ? "[SEP]" : "<|endoftext|>");
 	if (skip_special && !t.wp)
 		cli_usage_error("--skip-special: vocabulary '%s' is byte-level BPE (it is for WordPiece)",
 				vspec);
-	u.sepc = docs == DOCS_NUL ? 0 : '\n';
+	u.sepc = docs == LOOM_DOCS_NUL ? 0 : '\n';
 	u.e = t.v ? loom_bpe_new(t.v) : NULL;
 	u.wp = t.wp;
 	if (!u.e && !u.wp)
@@ -156,7 +157,7 @@ int bpe_decode_main(int argc, char **argv)
 		files = stdin_only;
 		nfiles = 1;
 	}
-	u.ids = malloc(CHUNK * sizeof *u.ids);
+	u.ids = malloc(IDS_PER_READ * sizeof *u.ids);
 	double t0 = loom_now();
 	if (!u.ids)
 		cli_die("out of memory");

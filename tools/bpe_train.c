@@ -30,13 +30,13 @@ static void fail_trainer(struct train_ctx *c)
  * trainer (fed but not ended). */
 static void take_chunk(struct train_ctx *c, const uint8_t *buf, size_t n, int *pending)
 {
-	if (c->docs == DOCS_WHOLE) {
+	if (c->docs == LOOM_DOCS_WHOLE) {
 		if (n && loom_bpe_trainer_feed(c->t, buf, n) < 0)
 			fail_trainer(c);
 		*pending = 1;
 		return;
 	}
-	int sep = c->docs == DOCS_NUL ? 0 : '\n';
+	int sep = c->docs == LOOM_DOCS_NUL ? 0 : '\n';
 	while (n) {
 		const uint8_t *e = memchr(buf, sep, n);
 		if (!e) {
@@ -111,7 +111,7 @@ static void on_progress(void *ctx, size_t done, size_t target)
 }
 
 static struct loom_bpe_train_opts o = { .min_frequency = 2 };
-static struct train_ctx c = { .docs = DOCS_LINES };
+static struct train_ctx c = { .docs = LOOM_DOCS_LINES };
 static const char **specials;
 static size_t nspecials;
 static int given_special;

@@ -11,7 +11,9 @@
 #include "cli.h"
 #include "loom_tfrecord.h"
 #include "loom_file.h"
+#include "loom_manifest.h"
 #include "loom_shard.h"
+#include "loom_tokin.h"
 
 static struct loom_shard *g_shard, *g_val; /* the training set, the validation split */
 static uint32_t *tok; /* read buffer */

@@ -51,7 +51,7 @@
 #include "loom_sample.h"
 #include "loom_utf8.h"
 #include "loom_tb.h"
-#include "loom_shard.h"
+#include "loom_manifest.h"
 #include "train_dist.h"
 
 static volatile sig_atomic_t stop_sig;

@@ -88,7 +88,7 @@ int loom_pread_all(int fd, void *buf, size_t n, off_t off)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			return LOOM_EIO;
 		}
 		if (r == 0)
 			return LOOM_ETRUNC;

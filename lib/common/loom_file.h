@@ -63,7 +63,8 @@ int loom_write_all(int fd, const void *buf, size_t n);
 /* pwrite(2) all of buf at off >= 0 (short writes and EINTR retried; a
  * write of more than 2 GB takes several): 0 or -errno. */
 int loom_pwrite_all(int fd, const void *buf, size_t n, off_t off);
-/* pread(2) exactly n bytes at off: 0, LOOM_ETRUNC (short), or -1 w/ errno. */
+/* pread(2) exactly n bytes at off: 0, LOOM_ETRUNC (short), or LOOM_EIO
+ * (errno set). */
 int loom_pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory containing `path` (or `path` itself if a dir). */
 int loom_fsync_dir_of(const char *path, struct loom_err *err);

@@ -688,90 +688,6 @@ const char *loom_batch_reader_error(const struct loom_batch_reader *r)
 	return r->err.msg;
 }
 
-/* --- writer --------------------------------------------------------------- */
-
-int loom_batch_writer_init(struct loom_batch_writer *w, int fd,
-			   const struct loom_batch_hdr *tmpl)
-{
-	memset(w, 0, sizeof *w);
-	w->fd = fd;
-	w->tmpl = *tmpl;
-	w->tmpl.flags &= LOOM_BATCH_F_PAD;
-	if (!w->tmpl.world)
-		w->tmpl.world = 1;
-	size_t tsz = loom_batch_dtype_size(tmpl->dtype);
-	uint64_t n = (uint64_t)tmpl->batch * tmpl->seq_len;
-	if (!tsz || tmpl->batch == 0 || tmpl->seq_len < 2 || n > LOOM_BATCH_MAX_TOKENS ||
-	    w->tmpl.rank >= w->tmpl.world)
-		return loom_err_set(&w->err, LOOM_EINVAL,
-				    "bad frame shape %ux%u, dtype %u or rank %u of %u",
-				    tmpl->batch, tmpl->seq_len, tmpl->dtype, w->tmpl.rank,
-				    w->tmpl.world);
-	w->cap = loom_batch_frame_size(tmpl->dtype, tmpl->batch, tmpl->seq_len);
-	w->buf = malloc(w->cap);
-	if (!w->buf)
-		return loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
-	return 0;
-}
-
-int loom_batch_write_raw(struct loom_batch_writer *w, const void *buf, size_t n)
-{
-	int rc = loom_write_all(w->fd, buf, n);
-	if (rc < 0) {
-		w->epipe = rc == -EPIPE;
-		return loom_err_errno(&w->err, LOOM_EIO, -rc, "cannot write frame %llu",
-				      (unsigned long long)w->frames);
-	}
-	if (n >= LOOM_BATCH_HEADER_SIZE) {
-		const unsigned char *p = buf;
-		w->next_seq = get64(p + 24) + 1;
-	}
-	w->frames++;
-	w->bytes += n;
-	return 0;
-}
-
-int loom_batch_write(struct loom_batch_writer *w, uint64_t seq, uint32_t epoch,
-		     const uint32_t *tokens)
-{
-	struct loom_batch_hdr h = w->tmpl;
-	h.seq = seq;
-	h.epoch = epoch;
-	long n = loom_batch_encode(&h, tokens, w->buf);
-	if (n == LOOM_ERANGE)
-		return loom_err_set(&w->err, LOOM_ERANGE,
-				    "frame %llu: a token id does not fit in 16 bits",
-				    (unsigned long long)w->frames);
-	if (n < 0)
-		return loom_err_set(&w->err, (int)n, "frame %llu: cannot encode",
-				    (unsigned long long)w->frames);
-	return loom_batch_write_raw(w, w->buf, (size_t)n);
-}
-
-int loom_batch_write_end(struct loom_batch_writer *w, uint32_t epoch)
-{
-	struct loom_batch_hdr h = w->tmpl;
-	unsigned char b[LOOM_BATCH_HEADER_SIZE];
-	h.flags |= LOOM_BATCH_F_END;
-	h.seq = w->next_seq;
-	h.epoch = epoch;
-	loom_batch_encode(&h, NULL, b);
-	int rc = loom_write_all(w->fd, b, sizeof b);
-	if (rc < 0) {
-		w->epipe = rc == -EPIPE;
-		return loom_err_errno(&w->err, LOOM_EIO, -rc, "cannot write end-of-stream frame");
-	}
-	w->bytes += sizeof b;
-	return 0;
-}
-
-void loom_batch_writer_release(struct loom_batch_writer *w)
-{
-	free(w->buf);
-	w->buf = NULL;
-	w->cap = 0;
-}
-
 size_t loom_batch_first_bad_id(const struct loom_batch_hdr *h, const uint32_t *tok,
 			       uint64_t limit)
 {
@@ -781,9 +697,4 @@ size_t loom_batch_first_bad_id(const struct loom_batch_hdr *h, const uint32_t *t
 		if (tok[i] >= limit && !(pad && tok[i] == h->pad_id))
 			return i;
 	return n;
-}
-
-const char *loom_batch_writer_error(const struct loom_batch_writer *w)
-{
-	return w->err.msg;
 }

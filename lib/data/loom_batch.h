@@ -34,7 +34,7 @@
  * reader tells a clean end from a feeder that died.
  *
  * Ownership: a reader owns its buffers; the tokens of a frame it returns
- * stay valid until the next read or free.  Writer and encoder take caller
+ * stay valid until the next read or free.  The encoders take caller
  * memory and never keep pointers to it.
  * Errors: functions return 0 (or 1, see loom_batch_read) or a negative
  * LOOM_E* code and keep a one-line message naming the stream, the frame
@@ -193,23 +193,6 @@ uint64_t loom_batch_reader_frames(const struct loom_batch_reader *r);
 uint64_t loom_batch_reader_offset(const struct loom_batch_reader *r);
 const char *loom_batch_reader_error(const struct loom_batch_reader *r);
 
-/* --- writer ------------------------------------------------------------ */
-
-/* Writes frames to an fd.  EPIPE is reported as LOOM_EIO with
- * w->epipe set, so tools can stay quiet under `| head`. */
-struct loom_batch_writer {
-	int fd;
-	struct loom_batch_hdr tmpl;	/* dtype, batch, seq_len, pad, rank,
-					 * world, seed for every frame */
-	uint64_t frames;		/* data frames written */
-	uint64_t next_seq;		/* seq of the last frame + 1 */
-	uint64_t bytes;
-	int epipe;
-	void *buf;
-	size_t cap;
-	struct loom_err err;
-};
-
 /* The index of the first token of a frame's payload tok[batch x seq_len]
  * that is >= limit and is not its padding (pad_id, with the PAD flag);
  * batch x seq_len when there is none.  Ids are unsigned 32-bit: any value,
@@ -217,20 +200,5 @@ struct loom_batch_writer {
  * vocabulary size. */
 size_t loom_batch_first_bad_id(const struct loom_batch_hdr *h, const uint32_t *tok,
 			       uint64_t limit);
-
-/* `tmpl` gives dtype, batch, seq_len, flags (PAD), pad_id, rank, world and
- * seed; its seq/epoch/payload fields are ignored. */
-int loom_batch_writer_init(struct loom_batch_writer *w, int fd,
-			   const struct loom_batch_hdr *tmpl);
-/* Encode and write one data frame. */
-int loom_batch_write(struct loom_batch_writer *w, uint64_t seq, uint32_t epoch,
-		     const uint32_t *tokens);
-/* Write one data frame already encoded by loom_batch_encode() (n bytes;
- * its seq is taken from the header for next_seq). */
-int loom_batch_write_raw(struct loom_batch_writer *w, const void *buf, size_t n);
-/* Write the END frame (seq = w->next_seq, epoch as given). */
-int loom_batch_write_end(struct loom_batch_writer *w, uint32_t epoch);
-void loom_batch_writer_release(struct loom_batch_writer *w);
-const char *loom_batch_writer_error(const struct loom_batch_writer *w);
 
 #endif

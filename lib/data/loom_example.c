@@ -410,7 +410,7 @@ static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v
 			return 0;
 		}
 	}
-	return -1;
+	return LOOM_EFORMAT;
 }
 
 /* Read a field key; *num, *wt.  Returns 0 or an error. */

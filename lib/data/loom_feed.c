@@ -14,7 +14,7 @@
 #include "loom_example.h"
 #include "loom_file.h"
 #include "loom_hash.h"
-#include "loom_shard.h"
+#include "loom_manifest.h"
 #include "loom_tfrecord.h"
 
 struct shard {

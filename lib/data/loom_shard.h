@@ -2,18 +2,14 @@
  * loom_shard.h - token streams -> windowed, shuffled TFRecord shards with
  * indexes and a JSON manifest (the engine of loom-shard).
  *
- * Purpose:
- *  - loom_tokin (loom_tokin.c): read a token stream ("-" = stdin) as u16 / u32
- *    little-endian binary or whitespace-separated decimal text, with errors
- *    that name the file and the line (text) or byte offset (binary).
- *  - loom_shard: cut samples of seq_len tokens every stride tokens
+ * Purpose: loom_shard cuts samples of seq_len tokens every stride tokens
  *    (Graphcore write_into_tfrecord.py semantics: windows start at
  *    0, S, 2S, ... while start < n - L; with keep_tail one final shorter
  *    sample of the tokens from the next start on, when at least L/2
  *    remain), encode each as Example{"input_ids": int64 list}, order them
  *    and write the shards, their .index files and PREFIX.manifest.json.
- *  - loom_manifest: read a manifest's shard list (for loom_feed, and for
- *    loom_shard itself: the set a run replaces).
+ * The token stream it is fed is read with loom_tokin.h; the set it writes
+ * is read back with loom_manifest.h.
  *
  * Order: with shuffle, sample i gets the 64-bit key splitmix64(seed, i) and
  * the output is the samples sorted by (key, i): a uniform permutation that
@@ -44,8 +40,7 @@
  *
  * Ownership: _new/_open return objects freed with _free (accepts NULL);
  * strings in the options are copied.  Errors: negative LOOM_E* with the
- * message from loom_shard_error()/loom_tokin_error() (loom_manifest_read:
- * in the caller's struct loom_err).  Thread-safety: the default
+ * message from loom_shard_error().  Thread-safety: the default
  * (loom_common.h); a loom_shard encodes and writes on threads of its own,
  * behind its calls.
  */
@@ -57,75 +52,6 @@
 #include <sys/types.h>
 
 #include "loom_common.h"
-
-/* ---- token input --------------------------------------------------------- */
-
-enum loom_tokfmt { LOOM_TOK_U16, LOOM_TOK_U32, LOOM_TOK_TEXT };
-
-/* "u16", "u32", "text" -> format; LOOM_EINVAL otherwise. */
-int loom_tokfmt_parse(const char *s, enum loom_tokfmt *fmt);
-const char *loom_tokfmt_name(enum loom_tokfmt fmt);
-
-struct loom_tokin;
-
-struct loom_tokin *loom_tokin_open(const char *path, enum loom_tokfmt fmt,
-				   struct loom_err *err);
-/* Up to cap tokens into out: returns the count (> 0), 0 at the end, or an
- * error (bad text token, token >= 2^32, binary input cut mid-token). */
-ssize_t loom_tokin_read(struct loom_tokin *t, uint32_t *out, size_t cap);
-/* Bytes consumed so far, and the input's size (0 if unknown, e.g. a pipe). */
-uint64_t loom_tokin_bytes(const struct loom_tokin *t);
-uint64_t loom_tokin_size(const struct loom_tokin *t);
-void loom_tokin_free(struct loom_tokin *t);
-const char *loom_tokin_error(const struct loom_tokin *t);
-
-/* ---- manifest reader ----------------------------------------------------- */
-
-/* One entry of a manifest's "shards" list, as written: nothing is checked
- * against the files here (loom_feed does that). */
-struct loom_manifest_shard {
-	const char *file;     /* "file" ("path" if there is no "file"; the entry
-				 itself if it is a bare string); NULL if none
-				 or not a string */
-	const char *index;    /* "index", NULL if absent or not a string */
-	int bare;             /* the entry is a bare string, not an object */
-	int has_records;      /* "records" is an integer ... */
-	int64_t records;
-	int has_bytes;        /* "bytes" is an integer ... */
-	int64_t bytes;
-	const char *sha256;   /* "sha256", NULL if absent, null or not a string */
-};
-
-/* One entry of a manifest's "features" list (sets with a kind). */
-struct loom_manifest_feature {
-	const char *name;
-	int per_token;        /* "shape": "token" (1) or "record" (0) */
-	int64_t length;       /* values per record */
-};
-
-/* A manifest (formats/manifest.md) as read by loom_manifest_read(). */
-struct loom_manifest {
-	const char *feature;  /* NULL if absent or not a string */
-	const char *kind;     /* "kind" (e.g. "squad-features"); NULL if absent:
-				 a set of token-stream samples */
-	int has_seq_len;      /* "seq_len" is an integer ... */
-	int64_t seq_len;
-	size_t nfeatures;     /* "features" (0 if absent) */
-	struct loom_manifest_feature *features;
-	size_t nshards;       /* >= 1 */
-	struct loom_manifest_shard *shards;
-	void *priv;           /* the parsed JSON the strings point into */
-};
-
-/* Read manifest `path` ("-" = stdin) into *m (freed with
- * loom_manifest_release()).  Errors (in *err, naming the file): cannot be
- * read (LOOM_EIO), not JSON or a duplicate key ("PATH: line N: reason"),
- * no non-empty "shards" list, a "features" entry without a string
- * "name", a "shape" of "token" or "record" or a "length" >= 1
- * (LOOM_EFORMAT). */
-int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_err *err);
-/* Frees what loom_manifest_read() allocated; a zeroed *m is fine. */
-void loom_manifest_release(struct loom_manifest *m);
 
 /* ---- sharder ------------------------------------------------------------- */
 
@@ -215,7 +141,5 @@ uint64_t loom_shard_count(uint64_t n, uint32_t seq_len, uint32_t stride, int kee
 uint64_t loom_shard_default_memory(void);
 /* The shuffle key of sample i. */
 uint64_t loom_shard_key(uint64_t seed, uint64_t i);
-/* Shard file name: PREFIX-%05d-of-%05d.tfrecord into out. */
-void loom_shard_name(char *out, size_t n, const char *prefix, uint64_t i, uint64_t total);
 
 #endif

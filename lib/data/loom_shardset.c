@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "loom_file.h"
-#include "loom_shard.h"
+#include "loom_manifest.h"
 #include "loom_tfrecord.h"
 
 struct loom_shardset {

@@ -258,7 +258,7 @@ static long normalize(const char *s, size_t n, struct norm *out)
 	if (!a || !src) {
 		free(a);
 		free(src);
-		return -1;
+		return LOOM_ENOMEM;
 	}
 	size_t m = 0, ns = 0;
 	for (size_t i = 0; i < n;) {
@@ -316,7 +316,7 @@ static long normalize(const char *s, size_t n, struct norm *out)
 	size_t *tok = malloc((m + 1) * sizeof *tok);
 	if (!tok) {
 		free(a);
-		return -1;
+		return LOOM_ENOMEM;
 	}
 	size_t nt = 0;
 	for (size_t i = 0; i < m;) {

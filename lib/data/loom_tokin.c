@@ -1,7 +1,7 @@
-/* loom_tokin.c - token streams in (u16 / u32 / text); see loom_shard.h.
+/* loom_tokin.c - token streams in (u16 / u32 / text); see loom_tokin.h.
  * A file of its own so that a tool reading ids (loom-bpe decode) links
  * this and loom_reader, not the shard writer. */
-#include "loom_shard.h"
+#include "loom_tokin.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -104,20 +104,20 @@ int loom_threads_running(const char *loadavg)
 	int running, total;
 	if (sscanf(loadavg, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5 ||
 	    running < 0 || total < running)
-		return -1;
+		return LOOM_EFORMAT;
 	return running;
 }
 
-/* the first n-1 bytes of a (/proc) file as a string; -1 if unreadable */
+/* the first n-1 bytes of a (/proc) file as a string; LOOM_EIO if unreadable */
 static int read_small(const char *path, char *buf, size_t n)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return LOOM_EIO;
 	ssize_t r = read(fd, buf, n - 1);
 	close(fd);
 	if (r < 0)
-		return -1;
+		return LOOM_EIO;
 	buf[r] = 0;
 	return (int)r;
 }

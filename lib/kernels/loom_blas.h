@@ -102,7 +102,8 @@ int loom_threads_adapt(struct loom_threads *th, const char *what, unsigned long 
 int loom_threads_for_load(int ncpu, int others);
 
 /* The runnable tasks (threads) of the whole machine in the text of
- * /proc/loadavg ("0.50 0.40 0.30 3/123 4567": 3); -1 if malformed. */
+ * /proc/loadavg ("0.50 0.40 0.30 3/123 4567": 3); LOOM_EFORMAT if
+ * malformed. */
 int loom_threads_running(const char *loadavg);
 
 /* For -v: "2 threads (set)", "1 thread (2 CPUs, 3 other tasks running)". */

@@ -573,7 +573,7 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 		}
 		free(S);
 	}
-	return fail ? -1 : 0;
+	return fail ? LOOM_ENOMEM : 0;
 }
 
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
@@ -584,7 +584,7 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
 	double scale = 1.0 / sqrt((double)hs);
 	float *dr = malloc(sizeof(float) * T);
 	if (!dr)
-		return -1;
+		return LOOM_ENOMEM;
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++) {
 			struct att_row w = att_row(len, off, b, h, T, NH);
@@ -733,7 +733,7 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 		}
 		free(P);
 	}
-	return fail ? -1 : 0;
+	return fail ? LOOM_ENOMEM : 0;
 }
 
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
@@ -747,7 +747,7 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 	if (!dp || !dr) {
 		free(dp);
 		free(dr);
-		return -1;
+		return LOOM_ENOMEM;
 	}
 	memset(dqkv, 0, sizeof(float) * (off ? (size_t)off[B] : (size_t)B * T) * C3);
 	for (int b = 0; b < B; b++)
@@ -1165,12 +1165,4 @@ double loom_k_sumsq_naive(const float *x, size_t n)
 	for (size_t i = 0; i < n; i++)
 		s += (double)x[i] * x[i];
 	return s;
-}
-
-LOOM_SIMD
-void loom_k_scale(float *x, size_t n, float s)
-{
-	#pragma omp parallel for schedule(static)
-	for (size_t i = 0; i < n; i++)
-		x[i] *= s;
 }

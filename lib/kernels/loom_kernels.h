@@ -26,8 +26,8 @@
  * for the linear kernels (BERT: lib/train/loom_bert.h).
  * Nothing here allocates except the attention kernels' per-thread
  * scratch (a few tiles; the naive ones a row); nothing prints.  Errors:
- * most kernels cannot fail (void); the attention kernels return -1 when
- * their scratch cannot be allocated.  Thread-safety: the default
+ * most kernels cannot fail (void); the attention kernels return
+ * LOOM_ENOMEM when their scratch cannot be allocated.  Thread-safety: the default
  * (loom_common.h): kernels are functions without an object, each runs an
  * OpenMP team of its own; an mm passed in is an object (loom_mm.h).
  */
@@ -126,8 +126,8 @@ void loom_k_linear_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
  * and (b, h) backward, with a few tiles of scratch per thread; backward
  * recomputes P from qkv and lse.  The naive ones are the definition and
  * also produce (forward) and consume (backward) att[B,NH,T,T], P (zero
- * where not visible; kept without dropout).  Return 0, or -1 if scratch
- * could not be allocated.
+ * where not visible; kept without dropout).  Return 0, or LOOM_ENOMEM if
+ * scratch could not be allocated.
  *
  * Packed rows (off[B+1] with len; NULL: padded rows of T): FlashAttention's
  * varlen layout, row b's len[b] tokens at off[b] .. off[b+1]-1 of qkv
@@ -227,8 +227,6 @@ void loom_k_adamw_team(float *p, float *g, float *m, float *v, size_t n, float l
 /* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */
 double loom_k_sumsq(const float *x, size_t n);
 double loom_k_sumsq_naive(const float *x, size_t n);
-/* x *= s */
-void loom_k_scale(float *x, size_t n, float s);
 
 /* The instruction set the fast kernels run with on this machine (the
  * clone the loader picked): "AVX-512", "AVX2" or "baseline". */

@@ -36,7 +36,7 @@ int loom_mm_bf16_missing(char *why, size_t n)
 	const char *e = getenv("LOOM_NO_BF16");
 	if (e && *e && strcmp(e, "0")) {
 		snprintf(why, n, "bf16 matmul is unavailable (LOOM_NO_BF16 is set)");
-		return -1;
+		return 1;
 	}
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	char line[8192];
@@ -55,7 +55,7 @@ int loom_mm_bf16_missing(char *why, size_t n)
 	if (found)
 		return 0;
 	snprintf(why, n, "this CPU has no bf16 matrix instructions (neither avx512_bf16 nor amx_bf16 in /proc/cpuinfo)");
-	return -1;
+	return 1;
 }
 
 static int dnnl_fail(struct loom_err *e, dnnl_status_t st, const char *what)

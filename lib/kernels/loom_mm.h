@@ -45,8 +45,8 @@ enum loom_precision {
 
 struct loom_mm;
 
-/* 0 if this CPU multiplies bf16 natively; else -1 and a sentence naming
- * what is missing in why[n]. */
+/* 0 if this CPU multiplies bf16 natively; else 1 (a yes/no answer, not an
+ * error code) and a sentence naming what is missing in why[n]. */
 int loom_mm_bf16_missing(char *why, size_t n);
 
 /* A backend for `precision` (NULL and *err filled on failure: no bf16 on

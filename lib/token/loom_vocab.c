@@ -70,7 +70,7 @@ long loom_gpt2_str_to_bytes(const char *s, size_t n, uint8_t *out, size_t *bad)
 		if (!valid || (b = loom_gpt2_unicode_to_byte(cp)) < 0) {
 			if (bad)
 				*bad = i;
-			return -1;
+			return LOOM_EFORMAT;
 		}
 		out[o++] = (uint8_t)b;
 		i += l;
@@ -287,7 +287,7 @@ static int ent_add(struct entries *E, const char *k, size_t kl, uint32_t id)
 		if (r)
 			E->raw = r;
 		if (!o || !i || (E->raw && !r))
-			return -1;
+			return LOOM_ENOMEM;
 		E->cap = c;
 	}
 	if (E->kcap - E->klen < kl + 1) {
@@ -296,7 +296,7 @@ static int ent_add(struct entries *E, const char *k, size_t kl, uint32_t id)
 			c *= 2;
 		char *p = realloc(E->keys, c);
 		if (!p)
-			return -1;
+			return LOOM_ENOMEM;
 		E->keys = p;
 		E->kcap = c;
 	}
@@ -341,7 +341,7 @@ static int sb_room(struct sbuf *b, size_t extra)
 		c *= 2;
 	char *p = realloc(b->p, c);
 	if (!p)
-		return -1;
+		return LOOM_ENOMEM;
 	b->p = p;
 	b->cap = c;
 	return 0;
@@ -353,29 +353,29 @@ static void js_ws(const char *s, size_t n, size_t *i)
 		++*i;
 }
 
-/* The JSON string at s[*i], its text (UTF-8) appended to out; -1 if it
- * is malformed or holds \u0000. */
+/* The JSON string at s[*i], its text (UTF-8) appended to out; LOOM_EFORMAT
+ * if it is malformed or holds \u0000, LOOM_ENOMEM. */
 static int js_str(const char *s, size_t n, size_t *pi, struct sbuf *out)
 {
 	size_t i = *pi;
 	if (i >= n || s[i++] != '"')
-		return -1;
+		return LOOM_EFORMAT;
 	for (;;) {
 		size_t st = i;
 		while (i < n && s[i] != '"' && s[i] != '\\' && (unsigned char)s[i] >= 0x20)
 			i++;
 		if (sb_room(out, i - st + 4))
-			return -1;
+			return LOOM_ENOMEM;
 		memcpy(out->p + out->n, s + st, i - st);
 		out->n += i - st;
 		if (i >= n || (unsigned char)s[i] < 0x20)
-			return -1;
+			return LOOM_EFORMAT;
 		if (s[i++] == '"') {
 			*pi = i;
 			return 0;
 		}
 		if (i >= n)
-			return -1;
+			return LOOM_EFORMAT;
 		char *o = out->p + out->n;
 		switch (s[i++]) {
 		case '"': *o = '"'; break;
@@ -391,31 +391,31 @@ static int js_str(const char *s, size_t n, size_t *pi, struct sbuf *out)
 			for (int k = 0; k < 4; k++) {
 				int h = i < n ? hexv((unsigned char)s[i++]) : -1;
 				if (h < 0)
-					return -1;
+					return LOOM_EFORMAT;
 				cp = cp << 4 | (uint32_t)h;
 			}
 			if (cp >= 0xd800 && cp < 0xdc00) {
 				uint32_t lo = 0;
 				if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u')
-					return -1;
+					return LOOM_EFORMAT;
 				i += 2;
 				for (int k = 0; k < 4; k++) {
 					int h = hexv((unsigned char)s[i++]);
 					if (h < 0)
-						return -1;
+						return LOOM_EFORMAT;
 					lo = lo << 4 | (uint32_t)h;
 				}
 				if (lo < 0xdc00 || lo > 0xdfff)
-					return -1;
+					return LOOM_EFORMAT;
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			} else if ((cp >= 0xdc00 && cp < 0xe000) || cp == 0) {
-				return -1;
+				return LOOM_EFORMAT;
 			}
 			out->n += loom_utf8_encode((uint8_t *)o, cp);
 			continue;
 		}
 		default:
-			return -1;
+			return LOOM_EFORMAT;
 		}
 		out->n++;
 	}
@@ -431,9 +431,9 @@ static int js_object(const char *s, size_t n, size_t *pi, js_member_fn member, v
 {
 	struct sbuf key = { 0 };
 	size_t i = *pi;
-	int rc = -1;
+	int rc;
 	if (i >= n || s[i++] != '{')
-		return -1;
+		return LOOM_EFORMAT;
 	js_ws(s, n, &i);
 	if (i < n && s[i] == '}') {
 		*pi = i + 1;
@@ -442,16 +442,18 @@ static int js_object(const char *s, size_t n, size_t *pi, js_member_fn member, v
 	for (;;) {
 		key.n = 0;
 		js_ws(s, n, &i);
-		if (js_str(s, n, &i, &key) || sb_room(&key, 1))
+		if ((rc = js_str(s, n, &i, &key)) || (rc = sb_room(&key, 1)))
 			goto out;
 		key.p[key.n] = 0;
 		js_ws(s, n, &i);
+		rc = LOOM_EFORMAT;
 		if (i >= n || s[i++] != ':')
 			goto out;
 		js_ws(s, n, &i);
-		if (member(key.p, key.n, s, n, &i, ctx))
+		if ((rc = member(key.p, key.n, s, n, &i, ctx)))
 			goto out;
 		js_ws(s, n, &i);
+		rc = LOOM_EFORMAT;
 		if (i >= n)
 			goto out;
 		if (s[i] == ',') {
@@ -479,7 +481,7 @@ static int vocab_member(const char *key, size_t klen, const char *s, size_t n, s
 	while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 9)
 		v = v * 10 + (uint64_t)(s[i++] - '0');
 	if (i == st || (s[st] == '0' && i - st > 1) || v > LOOM_VOCAB_MAX_ID)
-		return -1;
+		return LOOM_EFORMAT;
 	*pi = i;
 	return ent_add(ctx, key, klen, (uint32_t)v);
 }
@@ -489,10 +491,11 @@ static int fast_entries(const char *s, size_t n, struct entries *E)
 {
 	size_t i = 0;
 	js_ws(s, n, &i);
-	if (js_object(s, n, &i, vocab_member, E))
-		return -1;
+	int rc = js_object(s, n, &i, vocab_member, E);
+	if (rc)
+		return rc;
 	js_ws(s, n, &i);
-	return i == n ? 0 : -1;
+	return i == n ? 0 : LOOM_EFORMAT;
 }
 
 /* jansson's error about text[0..len) as one line: truncated (the text
@@ -806,7 +809,7 @@ static int b64val(unsigned char c)
 	return -1;
 }
 
-/* Decode base64 s[0..n) into out; returns length or -1. */
+/* Decode base64 s[0..n) into out; returns length or LOOM_EFORMAT. */
 static long b64dec(const char *s, size_t n, uint8_t *out)
 {
 	uint32_t acc = 0;
@@ -818,11 +821,11 @@ static long b64dec(const char *s, size_t n, uint8_t *out)
 		pad++;
 	}
 	if ((n + pad) % 4 || n == 0)
-		return -1;
+		return LOOM_EFORMAT;
 	for (size_t i = 0; i < n; i++) {
 		int x = b64val((unsigned char)s[i]);
 		if (x < 0)
-			return -1;
+			return LOOM_EFORMAT;
 		acc = acc << 6 | (uint32_t)x;
 		bits += 6;
 		if (bits >= 8) {
@@ -1025,8 +1028,9 @@ static void hf_doc_free(struct hf_doc *d)
 static int js_merges(const char *s, size_t n, size_t *pi, struct sbuf *m)
 {
 	size_t i = *pi;
+	int rc;
 	if (i >= n || s[i++] != '[')
-		return -1;
+		return LOOM_EFORMAT;
 	js_ws(s, n, &i);
 	if (i < n && s[i] == ']') {
 		*pi = i + 1;
@@ -1038,34 +1042,42 @@ static int js_merges(const char *s, size_t n, size_t *pi, struct sbuf *m)
 		if (i < n && s[i] == '[') {
 			i++;
 			js_ws(s, n, &i);
-			if (js_str(s, n, &i, m) || memchr(m->p + st, ' ', m->n - st))
-				return -1;
+			if ((rc = js_str(s, n, &i, m)))
+				return rc;
+			if (memchr(m->p + st, ' ', m->n - st))
+				return LOOM_EFORMAT;
 			js_ws(s, n, &i);
-			if (i >= n || s[i++] != ',' || sb_room(m, 1))
-				return -1;
+			if (i >= n || s[i++] != ',')
+				return LOOM_EFORMAT;
+			if (sb_room(m, 1))
+				return LOOM_ENOMEM;
 			m->p[m->n++] = ' ';
 			size_t st2 = m->n;
 			js_ws(s, n, &i);
-			if (js_str(s, n, &i, m) || memchr(m->p + st2, ' ', m->n - st2))
-				return -1;
+			if ((rc = js_str(s, n, &i, m)))
+				return rc;
+			if (memchr(m->p + st2, ' ', m->n - st2))
+				return LOOM_EFORMAT;
 			js_ws(s, n, &i);
 			if (i >= n || s[i++] != ']')
-				return -1;
-		} else if (js_str(s, n, &i, m)) {
-			return -1;
+				return LOOM_EFORMAT;
+		} else if ((rc = js_str(s, n, &i, m))) {
+			return rc;
 		}
-		if (memchr(m->p + st, '\n', m->n - st) || sb_room(m, 1))
-			return -1;
+		if (memchr(m->p + st, '\n', m->n - st))
+			return LOOM_EFORMAT;
+		if (sb_room(m, 1))
+			return LOOM_ENOMEM;
 		m->p[m->n++] = '\n';
 		js_ws(s, n, &i);
 		if (i >= n)
-			return -1;
+			return LOOM_EFORMAT;
 		if (s[i] == ',') {
 			i++;
 			continue;
 		}
 		if (s[i++] != ']')
-			return -1;
+			return LOOM_EFORMAT;
 		*pi = i;
 		return 0;
 	}
@@ -1135,20 +1147,23 @@ static int doc_member(const char *key, size_t klen, const char *s, size_t n, siz
 	json_t *val;
 	(void)klen;
 	if (json_object_get(L->obj, key)) /* a duplicate: jansson names it */
-		return -1;
+		return LOOM_EFORMAT;
 	if (!L->model && c == '{' && !strcmp(key, "model")) {
 		struct hf_level M = { json_object(), L->d, 1 };
 		if (!M.obj || json_object_set_new(L->obj, key, M.obj))
-			return -1;
+			return LOOM_ENOMEM;
 		return js_object(s, n, pi, doc_member, &M);
 	}
+	int rc = 0;
 	if (L->model && c == '{' && !strcmp(key, "vocab"))
-		return js_object(s, n, pi, vocab_member, &L->d->E) ||
-		       json_object_set_new(L->obj, key, json_object()) ? -1 : 0;
+		return (rc = js_object(s, n, pi, vocab_member, &L->d->E)) ? rc :
+		       json_object_set_new(L->obj, key, json_object()) ? LOOM_ENOMEM : 0;
 	if (L->model && c == '[' && !strcmp(key, "merges"))
-		return js_merges(s, n, pi, &L->d->m) ||
-		       json_object_set_new(L->obj, key, json_array()) ? -1 : 0;
-	return !(val = js_value(s, n, pi)) || json_object_set_new(L->obj, key, val) ? -1 : 0;
+		return (rc = js_merges(s, n, pi, &L->d->m)) ? rc :
+		       json_object_set_new(L->obj, key, json_array()) ? LOOM_ENOMEM : 0;
+	if (!(val = js_value(s, n, pi)))
+		return LOOM_EFORMAT;
+	return json_object_set_new(L->obj, key, val) ? LOOM_ENOMEM : 0;
 }
 
 const char *loom_hf_type(json_t *root, const char *key)

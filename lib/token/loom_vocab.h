@@ -74,8 +74,9 @@ int loom_gpt2_unicode_to_byte(uint32_t cp);
  * no NUL added); returns the number of bytes written. */
 size_t loom_gpt2_bytes_to_str(const uint8_t *b, size_t n, char *out);
 /* Parse a GPT-2 printed token s[0..n) (UTF-8) back to bytes into out (room
- * for n bytes); returns the byte count, or -1 if s is not valid UTF-8 or a
- * character is outside the byte alphabet (*bad = offset of it in s). */
+ * for n bytes); returns the byte count, or LOOM_EFORMAT if s is not valid
+ * UTF-8 or a character is outside the byte alphabet (*bad = offset of it
+ * in s). */
 long loom_gpt2_str_to_bytes(const char *s, size_t n, uint8_t *out, size_t *bad);
 
 #define LOOM_VOCAB_NONE UINT32_MAX

@@ -71,8 +71,8 @@ static int json_get_u64(json_t *v, uint64_t *out)
 		return 0;
 	}
 	if (json_is_string(v))
-		return loom_parse_u64(json_string_value(v), 0, UINT64_MAX, out) < 0 ? -1 : 0;
-	return -1;
+		return loom_parse_u64(json_string_value(v), 0, UINT64_MAX, out) < 0 ? LOOM_EFORMAT : 0;
+	return LOOM_EFORMAT;
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
@@ -136,11 +136,11 @@ static int to_st(const struct loom_ckpt_tensor *t, const float *data, const char
 	o->name = name;
 	o->dtype = LOOM_ST_F32;
 	if (t->ndim < 0 || t->ndim > LOOM_ST_MAX_DIMS)
-		return -1;
+		return LOOM_EINVAL;
 	o->ndim = t->ndim;
 	for (int d = 0; d < t->ndim; d++) {
 		if (t->shape[d] < 0)
-			return -1;
+			return LOOM_EINVAL;
 		o->shape[d] = (uint64_t)t->shape[d];
 	}
 	o->data = data;
@@ -277,14 +277,14 @@ static int opt_names(const struct loom_ckpt_save *s, char ***names)
 {
 	char **n = calloc(2 * s->n_tensors + 1, sizeof *n);
 	if (!n)
-		return -1;
+		return LOOM_ENOMEM;
 	for (size_t i = 0; i < s->n_tensors; i++) {
 		if (asprintf(&n[2 * i], "%s.exp_avg", s->tensors[i].name) < 0 ||
 		    asprintf(&n[2 * i + 1], "%s.exp_avg_sq", s->tensors[i].name) < 0) {
 			for (size_t k = 0; k < 2 * s->n_tensors; k++)
 				free(n[k]);
 			free(n);
-			return -1;
+			return LOOM_ENOMEM;
 		}
 	}
 	*names = n;
@@ -830,11 +830,11 @@ int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 static int parse_step_name(const char *s, uint64_t *step)
 {
 	if (strncmp(s, "step-", 5) != 0 || strlen(s + 5) < 8)
-		return -1;
+		return LOOM_EFORMAT;
 	uint64_t v = 0;
 	for (const char *p = s + 5; *p; p++) {
 		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
-			return -1;
+			return LOOM_EFORMAT;
 		v = v * 10 + (uint64_t)(*p - '0');
 	}
 	*step = v;

@@ -415,13 +415,6 @@ int loom_config_names_file(const char *s)
 	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".json"));
 }
 
-int loom_config_apply_named(struct loom_config *c, const char *s)
-{
-	if (loom_config_names_file(s))
-		return loom_config_apply_file(c, s);
-	return loom_config_apply_preset(c, s);
-}
-
 int loom_config_set(struct loom_config *c, const char *name, const char *v)
 {
 	const struct key *k = find_key(name);

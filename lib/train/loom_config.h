@@ -141,9 +141,7 @@ int loom_config_apply_json(struct loom_config *c, const struct json_t *obj);
 int loom_config_apply_file(struct loom_config *c, const char *path);
 /* Apply share/presets/NAME.json. */
 int loom_config_apply_preset(struct loom_config *c, const char *name);
-/* NAME is a preset if it has no '/' and does not end in ".json"; else a file. */
-int loom_config_apply_named(struct loom_config *c, const char *name_or_path);
-/* 1 if loom_config_apply_named() takes NAME as a file, 0 for a preset. */
+/* 1 if NAME is a file (it has a '/' or ends in ".json"), 0 for a preset. */
 int loom_config_names_file(const char *name_or_path);
 /* Apply "key=value,key=value" (values parsed by the key's type). */
 int loom_config_apply_sets(struct loom_config *c, const char *kvs);

@@ -45,13 +45,13 @@ size_t loom_st_dtype_size(int dtype)
 	return dtype >= 0 && dtype < LOOM_ST_NDTYPES ? dtypes[dtype].size : 0;
 }
 
-/* product(shape) * size, or -1 on overflow. */
+/* product(shape) * size, or LOOM_ERANGE on overflow. */
 static int tensor_bytes(int dtype, int ndim, const uint64_t *shape, uint64_t *out)
 {
 	uint64_t n = loom_st_dtype_size(dtype);
 	for (int i = 0; i < ndim; i++) {
 		if (shape[i] && n > UINT64_MAX / shape[i])
-			return -1;
+			return LOOM_ERANGE;
 		n *= shape[i];
 	}
 	*out = n;
@@ -221,7 +221,7 @@ static int by_offset(const void *a, const void *b)
 static int get_u64_json(json_t *v, uint64_t *out)
 {
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return -1;
+		return LOOM_EFORMAT;
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }

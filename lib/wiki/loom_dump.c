@@ -93,11 +93,11 @@ static int parse_u64(const char *s, size_t n, uint64_t *v)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t'))
 		n--;
 	if (!n || n > 19)
-		return -1;
+		return LOOM_EFORMAT;
 	uint64_t x = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
-			return -1;
+			return LOOM_EFORMAT;
 		x = x * 10 + (s[i] - '0');
 	}
 	*v = x;
@@ -356,11 +356,6 @@ const char *loom_pagexml_error(const struct loom_pagexml *px)
 	return px->err.msg;
 }
 
-const struct loom_dump_site *loom_pagexml_site(const struct loom_pagexml *px)
-{
-	return px->site_done ? &px->site : NULL;
-}
-
 uint64_t loom_pagexml_pages(const struct loom_pagexml *px)
 {
 	return px->pages;
@@ -500,11 +495,6 @@ struct loom_dump {
 const char *loom_dump_error(const struct loom_dump *d)
 {
 	return d->err.msg;
-}
-
-const char *loom_dump_index(const struct loom_dump *d)
-{
-	return d->noffs ? d->index : NULL;
 }
 
 void loom_dump_stats(struct loom_dump *d, struct loom_dump_stats *st)

@@ -107,7 +107,6 @@ enum {
 };
 int loom_pagexml_finish(struct loom_pagexml *px, int mode);
 const char *loom_pagexml_error(const struct loom_pagexml *px);
-const struct loom_dump_site *loom_pagexml_site(const struct loom_pagexml *px);
 uint64_t loom_pagexml_pages(const struct loom_pagexml *px);
 
 /* ---- the engine ---------------------------------------------------- */
@@ -161,7 +160,5 @@ int loom_dump_run(struct loom_dump *d, loom_dump_page_fn page, loom_dump_write_f
 /* Snapshot of the counters (thread-safe; call from the write function). */
 void loom_dump_stats(struct loom_dump *d, struct loom_dump_stats *st);
 const char *loom_dump_error(const struct loom_dump *d);
-/* Path of the index in use, or NULL (single stream). */
-const char *loom_dump_index(const struct loom_dump *d);
 
 #endif

@@ -187,7 +187,7 @@ static int hashes_update(struct xfer *x, const void *p, size_t n)
 	return 0;
 }
 
-/* First body bytes: is this the answer we asked for? 0 to go on, -1 to
+/* First body bytes: is this the answer we asked for? 0 to go on, 1 to
  * abort the transfer (x->fail / x->bad_range say why). */
 static int check_response(struct xfer *x)
 {
@@ -196,20 +196,20 @@ static int check_response(struct xfer *x)
 		return 0; /* file:// seeks; errors are reported by curl */
 	long code = response_code(x);
 	if (code != 200 && code != 206)
-		return -1; /* classified after the transfer from the code */
+		return 1; /* classified after the transfer from the code */
 	if (x->start > 0 && code == 200) {
 		/* the server ignored the Range: start over from byte 0 */
 		if (ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0) {
 			x->fail = loom_err_errno(&x->f->err, LOOM_EIO, errno,
 						 "cannot truncate the .part file");
-			return -1;
+			return 1;
 		}
 		hashes_reset(x);
 		x->start = x->written = 0;
 	} else if (code == 206 && (x->start == 0 || !x->have_cr ||
 				   x->cr_start != (int64_t)x->start)) {
 		x->bad_range = 1;
-		return -1;
+		return 1;
 	}
 	int64_t total = -1;
 	if (code == 206) {
@@ -224,7 +224,7 @@ static int check_response(struct xfer *x)
 		x->fail = loom_err_set(&x->f->err, LOOM_ECHECKSUM,
 				       "%s: the server sends %lld bytes, expected %lld",
 				       x->url, (long long)total, (long long)x->want_size);
-		return -1;
+		return 1;
 	}
 	if (x->want_size < 0 && total >= 0)
 		x->want_size = total; /* for progress; checked at the end too */
@@ -235,7 +235,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * n;
-	if (!x->checked && check_response(x) < 0)
+	if (!x->checked && check_response(x))
 		return 0;
 	x->received += len;
 	*x->total_received += len;
