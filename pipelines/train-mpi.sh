@@ -21,9 +21,9 @@
 # ("node1 slots=4").
 #
 # Slurm: a batch script (sbatch train.sbatch), one rank per task; srun
-# needs PMI (--mpi=pmix; `srun --mpi=list` shows what the cluster has) for
-# loom-train to join the job, and --kill-on-bad-exit=1 stops every rank
-# when one fails:
+# needs PMIx (--mpi=pmix) for loom-train to join the job: Debian's Open MPI
+# takes PMIx only (pmi2, which `srun --mpi=list` lists too, fails in
+# MPI_Init); --kill-on-bad-exit=1 stops every rank when one fails:
 #   #!/bin/bash
 #   #SBATCH --nodes=2 --ntasks-per-node=2 --cpus-per-task=16
 #   export BATCH=8 SEQ=1024 THREADS=$SLURM_CPUS_PER_TASK
