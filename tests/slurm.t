@@ -19,9 +19,17 @@
 if [ -z "${SLURM_T_UNSHARED:-}" ] && [ "$(id -u)" = 0 ] &&
 	command -v unshare >/dev/null && command -v ip >/dev/null &&
 	unshare --net --pid --fork --mount-proc true 2>/dev/null; then
-	SLURM_T_UNSHARED=1 exec unshare --net --pid --fork --mount-proc \
+	SLURM_T_UNSHARED=1 unshare --net --pid --fork --mount-proc --kill-child=SIGTERM \
 		bash -c 'ip link set lo up && ip addr add 192.0.2.1/32 dev lo &&
-			exec bash "$0" "$@"' "$0" "$@"
+			exec bash "$0" "$@"' "$0" "$@" &
+	ns=$!
+	# unshare ignores TERM and INT itself; the test (pid 1 in there) takes them
+	trap 'kill -TERM $(cat "/proc/$ns/task/$ns/children" 2>/dev/null) 2>/dev/null' HUP INT TERM
+	while :; do
+		s=0
+		wait "$ns" || s=$?
+		kill -0 "$ns" 2>/dev/null || exit "$s"
+	done
 fi
 unshared=${SLURM_T_UNSHARED:-}
 . "$(dirname "$0")/lib.sh"
@@ -43,6 +51,7 @@ chmod 700 "$D/munge"
 pids=()
 stop_cluster() { # TERM each daemon, KILL what is still there after ~10 s
 	local p i
+	[ "${#pids[@]}" -gt 0 ] || return 0
 	# the jobs first: a slurmstepd ends with its step
 	scancel --full --user=root 2>/dev/null
 	for ((i = 0; i < 100; i++)); do
