@@ -6,7 +6,9 @@
 # train-mpi.sh -h (the one loom-train(1) SEVERAL MACHINES shows) under
 # `sbatch`: the same losses, step for step, as `mpirun -np 2`, and the
 # same checkpoint.  `scancel --signal=USR1` stops a job cleanly (rank 0
-# saves, exit 0); srun without PMI is refused in one line.
+# saves, exit 0), one task too (Slurm signals every process of the step:
+# loom-train must not get the USR1 twice); srun without PMI is refused in
+# one line.
 #
 # Slurm's daemons run as root and bind 127.0.0.1 (NoInAddrAny: the address
 # the host name resolves to) on free ports; the EXIT trap stops them.  Where
@@ -197,26 +199,41 @@ same_file "$T/b/latest/model.safetensors" "$T/m/latest/model.safetensors" "  and
 export BATCH=4 SEQ=8 EPOCHS=0 THREADS=1
 
 # --- scancel --signal=USR1: every rank stops at the same step, rank 0 saves -----
+# usr1_job SCRIPT NAME: submit SCRIPT (output NAME.err), signal it once
+# NAME.json holds 3 steps, wait for its end (bounded waits); sets $rc
+# (scancel's) and leaves `scontrol show job` in NAME.job
+usr1_job() {
+	local job i
+	job=$(sbatch --parsable --chdir="$T" --output="$T/$2.out" --error="$T/$2.err" "$1")
+	for ((i = 0; i < 1200; i++)); do
+		[ -s "$T/$2.json" ] && [ "$(wc -l <"$T/$2.json")" -ge 3 ] && break
+		sleep 0.1
+	done
+	run scancel --signal=USR1 "$job"
+	for ((i = 0; i < 1200; i++)); do
+		[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	scontrol show job "$job" >"$T/$2.job"
+}
 sed -e "s| b --steps 30 | u --steps 1000000 |" -e 's|--log b\.json$|--log u.json|' \
 	"$T/train.sbatch" >"$T/endless.sbatch"
-job=$(sbatch --parsable --chdir="$T" --output="$T/u.out" --error="$T/u.err" "$T/endless.sbatch")
-for ((i = 0; i < 1200; i++)); do # some steps done (a bounded wait)
-	[ -s "$T/u.json" ] && [ "$(wc -l <"$T/u.json")" -ge 3 ] && break
-	sleep 0.1
-done
-run scancel --signal=USR1 "$job"
+usr1_job "$T/endless.sbatch" u
 is_rc 0 "scancel --signal=USR1 on a running job"
-for ((i = 0; i < 1200; i++)); do
-	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-	sleep 0.1
-done
-scontrol show job "$job" >"$T/u.job"
 like "$T/u.job" ' JobState=COMPLETED ' "  the job completes"
 like "$T/u.job" ' ExitCode=0:0$' "  exit 0"
 step=$(readlink "$T/u/latest")
 last=$(losses "$T/u.json" | awk 'END { printf "step-%08d", $1 }')
 is "$step" "$last" "  rank 0 saved the last step"
 like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+$' "  and said so"
+
+# one task: Slurm signals every process of the step, so loom-train gets the
+# USR1 from Slurm and must not get a second one from the script
+sed -e 's/--ntasks-per-node=2/--ntasks-per-node=1/' -e "s| u --steps | o --steps |" \
+	-e 's|--log u\.json$|--log o.json|' "$T/endless.sbatch" >"$T/one.sbatch"
+usr1_job "$T/one.sbatch" o
+like "$T/o.job" ' ExitCode=0:0$' "scancel --signal=USR1, one task: exit 0"
+like "$T/o.err" '^loom-train: User defined signal 1: stopping after step [0-9]+$' "  a clean stop"
 
 # --- srun without PMI: one line, not ranks that cannot meet ------------------
 run timeout 300 srun --mpi=none -N 1 -n 2 --chdir="$T" "$WRAP" "$M" tiny x "${ARGS[@]}"
