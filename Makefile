@@ -43,7 +43,7 @@ LIBS        = $(PKG_LIBS) $(DNNL_LIBS) -lm
 DEPS := build-essential pkg-config perl bzip2 python3 \
 	libarchive-dev libexpat1-dev libcurl4-openssl-dev libjansson-dev \
 	libprotobuf-c-dev protobuf-c-compiler libopenblas-openmp-dev libdnnl-dev libssl-dev \
-	openmpi-bin libopenmpi-dev lighttpd unicode-data
+	openmpi-bin libopenmpi-dev lighttpd unicode-data slurm-wlm munge
 
 PROTOS   := $(wildcard formats/*/*.proto)
 GEN_C    := $(patsubst formats/%.proto,$(B)/gen/%.pb-c.c,$(PROTOS))

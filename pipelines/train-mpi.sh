@@ -21,9 +21,9 @@
 # ("node1 slots=4").
 #
 # Slurm: a batch script (sbatch train.sbatch), one rank per task; srun
-# needs PMI (--mpi=pmix; `srun --mpi=list` shows what the cluster has) for
-# loom-train to join the job, and --kill-on-bad-exit=1 stops every rank
-# when one fails:
+# needs PMIx (--mpi=pmix) for loom-train to join the job: Debian's Open MPI
+# takes PMIx only (pmi2, which `srun --mpi=list` lists too, fails in
+# MPI_Init); --kill-on-bad-exit=1 stops every rank when one fails:
 #   #!/bin/bash
 #   #SBATCH --nodes=2 --ntasks-per-node=2 --cpus-per-task=16
 #   export BATCH=8 SEQ=1024 THREADS=$SLURM_CPUS_PER_TASK
@@ -62,11 +62,11 @@ bad_usage() {
 }
 
 # the rank and world of a launcher, if one started us
-r='' w=''
+r='' w='' srun=''
 if [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
 	r=$OMPI_COMM_WORLD_RANK w=$OMPI_COMM_WORLD_SIZE
 elif [ -n "${SLURM_PROCID:-}" ] && [ -n "${PMIX_RANK:-}${PMI_RANK:-}" ]; then
-	r=$SLURM_PROCID w=${SLURM_STEP_NUM_TASKS:-$SLURM_NTASKS}
+	r=$SLURM_PROCID w=${SLURM_STEP_NUM_TASKS:-$SLURM_NTASKS} srun=1
 elif [ -n "${PMI_RANK:-}" ]; then
 	r=$PMI_RANK w=$PMI_SIZE
 elif [ -n "${SLURM_STEP_ID:-}" ] && [ "${1:-}" != -h ] && [ "${1:-}" != --help ]; then
@@ -88,18 +88,24 @@ if [ -n "$r" ]; then
 		train_resume=(--resume latest)
 	fi
 	train_resume+=(--set "micro_batch=${BATCH:-8}")
-	# the launcher forwards SIGUSR1 to this shell: pass it on to
-	# loom-train (every rank finishes the same step, rank 0 saves, all
-	# exit 0); the feeder ignores it
+	# SIGUSR1 (and TERM, INT) stop loom-train at a step (every rank
+	# finishes the same step, rank 0 saves, all exit 0); the feeder ignores
+	# them and ends when loom-train closes the pipe.  mpirun signals this
+	# shell only: pass them on.  srun and scancel signal every process of
+	# the step themselves: pass nothing on (a second USR1 makes loom-train
+	# give up at once).
 	trap '' USR1
-	loom-feed --manifest "$manifest" --batch "${BATCH:-8}" --seq "${SEQ:-1024}" \
-		--seed "${SEED:-1}" --epochs "${EPOCHS:-1}" --rank "$r" --world "$w" -q \
-		"${feed_resume[@]}" |
+	fwd=1 feed_ignores=USR1
+	[ -z "$srun" ] || fwd='' feed_ignores='USR1 TERM INT'
+	# shellcheck disable=SC2086 # the signal names: words on purpose
+	{ trap '' $feed_ignores; exec loom-feed --manifest "$manifest" --batch "${BATCH:-8}" \
+		--seq "${SEQ:-1024}" --seed "${SEED:-1}" --epochs "${EPOCHS:-1}" --rank "$r" \
+		--world "$w" -q "${feed_resume[@]}"; } |
 		loom-train "${train_resume[@]}" --save "$save" ${THREADS:+--threads "$THREADS"} "$@" &
 	trainer=$!
 	sig=0
-	trap 'sig=1; kill -USR1 $trainer 2>/dev/null' USR1
-	trap 'sig=1; kill -TERM $trainer 2>/dev/null' TERM INT
+	trap 'sig=1; [ -z "$fwd" ] || kill -USR1 $trainer 2>/dev/null' USR1
+	trap 'sig=1; [ -z "$fwd" ] || kill -TERM $trainer 2>/dev/null' TERM INT
 	while :; do
 		s=0
 		wait "$trainer" || s=$?
