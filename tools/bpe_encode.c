@@ -111,7 +111,7 @@ static int jsonl_text(struct chunk *ch, const struct enc_cfg *c, const uint8_t *
 	*root = json_loadb((const char *)s, n, JSON_ALLOW_NUL, &je);
 	if (!*root) {
 		snprintf(ch->err, sizeof ch->err, "%s: line %llu: not JSON: %s", ch->file,
-			 (unsigned long long)line, je.text);
+			 (unsigned long long)line, loom_json_reason(je.text));
 		return -1;
 	}
 	json_t *f = json_is_object(*root) ? json_object_get(*root, c->field) : NULL;
@@ -680,9 +680,10 @@ int bpe_encode_main(int argc, char **argv)
 	double dt = loom_now() - t0;
 	if (!cli_quiet)
 		fprintf(stderr,
-			"loom-bpe: encode: %llu documents (%llu dropped), %llu tokens, %llu bytes, "
+			"loom-bpe: encode: %llu document%s (%llu dropped), %llu tokens, %llu bytes, "
 			"%.4f tokens/byte, %.2f MB/s\n",
-			(unsigned long long)u.t.docs, (unsigned long long)u.t.dropped,
+			(unsigned long long)u.t.docs, u.t.docs == 1 ? "" : "s",
+			(unsigned long long)u.t.dropped,
 			(unsigned long long)u.t.tokens, (unsigned long long)u.r.bytes,
 			u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
 			dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);

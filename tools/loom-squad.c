@@ -177,10 +177,16 @@ static struct loom_wordpiece *load_vocab(char *path, size_t n, char *sha)
 	struct loom_wordpiece *w = loom_wordpiece_new();
 	if (!w)
 		cli_die("out of memory");
-	if (loom_wordpiece_load(w, path, &wo) < 0)
-		cli_die("%s", loom_wordpiece_error(w));
-	if (loom_hash_file_hex("sha256", path, sha, &err) < 0)
+	/* read once (it may be a pipe): loaded, and its sha256 for the manifest */
+	char *text;
+	size_t len;
+	if (loom_file_read_input(path, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0)
 		cli_die("%s", err.msg);
+	if (loom_wordpiece_load_mem(w, text, len, path, &wo) < 0)
+		cli_die("%s", loom_wordpiece_error(w));
+	if (loom_hash_buf_hex("sha256", text, len, sha, &err) < 0)
+		cli_die("%s", err.msg);
+	free(text);
 	cli_info("vocabulary %s (%s): %u tokens", o.vocab, path, loom_wordpiece_size(w));
 	return w;
 }
@@ -205,7 +211,7 @@ static int prepare_main(int argc, char **argv)
 	struct loom_err err;
 	char *text;
 	size_t tlen;
-	if (loom_file_read_bounded(file, LOOM_SQUAD_MAX_FILE, &text, &tlen, &err) < 0)
+	if (loom_file_read_input(file, LOOM_SQUAD_MAX_FILE, &text, &tlen, &err) < 0)
 		cli_die("%s", err.msg);
 	if (loom_squad_load_mem(sq, text, tlen, file) < 0)
 		cli_die("%s", loom_squad_error(sq));
@@ -259,9 +265,10 @@ static int prepare_main(int argc, char **argv)
 	char b[32];
 	if (!cli_quiet)
 		fprintf(stderr,
-			"loom-squad: %zu questions -> %zu features (seq %" PRIu64 ", stride %" PRIu64
+			"loom-squad: %zu question%s -> %zu feature%s (seq %" PRIu64 ", stride %" PRIu64
 			", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
-			" shard%s, %s, %.2f s -> %s\n", sq->n_qas, fs.n, o.seq, o.stride, o.max_query,
+			" shard%s, %s, %.2f s -> %s\n", sq->n_qas, sq->n_qas == 1 ? "" : "s", fs.n,
+			fs.n == 1 ? "" : "s", o.seq, o.stride, o.max_query,
 			answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
 			loom_now() - t0, r.manifest);
 	loom_shardset_free(set);

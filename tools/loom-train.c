@@ -464,8 +464,9 @@ static void print_dry_run(const struct loom_config *c, const struct model_ops *o
 	if (R > 1)
 		snprintf(ranks, sizeof ranks, "%d ranks at this machine's rate, communication not "
 			 "counted; ", R);
-	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
-	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
+	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d thread%s)\n", rate,
+	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads(),
+	       omp_get_max_threads() == 1 ? "" : "s");
 	printf("time per step: %s (%sat MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
 	       duration(step, d0, sizeof d0), ranks, mfu);
 	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
@@ -1639,9 +1640,9 @@ static void print_model_line(const struct trainer *t)
 					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
 			 c->sparsity);
 	}
-	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
+	cli_warn("%s: %llu parameters%s, %d thread%s, %s kernels, B=%d T=%d grad_accum %d, "
 		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
-		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
+		 pool.n, pool.n == 1 ? "" : "s", loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
 		 (long long)c->steps, c->lr,
 		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 }

@@ -517,6 +517,32 @@ int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len
 	return read_fd_all(fd, 1, path, (size_t)size + 2, max, buf, len, err);
 }
 
+int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
+			 struct loom_err *err)
+{
+	int std = strcmp(path, "-") == 0;
+	/* blocking, as cat: a FIFO waits for its writer */
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if ((uint64_t)st.st_size > max) {
+			if (!std)
+				close(fd);
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "'%s' is %llu bytes, more than the %zu such a file may have",
+					    path, (unsigned long long)st.st_size, max);
+		}
+		return read_fd_all(fd, !std, path, (size_t)st.st_size + 2, max, buf, len, err);
+	}
+	int rc = read_fd_all(fd, !std, path, 1 << 16, max, buf, len, err);
+	if (rc == LOOM_EFORMAT) /* a pipe or device that gave more than max */
+		loom_err_set(err, LOOM_EFORMAT, "'%s' holds more than the %zu bytes such a file may have",
+			     path, max);
+	return rc;
+}
+
 int loom_write_file_atomic(const char *path, const void *buf, size_t len,
 			   struct loom_err *err)
 {

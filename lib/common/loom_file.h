@@ -119,6 +119,13 @@ int loom_fd_blocks(int fd, const char *path, uint64_t limit,
  * is read is refused too. */
 int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len,
 			   struct loom_err *err);
+/* The same for a file the user names (a configuration, a vocabulary, a
+ * SQuAD or predictions file): besides a regular file, "-" (stdin), a pipe
+ * or process substitution (-c <(...)) or a FIFO (waited on for its writer,
+ * as cat does) or a device, read up to `max` bytes: more is refused
+ * ("'P' holds more than N bytes ..."), so /dev/zero is not read forever. */
+int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
+			 struct loom_err *err);
 /* The bounds loom applies: config.json, state.json, loom-train -c FILE; and
  * manifests and vocabularies (gpt2's files are 1-2 MB, the largest
  * tokenizer.json files some tens of MB). */

@@ -77,7 +77,7 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
 		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	s->root = root;
 	json_t *data = json_object_get(root, "data");
 	if (!json_is_object(root) || !json_is_array(data))
@@ -202,7 +202,7 @@ int loom_squad_load(struct loom_squad *s, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_input(path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_load_mem(s, buf, len, path);
@@ -442,7 +442,7 @@ int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, cons
 	json_t *pred = json_loadb(buf, len, 0, &je);
 	if (!pred)
 		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	if (!json_is_object(pred)) {
 		json_decref(pred);
 		return loom_err_set(&s->err, LOOM_EFORMAT,
@@ -497,7 +497,7 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(pred_path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_input(pred_path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_score_mem(s, buf, len, pred_path, out);

@@ -504,7 +504,7 @@ static int json_fail(struct loom_vocab *v, const char *name, size_t len, const j
 		    ((size_t)je->position >= len && !strstr(je->text, "end of file expected"));
 	return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
 			    "'%s': %s JSON at line %d column %d: %s", name,
-			    trunc ? "truncated" : "not valid", je->line, je->column, je->text);
+			    trunc ? "truncated" : "not valid", je->line, je->column, loom_json_reason(je->text));
 }
 
 static int json_entries(struct loom_vocab *v, const char *enc, size_t enc_len,
@@ -777,9 +777,9 @@ int loom_vocab_load_gpt2(struct loom_vocab *v, const char *encoder_json,
 	char *a = NULL, *b = NULL;
 	size_t na, nb;
 	int rc;
-	if ((rc = loom_file_read_bounded(encoder_json, LOOM_FILE_MAX_LIST, &a, &na, &v->err)))
+	if ((rc = loom_file_read_input(encoder_json, LOOM_FILE_MAX_LIST, &a, &na, &v->err)))
 		return rc;
-	if ((rc = loom_file_read_bounded(vocab_bpe, LOOM_FILE_MAX_LIST, &b, &nb, &v->err))) {
+	if ((rc = loom_file_read_input(vocab_bpe, LOOM_FILE_MAX_LIST, &b, &nb, &v->err))) {
 		free(a);
 		return rc;
 	}
@@ -992,7 +992,7 @@ int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	rc = loom_vocab_load_tiktoken_mem(v, a, n, path);
@@ -1407,7 +1407,7 @@ int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	return hf_load(v, a, n, path, a);

@@ -309,7 +309,7 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
 	if (rc)
 		return rc;
 	rc = loom_wordpiece_load_mem(w, buf, len, path, o);
@@ -482,7 +482,7 @@ int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t
 	json_t *root = json_loadb(buf, len, 0, &je);
 	if (!root)
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s':%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	struct loom_wordpiece_opts o;
 	char *lines = NULL;
 	size_t n = 0;
@@ -515,7 +515,7 @@ int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
 	if (rc)
 		return rc;
 	rc = loom_wordpiece_load_hf_mem(w, buf, len, path);

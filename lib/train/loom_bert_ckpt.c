@@ -352,7 +352,7 @@ int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", p, je.line,
-				    j ? "not a JSON object" : je.text);
+				    j ? "not a JSON object" : loom_json_reason(je.text));
 	}
 	static const char *const keys[3] = { "do_lower_case", "strip_accents",
 					     "tokenize_chinese_chars" };

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Bad input, round four (issue 28): every case of each kind gets one line
+# that names the file (and the token, key or question) and says what to do,
+# and a non-zero exit; ordinary shell use (a pipe, a FIFO with a writer) is
+# taken, not refused.  Every file here is made by the test.
+. "$(dirname "$0")/lib.sh"
+cd "$T"
+TO="timeout 120"
+
+# ids: [PAD] 0 [UNK] 1 [CLS] 2 [SEP] 3 [MASK] 4 the 5 cat 6 sat 7
+printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' the cat sat > vocab.txt
+squad() { # CONTEXT QAS-JSON: a SQuAD file of one paragraph
+	printf '{"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "%s", "qas": [%s]}]}]}\n' "$1" "$2"
+}
+q1='{"id": "q1", "question": "the cat", "answers": [{"text": "sat", "answer_start": 8}]}'
+squad "the cat sat" "$q1" > sq.json
+
+# --- a JSON parser's option names do not leak into messages ------------------
+printf '{"lr": "a\\u0000b"}' > nul.json
+fails_with 2 "^loom-train: nul.json:1: a string holds \\\\u0000 \\(a NUL character\\), which is not allowed here$" \
+	"loom-train -c: a \\u0000 in a string" loom-train -c nul.json --steps 1
+unlike "$err" "JSON_ALLOW_NUL" "  no library flag name"
+squad "the cat sat" '{"id": "q\u0000", "question": "the cat", "answers": [{"text": "sat", "answer_start": 8}]}' > nulq.json
+fails_with 1 "^loom-squad: nulq.json:1:[0-9]+: a string holds \\\\u0000 \\(a NUL character\\), which is not allowed here$" \
+	"loom-squad prepare: a \\u0000 in a question id" loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 nulq.json -o o/x
+
+# --- configurations and vocabularies from pipes and FIFOs --------------------
+run $TO loom-squad prepare -q --vocab <(cat vocab.txt) --seq 12 --stride 2 <(cat sq.json) -o p/sq
+is_rc 0 "loom-squad prepare --vocab <(...) <(...): read from the pipes"
+run loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 sq.json -o r/sq
+is "$(loom-cat p/sq-00000-of-00001.tfrecord)" "$(loom-cat r/sq-00000-of-00001.tfrecord)" \
+	"  the same features as from the files"
+is "$(grep -o '"vocab_sha256": *"[0-9a-f]*"' p/sq.manifest.json)" \
+	"$(grep -o '"vocab_sha256": *"[0-9a-f]*"' r/sq.manifest.json)" "  the same vocabulary checksum"
+mkfifo sq.fifo
+$TO cat sq.json > sq.fifo &
+writer=$!
+run $TO loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 sq.fifo -o f/sq
+wait $writer
+is_rc 0 "loom-squad prepare FIFO (with a writer): read"
+fails_with 1 "^loom-squad: '/dev/zero' holds more than the [0-9]+ bytes such a file may have$" \
+	"loom-squad prepare /dev/zero" loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 /dev/zero -o z/sq
+G=$SHARE/vocab/gpt2
+run $TO loom-bpe encode -q -f text --vocab <(cat "$G/encoder.json"),<(cat "$G/vocab.bpe") <<< "hello"
+is_rc 0 "loom-bpe encode --vocab <(encoder.json),<(vocab.bpe): read from the pipes"
+is "$(cat "$out")" "31373 50256" "  and encodes with them"
+
+# --- plurals -------------------------------------------------------------------
+run loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 sq.json -o s/sq
+like "$err" "^loom-squad: 1 question -> 1 feature \\(" "loom-squad: '1 question -> 1 feature'"
+run loom-bpe encode --vocab gpt2 <<< "hello"
+like "$err" "^loom-bpe: encode: 1 document \\(0 dropped\\)" "loom-bpe encode: '1 document'"
+
+# --- loom-plot: a log without points names the file, in its kind's words -------
+: > empty.jsonl
+fails_with 1 "^loom-plot: no points: empty.jsonl: empty: neither a JSON log nor a TensorBoard event file \\(--y 'loss', 'eval_loss', -x 'step'\\)$" \
+	"loom-plot: an empty log" loom-plot empty.jsonl
+echo '{"step": 1, "lr": 0.1}' > nokey.jsonl
+fails_with 1 "^loom-plot: no points: nokey.jsonl: 1 JSON log line, none with the x key and a --y key \\(--y 'loss', 'eval_loss', -x 'step'\\)$" \
+	"loom-plot: a JSON log without the keys" loom-plot nokey.jsonl
+# an event file of one event: file_version only (wall_time 1.0)
+/usr/bin/python3 "$TESTS/tfrecord_ref.py" write events.tfevents \
+	09000000000000f03f1a0d627261696e2e4576656e743a32
+fails_with 1 "^loom-plot: no points: events.tfevents: a TensorBoard event file without scalars \\(--y 'loss', 'eval_loss', -x 'step'\\)$" \
+	"loom-plot: an event file without scalars" loom-plot events.tfevents
+unlike "$err" "line" "  no talk of lines"
+echo '{"step": 1, "loss": 2}' > good.jsonl
+run loom-plot good.jsonl empty.jsonl
+is_rc 0 "loom-plot: an empty log beside a good one: exit 0"
+like "$err" "^loom-plot: no points: empty.jsonl: empty" "  a line naming the empty one"
+
+done_testing
