@@ -54,8 +54,17 @@ static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
 	m->ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
-	if (!m->ck)
+	if (!m->ck) {
+		/* a BERT's: say which command takes it */
+		struct loom_err be = { 0 };
+		struct loom_ckpt *b = loom_ckpt_open(path, &loom_bert_ckpt_arch, LOOM_CKPT_NO_VERIFY, &be);
+		loom_ckpt_free(b);
+		if (b)
+			cli_die("%s is a BERT checkpoint (model_type \"bert\"), and this command takes a "
+				"GPT's: for its SQuAD predictions run 'loom-eval squad -c %s --data "
+				"DEV.json --predictions OUT.json'", path, path);
 		cli_die("%s", err.msg);
+	}
 	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))
 		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
 			 loom_ckpt_dir(m->ck));
@@ -481,6 +490,10 @@ static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck, char *name, 
 		cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
 				loom_ckpt_dir(ck));
 	}
+	const char *file = !sq_vocab ? own : rc == 0 && vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")
+					       ? sq_vocab : path;
+	if (!rc)
+		rc = loom_wordpiece_check_bert(w, file);
 	if (rc)
 		cli_die("%s%s", sq_vocab ? "--vocab: " : "", loom_wordpiece_error(w));
 	snprintf(name, n, "%s", sq_vocab ? sq_vocab : own);

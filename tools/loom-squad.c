@@ -182,7 +182,8 @@ static struct loom_wordpiece *load_vocab(char *path, size_t n, char *sha)
 	size_t len;
 	if (loom_file_read_input(path, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0)
 		cli_die("%s", err.msg);
-	if (loom_wordpiece_load_mem(w, text, len, path, &wo) < 0)
+	if (loom_wordpiece_load_mem(w, text, len, path, &wo) < 0 ||
+	    loom_wordpiece_check_bert(w, path) < 0)
 		cli_die("%s", loom_wordpiece_error(w));
 	if (loom_hash_buf_hex("sha256", text, len, sha, &err) < 0)
 		cli_die("%s", err.msg);

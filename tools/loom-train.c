@@ -1138,8 +1138,8 @@ static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckp
 	struct loom_wordpiece *w = loom_wordpiece_new();
 	if (!w)
 		cli_die("out of memory");
-	if (loom_wordpiece_load(w, path, &wo))
-		cli_die("--vocab: %s", loom_wordpiece_error(w));
+	if (loom_wordpiece_load(w, path, &wo) || loom_wordpiece_check_bert(w, path))
+		cli_die("%s%s", spec ? "--vocab: " : "", loom_wordpiece_error(w));
 	uint32_t n = loom_wordpiece_size(w);
 	loom_wordpiece_free(w);
 	if (n > (uint32_t)t->cfg.vocab_size)

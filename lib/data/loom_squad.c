@@ -126,6 +126,8 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 			p->title = title ? title : "";
 			p->context = json_string_value(ctx);
 			p->len = json_string_length(ctx);
+			p->article = (uint32_t)ai;
+			p->index = (uint32_t)pi;
 			json_array_foreach(json_object_get(para, "qas"), qi, qa) {
 				struct loom_squad_qa *q = &s->qas[s->n_qas];
 				q->id = str_member(qa, "id");
@@ -147,6 +149,16 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 					rc = loom_err_set(&s->err, LOOM_EFORMAT,
 							  "%s: question %s: no \"%s\"", name, q->id,
 							  q->question ? "answers\" array" : "question\" string");
+					goto out;
+				}
+				/* SQuAD 2.0's unanswerable questions: loom reads v1.1 */
+				json_t *imp = json_object_get(qa, "is_impossible");
+				if (json_is_true(imp) || !json_array_size(ans)) {
+					rc = loom_err_set(&s->err, LOOM_EFORMAT,
+							  "%s: question %s: %s: a SQuAD 2.0 question without an answer; loom reads SQuAD v1.1 (every question answered)",
+							  name, q->id,
+							  json_is_true(imp) ? "\"is_impossible\": true"
+									    : "empty \"answers\"");
 					goto out;
 				}
 				q->para = (uint32_t)s->n_paras;
@@ -571,8 +583,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	uint32_t cls = loom_wordpiece_id(w, "[CLS]", 5), sep = loom_wordpiece_id(w, "[SEP]", 5);
 	uint32_t pad = loom_wordpiece_id(w, "[PAD]", 5);
 	if (cls == LOOM_VOCAB_NONE || sep == LOOM_VOCAB_NONE || pad == LOOM_VOCAB_NONE)
-		return loom_err_set(&s->err, LOOM_EINVAL,
-				    "the vocabulary lacks [CLS], [SEP] or [PAD]");
+		return loom_err_set(&s->err, LOOM_EINVAL, "the vocabulary lacks %s",
+				    cls == LOOM_VOCAB_NONE ? "[CLS]"
+				    : sep == LOOM_VOCAB_NONE ? "[SEP]" : "[PAD]");
 	if (o->seq < 4 || !o->stride)
 		return loom_err_set(&s->err, LOOM_EINVAL, "seq %u, stride %u: need seq >= 4, stride >= 1",
 				    o->seq, o->stride);
@@ -594,6 +607,14 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 		}
 	}
 	out->ctx_off[s->n_paras] = ids.n;
+	for (size_t p = 0; p < s->n_paras; p++)
+		if (out->ctx_off[p + 1] == out->ctx_off[p]) {
+			rc = loom_err_set(&s->err, LOOM_EFORMAT,
+					  "article %u paragraph %u: a context of no tokens (only white "
+					  "space or control characters)",
+					  s->paras[p].article, s->paras[p].index);
+			goto fail;
+		}
 	out->tok_start = offs.start;
 	out->tok_end = offs.end;
 	offs.start = offs.end = NULL;

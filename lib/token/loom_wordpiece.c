@@ -317,6 +317,18 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 	return rc;
 }
 
+int loom_wordpiece_check_bert(struct loom_wordpiece *w, const char *name)
+{
+	static const char *const need[3] = { "[CLS]", "[SEP]", "[PAD]" };
+	for (int i = 0; i < 3; i++)
+		if (loom_wordpiece_id(w, need[i], 5) == LOOM_VOCAB_NONE)
+			return loom_err_set(&w->err, LOOM_EFORMAT,
+					    "'%s' lacks %s, which a BERT's input needs "
+					    "([CLS] question [SEP] context [SEP] [PAD]...)", name,
+					    need[i]);
+	return 0;
+}
+
 int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
 {
 	if (!strcmp(spec, "bert-base-uncased"))
