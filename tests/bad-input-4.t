@@ -38,7 +38,7 @@ writer=$!
 run $TO loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 sq.fifo -o f/sq
 wait $writer
 is_rc 0 "loom-squad prepare FIFO (with a writer): read"
-fails_with 1 "^loom-squad: '/dev/zero' holds more than the [0-9]+ bytes such a file may have$" \
+fails_with 1 "^loom-squad: '/dev/zero' is a device, not a file or a pipe$" \
 	"loom-squad prepare /dev/zero" loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 /dev/zero -o z/sq
 G=$SHARE/vocab/gpt2
 run $TO loom-bpe encode -q -f text --vocab <(cat "$G/encoder.json"),<(cat "$G/vocab.bpe") <<< "hello"
@@ -68,5 +68,23 @@ echo '{"step": 1, "loss": 2}' > good.jsonl
 run loom-plot good.jsonl empty.jsonl
 is_rc 0 "loom-plot: an empty log beside a good one: exit 0"
 like "$err" "^loom-plot: no points: empty.jsonl: empty" "  a line naming the empty one"
+
+# --- messages that say what to do -----------------------------------------------
+fails_with 2 "^loom-train: --lr is not an option but a configuration key: give --set lr=3e-5$" \
+	"loom-train --lr 3e-5" loom-train --lr 3e-5 --steps 1
+fails_with 2 "^loom-train: --weight_decay is not an option but a configuration key: give --set weight_decay=0.1$" \
+	"loom-train --weight_decay=0.1" loom-train --weight_decay=0.1 --steps 1
+python3 -c "print(' '.join(str(i % 128) for i in range(400)))" > tok.txt
+run loom-shard -q -f text -L 9 -o d tok.txt
+is_rc 0 "a token set of 9-token records"
+fails_with 2 "^loom-feed: d.manifest.json: a token set, whose frames' length is chosen: give --seq \\(its records have 9 tokens: --seq 8 takes them whole\\)$" \
+	"loom-feed -m TOKEN-SET without --seq: the manifest's value suggested" \
+	loom-feed -m d.manifest.json -b 2 -s 1
+run loom-feed -m d.manifest.json -b 2 -s 1 -t 8 --skip-batches 21 --text
+is_rc 0 "loom-feed: the last batch of the epoch"
+like "$err" "^loom-feed: 1 batch of 2x9 " "  '1 batch'"
+fails_with 1 "^loom-squad: p/sq-00000-of-00001.tfrecord is a TFRecord file \\(prepared features\\?\\), not a SQuAD file: give the SQuAD v1.1 JSON \\(as train-v1.1.json\\)$" \
+	"loom-squad prepare of a TFRecord" \
+	loom-squad prepare --vocab vocab.txt p/sq-00000-of-00001.tfrecord -o t/sq
 
 done_testing

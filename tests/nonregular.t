@@ -99,10 +99,13 @@ like "$T/log.txt" '^\{"step":6,' "  the log went through the FIFO"
 
 # --- config files ----------------------------------------------------------------
 # a configuration the user names may be a pipe or a FIFO (ordinary shell
-# use: -c <(...)); its read is bounded, so /dev/zero is refused, not read
+# use: -c <(...)); its read is bounded; a device is refused by name
 run $TO loom-train -c /dev/zero --steps 1 < "$F"
 is_rc 2 "loom-train -c /dev/zero: exit 2 (a configuration error)"
-like "$err" "^loom-train: '/dev/zero' holds more than the 16777216 bytes such a file may have$" \
+like "$err" "^loom-train: '/dev/zero' is a device, not a file or a pipe$" "  one line naming it"
+run $TO loom-train -c <(head -c 16777217 /dev/zero) --steps 1 < "$F"
+is_rc 2 "loom-train -c <(16 MiB + 1 bytes): exit 2"
+like "$err" "^loom-train: '/dev/fd/[0-9]+' holds more than the 16777216 bytes such a file may have$" \
 	"  one line naming it and the bound"
 echo '{"lr": "x"}' > "$T/bad.json"
 run $TO loom-train -c <(cat "$T/bad.json") --steps 1 < "$F"
@@ -145,11 +148,11 @@ like "$err" "^loom-feed: '$shard.index' is not a regular file$" "  one line nami
 rm "$shard.index"; mv "$T/index.keep" "$shard.index"
 
 # --- vocabularies ------------------------------------------------------------------
-# a vocabulary the user names may be a pipe (tests/bad-input-4.t); its read
-# is bounded
+# a vocabulary the user names may be a pipe (tests/bad-input-4.t), not a
+# device
 run $TO loom-bpe encode --vocab /dev/zero,/dev/zero <<< "hello"
 is_rc 1 "loom-bpe encode --vocab /dev/zero,/dev/zero: exit 1"
-like "$err" "'/dev/zero' holds more than the [0-9]+ bytes such a file may have$" "  one line naming it"
+like "$err" "'/dev/zero' is a device, not a file or a pipe$" "  one line naming it"
 # data inputs may still be pipes
 run $TO loom-bpe encode --vocab gpt2 -f text -q <(echo hello)
 is_rc 0 "loom-bpe encode FILE still reads a pipe"

@@ -227,6 +227,8 @@ int main(int argc, char **argv)
 		cli_no_binary_tty(STDOUT_FILENO, args.force);
 	args.o.note = tell;
 	struct loom_feed *f = loom_feed_new(o, &err);
+	if (!f && err.code == LOOM_EINVAL && !have_t)
+		cli_usage_error("%s", err.msg); /* --seq missing */
 	if (!f)
 		cli_die("%s", err.msg);
 	uint64_t skip = args.resume ? resume_seq(args.resume, o, f) : args.skip;

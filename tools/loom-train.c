@@ -2299,6 +2299,7 @@ static void train_loop(struct run *u)
 
 int main(int argc, char **argv)
 {
+	cli_key_hint(&cmd, argc, argv, loom_config_is_key);
 	cli_parse(&cmd, argc, argv);
 	verbose = cli_verbose;
 	quiet = cli_quiet;

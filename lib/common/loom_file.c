@@ -526,6 +526,10 @@ int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
 	if (fd < 0)
 		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
 	struct stat st;
+	if (!std && fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		close(fd); /* /dev/zero, a disk: never a configuration */
+		return loom_err_set(err, LOOM_EFORMAT, "'%s' is a device, not a file or a pipe", path);
+	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		if ((uint64_t)st.st_size > max) {
 			if (!std)

@@ -122,8 +122,8 @@ int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len
 /* The same for a file the user names (a configuration, a vocabulary, a
  * SQuAD or predictions file): besides a regular file, "-" (stdin), a pipe
  * or process substitution (-c <(...)) or a FIFO (waited on for its writer,
- * as cat does) or a device, read up to `max` bytes: more is refused
- * ("'P' holds more than N bytes ..."), so /dev/zero is not read forever. */
+ * as cat does), read up to `max` bytes: more is refused ("'P' holds more
+ * than N bytes ...").  A device (/dev/zero) is refused by name. */
 int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
 			 struct loom_err *err);
 /* The bounds loom applies: config.json, state.json, loom-train -c FILE; and

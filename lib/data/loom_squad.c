@@ -11,6 +11,7 @@
 
 #include "loom_file.h"
 #include "loom_pretok.h"
+#include "loom_tfrecord.h"
 #include "loom_utf8.h"
 #include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
@@ -75,6 +76,10 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 	squad_clear(s);
 	json_error_t je;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root && loom_tfr_sniff(buf, len))
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    "%s is a TFRecord file (prepared features?), not a SQuAD file: "
+				    "give the SQuAD v1.1 JSON (as train-v1.1.json)", name);
 	if (!root)
 		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
 				    loom_json_reason(je.text));

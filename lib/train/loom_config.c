@@ -179,6 +179,11 @@ static const struct key *find_key(const char *name)
 	return NULL;
 }
 
+int loom_config_is_key(const char *name)
+{
+	return find_key(name) != NULL;
+}
+
 static const char *type_name(enum ktype t)
 {
 	switch (t) {
