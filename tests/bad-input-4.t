@@ -45,6 +45,14 @@ run $TO loom-bpe encode -q -f text --vocab <(cat "$G/encoder.json"),<(cat "$G/vo
 is_rc 0 "loom-bpe encode --vocab <(encoder.json),<(vocab.bpe): read from the pipes"
 is "$(cat "$out")" "31373 50256" "  and encodes with them"
 
+# --- a default end-of-document token the vocabulary lacks: said, not dropped ---
+printf '%s\n' '[PAD]' '[UNK]' the cat > nosep.txt
+fails_with 2 "^loom-bpe: vocabulary 'nosep.txt' has no \\[SEP\\], the default end-of-document token: give --eos ID, or --eos none for documents without one$" \
+	"loom-bpe encode: a vocabulary without the default end-of-document token" \
+	loom-bpe encode --vocab nosep.txt --lowercase -f text <<< "the cat"
+run loom-bpe encode -q --vocab nosep.txt --lowercase --eos none --format text <<< "the cat"
+is "$rc:$(cat "$out")" "0:2 3" "  --eos none: documents without one, as asked"
+
 # --- plurals -------------------------------------------------------------------
 run loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 sq.json -o s/sq
 like "$err" "^loom-squad: 1 question -> 1 feature \\(" "loom-squad: '1 question -> 1 feature'"

@@ -523,6 +523,10 @@ static void settle_eos_format(const struct tok *t)
 		    (enc.eos >= t->n_ids || (t->v && !t->v->present[enc.eos])))
 			cli_usage_error("--eos %s: not a token of vocabulary '%s' (%u ids)", eos_arg,
 					vspec, t->n_ids);
+	} else if (enc.eos == LOOM_VOCAB_NONE) { /* the default is missing: not dropped silently */
+		cli_usage_error("vocabulary '%s' has no %s, the default end-of-document token: give "
+				"--eos ID, or --eos none for documents without one", vspec,
+				t->wp ? "[SEP]" : "<|endoftext|>");
 	}
 	int tty = !output && isatty(1);
 	if (enc.fmt == FMT_DEFAULT)
