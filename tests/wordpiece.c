@@ -296,6 +296,10 @@ static void case_hf(void)
 		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
 		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"decoder\": {\"type\": \"ByteLevel\"}}",
 		  "'t.json': decoder ByteLevel, not WordPiece" },
+		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0}},"
+		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+		  " \"decoder\": {\"type\": \"WordPiece\", \"cleanup\": \"true\"}}",
+		  "'t.json': decoder.cleanup is not true, false or null" },
 		{ "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"[UNK]\": 0, \"a\": 0}},"
 		  " \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}}",
 		  "'t.json': model.vocab: id 0 is both \"[UNK]\" and \"a\"" },

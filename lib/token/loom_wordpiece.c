@@ -351,15 +351,6 @@ static int hf_want_str(struct loom_wordpiece *w, json_t *o, const char *where, c
 			    json_is_string(m) ? "\"" : "", want);
 }
 
-/* A boolean member (absent or null: dflt); -2 when mistyped. */
-static int hf_bool(json_t *o, const char *key, int dflt)
-{
-	json_t *m = json_object_get(o, key);
-	if (!m || json_is_null(m))
-		return dflt;
-	return json_is_boolean(m) ? json_is_true(m) : -2;
-}
-
 static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 		       struct loom_wordpiece_opts *o)
 {
@@ -397,7 +388,7 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 		int *dst[4] = { &o->clean_text, &o->chinese_chars, &o->strip_accents, &o->lowercase };
 		int dflt[4] = { 1, 1, -1, 1 };
 		for (int k = 0; k < 4; k++)
-			if ((*dst[k] = hf_bool(n, keys[k], dflt[k])) == -2)
+			if ((*dst[k] = loom_hf_bool(n, keys[k], dflt[k])) == -2)
 				return loom_err_set(&w->err, LOOM_EFORMAT,
 						    "'%s': normalizer.%s is not true, false or null",
 						    name, keys[k]);
@@ -416,9 +407,11 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 					    name, dt);
 		if ((rc = hf_want_str(w, d, "decoder", "prefix", PREFIX, name)))
 			return rc;
-		if (hf_bool(d, "cleanup", 1) != 1)
-			return loom_err_set(&w->err, LOOM_EFORMAT,
-					    "'%s': decoder.cleanup false is not supported (loom's decoder cleans up)",
+		int cleanup = loom_hf_bool(d, "cleanup", 1);
+		if (cleanup != 1)
+			return loom_err_set(&w->err, LOOM_EFORMAT, cleanup == -2
+					    ? "'%s': decoder.cleanup is not true, false or null"
+					    : "'%s': decoder.cleanup false is not supported (loom's decoder cleans up)",
 					    name);
 	}
 	return 0;
