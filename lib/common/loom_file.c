@@ -176,8 +176,31 @@ int loom_outfile_open(struct loom_outfile *o, const char *path)
 	return 0;
 }
 
+/* A parked temporary file opened again (O_APPEND: where it was). */
+static int outfile_unpark(struct loom_outfile *o, int flags)
+{
+	if (o->fd >= 0 || !o->tmp)
+		return 0;
+	o->fd = open(o->tmp, O_WRONLY | O_CLOEXEC | flags);
+	if (o->fd < 0)
+		return loom_err_errno(&o->err, LOOM_EIO, errno, "cannot open '%s' again",
+				      o->path);
+	return 0;
+}
+
+int loom_outfile_park(struct loom_outfile *o)
+{
+	if (!o->tmp || o->fd < 0)
+		return 0;
+	int rc = close(o->fd);
+	o->fd = -1;
+	return rc < 0 ? loom_err_errno(&o->err, LOOM_EIO, errno, "cannot write '%s'", o->path) : 0;
+}
+
 int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n)
 {
+	if (outfile_unpark(o, O_APPEND) < 0)
+		return LOOM_EIO;
 	int rc = loom_write_all(o->fd, buf, n);
 	if (rc < 0)
 		return loom_err_errno(&o->err, LOOM_EIO, -rc, "cannot write '%s'",
@@ -210,9 +233,9 @@ int loom_outfile_commit(struct loom_outfile *o)
 		outfile_release(o);
 		return rc;
 	}
-	if (fsync(o->fd) < 0) {
-		int e = errno;
-		loom_err_errno(&o->err, LOOM_EIO, e, "cannot write '%s'", o->path);
+	if (outfile_unpark(o, 0) < 0 || fsync(o->fd) < 0) {
+		if (o->fd >= 0)
+			loom_err_errno(&o->err, LOOM_EIO, errno, "cannot write '%s'", o->path);
 		loom_outfile_abort(o);
 		return LOOM_EIO;
 	}

@@ -45,6 +45,11 @@ struct loom_outfile {
 int loom_outfile_open(struct loom_outfile *o, const char *path);
 /* Write all of buf (retrying short writes and EINTR). */
 int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n);
+/* Close a temporary file's descriptor until the next write or the commit
+ * (which open it again, appending): for writers of many files at once,
+ * more than the limit on open files.  Nothing for stdout or a file written
+ * in place. */
+int loom_outfile_park(struct loom_outfile *o);
 /* fsync, close, rename to the final name, fsync the directory. */
 int loom_outfile_commit(struct loom_outfile *o);
 /* Close and remove the temporary file; the final name is untouched. */
