@@ -59,6 +59,16 @@ like "$err" "^loom-squad: 1 question -> 1 feature \\(" "loom-squad: '1 question 
 run loom-bpe encode --vocab gpt2 <<< "hello"
 like "$err" "^loom-bpe: encode: 1 document \\(0 dropped\\)" "loom-bpe encode: '1 document'"
 
+echo "1 2 3 4 5 6 7 8 9 10" > one.txt
+run loom-shard -f text -L 9 -o one/d one.txt
+like "$err" "^loom-shard: 10 tokens -> 1 record \\(seq-len 9" "loom-shard: '1 record'"
+run loom-index one/d-00000-of-00001.tfrecord
+like "$err" "^loom-index: 1 file, 1 record, " "loom-index: '1 file, 1 record'"
+run loom-feed -m one/d.manifest.json -b 1 -t 8 -s 1 --text
+like "$err" "^loom-feed: 1 batch of 1x9 \\(rank 0 of 1\\) from 1 record in 1 shard " "loom-feed: '1 batch ... 1 record'"
+run loom-bpe decode -f text <<< "31373"
+like "$err" "^loom-bpe: decode: 1 token, " "loom-bpe decode: '1 token'"
+
 # --- loom-plot: a log without points names the file, in its kind's words -------
 : > empty.jsonl
 fails_with 1 "^loom-plot: no points: empty.jsonl: empty: neither a JSON log nor a TensorBoard event file \\(--y 'loss', 'eval_loss', -x 'step'\\)$" \

@@ -165,8 +165,8 @@ int bpe_decode_main(int argc, char **argv)
 	out_commit(&u.o);
 	double dt = loom_now() - t0;
 	if (!cli_quiet)
-		fprintf(stderr, "loom-bpe: decode: %llu tokens, %llu bytes, %.2f MB/s\n",
-			(unsigned long long)u.pos, (unsigned long long)u.bytes_out,
+		fprintf(stderr, "loom-bpe: decode: %llu token%s, %llu bytes, %.2f MB/s\n",
+			(unsigned long long)u.pos, u.pos == 1 ? "" : "s", (unsigned long long)u.bytes_out,
 			dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
 	free(u.ids);
 	free(u.ob);

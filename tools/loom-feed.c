@@ -267,10 +267,11 @@ int main(int argc, char **argv)
 			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
 				 st.features == 1 ? "" : "s");
 		fprintf(stderr,
-			"loom-feed: %llu batch%s of %ux%u%s (rank %u of %u) from %llu records in %llu "
+			"loom-feed: %llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
 			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s\n",
 			(unsigned long long)st.frames, st.frames == 1 ? "" : "es", o->batch, st.seq_len, feats, o->rank, o->world,
-			(unsigned long long)st.records, (unsigned long long)st.shards,
+			(unsigned long long)st.records, st.records == 1 ? "" : "s",
+			(unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
 			cli_bytes((double)st.bytes, bb, sizeof bb), dt,
 			dt > 0 ? (double)st.frames * o->batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);
