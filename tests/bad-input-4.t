@@ -69,6 +69,11 @@ like "$err" "^loom-feed: 1 batch of 1x9 \\(rank 0 of 1\\) from 1 record in 1 sha
 run loom-bpe decode -f text <<< "31373"
 like "$err" "^loom-bpe: decode: 1 token, " "loom-bpe decode: '1 token'"
 
+make_frames 4 9 1 128 1 > one.frames
+run loom-train -c tiny --steps 1 --threads 1 < one.frames
+like "$err" "^loom-train: tiny: [0-9]+ parameters, 1 thread, .* grad_accum 1, 1 step, lr " "loom-train: '1 thread', '1 step'"
+like "$err" "^loom-train: done: 1 step, loss " "  and 'done: 1 step'"
+
 # --- loom-plot: a log without points names the file, in its kind's words -------
 : > empty.jsonl
 fails_with 1 "^loom-plot: no points: empty.jsonl: empty: neither a JSON log nor a TensorBoard event file \\(--y 'loss', 'eval_loss', -x 'step'\\)$" \

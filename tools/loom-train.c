@@ -1641,9 +1641,9 @@ static void print_model_line(const struct trainer *t)
 			 c->sparsity);
 	}
 	cli_warn("%s: %llu parameters%s, %d thread%s, %s kernels, B=%d T=%d grad_accum %d, "
-		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
+		 "%lld step%s, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
 		 pool.n, pool.n == 1 ? "" : "s", loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
-		 (long long)c->steps, c->lr,
+		 (long long)c->steps, c->steps == 1 ? "" : "s", c->lr,
 		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 }
 
@@ -2361,8 +2361,8 @@ int main(int argc, char **argv)
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		char mb[32];
-		cli_warn("done: %llu steps, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
-			 (unsigned long long)t.step, u.loss, el,
+		cli_warn("done: %llu step%s, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
+			 (unsigned long long)t.step, t.step == 1 ? "" : "s", u.loss, el,
 			 el > 0 ? (t.tokens - u.start_step * (uint64_t)c->global_batch * u.T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}
