@@ -26,8 +26,8 @@ PROVE_J ?= 2
 PKGS := libarchive expat libcurl jansson libprotobuf-c openblas libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# OpenMPI, when mpicc is installed: only lib/train/loom_dist.c includes mpi.h and
-# only loom-train links it (other tools never pull loom_dist.o from libloom.a).
+# OpenMPI, when mpicc is installed: only lib/train/loom_dist*.c include mpi.h and
+# only loom-train links it (other tools never pull loom_dist*.o from libloom.a).
 MPI_CFLAGS := $(if $(shell command -v mpicc 2>/dev/null),$(shell mpicc --showme:compile 2>/dev/null) -DLOOM_HAVE_MPI)
 MPI_LIBS   := $(if $(MPI_CFLAGS),$(shell mpicc --showme:link 2>/dev/null))
 
@@ -170,7 +170,8 @@ $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a \
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
 	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
 
-$(B)/obj/lib/train/loom_dist.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
+$(B)/obj/lib/train/loom_dist.o $(B)/obj/lib/train/loom_dist_zero.o \
+    $(B)/obj/lib/train/loom_dist_ckpt.o: ALL_CPPFLAGS += $(MPI_CFLAGS)
 # The GPT kernels never rely on errno or FP traps: let sqrtf, clamps and exp vectorise.
 $(B)/obj/lib/kernels/loom_kernels.o: ALL_CFLAGS += -fno-math-errno -fno-trapping-math
 $(B)/bin/loom-train: LIBS += $(MPI_LIBS)

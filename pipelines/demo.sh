@@ -45,7 +45,7 @@ mkdir -p "$OUT/shards"
 python3 -c 'import random, struct, sys
 r = random.Random(1)
 sys.stdout.buffer.write(struct.pack("<400000H", *(min(int(r.paretovariate(0.6)) - 1, 50256) for _ in range(400000))))' > "$OUT/tokens.u16"
-loom-shard -o "$OUT/shards/demo" -n 2 --seq-len 1025 --seed 1 --vocab-size 50257 "$OUT/tokens.u16"
+loom-shard -o "$OUT/shards/demo" -n 2 --seq 1025 --seed 1 --vocab-size 50257 "$OUT/tokens.u16"
 stage "loom-index: --verify --stats"
 loom-index --verify --stats "$OUT"/shards/demo-*-of-00002.tfrecord
 stage "loom-cat: --range 0:2"
@@ -56,7 +56,7 @@ loom-cat --range 0:2 "$OUT/shards/demo-00000-of-00002.tfrecord" | cut -c 1-100 |
 # from ~10.8 (ln 50257).  Checkpoints in $OUT/ckpt, one JSON line per step.
 stage "loom-feed | loom-train -c mini: $OUT/sample.tokens, 150 steps -> $OUT/ckpt"
 mkdir -p "$OUT/train"
-loom-shard -q -o "$OUT/train/sample" -L 33 --stride 8 --seed 1 --vocab-size 50257 "$OUT/sample.tokens"
+loom-shard -q -o "$OUT/train/sample" --seq 33 --stride 8 --seed 1 --vocab-size 50257 "$OUT/sample.tokens"
 loom-feed -q -m "$OUT/train/sample.manifest.json" --batch 4 --seq 32 --seed 1 --epochs 0 |
 	loom-train -c mini --steps 150 --log-every 25 --save "$OUT/ckpt" --log "$OUT/train.jsonl"
 

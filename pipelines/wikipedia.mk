@@ -123,7 +123,7 @@ $(OUT)/$(NAME)/$(NAME).manifest.json: $(OUT)/$(NAME).dump $(TEXT_DEP) $(VOCAB_DE
 	rm -rf '$(OUT)/.$(NAME).tmp' && mkdir -p '$(OUT)/.$(NAME).tmp'
 	$(TEXT_SOURCE) \
 	  | '$(BPE)' encode --vocab '$(VOCAB_ARG)' --format u32 \
-	  | '$(SHARD)' --input-format u32 --seq-len $(SEQ) --shards $(SHARDS) --seed $(SEED) \
+	  | '$(SHARD)' --input-format u32 --seq $(SEQ) --shards $(SHARDS) --seed $(SEED) \
 	      --vocab-size $(VOCAB_NTOK) $(if $(VAL),--val-fraction $(VAL)) $(SHARD_FLAGS) \
 	      -o '$(OUT)/.$(NAME).tmp/$(NAME)'
 	rm -rf '$(OUT)/$(NAME)' && mv '$(OUT)/.$(NAME).tmp' '$(OUT)/$(NAME)'

@@ -25,13 +25,11 @@ fails_with 1 "^loom-squad: nulq.json:1:[0-9]+: a string holds \\\\u0000 \\(a NUL
 	"loom-squad prepare: a \\u0000 in a question id" loom-squad prepare --vocab vocab.txt --seq 12 --stride 2 nulq.json -o o/x
 
 # --- configurations and vocabularies from pipes and FIFOs --------------------
-run $TO loom-squad prepare -q --vocab <(cat vocab.txt) --seq 12 --stride 2 <(cat sq.json) -o p/sq
-is_rc 0 "loom-squad prepare --vocab <(...) <(...): read from the pipes"
+run $TO loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 <(cat sq.json) -o p/sq
+is_rc 0 "loom-squad prepare <(...): the SQuAD file read from the pipe"
 run loom-squad prepare -q --vocab vocab.txt --seq 12 --stride 2 sq.json -o r/sq
 is "$(loom-cat p/sq-00000-of-00001.tfrecord)" "$(loom-cat r/sq-00000-of-00001.tfrecord)" \
-	"  the same features as from the files"
-is "$(grep -o '"vocab_sha256": *"[0-9a-f]*"' p/sq.manifest.json)" \
-	"$(grep -o '"vocab_sha256": *"[0-9a-f]*"' r/sq.manifest.json)" "  the same vocabulary checksum"
+	"  the same features as from the file"
 mkfifo sq.fifo
 $TO cat sq.json > sq.fifo &
 writer=$!
@@ -61,7 +59,7 @@ like "$err" "^loom-bpe: encode: 1 document \\(0 dropped\\)" "loom-bpe encode: '1
 
 echo "1 2 3 4 5 6 7 8 9 10" > one.txt
 run loom-shard -f text -L 9 -o one/d one.txt
-like "$err" "^loom-shard: 10 tokens -> 1 record \\(seq-len 9" "loom-shard: '1 record'"
+like "$err" "^loom-shard: 10 tokens -> 1 record \\(seq 9" "loom-shard: '1 record'"
 run loom-index one/d-00000-of-00001.tfrecord
 like "$err" "^loom-index: 1 file, 1 record, " "loom-index: '1 file, 1 record'"
 run loom-feed -m one/d.manifest.json -b 1 -t 8 -s 1 --text

@@ -77,11 +77,12 @@ static void lin(float *out, const float *inp, const float *w, const float *bias,
 		}
 }
 
-/* The naive composition: each layer's output against the model's, then
- * the QA logits and loss (by hand, masked softmax). */
+/* The naive composition: each layer's output against the padded model's,
+ * then the QA logits and loss (by hand, masked softmax). */
 static void test_naive(void)
 {
 	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
+	c.padded = 1; /* every position computed, as the composition is */
 	struct loom_bert *b = loom_bert_new(&c);
 	big_init_bert(b);
 	struct loom_bert_batch x = batch(LOOM_BERT_QA);
@@ -96,7 +97,8 @@ static void test_naive(void)
 	int32_t len[B] = { T, 5 };
 	loom_k_encoder_fwd_naive(e, ids, P(b, "bert.embeddings.word_embeddings.weight"),
 				 P(b, "bert.embeddings.position_embeddings.weight"), seg,
-				 P(b, "bert.embeddings.token_type_embeddings.weight"), B, T, C);
+				 P(b, "bert.embeddings.token_type_embeddings.weight"), NULL, B, T,
+				 C);
 	loom_k_layernorm_fwd_naive(h, mean, rstd, e, P(b, "bert.embeddings.LayerNorm.weight"),
 				   P(b, "bert.embeddings.LayerNorm.bias"), N, C, 1e-12f);
 	char nm[3][128];
@@ -115,7 +117,7 @@ static void test_naive(void)
 				memcpy(qkv + (size_t)n * 3 * C + j * C, q1 + (size_t)n * C, sizeof(float) * C);
 		}
 		free(q1);
-		loom_k_attention_fwd_naive(y, att, lse, qkv, len, B, T, C, 2, 0, 0);
+		loom_k_attention_fwd_naive(y, att, lse, qkv, len, NULL, B, T, C, 2, 0, 0);
 		lin(t1, y, LW("attention.output.dense.weight"), LW("attention.output.dense.bias"), N, C, C);
 		for (int i = 0; i < N * C; i++)
 			t1[i] += h[i];
@@ -339,6 +341,117 @@ static void test_recompute_determinism(int task)
 		loom_bert_free(bs[i]);
 }
 
+/* The relative error |a - b| / |b| (2-norms) of all the gradients as one
+ * vector, into *all, and the largest of each tensor's, returned.  A
+ * tensor whose true gradient is 0 holds rounding noise only (the key
+ * bias: q.bk is added to every score of a query, which the softmax
+ * cancels; under the QA loss the last LayerNorm's bias and the head's
+ * bias: each row's softmax - onehot sums to 0), so tensors whose norm is
+ * under 1e-6 of the whole's count in *all only. */
+static double grad_rel(const struct loom_bert *a, const struct loom_bert *b, const char **worst,
+		       double *all)
+{
+	double w = 0, dd = 0, mm = 0, *d = calloc(b->n_tensors, sizeof *d);
+	double *m = calloc(b->n_tensors, sizeof *m);
+	for (int i = 0; i < b->n_tensors; i++) {
+		const struct loom_tensor *t = &b->tensors[i];
+		for (size_t j = 0; j < t->numel; j++) {
+			double x = a->grads[t->offset + j], y = b->grads[t->offset + j];
+			d[i] += (x - y) * (x - y);
+			m[i] += y * y;
+		}
+		dd += d[i];
+		mm += m[i];
+	}
+	*all = sqrt(dd / mm);
+	for (int i = 0; i < b->n_tensors; i++)
+		if (m[i] >= 1e-12 * mm && sqrt(d[i] / m[i]) > w) {
+			w = sqrt(d[i] / m[i]);
+			*worst = b->tensors[i].name;
+		}
+	free(d);
+	free(m);
+	return w;
+}
+
+/* Rows at their real length, packed (the default), against the padded
+ * reference (cfg.padded): the logits of every real token, the loss and
+ * the gradient of a training step (with dropout too) within 1e-6
+ * relative, each tensor's within 1e-5 (the products round over other row
+ * counts, nothing else differs; a small tensor such as a query bias sums
+ * terms that nearly cancel).
+ * Rows of lengths 1 .. PT, row 0 full. */
+static void test_packed(int task, int hidden, int heads, int inter, int PB, int PT, int train)
+{
+	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.hidden = hidden;
+	c.n_head = heads;
+	c.intermediate = inter;
+	c.max_positions = PT;
+	c.dropout = c.attn_dropout = train ? 0.1 : 0;
+	c.padded = 1;
+	struct loom_bert *bp = loom_bert_new(&c);
+	c.padded = 0;
+	struct loom_bert *bv = loom_bert_new(&c);
+	loom_bert_init_weights(bp, 5);
+	loom_bert_init_weights(bv, 5);
+	size_t n = (size_t)PB * PT;
+	int32_t *in = malloc(sizeof(int32_t) * 4 * n), *sg = in + n, *mk = sg + n, *lb = mk + n;
+	int32_t sp[16], ep[16];
+	int real = 0;
+	for (int r = 0; r < PB; r++) {
+		int len = r ? 1 + (int)(loom_splitmix64(r * 7 + PT) % PT) : PT;
+		sp[r] = (int)(loom_splitmix64(r + 1) % len);
+		ep[r] = r == 2 ? -1 : (int)(loom_splitmix64(r + 2) % len);
+		for (int t = 0; t < PT; t++) {
+			size_t i = (size_t)r * PT + t;
+			in[i] = 1 + (int32_t)(loom_splitmix64(i + 5) % (V - 1));
+			sg[i] = t > len / 2;
+			mk[i] = t < len;
+			lb[i] = t < len && i % 5 == 2 ? (int32_t)(loom_splitmix64(i) % V) : -100;
+		}
+		real += len;
+	}
+	struct loom_bert_batch x = { in, sg, mk, sp, ep, NULL };
+	if (task == LOOM_BERT_MLM)
+		x = (struct loom_bert_batch){ in, sg, mk, NULL, NULL, lb };
+	float lp, lv;
+	const char *what = task == LOOM_BERT_QA ? "QA" : "MLM";
+	is_int(loom_bert_forward(bp, &x, PB, PT, train, 77, &lp) ||
+	       loom_bert_forward(bv, &x, PB, PT, train, 77, &lv), 0, "%s %dx%d: both forwards", what,
+	       PB, PT);
+	ok(bv->packed && bv->N == real && !bp->packed && bp->N == PB * PT,
+	   "  packed: %d tokens computed of %d", bv->N, PB * PT);
+	double dl = 0, ml = 0;
+	if (task == LOOM_BERT_QA)
+		for (size_t i = 0; i < n; i++)
+			if (mk[i]) {
+				const float *a[2] = { loom_bert_start_logits(bv), loom_bert_end_logits(bv) };
+				const float *b[2] = { loom_bert_start_logits(bp), loom_bert_end_logits(bp) };
+				for (int k = 0; k < 2; k++) {
+					dl = fmax(dl, fabs((double)a[k][i] - b[k][i]));
+					ml = fmax(ml, fabs((double)b[k][i]));
+				}
+			}
+	if (task == LOOM_BERT_MLM && bv->M == bp->M)
+		for (size_t i = 0; i < (size_t)bv->M * c.vocab_size; i++) {
+			dl = fmax(dl, fabs((double)bv->mlogits[i] - bp->mlogits[i]));
+			ml = fmax(ml, fabs((double)bp->mlogits[i]));
+		}
+	ok(bv->M == bp->M && dl <= 1e-6 * ml && fabs((double)lv - lp) <= 1e-6 * fabs(lp),
+	   "  logits of real tokens (max diff %.3g of %.3g) and loss (%.7f vs %.7f) within 1e-6",
+	   dl, ml, lv, lp);
+	is_int(loom_bert_backward(bp, 1.0f) || loom_bert_backward(bv, 1.0f), 0, "  both backwards");
+	const char *worst = "-";
+	double all, g = grad_rel(bv, bp, &worst, &all);
+	ok(all <= 1e-6 && g <= 1e-5,
+	   "  gradients within 1e-6 relative (%.3g), each tensor within 1e-5 (max %.3g, %s)", all,
+	   g, worst);
+	free(in);
+	loom_bert_free(bp);
+	loom_bert_free(bv);
+}
+
 /* bf16 forward close to fp32 (skipped without bf16 instructions). */
 static void test_bf16(void)
 {
@@ -366,8 +479,12 @@ static void test_bf16(void)
 	float l1, l2;
 	is_int(loom_bert_forward(b1, &x, B, T, 0, 0, &l1), 0, "fp32 forward");
 	is_int(loom_bert_forward(b2, &x, B, T, 0, 0, &l2), 0, "bf16 forward");
-	ok(close_arr(loom_bert_start_logits(b2), loom_bert_start_logits(b1), B * T, 2e-2, 5e-2,
-		     "bf16 start") && fabsf(l1 - l2) < 2e-2f,
+	int near = 1;	/* the real tokens' (padding's are -inf in both) */
+	for (int i = 0; i < B * T; i++)
+		near &= !mask[i] || close_arr(loom_bert_start_logits(b2) + i,
+					      loom_bert_start_logits(b1) + i, 1, 2e-2, 5e-2,
+					      "bf16 start");
+	ok(near && fabsf(l1 - l2) < 2e-2f,
 	   "bf16 logits and loss close to fp32 (loss %.5f vs %.5f)", l2, l1);
 	is_int(loom_bert_backward(b2, 1.0f), 0, "bf16 backward");
 	loom_bert_free(b1);
@@ -500,5 +617,11 @@ int main(void)
 	test_recompute_determinism(LOOM_BERT_MLM);
 	test_bf16();
 	test_mlm_mask();
+	/* bert-tiny's shape, and bert-base's width (2 layers) */
+	for (int train = 0; train < 2; train++) {
+		test_packed(LOOM_BERT_QA, 128, 2, 512, 4, 40, train);
+		test_packed(LOOM_BERT_MLM, 128, 2, 512, 4, 40, train);
+	}
+	test_packed(LOOM_BERT_QA, 768, 12, 3072, 3, 70, 1);
 	return done_testing();
 }

@@ -18,10 +18,12 @@ printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]' un '##aff' '##able' hello
 #           10     11    12    13    14  15 16
 printf 'UNAFFABLE Hello, world! Café.\n\n東京 hello\n' > "$T/a.txt"
 
-run loom-bpe encode --vocab "$T/bert/vocab.txt" -f text "$T/a.txt"
-is_rc 2 "a vocab.txt whose path does not say uncased/cased: usage error"
-like "$err" "a vocab.txt does not say whether its model lower-cases: give --lowercase \(as bert-base-uncased\) or --cased" \
-	"says to give --lowercase or --cased"
+# casing (loom_wordpiece_open): a bare vocab.txt with upper-case tokens is
+# cased (lower-cased text could never give "Hello")
+run loom-bpe encode --vocab "$T/bert/vocab.txt" -v -f text "$T/a.txt"
+is_rc 0 "a bare vocab.txt with upper-case tokens"
+is "$(head -1 "$out")" "1 13 9 10 11 1 15 3" "  is cased"
+like "$err" "cased \(by its tokens \(upper-case ones\)\)" "  -v says what decided"
 
 run loom-bpe encode --vocab "$T/missing.txt" "$T/a.txt"
 is_rc 1 "a vocab.txt that is not there"
@@ -44,7 +46,28 @@ run loom-bpe encode --vocab "$T/my-cased/vocab.txt" -f text -q "$T/a.txt"
 is "$(head -1 "$out")" "1 13 9 10 11 1 15 3" "a path saying 'cased' is cased"
 cp -r "$T/bert" "$T/my-uncased"
 run loom-bpe encode --vocab "$T/my-uncased" -f text -q "$T/a.txt"
-is "$(head -1 "$out")" "5 6 7 8 9 10 11 12 15 3" "a path saying 'uncased' lower-cases"
+is_rc 2 "a path saying 'uncased' with upper-case tokens: the casing must be given"
+is "$(cat "$err")" "loom-bpe: --vocab $T/my-uncased/vocab.txt: its name says uncased, but it has upper-case tokens ('Hello'): say whether it lower-cases (--lowercase or --cased)
+Try 'loom-bpe encode --help' for more information." "  one line naming a token, and the hint"
+echo '{"do_lower_case": true, "tokenizer_class": "BertTokenizer"}' > "$T/my-uncased/tokenizer_config.json"
+run loom-bpe encode --vocab "$T/my-uncased" -f text -q "$T/a.txt"
+is "$(head -1 "$out")" "5 6 7 8 9 10 11 12 15 3" "tokenizer_config.json's do_lower_case true lower-cases"
+run loom-bpe encode --vocab "$T/my-uncased/vocab.txt" --cased -f text -q "$T/a.txt"
+is "$(head -1 "$out")" "1 13 9 10 11 1 15 3" "  --cased overrides it (as BertTokenizer's do_lower_case=)"
+run loom-bpe encode --vocab "$T/my-uncased" --lowercase --cased "$T/a.txt"
+is_rc 2 "--lowercase --cased: exit 2"
+is "$(head -1 "$err")" "loom-bpe: --lowercase and --cased contradict each other: give one" \
+	"  one line, not the last one winning"
+run loom-bpe encode --vocab "$T/my-uncased" --cased --lowercase "$T/a.txt"
+is_rc 2 "--cased --lowercase: exit 2 too"
+mkdir -p "$T/lc"
+{ printf '%s\n' '[PAD]' '[UNK]' '[CLS]' '[SEP]' '[MASK]'; sed -n '6,$p' "$T/bert/vocab.txt" | grep -v '[A-Z]'; } > "$T/lc/vocab.txt"
+run loom-bpe encode --vocab "$T/lc/vocab.txt" -f text -q "$T/a.txt"
+is_rc 0 "a bare vocab.txt without upper-case tokens"
+is "$(head -1 "$out")" "5 6 7 8 9 10 11 12 14 3" "  lower-cases (bert-base-uncased's kind)"
+mkdir -p "$T/lc-cased" && cp "$T/lc/vocab.txt" "$T/lc-cased/"
+run loom-bpe encode --vocab "$T/lc-cased/vocab.txt" -f text -q "$T/a.txt"
+is_rc 2 "named cased, without upper-case tokens: the casing must be given"
 
 V=(--vocab "$T/my-uncased")
 run loom-bpe encode "${V[@]}" -q "$T/a.txt"

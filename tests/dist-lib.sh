@@ -2,7 +2,7 @@
 # skips without mpirun or an MPI build, OpenMPI's environment for root and
 # one core, shards of learnable records in $T/d.manifest.json ($M), the
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
-# ranks), maxrel (losses of two logs compared) and small (<= 1e-5).
+# ranks), maxrel (losses of two logs compared) and small (<= 1e-5, or <= $2).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -49,4 +49,4 @@ if any(s not in a or s not in b for s in steps):
 print("%.3g" % max(abs(a[s] - b[s]) / abs(b[s]) for s in steps))
 EOF
 }
-small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= 1e-5))" 2>/dev/null; }
+small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= float('${2:-1e-5}')))" 2>/dev/null; }

@@ -49,16 +49,23 @@ d=$(maxrel "$T/sp2.json" "$T/sp1.json" 1 16)
 ok "  losses within 1e-5 of 1 rank over 16 steps (max $d)" small "$d"
 
 # bf16 matmuls: each unit's bf16 copy made when it arrives (a CPU with bf16
-# matmul only)
+# matmul only).  The same grid under sharding=optimizer is the exact
+# reference; one rank at micro-batch 8 rounds its bf16 products over other
+# row blocks than two ranks at 4 (oneDNN's blocking follows the shape), so
+# it is a reference within bf16's precision (8 bits: 3.9e-3), not 1e-5.
 if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
 	run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,precision=bf16 --steps 20 --log $T/b1.json"
 	is_rc 0 "bf16, 1 rank"
+	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,precision=bf16 --steps 20 --log bo.json"
+	is_rc 0 "bf16, 2 ranks, sharding=optimizer"
 	np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,precision=bf16,$WS --steps 20 --log b2.json"
 	is_rc 0 "bf16, 2 ranks, sharding=weights"
+	d=$(maxrel "$T/b2.json" "$T/bo.json" 1 20)
+	ok "  within 1e-5 of sharding=optimizer over 20 steps (max $d)" small "$d"
 	d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
-	ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+	ok "  within 1e-3 of 1 rank over 20 steps (max $d)" small "$d" 1e-3
 else
-	skip 3 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
+	skip 5 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
 fi
 
 # micro-batches whose every target is ignored (every other record is all

@@ -55,6 +55,14 @@ is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) =
 	"$T/ref.json" "$T/out/pred.json")" True "squad -c: the predictions run_squad.py's post-processing makes"
 no_tmp_left "$T/out" "squad -c: no temporary file left"
 
+# without --logits the features run at their real lengths, packed (a
+# small --tokens makes several batches of uneven sizes): the same answers
+run loom-eval squad -q -c "$T/hf" --data "$T/dev.json" --predictions "$T/packed.json" \
+	--tokens 40 "${W[@]}"
+is_rc 0 "squad -c, packed rows, --tokens 40"
+is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])))' \
+	"$T/packed.json" "$T/out/pred.json")" True "  the padded run's predictions"
+
 # other limits give other answers, again Python's
 run loom-eval squad -q -c "$T/hf" --data "$T/dev.json" --predictions "$T/p2.json" \
 	--logits "$T/l2.jsonl" "${W[@]}" --n-best 3 --max-answer 2 --batch 5 -j 1
@@ -84,6 +92,27 @@ run loom-eval squad -q -c "$T/novocab" --vocab "$T/hf/vocab.txt" --data "$T/dev.
 	--predictions "$T/p3.json" "${W[@]}"
 is_rc 0 "--vocab V for a directory without one"
 ok "... the same predictions" cmp -s "$T/p3.json" "$T/out/pred.json"
+
+# casing: the checkpoint's tokenizer_config.json (do_lower_case) decides,
+# with its vocab.txt or a --vocab; --lowercase/--cased win; the subcommand
+# word may follow -c (git's way)
+run loom-eval -v -c "$T/hf" squad --data "$T/dev.json" --predictions "$T/pv.json" "${W[@]}"
+is_rc 0 "loom-eval -c DIR squad: the word after -c"
+like "$err" "vocabulary .*hf \(.*hf/vocab.txt\): [0-9]+ WordPiece tokens \(ids 0\.\.[0-9]+\), lower-cased \(by tokenizer_config.json's do_lower_case\)" \
+	"  -v: the checkpoint's do_lower_case decided"
+ok "  the same predictions" cmp -s "$T/pv.json" "$T/out/pred.json"
+cp -r "$T/hf" "$T/hfc"
+echo '{"do_lower_case": false}' > "$T/hfc/tokenizer_config.json"
+run loom-eval squad -v -c "$T/hfc" --data "$T/dev.json" --predictions "$T/pc.json" "${W[@]}"
+like "$err" "cased \(by tokenizer_config.json's do_lower_case\)" "do_lower_case false: cased"
+run loom-eval squad -v -c "$T/hfc" --vocab "$T/hf/vocab.txt" --data "$T/dev.json" \
+	--predictions "$T/pc.json" "${W[@]}"
+like "$err" "\), cased \(by the checkpoint's tokenizer_config.json\)" "  with --vocab too: the checkpoint's casing"
+run loom-eval squad -v -c "$T/hfc" --lowercase --data "$T/dev.json" --predictions "$T/pl.json" "${W[@]}"
+like "$err" "lower-cased \(by --lowercase\)" "--lowercase wins"
+ok "  the lower-cased predictions" cmp -s "$T/pl.json" "$T/out/pred.json"
+fails_with 2 "contradict each other" "--lowercase --cased" \
+	loom-eval squad -c "$T/hfc" --cased --lowercase --data "$T/dev.json" --predictions "$T/x.json"
 
 # refusals: one line, exit 1, no predictions file
 fails_with 1 "nothere" "a missing checkpoint" \

@@ -100,7 +100,7 @@ static void gradcheck(struct loom_gpt *g, int train, const char *what)
 static double att_loss(const float *qkv, const float *w, float *out, float *lse,
 		       const int32_t *len, int Bk, int Tk, int C, int NH, float p)
 {
-	if (loom_k_attention_fwd(out, lse, qkv, len, Bk, Tk, C, NH, p, 5))
+	if (loom_k_attention_fwd(out, lse, qkv, len, NULL, Bk, Tk, C, NH, p, 5))
 		return NAN;
 	double l = 0;
 	for (size_t i = 0; i < (size_t)Bk * Tk * C; i++)
@@ -127,7 +127,7 @@ static void attention_gradcheck(float p, const int32_t *len)
 		w[i] = (float)((s >> 40) * (1.0 / 16777216.0) - 0.5);
 	}
 	att_loss(qkv, w, out, lse, len, Bk, Tk, C, NH, p);
-	is_int(loom_k_attention_bwd(dqkv, w, qkv, out, lse, len, Bk, Tk, C, NH, p, 5), 0,
+	is_int(loom_k_attention_bwd(dqkv, w, qkv, out, lse, len, NULL, Bk, Tk, C, NH, p, 5), 0,
 	       "attention %s T=%d dropout %.1f: backward runs", mode, Tk, p);
 	const float h = 1e-2f;
 	int bad = 0, checked = 0;

@@ -119,15 +119,15 @@ static void test_attention(int B, int T, int C, int NH, float p, int masked)
 		len[b] = b == 0 ? T : 1 + (int32_t)(loom_splitmix64((uint64_t)(b * 31 + T)) % T);
 	const int32_t *ln = masked ? len : NULL;
 	const char *mode = masked ? "masked" : "causal";
-	is_int(loom_k_attention_fwd(o1, l1, qkv, ln, B, T, C, NH, p, 41), 0, "attention fwd runs");
-	is_int(loom_k_attention_fwd_naive(o2, a2, l2, qkv, ln, B, T, C, NH, p, 41), 0,
+	is_int(loom_k_attention_fwd(o1, l1, qkv, ln, NULL, B, T, C, NH, p, 41), 0, "attention fwd runs");
+	is_int(loom_k_attention_fwd_naive(o2, a2, l2, qkv, ln, NULL, B, T, C, NH, p, 41), 0,
 	       "attention fwd naive runs");
 	ok(close_arr(o1, o2, n, 1e-5, 1e-4, "att out") && close_arr(l1, l2, nl, 1e-5, 1e-5, "lse"),
 	   "attention fwd %s B=%d T=%d C=%d NH=%d dropout %.2f", mode, B, T, C, NH, p);
 	float *dy = rnd(n, 1), *d1 = rnd(n3, 1), *d2 = rnd(n3, 1);
-	is_int(loom_k_attention_bwd(d1, dy, qkv, o1, l1, ln, B, T, C, NH, p, 41), 0,
+	is_int(loom_k_attention_bwd(d1, dy, qkv, o1, l1, ln, NULL, B, T, C, NH, p, 41), 0,
 	       "attention bwd runs");
-	loom_k_attention_bwd_naive(d2, dy, qkv, a2, ln, B, T, C, NH, p, 41);
+	loom_k_attention_bwd_naive(d2, dy, qkv, a2, ln, NULL, B, T, C, NH, p, 41);
 	ok(close_arr(d1, d2, n3, 1e-5, 1e-3, "att bwd"),
 	   "attention bwd %s B=%d T=%d C=%d NH=%d dropout %.2f", mode, B, T, C, NH, p);
 	if (masked) {
@@ -138,7 +138,7 @@ static void test_attention(int B, int T, int C, int NH, float p, int masked)
 			for (int t = len[b]; t < T; t++)
 				for (int c = C; c < 3 * C; c++)
 					q2[((size_t)b * T + t) * 3 * C + c] += 1.0f;
-		loom_k_attention_fwd(o3, l2, q2, ln, B, T, C, NH, p, 41);
+		loom_k_attention_fwd(o3, l2, q2, ln, NULL, B, T, C, NH, p, 41);
 		ok(!memcmp(o1, o3, sizeof(float) * n),
 		   "attention masked B=%d T=%d: padding keys and values change nothing", B, T);
 		free(q2);
@@ -146,13 +146,68 @@ static void test_attention(int B, int T, int C, int NH, float p, int masked)
 	}
 	if (p > 0) {
 		/* the mask is real: without dropout the output differs */
-		loom_k_attention_fwd(o2, l2, qkv, ln, B, T, C, NH, 0, 41);
+		loom_k_attention_fwd(o2, l2, qkv, ln, NULL, B, T, C, NH, 0, 41);
 		double diff = 0;
 		for (size_t i = 0; i < n; i++)
 			diff = fmax(diff, fabs((double)o1[i] - o2[i]));
 		ok(diff > 1e-3, "attention dropout changes the output (max diff %.3g)", diff);
 	}
 	free(qkv); free(o1); free(o2); free(a2); free(l1); free(l2); free(dy); free(d1); free(d2);
+}
+
+/* Packed rows (FlashAttention's varlen layout): the real tokens of padded
+ * rows laid end to end give, on those tokens, the padded kernels' output,
+ * lse and gradient (with zero gradient arriving at the padding, which is
+ * what a loss over real tokens sends); fast against naive too.  Dropout
+ * keeps the padded mask. */
+static void test_attention_packed(int B, int T, int C, int NH, float p)
+{
+	size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+	size_t nl = (size_t)B * NH * T;
+	int32_t len[8], off[9] = { 0 };
+	for (int b = 0; b < B; b++) {
+		len[b] = b == 1 ? T : 1 + (int32_t)(loom_splitmix64((uint64_t)(b * 17 + T)) % T);
+		off[b + 1] = off[b] + len[b];
+	}
+	int N = off[B];
+	float *qkv = rnd(n3, 1.5f), *dy = rnd(n, 1), *o1 = rnd(n, 1), *l1 = rnd(nl, 1);
+	float *d1 = rnd(n3, 1), *pq = rnd((size_t)N * 3 * C, 1), *pdy = rnd((size_t)N * C, 1);
+	float *po = rnd((size_t)N * C, 1), *po2 = rnd((size_t)N * C, 1), *pl = rnd((size_t)N * NH, 1);
+	float *pl2 = rnd((size_t)N * NH, 1), *pd = rnd((size_t)N * 3 * C, 1);
+	float *pd2 = rnd((size_t)N * 3 * C, 1), *a2 = rnd(na, 1);
+	for (int b = 0; b < B; b++) {
+		for (int t = len[b]; t < T; t++)
+			memset(dy + ((size_t)b * T + t) * C, 0, sizeof(float) * C);
+		memcpy(pq + (size_t)off[b] * 3 * C, qkv + (size_t)b * T * 3 * C,
+		       sizeof(float) * len[b] * 3 * C);
+		memcpy(pdy + (size_t)off[b] * C, dy + (size_t)b * T * C, sizeof(float) * len[b] * C);
+	}
+	loom_k_attention_fwd(o1, l1, qkv, len, NULL, B, T, C, NH, p, 43);
+	loom_k_attention_bwd(d1, dy, qkv, o1, l1, len, NULL, B, T, C, NH, p, 43);
+	is_int(loom_k_attention_fwd(po, pl, pq, len, off, B, T, C, NH, p, 43), 0, "packed fwd runs");
+	is_int(loom_k_attention_bwd(pd, pdy, pq, po, pl, len, off, B, T, C, NH, p, 43), 0,
+	       "packed bwd runs");
+	loom_k_attention_fwd_naive(po2, a2, pl2, pq, len, off, B, T, C, NH, p, 43);
+	loom_k_attention_bwd_naive(pd2, pdy, pq, a2, len, off, B, T, C, NH, p, 43);
+	int same = 1;
+	for (int b = 0; b < B; b++) {
+		same &= close_arr(po + (size_t)off[b] * C, o1 + (size_t)b * T * C,
+				  (size_t)len[b] * C, 1e-6, 1e-6, "packed out");
+		same &= close_arr(pd + (size_t)off[b] * 3 * C, d1 + (size_t)b * T * 3 * C,
+				  (size_t)len[b] * 3 * C, 1e-6, 1e-6, "packed dqkv");
+		for (int h = 0; h < NH; h++)
+			same &= close_arr(pl + (size_t)off[b] * NH + (size_t)h * len[b],
+					  l1 + ((size_t)b * NH + h) * T, len[b], 1e-6, 1e-6,
+					  "packed lse");
+	}
+	ok(same, "attention packed = padded on the real tokens B=%d T=%d C=%d NH=%d dropout %.2f",
+	   B, T, C, NH, p);
+	ok(close_arr(po, po2, (size_t)N * C, 1e-5, 1e-4, "packed naive out") &&
+	   close_arr(pl, pl2, (size_t)N * NH, 1e-5, 1e-5, "packed naive lse") &&
+	   close_arr(pd, pd2, (size_t)N * 3 * C, 1e-5, 1e-3, "packed naive bwd"),
+	   "attention packed fast = naive B=%d T=%d dropout %.2f", B, T, p);
+	free(qkv); free(dy); free(o1); free(l1); free(d1); free(pq); free(pdy); free(po);
+	free(po2); free(pl); free(pl2); free(pd); free(pd2); free(a2);
 }
 
 static void test_encoder(int B, int T, int C, int V)
@@ -162,13 +217,13 @@ static void test_encoder(int B, int T, int C, int V)
 		tok[i] = (int32_t)(loom_splitmix64(i * 7 + 1) % V) % 3; /* repeats on purpose */
 	float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)T * C, 1);
 	float *o1 = rnd((size_t)B * T * C, 1), *o2 = rnd((size_t)B * T * C, 1);
-	loom_k_encoder_fwd(o1, tok, wte, wpe, NULL, NULL, B, T, C);
-	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd(o1, tok, wte, wpe, NULL, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, NULL, NULL, NULL, B, T, C);
 	ok(!memcmp(o1, o2, sizeof(float) * B * T * C), "encoder fwd %dx%dx%d", B, T, C);
 	float *dw1 = rnd((size_t)V * C, 1), *dw2 = dup(dw1, (size_t)V * C);
 	float *dp1 = rnd((size_t)T * C, 1), *dp2 = dup(dp1, (size_t)T * C);
-	loom_k_encoder_bwd(dw1, dp1, NULL, o1, tok, NULL, B, T, C);
-	loom_k_encoder_bwd_naive(dw2, dp2, NULL, o1, tok, NULL, B, T, C);
+	loom_k_encoder_bwd(dw1, dp1, NULL, o1, tok, NULL, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, dp2, NULL, o1, tok, NULL, NULL, B, T, C);
 	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
 	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe"), "encoder bwd %dx%dx%d", B, T, C);
 	/* with token types (BERT) */
@@ -176,12 +231,12 @@ static void test_encoder(int B, int T, int C, int V)
 	for (int i = 0; i < B * T; i++)
 		typ[i] = (int32_t)(loom_splitmix64(i * 3 + 5) % 2);
 	float *wtt = rnd((size_t)2 * C, 1), *dt1 = rnd((size_t)2 * C, 1), *dt2 = dup(dt1, 2 * C);
-	loom_k_encoder_fwd(o1, tok, wte, wpe, typ, wtt, B, T, C);
-	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, typ, wtt, B, T, C);
+	loom_k_encoder_fwd(o1, tok, wte, wpe, typ, wtt, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, typ, wtt, NULL, B, T, C);
 	ok(close_arr(o1, o2, (size_t)B * T * C, 1e-6, 1e-6, "types fwd"),
 	   "encoder fwd with token types %dx%dx%d", B, T, C);
-	loom_k_encoder_bwd(dw1, dp1, dt1, o1, tok, typ, B, T, C);
-	loom_k_encoder_bwd_naive(dw2, dp2, dt2, o1, tok, typ, B, T, C);
+	loom_k_encoder_bwd(dw1, dp1, dt1, o1, tok, typ, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, dp2, dt2, o1, tok, typ, NULL, B, T, C);
 	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
 	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe") &&
 	   close_arr(dt1, dt2, (size_t)2 * C, 1e-6, 1e-5, "dwtt"),
@@ -215,6 +270,26 @@ static void check_gelu(const struct gelu_kind *k, const float *x, const float *d
 	ok(close_arr(o1, o2, n, 1e-5, 1e-5, k->name), "%s bwd %s", k->name, what);
 }
 
+/* Dropout of packed tokens draws the padded layout's mask: tokens 0, 2, 3
+ * and 6 of a [7,C] array, packed, come out as in the padded array. */
+static void test_dropout_at(int C)
+{
+	static const int32_t at[] = { 0, 2, 3, 6 };
+	float *x = rnd((size_t)7 * C, 1), *pk = rnd((size_t)4 * C, 1), *pk2 = rnd((size_t)4 * C, 1);
+	for (int n = 0; n < 4; n++)
+		memcpy(pk + (size_t)n * C, x + (size_t)at[n] * C, sizeof(float) * C);
+	memcpy(pk2, pk, sizeof(float) * 4 * C);
+	loom_k_dropout(x, (size_t)7 * C, 0.4f, 7);
+	loom_k_dropout_at(pk, 4, C, 0.4f, 7, at);
+	loom_k_dropout_at_naive(pk2, 4, C, 0.4f, 7, at);
+	int same = 1;
+	for (int n = 0; n < 4; n++)
+		same &= !memcmp(pk + (size_t)n * C, x + (size_t)at[n] * C, sizeof(float) * C);
+	ok(same && close_arr(pk, pk2, (size_t)4 * C, 1e-6, 1e-6, "dropout at naive"),
+	   "dropout of packed tokens = the padded mask's elements (C=%d)", C);
+	free(x); free(pk); free(pk2);
+}
+
 static void test_elementwise(size_t n)
 {
 	float *x = rnd(n, 4), *o1 = rnd(n, 1), *o2 = rnd(n, 1), *dy = rnd(n, 1);
@@ -232,6 +307,19 @@ static void test_elementwise(size_t n)
 	loom_k_dropout(o1, n, 0.3f, 99);
 	loom_k_dropout_naive(o2, n, 0.3f, 99);
 	ok(close_arr(o1, o2, n, 1e-6, 1e-6, "dropout"), "dropout n=%zu", n);
+	float *o3 = rnd(n, 1);
+	loom_k_dropout_copy(o3, x, n, 0.3f, 99);
+	ok(memcmp(o3, o1, sizeof(float) * n) == 0, "dropout_copy = dropout n=%zu", n);
+	loom_k_dropout_copy_naive(o3, x, n, 0.3f, 99);
+	ok(close_arr(o3, o2, n, 1e-6, 1e-6, "dropout_copy_naive"), "dropout_copy_naive n=%zu", n);
+	loom_k_dropout_copy(o3, x, n, 0.0f, 99);
+	ok(memcmp(o3, x, sizeof(float) * n) == 0, "dropout_copy p=0 copies n=%zu", n);
+	loom_k_zero(o3, n);
+	int zero = 1;
+	for (size_t i = 0; i < n; i++)
+		zero &= o3[i] == 0.0f;
+	ok(zero, "zero n=%zu", n);
+	free(o3);
 	size_t zeros = 0;
 	for (size_t i = 0; i < n; i++)
 		zeros += o1[i] == 0;
@@ -424,6 +512,24 @@ static void test_adamw(size_t n)
 	for (size_t i = 0; i < n; i++)
 		zeroed &= g1[i] == 0.0f;
 	ok(zeroed, "adamw leaves the gradients zeroed");
+	/* the team version: two halves updated by one parallel region */
+	memcpy(p2, p1, sizeof(float) * n);
+	memcpy(m2, m1, sizeof(float) * n);
+	memcpy(v2, v1, sizeof(float) * n);
+	memcpy(g1, g, sizeof(float) * n);
+	memcpy(g2, g, sizeof(float) * n);
+	size_t h = n / 2;
+	#pragma omp parallel
+	{
+		loom_k_adamw_team(p1, g1, m1, v1, h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 4, 0.7f);
+		loom_k_adamw_team(p1 + h, g1 + h, m1 + h, v1 + h, n - h, 1e-2f, 0.9f, 0.95f, 1e-8f,
+				  0.0f, 4, 0.7f);
+	}
+	loom_k_adamw_naive(p2, g2, m2, v2, h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 4, 0.7f);
+	loom_k_adamw_naive(p2 + h, g2 + h, m2 + h, v2 + h, n - h, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.0f,
+			   4, 0.7f);
+	ok(close_arr(p1, p2, n, 1e-6, 1e-5, "p") && close_arr(m1, m2, n, 1e-7, 1e-5, "m") &&
+	   close_arr(v1, v2, n, 1e-7, 1e-5, "v"), "adamw_team in one region n=%zu", n);
 	free(g1);
 	free(g2);
 	free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2);
@@ -448,10 +554,14 @@ int main(void)
 			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0, masked);
 			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0.25f, masked);
 		}
+		test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0);
+		test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0.25f);
 	}
 	test_encoder(2, 3, 5, 7);
 	test_encoder(3, 11, 70, 13);
 	test_elementwise(1);
+	test_dropout_at(1);
+	test_dropout_at(77);
 	test_elementwise(1001);
 	test_elementwise(200003);
 	test_gelu_wide();

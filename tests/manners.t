@@ -19,6 +19,12 @@ for t in $TOOLS "loom-bpe encode" "loom-bpe decode" "loom-bpe train" "loom-squad
 	case $t in loom-bpe|loom-squad) ;; *) like "$out" '^ +-v, --verbose ' "$t has -v, --verbose";; esac
 done
 
+# every line for people goes through cli (one write, cli_prog's name, -q
+# inside cli_summary): no tool writes to stderr itself
+src=$(cd "$(dirname "$0")/../tools" && grep -n 'stderr' *.c | grep -v '^cli\.c:' |
+	grep -E 'f(printf|puts|write)\(|putc\(' )
+is "$src" "" "tools/: no fprintf(stderr) outside cli.c"
+
 # loom-bpe's --vocab has no -v any more: -v is --verbose, so 'gpt2' is an input file
 echo 'hello world' > "$T/in.txt"
 cd "$T"

@@ -11,8 +11,8 @@
 #     unchanged against a file:// mirror of the sample, laid out as
 #     enwiki-20260101 by pipelines/make-mirror.sh and given through
 #     LOOM_MIRROR (the environment, not the command line);
-#   - the sample's size (~1100 tokens): --seq-len 1025 --shards 64 become
-#     --seq-len 33 --shards 2, --batch 8 --seq 1024 becomes --batch 4
+#   - the sample's size (~1100 tokens): --seq 1025 --shards 64 become
+#     --seq 33 --shards 2, --batch 8 --seq 1024 becomes --batch 4
 #     --seq 32, --config gpt2 becomes --config mini (whose micro_batch 4
 #     and seq_len 32 agree with those frames, as gpt2's 8 and 1024 agree
 #     with the README's), and wikipedia.mk's SEQ=1025 SHARDS=64 VAL=0.01
@@ -73,7 +73,7 @@ is_rc 0 "make-mirror.sh lays out the sample as enwiki"
 
 # --- "A pipeline" ------------------------------------------------------------
 like "$T/block$B_PIPE.sh" '^loom-eval generate ' "the pipeline ends by generating text"
-subst "$B_PIPE" '--seq-len 1025 --shards 64' '--seq-len 33 --shards 2'
+subst "$B_PIPE" '--seq 1025 --shards 64' '--seq 33 --shards 2'
 subst "$B_PIPE" '--batch 8 --seq 1024' '--batch 4 --seq 32'
 subst "$B_PIPE" '--config gpt2' '--config mini'
 ok "the fetch line is the README's" grep -qx 'loom-fetch --wiki enwiki --date latest -o dumps/' "$T/block$B_PIPE.sh"
@@ -94,7 +94,7 @@ no_tmp_left "$T/work" "  no temporary files left anywhere"
 # --- "BERT and SQuAD": on the pipeline's dump; no SQuAD file is bundled, so
 # the test writes a small one (tests/mksquad.py) as train-v1.1.json and
 # dev-v1.1.json; bert-tiny for bert-base and squad-base ----------------------
-subst "$B_BERT" '--seq-len 126 --shards 64' '--seq-len 30 --shards 2'
+subst "$B_BERT" '--seq 126 --shards 64' '--seq 30 --shards 2'
 subst "$B_BERT" '--batch 8 --seq 125' '--batch 4 --seq 29'
 subst "$B_BERT" '--config bert-base' '--config bert-tiny'
 subst "$B_BERT" 'CONFIG=squad-base' 'CONFIG=bert-tiny'

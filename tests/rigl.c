@@ -2,8 +2,10 @@
  * update the library's choice against a naive reference that sorts every
  * block, exact density, pruned blocks zero in weights and both moments,
  * regrown blocks zero-initialised, scores split over "ranks" equal to the
- * whole, churn as defined. */
+ * whole, churn as defined; scores, block norms and masking of a large
+ * layer on 1 and 3 threads equal to a plain loop. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,8 +299,68 @@ static void run(int bs, int pooling, double sparsity, int updates)
 	free(part);
 }
 
+/* A layer large enough for the team (bands of bs rows in parallel): the
+ * scores, block norms and masking on 1 and 3 threads equal a plain loop
+ * over each block's rows in order, bit for bit. */
+static void team(int bs, int pooling)
+{
+	const size_t off = 5, IC = 32 * (size_t)bs, OC = 16 * (size_t)bs, n = off + IC * OC + 3;
+	float *g = malloc(sizeof(float) * n), *x1 = malloc(sizeof(float) * n);
+	float *x3 = malloc(sizeof(float) * n);
+	struct loom_err err = { 0 };
+	struct loom_rigl *r = loom_rigl_new(bs, pooling, &err);
+	loom_rigl_add(r, "w", off, (int)IC, (int)OC);
+	loom_rigl_init_masks(r, 0.5, 3);
+	for (size_t i = 0; i < n; i++)
+		g[i] = qrand(1000);
+	const struct loom_rigl_layer *L = &r->layer[0];
+	int nbc = L->nbc, ok_ref = 1;
+	float *ref = calloc((size_t)L->nb, sizeof(float)), *s1 = malloc(sizeof(float) * L->nb);
+	double *mref = calloc((size_t)L->nb, sizeof(double)), *m1 = malloc(sizeof(double) * L->nb);
+	for (size_t i = 0; i < IC; i++)
+		for (size_t j = 0; j < OC; j += bs) {
+			int blk = (int)(i / bs) * nbc + (int)(j / bs);
+			float s = 0;
+			for (int k = 0; k < bs; k++) {
+				float a = fabsf(g[off + i * OC + j + k]);
+				s = pooling == LOOM_POOL_MAX ? (a > s ? a : s) : s + a;
+				mref[blk] += a;
+			}
+			ref[blk] = pooling == LOOM_POOL_MAX ? (s > ref[blk] ? s : ref[blk]) : ref[blk] + s;
+		}
+	for (int th = 1; th <= 3; th += 2) {
+		omp_set_num_threads(th);
+		loom_rigl_score_reset(r);
+		loom_rigl_score_range(r, 0, n, g);
+		loom_rigl_mag_reset(r);
+		loom_rigl_mag_range(r, 0, n, g);
+		memcpy(s1, L->score, sizeof(float) * L->nb);
+		memcpy(m1, r->mag, sizeof(double) * L->nb);
+		ok_ref &= !memcmp(s1, ref, sizeof(float) * L->nb) &&
+			  !memcmp(m1, mref, sizeof(double) * L->nb);
+		float *x = th == 1 ? x1 : x3;
+		memcpy(x, g, sizeof(float) * n);
+		loom_rigl_mask_range(r, 0, n, x);
+	}
+	int masked = !memcmp(x1, x3, sizeof(float) * n);
+	for (size_t i = 0; i < IC; i++)
+		for (size_t j = 0; j < OC; j++) {
+			int blk = (int)(i / bs) * nbc + (int)(j / bs);
+			float want = L->mask[blk] ? g[off + i * OC + j] : 0.0f;
+			masked &= x1[off + i * OC + j] == want;
+		}
+	ok(ok_ref, "bs %d %s: scores and block norms on 1 and 3 threads = the plain loop", bs,
+	   pooling == LOOM_POOL_MAX ? "max" : "avg");
+	ok(masked, "bs %d: masking on 1 and 3 threads = the plain loop", bs);
+	omp_set_num_threads(1);
+	loom_rigl_free(r);
+	free(g); free(x1); free(x3); free(ref); free(s1); free(mref); free(m1);
+}
+
 int main(void)
 {
+	team(16, LOOM_POOL_AVG);
+	team(32, LOOM_POOL_MAX);
 	run(8, LOOM_POOL_AVG, 0.9, 12);
 	run(16, LOOM_POOL_MAX, 0.5, 8);
 	run(32, LOOM_POOL_AVG, 0.75, 6);

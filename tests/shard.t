@@ -18,7 +18,7 @@ touch .stamp
 # --- windows: Graphcore semantics ------------------------------------------
 run loom-shard -f text -L 10 --no-shuffle -o o1 t100.txt
 is_rc 0 "text input, L=10"
-like "$err" '^loom-shard: 100 tokens -> 9 records \(seq-len 10, stride 10\) in 1 shard, .* stream order, .* -> o1.manifest.json$' "summary line"
+like "$err" '^loom-shard: 100 tokens -> 9 records \(seq 10, stride 10\) in 1 shard, .* stream order, .* -> o1.manifest.json$' "summary line"
 is "$(wc -l < "$err")" 1 "one summary line only"
 ok "shard, index and manifest exist" test -s o1-00000-of-00001.tfrecord -a -s o1-00000-of-00001.tfrecord.index -a -s o1.manifest.json
 loom-cat --ids o1-00000-of-00001.tfrecord > got.txt
@@ -168,7 +168,7 @@ bad "text token >= 2^32" '^loom-shard: huge.txt: line 3: token .4294967296. is >
 printf '1 2 -3\n' > neg.txt
 bad "negative token" "line 1: token '-3' is not a number" -f text -L 2 -o bad/x neg.txt
 : > empty.txt
-bad "empty input" '^loom-shard: no samples: the input has 0 tokens; a sample needs more than --seq-len 2 ' -f text -L 2 -o bad/x empty.txt
+bad "empty input" '^loom-shard: no samples: the input has 0 tokens; a sample needs more than --seq 2 ' -f text -L 2 -o bad/x empty.txt
 bad "too short input" 'no samples: the input has 3 tokens' -f text -L 4 -o bad/x <(echo 1 2 3)
 printf 'abc' > odd.u16
 bad "u16 input cut mid-token" '^loom-shard: odd.u16: input ends inside a u16 token \(1 stray byte at byte 2\)$' -f u16 -L 1 -o bad/x odd.u16

@@ -71,8 +71,19 @@ prepare --vocab vocab.txt --seq 12 --stride 2 -o out/sq sq.json" "the manifest: 
 
 # -v: the vocabulary and the file read; none of it under -q.
 run loom-squad prepare -v --vocab vocab.txt --seq 12 --stride 2 sq.json -o v/sq
-like "$err" '^loom-squad: vocabulary vocab.txt \(vocab.txt\): 20 tokens$' "-v: the vocabulary"
+like "$err" '^loom-squad: vocabulary vocab.txt \(vocab.txt\): 20 WordPiece tokens \(ids 0\.\.19\), lower-cased \(by its tokens \(no upper-case ones\)\)$' \
+	"-v: the vocabulary and what decided its casing"
 like "$err" '^loom-squad: sq.json: 2 questions, 1 paragraphs -> 5 features$' "-v: the file read"
+# the casing used is recorded in the manifest; --lowercase --cased is refused
+run loom-squad prepare -q --cased --vocab vocab.txt --seq 12 --stride 2 sq.json -o cased/sq
+is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["lowercase"])' cased/sq.manifest.json)" \
+	False "--cased: the manifest records lowercase false"
+is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["lowercase"])' v/sq.manifest.json)" \
+	True "  by default (no upper-case tokens): true"
+run loom-squad prepare --lowercase --cased --vocab vocab.txt sq.json -o both/sq
+is_rc 2 "--lowercase --cased: exit 2"
+is "$(head -1 "$err")" "loom-squad: --lowercase and --cased contradict each other: give one" "  one line"
+ok "  nothing written" test ! -e both
 run loom-squad prepare -v -q --vocab vocab.txt --seq 12 --stride 2 sq.json -o v/sq
 is "$(cat "$err")" "" "-v -q: nothing"
 

@@ -145,6 +145,23 @@ run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed
 	loom-train -q --resume mck/step-00000002 --log mpart.jsonl"
 is_rc 0 "  --resume from step 2"
 is "$(cut -d, -f1-4 mpart.jsonl)" "$(cut -d, -f1-4 mfull.jsonl)" "  steps 3-4: the same masks, the same losses"
+# casing (loom_wordpiece_open): what was used is recorded, --lowercase --cased refused
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set task=mlm --steps 1 --save mcased --vocab bert-base-uncased --cased"
+is_rc 0 "--cased: given, it wins"
+like mcased/step-00000001/tokenizer_config.json '"do_lower_case": false' "  tokenizer_config.json records it"
+run loom-train -c bert-tiny --set task=mlm --steps 1 --vocab bert-base-uncased --lowercase --cased
+is_rc 2 "--lowercase --cased: exit 2"
+is "$(cat "$err")" "loom-train: --lowercase and --cased contradict each other: give one
+Try 'loom-train --help' for more information." "  one line and the hint"
+mkdir -p mine && { cat "$SHARE/vocab/bert-base-uncased/vocab.txt"; echo Hello; } > mine/vocab.txt
+run sh -c "loom-feed -q --manifest mlm/m.manifest.json --batch 4 --seq 29 --seed 1 --epochs 0 |
+	loom-train -q -c bert-tiny --set task=mlm,vocab_size=30523 --steps 1 --save mc2 --vocab mine/vocab.txt"
+is_rc 0 "a vocab.txt with an upper-case token"
+like mc2/step-00000001/tokenizer_config.json '"do_lower_case": false' "  is trained cased, and says so"
+run loom-train -c gpt2 --lowercase --print-config
+is_rc 2 "--lowercase with a GPT: exit 2"
+like "$err" "for a WordPiece vocabulary \(model=bert\)" "  says why"
 
 # --init-from a HuggingFace directory (config.json without loom's keys +
 # model.safetensors): the pretrained masked-LM model fine-tuned for squad

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "loom_wordpiece.h"
 #include "tap.h"
@@ -357,6 +358,76 @@ static void case_safe_cut(void)
 	loom_wordpiece_free(w);
 }
 
+/* tap_path(name) written with text, its directories made. */
+static const char *put(const char *name, const char *text)
+{
+	char *p = (char *)tap_path(name); /* a rotating buffer of its own */
+	for (char *s = strchr(p + strlen(tap_tmpdir()) + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		mkdir(p, 0700);
+		*s = '/';
+	}
+	FILE *f = fopen(p, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		diag("cannot write %s", p);
+	return p;
+}
+
+/* One rule: opened with casing, lower-cases (1), is cased (0) or fails (-1,
+ * its message in msg). */
+static int opened(const char *spec, enum loom_casing casing, char *msg, size_t n)
+{
+	struct loom_err err = { 0 };
+	struct loom_wordpiece *w = loom_wordpiece_open(spec, casing, &err);
+	snprintf(msg, n, "%s", w ? loom_wordpiece_casing_rule(w) : err.msg);
+	int lc = w ? loom_wordpiece_lowercases(w) : err.code == LOOM_EINVAL ? -1 : -2;
+	loom_wordpiece_free(w);
+	return lc;
+}
+
+/* loom_wordpiece_open's casing rules, in their order. */
+static void case_open_casing(void)
+{
+	static const char lower_only[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n";
+	char m[512];
+	const char *mixed = put("plain/vocab.txt", VOCAB);
+	const char *lower = put("low/vocab.txt", lower_only);
+	is_int(opened(mixed, LOOM_CASING_AUTO, m, sizeof m), 0,
+	       "a bare vocab.txt with upper-case tokens is cased");
+	is_str(m, "its tokens (upper-case ones)", "  and says why");
+	is_int(opened(lower, LOOM_CASING_AUTO, m, sizeof m), 1,
+	       "one without lower-cases ([CLS] and the like do not count)");
+	is_int(opened(mixed, LOOM_CASING_LOWER, m, sizeof m), 1, "LOWER given wins");
+	is_int(opened(lower, LOOM_CASING_CASED, m, sizeof m), 0, "CASED given wins");
+	put("plain/tokenizer_config.json", "{\"do_lower_case\": true}");
+	is_int(opened(mixed, LOOM_CASING_AUTO, m, sizeof m), 1,
+	       "tokenizer_config.json beside it: do_lower_case true");
+	is_str(m, "tokenizer_config.json's do_lower_case", "  and says why");
+	const char *dir = tap_path("plain");
+	is_int(opened(dir, LOOM_CASING_AUTO, m, sizeof m), 1, "a directory: the same");
+	put("plain/tokenizer_config.json", "{\"do_lower_case\": false}");
+	is_int(opened(dir, LOOM_CASING_AUTO, m, sizeof m), 0, "do_lower_case false");
+	is_int(opened(dir, LOOM_CASING_LOWER, m, sizeof m), 1, "  LOWER given still wins");
+	put("plain/tokenizer_config.json", "{\"do_lower_case\": \"yes\"}");
+	is_int(opened(dir, LOOM_CASING_AUTO, m, sizeof m), -2, "do_lower_case mistyped: refused");
+	ok(strstr(m, "do_lower_case is not true or false") != NULL, "  named: %s", m);
+	const char *unc = put("x-uncased/vocab.txt", VOCAB);
+	is_int(opened(unc, LOOM_CASING_AUTO, m, sizeof m), -1,
+	       "a name saying uncased, upper-case tokens: LOOM_EINVAL");
+	ok(strstr(m, "its name says uncased, but it has upper-case tokens ('Hello')") != NULL,
+	   "  names a token: %s", m);
+	is_int(opened(unc, LOOM_CASING_CASED, m, sizeof m), 0, "  unless given");
+	const char *cas = put("x-cased/vocab.txt", lower_only);
+	is_int(opened(cas, LOOM_CASING_AUTO, m, sizeof m), -1,
+	       "a name saying cased, no upper-case token: LOOM_EINVAL");
+	is_int(opened(cas, LOOM_CASING_NONE, m, sizeof m), 1, "  NONE (decoding) never refuses");
+	const char *hf = put("tok.json", "{}");
+	is_int(opened(hf, LOOM_CASING_LOWER, m, sizeof m), -1,
+	       "a tokenizer.json with a casing given: LOOM_EINVAL");
+	is_int(opened(put("missing/x", ""), LOOM_CASING_AUTO, m, sizeof m), -2,
+	       "an empty vocabulary: its error");
+}
+
 int main(void)
 {
 	case_greedy();
@@ -366,5 +437,6 @@ int main(void)
 	case_bad_vocab();
 	case_hf();
 	case_safe_cut();
+	case_open_casing();
 	return done_testing();
 }

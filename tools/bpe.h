@@ -38,16 +38,13 @@ struct tok {
 	uint32_t n_ids;         /* ids 0 .. n_ids - 1 */
 	uint32_t eos;           /* <|endoftext|> (BPE), [SEP] (WordPiece), or NONE */
 };
-/* --lowercase / --cased of encode (CASE_AUTO: neither given) */
-enum { CASE_ANY = -2, CASE_AUTO = -1, CASE_CASED = 0, CASE_LOWER = 1 };
 /* Load --vocab SPEC, or exit 1 naming it; -v tells what was loaded.
  * WordPiece: bert-base-uncased (shipped), FILE.txt, a directory with
  * vocab.txt (and no encoder.json), a tokenizer.json whose model is
- * WordPiece; anything else is BPE (loom_vocab_load_spec).  A vocab.txt
- * lower-cases when its path says "uncased", is cased when it says
- * "cased", else needs lc (a usage error); lc only applies to vocab.txt.
- * Decoding passes CASE_ANY (the case does not matter there). */
-void load_tok(struct tok *t, const char *spec, int lc);
+ * WordPiece, opened by cli_wordpiece_open with `casing` (encode: the
+ * --lowercase/--cased given; decode: LOOM_CASING_NONE); anything else is
+ * BPE (loom_vocab_load_spec), where a casing is a usage error. */
+void load_tok(struct tok *t, const char *spec, int casing);
 void tok_free(struct tok *t);
 /* The text of id (a vocabulary entry; BPE: its bytes), for messages */
 const uint8_t *tok_token(const struct tok *t, uint32_t id, size_t *n);

@@ -28,7 +28,7 @@ static void on_docs(const char *opt, const char *arg)
 }
 
 static const struct cli_opt opts[] = {
-	OPT_STRING(0, "vocab", &vspec, "V", "as for encode (default gpt2)"),
+	OPT_STRING(0, "vocab", &vspec, "V", "as for encode (default: gpt2)"),
 	OPT_ENUM_CALLBACK('f', "format", on_format, "F", "u16 u32 text",
 			  "input ids: u16 (default; u32 if the vocabulary\n"
 			  "has more than 65536 ids) | u32 | text (decimal ids\n"
@@ -40,7 +40,7 @@ static const struct cli_opt opts[] = {
 			  "gives the input back"),
 	OPT_STRING('e', "eos", &eos_arg, "ID",
 		   "the end-of-text token for --docs lines|nul\n"
-		   "(default <|endoftext|>; WordPiece: [SEP])"),
+		   "(default: <|endoftext|>; WordPiece: [SEP])"),
 	OPT_BOOL(0, "skip-special", &skip_special,
 		 "WordPiece: drop [PAD] [UNK] [CLS] [SEP] [MASK]\n"
 		 "(HuggingFace's skip_special_tokens)"),
@@ -131,7 +131,7 @@ int bpe_decode_main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
 	struct tok t;
-	load_tok(&t, vspec, CASE_ANY);
+	load_tok(&t, vspec, LOOM_CASING_NONE);
 	if (fmt == FMT_DEFAULT)
 		fmt = t.n_ids <= 65536 ? FMT_U16 : FMT_U32;
 	struct run u = { .eos = t.eos };
@@ -164,10 +164,9 @@ int bpe_decode_main(int argc, char **argv)
 		decode_file(&u, files[fi]);
 	out_commit(&u.o);
 	double dt = loom_now() - t0;
-	if (!cli_quiet)
-		fprintf(stderr, "loom-bpe: decode: %llu token%s, %llu bytes, %.2f MB/s\n",
-			(unsigned long long)u.pos, u.pos == 1 ? "" : "s", (unsigned long long)u.bytes_out,
-			dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
+	cli_summary("decode: %llu token%s, %llu bytes, %.2f MB/s", (unsigned long long)u.pos,
+		    u.pos == 1 ? "" : "s", (unsigned long long)u.bytes_out,
+		    dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
 	free(u.ids);
 	free(u.ob);
 	loom_bpe_free(u.e);

@@ -435,7 +435,6 @@ static void *worker_main(void *arg)
 	}
 }
 static const char *vspec = "gpt2", *eos_arg, *output;
-static int letter_case = CASE_AUTO;
 static struct enc_cfg enc = { .docs = DOCS_LINES, .fmt = FMT_DEFAULT, .min_tokens = 1,
 			      .field = "text" };
 static int threads = 1, force;
@@ -461,12 +460,7 @@ static const struct cli_opt opts[] = {
 		   "WordPiece: bert-base-uncased (shipped), a vocab.txt\n"
 		   "(FILE.txt or a directory holding it) or a\n"
 		   "tokenizer.json with a WordPiece model"),
-	OPT_SET_INT(0, "lowercase", &letter_case, CASE_LOWER,
-		    "WordPiece vocab.txt: lower-case and strip accents\n"
-		    "(default when its path says \"uncased\")"),
-	OPT_SET_INT(0, "cased", &letter_case, CASE_CASED,
-		    "WordPiece vocab.txt: keep case and accents (default\n"
-		    "when its path says \"cased\"; else one is required)"),
+	OPT_CASING(),
 	OPT_ENUM_CALLBACK('d', "docs", on_docs, "MODE", "lines nul jsonl whole",
 			  "lines: one document per line (default); nul:\n"
 			  "NUL-separated (keeps newlines); jsonl: one JSON\n"
@@ -477,17 +471,17 @@ static const struct cli_opt opts[] = {
 		   "token appended after each document (default: the\n"
 		   "vocabulary's <|endoftext|>; WordPiece: [SEP])"),
 	OPT_U64('m', "min-tokens", &enc.min_tokens, "N", 0, UINT32_MAX,
-		"drop documents with fewer than N tokens (default 1:\n"
+		"drop documents with fewer than N tokens (default: 1;\n"
 		"empty documents are dropped)"),
 	OPT_ENUM_CALLBACK('f', "format", on_format, "F", "u16 u32 text",
 			  "u16 | u32 (little-endian) | text (one document per\n"
-			  "line); default u16 (u32 if the vocabulary has more\n"
+			  "line); default: u16 (u32 if the vocabulary has more\n"
 			  "than 65536 ids), text when stdout is a terminal"),
 	OPT_BOOL(0, "allow-special", &enc.allow_special,
 		 "recognise special tokens (<|endoftext|>) in the\n"
 		 "text; by default they are plain text (BPE only)"),
 	OPT_INT('j', "threads", &threads, "N", 1, 256,
-		"encoding threads (default 1); output order is kept"),
+		"encoding threads (default: 1); output order is kept"),
 	OPT_STRING('o', "output", &output, "FILE", "write FILE atomically instead of stdout"),
 	OPT_BOOL(0, "force", &force, "write binary ids to a terminal"),
 	OPT_PROGRESS(NULL, "progress on stderr even when it is not a terminal"),
@@ -654,7 +648,7 @@ int bpe_encode_main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
 	static struct tok t;
-	load_tok(&t, vspec, letter_case);
+	load_tok(&t, vspec, cli_casing);
 	settle_eos_format(&t);
 
 	static struct run u;
@@ -682,15 +676,13 @@ int bpe_encode_main(int argc, char **argv)
 	out_commit(&u.o);
 	cli_progress_done(&u.prog);
 	double dt = loom_now() - t0;
-	if (!cli_quiet)
-		fprintf(stderr,
-			"loom-bpe: encode: %llu document%s (%llu dropped), %llu tokens, %llu bytes, "
-			"%.4f tokens/byte, %.2f MB/s\n",
-			(unsigned long long)u.t.docs, u.t.docs == 1 ? "" : "s",
-			(unsigned long long)u.t.dropped,
-			(unsigned long long)u.t.tokens, (unsigned long long)u.r.bytes,
-			u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
-			dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
+	cli_summary("encode: %llu document%s (%llu dropped), %llu tokens, %llu bytes, "
+		    "%.4f tokens/byte, %.2f MB/s",
+		    (unsigned long long)u.t.docs, u.t.docs == 1 ? "" : "s",
+		    (unsigned long long)u.t.dropped,
+		    (unsigned long long)u.t.tokens, (unsigned long long)u.r.bytes,
+		    u.r.bytes ? (double)u.t.tokens / (double)u.r.bytes : 0.0,
+		    dt > 0 ? u.r.bytes / 1e6 / dt : 0.0);
 	free(u.ob.p);
 	loom_ids_release(&u.span.pending);
 	tok_free(&t);

@@ -144,10 +144,10 @@ static const struct cli_opt opts[] = {
 	OPT_CALLBACK('n', "vocab-size", on_vocab_size, "N",
 		     "vocabulary size: 256 bytes + merges + specials"),
 	OPT_U64('m', "min-frequency", &o.min_frequency, "N", 0, UINT64_MAX,
-		"stop when the best pair occurs fewer than N times (2)"),
+		"stop when the best pair occurs fewer than N times\n(default: 2)"),
 	OPT_CALLBACK('s', "special", on_special, "TOKEN",
-		     "special token, id after the merges (repeatable; the\n"
-		     "default is <|endoftext|>; --special '' for none)"),
+		     "special token, id after the merges; repeatable,\n"
+		     "'' for none (default: <|endoftext|>)"),
 	OPT_ENUM_CALLBACK('d', "docs", on_docs, "MODE", "lines nul whole",
 			  "lines: one document per line (default); nul:\n"
 			  "NUL-separated; whole: each input is one document"),

@@ -15,6 +15,7 @@
 
 #include "loom_common.h"
 #include "loom_file.h"
+#include "loom_wordpiece.h"
 
 const char *cli_prog = "loom";
 static const char *cli_usage_text = "";
@@ -162,6 +163,16 @@ void cli_warn(const char *fmt, ...)
 int cli_verbose;
 int cli_quiet, cli_force_progress;
 
+void cli_summary(const char *fmt, ...)
+{
+	va_list ap;
+	if (cli_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
 void cli_info(const char *fmt, ...)
 {
 	va_list ap;
@@ -263,7 +274,8 @@ static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
 	if (!f)
 		cli_die("out of memory");
 	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
-		int w = o->kind == CLI_TEXT ? 0 : opt_lead(o, lead, sizeof lead) + 2;
+		int w = o->kind == CLI_TEXT || o->kind == CLI_ALIAS ? 0 :
+			opt_lead(o, lead, sizeof lead) + 2;
 		if (w > col)
 			col = w;
 	}
@@ -273,6 +285,8 @@ static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
 			fprintf(f, "%s\n", o->help);
 			continue;
 		}
+		if (o->kind == CLI_ALIAS)
+			continue;
 		int w = opt_lead(o, lead, sizeof lead);
 		fprintf(f, "%s%*s", lead, col - w, "");
 		for (const char *h = o->help; *h; h++) {
@@ -293,7 +307,7 @@ static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
 static _Noreturn void list_options(const struct cli_opt *opts)
 {
 	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
-		if (o->kind == CLI_TEXT)
+		if (o->kind == CLI_TEXT || o->kind == CLI_ALIAS)
 			continue;
 		if (o->short_name)
 			printf("-%c ", o->short_name);
@@ -336,7 +350,7 @@ static void take(const struct cli_opt *o, const char *arg)
 		if (o->var.i)
 			*o->var.i = 1;
 		break;
-	case CLI_END: case CLI_TEXT: break;
+	case CLI_END: case CLI_TEXT: case CLI_ALIAS: break;
 	}
 }
 
@@ -379,6 +393,20 @@ void cli_key_hint(const struct cli_cmd *cmd, int argc, char **argv, int (*is_key
  * its index in the table) */
 enum { LIST_OPTIONS = 1000 };
 
+/* The option an OPT_ALIAS stands for (the option itself otherwise). */
+static const struct cli_opt *alias_target(const struct cli_opt *opts, const struct cli_opt *o)
+{
+	if (o->kind != CLI_ALIAS)
+		return o;
+	for (const struct cli_opt *t = opts; t->kind != CLI_END; t++)
+		if (t->kind != CLI_TEXT && t->kind != CLI_ALIAS && !strcmp(t->name, o->help))
+			return t;
+	cli_die("internal error: alias of an option --%s that the table lacks", o->help);
+}
+
+int cli_argc;
+char **cli_argv;
+
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	static const struct cli_opt std[] = { OPT_HELP(), OPT_VERSION(), OPT_END() };
@@ -399,14 +427,16 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	n += 2;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct cli_opt *o = &opts[i];
+		const struct cli_opt *o = &opts[i], *t = alias_target(opts, o);
 		if (o->kind == CLI_TEXT)
 			continue;
-		lo[k++] = (struct option){ o->name, o->arg ? required_argument : no_argument,
-					   NULL, o->short_name ? o->short_name : 256 + (int)i };
+		if (o->name) /* an alias's long name returns its target's code */
+			lo[k++] = (struct option){ o->name, t->arg ? required_argument : no_argument,
+						   NULL, t->short_name ? t->short_name :
+						   256 + (int)(t - opts) };
 		if (o->short_name) {
 			*sp++ = (char)o->short_name;
-			if (o->arg)
+			if (t->arg)
 				*sp++ = ':';
 		}
 	}
@@ -415,6 +445,10 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	free(text);
 	text = usage_text(cmd, opts);
 	cli_init(cmd->prog, text);
+	if (!cli_argv) {
+		cli_argc = argc;
+		cli_argv = argv;
+	}
 	cli_cmd = cmd;
 	optind = 1;
 	int c;
@@ -429,13 +463,116 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 				o = &opts[i];
 		if (!o) /* getopt said what is wrong */
 			usage_hint();
-		take(o, optarg);
+		take(alias_target(opts, o), optarg);
 	}
 	if (cli_quiet)
 		cli_verbose = 0;
 	free(lo);
 	free(shorts);
 	return optind;
+}
+
+/* --- WordPiece casing ------------------------------------------------------ */
+
+int cli_casing = LOOM_CASING_AUTO;
+
+void cli_on_casing(const char *opt, const char *arg)
+{
+	int c = strcmp(opt, "--cased") ? LOOM_CASING_LOWER : LOOM_CASING_CASED;
+	(void)arg;
+	if (cli_casing != LOOM_CASING_AUTO && cli_casing != c)
+		cli_usage_error("--lowercase and --cased contradict each other: give one");
+	cli_casing = c;
+}
+
+struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const char *why)
+{
+	struct loom_err err = { 0 };
+	struct loom_wordpiece *w = loom_wordpiece_open(spec, casing, &err);
+	if (!w && err.code == LOOM_EINVAL)
+		cli_exit(EXIT_USAGE, "--vocab %s%s", err.msg,
+			 strstr(err.msg, "say whether") ? " (--lowercase or --cased)" :
+			 strstr(err.msg, "no casing") ? " (drop --lowercase/--cased)" : "");
+	if (!w)
+		cli_die("%s", err.msg);
+	cli_info("vocabulary %s (%s): %u WordPiece tokens (ids 0..%u), %s (by %s)", spec,
+		 loom_wordpiece_path(w), loom_wordpiece_size(w), loom_wordpiece_size(w) - 1,
+		 loom_wordpiece_lowercases(w) ? "lower-cased" : "cased", why ? why :
+		 casing == LOOM_CASING_LOWER ? "--lowercase" :
+		 casing == LOOM_CASING_CASED ? "--cased" : loom_wordpiece_casing_rule(w));
+	return w;
+}
+
+/* --- subcommands ----------------------------------------------------------- */
+
+/* Does the option `arg` (an argv word: "--name", "--name=V", "-xVALUE",
+ * "-xy") take the next word as its argument in the table opts?  A long
+ * name may be abbreviated, as getopt_long allows. */
+static int opt_takes_next(const struct cli_opt *opts, const char *arg)
+{
+	if (arg[1] == '-' && strchr(arg, '='))
+		return 0;
+	if (arg[1] == '-') {
+		for (const struct cli_opt *o = opts; o->kind != CLI_END; o++)
+			if (o->kind != CLI_TEXT && o->name &&
+			    !strncmp(o->name, arg + 2, strlen(arg + 2)) && alias_target(opts, o)->arg)
+				return 1;
+		return 0;
+	}
+	/* a cluster: the first letter that takes an argument takes the rest
+	 * of the word, or the next one */
+	for (const char *p = arg + 1; *p; p++)
+		for (const struct cli_opt *o = opts; o->kind != CLI_END; o++)
+			if (o->kind != CLI_TEXT && o->short_name == *p && alias_target(opts, o)->arg)
+				return p[1] == '\0';
+	return 0;
+}
+
+/* ... by the tables of every command (`loom-eval -c X squad`) */
+static int takes_next(const struct cli_cmds *t, const char *arg)
+{
+	int next = t->dflt && t->dflt->cmd && opt_takes_next(t->dflt->cmd->opts, arg);
+	for (const struct cli_subcmd *c = t->cmds; c->name; c++)
+		next |= c->cmd && opt_takes_next(c->cmd->opts, arg);
+	return next;
+}
+
+int cli_dispatch(const struct cli_cmds *t, int argc, char **argv)
+{
+	cli_init(t->prog, t->usage);
+	int w = 1;
+	while (w < argc && argv[w][0] == '-' && argv[w][1] && strcmp(argv[w], "--"))
+		w += 1 + takes_next(t, argv[w]);
+	if (w < argc && strcmp(argv[w], "--"))
+		for (const struct cli_subcmd *c = t->cmds; c->name; c++) {
+			if (strcmp(argv[w], c->name))
+				continue;
+			char *word = argv[w];
+			memmove(argv + 2, argv + 1, (size_t)(w - 1) * sizeof *argv);
+			argv[1] = word;
+			cli_argc = argc;
+			cli_argv = argv;
+			return c->run(argc - 1, argv + 1);
+		}
+	if (t->dflt) {
+		cli_argc = argc;
+		cli_argv = argv;
+		return t->dflt->run(argc, argv);
+	}
+	char names[256] = "";
+	size_t len = 0;
+	for (const struct cli_subcmd *c = t->cmds; c->name && len < sizeof names; c++)
+		len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+					c == t->cmds ? "" : c[1].name ? ", " : " or ", c->name);
+	for (int i = 1; i < w && i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			cli_help();
+		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version"))
+			cli_version(t->version ? t->version() : NULL);
+	}
+	if (w < argc && strcmp(argv[w], "--"))
+		cli_usage_error("unknown command '%s' (%s)", argv[w], names);
+	cli_usage_error("missing command (%s)", names);
 }
 
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)

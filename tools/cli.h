@@ -12,6 +12,8 @@
  * table; the same -v/--verbose, -q/--quiet (-q wins over -v) and
  * --progress for the tools that list them (OPT_VERBOSE, OPT_QUIET,
  * OPT_PROGRESS).
+ * Help text names a default one way: "(default: X)" at the end of the
+ * option's text, or "(default)" after one of its enumerated values.
  * A hidden --list-options prints the options, one per line, with their
  * enumerated values: share/bash-completion/loom completes from it.
  *
@@ -48,6 +50,7 @@ enum cli_kind {
 	CLI_DOUBLE,         /* *var.d: a number in [dmin, dmax] */
 	CLI_CALL,           /* var.fn("--name", argument or NULL) */
 	CLI_HELP, CLI_VERSION, CLI_VERBOSE, CLI_QUIET, CLI_PROGRESS,
+	CLI_ALIAS,          /* another spelling of the option .help names */
 };
 
 struct cli_opt {
@@ -98,6 +101,27 @@ struct cli_opt {
 #define OPT_ENUM_CALLBACK(S_, L_, F_, A_, VALS_, H_) \
 	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), \
 	  .help = (H_), .values = (VALS_) }
+/* An old spelling kept working for scripts (-L or --seq-len for --seq):
+ * S_ and/or L_ (0, NULL: none) mean the option of the table whose long
+ * name is TARGET_; --help and --list-options show only the target. */
+#define OPT_ALIAS(S_, L_, TARGET_) \
+	{ .kind = CLI_ALIAS, .short_name = (S_), .name = (L_), .help = (TARGET_) }
+/* WordPiece casing (loom_wordpiece_open's rules, loom-bpe(1)): --lowercase
+ * and --cased set cli_casing (an enum loom_casing, LOOM_CASING_AUTO when
+ * neither is given); both together are a usage error, whatever the order. */
+#define OPT_CASING() \
+	OPT_CALLBACK(0, "lowercase", cli_on_casing, NULL, \
+		     "WordPiece: lower-case and strip accents (default:\n" \
+		     "as tokenizer_config.json or the vocabulary says)"), \
+	OPT_CALLBACK(0, "cased", cli_on_casing, NULL, "WordPiece: keep case and accents")
+extern int cli_casing;
+void cli_on_casing(const char *opt, const char *arg);
+/* loom_wordpiece_open(spec, casing) (cli_casing, or LOOM_CASING_NONE to
+ * decode) or exit: 2 when the casing must be given or cannot be, 1 when a
+ * file cannot be read; -v says which file and what decided the casing
+ * (`why` when a casing is passed that the user did not give, else the
+ * option or loom_wordpiece_casing_rule). */
+struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const char *why);
 /* The shared ones (-h and -V end every table: cli_parse() adds them):
  * -v sets cli_verbose, -q sets cli_quiet (and *v if v is not NULL) and
  * clears cli_verbose once all options are read; --progress sets
@@ -114,6 +138,34 @@ struct cli_cmd {
 	/* -V's second line: library versions (or NULL) */
 	const char *(*version)(void);
 };
+
+/* Subcommands, the git way: a table of command words, each with its
+ * cli_cmd (for --help and to know which options take an argument) and its
+ * main.  cli_dispatch() finds the first word that is not an option or an
+ * option's argument (by the tables: `loom-eval -c X squad` and
+ * `loom-eval squad -c X` are the same command), moves it to argv[1] and
+ * calls its main with (argc - 1, argv + 1): the subcommand's argv[0] is
+ * its word.  Without a word, `dflt` runs with the whole argv (loom-eval's
+ * evaluation) or, where there is none, -h/-V answer for the program and
+ * anything else is a usage error naming the commands. */
+struct cli_subcmd {
+	const char *name;
+	const struct cli_cmd *cmd;  /* NULL: its options come after the word */
+	int (*run)(int argc, char **argv);
+};
+struct cli_cmds {
+	const char *prog;
+	const char *usage;                /* the program's --help */
+	const struct cli_subcmd *cmds;    /* ends with { NULL } */
+	const struct cli_subcmd *dflt;    /* NULL: a command word is required */
+	const char *(*version)(void);
+};
+int cli_dispatch(const struct cli_cmds *t, int argc, char **argv);
+/* The whole command line, as cli_dispatch() left it (the command word at
+ * argv[1]) or as cli_parse() got it: for manifests that record it and for
+ * re-executing the program. */
+extern int cli_argc;
+extern char **cli_argv;
 
 /* Sets the program name and the usage text (as cli_init), parses argv by
  * the table and -h, -V (getopt_long, arguments permuted), handles -h, -V and
@@ -157,6 +209,9 @@ extern int cli_verbose;
 /* "prog: message" to stderr when cli_verbose, else nothing; one whole
  * line even when called from several threads. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tool's summary line ("prog: N records, ... s"): "prog: message" to
+ * stderr in one write, as cli_warn, unless -q. */
+void cli_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit 1. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: message" to stderr, exit with `code` (2: and the hint, as

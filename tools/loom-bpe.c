@@ -26,55 +26,45 @@ static const char usage_main[] =
 
 /* ---- common ----------------------------------------------------------- */
 
-/* A WordPiece spec: its vocab.txt into path, or the tokenizer.json
- * (*json set); 0 if spec is not WordPiece. */
-static int wordpiece_spec(const char *spec, char *path, size_t n, int *json)
+/* Is spec WordPiece: bert-base-uncased, FILE.txt, a directory with
+ * vocab.txt and no encoder.json, or a tokenizer.json that says WordPiece
+ * anywhere (its loader then checks that the model is)? */
+static int wordpiece_spec(const char *spec)
 {
 	struct stat st;
 	size_t sl = strlen(spec);
-	*json = 0;
-	int bert = !strcmp(spec, "bert-base-uncased");
-	if (!bert && strchr(spec, ','))
-		return 0;
-	if (bert || (sl > 4 && !strcmp(spec + sl - 4, ".txt"))) {
-		if (loom_wordpiece_vocab_path(spec, path, n)) {
-			if (bert)
-				cli_die("vocabulary 'bert-base-uncased' not found in share/vocab/bert-base-uncased (set LOOM_SHARE)");
-			cli_die("--vocab %.60s...: path too long", spec);
-		}
+	if (!strcmp(spec, "bert-base-uncased"))
 		return 1;
-	}
+	if (strchr(spec, ','))
+		return 0;
+	if (sl > 4 && !strcmp(spec + sl - 4, ".txt"))
+		return 1;
 	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char enc[4096];
-		snprintf(enc, sizeof enc, "%s/encoder.json", spec);
-		if (snprintf(path, n, "%s/vocab.txt", spec) >= (int)n)
-			cli_die("--vocab '%s': path too long", spec);
-		return access(enc, F_OK) != 0 && access(path, F_OK) == 0;
+		char enc[4096], txt[4096];
+		if (snprintf(enc, sizeof enc, "%s/encoder.json", spec) >= (int)sizeof enc ||
+		    snprintf(txt, sizeof txt, "%s/vocab.txt", spec) >= (int)sizeof txt)
+			cli_die("--vocab '%.60s...': path too long", spec);
+		return access(enc, F_OK) != 0 && access(txt, F_OK) == 0;
 	}
 	if (sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
 	    S_ISREG(st.st_mode)) {
-		/* a tokenizer.json: WordPiece when it says so anywhere (its
-		 * loader then checks that the model is) */
 		char *buf;
 		size_t len;
 		struct loom_err err = { 0 };
 		if (loom_file_read_bounded(spec, LOOM_FILE_MAX_LIST, &buf, &len, &err))
 			cli_die("%s", err.msg);
-		*json = memmem(buf, len, "\"WordPiece\"", 11) != NULL;
+		int wp = memmem(buf, len, "\"WordPiece\"", 11) != NULL;
 		free(buf);
-		snprintf(path, n, "%s", spec);
-		return *json;
+		return wp;
 	}
 	return 0;
 }
 
-void load_tok(struct tok *t, const char *spec, int lc)
+void load_tok(struct tok *t, const char *spec, int casing)
 {
-	char path[4096];
-	int json;
 	memset(t, 0, sizeof *t);
-	if (!wordpiece_spec(spec, path, sizeof path, &json)) {
-		if (lc == CASE_LOWER || lc == CASE_CASED)
+	if (!wordpiece_spec(spec)) {
+		if (casing == LOOM_CASING_LOWER || casing == LOOM_CASING_CASED)
 			cli_usage_error("--lowercase/--cased: '%s' is a byte-level BPE vocabulary (they are for WordPiece)",
 					spec);
 		t->v = loom_vocab_new();
@@ -95,35 +85,9 @@ void load_tok(struct tok *t, const char *spec, int lc)
 		}
 		return;
 	}
-	struct loom_wordpiece_opts o;
-	loom_wordpiece_opts_default(&o);
-	if (!json) {
-		if (lc == CASE_ANY) {
-			lc = CASE_CASED;
-		} else if (lc == CASE_AUTO) {
-			const char *unc = strstr(path, "uncased");
-			if (unc)
-				lc = CASE_LOWER;
-			else if (strstr(path, "cased") || access(path, F_OK) != 0)
-				lc = CASE_CASED; /* (a missing file: its error first) */
-			else
-				cli_usage_error("--vocab %s: a vocab.txt does not say whether its model lower-cases: give --lowercase (as bert-base-uncased) or --cased",
-						spec);
-		}
-		o.lowercase = lc == CASE_LOWER;
-	} else if (lc == CASE_LOWER || lc == CASE_CASED) {
-		cli_usage_error("--lowercase/--cased: the normalizer of tokenizer.json '%s' says whether it lower-cases",
-				spec);
-	}
-	t->wp = loom_wordpiece_new();
-	if (!t->wp)
-		cli_die("out of memory");
-	if (json ? loom_wordpiece_load_hf(t->wp, path) : loom_wordpiece_load(t->wp, path, &o))
-		cli_die("%s", loom_wordpiece_error(t->wp));
+	t->wp = cli_wordpiece_open(spec, casing, NULL);
 	t->n_ids = loom_wordpiece_size(t->wp);
 	t->eos = loom_wordpiece_id(t->wp, "[SEP]", 5);
-	cli_info("vocabulary %s (%s): %u WordPiece tokens (ids 0..%u)%s", spec, path, t->n_ids,
-		 t->n_ids - 1, json ? "" : o.lowercase ? ", lower-cased" : ", cased");
 }
 
 void tok_free(struct tok *t)
@@ -258,19 +222,12 @@ const char *bpe_versions(void)
 
 int main(int argc, char **argv)
 {
-	cli_init("loom-bpe", usage_main);
-	if (argc < 2)
-		cli_usage_error("missing command (encode, decode or train)");
-	const char *cmd = argv[1];
-	if (!strcmp(cmd, "encode"))
-		return bpe_encode_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "decode"))
-		return bpe_decode_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "train"))
-		return bpe_train_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
-		cli_help();
-	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version"))
-		cli_version(bpe_versions());
-	cli_usage_error("unknown command '%s' (encode, decode or train)", cmd);
+	static const struct cli_subcmd cmds[] = {
+		{ "encode", NULL, bpe_encode_main },
+		{ "decode", NULL, bpe_decode_main },
+		{ "train", NULL, bpe_train_main },
+		{ NULL, NULL, NULL },
+	};
+	static const struct cli_cmds t = { "loom-bpe", usage_main, cmds, NULL, bpe_versions };
+	return cli_dispatch(&t, argc, argv);
 }

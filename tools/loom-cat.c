@@ -189,7 +189,7 @@ static void parse_range(const char *opt, const char *s)
 
 static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "ids", &ids_only, "bare ids of the int64 feature (see --feature)"),
-	OPT_STRING(0, "feature", &feature, "NAME", "feature for --ids (default input_ids)"),
+	OPT_STRING(0, "feature", &feature, "NAME", "feature for --ids (default: input_ids)"),
 	OPT_CALLBACK('r', "range", parse_range, "A:B",
 		     "records A (inclusive) to B (exclusive), numbered\n"
 		     "across all FILEs, read through FILE.index; A: and :B\n"

@@ -375,12 +375,12 @@ static const struct cli_opt opts[] = {
 		   "or a .tiktoken file (default: the checkpoint's\n"
 		   "vocab.json + merges.txt)"),
 	OPT_CALLBACK('p', "prompt", on_prompt, "TEXT", "the text to continue (empty: start of a document)"),
-	OPT_U64('n', "tokens", &o.n, "N", 0, 1u << 20, "tokens to generate (default 200)"),
+	OPT_U64('n', "tokens", &o.n, "N", 0, 1u << 20, "tokens to generate (default: 200)"),
 	OPT_DOUBLE(0, "temperature", &o.temperature, "T", 0, 100,
-		   "sampling temperature, 0 = greedy (default 0.8)"),
+		   "sampling temperature, 0 = greedy (default: 0.8)"),
 	OPT_U64(0, "top-k", &o.top_k, "K", 0, 1u << 24,
-		"sample among the K most likely tokens, 0 = all (default 200)"),
-	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default 1)"),
+		"sample among the K most likely tokens, 0 = all (default: 200)"),
+	OPT_U64(0, "seed", &o.seed, "S", 0, UINT64_MAX, "sampling seed (default: 1)"),
 	OPT_BOOL(0, "no-prompt", &o.no_prompt, "print only the continuation"),
 	OPT_BOOL(0, "no-stop", &o.no_stop, "do not stop at <|endoftext|>"),
 	OPT_END()
@@ -411,7 +411,7 @@ static const struct cli_cmd cmd = {
 
 static const char *sq_data, *sq_pred, *sq_ckpt, *sq_logits, *sq_vocab;
 static uint64_t sq_n_best = 20, sq_max_answer = 30, sq_seq = 384, sq_stride = 128,
-		sq_max_query = 64, sq_batch = 8;
+		sq_max_query = 64, sq_batch = 64, sq_tokens = 4096;
 static int sq_no_verify;
 
 static const struct cli_opt squad_opts[] = {
@@ -427,18 +427,24 @@ static const struct cli_opt squad_opts[] = {
 		   "window, input_ids, token_type_ids, attention_mask,\n"
 		   "start_logits, end_logits"),
 	OPT_U64(0, "n-best", &sq_n_best, "N", 1, 4096,
-		"start and end candidates per feature (default 20)"),
+		"start and end candidates per feature (default: 20)"),
 	OPT_U64(0, "max-answer", &sq_max_answer, "N", 1, 1u << 20,
-		"longest answer in tokens (default 30)"),
+		"longest answer in tokens (default: 30)"),
 	OPT_STRING(0, "vocab", &sq_vocab, "V",
 		   "tokenizer: bert-base-uncased, a vocab.txt or a\n"
 		   "tokenizer.json (default: the checkpoint's vocab.txt)"),
-	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default 384)"),
+	OPT_CASING(),
+	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default: 384)"),
 	OPT_U64(0, "stride", &sq_stride, "N", 1, 1u << 16,
-		"context tokens between windows (default 128)"),
+		"context tokens between windows (default: 128)"),
 	OPT_U64(0, "max-query", &sq_max_query, "N", 1, 1u << 16,
-		"question tokens kept (default 64)"),
-	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096, "features per forward (default 8)"),
+		"question tokens kept (default: 64)"),
+	OPT_U64(0, "tokens", &sq_tokens, "N", 1, 1u << 24,
+		"real tokens per forward (default: 4096): features are\n"
+		"computed at their real lengths, packed, up to N tokens"),
+	OPT_U64(0, "batch", &sq_batch, "N", 1, 4096,
+		"features per forward at most (default: 64; with --logits\n"
+		"exactly, padded to --seq as the file shows them)"),
 	OPT_U64('j', "threads", &threads, "N", 1, 1024,
 		"threads (default: the cores other processes leave free)"),
 	OPT_BOOL(0, "no-verify", &sq_no_verify,
@@ -463,40 +469,39 @@ static const struct cli_cmd squad_cmd = {
 	.version = versions,
 };
 
-/* The tokenizer: --vocab (a tokenizer.json, or a vocab.txt / name with the
- * checkpoint's do_lower_case when it has one) or the checkpoint's. */
-static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck, char *name, size_t n)
+/* The tokenizer: --vocab or the checkpoint's, opened with --lowercase/
+ * --cased or else the casing the checkpoint records (its
+ * tokenizer_config.json's do_lower_case), or else by loom_wordpiece_open's
+ * rules. */
+static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 {
-	char path[4096], own[4096];
+	char cfg[4096];
 	struct loom_wordpiece_opts wo;
 	struct loom_err err = { 0 };
-	struct loom_wordpiece *w = loom_wordpiece_new();
-	if (!w)
-		cli_die("out of memory");
-	int has = loom_bert_ckpt_tokenizer(ck, own, sizeof own, &wo, &err);
-	if (has < 0)
+	int casing = cli_casing;
+	const char *rule = NULL;
+	loom_wordpiece_opts_default(&wo);
+	snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
+	int said = loom_wordpiece_read_config(cfg, &wo, &err);
+	if (said < 0)
 		cli_die("%s", err.msg);
 	size_t vl = sq_vocab ? strlen(sq_vocab) : 0;
-	int rc;
-	if (sq_vocab && vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")) {
-		rc = loom_wordpiece_load_hf(w, sq_vocab);
-	} else if (sq_vocab) {
-		if (loom_wordpiece_vocab_path(sq_vocab, path, sizeof path))
-			cli_die("--vocab %s: no such vocabulary", sq_vocab);
-		rc = loom_wordpiece_load(w, path, &wo);
-	} else if (has) {
-		rc = loom_wordpiece_load(w, own, &wo);
-	} else {
-		cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
-				loom_ckpt_dir(ck));
+	if (sq_vocab && casing == LOOM_CASING_AUTO && said &&
+	    !(vl > 5 && !strcmp(sq_vocab + vl - 5, ".json"))) {
+		casing = wo.lowercase ? LOOM_CASING_LOWER : LOOM_CASING_CASED;
+		rule = "the checkpoint's tokenizer_config.json";
 	}
-	const char *file = !sq_vocab ? own : rc == 0 && vl > 5 && !strcmp(sq_vocab + vl - 5, ".json")
-					       ? sq_vocab : path;
-	if (!rc)
-		rc = loom_wordpiece_check_bert(w, file);
-	if (rc)
+	if (!sq_vocab) {
+		char own[4096];
+		snprintf(own, sizeof own, "%s/vocab.txt", loom_ckpt_dir(ck));
+		if (access(own, F_OK) != 0)
+			cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
+					loom_ckpt_dir(ck));
+	}
+	struct loom_wordpiece *w = cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing,
+						      rule);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)) < 0)
 		cli_die("%s%s", sq_vocab ? "--vocab: " : "", loom_wordpiece_error(w));
-	snprintf(name, n, "%s", sq_vocab ? sq_vocab : own);
 	return w;
 }
 
@@ -570,14 +575,17 @@ static void squad_predict(struct loom_squad *s)
 	struct loom_bert_config cfg;
 	if (loom_bert_ckpt_config(ck, LOOM_BERT_QA, &cfg, &err))
 		cli_die("%s", err.msg);
+	/* --logits writes every position of a feature, padding too: the padded
+	 * forward (the predictions are the same up to rounding) */
+	cfg.padded = sq_logits != NULL;
 	if (sq_seq > (uint64_t)cfg.max_positions)
 		cli_usage_error("squad: --seq %llu is longer than the model's %d positions "
 				"(max_position_embeddings)", (unsigned long long)sq_seq,
 				cfg.max_positions);
-	char vname[4096];
-	struct loom_wordpiece *w = squad_tokenizer(ck, vname, sizeof vname);
+	struct loom_wordpiece *w = squad_tokenizer(ck);
 	if (loom_wordpiece_size(w) != (uint32_t)cfg.vocab_size)
-		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer", vname,
+		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer",
+			sq_vocab ? sq_vocab : loom_wordpiece_path(w),
 			loom_wordpiece_size(w), loom_ckpt_dir(ck), cfg.vocab_size);
 	struct loom_bert *b = loom_bert_new(&cfg);
 	if (!b)
@@ -604,8 +612,14 @@ static void squad_predict(struct loom_squad *s)
 	struct cli_progress prog;
 	cli_progress_init(&prog, cli_force_progress);
 	double t0 = loom_now();
-	for (size_t i = 0; i < fs.n; i += B) {
-		const size_t nb = fs.n - i < B ? fs.n - i : B;
+	for (size_t i = 0, nb; i < fs.n; i += nb) {
+		/* up to B features, and (packed) up to sq_tokens real tokens */
+		size_t tok = fs.f[i].n_tokens;
+		for (nb = 1; i + nb < fs.n && nb < B; nb++) {
+			if (!cfg.padded && tok + fs.f[i + nb].n_tokens > sq_tokens)
+				break;
+			tok += fs.f[i + nb].n_tokens;
+		}
 		for (size_t r = 0; r < nb; r++)
 			for (size_t k = 0; k < T; k++) {
 				in[r * T + k] = (int32_t)fs.input_ids[(i + r) * T + k];
@@ -613,7 +627,7 @@ static void squad_predict(struct loom_squad *s)
 				mask[r * T + k] = k < fs.f[i + r].n_tokens;
 			}
 		char msg[160];
-		if (loom_threads_adapt(&pool, "batch", i / B, msg, sizeof msg) && cli_verbose)
+		if (loom_threads_adapt(&pool, "batch", i, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg);
 		struct loom_bert_batch x = { in, seg, mask, NULL, NULL, NULL };
 		if (loom_bert_forward(b, &x, (int)nb, (int)T, 0, 0, NULL) < 0)
@@ -657,17 +671,18 @@ static void squad_predict(struct loom_squad *s)
 
 static void blas_setup(char **argv);
 
-static int do_squad(int argc, char **argv, char **orig)
+static int do_squad(int argc, char **argv)
 {
 	cli_parse(&squad_cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("squad: unexpected argument '%s'", argv[optind]);
 	if (!sq_data || !sq_pred)
 		cli_usage_error("squad: --data FILE.json and --predictions P.json are required");
-	if (!sq_ckpt && (sq_logits || sq_vocab))
-		cli_usage_error("squad: --logits and --vocab need -c DIR (a checkpoint to predict with)");
+	if (!sq_ckpt && (sq_logits || sq_vocab || cli_casing != LOOM_CASING_AUTO))
+		cli_usage_error("squad: --logits, --vocab, --lowercase and --cased need -c DIR "
+				"(a checkpoint to predict with)");
 	if (sq_ckpt) {	/* matrices: OpenBLAS's kernels, the threads */
-		blas_setup(orig);
+		blas_setup(cli_argv);
 		loom_threads_init(&pool, (int)threads);
 	}
 	struct loom_squad *s = loom_squad_new();
@@ -716,29 +731,10 @@ static void blas_setup(char **argv)
 			 "OPENBLAS_CORETYPE=%s: %s", loom_blas_core(), core, strerror(-brc));
 }
 
-int main(int argc, char **argv)
+/* loom-eval and loom-eval generate: the checkpoint, the threads */
+static void eval_setup(int argc, char **argv)
 {
-	int generate = 0;
-	cli_init("loom-eval", "");
-	signal(SIGPIPE, SIG_IGN);
-	if (argc > 1 && strcmp(argv[1], "squad") == 0) {
-		/* squad scores without matrices: re-executed only with -c */
-		char **orig = malloc(((size_t)argc + 1) * sizeof *orig);
-		if (!orig)
-			cli_die("out of memory");
-		memcpy(orig, argv, ((size_t)argc + 1) * sizeof *orig);
-		argv[1] = argv[0];
-		int rc = do_squad(argc - 1, argv + 1, orig);
-		free(orig);
-		return rc;
-	}
-	blas_setup(argv);
-	if (argc > 1 && strcmp(argv[1], "generate") == 0) {
-		generate = 1;
-		argv[1] = argv[0];
-		argv++;
-		argc--;
-	}
+	blas_setup(cli_argv);
 	cli_parse(&cmd, argc, argv);
 	if (optind < argc)
 		cli_usage_error("unexpected argument '%s'", argv[optind]);
@@ -747,10 +743,31 @@ int main(int argc, char **argv)
 	loom_threads_init(&pool, (int)threads);
 	if (cli_verbose)
 		tell_blas();
-	if (!generate) {
-		if (o.vocab || o.have_prompt)
-			cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
-		return do_eval(o.ckpt, max_frames, !o.no_verify);
-	}
+}
+
+static int run_eval(int argc, char **argv)
+{
+	eval_setup(argc, argv);
+	if (o.vocab || o.have_prompt)
+		cli_usage_error("--vocab and --prompt belong to `loom-eval generate`");
+	return do_eval(o.ckpt, max_frames, !o.no_verify);
+}
+
+static int run_generate(int argc, char **argv)
+{
+	eval_setup(argc, argv);
 	return do_generate(&o);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct cli_subcmd eval = { "", &cmd, run_eval };
+	static const struct cli_subcmd cmds[] = {
+		{ "generate", &cmd, run_generate },
+		{ "squad", &squad_cmd, do_squad },
+		{ NULL, NULL, NULL },
+	};
+	static const struct cli_cmds t = { "loom-eval", "", cmds, &eval, versions };
+	signal(SIGPIPE, SIG_IGN);
+	return cli_dispatch(&t, argc, argv);
 }

@@ -393,7 +393,7 @@ static const struct cli_opt opts[] = {
 			  "line), jsonl ({id,revid,url,title,text}), doc\n"
 			  "(WikiExtractor's <doc id url title> ... </doc>)"),
 	OPT_BOOL('z', "null", &c.nul, "lines/text: end each article with NUL instead"),
-	OPT_CALLBACK('n', "namespaces", on_namespaces, "LIST", "namespaces to keep, e.g. 0,14 (default 0)"),
+	OPT_CALLBACK('n', "namespaces", on_namespaces, "LIST", "namespaces to keep, e.g. 0,14 (default: 0)"),
 	OPT_BOOL(0, "keep-redirects", &c.keep_redirects, "list redirects too (text = the target title)"),
 	OPT_BOOL(0, "skip-disambiguation", &c.skip_dab, "drop disambiguation pages"),
 	OPT_U64(0, "min-length", &c.min_length, "N", 0, UINT64_MAX, "drop articles shorter than N characters"),
@@ -401,9 +401,10 @@ static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "headings", &c.wopts.headings, "keep section headings as lines"),
 	OPT_CALLBACK(0, "max-page-size", on_max_page_size, "SIZE",
 		     "skip pages with more wikitext than SIZE\n"
-		     "(default 8M: 4x MediaWiki's 2 MiB limit on a\n"
+		     "(default: 8M, 4x MediaWiki's 2 MiB limit on a\n"
 		     "revision; at most 1G); counted as too large"),
-	OPT_INT('j', "jobs", &dopts.threads, "N", 1, 256, "worker threads (default: CPUs online)"),
+	OPT_INT('j', "threads", &dopts.threads, "N", 1, 256, "worker threads (default: CPUs online)"),
+	OPT_ALIAS(0, "jobs", "threads"),
 	OPT_STRING(0, "index", &dopts.index, "FILE",
 		   "multistream index (default: NAME-index.txt.bz2\n"
 		   "beside NAME.xml.bz2 if it exists)"),
@@ -468,12 +469,12 @@ static int finish_output(int r, const struct loom_dump_stats *st, char **incompl
 static void print_summary(const struct loom_dump_stats *st, int r)
 {
 	char a[32], b[32], o[32];
-	fprintf(stderr,
-		"%s: %llu pages seen, %llu articles written, %llu redirects%s, "
+	cli_summary(
+		"%llu pages seen, %llu articles written, %llu redirects%s, "
 		"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
 		"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
-		"%.2f s%s%s\n",
-		cli_prog, (unsigned long long)st->pages,
+		"%.2f s%s%s",
+		(unsigned long long)st->pages,
 		(unsigned long long)st->stat[S_ARTICLES],
 		(unsigned long long)st->stat[S_REDIRECTS], c.keep_redirects ? " (kept)" : "",
 		(unsigned long long)st->stat[S_NS], (unsigned long long)st->stat[S_DAB],
@@ -520,8 +521,7 @@ int main(int argc, char **argv)
 	loom_dump_stats(c.dump, &st);
 	char *incomplete;
 	int status = finish_output(r, &st, &incomplete);
-	if (!cli_quiet)
-		print_summary(&st, r);
+	print_summary(&st, r);
 	for (int i = 0; i < dopts.threads; i++) {
 		loom_wikitext_free(c.w[i].wt);
 		loom_wt_buf_free(&c.w[i].text);

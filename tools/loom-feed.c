@@ -92,18 +92,19 @@ static const struct cli_opt opts[] = {
 		   "loom-squad's: the features too, no --seq"),
 	OPT_BOOL(0, "verify", &args.o.verify, "also check each shard's sha256 against the manifest"),
 	OPT_CALLBACK('b', "batch", on_batch, "B", "records per frame (per rank)"),
-	OPT_CALLBACK('t', "seq", on_seq, "T", "sequence length T; each record gives T+1 tokens"),
+	OPT_CALLBACK(0, "seq", on_seq, "T", "sequence length T; each record gives T+1 tokens"),
+	OPT_ALIAS('t', NULL, "seq"),
 	OPT_CALLBACK('s', "seed", on_seed, "S", "shuffle seed (same seed = same bytes)"),
 	OPT_U64('e', "epochs", &args.o.epochs, "E", 0, UINT32_MAX,
-		"passes over the data (default 1; 0 = endless)"),
-	OPT_CALLBACK(0, "rank", on_rank, "R", "this rank's slice of each global batch (default 0)"),
-	OPT_CALLBACK(0, "world", on_world, "W", "number of ranks (default 1); global batch = B x W"),
+		"passes over the data (default: 1; 0 = endless)"),
+	OPT_CALLBACK(0, "rank", on_rank, "R", "this rank's slice of each global batch (default: 0)"),
+	OPT_CALLBACK(0, "world", on_world, "W", "number of ranks (default: 1); global batch = B x W"),
 	OPT_CALLBACK(0, "skip-batches", on_skip, "N", "start at global batch N (sequence number N)"),
 	OPT_STRING(0, "resume", &args.resume, "CKPT", "start where checkpoint CKPT's training stopped"),
 	OPT_CALLBACK(0, "pad", on_pad, "ID", "pad records shorter than T+1 with ID (else an error)"),
 	OPT_ENUM_CALLBACK(0, "dtype", on_dtype, "D", "auto u16 u32",
 			  "auto (u16 when every id fits, per frame), u16 or u32"),
-	OPT_CALLBACK('j', "threads", on_threads, "N", "read-ahead threads (default 2)"),
+	OPT_CALLBACK('j', "threads", on_threads, "N", "read-ahead threads (default: 2)"),
 	OPT_BOOL(0, "text", &args.o.text, "write \"SEQ EPOCH ROW: ids...\" lines instead of frames"),
 	OPT_BOOL('f', "force", &args.force, "write binary frames even to a terminal"),
 	OPT_PROGRESS(NULL, "progress on stderr even when it is not a terminal\n"
@@ -266,12 +267,12 @@ int main(int argc, char **argv)
 		if (st.features)
 			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
 				 st.features == 1 ? "" : "s");
-		fprintf(stderr,
-			"loom-feed: %llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
-			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s\n",
-			(unsigned long long)st.frames, st.frames == 1 ? "" : "es", o->batch, st.seq_len, feats, o->rank, o->world,
-			(unsigned long long)st.records, st.records == 1 ? "" : "s",
-			(unsigned long long)st.shards,
+		cli_summary(
+			"%llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
+			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s",
+			(unsigned long long)st.frames, st.frames == 1 ? "" : "es", o->batch, st.seq_len,
+			feats, o->rank, o->world, (unsigned long long)st.records,
+			st.records == 1 ? "" : "s", (unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
 			cli_bytes((double)st.bytes, bb, sizeof bb), dt,
 			dt > 0 ? (double)st.frames * o->batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);

@@ -71,19 +71,18 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	if (!cli_quiet) {
 		cli_bytes((double)res.size, sz, sizeof sz);
 		if (res.already) {
-			fprintf(stderr, "%s: %s: already complete (%s, %s %s %s)\n", cli_prog,
-				g.name, sz, res.algo, res.hex,
-				res.cached ? "verified earlier" : "verified");
+			cli_summary("%s: already complete (%s, %s %s %s)", g.name, sz, res.algo,
+				    res.hex, res.cached ? "verified earlier" : "verified");
 		} else {
 			double mbs = res.seconds > 0 ? res.transferred / res.seconds / 1e6 : 0;
 			char resumed[64] = "";
 			if (res.resumed_from)
 				snprintf(resumed, sizeof resumed, " (resumed at %s)",
 					 cli_bytes((double)res.resumed_from, at, sizeof at));
-			fprintf(stderr, "%s: %s: %s%s, %s %s %s, %.1f s, %.1f MB/s\n", cli_prog,
-				g.name, sz, resumed, res.algo, res.hex,
-				res.verified ? "verified" : "(not verified: no checksum given)",
-				res.seconds, mbs);
+			cli_summary("%s: %s%s, %s %s %s, %.1f s, %.1f MB/s", g.name, sz, resumed,
+				    res.algo, res.hex,
+				    res.verified ? "verified" : "(not verified: no checksum given)",
+				    res.seconds, mbs);
 		}
 	}
 	printf("%s\n", path);
@@ -243,8 +242,7 @@ static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki
 			rc = 1;
 			goto out;
 		}
-		if (!cli_quiet)
-			fprintf(stderr, "%s: %s latest is %s\n", cli_prog, wiki, date);
+		cli_summary("%s latest is %s", wiki, date);
 	} else {
 		memcpy(date, date_arg, 9);
 	}
@@ -320,9 +318,9 @@ static void on_timeout(const char *opt, const char *arg)
 
 static const struct cli_opt opts[] = {
 	OPT_STRING(0, "mirror", &mirror, "URL",
-		   "mirror root (default $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
+		   "mirror root (default: $LOOM_MIRROR, else " DEFAULT_MIRROR ");\n"
 		   "http://, https:// or file:// with /<wiki>/<date>/ layout"),
-	OPT_STRING(0, "wiki", &wiki, "NAME", "wiki database name (default enwiki)"),
+	OPT_STRING(0, "wiki", &wiki, "NAME", "wiki database name (default: enwiki)"),
 	OPT_STRING(0, "date", &date, "D", "latest (default) or YYYYMMDD"),
 	OPT_CALLBACK(0, "what", on_what, "SET",
 		     "articles-multistream (default: dump + its index),\n"
@@ -337,12 +335,12 @@ static const struct cli_opt opts[] = {
 	OPT_STRING(0, "sha256", &sha256, "X", "expected SHA-256 digest"),
 	OPT_CALLBACK(0, "size", on_size, "N", "expected size in bytes"),
 	OPT_TEXT("Transfer:"),
-	OPT_CALLBACK(0, "retries", on_retries, "N", "retries after a temporary failure (default 5)"),
+	OPT_CALLBACK(0, "retries", on_retries, "N", "retries after a temporary failure (default: 5)"),
 	OPT_DOUBLE(0, "retry-delay", &fo.retry_delay, "S", 0, 3600,
 		   "first wait before a retry, doubled each time up to\n"
-		   "60 s (default 1)"),
+		   "60 s (default: 1)"),
 	OPT_CALLBACK(0, "timeout", on_timeout, "S",
-		     "connect timeout (default 30); a transfer without\n"
+		     "connect timeout (default: 30); a transfer without\n"
 		     "data for twice as long counts as failed"),
 	OPT_BOOL(0, "recheck", &fo.recheck,
 		 "rehash files already present even when they are\n"

@@ -134,10 +134,12 @@ static const struct cli_opt opts[] = {
 	OPT_STRING('o', "output", &output, "PATH", "index path (one FILE only; - = stdout)"),
 	OPT_BOOL(0, "verify", &verify, "check both CRCs of every record and that every\n"
 		 "payload is a tf.train.Example"),
-	OPT_BOOL('c', "check", &check, "compare with the existing index instead of writing"),
+	OPT_BOOL(0, "check", &check, "compare with the existing index instead of writing"),
+	OPT_ALIAS('c', NULL, "check"),
 	OPT_BOOL(0, "stats", &do_stats, "print records, bytes and payload min/max/mean (stdout)"),
 	OPT_BOOL('n', "no-write", &no_write, "write no index (with --verify / --stats)"),
-	OPT_INT('j', "jobs", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
+	OPT_INT('j', "threads", &threads, "N", 1, 1024, "files verified in parallel (default: CPU count)"),
+	OPT_ALIAS(0, "jobs", "threads"),
 	OPT_PROGRESS(NULL, "show progress even when stderr is not a TTY"),
 	OPT_VERBOSE("a line per FILE: records, bytes, what was done"),
 	OPT_QUIET(NULL, "no summary line (and no -v lines)"),
@@ -225,7 +227,7 @@ int main(int argc, char **argv)
 	double dt = loom_now() - t0;
 	if (!cli_quiet && !failed) {
 		char b1[32], b2[32];
-		fprintf(stderr, "loom-index: %d file%s, %" PRIu64 " record%s, %s%s%s, %.2f s (%s/s)\n",
+		cli_summary("%d file%s, %" PRIu64 " record%s, %s%s%s, %.2f s (%s/s)",
 			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,
 			tot.records == 1 ? "" : "s",
 			cli_bytes((double)tot.bytes, b1, sizeof b1),

@@ -107,19 +107,20 @@ static const struct cli_opt opts[] = {
 	OPT_STRING('o', "output", &o.prefix, "PREFIX", "output prefix (required)"),
 	OPT_ENUM_CALLBACK('f', "input-format", on_format, "FMT", "u16 u32 text",
 			  "u16 | u32 (little-endian binary) | text\n"
-			  "(whitespace-separated ids); default u16"),
-	OPT_CALLBACK('L', "seq-len", on_seq_len, "N",
-		     "tokens per sample (default 2049: a model with\n"
+			  "(whitespace-separated ids) (default: u16)"),
+	OPT_CALLBACK(0, "seq", on_seq_len, "N",
+		     "tokens per sample (default: 2049; a model with\n"
 		     "context T needs T + 1, inputs plus shifted targets)"),
-	OPT_U64('s', "stride", &stride, "N", 1, 1u << 30, "a sample starts every N tokens (default seq-len)"),
-	OPT_BOOL(0, "keep-tail", &o.keep_tail, "keep a final shorter sample if >= seq-len/2 remain"),
-	OPT_U64(0, "seed", &o.seed, "N", 0, INT64_MAX, "shuffle seed (default 0)"),
+	OPT_ALIAS('L', "seq-len", "seq"),
+	OPT_U64('s', "stride", &stride, "N", 1, 1u << 30, "a sample starts every N tokens (default: --seq)"),
+	OPT_BOOL(0, "keep-tail", &o.keep_tail, "keep a final shorter sample if >= N/2 remain"),
+	OPT_U64(0, "seed", &o.seed, "N", 0, INT64_MAX, "shuffle seed (default: 0)"),
 	OPT_SET_INT(0, "no-shuffle", &o.shuffle, 0, "keep stream order"),
 	OPT_CALLBACK('m', "memory", on_memory, "SIZE",
 		     "memory for the shuffle, e.g. 512M, 4G (default:\n"
 		     "a quarter of RAM, at least 512M);\n"
 		     "beyond it samples spill to temporary files"),
-	OPT_U64('n', "shards", &o.shards, "N", 1, 99999, "N shards, sample r in shard r mod N (default 1)"),
+	OPT_U64('n', "shards", &o.shards, "N", 1, 99999, "N shards, sample r in shard r mod N (default: 1)"),
 	OPT_U64('r', "records-per-shard", &o.records_per_shard, "R", 1, UINT64_MAX,
 		"R consecutive samples per shard instead"),
 	OPT_DOUBLE(0, "val-fraction", &val_fraction, "F", 0, 1,
@@ -133,7 +134,7 @@ static const struct cli_opt opts[] = {
 		"reject tokens >= N; recorded in the manifest"),
 	OPT_CALLBACK(0, "vocab-sha256", on_vocab_sha256, "HEX",
 		     "vocabulary checksum recorded in the manifest"),
-	OPT_CALLBACK(0, "feature", on_feature, "NAME", "feature name (default input_ids)"),
+	OPT_CALLBACK(0, "feature", on_feature, "NAME", "feature name (default: input_ids)"),
 	OPT_INT('j', "threads", &o.threads, "N", 1, 256,
 		"encoding threads (default: all CPUs; the\n"
 		"output is the same for any N)"),
@@ -151,7 +152,7 @@ static const struct cli_opt opts[] = {
 static const struct cli_cmd cmd = {
 	.prog = "loom-shard",
 	.usage = "usage: loom-shard -o PREFIX [options] [TOKENS...]\n"
-		 "Cut a token stream (files in order, or stdin) into samples of --seq-len\n"
+		 "Cut a token stream (files in order, or stdin) into samples of --seq\n"
 		 "tokens and write them as TFRecord shards of tf.train.Example{\"input_ids\"}:\n"
 		 "PREFIX-00000-of-0000N.tfrecord, each with its .index, and PREFIX.manifest.json.\n",
 	.opts = opts,
@@ -222,9 +223,9 @@ static void print_summary(const struct loom_shard_stats *st, const struct loom_s
 	if (val)
 		snprintf(vs, sizeof vs, "; validation %" PRIu64 " record%s -> %s", val->samples,
 			 val->samples == 1 ? "" : "s", val->manifest);
-	fprintf(stderr,
-		"loom-shard: %" PRIu64 " tokens -> %" PRIu64 " record%s (seq-len %u, stride %u%s)"
-		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s\n",
+	cli_summary(
+		"%" PRIu64 " tokens -> %" PRIu64 " record%s (seq %u, stride %u%s)"
+		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s",
 		st->tokens, st->samples, st->samples == 1 ? "" : "s", o.seq_len, o.stride ? o.stride : o.seq_len,
 		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
 		cli_bytes((double)st->bytes, b1, sizeof b1),
@@ -343,8 +344,7 @@ int main(int argc, char **argv)
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
-	if (!cli_quiet)
-		print_summary(&st, g_val ? &vst : NULL, dt);
+	print_summary(&st, g_val ? &vst : NULL, dt);
 	loom_shard_free(g_shard);
 	loom_shard_free(g_val);
 	return 0;

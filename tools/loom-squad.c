@@ -42,21 +42,22 @@ static int per_token(int k)
 static struct {
 	const char *vocab, *prefix;
 	uint64_t seq, stride, max_query, shards;
-	int cased, no_sha256;
+	int no_sha256;
 } o = { .seq = 384, .stride = 128, .max_query = 64, .shards = 1 };
 
 static const struct cli_opt prepare_opts[] = {
 	OPT_STRING(0, "vocab", &o.vocab, "V",
-		   "bert-base-uncased (shipped) or a vocab.txt path\n(required)"),
+		   "bert-base-uncased (shipped), a vocab.txt, a\n"
+		   "directory holding one or a tokenizer.json (required)"),
 	OPT_STRING('o', "output", &o.prefix, "PREFIX", "output prefix (required)"),
-	OPT_U64(0, "seq", &o.seq, "N", 8, 1u << 16, "tokens per feature (default 384)"),
+	OPT_U64(0, "seq", &o.seq, "N", 8, 1u << 16, "tokens per feature (default: 384)"),
 	OPT_U64(0, "stride", &o.stride, "N", 1, 1u << 16,
-		"a context window starts every N tokens\n(run_squad.py's doc_stride; default 128)"),
+		"a context window starts every N tokens\n(run_squad.py's doc_stride; default: 128)"),
 	OPT_U64(0, "max-query", &o.max_query, "N", 1, 1u << 16,
-		"question tokens kept (default 64)"),
-	OPT_BOOL(0, "cased", &o.cased, "a cased vocabulary: no lower-casing, no\naccent stripping"),
+		"question tokens kept (default: 64)"),
+	OPT_CASING(),
 	OPT_U64('n', "shards", &o.shards, "N", 1, 99999,
-		"N shards, feature r in shard r mod N (default 1)"),
+		"N shards, feature r in shard r mod N (default: 1)"),
 	OPT_BOOL(0, "no-sha256", &o.no_sha256, "do not hash the shards (sha256 null in the manifest)"),
 	OPT_VERBOSE("the vocabulary and the file read (questions,\nparagraphs, features)"),
 	OPT_QUIET(NULL, "no summary line"),
@@ -125,8 +126,9 @@ static json_t *feature_table(uint64_t seq)
 
 /* The manifest's object, "shards" (null) to be filled by the commit. */
 static json_t *manifest(const struct loom_squad *sq, const struct loom_squad_features *fs,
+			const struct loom_wordpiece *w,
 			const char *file, const char *file_sha, const char *vocab_sha,
-			uint32_t vocab_size, size_t answered, int argc, char **argv)
+			size_t answered, int argc, char **argv)
 {
 	json_t *m = json_object(), *cmd = json_array();
 	if (!m || !cmd) {
@@ -145,8 +147,8 @@ static json_t *manifest(const struct loom_squad *sq, const struct loom_squad_fea
 	json_object_set_new(m, "seq_len", json_integer((json_int_t)o.seq));
 	json_object_set_new(m, "stride", json_integer((json_int_t)o.stride));
 	json_object_set_new(m, "max_query", json_integer((json_int_t)o.max_query));
-	json_object_set_new(m, "lowercase", json_boolean(!o.cased));
-	json_object_set_new(m, "vocab_size", json_integer(vocab_size));
+	json_object_set_new(m, "lowercase", json_boolean(loom_wordpiece_lowercases(w)));
+	json_object_set_new(m, "vocab_size", json_integer(loom_wordpiece_size(w)));
 	json_object_set_new(m, "vocab_sha256", json_string(vocab_sha));
 	json_object_set_new(m, "source", json_string(loom_basename(file)));
 	json_object_set_new(m, "source_sha256", json_string(file_sha));
@@ -162,33 +164,14 @@ static json_t *manifest(const struct loom_squad *sq, const struct loom_squad_fea
 	return m;
 }
 
-static struct loom_wordpiece *load_vocab(char *path, size_t n, char *sha)
+static struct loom_wordpiece *load_vocab(char *sha)
 {
 	struct loom_err err;
-	if (loom_wordpiece_vocab_path(o.vocab, path, n) < 0) {
-		if (strcmp(o.vocab, "bert-base-uncased"))
-			cli_die("--vocab %.60s...: path too long", o.vocab);
-		cli_die("--vocab %s: share/vocab/bert-base-uncased/vocab.txt is not installed", o.vocab);
-	}
-	struct loom_wordpiece_opts wo;
-	loom_wordpiece_opts_default(&wo);
-	wo.lowercase = !o.cased;
-	wo.strip_accents = -1;
-	struct loom_wordpiece *w = loom_wordpiece_new();
-	if (!w)
-		cli_die("out of memory");
-	/* read once (it may be a pipe): loaded, and its sha256 for the manifest */
-	char *text;
-	size_t len;
-	if (loom_file_read_input(path, LOOM_FILE_MAX_LIST, &text, &len, &err) < 0)
-		cli_die("%s", err.msg);
-	if (loom_wordpiece_load_mem(w, text, len, path, &wo) < 0 ||
-	    loom_wordpiece_check_bert(w, path) < 0)
+	struct loom_wordpiece *w = cli_wordpiece_open(o.vocab, cli_casing, NULL);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)) < 0)
 		cli_die("%s", loom_wordpiece_error(w));
-	if (loom_hash_buf_hex("sha256", text, len, sha, &err) < 0)
+	if (loom_hash_file_hex("sha256", loom_wordpiece_path(w), sha, &err) < 0)
 		cli_die("%s", err.msg);
-	free(text);
-	cli_info("vocabulary %s (%s): %u tokens", o.vocab, path, loom_wordpiece_size(w));
 	return w;
 }
 
@@ -203,8 +186,8 @@ static int prepare_main(int argc, char **argv)
 		cli_usage_error("expected one SQuAD file, got %d", argc - first);
 	const char *file = argv[first];
 	double t0 = loom_now();
-	char vpath[4096], vsha[LOOM_HASH_HEX_MAX], fsha[LOOM_HASH_HEX_MAX];
-	struct loom_wordpiece *w = load_vocab(vpath, sizeof vpath, vsha);
+	char vsha[LOOM_HASH_HEX_MAX], fsha[LOOM_HASH_HEX_MAX];
+	struct loom_wordpiece *w = load_vocab(vsha);
 	struct loom_squad *sq = loom_squad_new();
 	if (!sq)
 		cli_die("out of memory");
@@ -255,8 +238,8 @@ static int prepare_main(int argc, char **argv)
 	free(v);
 	free(rec);
 	struct loom_shardset_result r;
-	json_t *m = manifest(sq, &fs, file, fsha, vsha, loom_wordpiece_size(w), answered, argc + 1,
-			     argv - 1);
+	json_t *m = manifest(sq, &fs, w, file, fsha, vsha, answered, cli_argc,
+			     cli_argv);
 	if (loom_shardset_commit(set, m, &r, &err) < 0) {
 		loom_shardset_free(set);
 		cli_die("%s", err.msg);
@@ -264,14 +247,12 @@ static int prepare_main(int argc, char **argv)
 	if (*r.note)
 		cli_warn("warning: %s", r.note);
 	char b[32];
-	if (!cli_quiet)
-		fprintf(stderr,
-			"loom-squad: %zu question%s -> %zu feature%s (seq %" PRIu64 ", stride %" PRIu64
-			", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
-			" shard%s, %s, %.2f s -> %s\n", sq->n_qas, sq->n_qas == 1 ? "" : "s", fs.n,
-			fs.n == 1 ? "" : "s", o.seq, o.stride, o.max_query,
-			answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
-			loom_now() - t0, r.manifest);
+	cli_summary("%zu question%s -> %zu feature%s (seq %" PRIu64 ", stride %" PRIu64
+		    ", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
+		    " shard%s, %s, %.2f s -> %s", sq->n_qas, sq->n_qas == 1 ? "" : "s", fs.n,
+		    fs.n == 1 ? "" : "s", o.seq, o.stride, o.max_query,
+		    answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
+		    loom_now() - t0, r.manifest);
 	loom_shardset_free(set);
 	loom_squad_features_release(&fs);
 	loom_squad_free(sq);
@@ -281,15 +262,11 @@ static int prepare_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	cli_init("loom-squad", usage_main);
-	if (argc < 2)
-		cli_usage_error("missing command (prepare)");
-	const char *cmd = argv[1];
-	if (!strcmp(cmd, "prepare"))
-		return prepare_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
-		cli_help();
-	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version"))
-		cli_version(loom_tfr_versions());
-	cli_usage_error("unknown command '%s' (prepare)", cmd);
+	static const struct cli_subcmd cmds[] = {
+		{ "prepare", &prepare_cmd, prepare_main },
+		{ NULL, NULL, NULL },
+	};
+	static const struct cli_cmds t = { "loom-squad", usage_main, cmds, NULL,
+					   loom_tfr_versions };
+	return cli_dispatch(&t, argc, argv);
 }

@@ -46,6 +46,7 @@
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
 #include "loom_mm.h"
+#include "loom_profile.h"
 #include "loom_rigl.h"
 #include "loom_sample.h"
 #include "loom_utf8.h"
@@ -1110,10 +1111,10 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	t->tok = v; /* --sample-every decodes with it */
 }
 
-/* model=bert: --vocab (bert-base-uncased or a vocab.txt; lower-cased
- * unless its path says "cased" and not "uncased"), or the resumed
- * checkpoint's vocab.txt: saved as vocab.txt + tokenizer_config.json in
- * every checkpoint; its ids must fit vocab_size. */
+/* model=bert: --vocab, or the resumed checkpoint's vocab.txt, opened with
+ * --lowercase/--cased by loom_wordpiece_open's rules: saved as vocab.txt +
+ * tokenizer_config.json (do_lower_case: the casing used) in every
+ * checkpoint; its ids must fit vocab_size. */
 static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckpt *ck,
 			    const struct origins *o)
 {
@@ -1121,33 +1122,32 @@ static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckp
 	struct loom_wordpiece_opts wo;
 	struct loom_err err = { 0 };
 	const char *name = spec;
-	loom_wordpiece_opts_default(&wo);
-	if (spec) {
-		if (loom_wordpiece_vocab_path(spec, path, sizeof path) < 0)
-			cli_die("--vocab %s: not found (share/vocab/bert-base-uncased, or a vocab.txt path)",
-				spec);
-		wo.lowercase = !(strstr(path, "cased") && !strstr(path, "uncased"));
-	} else {
+	if (!spec) {
 		int rc = ck ? loom_bert_ckpt_tokenizer(ck, path, sizeof path, &wo, &err) : 0;
 		if (rc < 0)
 			cli_die("%s", err.msg);
-		if (rc == 0)
+		if (rc == 0) {
+			if (cli_casing != LOOM_CASING_AUTO)
+				cli_usage_error("--lowercase/--cased: no vocabulary (--vocab V)");
 			return; /* no tokenizer */
+		}
 		name = loom_ckpt_vocab_name(ck);
 	}
-	struct loom_wordpiece *w = loom_wordpiece_new();
-	if (!w)
-		cli_die("out of memory");
-	if (loom_wordpiece_load(w, path, &wo) || loom_wordpiece_check_bert(w, path))
+	struct loom_wordpiece *w = cli_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), cli_casing, NULL);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)))
 		cli_die("%s%s", spec ? "--vocab: " : "", loom_wordpiece_error(w));
+	size_t pl = strlen(loom_wordpiece_path(w));
+	if (pl > 5 && !strcmp(loom_wordpiece_path(w) + pl - 5, ".json"))
+		cli_usage_error("--vocab %s: checkpoints keep a vocab.txt: give the one beside it", spec);
 	uint32_t n = loom_wordpiece_size(w);
-	loom_wordpiece_free(w);
 	if (n > (uint32_t)t->cfg.vocab_size)
 		cli_exit(EXIT_USAGE, "--vocab %s has %u ids, but vocab_size is %d (from %s): "
-			 "--set vocab_size=%u", name ? name : path, n, t->cfg.vocab_size,
-			 origin_name(o, O_VS), n);
-	if (loom_bert_ckpt_vocab(&t->vocab, name, path, wo.lowercase, &err))
+			 "--set vocab_size=%u", name ? name : loom_wordpiece_path(w), n,
+			 t->cfg.vocab_size, origin_name(o, O_VS), n);
+	if (loom_bert_ckpt_vocab(&t->vocab, name, loom_wordpiece_path(w),
+				 loom_wordpiece_lowercases(w), &err))
 		cli_die("--vocab: %s", err.msg);
+	loom_wordpiece_free(w);
 }
 
 /* --log FILE (or "-"): each JSON line written, flushed and checked; a write
@@ -1304,7 +1304,7 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
 	*tb_dir, *sample_prompt;
 static char **sets;
-static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads;
+static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile;
 static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
 static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
@@ -1355,7 +1355,7 @@ static void on_memory(const char *opt, const char *arg)
 static const struct cli_opt opts[] = {
 	OPT_TEXT("configuration (applied in this order):"),
 	OPT_STRING('c', "config", &config, "NAME|FILE",
-		   "preset (share/presets/NAME.json) or JSON file [tiny]"),
+		   "preset (share/presets/NAME.json) or JSON file\n(default: tiny)"),
 	OPT_CALLBACK(0, "set", on_set, "K=V,...", "override keys (repeatable); see --print-config"),
 	OPT_CALLBACK(0, "steps", on_steps, "N", "optimizer steps (= --set steps=N)"),
 	OPT_CALLBACK(0, "seed", on_seed, "N", "seed for init and dropout (= --set seed=N)"),
@@ -1376,36 +1376,41 @@ static const struct cli_opt opts[] = {
 		   "start from a checkpoint's weights only (model=bert:\n"
 		   "also a HuggingFace BERT directory)"),
 	OPT_STRING(0, "vocab", &vocab_spec, "V",
-		   "the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe):\n"
-		   "stored in checkpoints (vocab.json + merges.txt)"),
+		   "the data's tokenizer (gpt2, DIR, ENC.json,VOCAB.bpe;\n"
+		   "BERT: bert-base-uncased, a vocab.txt): stored in\n"
+		   "checkpoints"),
+	OPT_CASING(),
 	OPT_TEXT("logging and evaluation:"),
 	OPT_STRING(0, "log", &logpath, "FILE", "one JSON line per step (- = stdout)"),
 	OPT_STRING(0, "tensorboard", &tb_dir, "DIR",
 		   "TensorBoard event file in DIR (scalars, config,\n"
 		   "samples)"),
 	OPT_U64(0, "log-every", &log_every, "N", 0, 1ull << 50,
-		"human progress line on stderr every N steps [10]"),
+		"human progress line on stderr every N steps\n(default: 10)"),
 	OPT_U64(0, "eval-every", &eval_every, "N", 1, 1ull << 50,
 		"evaluate on --eval-data every N steps"),
 	OPT_STRING(0, "eval-data", &eval_data, "FILE",
 		   "held-out batch frames, or a loom-shard manifest\n"
 		   "(e.g. PREFIX.val.manifest.json: read in order)"),
 	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
-		"at most N batches per evaluation [all]"),
+		"at most N batches per evaluation (default: all)"),
 	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
 		"generate a short sample every N steps (on stderr,\n"
 		"in the log and the TensorBoard file)"),
 	OPT_STRING(0, "sample-prompt", &sample_prompt, "TEXT",
 		   "the samples' prompt (token ids without a vocabulary)\n"
-		   "[the first token of the step's batch]"),
-	OPT_U64(0, "sample-tokens", &sample_tokens, "N", 1, 4096, "tokens per sample [32]"),
+		   "(default: the first token of the step's batch)"),
+	OPT_U64(0, "sample-tokens", &sample_tokens, "N", 1, 4096, "tokens per sample (default: 32)"),
 	OPT_DOUBLE(0, "sample-temperature", &sample_temperature, "T", 0, 100,
-		   "0 = greedy [0]; else sampled among the 200 most\n"
-		   "likely, from the seed"),
+		   "0 = greedy; else sampled among the 200 most\n"
+		   "likely, from the seed (default: 0)"),
 	OPT_TEXT("other:"),
-	OPT_INT(0, "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS [the cores other\n"
-		"processes leave free, looked at every step]"),
+	OPT_INT('j', "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS (default: the\n"
+		"cores other processes leave free, looked at\n"
+		"every step)"),
 	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_BOOL(0, "profile", &profile, "each step's time per op, parallel and serial (stderr,\n"
+		 "and --log as {\"step\":N,\"profile\":{...}})"),
 	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),
 	OPT_VERBOSE("more detail on stderr"),
 	OPT_QUIET(NULL, "no progress lines (and no -v lines)"),
@@ -1575,6 +1580,8 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));
+	if (c->model != LOOM_MODEL_BERT && cli_casing != LOOM_CASING_AUTO)
+		cli_usage_error("--lowercase/--cased are for a WordPiece vocabulary (model=bert)");
 	if (c->model == LOOM_MODEL_BERT)
 		load_bert_vocab(t, vocab_spec, ck, orig);
 	else if (vocab_spec || (ck && loom_ckpt_vocab_spec(ck)))
@@ -1607,7 +1614,7 @@ static void gpt_build(struct trainer *t, struct loom_ckpt *ck)
 		cli_die("out of memory for %llu parameters", (unsigned long long)loom_config_n_params(c));
 	t->g = g;
 	struct loom_dist_model dm;
-	loom_dist_model_gpt(&dm, g);
+	loom_gpt_dist_model(g, &dm);
 	int first = loom_config_shards_weights(c) && (resume || init_from);
 	if (first) /* every rank then reads only its own chunks */
 		train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
@@ -2065,7 +2072,7 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 		loom_bert_init_weights(b, t->cfg.seed);
 	}
 	struct loom_dist_model dm;
-	loom_dist_model_bert(&dm, b);
+	loom_bert_dist_model(b, &dm);
 	train_dist_attach(&dm, t->cfg.grad_accum, quiet, verbose);
 }
 
@@ -2246,6 +2253,24 @@ static void sample(struct run *u)
 	loom_ids_release(&ids);
 }
 
+/* --profile: the step's time per op (loom_profile.h) on stderr and in the log */
+static void report_profile(struct run *u)
+{
+	struct loom_prof p;
+	char buf[1024];
+	loom_prof_step_end(&p);
+	if (u->log) {
+		loom_prof_json(&p, buf, sizeof buf);
+		log_line(u->log, "{\"step\":%llu,\"profile\":%s}\n",
+			 (unsigned long long)u->t->step, buf);
+	}
+	if (!quiet) {
+		loom_prof_text(&p, buf, sizeof buf);
+		cli_progress_done(&u->prog);
+		cli_warn("step %llu profile: %s", (unsigned long long)u->t->step, buf);
+	}
+}
+
 /* Steps until --steps, the end of the input or a stop signal. */
 static void train_loop(struct run *u)
 {
@@ -2256,6 +2281,7 @@ static void train_loop(struct run *u)
 		double t0 = loom_now();
 		double lsum = 0;
 		char msg[160];
+		loom_prof_step_begin();
 		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
 		/* gradients are zero here: the step leaves them so */
@@ -2284,6 +2310,8 @@ static void train_loop(struct run *u)
 			cli_die("step %llu: loss is %f (diverged); lower lr or check the data",
 				(unsigned long long)t->step, u->loss);
 		report_step(u, lr, ntok, t0);
+		if (profile)
+			report_profile(u);
 		if (g && g->rigl && g->rigl->last_update == (int64_t)t->step)
 			log_rigl(t, u->log);
 		if (eval_every && t->step % eval_every == 0 &&
@@ -2305,6 +2333,7 @@ int main(int argc, char **argv)
 	quiet = cli_quiet;
 	check_args(argc, argv);
 	set_up_process(&argc, &argv);
+	loom_prof_enable(profile);
 
 	struct trainer t = { .verbose = verbose, .quiet = quiet, .save_dir = save,
 			     .keep = (unsigned)keep };

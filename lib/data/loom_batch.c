@@ -10,6 +10,7 @@
 
 #include "loom_crc32c.h"
 #include "loom_file.h"
+#include "loom_profile.h"
 
 #define KNOWN_FLAGS (LOOM_BATCH_F_END | LOOM_BATCH_F_PAD)
 #define KNOWN_FLAGS_V2 (KNOWN_FLAGS | LOOM_BATCH_F_FEATURES)
@@ -564,8 +565,8 @@ static int read_features(struct loom_batch_reader *r, const struct loom_batch_hd
 	return 0;
 }
 
-int loom_batch_read(struct loom_batch_reader *r, struct loom_batch_hdr *h,
-		    const uint32_t **tokens)
+static int read_frame(struct loom_batch_reader *r, struct loom_batch_hdr *h,
+		      const uint32_t **tokens)
 {
 	unsigned char hb[LOOM_BATCH_HEADER_SIZE];
 	struct loom_err e;
@@ -666,6 +667,15 @@ int loom_batch_read(struct loom_batch_reader *r, struct loom_batch_hdr *h,
 	r->last_seq = h->seq;
 	*tokens = r->tok;
 	return 1;
+}
+
+/* the frame's read, timed for loom-train --profile (loom_profile.h) */
+int loom_batch_read(struct loom_batch_reader *r, struct loom_batch_hdr *h,
+		    const uint32_t **tokens)
+{
+	int rc;
+	LOOM_PROF(LOOM_PROF_DATA, rc = read_frame(r, h, tokens););
+	return rc;
 }
 
 uint64_t loom_batch_reader_frames(const struct loom_batch_reader *r)

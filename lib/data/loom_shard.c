@@ -819,7 +819,7 @@ static int prepare(struct loom_shard *s)
 	if (!s->nseen)
 		return loom_err_set(&s->err, LOOM_EFORMAT,
 				    "no samples: the input has %" PRIu64 " tokens; a sample needs more"
-				    " than --seq-len %" PRIu64 " (or --keep-tail and at least %" PRIu64
+				    " than --seq %" PRIu64 " (or --keep-tail and at least %" PRIu64
 				    ")", s->total, s->L, (s->L + 1) / 2);
 	if (s->o.shuffle && !s->spilled) {
 		rc = write_sorted(s, s->arena, s->ents, s->nents);

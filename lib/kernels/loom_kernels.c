@@ -118,11 +118,12 @@ static inline __attribute__((always_inline)) void colsum_add(float *dst, const f
 
 LOOM_SIMD
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-			const int32_t *typ, const float *wtt, int B, int T, int C)
+			const int32_t *typ, const float *wtt, const int32_t *pos, int B, int T, int C)
 {
 	#pragma omp parallel for schedule(static)
 	for (int bt = 0; bt < B * T; bt++) {
-		const float *e = wte + (size_t)tok[bt] * C, *p = wpe + (size_t)(bt % T) * C;
+		const float *e = wte + (size_t)tok[bt] * C;
+		const float *p = wpe + (size_t)(pos ? pos[bt] : bt % T) * C;
 		float *o = out + (size_t)bt * C;
 		if (typ) {
 			const float *y = wtt + (size_t)typ[bt] * C;
@@ -136,8 +137,8 @@ void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const 
 }
 
 void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
-			      const float *wpe, const int32_t *typ, const float *wtt, int B,
-			      int T, int C)
+			      const float *wpe, const int32_t *typ, const float *wtt,
+			      const int32_t *pos, int B, int T, int C)
 {
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
@@ -145,12 +146,13 @@ void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
 				out[((size_t)b * T + t) * C + c] =
 					wte[(size_t)tok[b * T + t] * C + c] +
 					(typ ? wtt[(size_t)typ[b * T + t] * C + c] : 0.0f) +
-					wpe[(size_t)t * C + c];
+					wpe[(size_t)(pos ? pos[b * T + t] : t) * C + c];
 }
 
 LOOM_SIMD
 void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			const int32_t *tok, const int32_t *typ, int B, int T, int C)
+			const int32_t *tok, const int32_t *typ, const int32_t *pos, int B, int T,
+			int C)
 {
 	#pragma omp parallel
 	{
@@ -159,7 +161,8 @@ void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout
 		for (int b = 0; b < B; b++)
 			for (int t = 0; t < T; t++) {
 				const float *d = dout + ((size_t)b * T + t) * C;
-				float *e = dwte + (size_t)tok[b * T + t] * C, *p = dwpe + (size_t)t * C;
+				float *e = dwte + (size_t)tok[b * T + t] * C;
+				float *p = dwpe + (size_t)(pos ? pos[b * T + t] : t) * C;
 				#pragma omp simd
 				for (int c = c0; c < c1; c++) {
 					e[c] += d[c];
@@ -176,14 +179,15 @@ void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout
 }
 
 void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			      const int32_t *tok, const int32_t *typ, int B, int T, int C)
+			      const int32_t *tok, const int32_t *typ, const int32_t *pos, int B,
+			      int T, int C)
 {
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
 			for (int c = 0; c < C; c++) {
 				float d = dout[((size_t)b * T + t) * C + c];
 				dwte[(size_t)tok[b * T + t] * C + c] += d;
-				dwpe[(size_t)t * C + c] += d;
+				dwpe[(size_t)(pos ? pos[b * T + t] : t) * C + c] += d;
 				if (typ)
 					dwtt[(size_t)typ[b * T + t] * C + c] += d;
 			}
@@ -459,9 +463,32 @@ static inline int att_ncols(int i, int j0, int nk)
 	return n < 0 ? 0 : n < nk ? n : nk;
 }
 
+/* Row b's place: its first token r0 and its query count Tq (all T of a
+ * padded row; a packed row's len[b]), and where its lse rows start. */
+struct att_row {
+	size_t r0, lse0;
+	int Tq;
+};
+
+static inline struct att_row att_row(const int32_t *len, const int32_t *off, int b, int h, int T,
+				     int NH)
+{
+	struct att_row w;
+	if (off) {
+		w.Tq = att_len(len, b, T);
+		w.r0 = (size_t)off[b];
+		w.lse0 = (size_t)off[b] * NH + (size_t)h * w.Tq;
+	} else {
+		w.Tq = T;
+		w.r0 = (size_t)b * T;
+		w.lse0 = ((size_t)b * NH + h) * T;
+	}
+	return w;
+}
+
 LOOM_SIMD
-int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len, int B,
-			 int T, int C, int NH, float p, uint64_t key)
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
+			 const int32_t *off, int B, int T, int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, BH = B * NH, nb = (T + ATT_BQ - 1) / ATT_BQ, fail = 0;
 	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
@@ -484,8 +511,11 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 			if (!S)
 				continue;
 			int ib = nb - 1 - it / BH, bh = it % BH, b = bh / NH, h = bh % NH;
-			int i0 = ib * ATT_BQ, nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
-			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+			struct att_row w = att_row(len, off, b, h, T, NH);
+			int i0 = ib * ATT_BQ, nq = w.Tq - i0 < ATT_BQ ? w.Tq - i0 : ATT_BQ;
+			if (nq <= 0)
+				continue;
+			const float *q = qkv + w.r0 * C3 + h * hs, *k = q + C, *v = q + 2 * C;
 			for (int r = 0; r < nq; r++) {
 				m[r] = -INFINITY;
 				l[r] = 0;
@@ -533,12 +563,12 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 					    p > 0 ? D : S, ATT_BK, v + (size_t)j0 * C3, C3, 1.0f, O, hs);
 			}
 			for (int r = 0; r < nq; r++) {
-				float inv = 1.0f / l[r], *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
+				float inv = 1.0f / l[r], *o = out + (w.r0 + i0 + r) * C + h * hs;
 				const float *orow = O + (size_t)r * hs;
 				#pragma omp simd
 				for (int d = 0; d < hs; d++)
 					o[d] = orow[d] * inv;
-				lse[(size_t)bh * T + i0 + r] = m[r] + logf(l[r]);
+				lse[w.lse0 + i0 + r] = m[r] + logf(l[r]);
 			}
 		}
 		free(S);
@@ -547,8 +577,8 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 }
 
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
-			       const int32_t *len, int B, int T, int C, int NH, float p,
-			       uint64_t key)
+			       const int32_t *len, const int32_t *off, int B, int T, int C, int NH,
+			       float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
@@ -556,14 +586,15 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
 	if (!dr)
 		return -1;
 	for (int b = 0; b < B; b++)
-		for (int h = 0; h < NH; h++)
-			for (int i = 0; i < T; i++) {
-				const float *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
+		for (int h = 0; h < NH; h++) {
+			struct att_row w = att_row(len, off, b, h, T, NH);
+			for (int i = 0; i < w.Tq; i++) {
+				const float *q = qkv + (w.r0 + i) * C3 + h * hs;
 				float *a = att + (((size_t)b * NH + h) * T + i) * T;
 				int nv = len ? att_len(len, b, T) : i + 1; /* keys j < nv */
 				double mx = -INFINITY, sum = 0;
 				for (int j = 0; j < nv; j++) {
-					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					const float *k = qkv + (w.r0 + j) * C3 + C + h * hs;
 					double s = 0;
 					for (int d = 0; d < hs; d++)
 						s += (double)q[d] * k[d];
@@ -578,20 +609,21 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
 				}
 				for (int j = 0; j < T; j++)
 					a[j] = j < nv ? (float)(a[j] / sum) : 0.0f;
-				lse[((size_t)b * NH + h) * T + i] = (float)(mx + log(sum));
+				lse[w.lse0 + i] = (float)(mx + log(sum));
 				for (int j = 0; j < nv; j++)
 					dr[j] = a[j];
 				if (p > 0)
 					att_drop_row(dr, a, i, nv, T, (size_t)b * NH + h, p, key);
-				float *o = out + ((size_t)b * T + i) * C + h * hs;
+				float *o = out + (w.r0 + i) * C + h * hs;
 				for (int d = 0; d < hs; d++) {
 					double s = 0;
 					for (int j = 0; j < nv; j++)
 						s += (double)dr[j] *
-						     qkv[((size_t)b * T + j) * C3 + 2 * C + h * hs + d];
+						     qkv[(w.r0 + j) * C3 + 2 * C + h * hs + d];
 					o[d] = (float)s;
 				}
 			}
+		}
 	free(dr);
 	return 0;
 }
@@ -605,8 +637,8 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
  * bit-identical for any thread count. */
 LOOM_SIMD
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-			 const float *lse, const int32_t *len, int B, int T, int C, int NH, float p,
-			 uint64_t key)
+			 const float *lse, const int32_t *len, const int32_t *off, int B, int T, int C,
+			 int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, fail = 0;
 	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
@@ -627,11 +659,13 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 			if (!P)
 				continue;
 			int b = bh / NH, h = bh % NH;
-			const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-			const float *dy = dout + (size_t)b * T * C + h * hs;
-			const float *o = out + (size_t)b * T * C + h * hs, *ls = lse + (size_t)bh * T;
-			float *dq = dqkv + (size_t)b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-			for (int i = 0; i < T; i++) {
+			struct att_row w = att_row(len, off, b, h, T, NH);
+			const int Tq = w.Tq;
+			const float *q = qkv + w.r0 * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+			const float *dy = dout + w.r0 * C + h * hs;
+			const float *o = out + w.r0 * C + h * hs, *ls = lse + w.lse0;
+			float *dq = dqkv + w.r0 * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+			for (int i = 0; i < Tq; i++) {
 				const float *a = dy + (size_t)i * C, *c = o + (size_t)i * C;
 				float dot = 0;
 				#pragma omp simd reduction(+:dot)
@@ -642,7 +676,7 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 			}
 			/* keys from the row's length on are never visible: zero gradient */
 			int jend = len ? att_len(len, b, T) : T;
-			for (int j = jend; j < T; j++) {
+			for (int j = jend; j < Tq; j++) {
 				memset(dk + (size_t)j * C3, 0, sizeof(float) * hs);
 				memset(dv + (size_t)j * C3, 0, sizeof(float) * hs);
 			}
@@ -651,8 +685,8 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 				memset(dK, 0, sizeof(float) * (size_t)nk * hs);
 				memset(dV, 0, sizeof(float) * (size_t)nk * hs);
 				/* causal: from the query tile holding query j0 */
-				for (int i0 = len ? 0 : j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
-					int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
+				for (int i0 = len ? 0 : j0 / ATT_BQ * ATT_BQ; i0 < Tq; i0 += ATT_BQ) {
+					int nq = Tq - i0 < ATT_BQ ? Tq - i0 : ATT_BQ;
 					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale,
 						    q + (size_t)i0 * C3, C3, k + (size_t)j0 * C3, C3, 0.0f,
 						    P, ATT_BK);
@@ -703,8 +737,8 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 }
 
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
-			       const float *att, const int32_t *len, int B, int T, int C, int NH,
-			       float p, uint64_t key)
+			       const float *att, const int32_t *len, const int32_t *off, int B, int T,
+			       int C, int NH, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
@@ -715,14 +749,15 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 		free(dr);
 		return -1;
 	}
-	memset(dqkv, 0, sizeof(float) * (size_t)B * T * C3);
+	memset(dqkv, 0, sizeof(float) * (off ? (size_t)off[B] : (size_t)B * T) * C3);
 	for (int b = 0; b < B; b++)
-		for (int h = 0; h < NH; h++)
-			for (int i = 0; i < T; i++) {
+		for (int h = 0; h < NH; h++) {
+			struct att_row w = att_row(len, off, b, h, T, NH);
+			for (int i = 0; i < w.Tq; i++) {
 				const float *a = att + (((size_t)b * NH + h) * T + i) * T;
-				const float *dy = dout + ((size_t)b * T + i) * C + h * hs;
-				const float *q = qkv + ((size_t)b * T + i) * C3 + h * hs;
-				float *dq = dqkv + ((size_t)b * T + i) * C3 + h * hs;
+				const float *dy = dout + (w.r0 + i) * C + h * hs;
+				const float *q = qkv + (w.r0 + i) * C3 + h * hs;
+				float *dq = dqkv + (w.r0 + i) * C3 + h * hs;
 				size_t base = (((size_t)b * NH + h) * T + i) * (size_t)T;
 				int nv = len ? att_len(len, b, T) : i + 1; /* keys j < nv */
 				/* y_i = sum_j D_ij v_j, D_ij = P_ij m_ij / (1-p) */
@@ -730,8 +765,8 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 					dr[j] = p <= 0 ? 1.0f : keep(key, base + j, p) ? 1.0f / (1.0f - p) : 0.0f;
 				double dot = 0;
 				for (int j = 0; j < nv; j++) {
-					const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
-					float *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					const float *v = qkv + (w.r0 + j) * C3 + 2 * C + h * hs;
+					float *dv = dqkv + (w.r0 + j) * C3 + 2 * C + h * hs;
 					double s = 0;
 					for (int d = 0; d < hs; d++) {
 						s += (double)dy[d] * v[d];
@@ -742,14 +777,15 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 				}
 				for (int j = 0; j < nv; j++) {
 					double ds = a[j] * (dp[j] - dot) * scale;
-					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
-					float *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					const float *k = qkv + (w.r0 + j) * C3 + C + h * hs;
+					float *dk = dqkv + (w.r0 + j) * C3 + C + h * hs;
 					for (int d = 0; d < hs; d++) {
 						dq[d] += (float)(ds * k[d]);
 						dk[d] += (float)(ds * q[d]);
 					}
 				}
 			}
+		}
 	free(dp);
 	free(dr);
 	return 0;
@@ -862,17 +898,35 @@ void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n)
 		out[i] = a[i] + b[i];
 }
 
+void loom_k_zero(float *x, size_t n)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] = 0.0f;
+}
+
 /* ---- dropout ----------------------------------------------------------- */
 
 LOOM_SIMD
-void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
+void loom_k_dropout_copy(float *out, const float *x, size_t n, float p, uint64_t key)
 {
-	if (p <= 0)
+	if (p <= 0) {
+		if (out != x) {
+			#pragma omp parallel for schedule(static)
+			for (size_t i = 0; i < n; i++)
+				out[i] = x[i];
+		}
 		return;
+	}
 	float s = 1.0f / (1.0f - p);
 	#pragma omp parallel for schedule(static)
 	for (size_t i = 0; i < n; i++)
-		x[i] = keep(key, i, p) ? x[i] * s : 0.0f;
+		out[i] = keep(key, i, p) ? x[i] * s : 0.0f;
+}
+
+void loom_k_dropout(float *x, size_t n, float p, uint64_t key)
+{
+	loom_k_dropout_copy(x, x, n, p, key);
 }
 
 void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
@@ -881,6 +935,37 @@ void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
 		return;
 	for (size_t i = 0; i < n; i++)
 		x[i] = keep(key, i, p) ? x[i] / (1.0f - p) : 0.0f;
+}
+
+void loom_k_dropout_at(float *x, int N, int C, float p, uint64_t key, const int32_t *at)
+{
+	if (p <= 0)
+		return;
+	float s = 1.0f / (1.0f - p);
+	#pragma omp parallel for schedule(static)
+	for (int n = 0; n < N; n++) {
+		float *r = x + (size_t)n * C;
+		size_t e = (size_t)at[n] * C;
+		for (int c = 0; c < C; c++)
+			r[c] = keep(key, e + c, p) ? r[c] * s : 0.0f;
+	}
+}
+
+void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, const int32_t *at)
+{
+	if (p <= 0)
+		return;
+	for (int n = 0; n < N; n++)
+		for (int c = 0; c < C; c++) {
+			float *v = x + (size_t)n * C + c;
+			*v = keep(key, (size_t)at[n] * C + c, p) ? *v / (1.0f - p) : 0.0f;
+		}
+}
+
+void loom_k_dropout_copy_naive(float *out, const float *x, size_t n, float p, uint64_t key)
+{
+	memcpy(out, x, n * sizeof(float));
+	loom_k_dropout_naive(out, n, p, key);
 }
 
 /* ---- cross-entropy ----------------------------------------------------- */
@@ -991,14 +1076,21 @@ void loom_k_token_weights(float *w, const int32_t *targets, int B, int T, int ig
 
 /* ---- optimizer --------------------------------------------------------- */
 
-LOOM_SIMD
 void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
 {
+	/* small tensors (biases, layernorms) do not wake the other threads */
+	#pragma omp parallel if (n >= 65536)
+	loom_k_adamw_team(p, g, m, v, n, lr, beta1, beta2, eps, wd, t, gscale);
+}
+
+LOOM_SIMD
+void loom_k_adamw_team(float *p, float *g, float *m, float *v, size_t n, float lr,
+		       float beta1, float beta2, float eps, float wd, int64_t t, float gscale)
+{
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
-	/* small tensors (biases, layernorms) do not wake the other threads */
-	#pragma omp parallel for simd schedule(static) if (n >= 65536)
+	#pragma omp for simd schedule(static) nowait
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gscale;
 		float mi = beta1 * m[i] + (1.0f - beta1) * gi;

@@ -54,18 +54,23 @@
 #endif
 
 /* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :], or with token types typ[B,T]
- * (BERT; NULL: none) (wte[tok[b,t], :] + wtt[typ[b,t], :]) + wpe[t, :] */
+ * (BERT; NULL: none) (wte[tok[b,t], :] + wtt[typ[b,t], :]) + wpe[t, :].
+ * With pos[B*T] (NULL: t) token (b,t) takes position pos[b*T+t]: packed
+ * rows of several lengths (B = 1, T = their token count). */
 void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-			const int32_t *typ, const float *wtt, int B, int T, int C);
+			const int32_t *typ, const float *wtt, const int32_t *pos, int B, int T,
+			int C);
 void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
-			      const float *wpe, const int32_t *typ, const float *wtt, int B,
-			      int T, int C);
-/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout, and with typ
- * dwtt[types,C] += scatter(dout) by type */
+			      const float *wpe, const int32_t *typ, const float *wtt,
+			      const int32_t *pos, int B, int T, int C);
+/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout (by pos[] when
+ * given), and with typ dwtt[types,C] += scatter(dout) by type */
 void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			const int32_t *tok, const int32_t *typ, int B, int T, int C);
+			const int32_t *tok, const int32_t *typ, const int32_t *pos, int B, int T,
+			int C);
 void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			      const int32_t *tok, const int32_t *typ, int B, int T, int C);
+			      const int32_t *tok, const int32_t *typ, const int32_t *pos, int B,
+			      int T, int C);
 
 /* out[N,C] = (inp - mean) * rstd * w + b; mean[N], rstd[N] saved. */
 void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
@@ -122,20 +127,28 @@ void loom_k_linear_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
  * recomputes P from qkv and lse.  The naive ones are the definition and
  * also produce (forward) and consume (backward) att[B,NH,T,T], P (zero
  * where not visible; kept without dropout).  Return 0, or -1 if scratch
- * could not be allocated. */
-int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len, int B,
-			 int T, int C, int NH, float p, uint64_t key);
+ * could not be allocated.
+ *
+ * Packed rows (off[B+1] with len; NULL: padded rows of T): FlashAttention's
+ * varlen layout, row b's len[b] tokens at off[b] .. off[b+1]-1 of qkv
+ * [off[B],3C], out and dout [off[B],C], with only its real queries
+ * computed; lse is then [off[B]*NH], row b's head h at
+ * off[b]*NH + h*len[b].  T stays the padded length: the dropout mask and
+ * att are indexed as in a padded run, so both give the same numbers on the
+ * real tokens. */
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
+			 const int32_t *off, int B, int T, int C, int NH, float p, uint64_t key);
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
-			       const int32_t *len, int B, int T, int C, int NH, float p,
-			       uint64_t key);
+			       const int32_t *len, const int32_t *off, int B, int T, int C, int NH,
+			       float p, uint64_t key);
 /* dqkv[B,T,3C] = gradient (overwritten), from dout[B,T,C] and the
  * forward's out and lse (fast) or att (naive). */
 int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-			 const float *lse, const int32_t *len, int B, int T, int C, int NH, float p,
-			 uint64_t key);
+			 const float *lse, const int32_t *len, const int32_t *off, int B, int T, int C,
+			 int NH, float p, uint64_t key);
 int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
-			       const float *att, const int32_t *len, int B, int T, int C, int NH,
-			       float p, uint64_t key);
+			       const float *att, const int32_t *len, const int32_t *off, int B, int T,
+			       int C, int NH, float p, uint64_t key);
 
 /* GELU, tanh approximation ("gelu_new"). */
 void loom_k_gelu_fwd(float *out, const float *inp, size_t n);
@@ -154,12 +167,25 @@ void loom_k_gelu_erf_bwd_naive(float *dinp, const float *inp, const float *dout,
 
 /* out = a + b */
 void loom_k_residual_fwd(float *out, const float *a, const float *b, size_t n);
+/* x[n] = 0 by the team (memset is its naive version): the gradient
+ * buffers that a backward kernel adds into */
+void loom_k_zero(float *x, size_t n);
 
 /* Dropout with a counter-based mask: element i is kept iff
  * hash(key, i) >= p; kept values are scaled by 1/(1-p).  The same key
  * gives the same mask (recompute and backward regenerate it).  x in place. */
 void loom_k_dropout(float *x, size_t n, float p, uint64_t key);
 void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key);
+/* Packed tokens x[N,C] (rows of several lengths laid end to end): token
+ * n's element c dropped as element at[n]*C + c of loom_k_dropout()'s
+ * mask, at[n] its index b*T+t in the padded [B,T,C] layout, so packed and
+ * padded runs drop the same elements. */
+void loom_k_dropout_at(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
+void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
+/* The same from x into out[n] (a copy when p == 0; out may be x): the
+ * backward's dropped gradient in one pass. */
+void loom_k_dropout_copy(float *out, const float *x, size_t n, float p, uint64_t key);
+void loom_k_dropout_copy_naive(float *out, const float *x, size_t n, float p, uint64_t key);
 
 /* Softmax + cross-entropy.  logits[N,V] are replaced by probabilities;
  * losses[N] = -log p[target] (0 where target == ignore_id).  Returns the
@@ -191,6 +217,12 @@ void loom_k_adamw(float *p, float *g, float *m, float *v, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
 void loom_k_adamw_naive(float *p, float *g, float *m, float *v, size_t n, float lr,
 			float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
+/* The same as a share of the caller's OpenMP team: called by every thread
+ * inside a parallel region (an orphaned `omp for ... nowait`: no barrier),
+ * so that one region updates every tensor of a model; the values are
+ * loom_k_adamw's. */
+void loom_k_adamw_team(float *p, float *g, float *m, float *v, size_t n, float lr,
+		       float beta1, float beta2, float eps, float wd, int64_t t, float gscale);
 
 /* sum of x[i]^2 in double, in fixed chunks (thread-count independent). */
 double loom_k_sumsq(const float *x, size_t n);

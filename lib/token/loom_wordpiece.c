@@ -12,10 +12,12 @@
  */
 #include "loom_wordpiece.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "loom_buf.h"
 #include "loom_file.h"
@@ -40,6 +42,8 @@ struct wp_vocab {
 	uint32_t special[5];     /* [PAD] [UNK] [CLS] [SEP] [MASK] or NONE */
 	struct loom_wordpiece_opts opts;
 	int strip;
+	char *path;              /* loom_wordpiece_open: the file loaded */
+	const char *casing_rule; /* and what decided its casing */
 	/* ASCII: normalized byte (0 = dropped) and class of each byte */
 	uint8_t amap[128], aclass[128];
 };
@@ -103,6 +107,7 @@ static void vocab_unref(struct wp_vocab *v)
 	free(v->off);
 	free(v->bytes);
 	free(v->slot);
+	free(v->path);
 	free(v);
 }
 
@@ -334,6 +339,181 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
 	if (!strcmp(spec, "bert-base-uncased"))
 		return loom_share_path("vocab/bert-base-uncased/vocab.txt", out, n);
 	return (size_t)snprintf(out, n, "%s", spec) < n ? 0 : LOOM_EINVAL;
+}
+
+/* --- opening with a casing rule ------------------------------------------ */
+
+int loom_wordpiece_read_config(const char *path, struct loom_wordpiece_opts *o,
+			       struct loom_err *err)
+{
+	char *buf;
+	size_t len;
+	json_error_t je;
+	struct stat st;
+	if (stat(path, &st) < 0 && errno == ENOENT)
+		return 0;
+	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_CONFIG, &buf, &len, err);
+	if (rc < 0)
+		return rc;
+	json_t *j = json_loadb(buf, len, 0, &je);
+	free(buf);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line,
+				    j ? "not a JSON object" : loom_json_reason(je.text));
+	}
+	static const char *const keys[3] = { "do_lower_case", "strip_accents",
+					     "tokenize_chinese_chars" };
+	int *dst[3] = { &o->lowercase, &o->strip_accents, &o->chinese_chars };
+	rc = 0;
+	for (int i = 0; i < 3; i++) {
+		json_t *v = json_object_get(j, keys[i]);
+		if (!v || (i == 1 && json_is_null(v)))
+			continue;
+		if (!json_is_boolean(v)) {
+			rc = loom_err_set(err, LOOM_EFORMAT, "%s: %s is not true or false%s", path,
+					  keys[i], i == 1 ? " or null" : "");
+			break;
+		}
+		*dst[i] = json_is_true(v);
+		rc |= i == 0;
+	}
+	json_decref(j);
+	return rc;
+}
+
+/* Rule 4: the first token (special tokens "[...]" apart) with a letter
+ * A-Z, or NULL. */
+static const char *upper_token(const struct wp_vocab *v, size_t *n)
+{
+	for (uint32_t id = 0; id < v->n; id++) {
+		const char *t = v->bytes + v->off[id];
+		size_t len = v->off[id + 1] - v->off[id];
+		if (len > 2 && t[0] == '[' && t[len - 1] == ']')
+			continue;
+		for (size_t i = 0; i < len; i++)
+			if (t[i] >= 'A' && t[i] <= 'Z') {
+				*n = len;
+				return t;
+			}
+	}
+	return NULL;
+}
+
+/* The casing of a vocab.txt at path (rules 2-4) into v. */
+static int decide_casing(struct wp_vocab *v, const char *path, enum loom_casing casing,
+			 struct loom_err *err)
+{
+	static char rule_cfg[] = "tokenizer_config.json's do_lower_case";
+	struct loom_wordpiece_opts *o = &v->opts;
+	if (casing == LOOM_CASING_LOWER || casing == LOOM_CASING_CASED) {
+		o->lowercase = casing == LOOM_CASING_LOWER;
+		v->casing_rule = "given";
+	} else if (casing == LOOM_CASING_NONE) {
+		v->casing_rule = "not used";
+	} else {
+		char cfg[4096];
+		const char *slash = strrchr(path, '/');
+		int dl = slash ? (int)(slash - path) + 1 : 0;
+		if (snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", dl, path) >=
+		    (int)sizeof cfg)
+			return loom_err_set(err, LOOM_ERANGE, "%s: path too long", path);
+		int rc = loom_wordpiece_read_config(cfg, o, err);
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			v->casing_rule = rule_cfg;
+		} else {
+			const char *name = slash ? slash + 1 : path, *base = name;
+			size_t n = 0;
+			const char *up = upper_token(v, &n);
+			/* the name of the file or of its directory */
+			if (!strcmp(name, "vocab.txt") && dl > 1) {
+				for (base = path + dl - 1; base > path && base[-1] != '/'; base--)
+					;
+			}
+			int says_unc = strstr(base, "uncased") != NULL;
+			int says_cased = !says_unc && strstr(base, "cased") != NULL;
+			if (up && says_unc)
+				return loom_err_set(err, LOOM_EINVAL,
+						    "%s: its name says uncased, but it has upper-case "
+						    "tokens ('%.*s'): say whether it lower-cases",
+						    path, (int)(n > 40 ? 40 : n), up);
+			if (!up && says_cased)
+				return loom_err_set(err, LOOM_EINVAL,
+						    "%s: its name says cased, but none of its tokens "
+						    "has an upper-case letter: say whether it lower-cases",
+						    path);
+			o->lowercase = !up;
+			v->casing_rule = up ? "its tokens (upper-case ones)" :
+				"its tokens (no upper-case ones)";
+		}
+	}
+	v->strip = o->strip_accents < 0 ? o->lowercase : o->strip_accents;
+	set_ascii(v);
+	return 0;
+}
+
+struct loom_wordpiece *loom_wordpiece_open(const char *spec, enum loom_casing casing,
+					   struct loom_err *err)
+{
+	char path[4096];
+	struct stat st;
+	size_t sl = strlen(spec);
+	int json = sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
+		   S_ISREG(st.st_mode);
+	if (json && (casing == LOOM_CASING_LOWER || casing == LOOM_CASING_CASED)) {
+		loom_err_set(err, LOOM_EINVAL, "%s: the normalizer of a tokenizer.json says "
+			     "whether it lower-cases; no casing can be given with it", spec);
+		return NULL;
+	}
+	int rc = loom_wordpiece_vocab_path(spec, path, sizeof path);
+	if (rc == 0 && !json && stat(spec, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = (size_t)snprintf(path, sizeof path, "%s/vocab.txt", spec) < sizeof path ?
+			0 : LOOM_EINVAL;
+	if (rc < 0) {
+		if (strcmp(spec, "bert-base-uncased"))
+			loom_err_set(err, LOOM_ERANGE, "%.60s...: path too long", spec);
+		else
+			loom_err_set(err, LOOM_EIO, "%s: share/vocab/bert-base-uncased/vocab.txt "
+				     "is not installed (set LOOM_SHARE)", spec);
+		return NULL;
+	}
+	struct loom_wordpiece *w = loom_wordpiece_new();
+	if (!w) {
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
+	struct loom_wordpiece_opts o;
+	loom_wordpiece_opts_default(&o);
+	rc = json ? loom_wordpiece_load_hf(w, path) : loom_wordpiece_load(w, path, &o);
+	if (rc == 0 && json)
+		w->v->casing_rule = "tokenizer.json's normalizer";
+	if (rc == 0 && !json && decide_casing(w->v, path, casing, &w->err) < 0)
+		rc = w->err.code;
+	if (rc == 0 && !(w->v->path = strdup(path)))
+		rc = loom_err_set(&w->err, LOOM_ENOMEM, "out of memory");
+	if (rc < 0) {
+		*err = w->err;
+		loom_wordpiece_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+const char *loom_wordpiece_path(const struct loom_wordpiece *w)
+{
+	return w->v && w->v->path ? w->v->path : "";
+}
+
+int loom_wordpiece_lowercases(const struct loom_wordpiece *w)
+{
+	return w->v && w->v->opts.lowercase;
+}
+
+const char *loom_wordpiece_casing_rule(const struct loom_wordpiece *w)
+{
+	return w->v && w->v->casing_rule ? w->v->casing_rule : "";
 }
 
 /* --- tokenizer.json ----------------------------------------------------- */

@@ -116,6 +116,49 @@ int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t
  * vocabulary (`name`, its file) and the first one missing ("'DIR/vocab.txt'
  * lacks [SEP], which a BERT's input needs"). */
 int loom_wordpiece_check_bert(struct loom_wordpiece *w, const char *name);
+/* Casing: whether the normalizer lower-cases (and strips accents). */
+enum loom_casing {
+	LOOM_CASING_AUTO,   /* as the tokenizer's files say (below) */
+	LOOM_CASING_LOWER,  /* lower-case and strip accents (bert-base-uncased) */
+	LOOM_CASING_CASED,  /* keep case and accents (bert-base-cased) */
+	LOOM_CASING_NONE,   /* decoding only: not decided, never refused */
+};
+/* The options of a tokenizer_config.json (HuggingFace's BertTokenizer):
+ * do_lower_case, strip_accents (null: as lowercase), tokenize_chinese_chars,
+ * each kept from *o when absent.  Returns 1 when the file says
+ * do_lower_case, 0 when it does not (or does not exist: ENOENT), a
+ * negative LOOM_E* code when it cannot be read or a key is mistyped. */
+int loom_wordpiece_read_config(const char *path, struct loom_wordpiece_opts *o,
+			       struct loom_err *err);
+/* Open the WordPiece tokenizer that `spec` names and decide its casing the
+ * way a HuggingFace user expects, first rule that applies:
+ *  1. a tokenizer.json (FILE.json): its normalizer says; LOOM_CASING_LOWER
+ *     or _CASED with it is refused (LOOM_EINVAL);
+ *  2. LOOM_CASING_LOWER or _CASED: as given (as BertTokenizer's
+ *     do_lower_case= argument overrides the saved one);
+ *  3. a tokenizer_config.json beside the vocab.txt (a checkpoint or a
+ *     HuggingFace directory) with do_lower_case: as it says (its
+ *     strip_accents and tokenize_chinese_chars too);
+ *  4. a bare vocab.txt: its tokens decide.  A vocabulary with tokens that
+ *     hold upper-case letters A-Z (special tokens such as [CLS] apart) is
+ *     cased: lower-cased text could never produce them; one without is
+ *     lower-cased (bert-base-uncased's).  When the path's name says the
+ *     opposite ("uncased" with upper-case tokens, "cased" without any),
+ *     the two disagree and the casing must be given (LOOM_EINVAL, naming
+ *     a token).
+ * `spec`: "bert-base-uncased" (shipped), a directory holding vocab.txt,
+ * a vocab.txt path, or a tokenizer.json.  NULL on failure, err set:
+ * LOOM_EINVAL (the casing cannot be decided or given, as above), a read
+ * error naming the file, LOOM_EFORMAT (a bad vocab.txt, tokenizer.json or
+ * tokenizer_config.json), LOOM_ERANGE (a path too long). */
+struct loom_wordpiece *loom_wordpiece_open(const char *spec, enum loom_casing casing,
+					   struct loom_err *err);
+/* After loom_wordpiece_open: the file loaded, whether it lower-cases, and
+ * which rule decided ("tokenizer_config.json's do_lower_case", ...). */
+const char *loom_wordpiece_path(const struct loom_wordpiece *w);
+int loom_wordpiece_lowercases(const struct loom_wordpiece *w);
+const char *loom_wordpiece_casing_rule(const struct loom_wordpiece *w);
+
 /* A second object for another thread, sharing w's vocabulary (w must
  * outlive it); NULL when out of memory. */
 struct loom_wordpiece *loom_wordpiece_dup(const struct loom_wordpiece *w);

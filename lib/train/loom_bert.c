@@ -6,7 +6,9 @@
 
 #include "loom_bert.h"
 #include "loom_config.h"
+#include "loom_dist.h"
 #include "loom_kernels.h"
+#include "loom_profile.h"
 
 /* Embedding tensors, then per layer, then the head. */
 enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
@@ -259,12 +261,13 @@ const float *loom_bert_end_logits(const struct loom_bert *b)
 
 /* ---- activations -------------------------------------------------------- */
 
-/* Lay out the activations for (B, T) from base (NULL: only count); every
- * pointer of b set relative to base; returns the float count.  Under
- * recompute the layers share layer 0's slots except their outputs. */
-static size_t layout(struct loom_bert *b, int B, int T, float *base)
+/* Lay out the activations of N tokens of a (B, T) batch from base (NULL:
+ * only count); every pointer of b set relative to base; returns the float
+ * count.  Under recompute the layers share layer 0's slots except their
+ * outputs. */
+static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 {
-	size_t N = (size_t)B * T, C = b->C, I = b->I, off = 0;
+	size_t C = b->C, I = b->I, off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
 	struct loom_bert_lacts shared = { 0 };
 	for (int l = 0; l < b->L; l++) {
@@ -272,7 +275,7 @@ static size_t layout(struct loom_bert *b, int B, int T, float *base)
 		if (!b->cfg.recompute || l == 0) {
 			TAKE(a.qkv, N * 3 * C);
 			TAKE(a.atty, N * C);
-			TAKE(a.lse, (size_t)B * b->NH * T);
+			TAKE(a.lse, N * b->NH);
 			TAKE(a.res1, N * C);
 			TAKE(a.ln1_mean, N);
 			TAKE(a.ln1_rstd, N);
@@ -298,8 +301,9 @@ static size_t layout(struct loom_bert *b, int B, int T, float *base)
 	TAKE(b->buf2, N * C);
 	TAKE(b->work, N * (I > 4 * C ? I : 4 * C));
 	TAKE(b->logits, N * 2);
-	TAKE(b->start_logits, N);
-	TAKE(b->end_logits, N);
+	TAKE(b->start_logits, (size_t)B * T);
+	TAKE(b->end_logits, (size_t)B * T);
+	TAKE(b->dse, (size_t)2 * B * T);
 #undef TAKE
 	return off;
 }
@@ -308,7 +312,7 @@ size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
 {
 	struct loom_bert b = { .cfg = *cfg, .L = cfg->n_layer, .C = cfg->hidden,
 			       .NH = cfg->n_head, .I = cfg->intermediate };
-	return layout(&b, B, T, NULL);
+	return layout(&b, B, T, (size_t)B * T, NULL);
 }
 
 void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b)
@@ -321,36 +325,73 @@ void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config 
 		.dropout = c->dropout, .attn_dropout = c->attn_dropout, .init_std = c->init_std,
 		.pad_token_id = c->pad_token_id,
 		.task = c->task == LOOM_TASK_MLM ? LOOM_BERT_MLM : LOOM_BERT_QA,
-		.precision = c->precision, .recompute = c->recompute,
+		.precision = c->precision, .recompute = c->recompute, .padded = 0,
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 	};
 }
 
+/* Room for a (B, T) batch, padded (its largest): grown when B or T
+ * exceeds what was made, never shrunk; the activations are lazily backed,
+ * so a packed batch touches the pages of its real tokens only.  Each
+ * forward lays them out for its own B, T and token count. */
 static int ensure_acts(struct loom_bert *b, int B, int T)
 {
-	if (b->acts && b->B == B && b->T == T)
+	if (b->acts && B <= b->cap_B && T <= b->cap_T)
 		return 0;
+	B = B > b->cap_B ? B : b->cap_B;
+	T = T > b->cap_T ? T : b->cap_T;
 	loom_lazy_free(b->acts);
 	free(b->ids);
 	b->acts = NULL;
 	b->ids = NULL;
-	b->B = b->T = 0;
-	size_t N = (size_t)B * T, n = layout(b, B, T, NULL);
+	b->cap_B = b->cap_T = 0;
+	size_t N = (size_t)B * T, n = layout(b, B, T, N, NULL);
 	b->acts = loom_model_falloc(n);
-	/* ids [N], seg [N], len, start, end [B] */
-	b->ids = malloc(sizeof(int32_t) * (2 * N + 3 * (size_t)B));
+	/* ids, seg, at, pos [N]; len, start, end [B]; off [B+1] */
+	b->ids = malloc(sizeof(int32_t) * (4 * N + 4 * (size_t)B + 1));
 	if (!b->acts || !b->ids)
 		return loom_err_set(&b->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)", n * 4 >> 20,
 				    B, T);
-	layout(b, B, T, b->acts);
 	b->seg = b->ids + N;
-	b->len = b->seg + N;
+	b->at = b->seg + N;
+	b->pos = b->at + N;
+	b->len = b->pos + N;
 	b->start_pos = b->len + B;
 	b->end_pos = b->start_pos + B;
-	b->B = B;
-	b->T = T;
+	b->off = b->end_pos + B;
+	b->cap_B = B;
+	b->cap_T = T;
 	return 0;
+}
+
+/* The batch's tokens into ids/seg: padded (N = B*T), or each row's real
+ * ones packed (off, at, pos; N their count). */
+static void take_tokens(struct loom_bert *b, const struct loom_bert_batch *x, int packed)
+{
+	int B = b->B, T = b->T;
+	if (!packed) {
+		b->N = B * T;
+		memcpy(b->ids, x->input_ids, sizeof(int32_t) * b->N);
+		if (x->segment_ids)
+			memcpy(b->seg, x->segment_ids, sizeof(int32_t) * b->N);
+		else
+			memset(b->seg, 0, sizeof(int32_t) * b->N);
+		return;
+	}
+	int n = 0;
+	for (int r = 0; r < B; r++) {
+		b->off[r] = n;
+		for (int t = 0; t < b->len[r]; t++, n++) {
+			int i = r * T + t;
+			b->at[n] = i;
+			b->pos[n] = t;
+			b->ids[n] = x->input_ids[i];
+			b->seg[n] = x->segment_ids ? x->segment_ids[i] : 0;
+		}
+	}
+	b->off[B] = n;
+	b->N = n;
 }
 
 /* MLM head buffers for m rows. */
@@ -383,45 +424,84 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 
 /* ---- forward ------------------------------------------------------------ */
 
+/* Dropout of x[N,C] at site `site` of layer l, the padded layout's mask
+ * elements either way. */
+static void drop(const struct loom_bert *b, float *x, float p, int l, int site)
+{
+	uint64_t key = loom_model_site_key(b->key, l, site);
+	if (b->packed)
+		loom_k_dropout_at(x, b->N, b->C, p, key, b->at);
+	else
+		loom_k_dropout(x, (size_t)b->N * b->C, p, key);
+}
+
+/* out = drop(x), the same elements (the backward's dropped gradient in
+ * one pass where padded). */
+static void drop_copy(const struct loom_bert *b, float *out, const float *x, float p, int l,
+		      int site)
+{
+	if (b->packed) {
+		memcpy(out, x, sizeof(float) * b->N * b->C);
+		drop(b, out, p, l, site);
+	} else {
+		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, loom_model_site_key(b->key, l, site));
+	}
+}
+
 static void embed_fwd(struct loom_bert *b)
 {
-	int N = b->B * b->T;
+	int N = b->N;
 	float *p = b->params;
+	double t0 = LOOM_PROF_BEGIN();
+	/* packed: one row of N tokens, each at its own position */
 	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), TP(b, p, E_POS), b->seg,
-			   TP(b, p, E_TYPE), b->B, b->T, b->C);
+			   TP(b, p, E_TYPE), b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
+			   b->packed ? N : b->T, b->C);
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
 			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
-	loom_k_dropout(b->x0, (size_t)N * b->C, b->train ? (float)b->cfg.dropout : 0.0f,
-		       loom_model_site_key(b->key, -1, 0));
+	drop(b, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
+	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
 }
 
 static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
-	int B = b->B, T = b->T, C = b->C, I = b->I, N = B * T;
+	int B = b->B, T = b->T, C = b->C, I = b->I, N = b->N;
 	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
-	float drop = b->train ? (float)b->cfg.dropout : 0.0f;
+	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
 	size_t NC = (size_t)N * C;
 
 	/* q|k|v in one product: the three weights [C,C] are adjacent */
-	loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len, B, T, C, b->NH, adrop,
-				 loom_model_site_key(b->key, l, 3)))
+	enum loom_prof_op mm = LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD);
+	enum loom_prof_op ln = LOOM_PROF_PHASE(LOOM_PROF_LN_FWD);
+	enum loom_prof_op el = LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD);
+	int rc;
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
+					3 * C););
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len,
+					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
+					    loom_model_site_key(b->key, l, 3)););
+	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention");
 	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) */
-	loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW), LP(b, p, l, AOB), N, C, C);
-	loom_k_dropout(a->res1, NC, drop, loom_model_site_key(b->key, l, 1));
-	loom_k_residual_fwd(a->res1, a->res1, x, NC);
-	loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1, LP(b, p, l, ALNW),
-			     LP(b, p, l, ALNB), N, C, eps);
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW),
+					LP(b, p, l, AOB), N, C, C););
+	LOOM_PROF(el, drop(b, a->res1, pd, l, 1);
+		  loom_k_residual_fwd(a->res1, a->res1, x, NC););
+	LOOM_PROF(ln, loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1,
+					   LP(b, p, l, ALNW), LP(b, p, l, ALNB), N, C, eps););
 	/* res2 = drop(gelu(h1 W1^T + b1) W2^T + b2) + h1; out = LayerNorm(res2) */
-	loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N, C, I);
-	loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I);
-	loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB), N, I, C);
-	loom_k_dropout(a->res2, NC, drop, loom_model_site_key(b->key, l, 2));
-	loom_k_residual_fwd(a->res2, a->res2, a->h1, NC);
-	loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2, LP(b, p, l, OLNW),
-			     LP(b, p, l, OLNB), N, C, eps);
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N,
+					C, I););
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
+		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB),
+					N, I, C););
+	LOOM_PROF(el, drop(b, a->res2, pd, l, 2);
+		  loom_k_residual_fwd(a->res2, a->res2, a->h1, NC););
+	LOOM_PROF(ln, loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2,
+					   LP(b, p, l, OLNW), LP(b, p, l, OLNB), N, C, eps););
 	return 0;
 }
 
@@ -469,12 +549,17 @@ static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
 
 static int qa_head(struct loom_bert *b, const float *seq, int have)
 {
-	int B = b->B, T = b->T, N = B * T;
+	int B = b->B, T = b->T, N = b->N;
 	float *p = b->params;
-	loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW), HP(b, p, QAB), N, b->C, 2);
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW),
+							  HP(b, p, QAB), N, b->C, 2););
+	if (b->packed)
+		for (size_t i = 0; i < (size_t)B * T; i++)
+			b->start_logits[i] = b->end_logits[i] = -INFINITY;
 	for (int i = 0; i < N; i++) {
-		b->start_logits[i] = b->logits[2 * i];
-		b->end_logits[i] = b->logits[2 * i + 1];
+		size_t at = b->packed ? (size_t)b->at[i] : (size_t)i;
+		b->start_logits[at] = b->logits[2 * i];
+		b->end_logits[at] = b->logits[2 * i + 1];
 	}
 	if (!have)
 		return 0;
@@ -495,14 +580,16 @@ static int qa_head(struct loom_bert *b, const float *seq, int have)
 	return 0;
 }
 
+/* Labels [B,T]: rows of seq (N tokens) are read through at[] when packed
+ * (forward made sure no label sits on padding then). */
 static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels)
 {
-	int N = b->B * b->T, C = b->C, V = b->V, M = 0, rc;
+	int N = b->N, C = b->C, V = b->V, M = 0, rc;
 	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
-	for (int i = 0; i < N; i++) {
+	for (size_t i = 0; i < (size_t)b->B * b->T; i++) {
 		if (labels[i] >= V)
 			return loom_err_set(&b->err, LOOM_EINVAL,
-					    "MLM label %d at position %d is outside 0..%d", labels[i],
+					    "MLM label %d at position %zu is outside 0..%d", labels[i],
 					    i, V - 1);
 		M += labels[i] >= 0;
 	}
@@ -512,20 +599,27 @@ static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels
 		return 0;
 	if ((rc = ensure_mlm(b, (size_t)M)))
 		return rc;
-	for (int i = 0, k = 0; i < N; i++)
-		if (labels[i] >= 0) {
+	for (int i = 0, k = 0; i < N; i++) {
+		int32_t y = labels[b->packed ? b->at[i] : i];
+		if (y >= 0) {
 			b->mlm_row[k] = i;
-			b->mlm_tgt[k] = labels[i];
+			b->mlm_tgt[k] = y;
 			memcpy(b->mx + (size_t)k * C, seq + (size_t)i * C, sizeof(float) * C);
 			k++;
 		}
-	loom_k_linear_fwd(b->mm, b->mt, b->mx, HP(b, p, TDW), HP(b, p, TDB), M, C, C);
-	loom_k_gelu_erf_fwd(b->mg, b->mt, (size_t)M * C);
-	loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW), HP(b, p, TLNB),
-			     M, C, eps);
+	}
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->mt, b->mx, HP(b, p, TDW),
+							  HP(b, p, TDB), M, C, C););
+	LOOM_PROF(LOOM_PROF_GELU_FWD, loom_k_gelu_erf_fwd(b->mg, b->mt, (size_t)M * C););
+	LOOM_PROF(LOOM_PROF_LN_FWD,
+		  loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW),
+				       HP(b, p, TLNB), M, C, eps););
 	/* the decoder: the word embeddings [V,C] as an nn.Linear weight */
-	loom_k_linear_fwd(b->mm, b->mlogits, b->mln, TP(b, p, E_WORD), HP(b, p, MBIAS), M, C, V);
-	loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1);
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->mlogits, b->mln,
+							  TP(b, p, E_WORD), HP(b, p, MBIAS), M,
+							  C, V););
+	LOOM_PROF(LOOM_PROF_XENT_FWD,
+		  loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1););
 	double s = 0;
 	for (int k = 0; k < M; k++)
 		s += b->mloss[k];
@@ -553,13 +647,16 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 				      b->n_params, &b->err)) ||
 	    (rc = lengths(b, x->input_mask, B, T)))
 		return rc;
-	memcpy(b->ids, x->input_ids, N * sizeof(int32_t));
-	if (x->segment_ids)
-		memcpy(b->seg, x->segment_ids, N * sizeof(int32_t));
-	else
-		memset(b->seg, 0, N * sizeof(int32_t));
 	int qa = b->cfg.task == LOOM_BERT_QA;
 	int have = qa ? x->start_positions && x->end_positions : x->mlm_labels != NULL;
+	int packed = !b->cfg.padded;
+	for (size_t i = 0; packed && !qa && have && i < N; i++)
+		packed = x->mlm_labels[i] < 0 || (int)(i % T) < b->len[i / T];
+	b->B = B;
+	b->T = T;
+	b->packed = packed;
+	take_tokens(b, x, packed);
+	layout(b, B, T, (size_t)b->N, b->acts);
 	if (qa && have) {
 		memcpy(b->start_pos, x->start_positions, sizeof(int32_t) * B);
 		memcpy(b->end_pos, x->end_positions, sizeof(int32_t) * B);
@@ -594,59 +691,67 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
  * attention's dqkv [N,3C] and dout [N,C]. */
 static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
-	int B = b->B, T = b->T, C = b->C, I = b->I, N = B * T;
+	int B = b->B, T = b->T, C = b->C, I = b->I, N = b->N;
 	float *p = b->params, *dp = b->grads, *work = b->work;
-	float drop = b->train ? (float)b->cfg.dropout : 0.0f;
+	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
 	size_t NC = (size_t)N * C;
 	const float *dproj = b->buf1;
 
+	int rc;
 	/* out = LayerNorm(res2): buf1 = d res2 */
-	memset(b->buf1, 0, sizeof(float) * NC);
-	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres, a->res2,
-			     LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C);
-	if (drop > 0) {
-		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
-		loom_k_dropout(b->buf2, NC, drop, loom_model_site_key(b->key, l, 2));
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
+		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres,
+				       a->res2, LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C););
+	if (pd > 0) {
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 2););
 		dproj = b->buf2;
 	}
-	loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I);
-	loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
-			  LP(b, p, l, OW), N, I, C);
-	loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I);
-	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
-			  LP(b, p, l, IW), N, C, I);
-	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d h1 */
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
+				    LP(b, p, l, OW), N, I, C););
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
+				    LP(b, p, l, IW), N, C, I););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD,
+		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d h1 */
 	/* h1 = LayerNorm(res1): buf1 = d res1 */
-	memset(b->buf1, 0, sizeof(float) * NC);
-	loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres, a->res1,
-			     LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
+		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres,
+				       a->res1, LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C););
 	dproj = b->buf1;
-	if (drop > 0) {
-		memcpy(b->buf2, b->buf1, sizeof(float) * NC);
-		loom_k_dropout(b->buf2, NC, drop, loom_model_site_key(b->key, l, 1));
+	if (pd > 0) {
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 1););
 		dproj = b->buf2;
 	}
 	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
-	loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj, a->atty,
-			  LP(b, p, l, AOW), N, C, C);
-	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len, B, T, C, b->NH,
-				 adrop, loom_model_site_key(b->key, l, 3)))
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
+				    a->atty, LP(b, p, l, AOW), N, C, C););
+	LOOM_PROF(LOOM_PROF_ATTN_BWD,
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
+					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
+					    loom_model_site_key(b->key, l, 3)););
+	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
-			  LP(b, p, l, QW), N, C, 3 * C);
-	loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC); /* d x */
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
+				    LP(b, p, l, QW), N, C, 3 * C););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD,
+		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d x */
 	return 0;
 }
 
 /* dres = d(sequence output) from the QA loss * scale. */
 static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 {
-	int B = b->B, T = b->T, N = B * T;
+	int B = b->B, T = b->T, N = b->N;
 	float *p = b->params, *dp = b->grads;
-	float *ds = b->work, *de = b->work + N; /* d start/end logits [B,T] */
+	float *ds = b->dse, *de = b->dse + (size_t)B * T; /* d start/end logits [B,T] */
 	float ws = b->nstart ? scale * 0.5f / b->nstart : 0, we = b->nend ? scale * 0.5f / b->nend : 0;
-	memset(ds, 0, sizeof(float) * 2 * N);
+	memset(ds, 0, sizeof(float) * 2 * B * T);
 	for (int r = 0; r < B; r++) {
 		int n = b->len[r], s = b->start_pos[r], e = b->end_pos[r];
 		size_t o = (size_t)r * T;
@@ -656,37 +761,42 @@ static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 			qa_ce(b->end_logits + o, n, T, e, de + o, we);
 	}
 	for (int i = 0; i < N; i++) {
-		b->logits[2 * i] = ds[i];
-		b->logits[2 * i + 1] = de[i];
+		size_t at = b->packed ? (size_t)b->at[i] : (size_t)i;
+		b->logits[2 * i] = ds[at];
+		b->logits[2 * i + 1] = de[at];
 	}
-	loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
-			  HP(b, p, QAW), N, b->C, 2);
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
+				    HP(b, p, QAW), N, b->C, 2););
 }
 
 /* dres = d(sequence output) from the MLM loss * scale. */
 static void mlm_bwd(struct loom_bert *b, float scale)
 {
-	int M = b->M, C = b->C, V = b->V, N = b->B * b->T;
+	int M = b->M, C = b->C, V = b->V, N = b->N;
 	float *p = b->params, *dp = b->grads;
-	loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL);
-	loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits, b->mln,
-			  TP(b, p, E_WORD), M, C, V);
-	memset(b->mln, 0, sizeof(float) * M * C);
-	loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
-			     HP(b, p, TLNW), b->mmean, b->mrstd, M, C);
-	loom_k_gelu_erf_bwd(b->mln, b->mt, b->mln, (size_t)M * C);
-	loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
-			  HP(b, p, TDW), M, C, C);
-	memset(b->dres, 0, sizeof(float) * N * C);
+	LOOM_PROF(LOOM_PROF_XENT_BWD,
+		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits,
+				    b->mln, TP(b, p, E_WORD), M, C, V););
+	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->mln, (size_t)M * C);
+		  loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
+				       HP(b, p, TLNW), b->mmean, b->mrstd, M, C););
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(b->mln, b->mt, b->mln, (size_t)M * C););
+	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+		  loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
+				    HP(b, p, TDW), M, C, C););
+	LOOM_PROF(LOOM_PROF_ELEM_BWD, loom_k_zero(b->dres, (size_t)N * C););
 	for (int k = 0; k < M; k++)
 		memcpy(b->dres + (size_t)b->mlm_row[k] * C, b->md + (size_t)k * C, sizeof(float) * C);
 }
 
-int loom_bert_backward(struct loom_bert *b, float scale)
+static int backward(struct loom_bert *b, float scale)
 {
 	if (!b->acts || !b->have_targets)
 		return loom_err_set(&b->err, LOOM_EINVAL, "backward without a forward with targets");
-	int N = b->B * b->T, C = b->C, L = b->L, rc;
+	int N = b->N, C = b->C, L = b->L, rc;
 	float *p = b->params, *dp = b->grads;
 	b->have_targets = 0;
 	int qa = b->cfg.task == LOOM_BERT_QA;
@@ -707,29 +817,40 @@ int loom_bert_backward(struct loom_bert *b, float scale)
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;
 		if (b->grad_ready)
-			b->grad_ready(b->grad_ready_ctx, l);
+			LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, l););
 	}
 	/* x0 = drop(LayerNorm(emb)) */
-	loom_k_dropout(b->dres, (size_t)N * C, b->train ? (float)b->cfg.dropout : 0.0f,
-		       loom_model_site_key(b->key, -1, 0));
-	memset(b->buf1, 0, sizeof(float) * N * C);
+	double t0 = LOOM_PROF_BEGIN();
+	drop(b, b->dres, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
+	loom_k_zero(b->buf1, (size_t)N * C);
 	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
 			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
 	loom_k_encoder_bwd(TP(b, dp, E_WORD), TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
-			   b->seg, b->B, b->T, C);
+			   b->seg, b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
+			   b->packed ? N : b->T, C);
+	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	if (b->cfg.pad_token_id >= 0) /* HF's padding_idx: that row is never trained */
 		memset(TP(b, dp, E_WORD) + (size_t)b->cfg.pad_token_id * C, 0, sizeof(float) * C);
 	if ((rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
 	if (b->grad_ready)
-		b->grad_ready(b->grad_ready_ctx, -1);
+		LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, -1););
 	return 0;
+}
+
+int loom_bert_backward(struct loom_bert *b, float scale)
+{
+	loom_prof_backward(1);
+	int rc = backward(b, scale);
+	loom_prof_backward(0);
+	return rc;
 }
 
 void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm)
 {
-	loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v, b->n_params,
-			 &b->cfg.adamw, lr, t, norm);
+	LOOM_PROF(LOOM_PROF_OPTIM,
+		  loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
+				   b->n_params, &b->cfg.adamw, lr, t, norm););
 	b->w16_ok = 0;
 }
 
@@ -758,4 +879,50 @@ int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask,
 				ids[i] = (int32_t)(loom_splitmix64(h2) % (uint64_t)V);
 		}
 	return chosen;
+}
+
+/* ---- the hooks of data parallelism (lib/train/loom_dist.h) */
+
+/* Layer index of a tensor: bert.encoder.layer.{l}. -> l; the head
+ * (qa_outputs, cls.*) -> L-1 (its backward runs before layer L-1's ends);
+ * embeddings -> -1 (the MLM decoder's tied weight among them: final only
+ * after them). */
+static int dist_tag(const char *name, int L)
+{
+	int l;
+	if (sscanf(name, "bert.encoder.layer.%d.", &l) == 1)
+		return l;
+	if (!strncmp(name, "qa_outputs.", 11) || !strncmp(name, "cls.", 4))
+		return L - 1;
+	return -1;
+}
+
+static void dist_step(void *b, float lr, int64_t t, float *norm)
+{
+	loom_bert_step(b, lr, t, norm);
+}
+
+static void dist_weights_changed(void *b)
+{
+	loom_bert_weights_changed(b);
+}
+
+/* No units (loom_dist refuses sharding=weights) and no masks: grad_ready
+ * only. */
+static void dist_connect(void *model, const struct loom_dist_calls *c)
+{
+	struct loom_bert *b = model;
+	b->grad_ready = c->grad_ready;
+	b->grad_ready_ctx = c->ctx;
+}
+
+void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
+{
+	*m = (struct loom_dist_model){
+		.params = b->params, .grads = b->grads, .m = &b->m, .v = &b->v,
+		.n_params = b->n_params, .tensors = b->tensors, .n_tensors = b->n_tensors,
+		.n_layer = b->L, .adamw = b->cfg.adamw, .model = b,
+		.tag = dist_tag, .step = dist_step, .weights_changed = dist_weights_changed,
+		.connect = dist_connect,
+	};
 }

@@ -78,6 +78,9 @@ struct loom_bert_config {
 	int task;                       /* enum loom_bert_task */
 	int precision;                  /* LOOM_PREC_FP32 / _BF16 */
 	int recompute;
+	/* 1: compute every padding position too (the reference), 0: each row
+	 * at its real length, packed (see loom_bert_forward) */
+	int padded;
 	struct loom_adamw adamw;
 };
 
@@ -102,7 +105,7 @@ int loom_bert_config_check(const struct loom_bert_config *cfg, struct loom_err *
 struct loom_bert_lacts {
 	float *qkv;                     /* [N,3C] */
 	float *atty;                    /* [N,C] */
-	float *lse;                     /* [B,NH,T] */
+	float *lse;                     /* [N*NH]: [B,NH,T] padded, packed rows' heads */
 	float *res1, *ln1_mean, *ln1_rstd, *h1;  /* x + attention, its LN stats, LN output */
 	float *fch;                     /* [N,I] intermediate pre-activation */
 	float *res2, *ln2_mean, *ln2_rstd;       /* h1 + MLP, its LN stats */
@@ -116,14 +119,18 @@ struct loom_bert {
 	float *params, *grads, *m, *v;
 	int n_tensors;
 	struct loom_tensor *tensors;
-	/* activations for (B, T) */
-	int B, T;
+	/* activations for (B, T): N = B*T tokens padded, or the batch's real
+	 * tokens packed row after row (off[B+1], at[N] the padded index b*T+t
+	 * of packed token n, pos[N] its position t) */
+	int B, T, N, cap_B, cap_T, packed;
+	int32_t *off, *at, *pos;
 	float *acts;
 	struct loom_bert_lacts *layer;  /* [L] */
 	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input */
 	float *dres, *buf1, *buf2, *work;       /* [N,C] x3, [N, max(I, 4C)] */
 	float *logits;                  /* QA: [N,2] */
 	float *start_logits, *end_logits;       /* QA: [B,T] */
+	float *dse;                     /* QA: d start|end logits [2,B,T] */
 	int32_t *ids, *seg, *len;       /* copies of the batch: [N], [N], [B] */
 	int32_t *start_pos, *end_pos;   /* QA targets [B] */
 	/* MLM head over the M rows with a target */
@@ -173,7 +180,18 @@ void loom_bert_init_weights(struct loom_bert *b, uint64_t seed);
 /* Forward on a batch of B rows of T <= max_positions tokens; train != 0
  * applies dropout with key `key`.  With the task's targets computes the
  * loss into *loss (may be NULL) and keeps what backward needs.  QA:
- * loom_bert_start_logits()/end_logits() are [B,T] after any forward. */
+ * loom_bert_start_logits()/end_logits() are [B,T] after any forward.
+ *
+ * Unless cfg.padded, each row is computed at its real length (its
+ * input_mask count), the rows packed into one [sum of lengths, C]
+ * activation (FlashAttention's varlen layout): the products, LayerNorm,
+ * GELU, dropout and attention see real tokens only, and the start/end
+ * logits of padding positions are -inf.  The numbers on real tokens are
+ * the padded forward's (the padded positions never reach them: keys past
+ * a row's length are masked, and the losses read real tokens only), up to
+ * the products' rounding over another row count; dropout draws the same
+ * mask elements.  A masked-LM label on a padding position makes that
+ * batch run padded. */
 int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int B, int T,
 		      int train, uint64_t key, float *loss);
 /* Adds the gradient of scale * loss to b->grads. */
@@ -183,6 +201,11 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 void loom_bert_zero_grad(struct loom_bert *b);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
+/* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
+ * parameter store, layer tags, step and grad_ready call (no units: its
+ * weights cannot be sharded; no masks).  Borrows b. */
+struct loom_dist_model;
+void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
 /* After a forward with targets and train 0: *nll the summed loss over *n
  * counted items and *correct those predicted right.  QA: n = the rows,
  * nll = their mean loss x rows, a row right when the argmax start and end

@@ -340,37 +340,8 @@ int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,
 	if (stat(path, &sb) < 0)
 		return 0;
 	snprintf(p, sizeof p, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
-	if (stat(p, &sb) < 0)
-		return 1;
-	char *buf;
-	size_t len;
-	json_error_t je;
-	if (loom_file_read_bounded(p, LOOM_FILE_MAX_CONFIG, &buf, &len, err) < 0)
-		return err->code;
-	json_t *j = json_loadb(buf, len, 0, &je);
-	free(buf);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", p, je.line,
-				    j ? "not a JSON object" : loom_json_reason(je.text));
-	}
-	static const char *const keys[3] = { "do_lower_case", "strip_accents",
-					     "tokenize_chinese_chars" };
-	int *dst[3] = { &o->lowercase, &o->strip_accents, &o->chinese_chars };
-	int rc = 1;
-	for (int i = 0; i < 3; i++) {
-		json_t *v = json_object_get(j, keys[i]);
-		if (!v || (i == 1 && json_is_null(v)))
-			continue;
-		if (!json_is_boolean(v)) {
-			rc = loom_err_set(err, LOOM_EFORMAT, "%s: %s is not true or false%s", p,
-					  keys[i], i == 1 ? " or null" : "");
-			break;
-		}
-		*dst[i] = json_is_true(v);
-	}
-	json_decref(j);
-	return rc;
+	int rc = loom_wordpiece_read_config(p, o, err);
+	return rc < 0 ? rc : 1;
 }
 
 int loom_bert_ckpt_vocab(struct loom_ckpt_vocab *v, const char *name, const char *vocab_path,

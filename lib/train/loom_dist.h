@@ -20,9 +20,10 @@
  * Bytes sent per step follow a ring schedule: 2 (N-1)/N x parameter
  * bytes, plus a few control bytes.
  *
- * sharding=weights (ZeRO-3, a GPT: loom_gpt.h's need/done hooks): a rank
- * keeps only its chunks of the weights (in place in the model's full-size,
- * lazily backed array: the rest of it costs no memory), of the gradients
+ * sharding=weights (ZeRO-3, a model with units: the need/done calls of
+ * struct loom_dist_calls below): a rank keeps only its chunks of the
+ * weights (in place in the model's full-size, lazily backed array: the
+ * rest of it costs no memory), of the gradients
  * (a shard) and of the moments.  Before the model reads a unit (the
  * embeddings, a layer) its chunks are all-gathered from every rank, and
  * the unit the model names as next starts gathering at once, overlapping
@@ -33,10 +34,11 @@
  * layer are reduce-scattered into the shard as soon as its backward ends,
  * and the full-size gradients given back.  The step clips and runs AdamW
  * on the shards; the next forward's embeddings start gathering as it
- * ends.  RigL scores and block norms are computed on each rank's chunks
- * and combined.  Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P
- * parameters, E of them the embeddings' (loom_dist_bytes_bound).  The
- * ranks must agree before every micro-batch (loom-train syncs them).
+ * ends.  RigL scores and block norms (the model's mask hooks, struct
+ * loom_dist_masks) are computed on each rank's chunks and combined.
+ * Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P parameters, E of them
+ * the embeddings' (loom_dist_bytes_bound).  The ranks must agree before
+ * every micro-batch (loom-train syncs them).
  *
  * Checkpoints: sharding=optimizer gathers the moments on rank 0
  * (loom_dist_gather_moments); sharding=weights has every rank write its
@@ -44,10 +46,16 @@
  * back (loom_dist_load).  Either way the checkpoint holds whole tensors,
  * so it resumes on any number of ranks, sharded either way.
  *
- * Built with MPI (LOOM_HAVE_MPI, the Makefile compiles this file with
- * mpicc's flags when OpenMPI is installed) and launched by mpirun, the
+ * Built with MPI (LOOM_HAVE_MPI, the Makefile compiles lib/train/loom_dist*.c
+ * with mpicc's flags when OpenMPI is installed) and launched by mpirun, the
  * world is MPI_COMM_WORLD; otherwise every function works for a single
  * process (world 1: loom_dist_step is the model's own step, nothing is sharded).
+ * The gradients are summed, and the buckets sharded, over the
+ * data-parallel group, today the whole world (lib/train/loom_dist_impl.h).
+ *
+ * Files: loom_dist.c the transport and roll call, loom_dist_zero.c the
+ * buckets, ZeRO-1/3 and the step, loom_dist_ckpt.c the sharded
+ * checkpoints; they share the private loom_dist_impl.h.
  *
  * A rank that stops answering (stopped, hung, its host unreachable) makes
  * the others fail within about 2 x the timeout (loom_dist_set_timeout),
@@ -69,14 +77,14 @@
  * input) calls loom_dist_answer() meanwhile.
  *
  * Ownership: struct loom_dist owns its shards and MPI state; the model is
- * borrowed from loom_dist_attach() until the last step or gather (its
- * grad_ready (and need/done) hooks keep pointing at d: free the model or clear the hooks
+ * borrowed from loom_dist_attach() until the last step or gather (the
+ * calls it connected keep pointing at d: free the model or clear them
  * before loom_dist_free(), which never touches the model).  With world >
- * 1, attach frees g->m and g->v (set to NULL): the moments live here.
+ * 1, attach frees *m->m and *m->v (set to NULL): the moments live here.
  * Errors: 0 or negative LOOM_E*, message in loom_dist_error().  Nothing
  * prints or exits (except loom_dist_abort()).
  * Thread-safety: stricter than the default: MPI runs FUNNELED, so only
- * the thread that called loom_dist_init may call the functions here
+ * the thread that called loom_dist_new may call the functions here
  * (loom_dist_backend's first call included: it fills a static buffer).
  */
 #ifndef LOOM_DIST_H
@@ -88,12 +96,64 @@
 #include "loom_common.h"
 #include "loom_model.h"
 
-struct loom_gpt;
-struct loom_bert;
 struct loom_dist;
 
-/* What data parallelism needs of a model (its lib/train/loom_model.h
- * table): made by loom_dist_model_gpt() or loom_dist_model_bert(). */
+/* What loom_dist asks a model to call back, ctx first (installed by the
+ * model's connect hook when the world is larger than 1):
+ *  - grad_ready(ctx, l): layer l's gradients are final (l = n_layer-1 ..
+ *    0, then -1 after the embeddings; see tag below);
+ *  - sharding=weights only (NULL otherwise): the model reads unit u's
+ *    parameters (-1: the embeddings; l: layer l) only between need(ctx, u,
+ *    next, err) and done(ctx, u), `next` being the unit it reads after u
+ *    (LOOM_DIST_UNIT_NONE: none); need returns 0 or an error (message in
+ *    *err); tick(ctx) between two products lets the transfers move. */
+#define LOOM_DIST_UNIT_NONE (-2)
+struct loom_dist_calls {
+	void *ctx;
+	void (*grad_ready)(void *ctx, int l);
+	int (*need)(void *ctx, int u, int next, struct loom_err *err);
+	void (*done)(void *ctx, int u);
+	void (*tick)(void *ctx);
+};
+
+/* A model's block masks that change during training (RigL,
+ * lib/train/loom_rigl.h), as the ranks need them to agree: every hook
+ * takes the model (struct loom_dist_model's `model`).  A range [lo, hi)
+ * is of the flat parameter array with its values at x[i - lo] (a rank
+ * passes its chunks).  take_due NULL: the model has no such masks. */
+struct loom_dist_masks {
+	/* 1 when the step being taken updates the masks (the gradients were
+	 * kept dense for it); the model forgets it (0 at the next call) */
+	int (*take_due)(void *model);
+	/* the blocks' scores from the summed gradient: reset, add a range,
+	 * this rank's partial scores (*n of them), combine world ranks'
+	 * partial scores all[world * n] (rank order) into the model's */
+	void (*score_reset)(void *model);
+	void (*score_range)(void *model, size_t lo, size_t hi, const float *g);
+	const float *(*scores)(void *model, size_t *n);
+	void (*score_combine)(void *model, const float *all, int world);
+	/* x[i - lo] = 0 in the dead blocks */
+	void (*mask_range)(void *model, size_t lo, size_t hi, float *x);
+	/* update the masks at step t from the scores and the whole weights,
+	 * the changed blocks zeroed in the weights (the model's own update) */
+	void (*update)(void *model, int64_t t);
+	/* weights sharded: the blocks' norms, as the scores, then the update
+	 * at step t from world ranks' partial norms all[world * n] */
+	void (*norm_reset)(void *model);
+	void (*norm_range)(void *model, size_t lo, size_t hi, const float *w);
+	const double *(*norms)(void *model, size_t *n);
+	void (*update_norms)(void *model, const double *all, int world, int64_t t);
+	/* x[i - lo] = 0 in the blocks the last update pruned or regrew */
+	void (*zero_changed)(void *model, size_t lo, size_t hi, float *x);
+	/* the masks changed and the caller zeroed the changed blocks of the
+	 * weights: the model repacks what depends on them */
+	void (*changed)(void *model);
+};
+
+/* What data parallelism needs of a model: its parameter store and hooks,
+ * `model` the first argument of each.  loom_dist never names a model: the
+ * model fills this (each model's own function, e.g. loom_gpt_dist_model()
+ * or loom_bert_dist_model()). */
 struct loom_dist_model {
 	float *params, *grads;
 	float **m, **v;                 /* the model's moments: attach (world > 1) frees
@@ -102,24 +162,19 @@ struct loom_dist_model {
 	const struct loom_tensor *tensors;
 	int n_tensors, n_layer;
 	struct loom_adamw adamw;
+	int sharding;                   /* enum loom_sharding */
+	void *model;
 	/* the layer whose backward leaves tensor `name`'s gradient final
 	 * (-1: the embeddings, last); each tag's tensors are contiguous */
 	int (*tag)(const char *name, int n_layer);
-	void (**grad_ready)(void *ctx, int l);  /* the model's hook, set by attach */
-	void **grad_ready_ctx;
-	void *model;
 	void (*step)(void *model, float lr, int64_t t, float *norm);  /* world 1 */
 	void (*weights_changed)(void *model);
-	struct loom_gpt *gpt;           /* RigL masks: the GPT's, NULL for a BERT */
-	/* sharding=weights (enum loom_sharding): the model's unit hooks (see
-	 * loom_gpt.h; NULL: the model cannot be sharded so) */
-	int sharding;
-	int (**need)(void *ctx, int u, int next, struct loom_err *err);
-	void (**done)(void *ctx, int u);
-	void (**tick)(void *ctx);
+	/* install the calls (all but grad_ready may be NULL) */
+	void (*connect)(void *model, const struct loom_dist_calls *c);
+	int units;                      /* 1: the model calls need/done/tick, so
+					   sharding=weights can shard it */
+	struct loom_dist_masks masks;
 };
-void loom_dist_model_gpt(struct loom_dist_model *m, struct loom_gpt *g);
-void loom_dist_model_bert(struct loom_dist_model *m, struct loom_bert *b);
 
 /* Join the MPI job when launched by an MPI launcher (OMPI_COMM_WORLD_SIZE,
  * PMIX_RANK or PMI_SIZE in the environment), else a world of 1.  NULL on
@@ -136,7 +191,8 @@ int loom_dist_world(const struct loom_dist *d);
 const char *loom_dist_backend(void);
 
 /* Take the model: parameters broadcast from rank 0, buckets laid out, the
- * moments sharded, the grad_ready hook installed.  World 1: nothing. */
+ * moments sharded, the calls connected.  World 1: nothing.  sharding=weights
+ * of a model without units: LOOM_EINVAL. */
 int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *m);
 /* Bytes of AdamW moments (m + v) this rank holds, and of its gradient
  * shard buffer. */
@@ -162,7 +218,7 @@ int loom_dist_allgather_i32(struct loom_dist *d, const int32_t *mine, int n, int
  * reduction, global-norm clip (cfg.grad_clip), AdamW on this rank's shard,
  * all-gather the parameters; leaves the gradients zeroed.  *norm gets the
  * norm of the averaged gradient; *lsum (this rank's loss sum) becomes the
- * mean over ranks.  World 1: the model's step (loom_gpt_step, loom_bert_step). */
+ * mean over ranks.  World 1: the model's step hook. */
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum);
 
 /* sharding=optimizer, collective: the full AdamW moments on rank 0 (*m,
@@ -192,8 +248,7 @@ struct loom_ckpt_tensor;
 int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
 		   size_t n, int optimizer);
 
-/* Payload bytes this rank sent in the last step / in all steps. */
-uint64_t loom_dist_bytes_step(const struct loom_dist *d);
+/* Payload bytes this rank sent in all steps. */
 uint64_t loom_dist_bytes_total(const struct loom_dist *d);
 /* Seconds a wait lasts before this rank calls the roll (see above);
  * 0 (the default) waits forever. */

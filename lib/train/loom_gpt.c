@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_dist.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
+#include "loom_profile.h"
 #include "loom_rigl.h"
 #include "loom_sparse.h"
 
@@ -206,6 +208,138 @@ void loom_gpt_rigl_update(struct loom_gpt *g, int64_t t)
 	loom_gpt_masks_changed(g);
 }
 
+/* ---- the hooks of data parallelism (lib/train/loom_dist.h) */
+
+/* Layer index of a tensor: transformer.h.{l}. -> l; ln_f -> L-1 (its
+ * gradient is final before layer L-1's backward ends); embeddings -> -1. */
+static int dist_tag(const char *name, int L)
+{
+	int l;
+	if (sscanf(name, "transformer.h.%d.", &l) == 1)
+		return l;
+	if (strstr(name, "ln_f"))
+		return L - 1;
+	return -1;
+}
+
+static void dist_step(void *g, float lr, int64_t t, float *norm)
+{
+	loom_gpt_step(g, lr, t, norm);
+}
+
+static void dist_weights_changed(void *g)
+{
+	loom_gpt_weights_changed(g);
+}
+
+static void dist_connect(void *model, const struct loom_dist_calls *c)
+{
+	struct loom_gpt *g = model;
+	_Static_assert(LOOM_GPT_UNIT_NONE == LOOM_DIST_UNIT_NONE, "one 'no next unit'");
+	g->grad_ready = c->grad_ready;
+	g->grad_ready_ctx = c->ctx;
+	g->need = c->need;
+	g->done = c->done;
+	g->tick = c->tick;
+}
+
+static int dist_take_due(void *model)
+{
+	struct loom_gpt *g = model;
+	int due = g->rigl_dense;
+	g->rigl_dense = 0;
+	return due;
+}
+
+static void dist_score_reset(void *g)
+{
+	loom_rigl_score_reset(((struct loom_gpt *)g)->rigl);
+}
+
+static void dist_score_range(void *g, size_t lo, size_t hi, const float *x)
+{
+	loom_rigl_score_range(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static const float *dist_scores(void *g, size_t *n)
+{
+	const struct loom_rigl *r = ((struct loom_gpt *)g)->rigl;
+	*n = r->n_scores;
+	return r->scores;
+}
+
+static void dist_score_combine(void *g, const float *all, int world)
+{
+	loom_rigl_score_combine(((struct loom_gpt *)g)->rigl, all, world);
+}
+
+static void dist_mask_range(void *g, size_t lo, size_t hi, float *x)
+{
+	loom_rigl_mask_range(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static void dist_update(void *g, int64_t t)
+{
+	loom_gpt_rigl_update(g, t);
+}
+
+static void dist_norm_reset(void *g)
+{
+	loom_rigl_mag_reset(((struct loom_gpt *)g)->rigl);
+}
+
+static void dist_norm_range(void *g, size_t lo, size_t hi, const float *w)
+{
+	loom_rigl_mag_range(((struct loom_gpt *)g)->rigl, lo, hi, w);
+}
+
+static const double *dist_norms(void *g, size_t *n)
+{
+	const struct loom_rigl *r = ((struct loom_gpt *)g)->rigl;
+	*n = r->n_scores;
+	return r->mag;
+}
+
+static void dist_update_norms(void *model, const double *all, int world, int64_t t)
+{
+	struct loom_gpt *g = model;
+	loom_rigl_mag_combine(g->rigl, all, world);
+	loom_rigl_update_mag(g->rigl, loom_config_prune_ratio(&g->cfg, t), t);
+}
+
+static void dist_zero_changed(void *g, size_t lo, size_t hi, float *x)
+{
+	loom_rigl_zero_changed(((struct loom_gpt *)g)->rigl, lo, hi, x);
+}
+
+static void dist_masks_changed(void *g)
+{
+	loom_gpt_masks_changed(g);
+}
+
+void loom_gpt_dist_model(struct loom_gpt *g, struct loom_dist_model *m)
+{
+	const struct loom_config *c = &g->cfg;
+	*m = (struct loom_dist_model){
+		.params = g->params, .grads = g->grads, .m = &g->m, .v = &g->v,
+		.n_params = g->n_params, .tensors = g->tensors, .n_tensors = g->n_tensors,
+		.n_layer = g->L,
+		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
+		.sharding = c->sharding, .model = g, .tag = dist_tag, .step = dist_step,
+		.weights_changed = dist_weights_changed, .connect = dist_connect, .units = 1,
+	};
+	if (g->rigl)
+		m->masks = (struct loom_dist_masks){
+			.take_due = dist_take_due, .score_reset = dist_score_reset,
+			.score_range = dist_score_range, .scores = dist_scores,
+			.score_combine = dist_score_combine, .mask_range = dist_mask_range,
+			.update = dist_update, .norm_reset = dist_norm_reset,
+			.norm_range = dist_norm_range, .norms = dist_norms,
+			.update_norms = dist_update_norms, .zero_changed = dist_zero_changed,
+			.changed = dist_masks_changed,
+		};
+}
+
 /* Hand changed masks to the sparse weights, and pack them once after the
  * weights changed (the next forward's job: it can report a failure). */
 static int ready_sparse(struct loom_gpt *g)
@@ -248,7 +382,8 @@ static int unit_need(struct loom_gpt *g, int u, int next)
 {
 	if (!g->need)
 		return 0;
-	int rc = g->need(g->grad_ready_ctx, u, next, &g->err);
+	int rc;
+	LOOM_PROF(LOOM_PROF_COMM, rc = g->need(g->grad_ready_ctx, u, next, &g->err););
 	if (rc)
 		return rc;
 	for (int j = 0; u >= 0 && g->sp && j < 4; j++)
@@ -268,7 +403,7 @@ static void unit_done(struct loom_gpt *g, int u)
 	size_t lo, hi;
 	loom_gpt_unit_range(g, u, &lo, &hi);
 	loom_mm_weights_drop(g->mm, lo, hi);
-	g->done(g->grad_ready_ctx, u);
+	LOOM_PROF(LOOM_PROF_COMM, g->done(g->grad_ready_ctx, u););
 }
 
 /* ---- activation layout --------------------------------------------------- */
@@ -464,12 +599,14 @@ static void proj_fwd(struct loom_gpt *g, int l, int j, float *out, const float *
 	float *p = g->params;
 	int k = proj_k[j];
 	struct loom_sparse *s = g->sp ? g->sp[4 * l + j] : NULL;
+	double t0 = LOOM_PROF_BEGIN();
 	if (s)
 		loom_sparse_matmul_fwd(s, out, inp, LP(g, p, l, k + 1), N);
 	else
 		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), LP(g, p, l, k + 1), N, IC, OC);
+	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD), t0);
 	if (g->tick)
-		g->tick(g->grad_ready_ctx);
+		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
 }
 
 /* Its backward: dinp overwritten, weight and bias gradients added; a
@@ -481,13 +618,15 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 	float *p = g->params, *dp = g->grads;
 	int k = proj_k[j];
 	struct loom_sparse *s = g->sp ? g->sp[4 * l + j] : NULL;
+	double t0 = LOOM_PROF_BEGIN();
 	if (s && !g->rigl_dense)
 		loom_sparse_matmul_bwd(s, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp, N);
 	else
 		loom_k_matmul_bwd(g->mm, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp,
 				  LP(g, p, l, k), N, IC, OC);
+	LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
 	if (g->tick)
-		g->tick(g->grad_ready_ctx);
+		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
@@ -499,24 +638,32 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 
 	/* the LayerNorm outputs live in tmp until their matmul has read them;
 	 * backward recomputes them from the saved mean and rstd */
-	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
-			     LP(g, p, l, LN1B), N, C, eps);
+	int rc;
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
+		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+				       LP(g, p, l, LN1B), N, C, eps););
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * C);
-	if (loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, B, T, C, g->NH, adrop,
-				 loom_model_site_key(g->key, l, 3)))
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, C, g->NH,
+					    adrop, loom_model_site_key(g->key, l, 3)););
+	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
-	loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
 	/* res2 in its own slot, or (not kept) in the output's */
 	float *res2 = a->res2 ? a->res2 : a->res3;
-	loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
-	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
-			     LP(g, p, l, LN2B), N, C, eps);
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
+		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
+		  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
+		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
+				       LP(g, p, l, LN2B), N, C, eps););
 	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, 4 * C);
-	loom_k_gelu_fwd(g->work, a->fch, (size_t)N * 4 * C);
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
+		  loom_k_gelu_fwd(g->work, a->fch, (size_t)N * 4 * C););
 	proj_fwd(g, l, 3, g->tmp, g->work, N, 4 * C, C);
-	loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
-	loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C);
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
+		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
+		  loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C););
 	return 0;
 }
 
@@ -526,10 +673,12 @@ static void embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C;
 	float *p = g->params;
-	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, B,
-			   T, C);
+	double t0 = LOOM_PROF_BEGIN();
+	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, NULL,
+			   B, T, C);
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
+	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
 }
 
 /* Embeddings and all blocks; returns the final hidden states [N,C], or
@@ -580,7 +729,8 @@ static int head(struct loom_gpt *g, int train, float bscale)
 	int C = g->C, V = g->V, ign = g->cfg.ignore_id, rc;
 	float *p = g->params, *dp = g->grads;
 	if (g->lweights)
-		loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign);
+		LOOM_PROF(LOOM_PROF_XENT_FWD,
+			  loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign););
 	int64_t counted = 0; /* what crossentropy_fwd will count, known up front */
 	for (size_t i = 0; i < N; i++)
 		counted += g->targets[i] != ign;
@@ -588,19 +738,25 @@ static int head(struct loom_gpt *g, int train, float bscale)
 	for (size_t r0 = 0; r0 < N; r0 += g->hr) {
 		int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
-		loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
+		LOOM_PROF(LOOM_PROF_MATMUL_FWD,
+			  loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits););
+		double t0 = LOOM_PROF_BEGIN();
 		g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
 						   ign);
 		if (!train)
 			g->ncorrect += count_correct(g->logits, g->targets + r0, n, V, ign);
+		LOOM_PROF_END(LOOM_PROF_XENT_FWD, t0);
 		if (bscale >= 0 && counted) {
-			loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, ign, dloss,
-						g->lweights ? g->lweights + r0 : NULL);
+			LOOM_PROF(LOOM_PROF_XENT_BWD,
+				  loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, ign, dloss,
+							  g->lweights ? g->lweights + r0 : NULL););
+			t0 = LOOM_PROF_BEGIN();
 			loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once */
 			loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 			loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0,
 				     g->tmp + r0 * C);
 			loom_mm_unpin(g->mm);
+			LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
 		}
 	}
 	if ((rc = loom_mm_check(g->mm, &g->err)))
@@ -650,8 +806,10 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 	const float *x = trunk_fwd(g, targets ? -1 : LOOM_GPT_UNIT_NONE);
 	if (!x)
 		return g->err.code;
-	loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
-			     TP(g, p, T_LNFB(g->L)), (int)N, g->C, (float)g->cfg.layer_norm_epsilon);
+	LOOM_PROF(LOOM_PROF_LN_FWD,
+		  loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
+				       TP(g, p, T_LNFB(g->L)), (int)N, g->C,
+				       (float)g->cfg.layer_norm_epsilon););
 	unit_done(g, g->L - 1);
 	g->loss = 0;
 	g->wloss = 0;
@@ -701,47 +859,57 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	float *work = g->work, *res2 = a->res2;
 	const float *dproj = g->dres;
 
+	int rc;
 	if (!res2) {
 		res2 = a->res3;
 		proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
-		loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C);
+		LOOM_PROF(LOOM_PROF_ELEM_BWD,
+			  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
+			  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
 	}
 	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b) */
 	if (drop > 0) {
-		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
+		LOOM_PROF(LOOM_PROF_ELEM_BWD,
+			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
+					      loom_model_site_key(g->key, l, 2)););
 		dproj = g->tmp;
 	}
-	loom_k_gelu_fwd(work, a->fch, (size_t)N * 4 * C);
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_fwd(work, a->fch, (size_t)N * 4 * C););
 	proj_bwd(g, l, 3, work, dproj, work, N, 4 * C, C);
-	loom_k_gelu_bwd(work, a->fch, work, (size_t)N * 4 * C);
-	loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
-			     LP(g, p, l, LN2B), N, C, eps);
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_bwd(work, a->fch, work, (size_t)N * 4 * C););
+	LOOM_PROF(LOOM_PROF_LN_BWD,
+		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
+				       LP(g, p, l, LN2B), N, C, eps););
 	proj_bwd(g, l, 2, g->tmp, work, g->tmp, N, C, 4 * C);
-	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->tmp, res2,
-			     LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD,
+		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->tmp,
+				       res2, LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C););
 	/* attention: res2 = x + drop(atty @ Wproj + b) */
 	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
 	dproj = g->dres;
 	if (drop > 0) {
-		memcpy(g->tmp, g->dres, sizeof(float) * N * C);
-		loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
+		LOOM_PROF(LOOM_PROF_ELEM_BWD,
+			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
+					      loom_model_site_key(g->key, l, 1)););
 		dproj = g->tmp;
 	}
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, C, C);
-	if (loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, B, T, C, g->NH,
-				 adrop, loom_model_site_key(g->key, l, 3)))
+	LOOM_PROF(LOOM_PROF_ATTN_BWD,
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, C,
+					    g->NH, adrop, loom_model_site_key(g->key, l, 3)););
+	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
-	loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
-			     LP(g, p, l, LN1B), N, C, eps);
+	LOOM_PROF(LOOM_PROF_LN_BWD,
+		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+				       LP(g, p, l, LN1B), N, C, eps););
 	proj_bwd(g, l, 0, g->tmp, dqkv, g->tmp, N, C, 3 * C);
-	loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->tmp, x,
-			     LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD,
+		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->tmp, x,
+				       LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C););
 	return 0;
 }
 
-int loom_gpt_backward(struct loom_gpt *g, float scale)
+static int backward(struct loom_gpt *g, float scale)
 {
 	if (!g->acts || !g->have_targets)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
@@ -767,26 +935,33 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 	for (size_t r0 = 0; !g->head_done && r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
+		double t0 = LOOM_PROF_BEGIN();
 		if (g->hr < (size_t)N) {
 			loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
+			LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
+			t0 = LOOM_PROF_BEGIN();
 			loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
 						g->cfg.ignore_id);
 		}
 		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss,
 					g->lweights ? g->lweights + r0 : NULL);
+		LOOM_PROF_END(LOOM_PROF_XENT_BWD, t0);
+		t0 = LOOM_PROF_BEGIN();
 		loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once for both */
 		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
 		loom_mm_unpin(g->mm);
+		LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
 	}
 	if (!g->head_done)
 		unit_done(g, -1);
 	if ((rc = unit_need(g, L - 1, L > 1 ? L - 2 : LOOM_GPT_UNIT_NONE)))
 		return rc;
 	memset(g->dres, 0, sizeof(float) * N * C);
-	loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,
-			     g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd,
-			     N, C);
+	LOOM_PROF(LOOM_PROF_LN_BWD,
+		  loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,
+				       g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean,
+				       g->lnf_rstd, N, C););
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
 		if (!l && x == g->layer[L > 1].res3)
@@ -798,20 +973,30 @@ int loom_gpt_backward(struct loom_gpt *g, float scale)
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
 			return rc;
 		if (g->grad_ready)
-			g->grad_ready(g->grad_ready_ctx, l);
+			LOOM_PROF(LOOM_PROF_COMM, g->grad_ready(g->grad_ready_ctx, l););
 		unit_done(g, l);
 	}
+	double t0 = LOOM_PROF_BEGIN();
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
-	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, B,
-			   T, C);
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, NULL,
+			   B, T, C);
+	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	g->have_targets = 0;
 	g->head_done = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
 		return rc;
 	if (g->grad_ready)
-		g->grad_ready(g->grad_ready_ctx, -1);
+		LOOM_PROF(LOOM_PROF_COMM, g->grad_ready(g->grad_ready_ctx, -1););
 	return 0;
+}
+
+int loom_gpt_backward(struct loom_gpt *g, float scale)
+{
+	loom_prof_backward(1);
+	int rc = backward(g, scale);
+	loom_prof_backward(0);
+	return rc;
 }
 
 void loom_gpt_zero_grad(struct loom_gpt *g)
@@ -822,19 +1007,22 @@ void loom_gpt_zero_grad(struct loom_gpt *g)
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 {
 	int update = g->rigl_dense;
+	double t0 = LOOM_PROF_BEGIN();
 	if (update) { /* score the blocks by the dense gradient, then mask it */
 		loom_rigl_score_reset(g->rigl);
 		loom_rigl_score_range(g->rigl, 0, g->n_params, g->grads);
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->grads);
 	}
+	LOOM_PROF_END(LOOM_PROF_RIGL, t0);
 	const struct loom_config *c = &g->cfg;
 	struct loom_adamw h = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip };
-	loom_model_adamw(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v, g->n_params,
-			 &h, lr, t, norm);
+	LOOM_PROF(LOOM_PROF_OPTIM,
+		  loom_model_adamw(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
+				   g->n_params, &h, lr, t, norm););
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (update)
-		loom_gpt_rigl_update(g, t);
+		LOOM_PROF(LOOM_PROF_RIGL, loom_gpt_rigl_update(g, t););
 	g->rigl_dense = 0;
 }
 

@@ -236,9 +236,14 @@ void loom_gpt_rigl_sync(struct loom_gpt *g);
  * forward makes a new bf16 copy of the weights.  Loading a checkpoint
  * before the first forward needs no call. */
 void loom_gpt_weights_changed(struct loom_gpt *g);
-/* The masks in g->rigl changed (a sharded update: lib/train/loom_dist.c,
+/* The masks in g->rigl changed (a sharded update: lib/train/loom_dist_zero.c,
  * which zeroed the changed blocks itself): repack from the next forward. */
 void loom_gpt_masks_changed(struct loom_gpt *g);
+/* Data parallelism's view of g (lib/train/loom_dist.h) into *m: its
+ * parameter store, layer tags, step, the need/done/tick/grad_ready calls
+ * and, with sparsity, the RigL mask hooks on g->rigl.  Borrows g. */
+struct loom_dist_model;
+void loom_gpt_dist_model(struct loom_gpt *g, struct loom_dist_model *m);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted
  * tokens, tokens whose argmax prediction equals the target (counted by a forward

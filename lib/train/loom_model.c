@@ -120,11 +120,13 @@ void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, floa
 	float gscale = 1.0f;
 	if (h->grad_clip > 0 && nrm > h->grad_clip)
 		gscale = (float)(h->grad_clip / nrm);
+	/* one team for every tensor, no barrier between them */
+	#pragma omp parallel
 	for (int i = 0; i < nt; i++) {
 		size_t o = tab[i].offset;
-		loom_k_adamw(params + o, grads + o, m + o, v + o, tab[i].numel, lr, (float)h->beta1,
-			     (float)h->beta2, (float)h->eps, tab[i].decay ? (float)h->weight_decay : 0.0f,
-			     t, gscale);
+		loom_k_adamw_team(params + o, grads + o, m + o, v + o, tab[i].numel, lr,
+				  (float)h->beta1, (float)h->beta2, (float)h->eps,
+				  tab[i].decay ? (float)h->weight_decay : 0.0f, t, gscale);
 	}
 }
 

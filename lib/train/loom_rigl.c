@@ -165,51 +165,69 @@ int loom_rigl_set_masks(struct loom_rigl *r, int l, const uint8_t *mask, const u
 
 enum { V_MASK, V_CHANGED, V_SCORE_SUM, V_SCORE_MAX, V_MAG };
 
-/* Visit [lo, hi) of the flat array, values at x[i - lo], in runs that
- * stay inside one block row segment of one layer. */
-static void visit(const struct loom_rigl *r, size_t lo, size_t hi, float *x, int mode)
+/* Visit [a, b) of layer L (values at x[i - lo]) in runs that stay inside
+ * one block row segment, in order. */
+static void visit_span(const struct loom_rigl *r, const struct loom_rigl_layer *L, size_t a,
+		       size_t b, size_t lo, float *x, int mode)
 {
 	int bs = r->bs;
+	while (a < b) {
+		size_t e = a - L->offset;
+		int row = (int)(e / (size_t)L->OC), col = (int)(e % (size_t)L->OC);
+		size_t run = (size_t)(bs - col % bs);
+		if (run > b - a)
+			run = b - a;
+		int blk = (row / bs) * L->nbc + col / bs;
+		float *p = x + (a - lo);
+		switch (mode) {
+		case V_MASK:
+			if (!L->mask[blk])
+				memset(p, 0, run * sizeof(float));
+			break;
+		case V_CHANGED:
+			if (L->changed[blk])
+				memset(p, 0, run * sizeof(float));
+			break;
+		case V_SCORE_SUM: {
+			float s = 0;
+			for (size_t k = 0; k < run; k++)
+				s += fabsf(p[k]);
+			L->score[blk] += s;
+			break;
+		}
+		case V_MAG: /* in double, element by element, in a block's row-major order */
+			for (size_t k = 0; k < run; k++)
+				r->mag[L->score - r->scores + blk] += fabsf(p[k]);
+			break;
+		case V_SCORE_MAX:
+			for (size_t k = 0; k < run; k++)
+				if (fabsf(p[k]) > L->score[blk])
+					L->score[blk] = fabsf(p[k]);
+			break;
+		}
+		a += run;
+	}
+}
+
+/* Visit [lo, hi) of the flat array, values at x[i - lo].  A band of bs
+ * rows of a layer holds whole blocks that no other band touches, so the
+ * bands run on the team, each in order: every block sees its values in
+ * the same order at any thread count. */
+static void visit(const struct loom_rigl *r, size_t lo, size_t hi, float *x, int mode)
+{
 	for (int l = 0; l < r->n; l++) {
 		const struct loom_rigl_layer *L = &r->layer[l];
 		size_t a = L->offset > lo ? L->offset : lo;
 		size_t end = L->offset + (size_t)L->IC * L->OC;
 		size_t b = end < hi ? end : hi;
-		while (a < b) {
-			size_t e = a - L->offset;
-			int row = (int)(e / (size_t)L->OC), col = (int)(e % (size_t)L->OC);
-			size_t run = (size_t)(bs - col % bs);
-			if (run > b - a)
-				run = b - a;
-			int blk = (row / bs) * L->nbc + col / bs;
-			float *p = x + (a - lo);
-			switch (mode) {
-			case V_MASK:
-				if (!L->mask[blk])
-					memset(p, 0, run * sizeof(float));
-				break;
-			case V_CHANGED:
-				if (L->changed[blk])
-					memset(p, 0, run * sizeof(float));
-				break;
-			case V_SCORE_SUM: {
-				float s = 0;
-				for (size_t k = 0; k < run; k++)
-					s += fabsf(p[k]);
-				L->score[blk] += s;
-				break;
-			}
-			case V_MAG: /* in double, element by element, in a block's row-major order */
-				for (size_t k = 0; k < run; k++)
-					r->mag[L->score - r->scores + blk] += fabsf(p[k]);
-				break;
-			case V_SCORE_MAX:
-				for (size_t k = 0; k < run; k++)
-					if (fabsf(p[k]) > L->score[blk])
-						L->score[blk] = fabsf(p[k]);
-				break;
-			}
-			a += run;
+		if (a >= b)
+			continue;
+		size_t band = (size_t)r->bs * L->OC;
+		size_t f = (a - L->offset) / band, t = (b - L->offset + band - 1) / band;
+		#pragma omp parallel for schedule(static) if (b - a >= 65536)
+		for (size_t k = f; k < t; k++) {
+			size_t s0 = L->offset + k * band, s1 = s0 + band;
+			visit_span(r, L, s0 > a ? s0 : a, s1 < b ? s1 : b, lo, x, mode);
 		}
 	}
 }

@@ -39,7 +39,10 @@
  * Ownership: loom_rigl_new/_free (free accepts NULL); the object owns its
  * masks and scores.  Errors: functions that allocate or check return 0 or
  * LOOM_ENOMEM/LOOM_EINVAL with the message in loom_rigl_error(); nothing
- * prints.  Thread-safety: the default (loom_common.h).
+ * prints.  Thread-safety: the default (loom_common.h); the scoring,
+ * block-norm and masking passes over a layer of at least 65536 values run
+ * an OpenMP team of their own (bands of bs rows: each block's values are
+ * taken in the same order at any thread count).
  */
 #ifndef LOOM_RIGL_H
 #define LOOM_RIGL_H

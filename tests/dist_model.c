@@ -1,0 +1,196 @@
+/* The models' tables for data parallelism (loom_gpt_dist_model,
+ * loom_bert_dist_model; lib/train/loom_dist.h), checked without MPI: the
+ * parameter store they name, layer tags that cover every tensor with each
+ * tag's tensors contiguous (what loom_dist cuts its buckets by), connect
+ * installing and clearing the calls, and the RigL mask hooks: a mask
+ * update driven through them on two halves of the weights (as two ranks
+ * would, norms combined in rank order) picks the same blocks and zeroes
+ * the same weights as the GPT's own update. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_dist.h"
+#include "loom_rigl.h"
+#include "tap.h"
+#include "testlib.h"
+
+/* tags in -1 .. n_layer-1, each tag's tensors one contiguous range, the
+ * ranges together exactly the parameters */
+static void check_tags(const struct loom_dist_model *m, const char *what)
+{
+	int bad = 0;
+	size_t covered = 0;
+	for (int tag = -1; tag < m->n_layer; tag++) {
+		size_t lo = SIZE_MAX, hi = 0, sum = 0;
+		for (int i = 0; i < m->n_tensors; i++) {
+			const struct loom_tensor *t = &m->tensors[i];
+			if (m->tag(t->name, m->n_layer) != tag)
+				continue;
+			lo = t->offset < lo ? t->offset : lo;
+			hi = t->offset + t->numel > hi ? t->offset + t->numel : hi;
+			sum += t->numel;
+		}
+		if (sum && sum != hi - lo) {
+			diag("%s: layer %d's tensors are not contiguous", what, tag);
+			bad = 1;
+		}
+		covered += sum;
+	}
+	for (int i = 0; i < m->n_tensors; i++) {
+		int tag = m->tag(m->tensors[i].name, m->n_layer);
+		if (tag < -1 || tag >= m->n_layer) {
+			diag("%s: %s has tag %d", what, m->tensors[i].name, tag);
+			bad = 1;
+		}
+	}
+	ok(!bad && covered == m->n_params, "%s: tags cover the %zu parameters, a range each",
+	   what, m->n_params);
+}
+
+static void on_ready(void *ctx, int l)
+{
+	(void)ctx;
+	(void)l;
+}
+
+static int on_need(void *ctx, int u, int next, struct loom_err *err)
+{
+	(void)ctx;
+	(void)u;
+	(void)next;
+	(void)err;
+	return 0;
+}
+
+static void on_done(void *ctx, int u)
+{
+	(void)ctx;
+	(void)u;
+}
+
+static void on_tick(void *ctx)
+{
+	(void)ctx;
+}
+
+static void test_gpt(void)
+{
+	struct loom_config c = tiny_gpt_cfg(2, 7);
+	struct loom_gpt *g = loom_gpt_new(&c);
+	loom_gpt_init_weights(g, 1);
+	struct loom_dist_model m;
+	loom_gpt_dist_model(g, &m);
+	ok(m.params == g->params && m.grads == g->grads && *m.m == g->m && *m.v == g->v &&
+	   m.n_params == g->n_params && m.tensors == g->tensors && m.n_layer == g->L &&
+	   m.model == g, "gpt: the model's parameter store");
+	ok(m.units && !m.masks.take_due, "gpt: units, no masks (dense)");
+	check_tags(&m, "gpt");
+	is_int(m.tag("transformer.ln_f.weight", m.n_layer), g->L - 1, "gpt: ln_f with the last layer");
+	is_int(m.tag("transformer.wte.weight", m.n_layer), -1, "gpt: the embeddings last");
+	int x;
+	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick };
+	m.connect(m.model, &calls);
+	ok(g->grad_ready == on_ready && g->grad_ready_ctx == &x && g->need == on_need &&
+	   g->done == on_done && g->tick == on_tick, "gpt: connect installs the calls");
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
+	ok(g->grad_ready == on_ready && !g->need && !g->done && !g->tick,
+	   "gpt: connect without units clears need, done and tick");
+	loom_gpt_free(g);
+}
+
+static void test_bert(void)
+{
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
+	struct loom_bert *b = loom_bert_new(&c);
+	struct loom_dist_model m;
+	loom_bert_dist_model(b, &m);
+	ok(m.params == b->params && m.n_params == b->n_params && m.n_layer == b->L && m.model == b,
+	   "bert: the model's parameter store");
+	ok(!m.units && !m.masks.take_due, "bert: no units (weights not shardable), no masks");
+	check_tags(&m, "bert");
+	is_int(m.tag("qa_outputs.weight", m.n_layer), b->L - 1, "bert: the head with the last layer");
+	int x;
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
+	ok(b->grad_ready == on_ready && b->grad_ready_ctx == &x, "bert: connect installs grad_ready");
+	loom_bert_free(b);
+}
+
+/* A sparse GPT with random gradients, made twice from the same seed. */
+static struct loom_gpt *sparse_gpt(void)
+{
+	struct loom_config c = tiny_gpt_cfg(2, 7);
+	c.sparsity = 0.5;
+	c.block_size = 8;
+	c.prune_every = 2;
+	c.prune_ratio = 0.5;
+	c.steps = 100;
+	struct loom_gpt *g = loom_gpt_new(&c);
+	loom_gpt_init_weights(g, 3);
+	rs = 7;
+	for (size_t i = 0; i < g->n_params; i++)
+		g->grads[i] = frand();
+	return g;
+}
+
+static void test_masks(void)
+{
+	struct loom_gpt *a = sparse_gpt(), *g = sparse_gpt();
+	struct loom_dist_model m;
+	loom_gpt_dist_model(g, &m);
+	const struct loom_dist_masks *x = &m.masks;
+	ok(x->take_due && x->score_reset && x->score_range && x->scores && x->score_combine &&
+	   x->mask_range && x->update && x->norm_reset && x->norm_range && x->norms &&
+	   x->update_norms && x->zero_changed && x->changed, "sparse gpt: every mask hook");
+	loom_gpt_begin_step(g, 2);
+	ok(x->take_due(g) && !x->take_due(g), "take_due: step 2 updates the masks, told once");
+
+	/* the one-process update: scores of the whole gradient, then the masks */
+	loom_rigl_score_reset(a->rigl);
+	loom_rigl_score_range(a->rigl, 0, a->n_params, a->grads);
+	loom_gpt_rigl_update(a, 2);
+
+	/* the same through the hooks, as two ranks with half the array each */
+	size_t n = g->n_params, half = n / 2, ns = 0, nn = 0;
+	size_t lo[2] = { 0, half }, hi[2] = { half, n };
+	const float *sc = x->scores(g, &ns);
+	const double *nr = x->norms(g, &nn);
+	float *sall = calloc(2 * ns, sizeof *sall);
+	double *nall = calloc(2 * nn, sizeof *nall);
+	for (int r = 0; r < 2; r++) {
+		x->score_reset(g);
+		x->score_range(g, lo[r], hi[r], g->grads + lo[r]);
+		memcpy(sall + r * ns, sc, ns * sizeof *sc);
+		x->norm_reset(g);
+		x->norm_range(g, lo[r], hi[r], g->params + lo[r]);
+		memcpy(nall + r * nn, nr, nn * sizeof *nr);
+	}
+	x->score_combine(g, sall, 2);
+	x->update_norms(g, nall, 2, 2);
+	for (int r = 0; r < 2; r++)
+		x->zero_changed(g, lo[r], hi[r], g->params + lo[r]);
+	x->changed(g);
+	ok(ns == g->rigl->n_scores && nn == ns, "scores and norms: one per block (%zu)", ns);
+	struct loom_rigl_stats st;
+	loom_rigl_stats(a->rigl, &st);
+	int same = g->rigl->updates == 1 && a->rigl->updates == 1 && st.pruned > 0;
+	for (int l = 0; same && l < g->rigl->n; l++)
+		same = !memcmp(g->rigl->layer[l].mask, a->rigl->layer[l].mask,
+			       (size_t)g->rigl->layer[l].nb);
+	ok(same, "two halves through the hooks: the masks of the one-process update (%lld "
+	   "blocks pruned)", (long long)st.pruned);
+	ok(!memcmp(g->params, a->params, n * sizeof(float)), "  and the same weights zeroed");
+	free(sall);
+	free(nall);
+	loom_gpt_free(a);
+	loom_gpt_free(g);
+}
+
+int main(void)
+{
+	test_gpt();
+	test_bert();
+	test_masks();
+	return done_testing();
+}
