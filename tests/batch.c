@@ -91,6 +91,12 @@ static void e_version(unsigned char *s, size_t *len)
 	s[frame_bytes + 4] = 9;
 	reseal(s + frame_bytes);
 }
+static void e_v2_plain(unsigned char *s, size_t *len)
+{
+	(void)len;
+	s[4] = 2; /* version 2 without FEATURES: no frame loom writes */
+	reseal(s);
+}
 static void e_hdrcrc(unsigned char *s, size_t *len)
 {
 	(void)len;
@@ -208,6 +214,9 @@ static void case_corruptions(void)
 	snprintf(where, sizeof where, "frame 1 at byte %zu: unsupported frame version 9",
 		 frame_bytes);
 	corrupt_case("version", e_version, LOOM_EFORMAT, where);
+	corrupt_case("version 2 without features", e_v2_plain, LOOM_EFORMAT,
+		     "frame 0 at byte 0: a version-2 frame without features (flag FEATURES): "
+		     "token frames are version 1");
 	corrupt_case("header crc", e_hdrcrc, LOOM_ECHECKSUM, "frame 1 at byte");
 	corrupt_case("header crc msg", e_hdrcrc, LOOM_ECHECKSUM, "header checksum mismatch");
 	snprintf(where, sizeof where, "frame 3 at byte %zu: payload checksum", 3 * frame_bytes);

@@ -25,7 +25,7 @@ is "$(od -An -tu4 -v "$out" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')" \
 run loom-bpe encode -q --format text --eos 198 --min-tokens 3 "$T/a.txt"
 is "$(cat "$out")" "40 1101 994 198" "--min-tokens 3 drops short documents, --eos 198"
 run loom-bpe encode --format text --min-tokens 3 "$T/a.txt"
-like "$err" "1 documents \(2 dropped\)" "summary counts dropped documents"
+like "$err" "1 document \(2 dropped\)" "summary counts dropped documents"
 
 printf 'x<|endoftext|>y' > "$T/sp.txt"
 run loom-bpe encode -q --docs whole --eos none --format text "$T/sp.txt"
@@ -80,7 +80,7 @@ done
 head -c 1048576 /dev/zero | tr '\0' a > "$T/aaa.txt"
 run loom-bpe encode --docs whole --format text "$T/aaa.txt"
 is_rc 0 "1 MB run of one letter"
-like "$err" "1 documents \(0 dropped\), 262145 tokens, 1048576 bytes" "encodes to 262144 tokens of aaaa + eos"
+like "$err" "1 document \(0 dropped\), 262145 tokens, 1048576 bytes" "encodes to 262144 tokens of aaaa + eos"
 # a 1 MB line then another, from a file: the first chunk ends at a newline,
 # nothing is carried to the next (UBSan under make asan: memcpy to NULL)
 { cat "$T/aaa.txt"; printf '\nhello world\n'; } > "$T/aaa2.txt"

@@ -159,5 +159,19 @@ sed 's/\["ab", "c"\]/"abc"/' hand.json > onepart.json
 refuse "a merge of one part" "^loom-bpe: 'onepart.json' model.merges\\[1\\]: \"abc\": not a merge \"A B\"$" onepart.json
 echo '{"model": {"vocab": {}}}' > novocab.json
 refuse "no merges" "'novocab.json': not a tokenizer.json with model.vocab and model.merges" novocab.json
+# fields of the wrong JSON type are refused by name, not taken for their
+# default ("true" is a string, not true)
+sed 's/"type": "BPE"/"type": 7/' hand.json > type7.json
+refuse "model.type a number" "^loom-bpe: 'type7.json': model.type is not a string$" type7.json
+sed 's/"add_prefix_space": false/"add_prefix_space": "true"/' hand.json > apsstr.json
+refuse "add_prefix_space a string" "^loom-bpe: 'apsstr.json': pre_tokenizer.add_prefix_space is not true, false or null$" apsstr.json
+sed 's/"use_regex": true}/"use_regex": 0}/' hand.json > rx0.json
+refuse "use_regex a number" "^loom-bpe: 'rx0.json': pre_tokenizer.use_regex is not true, false or null$" rx0.json
+sed 's/"continuing_subword_prefix": null/"continuing_subword_prefix": 1/' hand.json > csp.json
+refuse "continuing_subword_prefix a number" "^loom-bpe: 'csp.json': model.continuing_subword_prefix is not a string$" csp.json
+sed 's/"byte_fallback": false/"byte_fallback": false, "ignore_merges": "yes"/' hand.json > ignstr.json
+refuse "ignore_merges a string" "^loom-bpe: 'ignstr.json': model.ignore_merges is not true, false or null$" ignstr.json
+sed '0,/"rstrip": false/s//"rstrip": "false"/' hand.json > rstripstr.json
+refuse "an added token's rstrip a string" "^loom-bpe: 'rstripstr.json': added_tokens\\[0\\] \"<\\|endoftext\\|>\": rstrip is not true, false or null$" rstripstr.json
 
 done_testing

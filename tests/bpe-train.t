@@ -99,7 +99,7 @@ run loom-bpe train --vocab-size 400 --docs whole -q -o "$T/v4" "$T/corpus.txt" "
 is_rc 0 "--docs whole, two files"
 is "$(wc -c <"$err")" 0 "-q: no summary"
 run loom-bpe train --vocab-size 400 --docs whole -o "$T/v4" "$T/corpus.txt"
-like "$err" 'train: 1 documents' "--docs whole: the file is one document"
+like "$err" 'train: 1 document,' "--docs whole: the file is one document"
 
 run loom-bpe train --vocab-size 400 --min-frequency 1000 -o "$T/v5" "$T/corpus.txt"
 is_rc 0 "--min-frequency above every count"

@@ -245,6 +245,37 @@ static void case_bounded_reads(void)
 	is_int(loom_file_open_regular(path, 1, &size, &err), LOOM_EIO, "missing: LOOM_EIO");
 }
 
+/* Files the user names: a regular file, a pipe (read to its end), bounded;
+ * a device refused by name. */
+static void case_input_reads(void)
+{
+	struct loom_err err;
+	char path[4200], *buf;
+	size_t len;
+	snprintf(path, sizeof path, "%s/out.bin", dir);
+	is_int(loom_file_read_input(path, 5, &buf, &len, &err), 0, "a regular file at the bound");
+	ok(len == 5 && memcmp(buf, "hello", 6) == 0, "content, NUL-terminated");
+	free(buf);
+	is_int(loom_file_read_input(path, 4, &buf, &len, &err), LOOM_EFORMAT, "one byte over");
+	int p[2];
+	ok(pipe(p) == 0 && write(p[1], "{\"a\": 1}", 8) == 8, "a pipe holding 8 bytes");
+	close(p[1]);
+	snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+	is_int(loom_file_read_input(path, 8, &buf, &len, &err), 0, "the pipe read, as -c <(...)");
+	ok(len == 8 && memcmp(buf, "{\"a\": 1}", 9) == 0, "its content");
+	free(buf);
+	close(p[0]);
+	ok(pipe(p) == 0 && write(p[1], "123456789", 9) == 9, "a pipe holding 9 bytes");
+	close(p[1]);
+	snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+	is_int(loom_file_read_input(path, 8, &buf, &len, &err), LOOM_EFORMAT, "past the bound: refused");
+	ok(strstr(err.msg, "holds more than the 8 bytes") != NULL, "says so: %s", err.msg);
+	close(p[0]);
+	is_int(loom_file_read_input("/dev/zero", 1 << 20, &buf, &len, &err), LOOM_EFORMAT,
+	       "/dev/zero refused");
+	is_str(err.msg, "'/dev/zero' is a device, not a file or a pipe", "by name");
+}
+
 /* loom_path_join: one slash, no "." components */
 static void case_path_join(void)
 {
@@ -288,6 +319,7 @@ int main(void)
 	case_outfile_parents();
 	case_lock();
 	case_bounded_reads();
+	case_input_reads();
 	case_path_join();
 	case_double_repr();
 	return done_testing();

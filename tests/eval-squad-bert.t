@@ -141,8 +141,22 @@ P
 fails_with 1 "no question-answering head \(qa_outputs.weight\): a BertForMaskedLM checkpoint" \
 	"a checkpoint without the QA head" \
 	loom-eval squad -c "$T/mlm" --data "$T/dev.json" --predictions "$T/x.json" "${W[@]}"
-fails_with 1 'hf/config.json: model_type is "bert", not "gpt2"' "a BERT checkpoint for the GPT's loss" \
+fails_with 1 "hf is a BERT checkpoint \\(model_type \"bert\"\\), and this command takes a GPT's: for its SQuAD predictions run 'loom-eval squad -c [^ ]*/hf --data DEV.json --predictions OUT.json'\$" \
+	"a BERT checkpoint for the GPT's loss: points to loom-eval squad -c" \
 	loom-eval -c "$T/hf" < /dev/null
+fails_with 1 "hf is a BERT checkpoint .* run 'loom-eval squad -c" "a BERT checkpoint to generate" \
+	loom-eval generate -c "$T/hf" --prompt a -n 1
+# a directory whose vocab.txt lacks [SEP] (its line renamed: same size):
+# the message names that file and the token
+mkdir "$T/nosep" && cp "$T/hf"/* "$T/nosep"
+sed -i 's/^\[SEP\]$/[unused9]/' "$T/nosep/vocab.txt"
+fails_with 1 "^loom-eval: '[^']*/nosep/vocab.txt' lacks \\[SEP\\], which a BERT's input needs \\(\\[CLS\\] question \\[SEP\\] context \\[SEP\\] \\[PAD\\]\\.\\.\\.\\)$" \
+	"a BERT directory whose vocab.txt lacks [SEP]" \
+	loom-eval squad -c "$T/nosep" --data "$T/dev.json" --predictions "$T/x.json" "${W[@]}"
+sed 's/^\[CLS\]$/[unused9]/' "$T/hf/vocab.txt" > "$T/nocls.txt"
+fails_with 1 "^loom-eval: --vocab: '[^']*/nocls.txt' lacks \\[CLS\\], which a BERT's input needs" \
+	"--vocab V whose vocab.txt lacks [CLS]" \
+	loom-eval squad -c "$T/hf" --vocab "$T/nocls.txt" --data "$T/dev.json" --predictions "$T/x.json" "${W[@]}"
 ok "no predictions file after any refusal" test ! -e "$T/x.json"
 no_tmp_left "$T" "... and no temporary file"
 

@@ -142,6 +142,28 @@ is_rc 1 "--resume of a state.json with data.batch 0 and data.world 0: exit 1"
 is "$(cat "$err")" "loom-feed: --resume: $T/ck0/step-00000007/state.json: data.batch is 0, expected at least 1 (the frames' records per frame: data.next_seq 60, batch 0, seq_len 9, world 0)" \
 	"  one line naming the file, the key and what was expected"
 is "$(wc -c < "$out")" 0 "  nothing on stdout"
+# a state.json that disagrees with itself in other ways: an epoch that is
+# not the one of next_seq (55 batches an epoch here), samples that next_seq
+# batches cannot hold: exit 1, not a line and exit 0
+mkdir -p "$T/ck1/step-00000007"
+echo '{}' > "$T/ck1/step-00000007/config.json"
+echo '{"step": 7, "samples": 28, "data": {"next_seq": 60, "epoch": 3, "seed": 1, "batch": 4, "seq_len": 9, "world": 1}}' \
+	> "$T/ck1/step-00000007/state.json"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck1/step-00000007" --text -q
+is_rc 1 "--resume of a state.json whose data.epoch is not next_seq's: exit 1"
+is "$(cat "$err")" "loom-feed: --resume: $T/ck1/step-00000007: state.json disagrees with itself: data.epoch is 3, but data.next_seq 60 is in epoch 1 of this manifest (55 batches an epoch)" \
+	"  one line saying which keys disagree"
+is "$(wc -c < "$out")" 0 "  nothing on stdout"
+echo '{"step": 7, "samples": 280, "data": {"next_seq": 60, "epoch": 1, "seed": 1, "batch": 4, "seq_len": 9, "world": 1}}' \
+	> "$T/ck1/step-00000007/state.json"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --resume "$T/ck1/step-00000007" --text -q
+is_rc 1 "--resume of a state.json with more samples than next_seq batches hold: exit 1"
+is "$(cat "$err")" "loom-feed: --resume: $T/ck1/step-00000007: state.json disagrees with itself: 'samples' is 280, but data.next_seq 60 batches of 4 x 1 hold 240" \
+	"  one line saying which keys disagree"
+echo '{"step": 7, "samples": 28, "data": {"next_seq": 55, "epoch": 0, "seed": 1, "batch": 4, "seq_len": 9, "world": 1}}' \
+	> "$T/ck1/step-00000007/state.json"
+run loom-feed -m "$M" --batch 4 --seq 8 --seed 1 --epochs 2 --resume "$T/ck1/step-00000007" --text -q
+is_rc 0 "--resume at an epoch's end (epoch 0, next_seq 55 = K): agrees"
 
 # The whole contract: train 20 steps saving at 10; resume from step 10 with
 # loom-feed --resume | loom-train --resume: steps 11..20 are bit-identical.

@@ -40,7 +40,7 @@ is "$(cat "$out")" "31373 995 50256" "with GPT-2's ids"
 run loom-bpe encode -q -f text "$T/in.txt"
 is "$(wc -c < "$err")" 0 "loom-bpe encode -q: no summary"
 run loom-bpe encode -f text "$T/in.txt"
-like "$err" '^loom-bpe: encode: 1 documents' "without -q: the summary"
+like "$err" '^loom-bpe: encode: 1 document ' "without -q: the summary"
 for t in loom-fetch loom-extract "loom-bpe encode" "loom-bpe decode" "loom-bpe train" loom-shard \
 	 loom-index loom-feed loom-train loom-plot "loom-squad prepare"; do
 	run $t --help

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Files loom opens by name itself (a checkpoint's files, a manifest and the
-# shards it names, config files, vocabularies) must be regular files read
-# with a size bound: a FIFO or a link to /dev/zero there is refused with one
-# line naming the file, never read until memory runs out or blocked on.
+# shards it names) must be regular files read with a size bound: a FIFO or
+# a link to /dev/zero there is refused with one line naming the file, never
+# read until memory runs out or blocked on.  Config files and vocabularies
+# the user names may be pipes, read with the same bound.
 # `timeout` only turns a hang into a failure; no test depends on it.
 . "$(dirname "$0")/lib.sh"
 
@@ -97,11 +98,25 @@ wait $reader
 like "$T/log.txt" '^\{"step":6,' "  the log went through the FIFO"
 
 # --- config files ----------------------------------------------------------------
-for x in /dev/zero "$T/fifo"; do
-	run $TO loom-train -c "$x" --steps 1 < "$F"
-	is_rc 2 "loom-train -c $x: exit 2 (a configuration error)"
-	like "$err" "^loom-train: '$x' is not a regular file$" "  one line naming it"
-done
+# a configuration the user names may be a pipe or a FIFO (ordinary shell
+# use: -c <(...)); its read is bounded; a device is refused by name
+run $TO loom-train -c /dev/zero --steps 1 < "$F"
+is_rc 2 "loom-train -c /dev/zero: exit 2 (a configuration error)"
+like "$err" "^loom-train: '/dev/zero' is a device, not a file or a pipe$" "  one line naming it"
+run $TO loom-train -c <(head -c 16777217 /dev/zero) --steps 1 < "$F"
+is_rc 2 "loom-train -c <(16 MiB + 1 bytes): exit 2"
+like "$err" "^loom-train: '/dev/fd/[0-9]+' holds more than the 16777216 bytes such a file may have$" \
+	"  one line naming it and the bound"
+echo '{"lr": "x"}' > "$T/bad.json"
+run $TO loom-train -c <(cat "$T/bad.json") --steps 1 < "$F"
+is_rc 2 "loom-train -c <(...): the configuration is read from the pipe"
+like "$err" "^loom-train: /dev/fd/[0-9]+: lr: must be a number, not a string$" "  its content judged"
+$TO cat "$T/bad.json" > "$T/fifo" &
+writer=$!
+run $TO loom-train -c "$T/fifo" --steps 1 < "$F"
+wait $writer
+is_rc 2 "loom-train -c FIFO (with a writer): read, not refused"
+like "$err" "^loom-train: [^ ]*/fifo: lr: must be a number, not a string$" "  its content judged"
 
 # --- manifests and shards ----------------------------------------------------------
 python3 -c "print(' '.join(str(i % 128) for i in range(400)))" > "$T/tok.txt"
@@ -133,13 +148,11 @@ like "$err" "^loom-feed: '$shard.index' is not a regular file$" "  one line nami
 rm "$shard.index"; mv "$T/index.keep" "$shard.index"
 
 # --- vocabularies ------------------------------------------------------------------
-mkfifo "$T/v.tiktoken"
-run $TO loom-bpe encode --vocab "$T/v.tiktoken" <<< "hello"
-is_rc 1 "loom-bpe encode --vocab FIFO.tiktoken: exit 1"
-like "$err" "'[^']*/v.tiktoken' is not a regular file$" "  one line naming it"
+# a vocabulary the user names may be a pipe (tests/bad-input-4.t), not a
+# device
 run $TO loom-bpe encode --vocab /dev/zero,/dev/zero <<< "hello"
 is_rc 1 "loom-bpe encode --vocab /dev/zero,/dev/zero: exit 1"
-like "$err" "'/dev/zero' is not a regular file$" "  one line naming it"
+like "$err" "'/dev/zero' is a device, not a file or a pipe$" "  one line naming it"
 # data inputs may still be pipes
 run $TO loom-bpe encode --vocab gpt2 -f text -q <(echo hello)
 is_rc 0 "loom-bpe encode FILE still reads a pipe"

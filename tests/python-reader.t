@@ -157,4 +157,95 @@ head -c $((592 + 100)) frames.bin > cutp.bin
 run "$PY" "$LD" frames cutp.bin
 like "$err" 'cutp.bin: frame 1 at byte 592: truncated payload \(36 of 528 bytes\)' "a frame cut inside its payload"
 
+# --- version-2 frames (a squad-features set): ids and features --------------------
+make_squad sq.json sqvocab.txt 6
+run loom-squad prepare -q --vocab sqvocab.txt --seq 32 --stride 8 sq.json -o sqd/sq
+is_rc 0 "a squad-features set"
+loom-feed -q --manifest sqd/sq.manifest.json --batch 3 --seed 2 --text > feed2.txt
+loom-feed -q --manifest sqd/sq.manifest.json --batch 3 --seed 2 > frames2.bin
+run "$PY" "$LD" frames frames2.bin
+is_rc 0 "loom_data.py frames reads version-2 frames"
+same_file "$out" feed2.txt "  = loom-feed --text, every feature of every record"
+ok "  (and they are not nothing: $(wc -l < feed2.txt) records)" test "$(wc -l < feed2.txt)" -ge 6
+run "$PY" - "$SHARE/python" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import read_frames, LoomDataError
+frames = list(read_frames(open("frames2.bin", "rb")))
+fr = frames[0]
+t = fr.bert_inputs(make=lambda rows: rows)   # lists: no torch needed
+print(sorted(t))
+print(len(t["input_ids"]), len(t["input_ids"][0]), len(t["token_type_ids"][0]),
+      len(t["attention_mask"][0]), t["start_positions"][:1] == fr.feature("start_positions")[:1])
+# the mask is 1 exactly where the ids are not [PAD] (0); segment 1 follows [SEP]
+print(all((i != 0) == (m == 1) for row, mrow in zip(t["input_ids"], t["attention_mask"])
+          for i, m in zip(row, mrow)))
+print(sorted(fr.tensors(make=len)))
+PYEOF
+is "$(cat "$out")" "['attention_mask', 'end_positions', 'input_ids', 'start_positions', 'token_type_ids']
+3 32 32 32 True
+True
+['doc_start', 'end_positions', 'example_index', 'input_ids', 'input_mask', 'is_impossible', 'segment_ids', 'start_positions', 'token_end', 'token_start', 'unique_ids']" \
+	"bert_inputs(): BertForQuestionAnswering's arguments, rows of [B, T] and [B]; tensors(): every feature"
+if "$PY" -c "import torch" 2>/dev/null; then
+	run "$PY" - "$SHARE/python" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import read_frames
+x = next(read_frames(open("frames2.bin", "rb"))).bert_inputs()
+print(tuple(x["input_ids"].shape), tuple(x["start_positions"].shape), x["input_ids"].dtype)
+PYEOF
+	is "$(cat "$out")" "(3, 32) (3,) torch.int64" "  with torch: long tensors of [B, T] and [B]"
+else
+	skip 1 "no torch here: bert_inputs() as tensors"
+fi
+# a version-1 frame relabelled version 2 without FEATURES: refused as loom's readers do
+run "$PY" - "$SHARE/python" <<'PYEOF'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import crc32c
+b = bytearray(open("frames.bin", "rb").read())
+b[4] = 2
+b[60:64] = struct.pack("<I", crc32c(bytes(b[:60])))
+open("v2plain.bin", "wb").write(b)
+PYEOF
+run "$PY" "$LD" frames v2plain.bin
+is "$rc: $(cat "$err")" "1: loom_data.py: v2plain.bin: frame 0 at byte 0: a version-2 frame without features (flag FEATURES): token frames are version 1" \
+	"a version-2 frame without features: one line, exit 1"
+run loom-train -q -c tiny --steps 1 < v2plain.bin
+like "$err" "frame 0 at byte 0: a version-2 frame without features" "  loom-train says the same"
+cp frames2.bin bad2.bin
+printf 'X' | dd of=bad2.bin bs=1 seek=80 conv=notrunc 2>/dev/null
+run "$PY" "$LD" frames bad2.bin
+like "$err" "^loom_data.py: bad2.bin: frame 0 at byte 0: payload checksum mismatch" \
+	"a flipped byte in a feature table: the payload checksum"
+
+# --- loom-feed found without PATH: the checkout's build/bin ---------------------
+mkdir -p co/share/python co/build/bin
+cp "$LD" co/share/python/
+ln -s "$(command -v loom-feed)" co/build/bin/loom-feed
+run env PATH=/usr/bin:/bin "$PY" - "$T/co/share/python" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import feed_frames, find_feed
+print(find_feed().endswith("co/build/bin/loom-feed"))
+n = sum(1 for _ in feed_frames(["--manifest", "data/w.manifest.json", "--batch", "4",
+                                "--seq", "32", "--seed", "3"]))
+print(n > 0)
+PYEOF
+is "$rc: $(cat "$out")" "0: True
+True" "feed_frames without loom-feed on PATH runs the checkout's build/bin/loom-feed"
+rm co/build/bin/loom-feed
+run env PATH=/usr/bin:/bin "$PY" - "$T/co/share/python" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from loom_data import feed_frames, LoomDataError
+try:
+    next(feed_frames(["--batch", "1"]))
+except LoomDataError as e:
+    print(e)
+PYEOF
+like "$out" "^loom-feed is not on PATH, nor at [^ ]*/co/build/bin/loom-feed or [^ ]*/bin/loom-feed: build loom \\(make\\) or give feed=PATH$" \
+	"  none anywhere: one line saying where it looked and what to do"
+
 done_testing

@@ -167,7 +167,8 @@ is "$(cat "$T/state/retrain.pid")" 424242 "the running one's pid file is untouch
 is "$(ls -A "$T/state" | tr '\n' ' ')" "retrain.lock retrain.pid " "nothing else written"
 run "$P/retrain" --config "$T/c.conf"
 is_rc 75 "a real run still meets the lock"
-like "$err" 'another run holds .*retrain.lock \(pid 424242\)' "naming the holder's pid"
+like "$err" "another run holds $T/state/retrain.lock: pid $holder \\(flock " \
+	"naming the process that holds the lock, not the stale pid in retrain.pid"
 touch "$T/release"; wait $holder
 
 # --- wikipedia.mk on its own: variables from make's command line -------------

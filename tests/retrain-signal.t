@@ -9,11 +9,11 @@ P=$ROOT/pipelines
 BIN=$(dirname "$(command -v loom-train)")
 
 "$P/make-mirror.sh" "$SHARE/sample" samplewiki 20260101 "$T/mirror" >/dev/null
-conf() { # STEPS
+conf() { # STEPS [STATE]
 	cat > "$T/retrain.conf" <<CONF
 WIKI=samplewiki
 MIRROR=file://$T/mirror
-STATE=state
+STATE=${2:-state}
 VOCAB=train
 VOCAB_SIZE=300
 SEQ=9
@@ -31,12 +31,51 @@ CONF
 leftovers() { pgrep -f "$T/state/" | tr '\n' ' '; }
 best_sum() { (cd "$T/state/best" && sha256sum ./*); }
 
+# until loom-train of the run in $1 has logged a step (or retrain $2 ended)
+wait_training() {
+	for _ in $(seq 1 6000); do
+		kill -0 "$2" 2>/dev/null || break
+		[ -s "$(ls "$T/$1"/logs/train-samplewiki-*.jsonl 2>/dev/null | head -1)" ] && break
+		sleep 0.1
+	done
+}
+
+# a TERM during the very first run: there is no best to keep, and the line
+# does not claim one
+conf 999999999 first
+"$P/retrain" --config "$T/retrain.conf" -q > "$T/r0.out" 2> "$T/r0.err" &
+rpid=$!
+wait_training first $rpid
+ok "a first run is training" kill -0 $rpid
+kill -TERM "$(cat "$T/first/retrain.pid")"
+rc=0; wait $rpid || rc=$?
+is "$rc" 143 "  stopped by TERM: exit 143"
+is "$(sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z //' "$T/r0.err")" "retrain: stopped by SIGTERM (no checkpoint was promoted yet: $T/first/best does not exist)" \
+	"  the line says no checkpoint was promoted yet"
+ok "  and there is none" test ! -e "$T/first/best"
+ok "  retrain.pid went with the run" test ! -e "$T/first/retrain.pid"
+
 conf 4
 run "$P/retrain" --config "$T/retrain.conf" -q
 is_rc 0 "a first run promotes a checkpoint"
 best=$(readlink "$T/state/best")
 sum=$(best_sum)
 ok "  best has a model" test -f "$T/state/best/model.safetensors"
+ok "  retrain.pid went with the run" test ! -e "$T/state/retrain.pid"
+# VOCAB=train: the checkpoint carries the trained vocabulary
+run loom-eval generate --checkpoint "$T/state/best" --prompt "the" -n 3 --seed 1 -j 1
+is_rc 0 "loom-eval generate on state/best needs no --vocab"
+is "$(ls "$T/state/best" | grep -c '^vocab.json$\|^merges.txt$')" 2 "  best holds vocab.json and merges.txt"
+
+# a lock held by another process: the message names it
+flock "$T/state/retrain.lock" bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done' _ "$T/release" &
+holder=$!
+while flock -n "$T/state/retrain.lock" true; do sleep 0.05; done   # until it holds it
+run "$P/retrain" --config "$T/retrain.conf"
+is_rc 75 "lock held: try later"
+like "$err" "another run holds $T/state/retrain.lock: pid $holder \\(flock $T/state/retrain.lock bash -c " \
+	"  naming the process that holds it (pid and command line)"
+touch "$T/release"; wait $holder
 
 # a newer dump, and a run that would train for ever
 mkdir "$T/src2"
@@ -70,6 +109,7 @@ ok "the lock is free" flock -n "$T/state/retrain.lock" true
 is "$(readlink "$T/state/best")" "$best" "best still points at the promoted checkpoint"
 is "$(best_sum)" "$sum" "  which is intact"
 ok "loom-train saved a checkpoint on TERM" test -f "$T/state/runs/latest/model.safetensors"
+ok "retrain.pid went with the run" test ! -e "$T/state/retrain.pid"
 
 conf 2
 run "$P/retrain" --config "$T/retrain.conf" -q

@@ -109,12 +109,35 @@ bad "answer_start not at its text" moved.json \
 	"loom-squad: moved.json: question q1: answer 0: answer_start 3 is not where its text is in the context"
 squad "" 0 > empty.json
 bad "empty context" empty.json "loom-squad: empty.json: article 0 paragraph 0: empty context"
+# a context of white space and control characters only has no token either
+printf '%s\n' '{"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": " \t\u0001 \u3000\u0007 ", "qas": [' \
+	'{"id": "q1", "question": "Who sat?", "answers": [{"text": " ", "answer_start": 0}]}]}]}]}' > blank.json
+bad "a context of no tokens" blank.json \
+	"loom-squad: blank.json: article 0 paragraph 0: a context of no tokens (only white space or control characters)"
+# SQuAD 2.0: the first unanswerable question is named (is_impossible, or
+# an empty answers array), not taken and failed on in loom-eval
+sq2() { # QAS: one paragraph of SQuAD 2.0 questions
+	printf '{"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "The cat sat on the mat.", "qas": [%s]}]}]}\n' "$1"
+}
+sq2 '{"id": "a1", "question": "Who sat?", "answers": [{"text": "The cat", "answer_start": 0}], "is_impossible": false},
+ {"id": "a2", "question": "Who ran?", "answers": [], "plausible_answers": [{"text": "The cat", "answer_start": 0}], "is_impossible": true},
+ {"id": "a3", "question": "Who flew?", "answers": [], "is_impossible": true}' > v2.json
+bad "SQuAD 2.0: is_impossible" v2.json \
+	"loom-squad: v2.json: question a2: \"is_impossible\": true: a SQuAD 2.0 question without an answer; loom reads SQuAD v1.1 (every question answered)"
+sq2 '{"id": "b1", "question": "Who ran?", "answers": []}' > noans.json
+bad "an empty answers array" noans.json \
+	"loom-squad: noans.json: question b1: empty \"answers\": a SQuAD 2.0 question without an answer; loom reads SQuAD v1.1 (every question answered)"
 bad "a question longer than the window" sq.json \
 	"loom-squad: sq.json: question q2: 5 question tokens leave no room for the context in 8 (raise --seq or lower --max-query)" \
 	--seq 8
 printf '%s\n' '[PAD]' '[UNK]' the > nocls.txt
 run loom-squad prepare --vocab nocls.txt sq.json -o bad/sq
-is "$rc:$(cat "$err")" "1:loom-squad: sq.json: the vocabulary lacks [CLS], [SEP] or [PAD]" "a vocabulary without [CLS]"
+is "$rc:$(cat "$err")" "1:loom-squad: 'nocls.txt' lacks [CLS], which a BERT's input needs ([CLS] question [SEP] context [SEP] [PAD]...)" \
+	"a vocabulary without [CLS]: names the vocabulary and the token"
+printf '%s\n' '[PAD]' '[UNK]' '[CLS]' the > nosep.txt
+run loom-squad prepare --vocab nosep.txt sq.json -o bad/sq
+is "$rc:$(cat "$err")" "1:loom-squad: 'nosep.txt' lacks [SEP], which a BERT's input needs ([CLS] question [SEP] context [SEP] [PAD]...)" \
+	"a vocabulary without [SEP]"
 run loom-squad prepare sq.json -o bad/sq
 is_rc 2 "no --vocab: exit 2"
 like "$err" '^loom-squad: --vocab is required' "  says so"

@@ -37,7 +37,7 @@ ok "  and the busy processes counted ($(sed -nE 's/.*1 CPU, ([0-9]+) other.*/\1/
 run loom-train -v -c tiny --steps 3 < "$T/frames"
 is_rc 0 "loom-train beside them"
 like "$err" "^loom-train: OpenBLAS core '[A-Za-z0-9]+', $busy$" "-v: 1 thread"
-like "$err" "^loom-train: tiny: [0-9]+ parameters, 1 threads," "the model line agrees"
+like "$err" "^loom-train: tiny: [0-9]+ parameters, 1 thread," "the model line agrees"
 unlike "$err" '^loom-train: step [0-9]+: [0-9]+ threads' "it stays 1 at every step"
 
 run loom-eval generate -v -c "$T/ck" --vocab gpt2 -n 3 --no-stop --prompt a

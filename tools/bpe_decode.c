@@ -165,8 +165,9 @@ int bpe_decode_main(int argc, char **argv)
 		decode_file(&u, files[fi]);
 	out_commit(&u.o);
 	double dt = loom_now() - t0;
-	cli_summary("decode: %llu tokens, %llu bytes, %.2f MB/s", (unsigned long long)u.pos,
-		    (unsigned long long)u.bytes_out, dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
+	cli_summary("decode: %llu token%s, %llu bytes, %.2f MB/s", (unsigned long long)u.pos,
+		    u.pos == 1 ? "" : "s", (unsigned long long)u.bytes_out,
+		    dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
 	free(u.ids);
 	free(u.ob);
 	loom_bpe_free(u.e);

@@ -93,6 +93,10 @@ static void settle_eos_format(const struct tok *t)
 		    (eos >= t->n_ids || (t->v && !t->v->present[eos])))
 			cli_usage_error("--eos %s: not a token of vocabulary '%s' (%u ids)", eos_arg,
 					vspec, t->n_ids);
+	} else if (eos == LOOM_VOCAB_NONE) { /* the default is missing: not dropped silently */
+		cli_usage_error("vocabulary '%s' has no %s, the default end-of-document token: give "
+				"--eos ID, or --eos none for documents without one", vspec,
+				t->wp ? "[SEP]" : "<|endoftext|>");
 	}
 	int tty = !output && isatty(1);
 	if (fmt == FMT_DEFAULT)
@@ -176,9 +180,10 @@ int bpe_encode_main(int argc, char **argv)
 	double dt = loom_now() - t0;
 	struct loom_encode_mt_stats st;
 	loom_encode_mt_get_stats(m, &st);
-	cli_summary("encode: %llu documents (%llu dropped), %llu tokens, %llu bytes, "
+	cli_summary("encode: %llu document%s (%llu dropped), %llu tokens, %llu bytes, "
 		    "%.4f tokens/byte, %.2f MB/s",
-		    (unsigned long long)st.docs, (unsigned long long)st.dropped,
+		    (unsigned long long)st.docs, st.docs == 1 ? "" : "s",
+		    (unsigned long long)st.dropped,
 		    (unsigned long long)st.tokens, (unsigned long long)st.bytes,
 		    st.bytes ? (double)st.tokens / (double)st.bytes : 0.0,
 		    dt > 0 ? st.bytes / 1e6 / dt : 0.0);

@@ -175,10 +175,10 @@ static void print_summary(const struct loom_bpe_train_stats *s, double t0, doubl
 	struct rusage ru;
 	char b1[32], b2[32];
 	getrusage(RUSAGE_SELF, &ru);
-	cli_warn("train: %llu documents, %s, %llu pre-tokens (%llu distinct), "
+	cli_warn("train: %llu document%s, %s, %llu pre-tokens (%llu distinct), "
 		 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
 		 "peak memory %s",
-		 (unsigned long long)s->docs, cli_bytes((double)s->bytes, b1, sizeof b1),
+		 (unsigned long long)s->docs, s->docs == 1 ? "" : "s", cli_bytes((double)s->bytes, b1, sizeof b1),
 		 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
 		 (unsigned long long)s->merges, (unsigned long long)s->vocab,
 		 loom_now() - t0, t1 - t0, t2 - t1,

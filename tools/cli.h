@@ -174,6 +174,11 @@ extern char **cli_argv;
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv);
 /* A cli_cmd.version for tools whose only library of note is jansson */
 const char *cli_version_jansson(void);
+/* Before cli_parse: an argument --NAME (or --NAME=V) that is no option of
+ * cmd but a key of the tool's configuration (is_key) is a usage error that
+ * says how to set it: "--lr is not an option but a configuration key: give
+ * --set lr=3e-5" (the value after it, or V). */
+void cli_key_hint(const struct cli_cmd *cmd, int argc, char **argv, int (*is_key)(const char *name));
 /* -q, --quiet and --progress of the command line cli_parse() read */
 extern int cli_quiet, cli_force_progress;
 

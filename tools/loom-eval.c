@@ -54,8 +54,17 @@ static void load_model(struct model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
 	m->ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
-	if (!m->ck)
+	if (!m->ck) {
+		/* a BERT's: say which command takes it */
+		struct loom_err be = { 0 };
+		struct loom_ckpt *b = loom_ckpt_open(path, &loom_bert_ckpt_arch, LOOM_CKPT_NO_VERIFY, &be);
+		loom_ckpt_free(b);
+		if (b)
+			cli_die("%s is a BERT checkpoint (model_type \"bert\"), and this command takes a "
+				"GPT's: for its SQuAD predictions run 'loom-eval squad -c %s --data "
+				"DEV.json --predictions OUT.json'", path, path);
 		cli_die("%s", err.msg);
+	}
 	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))
 		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
 			 loom_ckpt_dir(m->ck));
@@ -489,7 +498,11 @@ static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 			cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
 					loom_ckpt_dir(ck));
 	}
-	return cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing, rule);
+	struct loom_wordpiece *w = cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing,
+						      rule);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)) < 0)
+		cli_die("%s%s", sq_vocab ? "--vocab: " : "", loom_wordpiece_error(w));
+	return w;
 }
 
 /* One JSON array of n ints or floats (%.9g: float32 exactly). */

@@ -156,8 +156,13 @@ static void parse_args(int argc, char **argv)
 }
 
 /* --resume CKPT: the checkpoint's next batch, after checking that it was
- * trained on this seed, global batch and sequence length. */
-static uint64_t resume_seq(const char *ckpt, const struct loom_feed_opts *o)
+ * trained on this seed, global batch and sequence length, and that its
+ * state agrees with itself: the frames up to data.next_seq hold at least
+ * the samples it trained on, and data.epoch is the epoch of the batch
+ * before data.next_seq or of that one (K batches an epoch of this
+ * manifest). */
+static uint64_t resume_seq(const char *ckpt, const struct loom_feed_opts *o,
+			   const struct loom_feed *f)
 {
 	struct loom_ckpt_state st;
 	struct loom_err err;
@@ -177,6 +182,24 @@ static uint64_t resume_seq(const char *ckpt, const struct loom_feed_opts *o)
 		if (st.data_seq_len && o->seq_len && st.data_seq_len != o->seq_len)
 			cli_die("--resume: the checkpoint was trained on --seq %u, not %u",
 				st.data_seq_len - 1, o->seq_len - 1);
+		struct loom_feed_stats fs;
+		loom_feed_get_stats(f, &fs);
+		uint64_t w = st.data_world ? st.data_world : 1;
+		uint64_t held = st.data_seq * st.data_batch * w;
+		if (st.samples > held)
+			cli_die("--resume: %s: state.json disagrees with itself: 'samples' is %llu, but "
+				"data.next_seq %llu batches of %u x %llu hold %llu", ckpt,
+				(unsigned long long)st.samples, (unsigned long long)st.data_seq,
+				st.data_batch, (unsigned long long)w, (unsigned long long)held);
+		/* the epoch of the last batch taken, or (a state written between
+		 * frames) of the next one */
+		if (fs.per_epoch && st.data_epoch != st.data_seq / fs.per_epoch &&
+		    (!st.data_seq || st.data_epoch != (st.data_seq - 1) / fs.per_epoch))
+			cli_die("--resume: %s: state.json disagrees with itself: data.epoch is %u, but "
+				"data.next_seq %llu is in epoch %llu of this manifest (%llu batches an epoch)", ckpt,
+				st.data_epoch, (unsigned long long)st.data_seq,
+				(unsigned long long)(st.data_seq / fs.per_epoch),
+				(unsigned long long)fs.per_epoch);
 	}
 	return st.data_seq;
 }
@@ -205,9 +228,11 @@ int main(int argc, char **argv)
 		cli_no_binary_tty(STDOUT_FILENO, args.force);
 	args.o.note = tell;
 	struct loom_feed *f = loom_feed_new(o, &err);
+	if (!f && err.code == LOOM_EINVAL && !have_t)
+		cli_usage_error("%s", err.msg); /* --seq missing */
 	if (!f)
 		cli_die("%s", err.msg);
-	uint64_t skip = args.resume ? resume_seq(args.resume, o) : args.skip;
+	uint64_t skip = args.resume ? resume_seq(args.resume, o, f) : args.skip;
 	signal(SIGPIPE, SIG_IGN);
 	if (loom_feed_start(f, skip) < 0)
 		cli_die("%s", loom_feed_error(f));
@@ -243,10 +268,11 @@ int main(int argc, char **argv)
 			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
 				 st.features == 1 ? "" : "s");
 		cli_summary(
-			"%llu batches of %ux%u%s (rank %u of %u) from %llu records in %llu "
+			"%llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
 			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s",
-			(unsigned long long)st.frames, o->batch, st.seq_len, feats, o->rank, o->world,
-			(unsigned long long)st.records, (unsigned long long)st.shards,
+			(unsigned long long)st.frames, st.frames == 1 ? "" : "es", o->batch, st.seq_len,
+			feats, o->rank, o->world, (unsigned long long)st.records,
+			st.records == 1 ? "" : "s", (unsigned long long)st.shards,
 			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
 			cli_bytes((double)st.bytes, bb, sizeof bb), dt,
 			dt > 0 ? (double)st.frames * o->batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);

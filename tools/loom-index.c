@@ -227,8 +227,9 @@ int main(int argc, char **argv)
 	double dt = loom_now() - t0;
 	if (!cli_quiet && !failed) {
 		char b1[32], b2[32];
-		cli_summary("%d file%s, %" PRIu64 " records, %s%s%s, %.2f s (%s/s)",
+		cli_summary("%d file%s, %" PRIu64 " record%s, %s%s%s, %.2f s (%s/s)",
 			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,
+			tot.records == 1 ? "" : "s",
 			cli_bytes((double)tot.bytes, b1, sizeof b1),
 			verify ? ", CRCs and Examples verified" : "",
 			check ? ", indexes match" : no_write ? "" : ", indexes written", dt,

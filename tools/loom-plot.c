@@ -20,7 +20,7 @@
  * x is the step (or the wall time for -x wall_time). */
 struct tb_ctx {
 	struct loom_series *s;
-	size_t ns, points;
+	size_t ns, points, scalars;
 };
 
 static int tb_point(void *ctx, const struct loom_tb_event *ev)
@@ -28,6 +28,7 @@ static int tb_point(void *ctx, const struct loom_tb_event *ev)
 	struct tb_ctx *c = ctx;
 	if (ev->kind != LOOM_TB_SCALAR)
 		return 0;
+	c->scalars++;
 	const char *alias = loom_tb_log_key(ev->tag);
 	for (size_t k = 0; k < c->ns; k++) {
 		struct loom_series *sk = &c->s[k];
@@ -47,10 +48,23 @@ static int tb_point(void *ctx, const struct loom_tb_event *ev)
 	return 0;
 }
 
-static void read_events(const char *name, const char *buf, size_t len, struct loom_series *s,
-			size_t ns)
+/* Why a log gave no point, into why[n] (the run is skipped, or, when no
+ * log gave one, the error): the file named, in the words of its kind. */
+static void no_points(char *why, size_t n, const char *name, struct loom_series *s, size_t ns,
+		      const char *what)
 {
-	struct tb_ctx c = { s, ns, 0 };
+	char keys[256] = "";
+	size_t at = 0;
+	for (size_t k = 0; k < ns && at < sizeof keys; k++)
+		at += (size_t)snprintf(keys + at, sizeof keys - at, "%s'%s'", k ? ", " : "",
+				       s[k].ykey);
+	snprintf(why, n, "%s: %s (--y %s, -x '%s')", name, what, keys, s[0].xkey);
+}
+
+static size_t read_events(const char *name, const char *buf, size_t len, struct loom_series *s,
+			  size_t ns, char *why, size_t whyn)
+{
+	struct tb_ctx c = { s, ns, 0, 0 };
 	struct loom_err err;
 	long n = loom_tb_read(buf, len, name, tb_point, &c, &err);
 	if (n == LOOM_ENOMEM)
@@ -61,11 +75,17 @@ static void read_events(const char *name, const char *buf, size_t len, struct lo
 		cli_die("%s", err.msg);
 	if (cli_verbose)
 		cli_info("%s: TensorBoard events, %zu points", name, c.points);
+	if (!c.points)
+		no_points(why, whyn, name, s, ns,
+			  c.scalars ? "a TensorBoard event file with no scalar of these keys"
+				    : "a TensorBoard event file without scalars");
+	return c.points;
 }
 
 /* A log: loom-train's JSON lines, or a TensorBoard event file (told apart
  * by its first bytes: a TFRecord length and its CRC). */
-static void read_log(const char *path, struct loom_series *s, size_t ns)
+static size_t read_log(const char *path, struct loom_series *s, size_t ns, char *why,
+		       size_t whyn)
 {
 	const char *name = strcmp(path, "-") ? path : "stdin";
 	char *buf, *line = NULL;
@@ -74,10 +94,16 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 	struct loom_err err;
 	if (loom_read_file(path, &buf, &blen, &err))
 		cli_die("%s", err.msg);
-	if (loom_tfr_sniff(buf, blen)) {
-		read_events(name, buf, blen, s, ns);
+	if (blen == 0) {
 		free(buf);
-		return;
+		no_points(why, whyn, name, s, ns,
+			  "empty: neither a JSON log nor a TensorBoard event file");
+		return 0;
+	}
+	if (loom_tfr_sniff(buf, blen)) {
+		size_t n = read_events(name, buf, blen, s, ns, why, whyn);
+		free(buf);
+		return n;
 	}
 	FILE *f = fmemopen(buf, blen, "r");
 	if (!f)
@@ -102,15 +128,25 @@ static void read_log(const char *path, struct loom_series *s, size_t ns)
 	free(line);
 	fclose(f);
 	free(buf);
-	if (cli_verbose) {
-		char found[512] = "";
-		size_t at = 0;
-		for (size_t k = 0; k < ns && at < sizeof found; k++)
+	size_t points = 0;
+	char found[512] = "";
+	size_t at = 0;
+	for (size_t k = 0; k < ns; k++) {
+		points += s[k].n;
+		if (at < sizeof found)
 			at += (size_t)snprintf(found + at, sizeof found - at, "%s%s %zu", k ? ", " : "",
 					       s[k].ykey, s[k].n);
+	}
+	if (cli_verbose)
 		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s", name, lineno,
 			 skipped, found);
+	if (!points) {
+		char what[96];
+		snprintf(what, sizeof what, "%zu JSON log line%s, none with the x key and a --y key",
+			 lineno, lineno == 1 ? "" : "s");
+		no_points(why, whyn, name, s, ns, lineno ? what : "only white space");
 	}
+	return points;
 }
 
 /* Run names for the legend: the file name without .jsonl, or the path
@@ -243,14 +279,19 @@ int main(int argc, char **argv)
 			sk->run_index = r;
 			sk->panel = k < nk ? 0 : (int)(k - nk) + 1;
 		}
-		read_log(paths[r], &s[(size_t)r * per], per);
+		char why[1024];
+		if (!read_log(paths[r], &s[(size_t)r * per], per, why, sizeof why)) {
+			if (nruns == 1)
+				cli_die("no points: %s", why);
+			cli_warn("no points: %s", why);
+		}
 	}
 
 	size_t total = 0;
 	for (size_t k = 0; k < ns; k++)
 		total += s[k].n;
 	if (total == 0)
-		cli_die("no points: no line has both '%s' and one of the --y keys", xkey);
+		cli_die("no points in any of the %d logs", nruns);
 
 	print_sparklines(s, ns, nruns);
 

@@ -223,12 +223,12 @@ static void print_summary(const struct loom_shard_stats *st, const struct loom_s
 	if (st->spilled)
 		snprintf(sp, sizeof sp, ", spilled %s", cli_bytes((double)st->spilled, b2, sizeof b2));
 	if (val)
-		snprintf(vs, sizeof vs, "; validation %" PRIu64 " records -> %s", val->samples,
-			 val->manifest);
+		snprintf(vs, sizeof vs, "; validation %" PRIu64 " record%s -> %s", val->samples,
+			 val->samples == 1 ? "" : "s", val->manifest);
 	cli_summary(
-		"%" PRIu64 " tokens -> %" PRIu64 " records (seq %u, stride %u%s)"
+		"%" PRIu64 " tokens -> %" PRIu64 " record%s (seq %u, stride %u%s)"
 		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s",
-		st->tokens, st->samples, o.seq_len, o.stride ? o.stride : o.seq_len,
+		st->tokens, st->samples, st->samples == 1 ? "" : "s", o.seq_len, o.stride ? o.stride : o.seq_len,
 		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
 		cli_bytes((double)st->bytes, b1, sizeof b1),
 		o.shuffle ? "shuffled" : "stream order", sp, dt, st->manifest, vs);

@@ -168,6 +168,8 @@ static struct loom_wordpiece *load_vocab(char *sha)
 {
 	struct loom_err err;
 	struct loom_wordpiece *w = cli_wordpiece_open(o.vocab, cli_casing, NULL);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)) < 0)
+		cli_die("%s", loom_wordpiece_error(w));
 	if (loom_hash_file_hex("sha256", loom_wordpiece_path(w), sha, &err) < 0)
 		cli_die("%s", err.msg);
 	return w;
@@ -193,7 +195,7 @@ static int prepare_main(int argc, char **argv)
 	struct loom_err err;
 	char *text;
 	size_t tlen;
-	if (loom_file_read_bounded(file, LOOM_SQUAD_MAX_FILE, &text, &tlen, &err) < 0)
+	if (loom_file_read_input(file, LOOM_SQUAD_MAX_FILE, &text, &tlen, &err) < 0)
 		cli_die("%s", err.msg);
 	if (loom_squad_load_mem(sq, text, tlen, file) < 0)
 		cli_die("%s", loom_squad_error(sq));
@@ -245,9 +247,10 @@ static int prepare_main(int argc, char **argv)
 	if (*r.note)
 		cli_warn("warning: %s", r.note);
 	char b[32];
-	cli_summary("%zu questions -> %zu features (seq %" PRIu64 ", stride %" PRIu64
+	cli_summary("%zu question%s -> %zu feature%s (seq %" PRIu64 ", stride %" PRIu64
 		    ", max-query %" PRIu64 "; %zu with the answer in the window) in %" PRIu64
-		    " shard%s, %s, %.2f s -> %s", sq->n_qas, fs.n, o.seq, o.stride, o.max_query,
+		    " shard%s, %s, %.2f s -> %s", sq->n_qas, sq->n_qas == 1 ? "" : "s", fs.n,
+		    fs.n == 1 ? "" : "s", o.seq, o.stride, o.max_query,
 		    answered, r.shards, r.shards == 1 ? "" : "s", cli_bytes((double)r.bytes, b, sizeof b),
 		    loom_now() - t0, r.manifest);
 	loom_shardset_free(set);

@@ -465,8 +465,9 @@ static void print_dry_run(const struct loom_config *c, const struct model_ops *o
 	if (R > 1)
 		snprintf(ranks, sizeof ranks, "%d ranks at this machine's rate, communication not "
 			 "counted; ", R);
-	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d threads)\n", rate,
-	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads());
+	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d thread%s)\n", rate,
+	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads(),
+	       omp_get_max_threads() == 1 ? "" : "s");
 	printf("time per step: %s (%sat MFU %.2f, assumed: measured by make bench for gpt2 B=8 T=256)\n",
 	       duration(step, d0, sizeof d0), ranks, mfu);
 	printf("time of the run: %s (%lld steps)\n", duration(step * (double)c->steps, d1, sizeof d1),
@@ -1133,6 +1134,8 @@ static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckp
 		name = loom_ckpt_vocab_name(ck);
 	}
 	struct loom_wordpiece *w = cli_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), cli_casing, NULL);
+	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)))
+		cli_die("%s%s", spec ? "--vocab: " : "", loom_wordpiece_error(w));
 	size_t pl = strlen(loom_wordpiece_path(w));
 	if (pl > 5 && !strcmp(loom_wordpiece_path(w) + pl - 5, ".json"))
 		cli_usage_error("--vocab %s: checkpoints keep a vocab.txt: give the one beside it", spec);
@@ -1644,10 +1647,10 @@ static void print_model_line(const struct trainer *t)
 					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
 			 c->sparsity);
 	}
-	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
-		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
-		 (long long)c->steps, c->lr,
+	cli_warn("%s: %llu parameters%s, %d thread%s, %s kernels, B=%d T=%d grad_accum %d, "
+		 "%lld step%s, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
+		 pool.n, pool.n == 1 ? "" : "s", loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
+		 (long long)c->steps, c->steps == 1 ? "" : "s", c->lr,
 		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
 }
 
@@ -2324,6 +2327,7 @@ static void train_loop(struct run *u)
 
 int main(int argc, char **argv)
 {
+	cli_key_hint(&cmd, argc, argv, loom_config_is_key);
 	cli_parse(&cmd, argc, argv);
 	verbose = cli_verbose;
 	quiet = cli_quiet;
@@ -2386,8 +2390,8 @@ int main(int argc, char **argv)
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		char mb[32];
-		cli_warn("done: %llu steps, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
-			 (unsigned long long)t.step, u.loss, el,
+		cli_warn("done: %llu step%s, loss %.4f, %.1f s, %.0f tok/s, peak RSS %s",
+			 (unsigned long long)t.step, t.step == 1 ? "" : "s", u.loss, el,
 			 el > 0 ? (t.tokens - u.start_step * (uint64_t)c->global_batch * u.T) / el : 0.0,
 			 cli_bytes(ru.ru_maxrss * 1024.0, mb, sizeof mb));
 	}

@@ -41,6 +41,14 @@ void loom_err_clear(struct loom_err *e)
 	e->msg[0] = '\0';
 }
 
+const char *loom_json_reason(const char *text)
+{
+	/* jansson: "\\u0000 is not allowed without JSON_ALLOW_NUL" */
+	if (strstr(text, "JSON_ALLOW_NUL"))
+		return "a string holds \\u0000 (a NUL character), which is not allowed here";
+	return text;
+}
+
 const char *loom_strerror(int code)
 {
 	switch (code) {

@@ -62,6 +62,11 @@ void loom_err_clear(struct loom_err *e);
 /* Short name of an error code ("I/O error", "malformed input", ...). */
 const char *loom_strerror(int code);
 
+/* A JSON parser's (jansson's) error text as a reader should see it: its
+ * own option names (JSON_ALLOW_NUL) do not leak into a message; any other
+ * text is returned as it is. */
+const char *loom_json_reason(const char *text);
+
 /* Monotonic clock in seconds (for rates, timeouts and progress). */
 double loom_now(void);
 

@@ -176,8 +176,31 @@ int loom_outfile_open(struct loom_outfile *o, const char *path)
 	return 0;
 }
 
+/* A parked temporary file opened again (O_APPEND: where it was). */
+static int outfile_unpark(struct loom_outfile *o, int flags)
+{
+	if (o->fd >= 0 || !o->tmp)
+		return 0;
+	o->fd = open(o->tmp, O_WRONLY | O_CLOEXEC | flags);
+	if (o->fd < 0)
+		return loom_err_errno(&o->err, LOOM_EIO, errno, "cannot open '%s' again",
+				      o->path);
+	return 0;
+}
+
+int loom_outfile_park(struct loom_outfile *o)
+{
+	if (!o->tmp || o->fd < 0)
+		return 0;
+	int rc = close(o->fd);
+	o->fd = -1;
+	return rc < 0 ? loom_err_errno(&o->err, LOOM_EIO, errno, "cannot write '%s'", o->path) : 0;
+}
+
 int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n)
 {
+	if (outfile_unpark(o, O_APPEND) < 0)
+		return LOOM_EIO;
 	int rc = loom_write_all(o->fd, buf, n);
 	if (rc < 0)
 		return loom_err_errno(&o->err, LOOM_EIO, -rc, "cannot write '%s'",
@@ -210,9 +233,9 @@ int loom_outfile_commit(struct loom_outfile *o)
 		outfile_release(o);
 		return rc;
 	}
-	if (fsync(o->fd) < 0) {
-		int e = errno;
-		loom_err_errno(&o->err, LOOM_EIO, e, "cannot write '%s'", o->path);
+	if (outfile_unpark(o, 0) < 0 || fsync(o->fd) < 0) {
+		if (o->fd >= 0)
+			loom_err_errno(&o->err, LOOM_EIO, errno, "cannot write '%s'", o->path);
 		loom_outfile_abort(o);
 		return LOOM_EIO;
 	}
@@ -515,6 +538,36 @@ int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len
 		return fd;
 	/* one byte more than the file had, to see it grew; at most max + 1 */
 	return read_fd_all(fd, 1, path, (size_t)size + 2, max, buf, len, err);
+}
+
+int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
+			 struct loom_err *err)
+{
+	int std = strcmp(path, "-") == 0;
+	/* blocking, as cat: a FIFO waits for its writer */
+	int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", path);
+	struct stat st;
+	if (!std && fstat(fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		close(fd); /* /dev/zero, a disk: never a configuration */
+		return loom_err_set(err, LOOM_EFORMAT, "'%s' is a device, not a file or a pipe", path);
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if ((uint64_t)st.st_size > max) {
+			if (!std)
+				close(fd);
+			return loom_err_set(err, LOOM_EFORMAT,
+					    "'%s' is %llu bytes, more than the %zu such a file may have",
+					    path, (unsigned long long)st.st_size, max);
+		}
+		return read_fd_all(fd, !std, path, (size_t)st.st_size + 2, max, buf, len, err);
+	}
+	int rc = read_fd_all(fd, !std, path, 1 << 16, max, buf, len, err);
+	if (rc == LOOM_EFORMAT) /* a pipe or device that gave more than max */
+		loom_err_set(err, LOOM_EFORMAT, "'%s' holds more than the %zu bytes such a file may have",
+			     path, max);
+	return rc;
 }
 
 int loom_write_file_atomic(const char *path, const void *buf, size_t len,

@@ -45,6 +45,11 @@ struct loom_outfile {
 int loom_outfile_open(struct loom_outfile *o, const char *path);
 /* Write all of buf (retrying short writes and EINTR). */
 int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n);
+/* Close a temporary file's descriptor until the next write or the commit
+ * (which open it again, appending): for writers of many files at once,
+ * more than the limit on open files.  Nothing for stdout or a file written
+ * in place. */
+int loom_outfile_park(struct loom_outfile *o);
 /* fsync, close, rename to the final name, fsync the directory. */
 int loom_outfile_commit(struct loom_outfile *o);
 /* Close and remove the temporary file; the final name is untouched. */
@@ -120,6 +125,13 @@ int loom_fd_blocks(int fd, const char *path, uint64_t limit,
  * is read is refused too. */
 int loom_file_read_bounded(const char *path, size_t max, char **buf, size_t *len,
 			   struct loom_err *err);
+/* The same for a file the user names (a configuration, a vocabulary, a
+ * SQuAD or predictions file): besides a regular file, "-" (stdin), a pipe
+ * or process substitution (-c <(...)) or a FIFO (waited on for its writer,
+ * as cat does), read up to `max` bytes: more is refused ("'P' holds more
+ * than N bytes ...").  A device (/dev/zero) is refused by name. */
+int loom_file_read_input(const char *path, size_t max, char **buf, size_t *len,
+			 struct loom_err *err);
 /* The bounds loom applies: config.json, state.json, loom-train -c FILE; and
  * manifests and vocabularies (gpt2's files are 1-2 MB, the largest
  * tokenizer.json files some tens of MB). */

@@ -332,6 +332,11 @@ int loom_batch_decode_hdr(const void *buf, struct loom_batch_hdr *h, struct loom
 					    (unsigned long long)h->payload_bytes);
 		return 0;
 	}
+	/* loom writes token frames as version 1: a version-2 data frame
+	 * without its features is no frame of a stream (formats/batch.md) */
+	if (h->version == LOOM_BATCH_VERSION_FEATURES && !(h->flags & LOOM_BATCH_F_FEATURES))
+		return loom_err_set(err, LOOM_EFORMAT, "a version-2 frame without features (flag "
+				    "FEATURES): token frames are version 1");
 	uint64_t n = (uint64_t)h->batch * h->seq_len;
 	if (h->batch == 0 || h->seq_len < 2 || n > LOOM_BATCH_MAX_TOKENS)
 		return loom_err_set(err, LOOM_EFORMAT, "bad shape %ux%u", h->batch, h->seq_len);

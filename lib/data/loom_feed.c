@@ -449,6 +449,11 @@ static int read_manifest(struct loom_feed *f, const char *path, struct loom_err 
 	free(dir);
 	if (rc == 0 && m.feature)
 		snprintf(f->feature, sizeof f->feature, "%s", m.feature);
+	if (rc == 0 && f->T1 < 1 && m.has_seq_len) /* a token set: its length is the user's */
+		rc = loom_err_set(err, LOOM_EINVAL, "%s: a token set, whose frames' length is "
+				  "chosen: give --seq (its records have %lld tokens: --seq %lld "
+				  "takes them whole)", path, (long long)m.seq_len,
+				  (long long)m.seq_len - 1);
 	if (rc == 0 && m.has_seq_len && m.seq_len < (int64_t)f->T1 && !f->o.pad)
 		rc = loom_err_set(err, LOOM_EFORMAT, "%s: records have seq_len %lld tokens but "
 				  "--seq %u needs %u (use --pad ID or --seq %lld)", path,

@@ -53,7 +53,8 @@ int loom_manifest_read(const char *path, struct loom_manifest *m, struct loom_er
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (!j)
-		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, je.text);
+		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line,
+				    loom_json_reason(je.text));
 	m->priv = j;
 	json_t *shards = json_object_get(j, "shards"), *e;
 	if (!json_is_array(shards) || json_array_size(shards) == 0) {

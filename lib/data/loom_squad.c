@@ -11,6 +11,7 @@
 
 #include "loom_file.h"
 #include "loom_pretok.h"
+#include "loom_tfrecord.h"
 #include "loom_utf8.h"
 #include "loom_wordpiece.h"
 #include "loom_wordpiece_tab.h"
@@ -75,9 +76,13 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 	squad_clear(s);
 	json_error_t je;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root && loom_tfr_sniff(buf, len))
+		return loom_err_set(&s->err, LOOM_EFORMAT,
+				    "%s is a TFRecord file (prepared features?), not a SQuAD file: "
+				    "give the SQuAD v1.1 JSON (as train-v1.1.json)", name);
 	if (!root)
 		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	s->root = root;
 	json_t *data = json_object_get(root, "data");
 	if (!json_is_object(root) || !json_is_array(data))
@@ -126,6 +131,8 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 			p->title = title ? title : "";
 			p->context = json_string_value(ctx);
 			p->len = json_string_length(ctx);
+			p->article = (uint32_t)ai;
+			p->index = (uint32_t)pi;
 			json_array_foreach(json_object_get(para, "qas"), qi, qa) {
 				struct loom_squad_qa *q = &s->qas[s->n_qas];
 				q->id = str_member(qa, "id");
@@ -147,6 +154,16 @@ int loom_squad_load_mem(struct loom_squad *s, const char *buf, size_t len, const
 					rc = loom_err_set(&s->err, LOOM_EFORMAT,
 							  "%s: question %s: no \"%s\"", name, q->id,
 							  q->question ? "answers\" array" : "question\" string");
+					goto out;
+				}
+				/* SQuAD 2.0's unanswerable questions: loom reads v1.1 */
+				json_t *imp = json_object_get(qa, "is_impossible");
+				if (json_is_true(imp) || !json_array_size(ans)) {
+					rc = loom_err_set(&s->err, LOOM_EFORMAT,
+							  "%s: question %s: %s: a SQuAD 2.0 question without an answer; loom reads SQuAD v1.1 (every question answered)",
+							  name, q->id,
+							  json_is_true(imp) ? "\"is_impossible\": true"
+									    : "empty \"answers\"");
 					goto out;
 				}
 				q->para = (uint32_t)s->n_paras;
@@ -202,7 +219,7 @@ int loom_squad_load(struct loom_squad *s, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_input(path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_load_mem(s, buf, len, path);
@@ -442,7 +459,7 @@ int loom_squad_score_mem(struct loom_squad *s, const char *buf, size_t len, cons
 	json_t *pred = json_loadb(buf, len, 0, &je);
 	if (!pred)
 		return loom_err_set(&s->err, LOOM_EFORMAT, "%s:%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	if (!json_is_object(pred)) {
 		json_decref(pred);
 		return loom_err_set(&s->err, LOOM_EFORMAT,
@@ -497,7 +514,7 @@ int loom_squad_score_file(struct loom_squad *s, const char *pred_path,
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(pred_path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
+	int rc = loom_file_read_input(pred_path, LOOM_SQUAD_MAX_FILE, &buf, &len, &s->err);
 	if (rc)
 		return rc;
 	rc = loom_squad_score_mem(s, buf, len, pred_path, out);
@@ -571,8 +588,9 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 	uint32_t cls = loom_wordpiece_id(w, "[CLS]", 5), sep = loom_wordpiece_id(w, "[SEP]", 5);
 	uint32_t pad = loom_wordpiece_id(w, "[PAD]", 5);
 	if (cls == LOOM_VOCAB_NONE || sep == LOOM_VOCAB_NONE || pad == LOOM_VOCAB_NONE)
-		return loom_err_set(&s->err, LOOM_EINVAL,
-				    "the vocabulary lacks [CLS], [SEP] or [PAD]");
+		return loom_err_set(&s->err, LOOM_EINVAL, "the vocabulary lacks %s",
+				    cls == LOOM_VOCAB_NONE ? "[CLS]"
+				    : sep == LOOM_VOCAB_NONE ? "[SEP]" : "[PAD]");
 	if (o->seq < 4 || !o->stride)
 		return loom_err_set(&s->err, LOOM_EINVAL, "seq %u, stride %u: need seq >= 4, stride >= 1",
 				    o->seq, o->stride);
@@ -594,6 +612,14 @@ int loom_squad_features(struct loom_squad *s, struct loom_wordpiece *w,
 		}
 	}
 	out->ctx_off[s->n_paras] = ids.n;
+	for (size_t p = 0; p < s->n_paras; p++)
+		if (out->ctx_off[p + 1] == out->ctx_off[p]) {
+			rc = loom_err_set(&s->err, LOOM_EFORMAT,
+					  "article %u paragraph %u: a context of no tokens (only white "
+					  "space or control characters)",
+					  s->paras[p].article, s->paras[p].index);
+			goto fail;
+		}
 	out->tok_start = offs.start;
 	out->tok_end = offs.end;
 	offs.start = offs.end = NULL;

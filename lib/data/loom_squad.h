@@ -57,6 +57,7 @@ struct loom_squad_para {
 	const char *title;
 	const char *context;
 	size_t len;          /* bytes */
+	uint32_t article, index; /* its place in the file, for messages */
 };
 
 struct loom_squad {

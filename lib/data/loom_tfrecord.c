@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -119,6 +120,38 @@ int loom_tfr_buf_next(const void *buf, size_t len, uint64_t *off, uint64_t index
  * Writer
  * ====================================================================== */
 
+/* Shards do not each hold a descriptor: the shard files open at once (read
+ * and written) keep at most half the soft limit on open files (the rest is
+ * for everything else); a shard past that is opened for each read, or each
+ * block written, and closed after it, so a set of more shards than the
+ * limit (1,100 under ulimit -n 1024) is written and read.  Such writes
+ * take park_mu: they never hold more than one descriptor at a time. */
+static pthread_mutex_t fd_mu = PTHREAD_MUTEX_INITIALIZER, park_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t fds_held, fds_budget;
+
+static int fd_take(void)
+{
+	pthread_mutex_lock(&fd_mu);
+	if (!fds_budget) {
+		struct rlimit rl;
+		fds_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+				     ? (uint64_t)rl.rlim_cur / 2 : 1 << 20;
+		if (fds_budget < 8)
+			fds_budget = 8;
+	}
+	int ok = fds_held < fds_budget;
+	fds_held += (uint64_t)ok;
+	pthread_mutex_unlock(&fd_mu);
+	return ok;
+}
+
+static void fd_give(void)
+{
+	pthread_mutex_lock(&fd_mu);
+	fds_held--;
+	pthread_mutex_unlock(&fd_mu);
+}
+
 struct loom_tfr_writer {
 	struct loom_outfile out;
 	int flags;
@@ -144,6 +177,7 @@ struct loom_tfr_writer {
 	int pend_full;       /* 1 while the thread owns `pend` */
 	int quit;
 	int io_rc;           /* first error of the thread */
+	int holds_fd;        /* its file stays open (else parked between writes) */
 	struct loom_err io_err;
 	uint8_t *spare;      /* the other buffer */
 };
@@ -153,17 +187,25 @@ static int sink(struct loom_tfr_writer *w, struct loom_err *err, const uint8_t *
 	if (w->sha && loom_hash_update(w->sha, p, n) < 0)
 		return loom_err_set(err, LOOM_EIO, "%s", loom_hash_error(w->sha));
 	uint64_t off = w->out.bytes;
+	int parked = w->out.tmp && !w->holds_fd, rc = 0;
+	if (parked)
+		pthread_mutex_lock(&park_mu);
 	if (loom_outfile_write(&w->out, p, n) < 0)
-		return loom_err_set(err, LOOM_EIO, "%s", loom_outfile_error(&w->out));
+		rc = loom_err_set(err, LOOM_EIO, "%s", loom_outfile_error(&w->out));
 #ifdef SYNC_FILE_RANGE_WRITE
 	/* Start writing large blocks back now (no wait), so the fsync at
 	 * commit finds little left to do; failures (a pipe) do not matter. */
-	if (n >= (1u << 20) && w->out.tmp)
+	if (rc == 0 && n >= (1u << 20) && w->out.tmp)
 		(void)sync_file_range(w->out.fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE);
 #else
 	(void)off;
 #endif
-	return 0;
+	if (parked) {
+		if (rc == 0 && loom_outfile_park(&w->out) < 0)
+			rc = loom_err_set(err, LOOM_EIO, "%s", loom_outfile_error(&w->out));
+		pthread_mutex_unlock(&park_mu);
+	}
+	return rc;
 }
 
 static void *io_thread(void *arg)
@@ -279,6 +321,10 @@ struct loom_tfr_writer *loom_tfr_writer_new(const char *path, size_t bufsize,
 	if (loom_outfile_open(&w->out, path) < 0) {
 		loom_err_set(err, w->out.err.code ? w->out.err.code : LOOM_EIO, "%s",
 			     loom_outfile_error(&w->out));
+		goto fail;
+	}
+	if (w->out.tmp && !(w->holds_fd = fd_take()) && loom_outfile_park(&w->out) < 0) {
+		loom_err_set(err, LOOM_EIO, "%s", loom_outfile_error(&w->out));
 		goto fail;
 	}
 	return w;
@@ -407,7 +453,13 @@ int loom_tfr_writer_commit(struct loom_tfr_writer *w)
 		return rc;
 	if (w->sha && loom_hash_final_hex(w->sha, w->sha_hex) < 0)
 		return loom_err_set(&w->err, LOOM_EIO, "%s", loom_hash_error(w->sha));
-	if (loom_outfile_commit(&w->out) < 0)
+	int parked = w->out.tmp && !w->holds_fd;
+	if (parked)
+		pthread_mutex_lock(&park_mu);
+	rc = loom_outfile_commit(&w->out);
+	if (parked)
+		pthread_mutex_unlock(&park_mu);
+	if (rc < 0)
 		return loom_err_set(&w->err, LOOM_EIO, "%s", loom_outfile_error(&w->out));
 	w->committed = 1;
 	return 0;
@@ -442,6 +494,8 @@ void loom_tfr_writer_free(struct loom_tfr_writer *w)
 	stop_thread(w);
 	if (!w->committed)
 		loom_outfile_abort(&w->out);
+	if (w->holds_fd)
+		fd_give();
 	if (w->flags & LOOM_TFW_ASYNC) {
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->cv);
@@ -814,13 +868,30 @@ int loom_tfr_scan(const char *path,
  * ====================================================================== */
 
 struct loom_tfr_file {
-	int fd;
+	int fd;              /* -1: opened again for each read (fd budget spent) */
 	char *path;
 	uint64_t n;
 	uint64_t *off;
 	size_t max_payload;
 	struct loom_err err;
 };
+
+/* f's file for one read (f->fd, or opened again: it must still be the
+ * regular file of the size its index covers). */
+static int read_fd(struct loom_tfr_file *f, struct loom_err *err)
+{
+	if (f->fd >= 0)
+		return f->fd;
+	uint64_t size;
+	int fd = loom_file_open_regular(f->path, UINT64_MAX, &size, err);
+	if (fd >= 0 && size != f->off[f->n]) {
+		close(fd);
+		return loom_err_set(err, LOOM_EFORMAT, "'%s' is %" PRIu64 " bytes now, %" PRIu64
+				    " when it was opened (changed while read?)", f->path, size,
+				    f->off[f->n]);
+	}
+	return fd;
+}
 
 struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_path,
 					 struct loom_err *err)
@@ -874,10 +945,17 @@ struct loom_tfr_file *loom_tfr_file_open_fd(int fd, uint64_t fsize, const char *
 	}
 	free(text);
 	free(ipath);
+	if (!fd_take()) {
+		close(f->fd);
+		f->fd = -1;
+	}
 	return f;
 fail:
 	free(text);
 	free(ipath);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
 	loom_tfr_file_free(f);
 	return NULL;
 }
@@ -902,6 +980,9 @@ uint64_t loom_tfr_file_offset(const struct loom_tfr_file *f, uint64_t i)
 	return i <= f->n ? f->off[i] : f->off[f->n];
 }
 
+static int read_record(struct loom_tfr_file *f, int fd, uint64_t i, uint64_t off, size_t plen,
+		       void *buf, size_t *len, struct loom_err *err);
+
 int loom_tfr_file_read(struct loom_tfr_file *f, uint64_t i, void *buf, size_t cap,
 		       size_t *len, struct loom_err *err)
 {
@@ -916,6 +997,18 @@ int loom_tfr_file_read(struct loom_tfr_file *f, uint64_t i, void *buf, size_t ca
 		return loom_err_set(err, LOOM_ERANGE, "%s: record %" PRIu64
 				    ": buffer of %zu bytes for a payload of %zu", f->path, i,
 				    cap, plen);
+	int fd = read_fd(f, err);
+	if (fd < 0)
+		return fd;
+	int rc = read_record(f, fd, i, off, plen, buf, len, err);
+	if (fd != f->fd)
+		close(fd);
+	return rc;
+}
+
+static int read_record(struct loom_tfr_file *f, int fd, uint64_t i, uint64_t off, size_t plen,
+		       void *buf, size_t *len, struct loom_err *err)
+{
 	uint8_t h[LOOM_TFR_HEADER], t[LOOM_TFR_FOOTER];
 	struct iovec iov[3] = { { h, sizeof h }, { buf, plen }, { t, sizeof t } };
 	size_t want = plen + LOOM_TFR_OVERHEAD, done = 0;
@@ -923,12 +1016,12 @@ int loom_tfr_file_read(struct loom_tfr_file *f, uint64_t i, void *buf, size_t ca
 		/* Rare partial reads: redo the remaining part with pread. */
 		ssize_t n;
 		if (done == 0)
-			n = preadv(f->fd, iov, 3, (off_t)off);
+			n = preadv(fd, iov, 3, (off_t)off);
 		else {
 			uint8_t *tmp = malloc(want - done);
 			if (!tmp)
 				return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-			n = pread(f->fd, tmp, want - done, (off_t)(off + done));
+			n = pread(fd, tmp, want - done, (off_t)(off + done));
 			for (ssize_t k = 0; k < n; k++) {
 				size_t at = done + (size_t)k;
 				if (at < LOOM_TFR_HEADER)
@@ -975,8 +1068,10 @@ void loom_tfr_file_free(struct loom_tfr_file *f)
 {
 	if (!f)
 		return;
-	if (f->fd >= 0)
+	if (f->fd >= 0) {
 		close(f->fd);
+		fd_give();
+	}
 	free(f->path);
 	free(f->off);
 	free(f);

@@ -182,7 +182,11 @@ int loom_tfr_scan(const char *path,
 struct loom_tfr_file;
 
 /* Open shard `path` with its index (`index_path` NULL = path + ".index");
- * validates the index against the file size. */
+ * validates the index against the file size.  Shard files (these and the
+ * writers') keep their descriptors while they hold under half the soft
+ * limit on open files; past that a file is opened for each read (and must
+ * still be a regular file of its size) or each block written, so sets of
+ * more shards than the limit are read and written. */
 struct loom_tfr_file *loom_tfr_file_open(const char *path, const char *index_path,
 					 struct loom_err *err);
 /* The same for `fd`, shard `path` already opened with loom_file_open_regular

@@ -182,7 +182,7 @@ static int jsonl_text(struct chunk *ch, const struct loom_encode_mt_opts *c, con
 	*root = json_loadb((const char *)s, n, JSON_ALLOW_NUL, &je);
 	if (!*root)
 		return loom_err_set(&ch->err, LOOM_EFORMAT, "%s: line %llu: not JSON: %s",
-				    ch->file, (unsigned long long)line, je.text);
+				    ch->file, (unsigned long long)line, loom_json_reason(je.text));
 	json_t *f = json_is_object(*root) ? json_object_get(*root, c->field) : NULL;
 	if (!f || !json_is_string(f)) {
 		json_decref(*root);

@@ -507,7 +507,7 @@ static int json_fail(struct loom_vocab *v, const char *name, size_t len, const j
 		    ((size_t)je->position >= len && !strstr(je->text, "end of file expected"));
 	return loom_err_set(&v->err, trunc ? LOOM_ETRUNC : LOOM_EFORMAT,
 			    "'%s': %s JSON at line %d column %d: %s", name,
-			    trunc ? "truncated" : "not valid", je->line, je->column, je->text);
+			    trunc ? "truncated" : "not valid", je->line, je->column, loom_json_reason(je->text));
 }
 
 static int json_entries(struct loom_vocab *v, const char *enc, size_t enc_len,
@@ -780,9 +780,9 @@ int loom_vocab_load_gpt2(struct loom_vocab *v, const char *encoder_json,
 	char *a = NULL, *b = NULL;
 	size_t na, nb;
 	int rc;
-	if ((rc = loom_file_read_bounded(encoder_json, LOOM_FILE_MAX_LIST, &a, &na, &v->err)))
+	if ((rc = loom_file_read_input(encoder_json, LOOM_FILE_MAX_LIST, &a, &na, &v->err)))
 		return rc;
-	if ((rc = loom_file_read_bounded(vocab_bpe, LOOM_FILE_MAX_LIST, &b, &nb, &v->err))) {
+	if ((rc = loom_file_read_input(vocab_bpe, LOOM_FILE_MAX_LIST, &b, &nb, &v->err))) {
 		free(a);
 		return rc;
 	}
@@ -995,7 +995,7 @@ int loom_vocab_load_tiktoken(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	rc = loom_vocab_load_tiktoken_mem(v, a, n, path);
@@ -1166,6 +1166,14 @@ static int doc_member(const char *key, size_t klen, const char *s, size_t n, siz
 	return json_object_set_new(L->obj, key, val) ? LOOM_ENOMEM : 0;
 }
 
+int loom_hf_bool(json_t *o, const char *key, int dflt)
+{
+	json_t *m = json_object_get(o, key);
+	if (!m || json_is_null(m))
+		return dflt;
+	return json_is_boolean(m) ? json_is_true(m) : -2;
+}
+
 const char *loom_hf_type(json_t *root, const char *key)
 {
 	json_t *o = json_object_get(root, key);
@@ -1193,12 +1201,15 @@ int loom_hf_no_cut(json_t *root, const char *name, struct loom_err *err)
 static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 {
 	json_t *model = json_object_get(root, "model");
-	const char *t = model ? json_string_value(json_object_get(model, "type")) : NULL;
+	json_t *type = json_object_get(model, "type");
+	const char *t = json_string_value(type);
 	if (!json_is_object(root) || !json_is_object(model) ||
 	    !json_is_object(json_object_get(model, "vocab")) ||
 	    !json_is_array(json_object_get(model, "merges")))
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': not a tokenizer.json with model.vocab and model.merges", name);
+	if (type && !t && !json_is_null(type))
+		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.type is not a string", name);
 	if (t && strcmp(t, "BPE"))
 		return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model type %s, not BPE", name, t);
 	/* only byte-level BPE as GPT-2 does it: anything that changes the text
@@ -1215,12 +1226,15 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 				    "'%s': normalizer %s: loom reads byte-level BPE without a normalizer",
 				    name, loom_hf_type(root, "normalizer"));
 	json_t *pt = json_object_get(root, "pre_tokenizer");
-	if (json_is_true(json_object_get(pt, "add_prefix_space")) ||
-	    json_is_false(json_object_get(pt, "use_regex")))
+	int aps = loom_hf_bool(pt, "add_prefix_space", 0), rx = loom_hf_bool(pt, "use_regex", 1);
+	if (aps == -2 || rx == -2)
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': pre_tokenizer.%s is not true, false or null", name,
+				    aps == -2 ? "add_prefix_space" : "use_regex");
+	if (aps || !rx)
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': pre_tokenizer ByteLevel with %s: loom splits as GPT-2 (add_prefix_space false, use_regex true)",
-				    name, json_is_false(json_object_get(pt, "use_regex"))
-					  ? "use_regex false" : "add_prefix_space true");
+				    name, !rx ? "use_regex false" : "add_prefix_space true");
 	/* a ByteLevel post-processor only trims offsets; the others
 	 * (TemplateProcessing, BertProcessing, ...) add tokens */
 	if (strcmp(loom_hf_type(root, "post_processor"), "ByteLevel") &&
@@ -1233,7 +1247,11 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 		return rc;
 	static const char *const affix[] = { "continuing_subword_prefix", "end_of_word_suffix" };
 	for (int k = 0; k < 2; k++) {
-		const char *a = json_string_value(json_object_get(model, affix[k]));
+		json_t *af = json_object_get(model, affix[k]);
+		const char *a = json_string_value(af);
+		if (af && !a && !json_is_null(af))
+			return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.%s is not a string",
+					    name, affix[k]);
 		if (a && *a)
 			return loom_err_set(&v->err, LOOM_EFORMAT, "'%s': model.%s \"%s\" is not supported",
 					    name, affix[k], a);
@@ -1243,7 +1261,11 @@ static int hf_check(struct loom_vocab *v, json_t *root, const char *name)
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': model.dropout is set: BPE dropout is not supported (loom's merges are deterministic)",
 				    name);
-	if (json_is_true(json_object_get(model, "ignore_merges")))
+	int im = loom_hf_bool(model, "ignore_merges", 0);
+	if (im == -2)
+		return loom_err_set(&v->err, LOOM_EFORMAT,
+				    "'%s': model.ignore_merges is not true, false or null", name);
+	if (im)
 		return loom_err_set(&v->err, LOOM_EFORMAT,
 				    "'%s': model.ignore_merges true is not supported (loom applies the merges to every word)",
 				    name);
@@ -1372,13 +1394,21 @@ static int hf_build(struct loom_vocab *v, struct hf_doc *d, const char *name)
 		}
 		/* HF matches these around the token, loom the text only */
 		static const char *const strip[] = { "lstrip", "rstrip", "single_word" };
-		for (int k = 0; k < 3; k++)
-			if (json_is_true(json_object_get(a, strip[k]))) {
+		for (int k = 0; k < 3; k++) {
+			int b = loom_hf_bool(a, strip[k], 0);
+			if (b == -2) {
+				rc = loom_err_set(&v->err, LOOM_EFORMAT,
+						  "'%s': added_tokens[%zu] \"%.60s\": %s is not true, false or null",
+						  name, i, c, strip[k]);
+				goto out;
+			}
+			if (b) {
 				rc = loom_err_set(&v->err, LOOM_EFORMAT,
 						  "'%s': added_tokens[%zu] \"%.60s\": %s true is not supported (loom matches an added token as its text only)",
 						  name, i, c, strip[k]);
 				goto out;
 			}
+		}
 		uint32_t aid = (uint32_t)json_integer_value(id);
 		if (aid <= max_id && at[aid] && !strcmp(E->keys + E->koff[at[aid] - 1], c))
 			continue;
@@ -1422,7 +1452,7 @@ int loom_vocab_load_hf(struct loom_vocab *v, const char *path)
 {
 	char *a = NULL;
 	size_t n;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &a, &n, &v->err);
 	if (rc)
 		return rc;
 	return hf_load(v, a, n, path, a);

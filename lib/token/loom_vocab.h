@@ -120,6 +120,9 @@ const char *loom_hf_type(struct json_t *root, const char *key);
 /* 0, or LOOM_EFORMAT with a message naming `name` in *err when root sets
  * "truncation" or "padding" (loom neither truncates nor pads the ids). */
 int loom_hf_no_cut(struct json_t *root, const char *name, struct loom_err *err);
+/* A boolean member `key` of o: dflt when absent or null, -2 when it is
+ * of another JSON type (a string "true" is not taken for true). */
+int loom_hf_bool(struct json_t *o, const char *key, int dflt);
 void loom_vocab_free(struct loom_vocab *v);
 const char *loom_vocab_error(const struct loom_vocab *v);
 

@@ -314,12 +314,24 @@ int loom_wordpiece_load(struct loom_wordpiece *w, const char *path,
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
 	if (rc)
 		return rc;
 	rc = loom_wordpiece_load_mem(w, buf, len, path, o);
 	free(buf);
 	return rc;
+}
+
+int loom_wordpiece_check_bert(struct loom_wordpiece *w, const char *name)
+{
+	static const char *const need[3] = { "[CLS]", "[SEP]", "[PAD]" };
+	for (int i = 0; i < 3; i++)
+		if (loom_wordpiece_id(w, need[i], 5) == LOOM_VOCAB_NONE)
+			return loom_err_set(&w->err, LOOM_EFORMAT,
+					    "'%s' lacks %s, which a BERT's input needs "
+					    "([CLS] question [SEP] context [SEP] [PAD]...)", name,
+					    need[i]);
+	return 0;
 }
 
 int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n)
@@ -348,7 +360,7 @@ int loom_wordpiece_read_config(const char *path, struct loom_wordpiece_opts *o,
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line,
-				    j ? "not a JSON object" : je.text);
+				    j ? "not a JSON object" : loom_json_reason(je.text));
 	}
 	static const char *const keys[3] = { "do_lower_case", "strip_accents",
 					     "tokenize_chinese_chars" };
@@ -519,15 +531,6 @@ static int hf_want_str(struct loom_wordpiece *w, json_t *o, const char *where, c
 			    json_is_string(m) ? "\"" : "", want);
 }
 
-/* A boolean member (absent or null: dflt); -2 when mistyped. */
-static int hf_bool(json_t *o, const char *key, int dflt)
-{
-	json_t *m = json_object_get(o, key);
-	if (!m || json_is_null(m))
-		return dflt;
-	return json_is_boolean(m) ? json_is_true(m) : -2;
-}
-
 static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 		       struct loom_wordpiece_opts *o)
 {
@@ -565,7 +568,7 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 		int *dst[4] = { &o->clean_text, &o->chinese_chars, &o->strip_accents, &o->lowercase };
 		int dflt[4] = { 1, 1, -1, 1 };
 		for (int k = 0; k < 4; k++)
-			if ((*dst[k] = hf_bool(n, keys[k], dflt[k])) == -2)
+			if ((*dst[k] = loom_hf_bool(n, keys[k], dflt[k])) == -2)
 				return loom_err_set(&w->err, LOOM_EFORMAT,
 						    "'%s': normalizer.%s is not true, false or null",
 						    name, keys[k]);
@@ -584,9 +587,11 @@ static int hf_settings(struct loom_wordpiece *w, json_t *root, const char *name,
 					    name, dt);
 		if ((rc = hf_want_str(w, d, "decoder", "prefix", PREFIX, name)))
 			return rc;
-		if (hf_bool(d, "cleanup", 1) != 1)
-			return loom_err_set(&w->err, LOOM_EFORMAT,
-					    "'%s': decoder.cleanup false is not supported (loom's decoder cleans up)",
+		int cleanup = loom_hf_bool(d, "cleanup", 1);
+		if (cleanup != 1)
+			return loom_err_set(&w->err, LOOM_EFORMAT, cleanup == -2
+					    ? "'%s': decoder.cleanup is not true, false or null"
+					    : "'%s': decoder.cleanup false is not supported (loom's decoder cleans up)",
 					    name);
 	}
 	return 0;
@@ -662,7 +667,7 @@ int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t
 	json_t *root = json_loadb(buf, len, 0, &je);
 	if (!root)
 		return loom_err_set(&w->err, LOOM_EFORMAT, "'%s':%d:%d: %s", name, je.line, je.column,
-				    je.text);
+				    loom_json_reason(je.text));
 	struct loom_wordpiece_opts o;
 	char *lines = NULL;
 	size_t n = 0;
@@ -695,7 +700,7 @@ int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_LIST, &buf, &len, &w->err);
 	if (rc)
 		return rc;
 	rc = loom_wordpiece_load_hf_mem(w, buf, len, path);

@@ -111,6 +111,11 @@ int loom_wordpiece_vocab_path(const char *spec, char *out, size_t n);
 int loom_wordpiece_load_hf(struct loom_wordpiece *w, const char *path);
 int loom_wordpiece_load_hf_mem(struct loom_wordpiece *w, const char *buf, size_t len,
 			       const char *name);
+/* A BERT's input is [CLS] question [SEP] context [SEP] [PAD]...: 0 when
+ * the vocabulary holds those three, else LOOM_EFORMAT naming the
+ * vocabulary (`name`, its file) and the first one missing ("'DIR/vocab.txt'
+ * lacks [SEP], which a BERT's input needs"). */
+int loom_wordpiece_check_bert(struct loom_wordpiece *w, const char *name);
 /* Casing: whether the normalizer lower-cases (and strips accents). */
 enum loom_casing {
 	LOOM_CASING_AUTO,   /* as the tokenizer's files say (below) */

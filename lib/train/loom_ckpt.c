@@ -156,7 +156,7 @@ static json_t *hf_config(const struct loom_ckpt_save *s, struct loom_err *err)
 		if (!json_is_object(loom)) {
 			json_decref(loom);
 			loom_err_set(err, LOOM_EINVAL, "loom config is not a JSON object: %s",
-				     je.text);
+				     loom_json_reason(je.text));
 			return NULL;
 		}
 	}
@@ -205,7 +205,7 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
 		if (!json_is_object(x)) {
 			json_decref(x);
 			json_decref(j);
-			loom_err_set(err, LOOM_EINVAL, "state extra is not a JSON object: %s", je.text);
+			loom_err_set(err, LOOM_EINVAL, "state extra is not a JSON object: %s", loom_json_reason(je.text));
 			return NULL;
 		}
 		json_object_set_new(j, "extra", x);
@@ -949,7 +949,7 @@ static json_t *parse_json(const char *path, const char *buf, size_t len,
 	json_error_t je;
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j) {
-		loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, je.text);
+		loom_err_set(err, LOOM_EFORMAT, "%s: line %d: %s", path, je.line, loom_json_reason(je.text));
 		return NULL;
 	}
 	if (!json_is_object(j)) {
@@ -1272,6 +1272,17 @@ struct loom_ckpt *loom_ckpt_open(const char *path, const struct loom_ckpt_arch *
 		if (stat(p, &sb) < 0) {
 			loom_err_set(err, LOOM_EFORMAT, "%s: %s is missing (state.json lists it)",
 				     c->dir, c->files[i].name);
+			goto fail;
+		}
+	}
+	/* the tokenizer's files are read later by the vocabulary loaders, which
+	 * take pipes a user names: here they must be regular files */
+	static const char *const tok_files[] = { "vocab.json", "merges.txt", "vocab.txt",
+						 "tokenizer.json", "tokenizer_config.json" };
+	for (size_t i = 0; i < sizeof tok_files / sizeof *tok_files; i++) {
+		snprintf(p, sizeof p, "%s/%s", c->dir, tok_files[i]);
+		if (stat(p, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+			loom_err_set(err, LOOM_EFORMAT, "'%s' is not a regular file", p);
 			goto fail;
 		}
 	}

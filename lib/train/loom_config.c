@@ -179,6 +179,11 @@ static const struct key *find_key(const char *name)
 	return NULL;
 }
 
+int loom_config_is_key(const char *name)
+{
+	return find_key(name) != NULL;
+}
+
 static const char *type_name(enum ktype t)
 {
 	switch (t) {
@@ -373,15 +378,15 @@ int loom_config_apply_file(struct loom_config *c, const char *path)
 	json_error_t je;
 	char *buf;
 	size_t len;
-	int rc = loom_file_read_bounded(path, LOOM_FILE_MAX_CONFIG, &buf, &len, &c->err);
+	int rc = loom_file_read_input(path, LOOM_FILE_MAX_CONFIG, &buf, &len, &c->err);
 	if (rc)
 		return rc;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	free(buf);
 	if (!root && je.line >= 1)
-		return loom_err_set(&c->err, LOOM_EFORMAT, "%s:%d: %s", path, je.line, je.text);
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s:%d: %s", path, je.line, loom_json_reason(je.text));
 	if (!root)
-		return loom_err_set(&c->err, LOOM_EFORMAT, "%s: %s", path, je.text);
+		return loom_err_set(&c->err, LOOM_EFORMAT, "%s: %s", path, loom_json_reason(je.text));
 	rc = loom_config_apply_json(c, root);
 	json_decref(root);
 	if (rc) {

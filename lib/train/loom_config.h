@@ -147,6 +147,8 @@ int loom_config_names_file(const char *name_or_path);
 int loom_config_apply_sets(struct loom_config *c, const char *kvs);
 /* Apply one key from a string value. */
 int loom_config_set(struct loom_config *c, const char *key, const char *value);
+/* 1 if `name` is a configuration key (lr, steps, ...), else 0. */
+int loom_config_is_key(const char *name);
 
 /* Coherence checks (after all layers are applied).  Fills global_batch
  * when it is 0. */

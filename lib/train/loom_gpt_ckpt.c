@@ -40,7 +40,7 @@ int loom_gpt_ckpt_config(const struct loom_ckpt *ck, struct loom_config *cfg)
 		json_t *o = json_loads(txt, 0, &je);
 		if (!o)
 			return loom_err_set(&cfg->err, LOOM_EFORMAT, "%s/config.json: loom: %s",
-					    loom_ckpt_dir(ck), je.text);
+					    loom_ckpt_dir(ck), loom_json_reason(je.text));
 		rc = loom_config_apply_json(cfg, o);
 		json_decref(o);
 		if (rc)

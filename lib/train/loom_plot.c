@@ -53,7 +53,7 @@ int loom_series_add_json(struct loom_series *s, size_t n, const char *line, size
 	json_t *o = json_loadb(line, len, 0, &je);
 	int added = 0;
 	if (!o)
-		return loom_err_set(&s[0].err, LOOM_EFORMAT, "column %d: %s", je.column, je.text);
+		return loom_err_set(&s[0].err, LOOM_EFORMAT, "column %d: %s", je.column, loom_json_reason(je.text));
 	if (!json_is_object(o)) {
 		json_decref(o);
 		return loom_err_set(&s[0].err, LOOM_EFORMAT, "not a JSON object");

@@ -249,7 +249,7 @@ static int st_validate(struct loom_st *st, struct loom_err *err)
 	if (!st->root)
 		return loom_err_set(err, LOOM_EFORMAT, "%s: bad JSON header at byte %llu: %s",
 				    nm, (unsigned long long)(8 + (je.position > 0 ? je.position - 1 : 0)),
-				    je.text);
+				    loom_json_reason(je.text));
 	if (!json_is_object(st->root))
 		return loom_err_set(err, LOOM_EFORMAT, "%s: header is not a JSON object", nm);
 	const unsigned char *data = st->buf + 8 + hlen;

@@ -197,7 +197,7 @@ int loom_dumpinfo_parse_status(struct loom_dumpinfo *d, const char *json, size_t
 	int rc = 0;
 	if (!root)
 		return loom_err_set(&d->err, LOOM_EFORMAT, "%s: line %d, column %d: %s", src,
-				    je.line, je.column, je.text);
+				    je.line, je.column, loom_json_reason(je.text));
 	json_t *jobs = json_is_object(root) ? json_object_get(root, "jobs") : NULL;
 	if (!json_is_object(jobs)) {
 		rc = loom_err_set(&d->err, LOOM_EFORMAT, "%s: no \"jobs\" object at the top level",

@@ -33,6 +33,12 @@ is needed; with PyTorch, wrap read_frames in an IterableDataset:
                                                        num_workers=2):
         ...
 
+Frames of a squad-features set (loom-squad prepare; version 2) carry their
+features: fr.bert_inputs() is the dict of long tensors BertForQuestionAnswering
+takes (model(**fr.bert_inputs())), fr.tensors() every feature by its name.
+feed_frames runs the loom-feed on PATH, else the one of the checkout or
+installation this file is in (find_feed); feed=PATH names another.
+
 With num_workers=N the DataLoader runs N copies of the dataset; feed_frames
 gives worker k of N every N-th frame (k, k+N, ...), so each batch comes
 once, in the order of one loom-feed (the DataLoader takes the workers'
@@ -46,7 +52,7 @@ numpy).
 
 Command line (what the tests compare with loom-feed --text and loom-cat):
 
-    python3 loom_data.py frames [FILE]      "SEQ EPOCH ROW: ids..." lines
+    python3 loom_data.py frames [FILE]      "SEQ EPOCH ROW: ids... [| FEATURE values]" lines
     python3 loom_data.py ids FILE...        the input_ids of each record
     python3 loom_data.py json FILE...       each record as JSON, like loom-cat
     python3 loom_data.py bin MANIFEST OUT   write_bin: OUT's dtype on stdout
@@ -62,7 +68,7 @@ from collections import namedtuple
 
 __all__ = ["LoomDataError", "Frame", "crc32c", "read_frames", "read_tfrecord",
            "parse_example", "read_ids", "worker_share", "split_frames",
-           "feed_frames", "manifest_shards", "write_bin", "memmap_bin"]
+           "find_feed", "feed_frames", "manifest_shards", "write_bin", "memmap_bin"]
 
 
 class LoomDataError(Exception):
@@ -125,12 +131,35 @@ def _name(f, default):
 # ---- batch frames (formats/batch.md) -----------------------------------------
 
 _HDR = struct.Struct("<4sHHHHIIIQIHHQQII")
-_END, _PAD = 1, 2
+_END, _PAD, _FEATURES = 1, 2, 4
+# feature dtypes of version 2: code -> (bytes, array typecode wanted, signed)
+_FDTYPES = {1: (2, "H"), 2: (4, "I"), 3: (1, "B"), 4: (4, "i"), 5: (8, "q")}
+_PER_TOKEN, _PER_RECORD = 0, 1
+# BertForQuestionAnswering's argument names for the squad-features ones
+_BERT_NAMES = (("input_ids", "input_ids"), ("token_type_ids", "segment_ids"),
+               ("attention_mask", "input_mask"), ("start_positions", "start_positions"),
+               ("end_positions", "end_positions"))
 
 
-class Frame(namedtuple("Frame", "seq epoch rank world batch seq_len pad_id seed ids")):
-    """One micro-batch: `batch` records of `seq_len` (T+1) ids, row-major in
-    `ids` (an array.array).  pad_id is None unless the frame says PAD."""
+def _array(code, width, data):
+    """data (little-endian values of `width` bytes) as an array.array."""
+    a = array.array(code)
+    if a.itemsize != width:  # a platform whose "I"/"i" is not 4 bytes
+        a = array.array({"I": "L", "i": "l"}.get(code, code))
+    a.frombytes(data)
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a
+
+
+class Frame(namedtuple("Frame", "seq epoch rank world batch seq_len pad_id seed ids features",
+                       defaults=(None,))):
+    """One micro-batch: `batch` records of `seq_len` ids, row-major in `ids`
+    (an array.array); pad_id is None unless the frame says PAD.  A token
+    frame (version 1) has seq_len T+1 ids a record and features None; a
+    frame with features (version 2: a squad-features set, formats/batch.md)
+    has seq_len tokens a record and features {name: (per_token, length,
+    array of batch x length values)} in the frame's order."""
 
     __slots__ = ()
 
@@ -139,14 +168,101 @@ class Frame(namedtuple("Frame", "seq epoch rank world batch seq_len pad_id seed 
         n = self.seq_len
         return [self.ids[i * n:(i + 1) * n].tolist() for i in range(self.batch)]
 
+    def feature(self, name):
+        """Feature `name` as rows: a list of `batch` lists (per-token, or
+        per-record of several values), or of `batch` ints (per-record of
+        one value, as start_positions).  KeyError if the frame lacks it."""
+        per_token, n, vals = (self.features or {})[name]
+        rows = [vals[i * n:(i + 1) * n].tolist() for i in range(self.batch)]
+        return rows if per_token or n > 1 else [r[0] for r in rows]
+
+    def tensors(self, make=None):
+        """{"input_ids": rows, each feature: its rows} made into tensors by
+        make(rows) (default: torch.tensor(rows, dtype=torch.long))."""
+        make = make or _torch_long
+        out = {"input_ids": make(self.rows())}
+        for name in self.features or {}:
+            out[name] = make(self.feature(name))
+        return out
+
+    def bert_inputs(self, make=None):
+        """The tensors of a squad-features frame under the argument names of
+        HuggingFace's BertForQuestionAnswering (input_ids, token_type_ids,
+        attention_mask, start_positions, end_positions): model(**inputs)."""
+        if not self.features:
+            raise LoomDataError("frame %d: a token frame (version 1) has no BERT features"
+                                % self.seq)
+        make = make or _torch_long
+        missing = [ours for _, ours in _BERT_NAMES[1:] if ours not in self.features]
+        if missing:
+            raise LoomDataError("frame %d: no feature %s" % (self.seq, ", ".join(missing)))
+        return {hf: make(self.rows() if ours == "input_ids" else self.feature(ours))
+                for hf, ours in _BERT_NAMES}
+
+
+def _torch_long(rows):
+    import torch
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def _features(payload, batch, seq_len, width, where):
+    """A version-2 payload -> (ids bytes, {name: (per_token, length, array)}),
+    checked as formats/batch.md says (LoomDataError naming the frame)."""
+    if len(payload) < 8:
+        raise LoomDataError("%s: no room for a feature table" % where)
+    nf, esize, reserved = struct.unpack_from("<HHI", payload)
+    if esize != 32 or reserved or not 1 <= nf <= 64 or 8 + 32 * nf > len(payload):
+        raise LoomDataError("%s: bad feature table: %d features of %d bytes, reserved %d"
+                            % (where, nf, esize, reserved))
+    table, names = [], set()
+    for k in range(nf):
+        e = payload[8 + 32 * k:8 + 32 * (k + 1)]
+        raw, shape, dtype, res2, length = struct.unpack("<24sBBHI", e)
+        name = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        what = None
+        if b"\0" not in raw or not name:
+            what = "name not NUL-terminated or empty"
+        elif shape not in (_PER_TOKEN, _PER_RECORD) or res2:
+            what = "unknown shape or reserved bytes not 0"
+        elif dtype not in _FDTYPES:
+            what = "unknown dtype"
+        elif (length != seq_len) if shape == _PER_TOKEN else not 1 <= length <= 65535:
+            what = "length does not fit its shape"
+        elif name in names:
+            what = "name repeats"
+        if what:
+            raise LoomDataError('%s: feature %d "%s": %s (shape %d, dtype %d, length %d)'
+                                % (where, k, name, what, shape, dtype, length))
+        names.add(name)
+        table.append((name, shape == _PER_TOKEN, dtype, length))
+    pad8 = lambda n: (n + 7) & ~7  # noqa: E731
+    off = 8 + 32 * nf
+    ids = payload[off:off + batch * seq_len * width]
+    need = pad8(off + batch * seq_len * width)
+    at = need
+    for _, _, dtype, length in table:
+        need += pad8(batch * length * _FDTYPES[dtype][0])
+    if need != len(payload):
+        raise LoomDataError("%s: payload_bytes %d, the feature table needs %d"
+                            % (where, len(payload), need))
+    feats = {}
+    for name, per_token, dtype, length in table:
+        w, code = _FDTYPES[dtype]
+        n = batch * length * w
+        feats[name] = (per_token, length, _array(code, w, payload[at:at + n]))
+        at = pad8(at + n)
+    return ids, feats
+
 
 def read_frames(f, name=None, verify=True):
     """Yield the data frames of a loom-feed stream read from binary file
     object `f` (e.g. sys.stdin.buffer or a Popen's stdout), checking the
     stream rules of formats/batch.md; stops after the end-of-stream frame.
+    Token frames (version 1) and frames with features (version 2, from a
+    squad-features manifest: Frame.features, .tensors(), .bert_inputs()).
     verify=False skips the payload CRC (the header CRC is always checked)."""
     name = name or _name(f, "stream")
-    off, k, shape, next_seq = 0, 0, None, None
+    off, k, shape, next_seq, stream_version = 0, 0, None, None, None
     while True:
         where = "%s: frame %d at byte %d" % (name, k, off)
         h = _read_exact(f, 64)
@@ -159,14 +275,15 @@ def read_frames(f, name=None, verify=True):
          rank, world, nbytes, seed, pcrc, hcrc) = _HDR.unpack(h)
         if magic != b"LMBF":
             raise LoomDataError("%s: bad magic %r (not a loom batch frame)" % (where, magic))
-        if version != 1 or hsize != 64:
-            raise LoomDataError("%s: version %d, header size %d (want 1, 64)"
+        if version not in (1, 2) or hsize != 64:
+            raise LoomDataError("%s: version %d, header size %d (want 1 or 2, 64)"
                                 % (where, version, hsize))
         c = crc32c(h[:60])
         if c != hcrc:
             raise LoomDataError("%s: header checksum mismatch (stored %08x, computed %08x)"
                                 % (where, hcrc, c))
-        if dtype not in (1, 2) or flags & ~(_END | _PAD):
+        known = _END | _PAD | (_FEATURES if version == 2 else 0)
+        if dtype not in (1, 2) or flags & ~known:
             raise LoomDataError("%s: unknown dtype %d or flags %#x" % (where, dtype, flags))
         if rank >= world:
             raise LoomDataError("%s: rank %d is not below world %d" % (where, rank, world))
@@ -180,9 +297,15 @@ def read_frames(f, name=None, verify=True):
             if f.read(1):
                 raise LoomDataError("%s: data after the end-of-stream frame" % where)
             return
+        if version == 2 and not flags & _FEATURES:
+            raise LoomDataError("%s: a version-2 frame without features (flag FEATURES): "
+                                "token frames are version 1" % where)
+        if stream_version is not None and version != stream_version:
+            raise LoomDataError("%s: version %d frame in a stream of version %d frames"
+                                % (where, version, stream_version))
         width = 2 if dtype == 1 else 4
         if batch < 1 or seq_len < 2 or batch * seq_len > 1 << 28 or \
-                nbytes != batch * seq_len * width:
+                (nbytes != batch * seq_len * width if version == 1 else nbytes > 1 << 31):
             raise LoomDataError("%s: bad shape %d x %d with %d payload bytes"
                                 % (where, batch, seq_len, nbytes))
         if shape is None:
@@ -202,17 +325,16 @@ def read_frames(f, name=None, verify=True):
             if c != pcrc:
                 raise LoomDataError("%s: payload checksum mismatch (stored %08x, computed %08x)"
                                     % (where, pcrc, c))
-        ids = array.array("H" if width == 2 else "I")
-        if ids.itemsize != width:
-            ids = array.array("L" if width == 4 else "H")
-        ids.frombytes(payload)
-        if sys.byteorder != "little":
-            ids.byteswap()
+        feats = None
+        if version == 2:
+            payload, feats = _features(payload, batch, seq_len, width, where)
+        ids = _array("H" if width == 2 else "I", width, payload)
         yield Frame(seq, epoch, rank, world, batch, seq_len,
-                    pad_id if flags & _PAD else None, seed, ids)
+                    pad_id if flags & _PAD else None, seed, ids, feats)
         off += 64 + nbytes
         k += 1
         next_seq = seq + 1
+        stream_version = version
 
 
 # ---- TFRecord (formats/tfrecord.md) ------------------------------------------
@@ -407,10 +529,31 @@ def split_frames(frames, share=None):
             yield fr
 
 
-def feed_frames(feed_args, share=None, feed="loom-feed"):
-    """Run `feed -q *feed_args` and yield this worker's share of its frames
-    (split_frames); the process is ended when the generator is closed
-    early, and waited for when its stream has ended."""
+def find_feed():
+    """The loom-feed to run: the one on PATH, else the one of the loom this
+    file belongs to: build/bin/loom-feed of its checkout (share/python/ ->
+    ../../build/bin) or bin/loom-feed of its installation
+    (share/loom/python/ -> ../../../bin).  LoomDataError when none is."""
+    import shutil
+    found = shutil.which("loom-feed")
+    if found:
+        return found
+    here = os.path.dirname(os.path.realpath(__file__))
+    tried = [os.path.join(here, "..", "..", "build", "bin", "loom-feed"),
+             os.path.join(here, "..", "..", "..", "bin", "loom-feed")]
+    for p in tried:
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.normpath(p)
+    raise LoomDataError("loom-feed is not on PATH, nor at %s: build loom (make) or give "
+                        "feed=PATH" % " or ".join(os.path.normpath(p) for p in tried))
+
+
+def feed_frames(feed_args, share=None, feed=None):
+    """Run `feed -q *feed_args` (feed: a path or name; default find_feed())
+    and yield this worker's share of its frames (split_frames); the process
+    is ended when the generator is closed early, and waited for when its
+    stream has ended."""
+    feed = feed or find_feed()
     ended = False
     with subprocess.Popen([feed, "-q", *feed_args], stdout=subprocess.PIPE) as p:
         try:
@@ -493,8 +636,12 @@ def _main(argv):
         if argv[1] == "frames":
             f = _open(argv[2]) if len(argv) > 2 else sys.stdin.buffer
             for fr in read_frames(f, argv[2] if len(argv) > 2 else "stdin"):
+                feats = [(n, fr.feature(n)) for n in fr.features or {}]
                 for r, row in enumerate(fr.rows()):
-                    out.write("%d %d %d: %s\n" % (fr.seq, fr.epoch, r, " ".join(map(str, row))))
+                    extra = "".join(" | %s %s" % (n, " ".join(map(str, v[r])) if isinstance(
+                        v[r], list) else v[r]) for n, v in feats)
+                    out.write("%d %d %d: %s%s\n" % (fr.seq, fr.epoch, r, " ".join(map(str, row)),
+                                                    extra))
         elif argv[1] == "bin":
             out.write(write_bin(argv[2], argv[3]) + "\n")
         elif argv[1] == "ids":
