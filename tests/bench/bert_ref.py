@@ -11,7 +11,15 @@ largest absolute differences (tests/bench/bert-ref.sh).
 bert_ref.py step PRESET B T STEPS: times fp32 training steps of the same
 model (dropout 0.1, QA loss, AdamW with decay off for LayerNorms and
 biases) on torch's threads (tests/bench/bert-step.sh); prints the best and
-median step in ms."""
+median step in ms.
+
+bert_ref.py predict DIR FEATURES.jsonl MODE THREADS: times fp32 inference
+of the checkpoint in DIR on SQuAD features (loom-cat's JSON lines of
+loom-squad prepare's records) with torch's own fused ops (F.linear,
+F.layer_norm, F.gelu), as a PyTorch user predicts: MODE "padded" runs
+batches of 8 features padded to their --seq (run_squad.py's
+predict_batch_size), "real" one feature at a time cut to its real length
+(dynamic padding); prints features_per_s (tests/bench/squad-varlen.sh)."""
 import json
 import math
 import statistics
@@ -174,8 +182,64 @@ def step(preset, B, T, steps):
         min(times), statistics.median(times), B * T / (min(times) * 1e-3)))
 
 
+def fast_forward(cfg, W, ids, seg, mask):
+    B, T = ids.shape
+    C, NH, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
+    hs = C // NH
+    e = "bert.embeddings."
+    x = (W[e + "word_embeddings.weight"][ids] + W[e + "token_type_embeddings.weight"][seg]
+         + W[e + "position_embeddings.weight"][:T][None])
+    h = F.layer_norm(x, (C,), W[e + "LayerNorm.weight"], W[e + "LayerNorm.bias"], eps)
+    ext = (1.0 - mask.float())[:, None, None, :] * torch.finfo(torch.float32).min
+    for i in range(cfg["num_hidden_layers"]):
+        p = "bert.encoder.layer.%d." % i
+
+        def proj(t, n):
+            return F.linear(t, W[p + n + ".weight"], W[p + n + ".bias"])
+
+        def heads(t):
+            return t.view(B, T, NH, hs).transpose(1, 2)
+
+        q, k, v = (heads(proj(h, "attention.self." + n)) for n in ("query", "key", "value"))
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hs) + ext, dim=-1)
+        ctx = (att @ v).transpose(1, 2).reshape(B, T, C)
+        a = F.layer_norm(proj(ctx, "attention.output.dense") + h, (C,),
+                         W[p + "attention.output.LayerNorm.weight"],
+                         W[p + "attention.output.LayerNorm.bias"], eps)
+        h = F.layer_norm(proj(F.gelu(proj(a, "intermediate.dense")), "output.dense") + a, (C,),
+                         W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
+    return F.linear(h, W["qa_outputs.weight"], W["qa_outputs.bias"])
+
+
+def predict(d, features, mode):
+    with open(d + "/config.json") as f:
+        cfg = json.load(f)
+    W = {k: v.float() for k, v in load_safetensors(d + "/model.safetensors").items()}
+    W = {k[5:] if k.startswith("bert.bert.") else k: v for k, v in W.items()}
+    feats = [json.loads(l) for l in open(features)]
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        if mode == "padded":
+            for i in range(0, len(feats), 8):
+                fs = feats[i:i + 8]
+                def col(k):
+                    return torch.tensor([f[k] for f in fs], dtype=torch.long)
+                fast_forward(cfg, W, col("input_ids"), col("segment_ids"), col("input_mask"))
+        else:
+            for f in feats:
+                n = sum(f["input_mask"])
+                def col(k):
+                    return torch.tensor([f[k][:n]], dtype=torch.long)
+                fast_forward(cfg, W, col("input_ids"), col("segment_ids"), col("input_mask"))
+    s = time.perf_counter() - t0
+    print("features %d seconds %.2f features_per_s %.3f" % (len(feats), s, len(feats) / s))
+
+
 if sys.argv[1] == "check":
     check(sys.argv[2], sys.argv[3])
+elif sys.argv[1] == "predict":
+    torch.set_num_threads(int(sys.argv[5]))
+    predict(sys.argv[2], sys.argv[3], sys.argv[4])
 else:
     torch.set_num_threads(int(sys.argv[6]) if len(sys.argv) > 6 else 2)
     step(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
