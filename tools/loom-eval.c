@@ -26,7 +26,9 @@
 #include "loom_blas.h"
 #include "loom_bpe.h"
 #include "loom_ckpt.h"
+#include "loom_eval.h"
 #include "loom_file.h"
+#include "loom_generate.h"
 #include "loom_rigl.h"
 #include "loom_safetensors.h"
 #include "loom_sample.h"
@@ -166,8 +168,8 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int32_t *in = NULL, *tg = NULL;
-	double nll = 0, t0 = loom_now();
-	int64_t ntok = 0, ncorr = 0;
+	double t0 = loom_now();
+	struct loom_eval_sums sum = { 0 };
 	uint64_t frames = 0;
 	int rc;
 	while (frames < max_frames && (rc = loom_batch_read(r, &h, &tok)) == 1) {
@@ -188,30 +190,22 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			if (!in || !tg)
 				cli_die("out of memory");
 		}
-		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
-		if (h.flags & LOOM_BATCH_F_PAD)
-			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
 		char msg[160];
 		if (loom_threads_adapt(&pool, "frame", frames, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
-		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
+		if (loom_eval_gpt(m.g, &h, tok, T, in, tg, &sum) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
-		double a;
-		int64_t b, c;
-		loom_gpt_eval_counts(m.g, &a, &b, &c);
-		nll += a;
-		ntok += b;
-		ncorr += c;
 		frames++;
 	}
 	if (frames < max_frames && rc < 0)
 		cli_die("%s", loom_batch_reader_error(r));
 	if (frames == 0)
 		cli_die("stdin: no batch frames to evaluate");
+	int64_t ntok = sum.n;
 	if (ntok == 0)
 		cli_die("stdin: every target is padding: nothing to evaluate");
-	double loss = nll / (double)ntok;
+	double loss = sum.nll / (double)ntok;
 	if (!isfinite(loss))
 		cli_die("%s: the loss is not finite (%g): the checkpoint's weights overflow on "
 			"these frames", loom_ckpt_dir(m.ck), loss);
@@ -219,7 +213,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			      "checkpoint", loom_ckpt_dir(m.ck),
 			      "step", (json_int_t)loom_ckpt_state(m.ck)->step,
 			      "loss", loss, "perplexity", exp(loss),
-			      "accuracy", (double)ncorr / (double)ntok,
+			      "accuracy", (double)sum.correct / (double)ntok,
 			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
 			      "seconds", round((loom_now() - t0) * 1000) / 1000);
 	json_t *sp = j ? sparsity_json(&m) : NULL;
@@ -291,14 +285,11 @@ static int do_generate(const struct gen_opts *o)
 			cli_die("--prompt: token %u (position %zu) is outside the model's vocabulary "
 				"of %d ids: is the vocabulary the one the model was trained with?",
 				ids.v[i], i, V);
-	if (loom_ids_reserve(&ids, o->n) < 0)
-		cli_die("out of memory");
 	/* never an id the tokenizer lacks (loom_sample.h) */
-	struct loom_sampler smp;
-	if (loom_sampler_init(&smp, m.g, v, (float)o->temperature, (int)o->top_k, o->seed))
-		cli_die("out of memory");
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
+	struct loom_generate x;
+	if (loom_generate_init(&x, m.g, v, ids.v, ids.n, o->n, (float)o->temperature,
+			       (int)o->top_k, o->seed))
+		cli_die("%s", x.err.msg);
 	if (!o->no_prompt && o->prompt) {
 		out_bytes((const uint8_t *)prompt, strlen(prompt));
 		fflush(stdout);
@@ -307,18 +298,14 @@ static int do_generate(const struct gen_opts *o)
 		char msg[160];
 		if (loom_threads_adapt(&pool, "token", k, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg);
-		int t = loom_sampler_next(&smp, ids.v, ids.n);
+		int t = loom_generate_next(&x);
 		if (t < 0)
-			cli_die("%s", loom_gpt_error(m.g));
+			cli_die("%s", x.err.msg);
 		if (!o->no_stop && (uint32_t)t == v->eot)
 			break;
-		ids.v[ids.n++] = (uint32_t)t;
-		uint32_t id = (uint32_t)t;
-		len = 0;
-		if (loom_bpe_decode(e, &id, 1, ids.n - 1, &buf, &len, &cap) < 0)
-			cli_die("token %u is not in the vocabulary '%s': %s", id, spec,
-				loom_bpe_error(e));
-		out_bytes(buf, len);
+		if (loom_generate_decode(&x, x.ids.n - 1) < 0)
+			cli_die("token %d is not in the vocabulary '%s': %s", t, spec, x.err.msg);
+		out_bytes(x.buf, x.len);
 		fflush(stdout);
 	}
 	out_bytes((const uint8_t *)"\n", 1);
@@ -327,8 +314,7 @@ static int do_generate(const struct gen_opts *o)
 			exit(0);
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	}
-	free(buf);
-	loom_sampler_release(&smp);
+	loom_generate_release(&x);
 	loom_ids_release(&ids);
 	loom_bpe_free(e);
 	loom_vocab_free(v);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_bert.h"
+#include "loom_batch.h"
 #include "loom_config.h"
 #include "loom_kernels.h"
 
@@ -758,4 +759,100 @@ int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask,
 				ids[i] = (int32_t)(loom_splitmix64(h2) % (uint64_t)V);
 		}
 	return chosen;
+}
+
+int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_bert_rows *x,
+		   struct loom_bert_batch *bb, struct loom_err *err)
+{
+	int B = (int)h->batch, T = c->seq_len, rec = (int)h->seq_len;
+	size_t N = (size_t)B * T, need = 4 * N + 2 * (size_t)B;
+	if (need > x->cap) {
+		free(x->ids);
+		if (!(x->ids = malloc(sizeof(int32_t) * need))) {
+			x->cap = 0;
+			return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		}
+		x->cap = need;
+	}
+	x->seg = x->ids + N;
+	x->mask = x->seg + N;
+	x->labels = x->mask + N;
+	x->start = x->labels + N;
+	x->end = x->start + B;
+	*bb = (struct loom_bert_batch){ .input_ids = x->ids, .input_mask = x->mask };
+	if (c->task == LOOM_TASK_MLM) {
+		int n_in = T - 2, pad = (h->flags & LOOM_BATCH_F_PAD) != 0;
+		for (int r = 0; r < B; r++) {
+			const uint32_t *in = tok + (size_t)r * rec;
+			int32_t *row = x->ids + (size_t)r * T, *m = x->mask + (size_t)r * T;
+			int n = 0;
+			while (n < n_in && !(pad && in[n] == h->pad_id))
+				n++;
+			row[0] = c->cls_id;
+			for (int i = 0; i < n; i++)
+				row[1 + i] = (int32_t)in[i];
+			row[n + 1] = c->sep_id;
+			for (int i = 0; i < T; i++) {
+				m[i] = i < n + 2;
+				if (i >= n + 2)
+					row[i] = c->pad_token_id;
+			}
+		}
+		for (int r = 0; r < B; r++) {
+			uint64_t row = h->seq * ((uint64_t)B * h->world) + (uint64_t)h->rank * B +
+				       (uint64_t)r;
+			loom_bert_mlm_mask(x->ids + (size_t)r * T, x->labels + (size_t)r * T,
+					   x->mask + (size_t)r * T, 1, T, c->vocab_size, c->cls_id,
+					   c->sep_id, c->mask_id,
+					   loom_splitmix64(c->seed ^ 0x6d6c6d6d61736bull ^
+							   loom_splitmix64(row)));
+		}
+		bb->mlm_labels = x->labels;
+		return 0;
+	}
+	static const char *const names[4] = { "segment_ids", "input_mask", "start_positions",
+					      "end_positions" };
+	int32_t *dst[4] = { x->seg, x->mask, x->start, x->end };
+	const struct loom_batch_feature *ft;
+	size_t nf;
+	loom_batch_reader_features(r, &ft, &nf);
+	if (!nf)
+		return loom_err_set(err, LOOM_EFORMAT, "token frames (version 1), but task=squad "
+				    "reads the features of loom-squad prepare (loom-feed --manifest "
+				    "PREFIX.manifest.json)");
+	for (int k = 0; k < 4; k++) {
+		size_t j = 0;
+		while (j < nf && strcmp(ft[j].name, names[k]))
+			j++;
+		if (j == nf)
+			return loom_err_set(err, LOOM_EFORMAT, "no feature \"%s\": task=squad reads "
+					    "the features of loom-squad prepare", names[k]);
+		int per_token = k < 2;
+		if (ft[j].shape != (per_token ? LOOM_BATCH_PER_TOKEN : LOOM_BATCH_PER_RECORD) ||
+		    (int)ft[j].length != (per_token ? rec : 1))
+			return loom_err_set(err, LOOM_EFORMAT, "feature \"%s\" is not %s", names[k],
+					    per_token ? "per-token" : "one value per record");
+		const int64_t *v = loom_batch_reader_values(r, j);
+		size_t n = per_token ? N : (size_t)B;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i] < INT32_MIN || v[i] > INT32_MAX)
+				return loom_err_set(err, LOOM_ERANGE, "feature \"%s\": value %lld "
+						    "(record %zu) is outside int32", names[k],
+						    (long long)v[i], per_token ? i / T : i);
+			dst[k][i] = (int32_t)v[i];
+		}
+	}
+	for (size_t i = 0; i < N; i++)
+		x->ids[i] = (int32_t)tok[i];
+	bb->segment_ids = x->seg;
+	bb->start_positions = x->start;
+	bb->end_positions = x->end;
+	return 0;
+}
+
+void loom_bert_rows_release(struct loom_bert_rows *x)
+{
+	free(x->ids);
+	memset(x, 0, sizeof *x);
 }

@@ -156,6 +156,34 @@ struct loom_bert_batch {
 	const int32_t *mlm_labels;
 };
 
+/* A frame as a BERT batch (loom_bert_rows), grown as needed; free with
+ * loom_bert_rows_release. */
+struct loom_bert_rows {
+	size_t cap;             /* int32s allocated at ids */
+	int32_t *ids, *seg, *mask, *start, *end, *labels;
+};
+struct loom_config;
+struct loom_batch_hdr;
+struct loom_batch_reader;
+/* The frame (h, tok; r its reader, for the features) as the rows of *bb
+ * (pointing into x) at c's seq_len T.
+ * task=squad: the frame's ids and its segment_ids, input_mask,
+ * start_positions and end_positions (formats/squad-features.md), as
+ * they are.
+ * task=mlm: row r is [CLS], the first T-2 tokens of record r (up to its
+ * padding), [SEP], then pad_token_id (input_mask 0); 15% of its tokens
+ * but [CLS] and [SEP] (those the record holds between documents
+ * included) masked 80/10/10 by loom_bert_mlm_mask, keyed by the seed and
+ * the record's place in the stream (the frame's global batch number and
+ * its row of that global batch): the same masks however the global batch
+ * is split over ranks, and after a resume.
+ * LOOM_EFORMAT (features missing or of the wrong shape) or LOOM_ENOMEM,
+ * the message (without the frame's name) in err. */
+int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_bert_rows *x,
+		   struct loom_bert_batch *bb, struct loom_err *err);
+void loom_bert_rows_release(struct loom_bert_rows *x);
+
 /* The parameter table of a model of cfg (HF names, shapes, offsets, as
  * above) into t[loom_bert_n_tensors(cfg)]; returns the parameter count. */
 int loom_bert_n_tensors(const struct loom_bert_config *cfg);

@@ -1,0 +1,62 @@
+/*
+ * loom_eval.h - held-out evaluation: the frames of a file or a loom-shard
+ * manifest (read in stream order, one pass), and one frame's loss sums of
+ * a GPT, shared by loom-train's --eval-data (lib/train/loom_trainer.h)
+ * and loom-eval.
+ *
+ * Ownership: loom_eval_open() / loom_eval_close() own the reader, the feed
+ * and the descriptor.  Errors: a negative LOOM_E* code, the message in
+ * the struct loom_err passed in.  Nothing prints.  Thread-safety: one
+ * source per thread.
+ */
+#ifndef LOOM_EVAL_H
+#define LOOM_EVAL_H
+
+#include <stdint.h>
+
+#include "loom_batch.h"
+#include "loom_common.h"
+
+struct loom_gpt;
+struct loom_feed;
+
+/* An evaluation's sums: loss x count, count (tokens, rows or masked
+ * tokens) and the count predicted right. */
+struct loom_eval_sums {
+	double nll;
+	int64_t n, correct;
+};
+
+/* Batch frames from a file, or a loom-shard manifest (told by content: a
+ * JSON object) whose shards loom_feed reads in stream order, one pass,
+ * its own sequence from 0, `batch` records of `rec` tokens a frame (a
+ * last partial batch left out; features: a squad-features manifest, its
+ * own record length); at most max_frames frames (0: all). */
+struct loom_eval_src {
+	const char *path;
+	int fd;
+	struct loom_batch_reader *r; /* frames: over fd; manifest: this frame */
+	struct loom_feed *feed;
+	uint64_t frames, max_frames;
+	int features;
+};
+
+/* batch = 0: only open and check the manifest's shards */
+int loom_eval_open(struct loom_eval_src *e, const char *path, uint32_t batch, uint32_t rec,
+		   int features, uint64_t max_frames, struct loom_err *err);
+/* The next frame: 1 (h, tok), 0 at the end (or max_frames), or an error. */
+int loom_eval_next(struct loom_eval_src *e, struct loom_batch_hdr *h, const uint32_t **tok,
+		   struct loom_err *err);
+void loom_eval_close(struct loom_eval_src *e);
+/* Check path once: every frame of a file read (a truncated or corrupt
+ * file is found before training), or every shard of a manifest opened
+ * and checked.  The records' length (T+1) into *rec. */
+int loom_eval_check(const char *path, int features, int *rec, struct loom_err *err);
+
+/* A GPT's forward on a frame of records of T+1 (or more) tokens: T inputs
+ * and their next-token targets (padding masked) in in/tg (B x T each),
+ * the loss sums added to *s.  The message in loom_gpt_error(g). */
+int loom_eval_gpt(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
+		  int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s);
+
+#endif

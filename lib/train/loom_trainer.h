@@ -1,0 +1,210 @@
+/*
+ * loom_trainer.h - the training engine of loom-train: a GPT (lib/train/
+ * loom_gpt.h) or a BERT (lib/train/loom_bert.h) behind one model
+ * interface, its configuration layered from presets, files, a checkpoint
+ * and --set with the provenance of the keys the data decides, the
+ * build/--resume/--init-from ladder, a micro-batch's forward and backward
+ * on a batch frame, held-out evaluation (lib/train/loom_eval.h) and
+ * checkpoints (lib/train/loom_ckpt.h) with where the stream stands.
+ *
+ * The loop itself (reading frames, the data-parallel agreement, the
+ * optimizer step over the ranks, reporting) is the caller's, as in llm.c's
+ * train_gpt2.c: tools/loom-train.c calls loom_trainer_micro() for each
+ * micro-batch and steps the model through the data-parallel layer, which
+ * it hands to the trainer as hooks (struct loom_trainer_hooks) for
+ * attaching the model and gathering or sharding checkpoints.
+ *
+ * Ownership: loom_trainer_init() / loom_trainer_release() own the model,
+ * the vocabulary and the buffers; checkpoints passed in are the caller's
+ * unless said.  Errors: a negative LOOM_E* code, the message in t->err
+ * (t->usage set when it is a usage error: a configuration the caller
+ * gave that cannot work).  Nothing prints: lines for people go through
+ * hooks.say.  Thread-safety: one trainer per thread.
+ */
+#ifndef LOOM_TRAINER_H
+#define LOOM_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom_batch.h"
+#include "loom_ckpt.h"
+#include "loom_common.h"
+#include "loom_config.h"
+#include "loom_eval.h"
+#include "loom_gpt.h"
+
+struct loom_bert;
+struct loom_vocab;
+struct loom_trainer;
+struct loom_threads;
+
+/* The data-parallel layer as the caller runs it (every member may be
+ * NULL/0: one process).  The hooks report their own failures (they stop
+ * the job); say prints a line for people. */
+struct loom_trainer_hooks {
+	void *ctx;
+	int rank;               /* this process's rank */
+	/* 1 under sharding=weights over several ranks */
+	int (*shards_weights)(void *ctx);
+	/* share the model (the trainer's g or b) with the other ranks,
+	 * before the first step */
+	void (*attach)(void *ctx);
+	/* around a save: 1 on the rank that writes (the moments gathered) */
+	int (*save_begin)(void *ctx);
+	void (*save_end)(void *ctx);
+	/* shards_weights: every rank writes its part of s; its directory in path */
+	void (*save_part)(void *ctx, const struct loom_ckpt_save *s, char *path, size_t n);
+	/* shards_weights: this rank's chunks of the weights (and moments) */
+	void (*load_part)(void *ctx, struct loom_ckpt *ck, const struct loom_ckpt_tensor *tp,
+			  size_t n, int optimizer);
+	/* the optimizer step over the ranks; *lsum becomes the mean over ranks */
+	void (*step)(void *ctx, float lr, int64_t t, float *norm, double *lsum);
+	void (*say)(void *ctx, const char *line);
+};
+
+/* Where micro_batch, seq_len and vocab_size came from.  A value only a
+ * preset (or the defaults) gave is replaced by the data's (micro_batch and
+ * seq_len, from the first frame); one the user gave (--set, a config file,
+ * the checkpoint) must agree with the data, and a refusal names where to
+ * change it. */
+enum { LOOM_O_MB, LOOM_O_SL, LOOM_O_VS, LOOM_N_ORIGIN };
+struct loom_origins {
+	char src[LOOM_N_ORIGIN][96];	/* "" = a preset or the defaults */
+	char preset[96];		/* "preset 'tiny'", for messages */
+	int saved[LOOM_N_ORIGIN];
+};
+
+/* What the caller asked for: the configuration layers and the checkpoints. */
+struct loom_trainer_opts {
+	const char *config;     /* preset or JSON file (NULL: tiny, or --resume's) */
+	char **sets;            /* --set K=V,... in order */
+	int nsets;
+	const char *resume, *init_from;
+	int have_steps, have_seed, recompute;
+	uint64_t steps, seed;
+	const char *save_dir;   /* NULL: save nothing */
+	unsigned keep;
+	int verbose, quiet;
+};
+
+/* A frame as read: header, ids, the reader (its features) and where it
+ * came from, for messages. */
+struct loom_frame {
+	const struct loom_batch_hdr *h;
+	const uint32_t *tok;
+	struct loom_batch_reader *r;
+	const char *src;        /* "stdin", --eval-data's path */
+	uint64_t n;             /* frame number in src */
+};
+
+/* The model interface: what the trainer asks of a model (GPT or BERT). */
+struct loom_model_ops {
+	size_t (*n_params)(const struct loom_trainer *t);
+	/* memory plan (bytes) at the config's micro_batch x seq_len */
+	void (*plan)(const struct loom_config *c, int recompute, struct loom_gpt_mem *m);
+	void (*begin_step)(struct loom_trainer *t);      /* before step t->step + 1 */
+	/* forward + backward of scale x the frame's loss (*loss) */
+	int (*micro)(struct loom_trainer *t, const struct loom_frame *f, uint64_t key, float scale,
+		     float *loss);
+	/* forward of an evaluation frame, added to *s */
+	int (*eval)(struct loom_trainer *t, const struct loom_frame *f, struct loom_eval_sums *s);
+	/* the AdamW step t at lr (one process), the gradient norm in *norm */
+	void (*step)(struct loom_trainer *t, float lr, int64_t step, float *norm);
+	/* weights (with_optimizer: and moments) from ck */
+	int (*load)(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer);
+	/* a checkpoint's architecture in s: its arch, HuggingFace config (hf,
+	 * the GPT's) and side file (sc, the GPT's sparsity masks; released
+	 * after the write) */
+	int (*ckpt)(struct loom_trainer *t, struct loom_ckpt_save *s, struct loom_gpt_hf *hf,
+		    struct loom_gpt_sidecar *sc);
+};
+extern const struct loom_model_ops loom_gpt_ops, loom_bert_ops;
+
+struct loom_trainer {
+	struct loom_config cfg;
+	const struct loom_model_ops *ops;
+	struct loom_gpt *g;     /* model=gpt */
+	struct loom_bert *b;    /* model=bert */
+	struct loom_origins orig;
+	struct loom_trainer_opts o;
+	struct loom_trainer_hooks hk;
+	uint64_t step;          /* optimizer steps done */
+	uint64_t samples, tokens;
+	uint64_t data_seq;      /* next frame seq to consume */
+	uint64_t saved;         /* step of the last checkpoint written + 1 */
+	uint32_t data_epoch;
+	uint64_t data_seed;
+	uint32_t data_batch, data_seq_len, data_world;
+	int read_features;      /* task=squad reads frames with features */
+	struct loom_ckpt_vocab vocab;	/* files[0].name == NULL: none */
+	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
+	int32_t *in, *tg;       /* a micro-batch's inputs and targets (gpt) */
+	size_t cap_in, cap_tg;
+	int32_t *ein, *etg;     /* an evaluation frame's */
+	size_t cap_ein, cap_etg;
+	struct loom_bert_rows *rows; /* model=bert */
+	char saved_path[4096];  /* the last checkpoint written */
+	/* set up by loom_trainer_configure for loom_trainer_settle */
+	struct loom_ckpt *ck;   /* --resume's */
+	struct loom_config named;
+	struct loom_origins named_orig;
+	int usage;              /* the error is a usage error */
+	struct loom_err err;
+};
+
+/* t zeroed, o and hk copied (their strings borrowed). */
+void loom_trainer_init(struct loom_trainer *t, const struct loom_trainer_opts *o,
+		       const struct loom_trainer_hooks *hk);
+void loom_trainer_release(struct loom_trainer *t);
+
+/* The configuration: the checkpoint's (--resume, opened and kept) or
+ * --config's (defaults then preset or file), then --set and the
+ * shorthands (not validated). */
+int loom_trainer_configure(struct loom_trainer *t);
+/* Validated; --resume with --config: the same as the checkpoint's; the
+ * model interface chosen. */
+int loom_trainer_settle(struct loom_trainer *t);
+/* --vocab spec (NULL: the resumed checkpoint's, if any): stored in every
+ * checkpoint; its ids must fit vocab_size. */
+int loom_trainer_load_vocab(struct loom_trainer *t, const char *spec);
+/* The model, its weights from --resume (the state too), --init-from or
+ * the seed, attached to the data-parallel layer. */
+int loom_trainer_build(struct loom_trainer *t);
+
+/* The first frame's B and T+1 against the configuration (frame: its
+ * number in stdin): see struct loom_origins. */
+int loom_trainer_fit_frame(struct loom_trainer *t, int batch, int rec, uint64_t frame);
+/* Every id of a frame must be in the vocabulary (padding aside). */
+int loom_trainer_check_ids(struct loom_trainer *t, const struct loom_batch_hdr *h,
+			   const uint32_t *tok, uint64_t frame);
+/* Forward and backward of micro-batch `micro` of step t->step + 1 (scaled
+ * by 1/grad_accum, dropout keyed per rank), its loss in *loss; the
+ * stream position advances past f. */
+int loom_trainer_micro(struct loom_trainer *t, const struct loom_frame *f, int micro,
+		       float *loss);
+/* The optimizer step t->step + 1 after the step's micro-batches (their
+ * loss sum *lsum, the mean over the ranks after it): the learning rate
+ * of the schedule into *lr, the gradient norm into *norm; samples and
+ * tokens counted over the global batch. */
+void loom_trainer_step(struct loom_trainer *t, double *lsum, float *lr, float *norm);
+/* Write a checkpoint (every rank calls it under data parallelism). */
+int loom_trainer_save(struct loom_trainer *t);
+
+/* Held-out evaluation over every frame of `path` (at most max_frames, 0:
+ * all): the sums of the model's loss and accuracy (GPT: next tokens;
+ * squad: rows whose start and end are both the argmax; mlm: masked
+ * tokens) into *sum; pool (may be NULL) adapts the threads per frame. */
+int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max_frames,
+			  struct loom_threads *pool, struct loom_eval_sums *sum);
+
+/* --log's JSON lines at `path` when resuming at `step`: the lines of
+ * later steps (written by the run that died after its last checkpoint)
+ * dropped, so the log reads as one run (a pipe or device, or no file:
+ * nothing to do). */
+int loom_trainer_trim_log(const char *path, uint64_t step, struct loom_err *err);
+
+/* The memory plan of c (model-neutral, per rank of data_parallel). */
+void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m);
+
+#endif
