@@ -46,7 +46,7 @@ static const char *sharding_name(const struct loom_config *c)
  * fits c's rank count. */
 static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem_name)
 {
-	struct loom_gpt_mem m, mr;
+	struct loom_model_mem m, mr;
 	char b0[32], b1[32], b2[32], fit[256], small[256], rec[96] = "";
 	const char *sh = sharding_name(c);
 	int n = loom_plan_ranks_needed(c, c->recompute, mem, &m), nr;
@@ -100,7 +100,7 @@ static const char *share(int R, uint64_t x, uint64_t whole, char *buf, size_t le
 
 void train_print_dry_run(const struct loom_config *c, uint64_t mem, const char *mem_name)
 {
-	struct loom_gpt_mem m0, m1;
+	struct loom_model_mem m0, m1;
 	char b0[32], b1[48], b3[32], b4[32], kind[64] = "", per[96] = "";
 	uint64_t np = loom_config_n_params(c);
 	int R = c->data_parallel;

@@ -39,33 +39,13 @@ const char *loom_bert_error(const struct loom_bert *b)
 
 int loom_bert_preset(const char *name, int task, struct loom_bert_config *c)
 {
-	static const struct {
-		const char *name;
-		int L, C, NH;
-	} presets[] = { { "bert-tiny", 2, 128, 2 }, { "bert-base", 12, 768, 12 },
-			{ "bert-large", 24, 1024, 16 } };
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		if (strcmp(name, presets[i].name))
-			continue;
-		memset(c, 0, sizeof *c);
-		c->n_layer = presets[i].L;
-		c->hidden = presets[i].C;
-		c->n_head = presets[i].NH;
-		c->intermediate = 4 * presets[i].C;
-		c->vocab_size = 30522;
-		c->max_positions = 512;
-		c->type_vocab_size = 2;
-		c->layer_norm_eps = 1e-12;
-		c->dropout = 0.1;
-		c->attn_dropout = 0.1;
-		c->init_std = 0.02;
-		c->pad_token_id = 0;
-		c->task = task;
-		c->precision = LOOM_PREC_FP32;
-		c->adamw = (struct loom_adamw){ 0.9, 0.999, 1e-6, 0.01, 1.0 };
-		return 0;
-	}
-	return -1;
+	struct loom_config lc;
+	loom_config_defaults(&lc);
+	if (loom_config_apply_preset(&lc, name) || lc.model != LOOM_MODEL_BERT)
+		return LOOM_EINVAL;
+	lc.task = task == LOOM_BERT_MLM ? LOOM_TASK_MLM : LOOM_TASK_SQUAD;
+	loom_bert_config_from(&lc, c);
+	return 0;
 }
 
 int loom_bert_config_check(const struct loom_bert_config *c, struct loom_err *err)
@@ -165,11 +145,7 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	size_t off = loom_bert_table(cfg, b->tensors);
 	b->n_tensors = loom_bert_n_tensors(cfg);
 	b->n_params = off;
-	b->params = loom_model_falloc(off);
-	b->grads = loom_model_falloc(off);
-	b->m = loom_model_falloc(off);
-	b->v = loom_model_falloc(off);
-	if (!b->params || !b->grads || !b->m || !b->v)
+	if (loom_model_store_alloc(off, &b->params, &b->grads, &b->m, &b->v))
 		goto fail;
 	return b;
 fail:
@@ -181,10 +157,7 @@ void loom_bert_free(struct loom_bert *b)
 {
 	if (!b)
 		return;
-	loom_lazy_free(b->params);
-	loom_lazy_free(b->grads);
-	loom_lazy_free(b->m);
-	loom_lazy_free(b->v);
+	loom_model_store_free(b->params, b->grads, b->m, b->v);
 	loom_lazy_free(b->acts);
 	free(b->ids);
 	loom_lazy_free(b->mlm);

@@ -81,10 +81,9 @@ struct loom_bert_config {
 	struct loom_adamw adamw;
 };
 
-/* cfg = the preset `name` ("bert-tiny": 2 layers, 128 wide, 2 heads;
- * "bert-base": 12, 768, 12; "bert-large": 24, 1024, 16; intermediate 4C,
- * vocab 30522, 512 positions, 2 types, dropout 0.1, AdamW 0.9/0.999/1e-6
- * decay 0.01, clip 1.0) for `task`: 0, or -1 for an unknown name. */
+/* cfg = the model of share/presets/NAME.json (a model=bert preset:
+ * bert-tiny, bert-base, bert-large, squad-base, ...; loom_config_apply_preset)
+ * for `task`: 0, or LOOM_EINVAL for a name that is not a BERT preset. */
 int loom_bert_preset(const char *name, int task, struct loom_bert_config *cfg);
 /* The model of a loom-train configuration (model=bert,
  * lib/train/loom_config.h): its keys mapped one to one (n_embd -> hidden,

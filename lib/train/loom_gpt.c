@@ -55,7 +55,7 @@ static int new_sparse(struct loom_gpt *g)
 	g->sp = calloc((size_t)g->L * 4, sizeof *g->sp);
 	g->rl = calloc((size_t)g->L * 4, sizeof *g->rl);
 	if (!g->rigl || !g->sp || !g->rl)
-		return -1;
+		return LOOM_ENOMEM;
 	for (int l = 0; l < g->L; l++)
 		for (int j = 0; j < 4; j++) {
 			g->rl[4 * l + j] = -1;
@@ -67,7 +67,7 @@ static int new_sparse(struct loom_gpt *g)
 					  (int)t->shape[1]) ||
 			    !(g->sp[4 * l + j] = loom_sparse_new((int)t->shape[0], (int)t->shape[1], bs,
 								 &err)))
-				return -1;
+				return LOOM_ENOMEM;
 		}
 	loom_rigl_init_masks(g->rigl, g->cfg.sparsity, g->cfg.seed);
 	loom_gpt_rigl_sync(g);
@@ -107,11 +107,7 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
 	add_tensor(g, &off, "transformer.ln_f.bias", 1, C, 0);
 	g->n_params = off;
-	g->params = loom_model_falloc(off);
-	g->grads = loom_model_falloc(off);
-	g->m = loom_model_falloc(off);
-	g->v = loom_model_falloc(off);
-	if (!g->params || !g->grads || !g->m || !g->v)
+	if (loom_model_store_alloc(off, &g->params, &g->grads, &g->m, &g->v))
 		goto fail;
 	if (cfg->sparsity > 0 && new_sparse(g))
 		goto fail;
@@ -125,10 +121,7 @@ void loom_gpt_free(struct loom_gpt *g)
 {
 	if (!g)
 		return;
-	loom_lazy_free(g->params);
-	loom_lazy_free(g->grads);
-	loom_lazy_free(g->m);
-	loom_lazy_free(g->v);
+	loom_model_store_free(g->params, g->grads, g->m, g->v);
 	loom_lazy_free(g->acts);
 	free(g->inputs);
 	free(g->targets);
@@ -366,7 +359,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 }
 
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
-			  struct loom_gpt_mem *m)
+			  struct loom_model_mem *m)
 {
 	float *glob[8];
 	struct loom_config c = *cfg;

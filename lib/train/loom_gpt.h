@@ -276,16 +276,8 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
  * sharding=weights: 1/N of weights, gradients and moments, plus the
  * gathered buffers (full copies of the layers in use) and the embedding
  * output's own activation slot. */
-struct loom_gpt_mem {
-	uint64_t params, grads, adam, acts, total;
-	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
-	uint64_t gshard;        /* sharding=optimizer, N > 1: the gradient shard */
-	uint64_t gathered;      /* sharding=weights, N > 1: gathered layer buffers */
-	int gathered_head;      /* 1: their largest set is the LM head's (embeddings'
-				   params and grads, a layer's params), else 2 layers' */
-};
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
-			  struct loom_gpt_mem *m);
+			  struct loom_model_mem *m);
 
 /* --- checkpoints (lib/train/loom_gpt_ckpt.c, on top of lib/train/loom_ckpt.h) ------ */
 struct loom_ckpt_tensor;

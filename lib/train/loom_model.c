@@ -39,6 +39,27 @@ float *loom_model_falloc(size_t n)
 }
 
 /* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
+void loom_model_store_free(float *params, float *grads, float *m, float *v)
+{
+	loom_lazy_free(params);
+	loom_lazy_free(grads);
+	loom_lazy_free(m);
+	loom_lazy_free(v);
+}
+
+int loom_model_store_alloc(size_t n, float **params, float **grads, float **m, float **v)
+{
+	*params = loom_model_falloc(n);
+	*grads = loom_model_falloc(n);
+	*m = loom_model_falloc(n);
+	*v = loom_model_falloc(n);
+	if (*params && *grads && *m && *v)
+		return 0;
+	loom_model_store_free(*params, *grads, *m, *v);
+	*params = *grads = *m = *v = NULL;
+	return LOOM_ENOMEM;
+}
+
 static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
 {
 	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));

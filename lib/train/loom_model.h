@@ -52,6 +52,13 @@ int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, c
  * loom_lazy_free; NULL on ENOMEM. */
 float *loom_model_falloc(size_t n);
 
+/* A model's parameter store of n floats: the parameters, their gradients
+ * and the AdamW moments m and v, one loom_model_falloc each; 0, or
+ * LOOM_ENOMEM with none left allocated. */
+int loom_model_store_alloc(size_t n, float **params, float **grads, float **m, float **v);
+/* Free what loom_model_store_alloc made (NULLs are fine). */
+void loom_model_store_free(float *params, float *grads, float *m, float *v);
+
 /* p[0..n) = std * N(0, 1), drawn counter-based from `key` (independent of
  * the thread count): Box-Muller on pairs. */
 void loom_model_normal(float *p, size_t n, float std, uint64_t key);
@@ -76,6 +83,17 @@ uint64_t loom_model_site_key(uint64_t key, int l, int site);
  * once made).  0 or the error (in err). */
 int loom_model_ready_mm(struct loom_mm **mm, int *w16_ok, int precision, const float *params,
 			size_t n, struct loom_err *err);
+
+/* A model's memory plan per rank in bytes (the GPT's: loom_gpt_memory_plan;
+ * either model's: loom_trainer_plan, lib/train/loom_trainer.h). */
+struct loom_model_mem {
+	uint64_t params, grads, adam, acts, total;
+	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
+	uint64_t gshard;        /* sharding=optimizer, N > 1: the gradient shard */
+	uint64_t gathered;      /* sharding=weights, N > 1: gathered layer buffers */
+	int gathered_head;      /* 1: their largest set is the LM head's (embeddings'
+				   params and grads, a layer's params), else 2 layers' */
+};
 
 /* AdamW hyperparameters. */
 struct loom_adamw {

@@ -12,7 +12,7 @@
 #include "loom_mm.h"
 #include "loom_trainer.h"
 
-void loom_plan_on(const struct loom_config *c, int n, int recompute, struct loom_gpt_mem *m)
+void loom_plan_on(const struct loom_config *c, int n, int recompute, struct loom_model_mem *m)
 {
 	struct loom_config x = *c;
 	x.data_parallel = n;
@@ -20,7 +20,7 @@ void loom_plan_on(const struct loom_config *c, int n, int recompute, struct loom
 }
 
 int loom_plan_ranks_needed(const struct loom_config *c, int recompute, uint64_t mem,
-			   struct loom_gpt_mem *m)
+			   struct loom_model_mem *m)
 {
 	for (int n = 1; n <= LOOM_PLAN_MAX_RANKS; n++) {
 		loom_plan_on(c, n, recompute, m);
@@ -31,7 +31,7 @@ int loom_plan_ranks_needed(const struct loom_config *c, int recompute, uint64_t 
 }
 
 int loom_plan_best_preset(const struct loom_config *c, uint64_t mem, char *fit, char *small,
-			  size_t len, struct loom_gpt_mem *m, uint64_t *small_total,
+			  size_t len, struct loom_model_mem *m, uint64_t *small_total,
 			  struct loom_err *err)
 {
 	char dir[4096];
@@ -62,7 +62,7 @@ int loom_plan_best_preset(const struct loom_config *c, uint64_t mem, char *fit, 
 		p.sharding = c->sharding;
 		p.precision = c->precision;
 		p.data_parallel = c->data_parallel;
-		struct loom_gpt_mem pm;
+		struct loom_model_mem pm;
 		loom_trainer_plan(&p, p.recompute, &pm);
 		uint64_t np = loom_config_n_params(&p);
 		/* ties (none among the presets today) go to the first name */

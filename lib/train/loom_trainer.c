@@ -900,7 +900,7 @@ static size_t gpt_n_params(const struct loom_trainer *t)
 	return t->g->n_params;
 }
 
-static void gpt_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m)
+static void gpt_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, recompute, m);
 }
@@ -941,14 +941,14 @@ static size_t bert_n_params(const struct loom_trainer *t)
 	return t->b->n_params;
 }
 
-static void bert_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m)
+static void bert_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	struct loom_bert_config bc;
 	loom_bert_config_from(c, &bc);
 	bc.recompute = recompute;
 	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
 	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
-	*m = (struct loom_gpt_mem){
+	*m = (struct loom_model_mem){
 		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
 		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
 		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
@@ -1015,7 +1015,7 @@ const struct loom_model_ops loom_bert_ops = {
 	.step = bert_step, .micro = bert_micro, .eval = bert_eval, .load = bert_load, .ckpt = bert_ckpt,
 };
 
-void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m)
+void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	(c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops)->plan(c, recompute, m);
 }

@@ -102,7 +102,7 @@ struct loom_frame {
 struct loom_model_ops {
 	size_t (*n_params)(const struct loom_trainer *t);
 	/* memory plan (bytes) at the config's micro_batch x seq_len */
-	void (*plan)(const struct loom_config *c, int recompute, struct loom_gpt_mem *m);
+	void (*plan)(const struct loom_config *c, int recompute, struct loom_model_mem *m);
 	void (*begin_step)(struct loom_trainer *t);      /* before step t->step + 1 */
 	/* forward + backward of scale x the frame's loss (*loss) */
 	int (*micro)(struct loom_trainer *t, const struct loom_frame *f, uint64_t key, float scale,
@@ -205,6 +205,6 @@ int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max
 int loom_trainer_trim_log(const char *path, uint64_t step, struct loom_err *err);
 
 /* The memory plan of c (model-neutral, per rank of data_parallel). */
-void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_gpt_mem *m);
+void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m);
 
 #endif
