@@ -29,136 +29,36 @@
 #include "loom_eval.h"
 #include "loom_file.h"
 #include "loom_generate.h"
-#include "loom_rigl.h"
-#include "loom_safetensors.h"
-#include "loom_sample.h"
 #include "loom_squad.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
-#include "loom_mm.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
-
-struct model {
-	struct loom_config cfg;
-	struct loom_gpt *g;
-	struct loom_ckpt *ck;
-	double sparsity;	/* the checkpoint's sparsity key */
-	int has_masks;		/* its sparsity.safetensors was loaded */
-};
 
 /* --precision: NULL keeps the checkpoint's precision key */
 static const char *precision;
 /* the threads, which follow the load unless set (loom_blas.h); -v */
 static struct loom_threads pool;
 
-static void load_model(struct model *m, const char *path, int verify)
+/* The GPT checkpoint at path, checked (lib/train/loom_eval.h). */
+static void load_model(struct loom_eval_model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
-	m->ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
-	if (!m->ck)
+	if (loom_eval_model_open(m, path, verify, &err))
 		cli_die("%s", err.msg);
 	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))
 		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
 			 loom_ckpt_dir(m->ck));
-	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
-		cli_die("%s", loom_config_error(&m->cfg));
-	if (precision && loom_config_set(&m->cfg, "precision", precision))
-		cli_usage_error("--precision: %s", loom_config_error(&m->cfg));
-	char why[256];
-	if (m->cfg.precision == LOOM_PREC_BF16 && loom_mm_bf16_missing(why, sizeof why))
-		cli_die("precision=bf16: %s", why);
-	/* RigL: with its masks the model runs sparse; without them (a side
-	 * file removed, or a checkpoint converted elsewhere) dense, which
-	 * computes the same function on weights whose dead blocks are 0 */
-	struct loom_st *side = NULL;
-	m->sparsity = m->cfg.sparsity;
-	if (m->cfg.sparsity > 0 &&
-	    loom_ckpt_open_sidecar(m->ck, LOOM_GPT_SPARSITY_FILE, &side) < 0)
-		cli_die("%s", loom_ckpt_error(m->ck));
-	if (!side)
-		m->cfg.sparsity = 0;
-	loom_st_free(side);
-	m->g = loom_gpt_new(&m->cfg);
-	if (!m->g)
-		cli_die("out of memory for %llu parameters",
-			(unsigned long long)loom_config_n_params(&m->cfg));
-	struct loom_ckpt_tensor *tp = calloc((size_t)m->g->n_tensors, sizeof *tp);
-	if (!tp)
-		cli_die("out of memory");
-	loom_gpt_ckpt_tensors(m->g, m->g->params, tp);
-	if (loom_ckpt_load_model(m->ck, tp, (size_t)m->g->n_tensors) < 0)
-		cli_die("%s", loom_ckpt_error(m->ck));
-	free(tp);
-	if (m->g->rigl) {
-		if (loom_gpt_ckpt_load_sparsity(m->g, m->ck) != 0)
-			cli_die("%s", loom_gpt_error(m->g));
-		m->has_masks = 1;
-	}
-}
-
-/* The sparsity found in the checkpoint: per sparse weight (the
- * configuration's sparse_layers) the fraction of dead blocks, from the
- * masks, or else from the all-zero blocks of the weights; overall over
- * all their blocks.  NULL for a dense model. */
-static json_t *sparsity_json(const struct model *m)
-{
-	static const char *const proj[4] = { "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj" };
-	if (!(m->sparsity > 0))
-		return NULL;
-	const struct loom_gpt *g = m->g;
-	int bs = m->cfg.block_size;
-	json_t *layers = json_object();
-	int64_t dead_all = 0, all = 0;
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_tensor *t = &g->tensors[i];
-		int l, sel = 0;
-		char want[96];
-		if (sscanf(t->name, "transformer.h.%d.", &l) != 1)
-			continue;
-		for (int j = 0; j < 4; j++) {
-			snprintf(want, sizeof want, "transformer.h.%d.%s.weight", l, proj[j]);
-			sel |= (m->cfg.sparse_layers & (1 << j)) && !strcmp(t->name, want);
-		}
-		if (!sel)
-			continue;
-		int IC = (int)t->shape[0], OC = (int)t->shape[1], nbc = OC / bs;
-		int64_t nb = (int64_t)(IC / bs) * nbc, dead = 0;
-		const struct loom_rigl_layer *L = NULL;
-		for (int k = 0; g->rigl && k < g->rigl->n; k++)
-			if (!strcmp(g->rigl->layer[k].name, t->name))
-				L = &g->rigl->layer[k];
-		for (int64_t b = 0; b < nb; b++) {
-			int zero = 1;
-			if (L) {
-				zero = !L->mask[b];
-			} else {
-				const float *w = g->params + t->offset + (size_t)(b / nbc) * bs * OC +
-						 (size_t)(b % nbc) * bs;
-				for (int a = 0; a < bs && zero; a++)
-					for (int c = 0; c < bs && zero; c++)
-						zero = w[(size_t)a * OC + c] == 0;
-			}
-			dead += zero;
-		}
-		dead_all += dead;
-		all += nb;
-		json_object_set_new(layers, t->name, json_real((double)dead / (double)nb));
-	}
-	return json_pack("{s:f, s:s, s:i, s:o}", "overall", all ? (double)dead_all / (double)all : 0.0,
-			 "from", m->has_masks ? "masks" : "zero blocks", "block_size", bs,
-			 "layers", layers);
-}
-
-static void free_model(struct model *m)
-{
-	loom_gpt_free(m->g);
-	loom_ckpt_free(m->ck);
+	int rc = loom_eval_model_load(m, precision, &err);
+	if (rc == LOOM_EINVAL)
+		cli_usage_error("%s", err.msg);
+	if (rc)
+		cli_die("%s", err.msg);
 }
 
 static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 {
-	struct model m = {0};
+	struct loom_eval_model m = {0};
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-eval)");
 	load_model(&m, ckpt, verify);
@@ -216,7 +116,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			      "accuracy", (double)sum.correct / (double)ntok,
 			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
 			      "seconds", round((loom_now() - t0) * 1000) / 1000);
-	json_t *sp = j ? sparsity_json(&m) : NULL;
+	json_t *sp = j ? loom_eval_sparsity_json(&m) : NULL;
 	if (sp)
 		json_object_set_new(j, "sparsity", sp);
 	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
@@ -229,7 +129,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 	loom_batch_reader_free(r);
 	free(in);
 	free(tg);
-	free_model(&m);
+	loom_eval_model_close(&m);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	return 0;
@@ -254,7 +154,7 @@ static void out_bytes(const uint8_t *p, size_t n)
 
 static int do_generate(const struct gen_opts *o)
 {
-	struct model m = {0};
+	struct loom_eval_model m = {0};
 	struct loom_vocab *v = loom_vocab_new();
 	if (!v)
 		cli_die("out of memory");
@@ -318,7 +218,7 @@ static int do_generate(const struct gen_opts *o)
 	loom_ids_release(&ids);
 	loom_bpe_free(e);
 	loom_vocab_free(v);
-	free_model(&m);
+	loom_eval_model_close(&m);
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * loom_eval.h - held-out evaluation: the frames of a file or a loom-shard
  * manifest (read in stream order, one pass), and one frame's loss sums of
  * a GPT, shared by loom-train's --eval-data (lib/train/loom_trainer.h)
- * and loom-eval.
+ * and loom-eval; a GPT checkpoint opened for evaluation or generation,
+ * and the sparsity found in it.
  *
  * Ownership: loom_eval_open() / loom_eval_close() own the reader, the feed
  * and the descriptor.  Errors: a negative LOOM_E* code, the message in
@@ -17,8 +18,11 @@
 #include "loom_batch.h"
 #include "loom_common.h"
 
+#include "loom_config.h"
+
 struct loom_gpt;
 struct loom_feed;
+struct loom_ckpt;
 
 /* An evaluation's sums: loss x count, count (tokens, rows or masked
  * tokens) and the count predicted right. */
@@ -58,5 +62,29 @@ int loom_eval_check(const char *path, int features, int *rec, struct loom_err *e
  * the loss sums added to *s.  The message in loom_gpt_error(g). */
 int loom_eval_gpt(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
 		  int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s);
+
+/* A GPT checkpoint opened for evaluation or generation (RigL: with its
+ * masks the model runs sparse; without them, a side file removed or a
+ * checkpoint converted elsewhere, dense, which computes the same function
+ * on weights whose dead blocks are 0). */
+struct loom_eval_model {
+	struct loom_config cfg;
+	struct loom_gpt *g;
+	struct loom_ckpt *ck;
+	double sparsity;        /* the checkpoint's sparsity key */
+	int has_masks;          /* its sparsity.safetensors was loaded */
+};
+/* Open and check the checkpoint at path (verify: every file's checksum). */
+int loom_eval_model_open(struct loom_eval_model *m, const char *path, int verify,
+			 struct loom_err *err);
+/* Its configuration (precision: NULL keeps the checkpoint's; a bad one is
+ * LOOM_EINVAL with "--precision: ..."), the model and its weights. */
+int loom_eval_model_load(struct loom_eval_model *m, const char *precision, struct loom_err *err);
+void loom_eval_model_close(struct loom_eval_model *m);
+/* The sparsity found in the checkpoint: per sparse weight (the
+ * configuration's sparse_layers) the fraction of dead blocks, from the
+ * masks, or else from the all-zero blocks of the weights; overall over
+ * all their blocks.  NULL for a dense model (or on ENOMEM). */
+struct json_t *loom_eval_sparsity_json(const struct loom_eval_model *m);
 
 #endif
