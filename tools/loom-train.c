@@ -685,27 +685,16 @@ static struct loom_ids sample_prompt_ids;
 static void sample(struct run *u)
 {
 	struct loom_trainer *t = u->t;
-	struct loom_generate x;
-	uint32_t eot = t->tok ? t->tok->eot : LOOM_VOCAB_NONE, first = 0;
+	uint32_t first = 0;
+	char *text = NULL;
 	if (!sample_prompt_ids.n && t->in[0] >= 0 && t->in[0] < t->cfg.vocab_size)
 		first = (uint32_t)t->in[0];
-	if (loom_generate_init(&x, t->g, t->tok, sample_prompt_ids.n ? sample_prompt_ids.v : &first,
-			       sample_prompt_ids.n ? sample_prompt_ids.n : 1, sample_tokens,
-			       (float)sample_temperature, 200, loom_splitmix64(t->cfg.seed ^ t->step)))
-		cli_die("%s", x.err.msg);
 	double t0 = loom_now();
-	for (uint64_t k = 0; k < sample_tokens; k++) {
-		int next = loom_generate_next(&x);
-		if (next < 0)
-			cli_die("--sample-every: step %llu: %s", (unsigned long long)t->step, x.err.msg);
-		if ((uint32_t)next == eot) {
-			x.ids.n--;
-			break;
-		}
-	}
-	if (loom_generate_decode(&x, 0))
-		cli_die("--sample-every: %s", x.err.msg);
-	char *text = loom_generate_valid_utf8(x.buf, x.len);
+	int rc = loom_trainer_sample(t, sample_prompt_ids.n ? sample_prompt_ids.v : &first,
+				     sample_prompt_ids.n ? sample_prompt_ids.n : 1, sample_tokens,
+				     (float)sample_temperature, &text);
+	if (rc)
+		cli_die("%s%s", rc == LOOM_ENOMEM ? "" : "--sample-every: ", t->err.msg);
 	json_t *js = text ? json_string(text) : NULL;
 	char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
 	if (!quoted)
@@ -724,7 +713,6 @@ static void sample(struct run *u)
 	free(quoted);
 	json_decref(js);
 	free(text);
-	loom_generate_release(&x);
 }
 
 /* Steps until --steps, the end of the input or a stop signal. */

@@ -16,6 +16,7 @@
 
 #include "loom_blas.h"
 #include "loom_file.h"
+#include "loom_generate.h"
 #include "loom_rigl.h"
 #include "loom_trainer.h"
 #include "loom_vocab.h"
@@ -1018,6 +1019,35 @@ const struct loom_model_ops loom_bert_ops = {
 void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	(c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops)->plan(c, recompute, m);
+}
+
+int loom_trainer_sample(struct loom_trainer *t, const uint32_t *prompt, size_t n, size_t max_new,
+			float temperature, char **text)
+{
+	struct loom_generate x;
+	uint32_t eot = t->tok ? t->tok->eot : LOOM_VOCAB_NONE;
+	int rc = loom_generate_init(&x, t->g, t->tok, prompt, n, max_new, temperature, 200,
+				    loom_splitmix64(t->cfg.seed ^ t->step));
+	if (rc)
+		return take_err(t, &x.err, rc);
+	for (size_t k = 0; k < max_new; k++) {
+		int next = loom_generate_next(&x);
+		if (next < 0) {
+			rc = loom_err_set(&t->err, next, "step %llu: %s", (unsigned long long)t->step,
+					  x.err.msg);
+			break;
+		}
+		if ((uint32_t)next == eot) {
+			x.ids.n--;
+			break;
+		}
+	}
+	if (!rc && (rc = loom_generate_decode(&x, 0)))
+		take_err(t, &x.err, rc);
+	else if (!rc && !(*text = loom_generate_valid_utf8(x.buf, x.len)))
+		rc = nomem(t);
+	loom_generate_release(&x);
+	return rc;
 }
 
 /* ---- held-out evaluation ------------------------------------------------ */

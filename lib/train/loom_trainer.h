@@ -198,6 +198,15 @@ int loom_trainer_save(struct loom_trainer *t);
 int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max_frames,
 			  struct loom_threads *pool, struct loom_eval_sums *sum);
 
+/* A GPT's sample (lib/train/loom_generate.h): prompt[0..n) continued by
+ * up to max_new tokens (up to the vocabulary's end of text), greedy
+ * (temperature 0) or among the 200 most likely, drawn from the seed and
+ * the step; decoded with the vocabulary (token ids without one) into
+ * *text, valid UTF-8 (malloc'd).  LOOM_ENOMEM ("out of memory"), or the
+ * model's or decoder's error. */
+int loom_trainer_sample(struct loom_trainer *t, const uint32_t *prompt, size_t n, size_t max_new,
+			float temperature, char **text);
+
 /* --log's JSON lines at `path` when resuming at `step`: the lines of
  * later steps (written by the run that died after its last checkpoint)
  * dropped, so the log reads as one run (a pipe or device, or no file:
