@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "loom_batch.h"
+#include "loom_bert.h"
 #include "loom_trainer.h"
 #include "tap.h"
 
@@ -54,7 +55,7 @@ static float train_step(struct loom_trainer *t)
 	struct loom_frame f = { .h = &h, .tok = tok, .src = "test", .n = h.seq };
 	float loss = NAN, lr, norm;
 	double lsum;
-	t->ops->begin_step(t);
+	loom_trainer_begin_step(t);
 	if (loom_trainer_micro(t, &f, 0, &loss))
 		diag("%s", t->err.msg);
 	lsum = loss;

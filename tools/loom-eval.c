@@ -93,7 +93,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 		char msg[160];
 		if (loom_threads_adapt(&pool, "frame", frames, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
-		if (loom_eval_gpt(m.g, &h, tok, T, in, tg, &sum) < 0)
+		if (loom_gpt_eval_frame(m.g, &h, tok, T, in, tg, &sum) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
 		frames++;

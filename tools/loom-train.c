@@ -489,12 +489,12 @@ static void print_model_line(const struct loom_trainer *t)
 	if (c->sparsity > 0) {
 		uint64_t w = loom_config_sparse_weights(c);
 		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
-			 (unsigned long long)(t->ops->n_params(t) - w +
+			 (unsigned long long)(t->ops->n_params(t->model) - w +
 					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
 			 c->sparsity);
 	}
 	cli_warn("%s: %llu parameters%s, %d threads, %s kernels, B=%d T=%d grad_accum %d, "
-		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t), live,
+		 "%lld steps, lr %g, %s", c->preset, (unsigned long long)t->ops->n_params(t->model), live,
 		 pool.n, loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
 		 (long long)c->steps, c->lr,
 		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
@@ -685,10 +685,9 @@ static struct loom_ids sample_prompt_ids;
 static void sample(struct run *u)
 {
 	struct loom_trainer *t = u->t;
-	uint32_t first = 0;
+	int32_t in0 = t->scratch.buf[0]; /* the first input of the step's last micro-batch */
+	uint32_t first = in0 >= 0 && in0 < t->cfg.vocab_size ? (uint32_t)in0 : 0;
 	char *text = NULL;
-	if (!sample_prompt_ids.n && t->in[0] >= 0 && t->in[0] < t->cfg.vocab_size)
-		first = (uint32_t)t->in[0];
 	double t0 = loom_now();
 	int rc = loom_trainer_sample(t, sample_prompt_ids.n ? sample_prompt_ids.v : &first,
 				     sample_prompt_ids.n ? sample_prompt_ids.n : 1, sample_tokens,
@@ -728,7 +727,7 @@ static void train_loop(struct run *u)
 		if (loom_threads_adapt(&pool, "step", t->step + 1, msg, sizeof msg) && t->o.verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
 		/* gradients are zero here: the step leaves them so */
-		t->ops->begin_step(t);
+		loom_trainer_begin_step(t);
 		int micro = run_micro_batches(u, &lsum);
 		if (stop_sig && micro == 0)
 			break;

@@ -735,19 +735,16 @@ int loom_bert_mlm_mask(int32_t *ids, int32_t *labels, const int32_t *input_mask,
 }
 
 int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
-		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_bert_rows *x,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_model_scratch *s,
 		   struct loom_bert_batch *bb, struct loom_err *err)
 {
 	int B = (int)h->batch, T = c->seq_len, rec = (int)h->seq_len;
-	size_t N = (size_t)B * T, need = 4 * N + 2 * (size_t)B;
-	if (need > x->cap) {
-		free(x->ids);
-		if (!(x->ids = malloc(sizeof(int32_t) * need))) {
-			x->cap = 0;
-			return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-		}
-		x->cap = need;
-	}
+	size_t N = (size_t)B * T;
+	struct {
+		int32_t *ids, *seg, *mask, *start, *end, *labels;
+	} xs, *x = &xs;
+	if (!(x->ids = loom_model_scratch_get(s, 4 * N + 2 * (size_t)B)))
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
 	x->seg = x->ids + N;
 	x->mask = x->seg + N;
 	x->labels = x->mask + N;
@@ -824,8 +821,77 @@ int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
 	return 0;
 }
 
-void loom_bert_rows_release(struct loom_bert_rows *x)
+/* ---- the model interface (loom_model.h) ---------------------------------- */
+
+static size_t ops_n_params(const void *m)
 {
-	free(x->ids);
-	memset(x, 0, sizeof *x);
+	return ((const struct loom_bert *)m)->n_params;
 }
+
+static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
+{
+	struct loom_bert_config bc;
+	loom_bert_config_from(c, &bc);
+	bc.recompute = recompute;
+	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
+	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
+	*m = (struct loom_model_mem){
+		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
+		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
+		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+	};
+	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
+}
+
+static void ops_begin_step(void *m, int64_t step)
+{
+	(void)m; /* the gradients are zero: loom_bert_step leaves them so */
+	(void)step;
+}
+
+static void ops_step(void *m, float lr, int64_t step, float *norm)
+{
+	loom_bert_step(m, lr, step, norm);
+}
+
+static int ops_forward(struct loom_bert *b, const struct loom_config *c, const struct loom_frame *f,
+		       struct loom_model_scratch *s, int train, uint64_t key, float *loss)
+{
+	struct loom_bert_batch bb;
+	int rc = loom_bert_rows(c, f->h, f->tok, f->r, s, &bb, &b->err);
+	return rc ? rc : loom_bert_forward(b, &bb, (int)f->h->batch, c->seq_len, train, key, loss);
+}
+
+static int ops_micro(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss)
+{
+	int rc = ops_forward(m, c, f, s, 1, key, loss);
+	return rc ? rc : loom_bert_backward(m, scale);
+}
+
+/* squad: per feature; mlm: per masked token (the same masks at every
+ * evaluation): loom_bert_eval_counts */
+static int ops_eval(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums)
+{
+	double a;
+	int64_t n, k;
+	int rc = ops_forward(m, c, f, s, 0, 0, NULL);
+	if (rc)
+		return rc;
+	loom_bert_eval_counts(m, &a, &n, &k);
+	sums->nll += a;
+	sums->n += n;
+	sums->correct += k;
+	return 0;
+}
+
+static const char *ops_error(const void *m)
+{
+	return loom_bert_error(m);
+}
+
+const struct loom_model_ops loom_bert_ops = {
+	.n_params = ops_n_params, .plan = ops_plan, .begin_step = ops_begin_step,
+	.step = ops_step, .micro = ops_micro, .eval = ops_eval, .error = ops_error,
+};

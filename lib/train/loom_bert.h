@@ -155,17 +155,11 @@ struct loom_bert_batch {
 	const int32_t *mlm_labels;
 };
 
-/* A frame as a BERT batch (loom_bert_rows), grown as needed; free with
- * loom_bert_rows_release. */
-struct loom_bert_rows {
-	size_t cap;             /* int32s allocated at ids */
-	int32_t *ids, *seg, *mask, *start, *end, *labels;
-};
 struct loom_config;
 struct loom_batch_hdr;
 struct loom_batch_reader;
 /* The frame (h, tok; r its reader, for the features) as the rows of *bb
- * (pointing into x) at c's seq_len T.
+ * (pointing into s, grown to hold them) at c's seq_len T.
  * task=squad: the frame's ids and its segment_ids, input_mask,
  * start_positions and end_positions (formats/squad-features.md), as
  * they are.
@@ -179,9 +173,10 @@ struct loom_batch_reader;
  * LOOM_EFORMAT (features missing or of the wrong shape) or LOOM_ENOMEM,
  * the message (without the frame's name) in err. */
 int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
-		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_bert_rows *x,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_model_scratch *s,
 		   struct loom_bert_batch *bb, struct loom_err *err);
-void loom_bert_rows_release(struct loom_bert_rows *x);
+/* The model interface (lib/train/loom_model.h) of a struct loom_bert. */
+extern const struct loom_model_ops loom_bert_ops;
 
 /* The parameter table of a model of cfg (HF names, shapes, offsets, as
  * above) into t[loom_bert_n_tensors(cfg)]; returns the parameter count. */

@@ -143,25 +143,6 @@ int loom_eval_check(const char *path, int features, int *rec, struct loom_err *e
 	return 0;
 }
 
-int loom_eval_gpt(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
-		  int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s)
-{
-	int B = (int)h->batch;
-	loom_gpt_split_records(tok, B, (int)h->seq_len, T, in, tg);
-	if (h->flags & LOOM_BATCH_F_PAD)
-		loom_gpt_mask_pad(g, h->pad_id, in, tg, (size_t)B * T);
-	int rc = loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL);
-	if (rc < 0)
-		return rc;
-	double a;
-	int64_t b, c;
-	loom_gpt_eval_counts(g, &a, &b, &c);
-	s->nll += a;
-	s->n += b;
-	s->correct += c;
-	return 0;
-}
-
 int loom_eval_model_open(struct loom_eval_model *m, const char *path, int verify,
 			 struct loom_err *err)
 {

@@ -1,8 +1,7 @@
 /*
  * loom_eval.h - held-out evaluation: the frames of a file or a loom-shard
- * manifest (read in stream order, one pass), and one frame's loss sums of
- * a GPT, shared by loom-train's --eval-data (lib/train/loom_trainer.h)
- * and loom-eval; a GPT checkpoint opened for evaluation or generation,
+ * manifest (read in stream order, one pass), for loom-train's --eval-data
+ * (lib/train/loom_trainer.h); for loom-eval, a GPT checkpoint opened for evaluation or generation,
  * and the sparsity found in it.
  *
  * Ownership: loom_eval_open() / loom_eval_close() own the reader, the feed
@@ -19,17 +18,11 @@
 #include "loom_common.h"
 
 #include "loom_config.h"
+#include "loom_model.h"
 
 struct loom_gpt;
 struct loom_feed;
 struct loom_ckpt;
-
-/* An evaluation's sums: loss x count, count (tokens, rows or masked
- * tokens) and the count predicted right. */
-struct loom_eval_sums {
-	double nll;
-	int64_t n, correct;
-};
 
 /* Batch frames from a file, or a loom-shard manifest (told by content: a
  * JSON object) whose shards loom_feed reads in stream order, one pass,
@@ -56,12 +49,6 @@ void loom_eval_close(struct loom_eval_src *e);
  * file is found before training), or every shard of a manifest opened
  * and checked.  The records' length (T+1) into *rec. */
 int loom_eval_check(const char *path, int features, int *rec, struct loom_err *err);
-
-/* A GPT's forward on a frame of records of T+1 (or more) tokens: T inputs
- * and their next-token targets (padding masked) in in/tg (B x T each),
- * the loss sums added to *s.  The message in loom_gpt_error(g). */
-int loom_eval_gpt(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
-		  int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s);
 
 /* A GPT checkpoint opened for evaluation or generation (RigL: with its
  * masks the model runs sparse; without them, a side file removed or a

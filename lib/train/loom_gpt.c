@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_batch.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "loom_rigl.h"
@@ -968,3 +969,89 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
 			tg[i] = g->cfg.ignore_id;
 	}
 }
+
+int loom_gpt_eval_frame(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
+			int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s)
+{
+	int B = (int)h->batch;
+	loom_gpt_split_records(tok, B, (int)h->seq_len, T, in, tg);
+	if (h->flags & LOOM_BATCH_F_PAD)
+		loom_gpt_mask_pad(g, h->pad_id, in, tg, (size_t)B * T);
+	int rc = loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL);
+	if (rc < 0)
+		return rc;
+	double a;
+	int64_t b, c;
+	loom_gpt_eval_counts(g, &a, &b, &c);
+	s->nll += a;
+	s->n += b;
+	s->correct += c;
+	return 0;
+}
+
+/* ---- the model interface (loom_model.h) ---------------------------------- */
+
+static size_t ops_n_params(const void *m)
+{
+	return ((const struct loom_gpt *)m)->n_params;
+}
+
+static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *mem)
+{
+	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, recompute, mem);
+}
+
+static void ops_begin_step(void *m, int64_t step)
+{
+	loom_gpt_begin_step(m, step);
+}
+
+static void ops_step(void *m, float lr, int64_t step, float *norm)
+{
+	loom_gpt_step(m, lr, step, norm);
+}
+
+/* records of T+1 tokens -> T inputs and their next-token targets (at
+ * s->buf: the inputs, then the targets) */
+static int ops_split(struct loom_gpt *g, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, int32_t **in, int32_t **tg)
+{
+	int B = (int)f->h->batch, T = c->seq_len;
+	if (!loom_model_scratch_get(s, 2 * (size_t)B * T))
+		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
+	*in = s->buf;
+	*tg = s->buf + (size_t)B * T;
+	return 0;
+}
+
+static int ops_micro(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss)
+{
+	struct loom_gpt *g = m;
+	int B = (int)f->h->batch, T = c->seq_len, rc;
+	int32_t *in = NULL, *tg = NULL;
+	if ((rc = ops_split(g, c, f, s, &in, &tg)))
+		return rc;
+	loom_gpt_split_records(f->tok, B, (int)f->h->seq_len, T, in, tg);
+	if (f->h->flags & LOOM_BATCH_F_PAD)
+		loom_gpt_mask_pad(g, f->h->pad_id, in, tg, (size_t)B * T);
+	return loom_gpt_train_micro(g, in, tg, B, T, key, scale, loss);
+}
+
+static int ops_eval(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums)
+{
+	int32_t *in = NULL, *tg = NULL;
+	int rc = ops_split(m, c, f, s, &in, &tg);
+	return rc ? rc : loom_gpt_eval_frame(m, f->h, f->tok, c->seq_len, in, tg, sums);
+}
+
+static const char *ops_error(const void *m)
+{
+	return loom_gpt_error(m);
+}
+
+const struct loom_model_ops loom_gpt_ops = {
+	.n_params = ops_n_params, .plan = ops_plan, .begin_step = ops_begin_step,
+	.step = ops_step, .micro = ops_micro, .eval = ops_eval, .error = ops_error,
+};

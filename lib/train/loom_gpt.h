@@ -269,6 +269,16 @@ void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int3
 void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
 		       size_t n);
 
+/* A forward on a batch frame (h, tok) of records of T+1 (or more)
+ * tokens: T inputs and their next-token targets (padding masked) in in/tg
+ * (B x T each), the loss sums added to *s (loom-eval; the trainer's
+ * evaluation, through loom_gpt_ops). */
+struct loom_batch_hdr;
+int loom_gpt_eval_frame(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
+			int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s);
+/* The model interface (lib/train/loom_model.h) of a struct loom_gpt. */
+extern const struct loom_model_ops loom_gpt_ops;
+
 /* Memory plan per rank (bytes) for a config at batch B, sequence T, on
  * cfg->data_parallel ranks sharding cfg->sharding (one rank: the whole
  * model, whatever the sharding).  sharding=optimizer: full weights and

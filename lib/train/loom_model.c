@@ -60,6 +60,26 @@ int loom_model_store_alloc(size_t n, float **params, float **grads, float **m, f
 	return LOOM_ENOMEM;
 }
 
+int32_t *loom_model_scratch_get(struct loom_model_scratch *s, size_t n)
+{
+	if (n > s->cap) {
+		free(s->buf);
+		if (!(s->buf = malloc(sizeof(int32_t) * n))) {
+			s->cap = 0;
+			return NULL;
+		}
+		s->cap = n;
+	}
+	return s->buf;
+}
+
+void loom_model_scratch_release(struct loom_model_scratch *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = 0;
+}
+
 static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
 {
 	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));

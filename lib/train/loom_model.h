@@ -95,6 +95,58 @@ struct loom_model_mem {
 				   params and grads, a layer's params), else 2 layers' */
 };
 
+/* --- the model interface (loom_gpt_ops, loom_bert_ops) -------------------- */
+
+struct loom_config;
+struct loom_batch_hdr;
+struct loom_batch_reader;
+
+/* A batch frame as read: header, ids, the reader (its features) and where
+ * it came from, for messages. */
+struct loom_frame {
+	const struct loom_batch_hdr *h;
+	const uint32_t *tok;
+	struct loom_batch_reader *r;
+	const char *src;        /* "stdin", --eval-data's path */
+	uint64_t n;             /* frame number in src */
+};
+
+/* An evaluation's sums: loss x count, count (tokens, rows or masked
+ * tokens) and the count predicted right. */
+struct loom_eval_sums {
+	double nll;
+	int64_t n, correct;
+};
+
+/* int32 buffers the caller owns for a model's batches, grown as needed
+ * (the GPT: a frame's inputs then its targets; the BERT: its rows). */
+struct loom_model_scratch {
+	int32_t *buf;
+	size_t cap;
+};
+/* At least n int32s at s->buf (kept when large enough), or NULL on ENOMEM. */
+int32_t *loom_model_scratch_get(struct loom_model_scratch *s, size_t n);
+void loom_model_scratch_release(struct loom_model_scratch *s);
+
+/* What a trainer (lib/train/loom_trainer.h) asks of a model m (a struct
+ * loom_gpt or a struct loom_bert); c is the model's configuration.
+ * Errors: a negative LOOM_E* code, the message in error(m). */
+struct loom_model_ops {
+	size_t (*n_params)(const void *m);
+	/* memory plan (bytes) per rank at c's micro_batch x seq_len */
+	void (*plan)(const struct loom_config *c, int recompute, struct loom_model_mem *mem);
+	void (*begin_step)(void *m, int64_t step);      /* before optimizer step `step` */
+	/* the AdamW step `step` at lr (one process), the gradient norm in *norm */
+	void (*step)(void *m, float lr, int64_t step, float *norm);
+	/* forward + backward of scale x the frame's loss (*loss), dropout keyed by key */
+	int (*micro)(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss);
+	/* forward of an evaluation frame, its sums added to *sums */
+	int (*eval)(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums);
+	const char *(*error)(const void *m);
+};
+
 /* AdamW hyperparameters. */
 struct loom_adamw {
 	double beta1, beta2, eps, weight_decay;

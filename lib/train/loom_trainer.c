@@ -82,32 +82,13 @@ void loom_trainer_release(struct loom_trainer *t)
 	loom_gpt_free(t->g);
 	loom_bert_free(t->b);
 	loom_ckpt_free(t->ck);
-	free(t->in);
-	free(t->tg);
-	free(t->ein);
-	free(t->etg);
-	if (t->rows)
-		loom_bert_rows_release(t->rows);
-	free(t->rows);
+	loom_model_scratch_release(&t->scratch);
+	loom_model_scratch_release(&t->escratch);
 	free((char *)t->vocab.name);
 	free((char *)t->vocab.files[0].data);
 	free((char *)t->vocab.files[1].data);
 	loom_vocab_free(t->tok);
 	memset(t, 0, sizeof *t);
-}
-
-/* int32 buffers of n values, grown as needed */
-static int32_t *ibuf(int32_t **p, size_t *cap, size_t n)
-{
-	if (n > *cap) {
-		free(*p);
-		if (!(*p = malloc(sizeof(int32_t) * n))) {
-			*cap = 0;
-			return NULL;
-		}
-		*cap = n;
-	}
-	return *p;
 }
 
 /* ---- checkpoints -------------------------------------------------------- */
@@ -236,7 +217,8 @@ int loom_trainer_save(struct loom_trainer *t)
 	int rc = ckpt_tables(t, &x);
 	if (rc)
 		goto out;
-	if (!(rc = ckpt_save_of(t, &x, &ctxt, &s)) && !(rc = t->ops->ckpt(t, &s, &hf, &sc)))
+	if (!(rc = ckpt_save_of(t, &x, &ctxt, &s)) &&
+	    !(rc = (t->g ? gpt_ckpt : bert_ckpt)(t, &s, &hf, &sc)))
 		rc = ckpt_write(t, &s);
 	loom_gpt_sidecar_release(&sc);
 	free(ctxt);
@@ -727,13 +709,9 @@ static int new_model(struct loom_trainer *t)
 		struct loom_err err = { 0 };
 		if (loom_bert_config_check(&bc, &err))
 			return usage(t, "%s", err.msg);
-		t->b = loom_bert_new(&bc);
-		if (t->b && !(t->rows = calloc(1, sizeof *t->rows))) {
-			loom_bert_free(t->b);
-			t->b = NULL;
-		}
+		t->model = t->b = loom_bert_new(&bc);
 	} else {
-		t->g = loom_gpt_new(c);
+		t->model = t->g = loom_gpt_new(c);
 	}
 	if (!t->g && !t->b)
 		return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory for %llu parameters",
@@ -752,14 +730,14 @@ int loom_trainer_build(struct loom_trainer *t)
 	if (first)
 		attach(t);
 	if (o->resume) {
-		if ((rc = t->ops->load(t, t->ck, 1)))
+		if ((rc = (t->g ? gpt_load : bert_load)(t, t->ck, 1)))
 			return rc;
 		take_state(t);
 	} else if (o->init_from) {
 		struct loom_ckpt *ck;
 		if ((rc = open_ckpt(t, o->init_from, 0, &ck)))
 			return rc;
-		rc = t->ops->load(t, ck, 0);
+		rc = (t->g ? gpt_load : bert_load)(t, ck, 0);
 		if (!rc && o->verbose)
 			say(t, "weights from %s", loom_ckpt_dir(ck));
 		loom_ckpt_free(ck);
@@ -821,9 +799,6 @@ int loom_trainer_fit_frame(struct loom_trainer *t, int batch, int rec, uint64_t 
 				    sl ? "--seq" : "--batch",
 				    sl ? c->seq_len + extra - (extra != 0) : c->micro_batch);
 	}
-	size_t n = (size_t)c->micro_batch * c->seq_len;
-	if (!ibuf(&t->in, &t->cap_in, n) || !ibuf(&t->tg, &t->cap_tg, n))
-		return nomem(t);
 	return 0;
 }
 
@@ -853,6 +828,13 @@ int loom_trainer_check_ids(struct loom_trainer *t, const struct loom_batch_hdr *
 			    origin_name(&t->orig, LOOM_O_VS), top + 1);
 }
 
+/* "SRC: frame N: MSG" of a model's error */
+static int frame_err(struct loom_trainer *t, const struct loom_frame *f, int rc, const char *msg)
+{
+	return loom_err_set(&t->err, rc, "%s: frame %llu: %s", f->src, (unsigned long long)f->n,
+			    msg);
+}
+
 int loom_trainer_micro(struct loom_trainer *t, const struct loom_frame *f, int micro,
 		       float *loss)
 {
@@ -862,9 +844,9 @@ int loom_trainer_micro(struct loom_trainer *t, const struct loom_frame *f, int m
 	 * single process) */
 	uint64_t key = loom_splitmix64(c->seed ^ loom_splitmix64((t->step + 1) * 65536 + (uint64_t)micro) ^
 				       ((uint64_t)t->hk.rank << 48));
-	int rc = t->ops->micro(t, f, key, 1.0f / c->grad_accum, loss);
+	int rc = t->ops->micro(t->model, c, f, &t->scratch, key, 1.0f / c->grad_accum, loss);
 	if (rc)
-		return rc;
+		return frame_err(t, f, rc, t->ops->error(t->model));
 	t->data_seq = h->seq + 1;
 	t->data_epoch = h->epoch;
 	t->data_seed = h->seed;
@@ -882,143 +864,19 @@ void loom_trainer_step(struct loom_trainer *t, double *lsum, float *lr, float *n
 	if (t->hk.step) /* the model attached to the data-parallel layer */
 		t->hk.step(t->hk.ctx, *lr, (int64_t)t->step, norm, lsum);
 	else
-		t->ops->step(t, *lr, (int64_t)t->step, norm);
+		t->ops->step(t->model, *lr, (int64_t)t->step, norm);
 	t->samples += (uint64_t)c->global_batch;
 	t->tokens += (uint64_t)c->global_batch * (uint64_t)c->seq_len; /* all ranks */
 }
 
-/* ---- the models behind struct loom_model_ops ---------------------------- */
-
-/* "SRC: frame N: MSG" of a model's error */
-static int frame_err(struct loom_trainer *t, const struct loom_frame *f, int rc, const char *msg)
-{
-	return loom_err_set(&t->err, rc, "%s: frame %llu: %s", f->src, (unsigned long long)f->n,
-			    msg);
-}
-
-static size_t gpt_n_params(const struct loom_trainer *t)
-{
-	return t->g->n_params;
-}
-
-static void gpt_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
-{
-	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, recompute, m);
-}
-
-static void gpt_begin_step(struct loom_trainer *t)
-{
-	loom_gpt_begin_step(t->g, (int64_t)t->step + 1);
-}
-
-static void gpt_step(struct loom_trainer *t, float lr, int64_t step, float *norm)
-{
-	loom_gpt_step(t->g, lr, step, norm);
-}
-
-static int gpt_micro(struct loom_trainer *t, const struct loom_frame *f, uint64_t key,
-		     float scale, float *loss)
-{
-	int B = (int)f->h->batch, T = t->cfg.seq_len;
-	/* records of T+1 tokens -> T inputs and their next-token targets */
-	loom_gpt_split_records(f->tok, B, (int)f->h->seq_len, T, t->in, t->tg);
-	if (f->h->flags & LOOM_BATCH_F_PAD)
-		loom_gpt_mask_pad(t->g, f->h->pad_id, t->in, t->tg, (size_t)B * T);
-	int rc = loom_gpt_train_micro(t->g, t->in, t->tg, B, T, key, scale, loss);
-	return rc ? frame_err(t, f, rc, loom_gpt_error(t->g)) : 0;
-}
-
-static int gpt_eval(struct loom_trainer *t, const struct loom_frame *f, struct loom_eval_sums *s)
-{
-	size_t n = (size_t)f->h->batch * t->cfg.seq_len;
-	if (!ibuf(&t->ein, &t->cap_ein, n) || !ibuf(&t->etg, &t->cap_etg, n))
-		return nomem(t);
-	int rc = loom_eval_gpt(t->g, f->h, f->tok, t->cfg.seq_len, t->ein, t->etg, s);
-	return rc ? frame_err(t, f, rc, loom_gpt_error(t->g)) : 0;
-}
-
-static size_t bert_n_params(const struct loom_trainer *t)
-{
-	return t->b->n_params;
-}
-
-static void bert_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
-{
-	struct loom_bert_config bc;
-	loom_bert_config_from(c, &bc);
-	bc.recompute = recompute;
-	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
-	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
-	*m = (struct loom_model_mem){
-		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
-		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
-		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
-	};
-	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
-}
-
-static void bert_begin_step(struct loom_trainer *t)
-{
-	(void)t; /* the gradients are zero: loom_bert_step leaves them so */
-}
-
-static void bert_step(struct loom_trainer *t, float lr, int64_t step, float *norm)
-{
-	loom_bert_step(t->b, lr, step, norm);
-}
-
-static int bert_forward(struct loom_trainer *t, const struct loom_frame *f, int train,
-			uint64_t key, float *loss)
-{
-	struct loom_bert_batch bb;
-	struct loom_err err = { 0 };
-	int rc = loom_bert_rows(&t->cfg, f->h, f->tok, f->r, t->rows, &bb, &err);
-	if (rc == LOOM_ENOMEM)
-		return nomem(t);
-	if (rc)
-		return frame_err(t, f, rc, err.msg);
-	rc = loom_bert_forward(t->b, &bb, (int)f->h->batch, t->cfg.seq_len, train, key, loss);
-	return rc ? frame_err(t, f, rc, loom_bert_error(t->b)) : 0;
-}
-
-static int bert_micro(struct loom_trainer *t, const struct loom_frame *f, uint64_t key,
-		      float scale, float *loss)
-{
-	int rc = bert_forward(t, f, 1, key, loss);
-	if (!rc && (rc = loom_bert_backward(t->b, scale)))
-		return frame_err(t, f, rc, loom_bert_error(t->b));
-	return rc;
-}
-
-/* squad: per feature; mlm: per masked token (the same masks at every
- * evaluation): loom_bert_eval_counts */
-static int bert_eval(struct loom_trainer *t, const struct loom_frame *f, struct loom_eval_sums *s)
-{
-	double a;
-	int64_t n, c;
-	int rc = bert_forward(t, f, 0, 0, NULL);
-	if (rc)
-		return rc;
-	loom_bert_eval_counts(t->b, &a, &n, &c);
-	s->nll += a;
-	s->n += n;
-	s->correct += c;
-	return 0;
-}
-
-const struct loom_model_ops loom_gpt_ops = {
-	.n_params = gpt_n_params, .plan = gpt_plan, .begin_step = gpt_begin_step,
-	.step = gpt_step, .micro = gpt_micro, .eval = gpt_eval, .load = gpt_load, .ckpt = gpt_ckpt,
-};
-
-const struct loom_model_ops loom_bert_ops = {
-	.n_params = bert_n_params, .plan = bert_plan, .begin_step = bert_begin_step,
-	.step = bert_step, .micro = bert_micro, .eval = bert_eval, .load = bert_load, .ckpt = bert_ckpt,
-};
-
 void loom_trainer_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	(c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops)->plan(c, recompute, m);
+}
+
+void loom_trainer_begin_step(struct loom_trainer *t)
+{
+	t->ops->begin_step(t->model, (int64_t)t->step + 1);
 }
 
 int loom_trainer_sample(struct loom_trainer *t, const uint32_t *prompt, size_t n, size_t max_new,
@@ -1082,8 +940,10 @@ int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max
 		    t->o.verbose)
 			say(t, "%s", msg); /* -v: the thread count changed */
 		struct loom_frame f = { .h = &h, .tok = tok, .r = e.r, .src = path, .n = e.frames - 1 };
-		if ((rc = t->ops->eval(t, &f, sum)))
+		if ((rc = t->ops->eval(t->model, &t->cfg, &f, &t->escratch, sum))) {
+			frame_err(t, &f, rc, t->ops->error(t->model));
 			break;
+		}
 	}
 out:
 	loom_eval_close(&e);

@@ -4,6 +4,7 @@
  * interface, its configuration layered from presets, files, a checkpoint
  * and --set with the provenance of the keys the data decides, the
  * build/--resume/--init-from ladder, a micro-batch's forward and backward
+ * (the model interface of lib/train/loom_model.h)
  * on a batch frame, held-out evaluation (lib/train/loom_eval.h) and
  * checkpoints (lib/train/loom_ckpt.h) with where the stream stands.
  *
@@ -33,6 +34,7 @@
 #include "loom_config.h"
 #include "loom_eval.h"
 #include "loom_gpt.h"
+#include "loom_model.h"
 
 struct loom_bert;
 struct loom_vocab;
@@ -88,42 +90,10 @@ struct loom_trainer_opts {
 	int verbose, quiet;
 };
 
-/* A frame as read: header, ids, the reader (its features) and where it
- * came from, for messages. */
-struct loom_frame {
-	const struct loom_batch_hdr *h;
-	const uint32_t *tok;
-	struct loom_batch_reader *r;
-	const char *src;        /* "stdin", --eval-data's path */
-	uint64_t n;             /* frame number in src */
-};
-
-/* The model interface: what the trainer asks of a model (GPT or BERT). */
-struct loom_model_ops {
-	size_t (*n_params)(const struct loom_trainer *t);
-	/* memory plan (bytes) at the config's micro_batch x seq_len */
-	void (*plan)(const struct loom_config *c, int recompute, struct loom_model_mem *m);
-	void (*begin_step)(struct loom_trainer *t);      /* before step t->step + 1 */
-	/* forward + backward of scale x the frame's loss (*loss) */
-	int (*micro)(struct loom_trainer *t, const struct loom_frame *f, uint64_t key, float scale,
-		     float *loss);
-	/* forward of an evaluation frame, added to *s */
-	int (*eval)(struct loom_trainer *t, const struct loom_frame *f, struct loom_eval_sums *s);
-	/* the AdamW step t at lr (one process), the gradient norm in *norm */
-	void (*step)(struct loom_trainer *t, float lr, int64_t step, float *norm);
-	/* weights (with_optimizer: and moments) from ck */
-	int (*load)(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer);
-	/* a checkpoint's architecture in s: its arch, HuggingFace config (hf,
-	 * the GPT's) and side file (sc, the GPT's sparsity masks; released
-	 * after the write) */
-	int (*ckpt)(struct loom_trainer *t, struct loom_ckpt_save *s, struct loom_gpt_hf *hf,
-		    struct loom_gpt_sidecar *sc);
-};
-extern const struct loom_model_ops loom_gpt_ops, loom_bert_ops;
-
 struct loom_trainer {
 	struct loom_config cfg;
-	const struct loom_model_ops *ops;
+	const struct loom_model_ops *ops; /* loom_gpt_ops or loom_bert_ops */
+	void *model;            /* g or b */
 	struct loom_gpt *g;     /* model=gpt */
 	struct loom_bert *b;    /* model=bert */
 	struct loom_origins orig;
@@ -139,11 +109,9 @@ struct loom_trainer {
 	int read_features;      /* task=squad reads frames with features */
 	struct loom_ckpt_vocab vocab;	/* files[0].name == NULL: none */
 	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
-	int32_t *in, *tg;       /* a micro-batch's inputs and targets (gpt) */
-	size_t cap_in, cap_tg;
-	int32_t *ein, *etg;     /* an evaluation frame's */
-	size_t cap_ein, cap_etg;
-	struct loom_bert_rows *rows; /* model=bert */
+	/* the model's buffers for the micro-batches (the GPT's: the inputs of
+	 * the last one first) and for evaluation frames */
+	struct loom_model_scratch scratch, escratch;
 	char saved_path[4096];  /* the last checkpoint written */
 	/* set up by loom_trainer_configure for loom_trainer_settle */
 	struct loom_ckpt *ck;   /* --resume's */
@@ -178,6 +146,8 @@ int loom_trainer_fit_frame(struct loom_trainer *t, int batch, int rec, uint64_t 
 /* Every id of a frame must be in the vocabulary (padding aside). */
 int loom_trainer_check_ids(struct loom_trainer *t, const struct loom_batch_hdr *h,
 			   const uint32_t *tok, uint64_t frame);
+/* Before step t->step + 1 (its micro-batches). */
+void loom_trainer_begin_step(struct loom_trainer *t);
 /* Forward and backward of micro-batch `micro` of step t->step + 1 (scaled
  * by 1/grad_accum, dropout keyed per rank), its loss in *loss; the
  * stream position advances past f. */
