@@ -4,16 +4,19 @@
  * interface, its configuration layered from presets, files, a checkpoint
  * and --set with the provenance of the keys the data decides, the
  * build/--resume/--init-from ladder, a micro-batch's forward and backward
- * (the model interface of lib/train/loom_model.h)
- * on a batch frame, held-out evaluation (lib/train/loom_eval.h) and
+ * on a batch frame (through the model interface, struct loom_model_ops of
+ * lib/train/loom_model.h), the optimizer step, held-out evaluation
+ * (lib/train/loom_eval.h), samples (lib/train/loom_generate.h) and
  * checkpoints (lib/train/loom_ckpt.h) with where the stream stands.
  *
  * The loop itself (reading frames, the data-parallel agreement, the
- * optimizer step over the ranks, reporting) is the caller's, as in llm.c's
- * train_gpt2.c: tools/loom-train.c calls loom_trainer_micro() for each
- * micro-batch and steps the model through the data-parallel layer, which
- * it hands to the trainer as hooks (struct loom_trainer_hooks) for
- * attaching the model and gathering or sharding checkpoints.
+ * reporting) is the caller's, as in llm.c's train_gpt2.c: tools/
+ * loom-train.c calls loom_trainer_begin_step(), loom_trainer_micro() for
+ * each micro-batch and loom_trainer_step(); the data-parallel layer is
+ * the caller's too, handed to the trainer as hooks (struct
+ * loom_trainer_hooks) for attaching the model, the step over the ranks
+ * and gathering or sharding checkpoints (tests/trainer.c runs one
+ * process without any).
  *
  * Ownership: loom_trainer_init() / loom_trainer_release() own the model,
  * the vocabulary and the buffers; checkpoints passed in are the caller's
