@@ -499,7 +499,8 @@ static void test_layout_and_errors(void)
 	is_int(loom_bert_config_check(&c, &err), 0, "bert-base config valid");
 	ok(c.n_layer == 12 && c.hidden == 768 && c.n_head == 12 && c.intermediate == 3072,
 	   "bert-base: 12 layers, 768 wide, 12 heads, 3072 intermediate");
-	is_int(loom_bert_preset("bert-huge", 0, &c), -1, "unknown preset refused");
+	is_int(loom_bert_preset("bert-huge", 0, &c), LOOM_EINVAL, "unknown preset refused");
+	is_int(loom_bert_preset("tiny", 0, &c), LOOM_EINVAL, "a GPT's preset refused");
 	loom_bert_preset("bert-tiny", LOOM_BERT_QA, &c);
 	ok(c.n_layer == 2 && c.hidden == 128 && c.n_head == 2, "bert-tiny: 2 layers, 128, 2 heads");
 	struct loom_bert *b = loom_bert_new(&c);

@@ -157,7 +157,7 @@ static void case_arithmetic(void)
 static void case_memory_plan(void)
 {
 	struct loom_config x = tiny_gpt_cfg(2, 4);
-	struct loom_gpt_mem one, w1, o4, w4, w3;
+	struct loom_model_mem one, w1, o4, w4, w3;
 	is_int(loom_config_n_params(&x), 7088, "tiny GPT: 7088 parameters");
 	loom_gpt_memory_plan(&x, 2, 4, 0, &one);
 	x.sharding = LOOM_SHARD_WEIGHTS;

@@ -212,7 +212,7 @@ static void case_recompute(void)
 	loom_gpt_backward(gr, 1.0f);
 	ok(l1 == l2, "recompute: same loss");
 	ok(!memcmp(ref, gr->grads, sizeof(float) * g->n_params), "recompute: bit-identical gradients");
-	struct loom_gpt_mem m0, m1;
+	struct loom_model_mem m0, m1;
 	loom_gpt_memory_plan(&c, B, T, 0, &m0);
 	loom_gpt_memory_plan(&cr, B, T, 1, &m1);
 	ok(m1.acts < m0.acts, "recompute plan needs less activation memory (%llu < %llu)",
@@ -428,7 +428,7 @@ static void case_loss_weighting(void)
 	ok(fabs(gw->wloss - ws / 12) <= 1e-6 * ws / 12,
 	   "objective %.6f = sum(w * loss) / 12 counted targets (%.6f)", gw->wloss, ws / 12);
 	ok(gw->wloss < lw, "repeats lower the objective (%.4f < %.4f)", gw->wloss, lw);
-	struct loom_gpt_mem mw;
+	struct loom_model_mem mw;
 	loom_gpt_memory_plan(&cw, B, T, 0, &mw);
 	ok(mw.acts == (uint64_t)gw->n_acts * 4 + B * T * 8,
 	   "weighted memory plan matches the allocation");

@@ -26,35 +26,25 @@
 #include "loom_blas.h"
 #include "loom_bpe.h"
 #include "loom_ckpt.h"
+#include "loom_eval.h"
 #include "loom_file.h"
-#include "loom_rigl.h"
-#include "loom_safetensors.h"
-#include "loom_sample.h"
+#include "loom_generate.h"
 #include "loom_squad.h"
 #include "loom_config.h"
 #include "loom_gpt.h"
-#include "loom_mm.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
-
-struct model {
-	struct loom_config cfg;
-	struct loom_gpt *g;
-	struct loom_ckpt *ck;
-	double sparsity;	/* the checkpoint's sparsity key */
-	int has_masks;		/* its sparsity.safetensors was loaded */
-};
 
 /* --precision: NULL keeps the checkpoint's precision key */
 static const char *precision;
 /* the threads, which follow the load unless set (loom_blas.h); -v */
 static struct loom_threads pool;
 
-static void load_model(struct model *m, const char *path, int verify)
+/* The GPT checkpoint at path, checked (lib/train/loom_eval.h). */
+static void load_model(struct loom_eval_model *m, const char *path, int verify)
 {
 	struct loom_err err = {0};
-	m->ck = loom_ckpt_open(path, &loom_gpt_ckpt_arch, verify ? 0 : LOOM_CKPT_NO_VERIFY, &err);
-	if (!m->ck) {
+	if (loom_eval_model_open(m, path, verify, &err)) {
 		/* a BERT's: say which command takes it */
 		struct loom_err be = { 0 };
 		struct loom_ckpt *b = loom_ckpt_open(path, &loom_bert_ckpt_arch, LOOM_CKPT_NO_VERIFY, &be);
@@ -68,104 +58,16 @@ static void load_model(struct model *m, const char *path, int verify)
 	if (verify && loom_ckpt_has_state(m->ck) && !loom_ckpt_has_checksums(m->ck))
 		cli_warn("%s: state.json records no checksums (written by an older loom): not verified",
 			 loom_ckpt_dir(m->ck));
-	if (loom_gpt_ckpt_config(m->ck, &m->cfg) < 0)
-		cli_die("%s", loom_config_error(&m->cfg));
-	if (precision && loom_config_set(&m->cfg, "precision", precision))
-		cli_usage_error("--precision: %s", loom_config_error(&m->cfg));
-	char why[256];
-	if (m->cfg.precision == LOOM_PREC_BF16 && loom_mm_bf16_missing(why, sizeof why))
-		cli_die("precision=bf16: %s", why);
-	/* RigL: with its masks the model runs sparse; without them (a side
-	 * file removed, or a checkpoint converted elsewhere) dense, which
-	 * computes the same function on weights whose dead blocks are 0 */
-	struct loom_st *side = NULL;
-	m->sparsity = m->cfg.sparsity;
-	if (m->cfg.sparsity > 0 &&
-	    loom_ckpt_open_sidecar(m->ck, LOOM_GPT_SPARSITY_FILE, &side) < 0)
-		cli_die("%s", loom_ckpt_error(m->ck));
-	if (!side)
-		m->cfg.sparsity = 0;
-	loom_st_free(side);
-	m->g = loom_gpt_new(&m->cfg);
-	if (!m->g)
-		cli_die("out of memory for %llu parameters",
-			(unsigned long long)loom_config_n_params(&m->cfg));
-	struct loom_ckpt_tensor *tp = calloc((size_t)m->g->n_tensors, sizeof *tp);
-	if (!tp)
-		cli_die("out of memory");
-	loom_gpt_ckpt_tensors(m->g, m->g->params, tp);
-	if (loom_ckpt_load_model(m->ck, tp, (size_t)m->g->n_tensors) < 0)
-		cli_die("%s", loom_ckpt_error(m->ck));
-	free(tp);
-	if (m->g->rigl) {
-		if (loom_gpt_ckpt_load_sparsity(m->g, m->ck) != 0)
-			cli_die("%s", loom_gpt_error(m->g));
-		m->has_masks = 1;
-	}
-}
-
-/* The sparsity found in the checkpoint: per sparse weight (the
- * configuration's sparse_layers) the fraction of dead blocks, from the
- * masks, or else from the all-zero blocks of the weights; overall over
- * all their blocks.  NULL for a dense model. */
-static json_t *sparsity_json(const struct model *m)
-{
-	static const char *const proj[4] = { "attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj" };
-	if (!(m->sparsity > 0))
-		return NULL;
-	const struct loom_gpt *g = m->g;
-	int bs = m->cfg.block_size;
-	json_t *layers = json_object();
-	int64_t dead_all = 0, all = 0;
-	for (int i = 0; i < g->n_tensors; i++) {
-		const struct loom_tensor *t = &g->tensors[i];
-		int l, sel = 0;
-		char want[96];
-		if (sscanf(t->name, "transformer.h.%d.", &l) != 1)
-			continue;
-		for (int j = 0; j < 4; j++) {
-			snprintf(want, sizeof want, "transformer.h.%d.%s.weight", l, proj[j]);
-			sel |= (m->cfg.sparse_layers & (1 << j)) && !strcmp(t->name, want);
-		}
-		if (!sel)
-			continue;
-		int IC = (int)t->shape[0], OC = (int)t->shape[1], nbc = OC / bs;
-		int64_t nb = (int64_t)(IC / bs) * nbc, dead = 0;
-		const struct loom_rigl_layer *L = NULL;
-		for (int k = 0; g->rigl && k < g->rigl->n; k++)
-			if (!strcmp(g->rigl->layer[k].name, t->name))
-				L = &g->rigl->layer[k];
-		for (int64_t b = 0; b < nb; b++) {
-			int zero = 1;
-			if (L) {
-				zero = !L->mask[b];
-			} else {
-				const float *w = g->params + t->offset + (size_t)(b / nbc) * bs * OC +
-						 (size_t)(b % nbc) * bs;
-				for (int a = 0; a < bs && zero; a++)
-					for (int c = 0; c < bs && zero; c++)
-						zero = w[(size_t)a * OC + c] == 0;
-			}
-			dead += zero;
-		}
-		dead_all += dead;
-		all += nb;
-		json_object_set_new(layers, t->name, json_real((double)dead / (double)nb));
-	}
-	return json_pack("{s:f, s:s, s:i, s:o}", "overall", all ? (double)dead_all / (double)all : 0.0,
-			 "from", m->has_masks ? "masks" : "zero blocks", "block_size", bs,
-			 "layers", layers);
-}
-
-static void free_model(struct model *m)
-{
-	loom_gpt_free(m->g);
-	loom_ckpt_free(m->ck);
+	int rc = loom_eval_model_load(m, precision, &err);
+	if (rc == LOOM_EINVAL)
+		cli_usage_error("%s", err.msg);
+	if (rc)
+		cli_die("%s", err.msg);
 }
 
 static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 {
-	struct model m = {0};
+	struct loom_eval_model m = {0};
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("stdin is a terminal: pipe batch frames in (loom-feed ... | loom-eval)");
 	load_model(&m, ckpt, verify);
@@ -175,8 +77,8 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int32_t *in = NULL, *tg = NULL;
-	double nll = 0, t0 = loom_now();
-	int64_t ntok = 0, ncorr = 0;
+	double t0 = loom_now();
+	struct loom_eval_sums sum = { 0 };
 	uint64_t frames = 0;
 	int rc;
 	while (frames < max_frames && (rc = loom_batch_read(r, &h, &tok)) == 1) {
@@ -197,30 +99,22 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			if (!in || !tg)
 				cli_die("out of memory");
 		}
-		loom_gpt_split_records(tok, B, (int)h.seq_len, T, in, tg);
-		if (h.flags & LOOM_BATCH_F_PAD)
-			loom_gpt_mask_pad(m.g, h.pad_id, in, tg, (size_t)B * T);
 		char msg[160];
 		if (loom_threads_adapt(&pool, "frame", frames, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg); /* -v: the thread count changed */
-		if (loom_gpt_forward(m.g, in, tg, B, T, 0, 0, NULL) < 0)
+		if (loom_gpt_eval_frame(m.g, &h, tok, T, in, tg, &sum) < 0)
 			cli_die("stdin: frame %llu: %s", (unsigned long long)frames,
 				loom_gpt_error(m.g));
-		double a;
-		int64_t b, c;
-		loom_gpt_eval_counts(m.g, &a, &b, &c);
-		nll += a;
-		ntok += b;
-		ncorr += c;
 		frames++;
 	}
 	if (frames < max_frames && rc < 0)
 		cli_die("%s", loom_batch_reader_error(r));
 	if (frames == 0)
 		cli_die("stdin: no batch frames to evaluate");
+	int64_t ntok = sum.n;
 	if (ntok == 0)
 		cli_die("stdin: every target is padding: nothing to evaluate");
-	double loss = nll / (double)ntok;
+	double loss = sum.nll / (double)ntok;
 	if (!isfinite(loss))
 		cli_die("%s: the loss is not finite (%g): the checkpoint's weights overflow on "
 			"these frames", loom_ckpt_dir(m.ck), loss);
@@ -228,10 +122,10 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 			      "checkpoint", loom_ckpt_dir(m.ck),
 			      "step", (json_int_t)loom_ckpt_state(m.ck)->step,
 			      "loss", loss, "perplexity", exp(loss),
-			      "accuracy", (double)ncorr / (double)ntok,
+			      "accuracy", (double)sum.correct / (double)ntok,
 			      "tokens", (json_int_t)ntok, "frames", (json_int_t)frames,
 			      "seconds", round((loom_now() - t0) * 1000) / 1000);
-	json_t *sp = j ? sparsity_json(&m) : NULL;
+	json_t *sp = j ? loom_eval_sparsity_json(&m) : NULL;
 	if (sp)
 		json_object_set_new(j, "sparsity", sp);
 	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
@@ -244,7 +138,7 @@ static int do_eval(const char *ckpt, uint64_t max_frames, int verify)
 	loom_batch_reader_free(r);
 	free(in);
 	free(tg);
-	free_model(&m);
+	loom_eval_model_close(&m);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	return 0;
@@ -269,7 +163,7 @@ static void out_bytes(const uint8_t *p, size_t n)
 
 static int do_generate(const struct gen_opts *o)
 {
-	struct model m = {0};
+	struct loom_eval_model m = {0};
 	struct loom_vocab *v = loom_vocab_new();
 	if (!v)
 		cli_die("out of memory");
@@ -300,14 +194,11 @@ static int do_generate(const struct gen_opts *o)
 			cli_die("--prompt: token %u (position %zu) is outside the model's vocabulary "
 				"of %d ids: is the vocabulary the one the model was trained with?",
 				ids.v[i], i, V);
-	if (loom_ids_reserve(&ids, o->n) < 0)
-		cli_die("out of memory");
 	/* never an id the tokenizer lacks (loom_sample.h) */
-	struct loom_sampler smp;
-	if (loom_sampler_init(&smp, m.g, v, (float)o->temperature, (int)o->top_k, o->seed))
-		cli_die("out of memory");
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
+	struct loom_generate x;
+	if (loom_generate_init(&x, m.g, v, ids.v, ids.n, o->n, (float)o->temperature,
+			       (int)o->top_k, o->seed))
+		cli_die("%s", x.err.msg);
 	if (!o->no_prompt && o->prompt) {
 		out_bytes((const uint8_t *)prompt, strlen(prompt));
 		fflush(stdout);
@@ -316,18 +207,14 @@ static int do_generate(const struct gen_opts *o)
 		char msg[160];
 		if (loom_threads_adapt(&pool, "token", k, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg);
-		int t = loom_sampler_next(&smp, ids.v, ids.n);
+		int t = loom_generate_next(&x);
 		if (t < 0)
-			cli_die("%s", loom_gpt_error(m.g));
+			cli_die("%s", x.err.msg);
 		if (!o->no_stop && (uint32_t)t == v->eot)
 			break;
-		ids.v[ids.n++] = (uint32_t)t;
-		uint32_t id = (uint32_t)t;
-		len = 0;
-		if (loom_bpe_decode(e, &id, 1, ids.n - 1, &buf, &len, &cap) < 0)
-			cli_die("token %u is not in the vocabulary '%s': %s", id, spec,
-				loom_bpe_error(e));
-		out_bytes(buf, len);
+		if (loom_generate_decode(&x, x.ids.n - 1) < 0)
+			cli_die("token %d is not in the vocabulary '%s': %s", t, spec, x.err.msg);
+		out_bytes(x.buf, x.len);
 		fflush(stdout);
 	}
 	out_bytes((const uint8_t *)"\n", 1);
@@ -336,12 +223,11 @@ static int do_generate(const struct gen_opts *o)
 			exit(0);
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	}
-	free(buf);
-	loom_sampler_release(&smp);
+	loom_generate_release(&x);
 	loom_ids_release(&ids);
 	loom_bpe_free(e);
 	loom_vocab_free(v);
-	free_model(&m);
+	loom_eval_model_close(&m);
 	return 0;
 }
 

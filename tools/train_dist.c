@@ -6,8 +6,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "loom_bert.h"
 #include "loom_config.h"
 #include "loom_dist.h"
+#include "loom_gpt.h"
+#include "loom_trainer.h"
 #include "train_dist.h"
 
 static struct loom_dist *dist;
@@ -320,4 +323,69 @@ void train_dist_save_end(void)
 		return;
 	*model.m = *model.v = NULL;
 	loom_dist_gather_done(dist);
+}
+
+/* ---- the trainer's hooks (lib/train/loom_trainer.h) ----------------------- */
+
+static void hk_attach(void *ctx)
+{
+	const struct loom_trainer *t = ctx;
+	struct loom_dist_model dm;
+	if (t->g)
+		loom_gpt_dist_model(t->g, &dm);
+	else
+		loom_bert_dist_model(t->b, &dm);
+	train_dist_attach(&dm, t->cfg.grad_accum, t->o.quiet, t->o.verbose);
+}
+
+static int hk_shards_weights(void *ctx)
+{
+	(void)ctx;
+	return train_dist_shards_weights();
+}
+
+static int hk_save_begin(void *ctx)
+{
+	(void)ctx;
+	return train_dist_save_begin();
+}
+
+static void hk_save_end(void *ctx)
+{
+	(void)ctx;
+	train_dist_save_end();
+}
+
+static void hk_save_part(void *ctx, const struct loom_ckpt_save *s, char *path, size_t n)
+{
+	(void)ctx;
+	train_dist_save(s, path, n);
+}
+
+static void hk_load_part(void *ctx, struct loom_ckpt *ck, const struct loom_ckpt_tensor *tp,
+			 size_t n, int optimizer)
+{
+	(void)ctx;
+	train_dist_load(ck, tp, n, optimizer);
+}
+
+static void hk_step(void *ctx, float lr, int64_t t, float *norm, double *lsum)
+{
+	(void)ctx;
+	train_dist_step(lr, t, norm, lsum);
+}
+
+static void hk_say(void *ctx, const char *line)
+{
+	(void)ctx;
+	cli_warn("%s", line);
+}
+
+void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t)
+{
+	*hk = (struct loom_trainer_hooks){
+		.ctx = t, .rank = d_rank, .attach = hk_attach, .shards_weights = hk_shards_weights,
+		.save_begin = hk_save_begin, .save_end = hk_save_end, .save_part = hk_save_part,
+		.load_part = hk_load_part, .step = hk_step, .say = hk_say,
+	};
 }

@@ -85,5 +85,10 @@ void train_dist_load(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, siz
  * writes. */
 int train_dist_save_begin(void);
 void train_dist_save_end(void);
+/* The trainer t's hooks into this layer (lib/train/loom_trainer.h), its
+ * lines through cli_warn. */
+struct loom_trainer;
+struct loom_trainer_hooks;
+void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t);
 
 #endif

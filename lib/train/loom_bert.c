@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_bert.h"
+#include "loom_batch.h"
 #include "loom_config.h"
 #include "loom_dist.h"
 #include "loom_kernels.h"
@@ -40,33 +41,13 @@ const char *loom_bert_error(const struct loom_bert *b)
 
 int loom_bert_preset(const char *name, int task, struct loom_bert_config *c)
 {
-	static const struct {
-		const char *name;
-		int L, C, NH;
-	} presets[] = { { "bert-tiny", 2, 128, 2 }, { "bert-base", 12, 768, 12 },
-			{ "bert-large", 24, 1024, 16 } };
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		if (strcmp(name, presets[i].name))
-			continue;
-		memset(c, 0, sizeof *c);
-		c->n_layer = presets[i].L;
-		c->hidden = presets[i].C;
-		c->n_head = presets[i].NH;
-		c->intermediate = 4 * presets[i].C;
-		c->vocab_size = 30522;
-		c->max_positions = 512;
-		c->type_vocab_size = 2;
-		c->layer_norm_eps = 1e-12;
-		c->dropout = 0.1;
-		c->attn_dropout = 0.1;
-		c->init_std = 0.02;
-		c->pad_token_id = 0;
-		c->task = task;
-		c->precision = LOOM_PREC_FP32;
-		c->adamw = (struct loom_adamw){ 0.9, 0.999, 1e-6, 0.01, 1.0 };
-		return 0;
-	}
-	return -1;
+	struct loom_config lc;
+	loom_config_defaults(&lc);
+	if (loom_config_apply_preset(&lc, name) || lc.model != LOOM_MODEL_BERT)
+		return LOOM_EINVAL;
+	lc.task = task == LOOM_BERT_MLM ? LOOM_TASK_MLM : LOOM_TASK_SQUAD;
+	loom_bert_config_from(&lc, c);
+	return 0;
 }
 
 int loom_bert_config_check(const struct loom_bert_config *c, struct loom_err *err)
@@ -166,11 +147,7 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	size_t off = loom_bert_table(cfg, b->tensors);
 	b->n_tensors = loom_bert_n_tensors(cfg);
 	b->n_params = off;
-	b->params = loom_model_falloc(off);
-	b->grads = loom_model_falloc(off);
-	b->m = loom_model_falloc(off);
-	b->v = loom_model_falloc(off);
-	if (!b->params || !b->grads || !b->m || !b->v)
+	if (loom_model_store_alloc(off, &b->params, &b->grads, &b->m, &b->v))
 		goto fail;
 	return b;
 fail:
@@ -182,10 +159,7 @@ void loom_bert_free(struct loom_bert *b)
 {
 	if (!b)
 		return;
-	loom_lazy_free(b->params);
-	loom_lazy_free(b->grads);
-	loom_lazy_free(b->m);
-	loom_lazy_free(b->v);
+	loom_model_store_free(b->params, b->grads, b->m, b->v);
 	loom_lazy_free(b->acts);
 	free(b->ids);
 	loom_lazy_free(b->mlm);
@@ -926,3 +900,164 @@ void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
 		.connect = dist_connect,
 	};
 }
+int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_model_scratch *s,
+		   struct loom_bert_batch *bb, struct loom_err *err)
+{
+	int B = (int)h->batch, T = c->seq_len, rec = (int)h->seq_len;
+	size_t N = (size_t)B * T;
+	struct {
+		int32_t *ids, *seg, *mask, *start, *end, *labels;
+	} xs, *x = &xs;
+	if (!(x->ids = loom_model_scratch_get(s, 4 * N + 2 * (size_t)B)))
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	x->seg = x->ids + N;
+	x->mask = x->seg + N;
+	x->labels = x->mask + N;
+	x->start = x->labels + N;
+	x->end = x->start + B;
+	*bb = (struct loom_bert_batch){ .input_ids = x->ids, .input_mask = x->mask };
+	if (c->task == LOOM_TASK_MLM) {
+		int n_in = T - 2, pad = (h->flags & LOOM_BATCH_F_PAD) != 0;
+		for (int r = 0; r < B; r++) {
+			const uint32_t *in = tok + (size_t)r * rec;
+			int32_t *row = x->ids + (size_t)r * T, *m = x->mask + (size_t)r * T;
+			int n = 0;
+			while (n < n_in && !(pad && in[n] == h->pad_id))
+				n++;
+			row[0] = c->cls_id;
+			for (int i = 0; i < n; i++)
+				row[1 + i] = (int32_t)in[i];
+			row[n + 1] = c->sep_id;
+			for (int i = 0; i < T; i++) {
+				m[i] = i < n + 2;
+				if (i >= n + 2)
+					row[i] = c->pad_token_id;
+			}
+		}
+		for (int r = 0; r < B; r++) {
+			uint64_t row = h->seq * ((uint64_t)B * h->world) + (uint64_t)h->rank * B +
+				       (uint64_t)r;
+			loom_bert_mlm_mask(x->ids + (size_t)r * T, x->labels + (size_t)r * T,
+					   x->mask + (size_t)r * T, 1, T, c->vocab_size, c->cls_id,
+					   c->sep_id, c->mask_id,
+					   loom_splitmix64(c->seed ^ 0x6d6c6d6d61736bull ^
+							   loom_splitmix64(row)));
+		}
+		bb->mlm_labels = x->labels;
+		return 0;
+	}
+	static const char *const names[4] = { "segment_ids", "input_mask", "start_positions",
+					      "end_positions" };
+	int32_t *dst[4] = { x->seg, x->mask, x->start, x->end };
+	const struct loom_batch_feature *ft;
+	size_t nf;
+	loom_batch_reader_features(r, &ft, &nf);
+	if (!nf)
+		return loom_err_set(err, LOOM_EFORMAT, "token frames (version 1), but task=squad "
+				    "reads the features of loom-squad prepare (loom-feed --manifest "
+				    "PREFIX.manifest.json)");
+	for (int k = 0; k < 4; k++) {
+		size_t j = 0;
+		while (j < nf && strcmp(ft[j].name, names[k]))
+			j++;
+		if (j == nf)
+			return loom_err_set(err, LOOM_EFORMAT, "no feature \"%s\": task=squad reads "
+					    "the features of loom-squad prepare", names[k]);
+		int per_token = k < 2;
+		if (ft[j].shape != (per_token ? LOOM_BATCH_PER_TOKEN : LOOM_BATCH_PER_RECORD) ||
+		    (int)ft[j].length != (per_token ? rec : 1))
+			return loom_err_set(err, LOOM_EFORMAT, "feature \"%s\" is not %s", names[k],
+					    per_token ? "per-token" : "one value per record");
+		const int64_t *v = loom_batch_reader_values(r, j);
+		size_t n = per_token ? N : (size_t)B;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i] < INT32_MIN || v[i] > INT32_MAX)
+				return loom_err_set(err, LOOM_ERANGE, "feature \"%s\": value %lld "
+						    "(record %zu) is outside int32", names[k],
+						    (long long)v[i], per_token ? i / T : i);
+			dst[k][i] = (int32_t)v[i];
+		}
+	}
+	for (size_t i = 0; i < N; i++)
+		x->ids[i] = (int32_t)tok[i];
+	bb->segment_ids = x->seg;
+	bb->start_positions = x->start;
+	bb->end_positions = x->end;
+	return 0;
+}
+
+/* ---- the model interface (loom_model.h) ---------------------------------- */
+
+static size_t ops_n_params(const void *m)
+{
+	return ((const struct loom_bert *)m)->n_params;
+}
+
+static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
+{
+	struct loom_bert_config bc;
+	loom_bert_config_from(c, &bc);
+	bc.recompute = recompute;
+	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
+	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
+	*m = (struct loom_model_mem){
+		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
+		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
+		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+	};
+	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
+}
+
+static void ops_begin_step(void *m, int64_t step)
+{
+	(void)m; /* the gradients are zero: loom_bert_step leaves them so */
+	(void)step;
+}
+
+static void ops_step(void *m, float lr, int64_t step, float *norm)
+{
+	loom_bert_step(m, lr, step, norm);
+}
+
+static int ops_forward(struct loom_bert *b, const struct loom_config *c, const struct loom_frame *f,
+		       struct loom_model_scratch *s, int train, uint64_t key, float *loss)
+{
+	struct loom_bert_batch bb;
+	int rc = loom_bert_rows(c, f->h, f->tok, f->r, s, &bb, &b->err);
+	return rc ? rc : loom_bert_forward(b, &bb, (int)f->h->batch, c->seq_len, train, key, loss);
+}
+
+static int ops_micro(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss)
+{
+	int rc = ops_forward(m, c, f, s, 1, key, loss);
+	return rc ? rc : loom_bert_backward(m, scale);
+}
+
+/* squad: per feature; mlm: per masked token (the same masks at every
+ * evaluation): loom_bert_eval_counts */
+static int ops_eval(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums)
+{
+	double a;
+	int64_t n, k;
+	int rc = ops_forward(m, c, f, s, 0, 0, NULL);
+	if (rc)
+		return rc;
+	loom_bert_eval_counts(m, &a, &n, &k);
+	sums->nll += a;
+	sums->n += n;
+	sums->correct += k;
+	return 0;
+}
+
+static const char *ops_error(const void *m)
+{
+	return loom_bert_error(m);
+}
+
+const struct loom_model_ops loom_bert_ops = {
+	.n_params = ops_n_params, .plan = ops_plan, .begin_step = ops_begin_step,
+	.step = ops_step, .micro = ops_micro, .eval = ops_eval, .error = ops_error,
+};

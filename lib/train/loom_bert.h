@@ -84,10 +84,9 @@ struct loom_bert_config {
 	struct loom_adamw adamw;
 };
 
-/* cfg = the preset `name` ("bert-tiny": 2 layers, 128 wide, 2 heads;
- * "bert-base": 12, 768, 12; "bert-large": 24, 1024, 16; intermediate 4C,
- * vocab 30522, 512 positions, 2 types, dropout 0.1, AdamW 0.9/0.999/1e-6
- * decay 0.01, clip 1.0) for `task`: 0, or -1 for an unknown name. */
+/* cfg = the model of share/presets/NAME.json (a model=bert preset:
+ * bert-tiny, bert-base, bert-large, squad-base, ...; loom_config_apply_preset)
+ * for `task`: 0, or LOOM_EINVAL for a name that is not a BERT preset. */
 int loom_bert_preset(const char *name, int task, struct loom_bert_config *cfg);
 /* The model of a loom-train configuration (model=bert,
  * lib/train/loom_config.h): its keys mapped one to one (n_embd -> hidden,
@@ -162,6 +161,29 @@ struct loom_bert_batch {
 	const int32_t *start_positions, *end_positions;
 	const int32_t *mlm_labels;
 };
+
+struct loom_config;
+struct loom_batch_hdr;
+struct loom_batch_reader;
+/* The frame (h, tok; r its reader, for the features) as the rows of *bb
+ * (pointing into s, grown to hold them) at c's seq_len T.
+ * task=squad: the frame's ids and its segment_ids, input_mask,
+ * start_positions and end_positions (formats/squad-features.md), as
+ * they are.
+ * task=mlm: row r is [CLS], the first T-2 tokens of record r (up to its
+ * padding), [SEP], then pad_token_id (input_mask 0); 15% of its tokens
+ * but [CLS] and [SEP] (those the record holds between documents
+ * included) masked 80/10/10 by loom_bert_mlm_mask, keyed by the seed and
+ * the record's place in the stream (the frame's global batch number and
+ * its row of that global batch): the same masks however the global batch
+ * is split over ranks, and after a resume.
+ * LOOM_EFORMAT (features missing or of the wrong shape) or LOOM_ENOMEM,
+ * the message (without the frame's name) in err. */
+int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
+		   const uint32_t *tok, struct loom_batch_reader *r, struct loom_model_scratch *s,
+		   struct loom_bert_batch *bb, struct loom_err *err);
+/* The model interface (lib/train/loom_model.h) of a struct loom_bert. */
+extern const struct loom_model_ops loom_bert_ops;
 
 /* The parameter table of a model of cfg (HF names, shapes, offsets, as
  * above) into t[loom_bert_n_tensors(cfg)]; returns the parameter count. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_dist.h"
+#include "loom_batch.h"
 #include "loom_gpt.h"
 #include "loom_kernels.h"
 #include "loom_profile.h"
@@ -57,7 +58,7 @@ static int new_sparse(struct loom_gpt *g)
 	g->sp = calloc((size_t)g->L * 4, sizeof *g->sp);
 	g->rl = calloc((size_t)g->L * 4, sizeof *g->rl);
 	if (!g->rigl || !g->sp || !g->rl)
-		return -1;
+		return LOOM_ENOMEM;
 	for (int l = 0; l < g->L; l++)
 		for (int j = 0; j < 4; j++) {
 			g->rl[4 * l + j] = -1;
@@ -69,7 +70,7 @@ static int new_sparse(struct loom_gpt *g)
 					  (int)t->shape[1]) ||
 			    !(g->sp[4 * l + j] = loom_sparse_new((int)t->shape[0], (int)t->shape[1], bs,
 								 &err)))
-				return -1;
+				return LOOM_ENOMEM;
 		}
 	loom_rigl_init_masks(g->rigl, g->cfg.sparsity, g->cfg.seed);
 	loom_gpt_rigl_sync(g);
@@ -109,11 +110,7 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
 	add_tensor(g, &off, "transformer.ln_f.bias", 1, C, 0);
 	g->n_params = off;
-	g->params = loom_model_falloc(off);
-	g->grads = loom_model_falloc(off);
-	g->m = loom_model_falloc(off);
-	g->v = loom_model_falloc(off);
-	if (!g->params || !g->grads || !g->m || !g->v)
+	if (loom_model_store_alloc(off, &g->params, &g->grads, &g->m, &g->v))
 		goto fail;
 	if (cfg->sparsity > 0 && new_sparse(g))
 		goto fail;
@@ -127,10 +124,7 @@ void loom_gpt_free(struct loom_gpt *g)
 {
 	if (!g)
 		return;
-	loom_lazy_free(g->params);
-	loom_lazy_free(g->grads);
-	loom_lazy_free(g->m);
-	loom_lazy_free(g->v);
+	loom_model_store_free(g->params, g->grads, g->m, g->v);
 	loom_lazy_free(g->acts);
 	free(g->inputs);
 	free(g->targets);
@@ -501,7 +495,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 }
 
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
-			  struct loom_gpt_mem *m)
+			  struct loom_model_mem *m)
 {
 	float *glob[8];
 	struct loom_config c = *cfg;
@@ -1163,3 +1157,89 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
 			tg[i] = g->cfg.ignore_id;
 	}
 }
+
+int loom_gpt_eval_frame(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
+			int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s)
+{
+	int B = (int)h->batch;
+	loom_gpt_split_records(tok, B, (int)h->seq_len, T, in, tg);
+	if (h->flags & LOOM_BATCH_F_PAD)
+		loom_gpt_mask_pad(g, h->pad_id, in, tg, (size_t)B * T);
+	int rc = loom_gpt_forward(g, in, tg, B, T, 0, 0, NULL);
+	if (rc < 0)
+		return rc;
+	double a;
+	int64_t b, c;
+	loom_gpt_eval_counts(g, &a, &b, &c);
+	s->nll += a;
+	s->n += b;
+	s->correct += c;
+	return 0;
+}
+
+/* ---- the model interface (loom_model.h) ---------------------------------- */
+
+static size_t ops_n_params(const void *m)
+{
+	return ((const struct loom_gpt *)m)->n_params;
+}
+
+static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *mem)
+{
+	loom_gpt_memory_plan(c, c->micro_batch, c->seq_len, recompute, mem);
+}
+
+static void ops_begin_step(void *m, int64_t step)
+{
+	loom_gpt_begin_step(m, step);
+}
+
+static void ops_step(void *m, float lr, int64_t step, float *norm)
+{
+	loom_gpt_step(m, lr, step, norm);
+}
+
+/* records of T+1 tokens -> T inputs and their next-token targets (at
+ * s->buf: the inputs, then the targets) */
+static int ops_split(struct loom_gpt *g, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, int32_t **in, int32_t **tg)
+{
+	int B = (int)f->h->batch, T = c->seq_len;
+	if (!loom_model_scratch_get(s, 2 * (size_t)B * T))
+		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
+	*in = s->buf;
+	*tg = s->buf + (size_t)B * T;
+	return 0;
+}
+
+static int ops_micro(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss)
+{
+	struct loom_gpt *g = m;
+	int B = (int)f->h->batch, T = c->seq_len, rc;
+	int32_t *in = NULL, *tg = NULL;
+	if ((rc = ops_split(g, c, f, s, &in, &tg)))
+		return rc;
+	loom_gpt_split_records(f->tok, B, (int)f->h->seq_len, T, in, tg);
+	if (f->h->flags & LOOM_BATCH_F_PAD)
+		loom_gpt_mask_pad(g, f->h->pad_id, in, tg, (size_t)B * T);
+	return loom_gpt_train_micro(g, in, tg, B, T, key, scale, loss);
+}
+
+static int ops_eval(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums)
+{
+	int32_t *in = NULL, *tg = NULL;
+	int rc = ops_split(m, c, f, s, &in, &tg);
+	return rc ? rc : loom_gpt_eval_frame(m, f->h, f->tok, c->seq_len, in, tg, sums);
+}
+
+static const char *ops_error(const void *m)
+{
+	return loom_gpt_error(m);
+}
+
+const struct loom_model_ops loom_gpt_ops = {
+	.n_params = ops_n_params, .plan = ops_plan, .begin_step = ops_begin_step,
+	.step = ops_step, .micro = ops_micro, .eval = ops_eval, .error = ops_error,
+};

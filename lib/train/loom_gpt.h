@@ -274,6 +274,16 @@ void loom_gpt_split_records(const uint32_t *rec, int B, int rec_len, int T, int3
 void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, int32_t *tg,
 		       size_t n);
 
+/* A forward on a batch frame (h, tok) of records of T+1 (or more)
+ * tokens: T inputs and their next-token targets (padding masked) in in/tg
+ * (B x T each), the loss sums added to *s (loom-eval; the trainer's
+ * evaluation, through loom_gpt_ops). */
+struct loom_batch_hdr;
+int loom_gpt_eval_frame(struct loom_gpt *g, const struct loom_batch_hdr *h, const uint32_t *tok,
+			int T, int32_t *in, int32_t *tg, struct loom_eval_sums *s);
+/* The model interface (lib/train/loom_model.h) of a struct loom_gpt. */
+extern const struct loom_model_ops loom_gpt_ops;
+
 /* Memory plan per rank (bytes) for a config at batch B, sequence T, on
  * cfg->data_parallel ranks sharding cfg->sharding (one rank: the whole
  * model, whatever the sharding).  sharding=optimizer: full weights and
@@ -281,16 +291,8 @@ void loom_gpt_mask_pad(const struct loom_gpt *g, uint32_t pad_id, int32_t *in, i
  * sharding=weights: 1/N of weights, gradients and moments, plus the
  * gathered buffers (full copies of the layers in use) and the embedding
  * output's own activation slot. */
-struct loom_gpt_mem {
-	uint64_t params, grads, adam, acts, total;
-	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
-	uint64_t gshard;        /* sharding=optimizer, N > 1: the gradient shard */
-	uint64_t gathered;      /* sharding=weights, N > 1: gathered layer buffers */
-	int gathered_head;      /* 1: their largest set is the LM head's (embeddings'
-				   params and grads, a layer's params), else 2 layers' */
-};
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
-			  struct loom_gpt_mem *m);
+			  struct loom_model_mem *m);
 
 /* --- checkpoints (lib/train/loom_gpt_ckpt.c, on top of lib/train/loom_ckpt.h) ------ */
 struct loom_ckpt_tensor;

@@ -39,6 +39,47 @@ float *loom_model_falloc(size_t n)
 }
 
 /* Box-Muller: normals 2i and 2i+1 from the counter hash of pair i. */
+void loom_model_store_free(float *params, float *grads, float *m, float *v)
+{
+	loom_lazy_free(params);
+	loom_lazy_free(grads);
+	loom_lazy_free(m);
+	loom_lazy_free(v);
+}
+
+int loom_model_store_alloc(size_t n, float **params, float **grads, float **m, float **v)
+{
+	*params = loom_model_falloc(n);
+	*grads = loom_model_falloc(n);
+	*m = loom_model_falloc(n);
+	*v = loom_model_falloc(n);
+	if (*params && *grads && *m && *v)
+		return 0;
+	loom_model_store_free(*params, *grads, *m, *v);
+	*params = *grads = *m = *v = NULL;
+	return LOOM_ENOMEM;
+}
+
+int32_t *loom_model_scratch_get(struct loom_model_scratch *s, size_t n)
+{
+	if (n > s->cap) {
+		free(s->buf);
+		if (!(s->buf = malloc(sizeof(int32_t) * n))) {
+			s->cap = 0;
+			return NULL;
+		}
+		s->cap = n;
+	}
+	return s->buf;
+}
+
+void loom_model_scratch_release(struct loom_model_scratch *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = 0;
+}
+
 static void normal_pair(uint64_t key, size_t i, float *z0, float *z1)
 {
 	uint64_t a = loom_splitmix64(key ^ loom_splitmix64((uint64_t)i));

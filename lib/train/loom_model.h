@@ -52,6 +52,13 @@ int loom_model_check_ids(const int32_t *x, size_t n, int lim, const int *skip, c
  * loom_lazy_free; NULL on ENOMEM. */
 float *loom_model_falloc(size_t n);
 
+/* A model's parameter store of n floats: the parameters, their gradients
+ * and the AdamW moments m and v, one loom_model_falloc each; 0, or
+ * LOOM_ENOMEM with none left allocated. */
+int loom_model_store_alloc(size_t n, float **params, float **grads, float **m, float **v);
+/* Free what loom_model_store_alloc made (NULLs are fine). */
+void loom_model_store_free(float *params, float *grads, float *m, float *v);
+
 /* p[0..n) = std * N(0, 1), drawn counter-based from `key` (independent of
  * the thread count): Box-Muller on pairs. */
 void loom_model_normal(float *p, size_t n, float std, uint64_t key);
@@ -76,6 +83,69 @@ uint64_t loom_model_site_key(uint64_t key, int l, int site);
  * once made).  0 or the error (in err). */
 int loom_model_ready_mm(struct loom_mm **mm, int *w16_ok, int precision, const float *params,
 			size_t n, struct loom_err *err);
+
+/* A model's memory plan per rank in bytes (the GPT's: loom_gpt_memory_plan;
+ * either model's: loom_trainer_plan, lib/train/loom_trainer.h). */
+struct loom_model_mem {
+	uint64_t params, grads, adam, acts, total;
+	uint64_t bf16;          /* precision=bf16: weight copy + operand scratch */
+	uint64_t gshard;        /* sharding=optimizer, N > 1: the gradient shard */
+	uint64_t gathered;      /* sharding=weights, N > 1: gathered layer buffers */
+	int gathered_head;      /* 1: their largest set is the LM head's (embeddings'
+				   params and grads, a layer's params), else 2 layers' */
+};
+
+/* --- the model interface (loom_gpt_ops, loom_bert_ops) -------------------- */
+
+struct loom_config;
+struct loom_batch_hdr;
+struct loom_batch_reader;
+
+/* A batch frame as read: header, ids, the reader (its features) and where
+ * it came from, for messages. */
+struct loom_frame {
+	const struct loom_batch_hdr *h;
+	const uint32_t *tok;
+	struct loom_batch_reader *r;
+	const char *src;        /* "stdin", --eval-data's path */
+	uint64_t n;             /* frame number in src */
+};
+
+/* An evaluation's sums: loss x count, count (tokens, rows or masked
+ * tokens) and the count predicted right. */
+struct loom_eval_sums {
+	double nll;
+	int64_t n, correct;
+};
+
+/* int32 buffers the caller owns for a model's batches, grown as needed
+ * (the GPT: a frame's inputs then its targets; the BERT: its rows). */
+struct loom_model_scratch {
+	int32_t *buf;
+	size_t cap;
+};
+/* At least n int32s at s->buf (kept when large enough), or NULL on ENOMEM. */
+int32_t *loom_model_scratch_get(struct loom_model_scratch *s, size_t n);
+void loom_model_scratch_release(struct loom_model_scratch *s);
+
+/* What a trainer (lib/train/loom_trainer.h) asks of a model m (a struct
+ * loom_gpt or a struct loom_bert); c is the model's configuration.
+ * Errors: a negative LOOM_E* code, the message in error(m). */
+struct loom_model_ops {
+	size_t (*n_params)(const void *m);
+	/* memory plan (bytes) per rank at c's micro_batch x seq_len */
+	void (*plan)(const struct loom_config *c, int recompute, struct loom_model_mem *mem);
+	void (*begin_step)(void *m, int64_t step);      /* before optimizer step `step` */
+	/* the AdamW step `step` at lr (one process), the gradient norm in *norm */
+	void (*step)(void *m, float lr, int64_t step, float *norm);
+	/* forward + backward of scale x the frame's loss (*loss), dropout keyed by key */
+	int (*micro)(void *m, const struct loom_config *c, const struct loom_frame *f,
+		     struct loom_model_scratch *s, uint64_t key, float scale, float *loss);
+	/* forward of an evaluation frame, its sums added to *sums */
+	int (*eval)(void *m, const struct loom_config *c, const struct loom_frame *f,
+		    struct loom_model_scratch *s, struct loom_eval_sums *sums);
+	const char *(*error)(const void *m);
+};
 
 /* AdamW hyperparameters. */
 struct loom_adamw {

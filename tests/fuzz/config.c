@@ -12,7 +12,7 @@ static void finish(struct loom_config *c)
 {
 	if (loom_config_validate(c))
 		return;
-	struct loom_gpt_mem m;
+	struct loom_model_mem m;
 	(void)loom_config_n_params(c);
 	(void)loom_config_flops_per_token(c);
 	(void)loom_config_lr(c, 1);
