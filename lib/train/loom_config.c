@@ -33,6 +33,7 @@ static const char *const pooling_names[] = { "avg", "max", NULL };
 static const char *const sharding_names[] = { "optimizer", "weights", NULL }; /* enum loom_sharding */
 static const char *const model_names[] = { "gpt", "bert", NULL };     /* enum loom_model_kind */
 static const char *const task_names[] = { "lm", "squad", "mlm", NULL }; /* enum loom_task */
+static const char *const qa_loss_names[] = { "all", "real", NULL }; /* enum loom_bert_qa_loss */
 
 #define O(f) offsetof(struct loom_config, f)
 /* bert: a key only model=bert reads, in the resolved JSON only then (a
@@ -55,6 +56,7 @@ static const struct key keys[] = {
 	{ "pad_token_id", K_INT, O(pad_token_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert: padding id (its embedding stays 0)", 1 },
 	{ "cls_id", K_INT, O(cls_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [CLS] id", 1 },
 	{ "sep_id", K_INT, O(sep_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [SEP] id", 1 },
+	{ "qa_loss", K_ENUM, O(qa_loss), 0, 0, qa_loss_names, "bert squad: the start/end softmax over all positions (HF's) | the real tokens", 1 },
 	{ "mask_id", K_INT, O(mask_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [MASK] id", 1 },
 	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B", 0 },
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
@@ -495,6 +497,14 @@ int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 		}
 		if ((rc = loom_config_set(c, tok, eq + 1)))
 			break;
+		/* one warm-up given here overrides the other one's earlier
+		 * value (a preset's); both given here stay an error */
+		int w = !strcmp(tok, "warmup_steps") ? 1 : !strcmp(tok, "warmup_proportion") ? 2 : 0;
+		c->warm_set |= w;
+		if (w == 1 && !(c->warm_set & 2))
+			c->warmup_proportion = 0;
+		else if (w == 2 && !(c->warm_set & 1))
+			c->warmup_steps = 0;
 	}
 	free(dup);
 	return rc;

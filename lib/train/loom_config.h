@@ -91,6 +91,7 @@ struct loom_config {
 	double init_std;
 	int pad_token_id;
 	int cls_id, sep_id, mask_id;    /* mlm: the rows' and the mask's ids */
+	int qa_loss;            /* squad: enum loom_bert_qa_loss (0 all positions, 1 real tokens) */
 	/* training */
 	int micro_batch;        /* B: records per frame / forward pass */
 	int grad_accum;         /* micro-batches per optimizer step */
@@ -122,6 +123,8 @@ struct loom_config {
 	int64_t prune_end;      /* no update at or after this step; 0 = 0.75 steps */
 	int64_t prune_every;    /* steps between mask updates (>= 1) */
 	int pooling;            /* enum loom_pooling: a block's gradient score */
+	unsigned warm_set;      /* warmup_steps (1) / warmup_proportion (2) set by
+				 * loom_config_apply_sets, not a key */
 	struct loom_err err;
 };
 
@@ -143,7 +146,10 @@ int loom_config_apply_file(struct loom_config *c, const char *path);
 int loom_config_apply_preset(struct loom_config *c, const char *name);
 /* 1 if NAME is a file (it has a '/' or ends in ".json"), 0 for a preset. */
 int loom_config_names_file(const char *name_or_path);
-/* Apply "key=value,key=value" (values parsed by the key's type). */
+/* Apply "key=value,key=value" (values parsed by the key's type): the
+ * command line's --set.  warmup_steps set here zeroes an earlier
+ * warmup_proportion (a preset's) and the other way round, unless both are
+ * set by calls of this function (then loom_config_validate refuses them). */
 int loom_config_apply_sets(struct loom_config *c, const char *kvs);
 /* Apply one key from a string value. */
 int loom_config_set(struct loom_config *c, const char *key, const char *value);
