@@ -636,8 +636,14 @@ static void squad_predict(struct loom_squad *s)
 		memcpy(el + i * T, loom_bert_end_logits(b), nb * T * sizeof *el);
 		for (size_t r = 0; sq_logits && r < nb; r++)
 			logits_line(&lo, s, &fs, i + r, sl + (i + r) * T, el + (i + r) * T, &lbuf, &lcap);
-		if (!cli_quiet && cli_progress_due(&prog))
-			cli_progress_show(&prog, "squad: %zu of %zu features", i + nb, fs.n);
+		if (!cli_quiet && cli_progress_due(&prog)) {
+			double dt = loom_now() - t0, rate = dt > 0 ? (double)(i + nb) / dt : 0;
+			char eta[32];
+			cli_progress_show(&prog, "squad: %zu of %zu features, %.1f features/s, ETA %s",
+					  i + nb, fs.n, rate,
+					  rate > 0 ? cli_duration((double)(fs.n - i - nb) / rate, eta,
+								  sizeof eta) : "?");
+		}
 	}
 	cli_progress_done(&prog);
 	struct loom_squad_prediction *pred = calloc(s->n_qas + 1, sizeof *pred);
