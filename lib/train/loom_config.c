@@ -57,6 +57,8 @@ static const struct key keys[] = {
 	{ "cls_id", K_INT, O(cls_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [CLS] id", 1 },
 	{ "sep_id", K_INT, O(sep_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [SEP] id", 1 },
 	{ "qa_loss", K_ENUM, O(qa_loss), 0, 0, qa_loss_names, "bert squad: the start/end softmax over all positions (HF's) | the real tokens", 1 },
+	{ "doc_stride", K_INT, O(doc_stride), 1, 1 << 16, NULL, "bert squad: the features' window stride (loom-squad prepare --stride; loom-eval squad -c's default)", 1 },
+	{ "max_query", K_INT, O(max_query), 1, 1 << 16, NULL, "bert squad: question tokens kept (loom-squad prepare --max-query; loom-eval squad -c's default)", 1 },
 	{ "mask_id", K_INT, O(mask_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [MASK] id", 1 },
 	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B", 0 },
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
@@ -129,6 +131,8 @@ void loom_config_defaults(struct loom_config *c)
 	c->weight_decay = 0.1;
 	c->grad_clip = 1.0;
 	c->ignore_id = -1;
+	c->doc_stride = 128;
+	c->max_query = 64;
 	c->seed = 1234;
 	c->recompute = 0;
 	c->precision = 0;

@@ -92,6 +92,8 @@ struct loom_config {
 	int pad_token_id;
 	int cls_id, sep_id, mask_id;    /* mlm: the rows' and the mask's ids */
 	int qa_loss;            /* squad: enum loom_bert_qa_loss (0 all positions, 1 real tokens) */
+	int doc_stride, max_query; /* squad: the features' windows (with seq_len),
+				    * recorded for loom-eval squad -c */
 	/* training */
 	int micro_batch;        /* B: records per frame / forward pass */
 	int grad_accum;         /* micro-batches per optimizer step */
