@@ -86,7 +86,9 @@ like "$err" '^loom-train: stdin: frame 0: token frames \(version 1\), but task=s
 is "$(wc -l < "$err")" 1 "  only that line"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom-train -q --steps 2"
 is_rc 1 "squad-features frames for the GPT: exit 1"
-like "$err" 'this reader reads token frames only' "  refused in one line"
+like "$err" 'this reader reads token frames only; SQuAD features train task=squad, which needs a BERT preset \(-c squad-base, bert-base, bert-tiny\)$' \
+	"  refused in one line saying task=squad needs a BERT preset"
+is "$(wc -l < "$err")" 1 "  only that line"
 
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
 	loom-train -q -c bert-tiny --set vocab_size=32 --steps 5 --log plain.jsonl"
@@ -171,11 +173,38 @@ cp mck/step-00000004/model.safetensors mck/step-00000004/vocab.txt hf/
 json.dump(c, open("hf/config.json", "w"))' mck/step-00000004/config.json
 run sh -c "$F | loom-train -c bert-tiny --init hf --steps 2"
 is_rc 0 "--init HF-DIR (a BertForMaskedLM) for task=squad"
-like "$err" '^loom-train: .*/hf has no question-answering \(qa_outputs\) head: initialised from the seed$' \
-	"  the new head said in one line"
+like "$err" '^loom-train: --init-from: the encoder \(2 layers, 128 wide, 2 heads, vocab 30522, 512 positions\) loaded; .*/hf has no question-answering \(qa_outputs\) head: initialised from the seed$' \
+	"  what was loaded and the new head, in one line"
 run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --set vocab_size=32"
-is_rc 1 "--init with another vocab_size: exit 1"
-like "$err" "hf/model.safetensors: tensor 'bert.embeddings.word_embeddings.weight' is F32 \\[30522, 128\\] but the model needs F32 \\[32, 128\\]" "  the line names the tensor and both shapes"
-is "$(wc -l < "$err")" 1 "  one line"
+is_rc 2 "--init with another vocab_size: exit 2"
+is "$(head -1 "$err")" "loom-train: vocab_size: --set 32, but $T/hf/config.json has vocab_size 30522 (--init-from takes the shape from there)" \
+	"  one line naming the key and both values (and the --help hint of a usage error)"
+run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --set n_layer=4"
+is "$rc:$(head -1 "$err")" "2:loom-train: n_layer: --set 4, but $T/hf/config.json has num_hidden_layers 2 (--init-from takes the shape from there)" \
+	"  the same for n_layer"
+# a PyTorch-only directory: the message points to the conversion
+mkdir pt
+cp hf/config.json hf/vocab.txt pt/
+printf 'PK\003\004 not read' > pt/pytorch_model.bin
+run sh -c "$F | loom-train -q -c bert-tiny --init pt --steps 2"
+is "$rc:$(cat "$err")" "1:loom-train: $T/pt: model.safetensors is missing (it has pytorch_model.bin, which loom does not read: convert it, loom-train(1) HUGGINGFACE WEIGHTS)" \
+	"--init-from a directory with only pytorch_model.bin: one line pointing to the conversion"
+# the shape comes from the directory, the recipe from the preset: squad-base
+# (12 layers, 768 wide) with a 2-layer, 128-wide directory
+run loom-train -c squad-base --init-from hf --print-config
+is_rc 0 "-c squad-base --init-from a bert-tiny directory --print-config"
+like "$out" '"n_layer": 2,' "  n_layer from config.json"
+like "$out" '"n_embd": 128,' "  n_embd from config.json"
+like "$out" '"n_head": 2,' "  n_head from config.json"
+like "$out" '"intermediate": 512,' "  intermediate from config.json"
+like "$out" '"lr": 3e-05,' "  lr from the preset"
+like "$out" '"micro_batch": 8,' "  micro_batch from the preset"
+run sh -c "$F | loom-train -c squad-base --init hf --steps 2 --set micro_batch=8,grad_accum=1,seq_len=32"
+is_rc 0 "  and it trains"
+like "$err" "^loom-train: --init-from: the encoder \(2 layers, 128 wide" "  the loaded line"
+run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --save qa1"
+run sh -c "$F | loom-train -c bert-tiny --init qa1/latest --steps 1 --set seq_len=32"
+like "$err" '^loom-train: --init-from: the encoder \(2 layers, 128 wide, 2 heads, vocab 30522, 512 positions\) and its question-answering \(qa_outputs\) head loaded from .*qa1/step-00000002$' \
+	"--init-from a QA checkpoint: the head loaded, one line"
 
 done_testing

@@ -956,6 +956,9 @@ static struct loom_batch_reader *reader_for_task(struct loom_batch_reader *r)
 		cli_die("out of memory");
 	if (read_features)
 		loom_batch_reader_accept_features(r);
+	else
+		loom_batch_reader_features_hint(r, "SQuAD features train task=squad, which needs a "
+					       "BERT preset (-c squad-base, bert-base, bert-tiny)");
 	return r;
 }
 
@@ -1304,7 +1307,7 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
 	*tb_dir, *sample_prompt;
 static char **sets;
-static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile;
+static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile, allow_short;
 static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
 static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
@@ -1358,6 +1361,8 @@ static const struct cli_opt opts[] = {
 		   "preset (share/presets/NAME.json) or JSON file\n(default: tiny)"),
 	OPT_CALLBACK(0, "set", on_set, "K=V,...", "override keys (repeatable); see --print-config"),
 	OPT_CALLBACK(0, "steps", on_steps, "N", "optimizer steps (= --set steps=N)"),
+	OPT_BOOL(0, "allow-short", &allow_short,
+		 "exit 0 when the input ends before the --steps asked\nfor (default: exit 1)"),
 	OPT_CALLBACK(0, "seed", on_seed, "N", "seed for init and dropout (= --set seed=N)"),
 	OPT_BOOL(0, "recompute", &recompute, "activation checkpointing (= --set recompute=true)"),
 	OPT_BOOL(0, "print-config", &print, "print the resolved configuration as JSON and exit"),
@@ -1540,6 +1545,17 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 	}
 	struct loom_config ckc = *c; /* --resume: the checkpoint's */
 	apply_sets(c, orig, sets, nsets);
+	if (init_from && c->model == LOOM_MODEL_BERT && ckpt_arch(init_from) == &loom_bert_ckpt_arch) {
+		struct loom_err err = { 0 }; /* the shape is the directory's (read again to load) */
+		struct loom_ckpt *ick = loom_ckpt_open(init_from, &loom_bert_ckpt_arch,
+						       LOOM_CKPT_NO_VERIFY, &err);
+		if (!ick)
+			cli_die("%s", err.msg);
+		if (loom_bert_ckpt_shape(ick, c, &err))
+			cli_exit(EXIT_USAGE, "%s", err.msg);
+		snprintf(orig->src[O_VS], sizeof orig->src[O_VS], "--init-from %.80s", init_from);
+		loom_ckpt_free(ick);
+	}
 	if (resume)
 		check_resume_sparsity(&ckc, c, loom_ckpt_dir(ck));
 	for (struct loom_config *x = c; x; x = x == c && resume && config ? &named : NULL) {
@@ -2034,10 +2050,20 @@ static void bert_load(struct trainer *t, struct loom_ckpt *ck, int with_optimize
 				     t->cfg.seed);
 	if (rc < 0)
 		cli_die("%s", loom_bert_error(t->b));
-	if (rc == 1 && !quiet)
-		cli_warn("%s has no %s head: initialised from the seed", loom_ckpt_dir(ck),
-			 t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
-						      : "question-answering (qa_outputs)");
+	const char *head = t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
+							: "question-answering (qa_outputs)";
+	const struct loom_config *c = &t->cfg;
+	if (!with_optimizer && !quiet) { /* --init-from: what came from where, one line */
+		char enc[160];
+		snprintf(enc, sizeof enc, "the encoder (%d layers, %d wide, %d heads, vocab %d, %d "
+			 "positions)", c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->n_positions);
+		if (rc == 1)
+			cli_warn("--init-from: %s loaded; %s has no %s head: initialised from the seed",
+				 enc, loom_ckpt_dir(ck), head);
+		else
+			cli_warn("--init-from: %s and its %s head loaded from %s", enc, head,
+				 loom_ckpt_dir(ck));
+	}
 	if (with_optimizer) {
 		struct ckpt_tables x;
 		need_optimizer(ck);
@@ -2065,8 +2091,6 @@ static void bert_build(struct trainer *t, struct loom_ckpt *ck)
 	} else if (init_from) {
 		ck = open_ckpt(init_from, 0);
 		bert_load(t, ck, 0);
-		if (verbose)
-			cli_warn("weights from %s", loom_ckpt_dir(ck));
 		loom_ckpt_free(ck);
 	} else {
 		loom_bert_init_weights(b, t->cfg.seed);
@@ -2380,9 +2404,13 @@ int main(int argc, char **argv)
 			 (unsigned long long)t.step);
 	if (u.first && !stop_sig && t.step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
-	if (!stop_sig && !quiet && t.step < (uint64_t)c->steps)
+	/* ended before the steps the command line asked for: exit 1 */
+	int short_run = !stop_sig && t.step < (uint64_t)c->steps && !allow_short &&
+			(have_steps || loom_config_cli_set(c, "steps"));
+	if (!stop_sig && (!quiet || short_run) && t.step < (uint64_t)c->steps)
 		cli_warn("stdin: the input ended after step %llu of %lld (loom-feed --epochs N, or 0 "
-			 "for no end, feeds more)", (unsigned long long)t.step, (long long)c->steps);
+			 "for no end, feeds more)%s", (unsigned long long)t.step, (long long)c->steps,
+			 short_run ? ": exit 1 once saved (--allow-short: exit 0)" : "");
 	if (save && t.saved != t.step + 1 && (t.step > u.start_step || !resume))
 		t.ops->save(&t);
 	double el = loom_now() - u.t_start;
@@ -2410,5 +2438,5 @@ int main(int argc, char **argv)
 	free((char *)t.vocab.files[1].data);
 	loom_vocab_free(t.tok);
 	loom_ids_release(&sample_prompt_ids);
-	return 0;
+	return short_run;
 }

@@ -267,6 +267,14 @@ void loom_bert_ckpt_tensors(const struct loom_bert *b, float *base, struct loom_
  * fp32, AdamW defaults as the presets.  0 or LOOM_EFORMAT (err). */
 int loom_bert_ckpt_config(const struct loom_ckpt *ck, int task, struct loom_bert_config *cfg,
 			  struct loom_err *err);
+/* --init-from ck: loom-train's architecture keys (n_layer, n_embd,
+ * n_head, intermediate, vocab_size, n_positions, type_vocab_size,
+ * layer_norm_epsilon) of c from the checkpoint's config.json
+ * (num_hidden_layers, hidden_size, ...), the rest of c (the recipe)
+ * untouched.  0, or LOOM_EINVAL in err when a key the command line set
+ * (loom_config_cli_set) holds another value: one line naming the key and
+ * both values. */
+int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, struct loom_err *err);
 /* loom_bert_ckpt_load flags: a checkpoint without the task's head (a
  * pretrained BertForMaskedLM, or a BertModel, loaded for QA) is taken,
  * the head initialised from `seed` and the other head's tensors ignored. */

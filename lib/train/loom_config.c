@@ -97,6 +97,7 @@ static const struct key keys[] = {
 };
 #undef O
 #define NKEYS (sizeof keys / sizeof keys[0])
+_Static_assert(NKEYS <= 64, "loom_config.cli_set has a bit per key");
 
 void loom_config_defaults(struct loom_config *c)
 {
@@ -473,6 +474,12 @@ int loom_config_set(struct loom_config *c, const char *name, const char *v)
 	return 0;
 }
 
+int loom_config_cli_set(const struct loom_config *c, const char *key)
+{
+	const struct key *k = find_key(key);
+	return k && (c->cli_set >> (k - keys) & 1);
+}
+
 int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 {
 	char *dup = strdup(kvs), *p;
@@ -503,11 +510,12 @@ int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 			break;
 		/* one warm-up given here overrides the other one's earlier
 		 * value (a preset's); both given here stay an error */
-		int w = !strcmp(tok, "warmup_steps") ? 1 : !strcmp(tok, "warmup_proportion") ? 2 : 0;
-		c->warm_set |= w;
-		if (w == 1 && !(c->warm_set & 2))
+		c->cli_set |= 1ull << (find_key(tok) - keys);
+		int ws = loom_config_cli_set(c, "warmup_steps"),
+		    wp = loom_config_cli_set(c, "warmup_proportion");
+		if (!strcmp(tok, "warmup_steps") && !wp)
 			c->warmup_proportion = 0;
-		else if (w == 2 && !(c->warm_set & 1))
+		else if (!strcmp(tok, "warmup_proportion") && !ws)
 			c->warmup_steps = 0;
 	}
 	free(dup);

@@ -125,8 +125,8 @@ struct loom_config {
 	int64_t prune_end;      /* no update at or after this step; 0 = 0.75 steps */
 	int64_t prune_every;    /* steps between mask updates (>= 1) */
 	int pooling;            /* enum loom_pooling: a block's gradient score */
-	unsigned warm_set;      /* warmup_steps (1) / warmup_proportion (2) set by
-				 * loom_config_apply_sets, not a key */
+	uint64_t cli_set;       /* a bit per key (its index in the table) that
+				 * loom_config_apply_sets set; not a key */
 	struct loom_err err;
 };
 
@@ -151,8 +151,11 @@ int loom_config_names_file(const char *name_or_path);
 /* Apply "key=value,key=value" (values parsed by the key's type): the
  * command line's --set.  warmup_steps set here zeroes an earlier
  * warmup_proportion (a preset's) and the other way round, unless both are
- * set by calls of this function (then loom_config_validate refuses them). */
+ * set by calls of this function (then loom_config_validate refuses them).
+ * Records the keys it sets in cli_set. */
 int loom_config_apply_sets(struct loom_config *c, const char *kvs);
+/* 1 when loom_config_apply_sets set `key` (the command line's --set). */
+int loom_config_cli_set(const struct loom_config *c, const char *key);
 /* Apply one key from a string value. */
 int loom_config_set(struct loom_config *c, const char *key, const char *value);
 /* 1 if `name` is a configuration key (lr, steps, ...), else 0. */
