@@ -401,6 +401,7 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	c.intermediate = inter;
 	c.max_positions = PT;
 	c.dropout = c.attn_dropout = train ? 0.1 : 0;
+	c.qa_loss = LOOM_BERT_QA_LOSS_REAL; /* under qa_loss=all QA targets run padded */
 	c.padded = 1;
 	struct loom_bert *bp = loom_bert_new(&c);
 	c.padded = 0;
@@ -459,6 +460,15 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	ok(all <= 1e-6 && g <= 1e-5,
 	   "  gradients within 1e-6 relative (%.3g), each tensor within 1e-5 (max %.3g, %s)", all,
 	   g, worst);
+	if (task == LOOM_BERT_QA && !train) { /* qa_loss=all reads the padding's logits */
+		bv->cfg.qa_loss = LOOM_BERT_QA_LOSS_ALL;
+		loom_bert_forward(bv, &x, PB, PT, 0, 0, &lv);
+		int padded_t = !bv->packed;
+		x.start_positions = x.end_positions = NULL;
+		loom_bert_forward(bv, &x, PB, PT, 0, 0, NULL);
+		ok(padded_t && bv->packed && isfinite(lv),
+		   "  qa_loss=all: a batch with targets runs padded, one without packed");
+	}
 	free(in);
 	loom_bert_free(bp);
 	loom_bert_free(bv);
