@@ -55,7 +55,8 @@ is_rc 0 "loom-squad prepare: 40 features"
 loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 2 > eval.frames
 set_ok="vocab_size=32,dropout=0,attn_dropout=0,lr=2e-3,warmup_proportion=0,decay=constant"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
-	loom-train -c bert-tiny --set $set_ok --steps 60 --log log.jsonl --eval-data eval.frames --eval-every 60"
+	loom-train -c bert-tiny --set $set_ok,doc_stride=16 --steps 60 --log log.jsonl --eval-data eval.frames --eval-every 60 \
+	  --eval-squad sq.json --vocab vocab.txt --save ck60 --tensorboard tb"
 is_rc 0 "loom-squad prepare | loom-feed --manifest | loom-train -c bert-tiny: 60 steps"
 like "$err" '^loom-train: bert-tiny: 466946 parameters, .* B=8 T=32 ' "  the model line: B and T from the frames"
 losses log.jsonl > losses
@@ -65,8 +66,27 @@ ok "  first loss $first is about ln(32) (3.47): a uniform guess" \
 	/usr/bin/python3 -c "import sys; sys.exit(not 2.8 < $first < 4.0)"
 ok "  mean loss of the last 10 steps $last: below 1, it learned where answers are" \
 	/usr/bin/python3 -c "import sys; sys.exit(not $last < 1.0)"
-like log.jsonl '^\{"step":60,"eval_loss":[0-9.]+,"eval_ppl":[0-9.]+,"eval_acc":[0-9.]+,"eval_features":40\}$' \
-	"  --eval-data: the loss over the 40 features"
+like log.jsonl '^\{"step":60,"eval_loss":[0-9.]+,"eval_acc":[0-9.]+,"eval_features":40\}$' \
+	"  --eval-data: the loss over the 40 features (no perplexity for task=squad)"
+like log.jsonl '^\{"step":60,"eval_exact_match":[0-9.]+,"eval_f1":[0-9.]+\}$' \
+	"  --eval-squad: the official exact match and F1 in the log"
+like "$err" '^loom-train: eval step 60: exact_match [0-9.]+ f1 [0-9.]+ \(40 questions, 40 features, ' \
+	"  and on stderr"
+unlike "$err" 'eval step 60: loss [0-9.]+ ppl' "  no perplexity on stderr"
+run loom-plot -w 10 -y eval_exact_match,eval_f1 tb/events.out.tfevents.*
+like "$out" '^eval_exact_match .*\(1 points' "  and in TensorBoard: eval/exact_match, one point"
+like "$out" '^eval_f1 .*\(1 points' "  eval/f1, one point"
+ok "  no eval/perplexity" sh -c '! grep -q eval/perplexity tb/events.out.tfevents.*' 
+run loom-train -c bert-tiny --eval-squad sq.json --steps 1 < /dev/null
+is "$rc:$(head -1 "$err")" "2:loom-train: --eval-squad needs --eval-data (the file's features, loom-squad prepare)" \
+	"--eval-squad without --eval-data: usage error"
+run loom-train -c tiny --eval-squad sq.json --eval-data eval.frames --steps 1 < /dev/null
+is "$rc:$(head -1 "$err")" "2:loom-train: --eval-squad: task=squad only (the task is not)" \
+	"--eval-squad for a GPT: usage error"
+em=$(/usr/bin/python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if "eval_f1" in l][0]["eval_exact_match"])' log.jsonl)
+run loom-eval squad -q -c ck60/latest --data sq.json --predictions p60.json
+is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_match"])' "$out")" "$em" \
+	"  the exact match loom-eval squad -c gives the checkpoint ($em)"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
 	loom-train -q -c bert-tiny --set $set_ok --steps 60 --log log2.jsonl --eval-data eval.frames --eval-every 60"
 is "$(losses log2.jsonl)" "$(cat losses)" "  the same run twice: the same losses"

@@ -45,6 +45,8 @@
 #include "loom_bpe.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
+#include "loom_bert_squad.h"
+#include "loom_squad.h"
 #include "loom_mm.h"
 #include "loom_profile.h"
 #include "loom_rigl.h"
@@ -1114,6 +1116,10 @@ static void load_vocab(struct trainer *t, const char *spec, const char *name,
 	t->tok = v; /* --sample-every decodes with it */
 }
 
+static const char *eval_squad; /* --eval-squad: EM/F1 at each evaluation */
+static struct loom_wordpiece *squad_w;	/* its tokenizer, the run's vocabulary */
+static struct loom_bert_squad_eval *squad_ev;
+
 /* model=bert: --vocab, or the resumed checkpoint's vocab.txt, opened with
  * --lowercase/--cased by loom_wordpiece_open's rules: saved as vocab.txt +
  * tokenizer_config.json (do_lower_case: the casing used) in every
@@ -1150,7 +1156,10 @@ static void load_bert_vocab(struct trainer *t, const char *spec, struct loom_ckp
 	if (loom_bert_ckpt_vocab(&t->vocab, name, loom_wordpiece_path(w),
 				 loom_wordpiece_lowercases(w), &err))
 		cli_die("--vocab: %s", err.msg);
-	loom_wordpiece_free(w);
+	if (eval_squad && !squad_w)
+		squad_w = w; /* --eval-squad's features are made with it */
+	else
+		loom_wordpiece_free(w);
 }
 
 /* --log FILE (or "-"): each JSON line written, flushed and checked; a write
@@ -1225,6 +1234,35 @@ static void lock_save_dir(const char *dir)
  * GPT (per token) with its perplexity, and the share predicted right
  * (GPT: next tokens; squad: rows whose start and end are both the argmax;
  * mlm: masked tokens). */
+/* --eval-squad: the official EM and F1 of the model's answers, features
+ * made at the first evaluation with the run's windows and vocabulary. */
+static void squad_scores(struct trainer *t, FILE *log)
+{
+	struct loom_err err = { 0 };
+	double t0 = loom_now(), em, f1;
+	if (!squad_w)
+		cli_die("--eval-squad: the checkpoint resumed has no vocab.txt to tokenize %s with "
+			"(--vocab V)", eval_squad);
+	if (!squad_ev) {
+		struct loom_squad_feature_opts fo = { (uint32_t)t->cfg.seq_len,
+						      (uint32_t)t->cfg.doc_stride,
+						      (uint32_t)t->cfg.max_query };
+		if (!(squad_ev = loom_bert_squad_eval_new(eval_squad, squad_w, &fo, &err)))
+			cli_die("--eval-squad %s", err.msg);
+	}
+	if (loom_bert_squad_eval_run(squad_ev, t->b, t->cfg.micro_batch, &em, &f1, &err))
+		cli_die("--eval-squad %s: %s", eval_squad, err.msg);
+	if (!t->quiet)
+		cli_warn("eval step %llu: exact_match %.4f f1 %.4f (%zu questions, %zu features, %.1f s)",
+			 (unsigned long long)t->step, em, f1, loom_bert_squad_eval_questions(squad_ev),
+			 loom_bert_squad_eval_features(squad_ev), loom_now() - t0);
+	if (log)
+		log_line(log, "{\"step\":%llu,\"eval_exact_match\":%.9g,\"eval_f1\":%.9g}\n",
+			 (unsigned long long)t->step, em, f1);
+	tb_scalar(t, LOOM_TB_EVAL_EM, em);
+	tb_scalar(t, LOOM_TB_EVAL_F1, f1);
+}
+
 static void evaluate(struct trainer *t, const char *path, FILE *log)
 {
 	struct eval_src e;
@@ -1255,18 +1293,26 @@ static void evaluate(struct trainer *t, const char *path, FILE *log)
 	double loss = sum.n ? sum.nll / sum.n : 0, acc = sum.n ? (double)sum.correct / sum.n : 0.0;
 	int lm = t->cfg.model == LOOM_MODEL_GPT;
 	const char *what = lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked tokens";
+	int sq = t->cfg.task == LOOM_TASK_SQUAD; /* a perplexity means nothing there */
+	char ppl[48] = "", ppl_j[48] = "";
+	if (!sq) {
+		snprintf(ppl, sizeof ppl, " ppl %.2f", exp(loss));
+		snprintf(ppl_j, sizeof ppl_j, ",\"eval_ppl\":%.9g", exp(loss));
+	}
 	if (!t->quiet)
-		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld %s, %.1f s)",
-			 (unsigned long long)t->step, loss, exp(loss), acc, (long long)sum.n, what,
+		cli_warn("eval step %llu: loss %.4f%s acc %.4f (%lld %s, %.1f s)",
+			 (unsigned long long)t->step, loss, ppl, acc, (long long)sum.n, what,
 			 loom_now() - t0);
 	if (log)
-		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
-			 (unsigned long long)t->step, loss, exp(loss), acc,
-			 lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked",
-			 (long long)sum.n);
+		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g%s,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
+			 (unsigned long long)t->step, loss, ppl_j, acc,
+			 lm ? "tokens" : sq ? "features" : "masked", (long long)sum.n);
 	tb_scalar(t, LOOM_TB_EVAL_LOSS, loss);
-	tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
+	if (!sq)
+		tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
 	tb_scalar(t, LOOM_TB_EVAL_ACC, acc);
+	if (eval_squad)
+		squad_scores(t, log);
 	tb_flush(t);
 }
 
@@ -1397,6 +1443,9 @@ static const struct cli_opt opts[] = {
 	OPT_STRING(0, "eval-data", &eval_data, "FILE",
 		   "held-out batch frames, or a loom-shard manifest\n"
 		   "(e.g. PREFIX.val.manifest.json: read in order)"),
+	OPT_STRING(0, "eval-squad", &eval_squad, "FILE.json",
+		   "task=squad: with --eval-data (its features), the\n"
+		   "official EM and F1 on FILE's questions at each evaluation"),
 	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
 		"at most N batches per evaluation (default: all)"),
 	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
@@ -1450,6 +1499,8 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--resume and --init-from exclude each other");
 	if (eval_every && !eval_data)
 		cli_usage_error("--eval-every needs --eval-data");
+	if (eval_squad && !eval_data)
+		cli_usage_error("--eval-squad needs --eval-data (the file's features, loom-squad prepare)");
 	if (resume && !strcmp(resume, "latest")) {
 		if (!save)
 			cli_usage_error("--resume latest needs --save DIR");
@@ -1593,6 +1644,12 @@ static struct loom_ckpt *resolve_config(struct trainer *t, struct origins *orig)
 		sample_every = 0;   /* the weights are sharded (every rank takes part) */
 	t->ops = c->model == LOOM_MODEL_BERT ? &bert_ops : &gpt_ops;
 	read_features = c->task == LOOM_TASK_SQUAD;
+	if (eval_squad && (!read_features || loom_config_shards_weights(c)))
+		cli_exit(EXIT_USAGE, "--eval-squad: task=squad%s", read_features ?
+			 " without sharding=weights (score a checkpoint with loom-eval squad -c)" :
+			 " only (the task is not)");
+	if (eval_squad && !vocab_spec && !resume)
+		cli_usage_error("--eval-squad needs --vocab (its questions are tokenized with it)");
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));
@@ -2437,6 +2494,8 @@ int main(int argc, char **argv)
 	free((char *)t.vocab.files[0].data);
 	free((char *)t.vocab.files[1].data);
 	loom_vocab_free(t.tok);
+	loom_bert_squad_eval_free(squad_ev);
+	loom_wordpiece_free(squad_w);
 	loom_ids_release(&sample_prompt_ids);
 	return short_run;
 }
