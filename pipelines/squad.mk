@@ -3,7 +3,8 @@
 #
 #   make -f pipelines/squad.mk TRAIN=train-v1.1.json DEV=dev-v1.1.json OUT=squad \
 #        [INIT=bert-base-uncased/] [CONFIG=squad-base] [VOCAB=bert-base-uncased]
-#        [SEQ=384] [STRIDE=128] [EPOCHS=2] [SEED=1] [SET=key=value,...]
+#        [SEQ=384] [STRIDE=128] [MAX_QUERY=64] [EPOCHS=2] [STEPS=N] [SEED=1]
+#        [SET=key=value,...]
 #
 # INIT is a HuggingFace BERT directory (config.json + model.safetensors,
 # e.g. bert-base-uncased fetched with loom-fetch by URL) or a loom
@@ -11,7 +12,12 @@
 # loom-train preset or file (squad-base: global batch 32, lr 3e-5, warm-up
 # over 10% of the steps then linear decay; squad-large: global batch 128),
 # SET more loom-train keys.  The steps are EPOCHS passes over the training
-# features at the configuration's global batch.
+# features at the configuration's global batch, rounded down (EPOCHS may
+# be a fraction, as run_qa.py's num_train_epochs: 0.5 is half a pass);
+# STEPS= (or steps=N in SET) caps the run by steps instead, as run_qa.py's
+# max_steps overrides num_train_epochs (STEPS and a different steps= in
+# SET: refused).  The features' windows (SEQ, STRIDE, MAX_QUERY) are
+# recorded in the checkpoint and the predictions use the same.
 #
 # Stages, each a real file, so an interrupted run resumes where it stopped
 # and a finished one does nothing (`make -q` is true):
@@ -20,7 +26,14 @@
 #                                      ($(OUT)/ckpt/latest)
 #   $(OUT)/predictions.json            {id: answer} of DEV    loom-eval squad -c
 #   $(OUT)/score.json                  {"exact_match", "f1"}  (loom-eval's line)
-# `make -f pipelines/squad.mk ... ckpt` stops after training.
+# `make -f pipelines/squad.mk ... ckpt` stops after training.  Each stage
+# also depends on the variables that shape it, kept in a file
+# $(OUT)/.STAGE.vars that is rewritten only when the stage is redone: the
+# features on TRAIN VOCAB SEQ STRIDE MAX_QUERY, the model on the features
+# and CONFIG SET INIT EPOCHS STEPS SEED VOCAB, the predictions on the model
+# and DEV SEQ STRIDE MAX_QUERY.  Another value redoes exactly the stages it
+# shapes and those after them (the model from the start: its old
+# checkpoints are removed); the values a stage was made with redo nothing.
 #
 # Every variable given on the command line or in the environment must be
 # plain (paths of letters, digits and ._/+@,-, numbers, SET of key=value
@@ -34,7 +47,9 @@ CONFIG  ?= squad-base
 VOCAB   ?= bert-base-uncased
 SEQ     ?= 384
 STRIDE  ?= 128
+MAX_QUERY ?= 64
 EPOCHS  ?= 2
+STEPS   ?=
 SEED    ?= 1
 SET     ?=
 
@@ -44,10 +59,24 @@ SHELL := /bin/bash
 
 HERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 include $(HERE)/vars.mk
-$(foreach v,SEQ STRIDE EPOCHS SEED,$(call loom_check,$v,$(chars_num),a whole number))
+$(foreach v,SEQ STRIDE MAX_QUERY STEPS SEED,$(call loom_check,$v,$(chars_num),a whole number))
+$(call loom_check,EPOCHS,$(chars_num) .,a number of passes (2$(comma) 0.5))
 $(foreach v,TRAIN DEV OUT INIT CONFIG VOCAB LOOM_BIN,$(call loom_check,$v,$(chars_path),a plain path (letters digits ._/+@$(comma)-)))
 $(call loom_check,SET,$(chars_flag),key=value$(comma)... (letters digits ._/+@$(comma)=:-))
-$(foreach v,TRAIN DEV OUT CONFIG VOCAB SEQ STRIDE EPOCHS SEED,$(call loom_need,$v))
+$(foreach v,TRAIN DEV OUT CONFIG VOCAB SEQ STRIDE MAX_QUERY EPOCHS SEED,$(call loom_need,$v))
+# steps=N in SET: the run's steps, as STEPS=N
+SET_STEPS := $(patsubst steps=%,%,$(filter steps=%,$(subst $(comma), ,$(SET))))
+$(if $(and $(STEPS),$(SET_STEPS),$(filter-out $(STEPS),$(SET_STEPS))),$(error STEPS=$(STEPS) but SET has steps=$(SET_STEPS): give one))
+RUN_STEPS := $(or $(STEPS),$(SET_STEPS))
+
+# The variables that shape each stage, and what each was last made with
+# ($(OUT)/.STAGE.vars, written when the stage is made): a stage whose
+# values differ depends on FORCE, so it is redone, and what depends on it
+FEATURES_VARS := TRAIN=$(TRAIN) VOCAB=$(VOCAB) SEQ=$(SEQ) STRIDE=$(STRIDE) MAX_QUERY=$(MAX_QUERY)
+CKPT_VARS := CONFIG=$(CONFIG) SET=$(SET) INIT=$(INIT) EPOCHS=$(EPOCHS) STEPS=$(RUN_STEPS) SEED=$(SEED) VOCAB=$(VOCAB)
+PRED_VARS := DEV=$(DEV) SEQ=$(SEQ) STRIDE=$(STRIDE) MAX_QUERY=$(MAX_QUERY)
+changed = $(if $(shell [ "$$(cat '$(OUT)/.$1.vars' 2>/dev/null)" = '$($2)' ] && echo same),,FORCE)
+remember = printf '%s\n' '$($2)' > '$(OUT)/.$1.vars'
 
 SQUAD := $(LOOM_BIN)loom-squad
 FEED  := $(LOOM_BIN)loom-feed
@@ -66,24 +95,40 @@ ckpt: $(OUT)/ckpt/done
 predictions: $(OUT)/predictions.json
 
 # 1. the training features (shards + index + manifest, committed atomically)
-$(OUT)/train/train.manifest.json: $(TRAIN)
-	'$(SQUAD)' prepare --vocab '$(VOCAB)' --seq $(SEQ) --stride $(STRIDE) '$(TRAIN)' \
-	  -o '$(OUT)/train/train'
+$(OUT)/train/train.manifest.json: $(TRAIN) $(call changed,features,FEATURES_VARS)
+	'$(SQUAD)' prepare --vocab '$(VOCAB)' --seq $(SEQ) --stride $(STRIDE) \
+	  --max-query $(MAX_QUERY) '$(TRAIN)' -o '$(OUT)/train/train'
+	$(call remember,features,FEATURES_VARS)
 
-# 2. fine-tuning: EPOCHS passes of micro_batch x grad_accum features a step
-$(OUT)/ckpt/done: $(OUT)/train/train.manifest.json
+# the steps and loom-feed's passes, "steps epochs": b = records //
+# micro_batch batches a pass, b x EPOCHS // grad_accum steps (or STEPS),
+# as many passes as they take
+plan = /usr/bin/python3 -c 'import json, math, sys; \
+b = json.load(open(sys.argv[1]))["records"] // int(sys.argv[2]); ga = int(sys.argv[3]); \
+s = int(sys.argv[5]) if sys.argv[5] else int(b * float(sys.argv[4])) // ga; \
+print(s, max(1, math.ceil(s * ga / b)) if b else 0)'
+
+# 2. fine-tuning: EPOCHS passes (or STEPS steps) of micro_batch x
+# grad_accum features a step, from the start
+$(OUT)/ckpt/done: $(OUT)/train/train.manifest.json $(call changed,ckpt,CKPT_VARS)
 	mb=$(call cfg,micro_batch); ga=$(call cfg,grad_accum); \
 	records=$$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["records"])' '$<'); \
-	steps=$$(( records / mb * $(EPOCHS) / ga )); \
+	read -r steps epochs < <($(plan) '$<' $$mb $$ga '$(EPOCHS)' '$(RUN_STEPS)'); \
 	[ "$$steps" -gt 0 ] || { echo "squad.mk: $$records features make no step of $$mb x $$ga" >&2; exit 1; }; \
-	'$(FEED)' -q --manifest '$<' --batch $$mb --seed $(SEED) --epochs $(EPOCHS) \
-	  | '$(TRAINER)' $(TRAIN_CFG) --steps $$steps --vocab '$(VOCAB)' \
+	rm -rf '$(OUT)/ckpt'; \
+	'$(FEED)' -q --manifest '$<' --batch $$mb --seed $(SEED) --epochs $$epochs \
+	  | '$(TRAINER)' $(TRAIN_CFG) --set doc_stride=$(STRIDE),max_query=$(MAX_QUERY) \
+	      --steps $$steps --vocab '$(VOCAB)' \
 	      $(if $(INIT),--init-from '$(INIT)') --save '$(OUT)/ckpt' --log '$(OUT)/train.jsonl'
 	date -u +%FT%TZ > '$@.tmp' && mv '$@.tmp' '$@'
+	$(call remember,ckpt,CKPT_VARS)
 
-# 3. the dev set's answers, and their score (loom-eval prints the official
-# script's line on stdout)
-$(OUT)/predictions.json $(OUT)/score.json &: $(OUT)/ckpt/done $(DEV)
-	'$(EVAL)' squad -c '$(OUT)/ckpt/latest' --data '$(DEV)' \
-	  --predictions '$(OUT)/predictions.json' > '$(OUT)/score.json.tmp'
+# 3. the dev set's answers with the training windows, and their score
+# (loom-eval prints the official script's line on stdout)
+$(OUT)/predictions.json $(OUT)/score.json &: $(OUT)/ckpt/done $(DEV) $(call changed,predictions,PRED_VARS)
+	'$(EVAL)' squad -c '$(OUT)/ckpt/latest' --data '$(DEV)' --seq $(SEQ) --stride $(STRIDE) \
+	  --max-query $(MAX_QUERY) --predictions '$(OUT)/predictions.json' > '$(OUT)/score.json.tmp'
 	mv '$(OUT)/score.json.tmp' '$(OUT)/score.json'
+	$(call remember,predictions,PRED_VARS)
+
+FORCE:

@@ -143,23 +143,30 @@ static void test_naive(void)
 	ok(close_arr(loom_bert_start_logits(b), st, N, 1e-5, 1e-4, "start") &&
 	   close_arr(loom_bert_end_logits(b), en, N, 1e-5, 1e-4, "end"),
 	   "start/end logits equal the naive composition");
-	/* loss: (mean CE(start) over 2 rows + CE(end) of row 0) / 2, softmax
-	 * over the real positions */
-	double ce[2] = { 0, 0 };
-	for (int r = 0; r < B; r++)
-		for (int k = 0; k < 2; k++) {
-			const float *z = (k ? en : st) + r * T;
-			int tgt = k ? epos[r] : spos[r];
-			if (tgt < 0)
-				continue;
-			double s = 0;
-			for (int t = 0; t < len[r]; t++)
-				s += exp(z[t]);
-			ce[k] += log(s) - z[tgt];
+	/* loss: (mean CE(start) over 2 rows + CE(end) of row 0) / 2, the
+	 * softmax over all T positions (HF's BertForQuestionAnswering,
+	 * run_squad.py), or with qa_loss=real over each row's real tokens */
+	for (int real = 0; real < 2; real++) {
+		double ce[2] = { 0, 0 };
+		for (int r = 0; r < B; r++)
+			for (int k = 0; k < 2; k++) {
+				const float *z = (k ? en : st) + r * T;
+				int tgt = k ? epos[r] : spos[r];
+				if (tgt < 0)
+					continue;
+				double s = 0;
+				for (int t = 0; t < (real ? len[r] : T); t++)
+					s += exp(z[t]);
+				ce[k] += log(s) - z[tgt];
+			}
+		double want = (ce[0] / 2 + ce[1] / 1) / 2;
+		if (real) {
+			b->cfg.qa_loss = LOOM_BERT_QA_LOSS_REAL;
+			loom_bert_forward(b, &x, B, T, 0, 0, &loss);
 		}
-	double want = (ce[0] / 2 + ce[1] / 1) / 2;
-	ok(fabs(loss - want) < 1e-4, "QA loss %.6f = (mean CE start + mean CE end) / 2 over "
-	   "real positions (%.6f)", loss, want);
+		ok(fabs(loss - want) < 1e-4, "QA loss %.6f = (mean CE start + mean CE end) / 2 over "
+		   "%s (%.6f)", loss, real ? "real positions (qa_loss=real)" : "all positions", want);
+	}
 	free(h); free(e); free(qkv); free(att); free(lse); free(y); free(t1); free(f);
 	loom_bert_free(b);
 }
@@ -174,14 +181,16 @@ static double loss_at(struct loom_bert *b, const struct loom_bert_batch *x, int 
 
 /* Sampled entries of every tensor (the largest gradient and 4 more)
  * against central differences. */
-static void gradcheck(int task, int train, int recompute, const char *what)
+/* mode: 0, 1 recompute, 2 qa_loss=real */
+static void gradcheck(int task, int train, int mode, const char *what)
 {
 	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.qa_loss = mode == 2 ? LOOM_BERT_QA_LOSS_REAL : LOOM_BERT_QA_LOSS_ALL;
 	if (train) {
 		c.dropout = 0.1;
 		c.attn_dropout = 0.1;
 	}
-	c.recompute = recompute;
+	c.recompute = mode == 1;
 	struct loom_bert *b = loom_bert_new(&c);
 	big_init_bert(b);
 	struct loom_bert_batch x = batch(task);
@@ -221,10 +230,13 @@ static void gradcheck(int task, int train, int recompute, const char *what)
 	loom_bert_free(b);
 }
 
-/* Outputs at real positions do not depend on what the padding holds. */
+/* Outputs at real positions do not depend on what the padding holds, nor
+ * does the loss over the real tokens (qa_loss=real; HF's over all
+ * positions reads the padding's logits). */
 static void test_padding(void)
 {
 	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
+	c.qa_loss = LOOM_BERT_QA_LOSS_REAL;
 	struct loom_bert *b = loom_bert_new(&c);
 	big_init_bert(b);
 	struct loom_bert_batch x = batch(LOOM_BERT_QA);
@@ -247,7 +259,7 @@ static void test_padding(void)
 			same &= fabsf(s1[i] - loom_bert_start_logits(b)[i]) <= 1e-6f &&
 				fabsf(e1[i] - loom_bert_end_logits(b)[i]) <= 1e-6f;
 	ok(same && fabsf(l1 - l2) <= 1e-6f,
-	   "padding tokens change no logit at a real position, nor the loss");
+	   "padding tokens change no logit at a real position, nor the loss (qa_loss=real)");
 	memcpy(ids, save, sizeof ids);
 	memcpy(seg, saveg, sizeof seg);
 	loom_bert_free(b);
@@ -389,6 +401,7 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	c.intermediate = inter;
 	c.max_positions = PT;
 	c.dropout = c.attn_dropout = train ? 0.1 : 0;
+	c.qa_loss = LOOM_BERT_QA_LOSS_REAL; /* under qa_loss=all QA targets run padded */
 	c.padded = 1;
 	struct loom_bert *bp = loom_bert_new(&c);
 	c.padded = 0;
@@ -447,6 +460,15 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	ok(all <= 1e-6 && g <= 1e-5,
 	   "  gradients within 1e-6 relative (%.3g), each tensor within 1e-5 (max %.3g, %s)", all,
 	   g, worst);
+	if (task == LOOM_BERT_QA && !train) { /* qa_loss=all reads the padding's logits */
+		bv->cfg.qa_loss = LOOM_BERT_QA_LOSS_ALL;
+		loom_bert_forward(bv, &x, PB, PT, 0, 0, &lv);
+		int padded_t = !bv->packed;
+		x.start_positions = x.end_positions = NULL;
+		loom_bert_forward(bv, &x, PB, PT, 0, 0, NULL);
+		ok(padded_t && bv->packed && isfinite(lv),
+		   "  qa_loss=all: a batch with targets runs padded, one without packed");
+	}
 	free(in);
 	loom_bert_free(bp);
 	loom_bert_free(bv);
@@ -610,6 +632,7 @@ int main(void)
 	test_naive();
 	gradcheck(LOOM_BERT_QA, 0, 0, "QA");
 	gradcheck(LOOM_BERT_QA, 1, 0, "QA, dropout");
+	gradcheck(LOOM_BERT_QA, 0, 2, "QA, qa_loss=real");
 	gradcheck(LOOM_BERT_MLM, 0, 0, "MLM");
 	gradcheck(LOOM_BERT_MLM, 1, 1, "MLM, dropout, recompute");
 	test_padding();

@@ -65,6 +65,11 @@ reject "seq_len > n_positions" '^loom-train: seq_len: 9 is larger than n_positio
 reject "seq_len > records" '^loom-train: seq_len: 8 needs records of 9 tokens, records have 8$' --set record_len=8
 reject "min_lr > lr" '^loom-train: min_lr: .* is larger than lr' --set lr=1e-4,min_lr=1e-3
 reject "both warmups" '^loom-train: warmup_steps: set either' --set warmup_steps=3,warmup_proportion=0.1
+reject "both warmups, two --set" '^loom-train: warmup_steps: set either' --set warmup_proportion=0.1 --set warmup_steps=3
+run loom-train --print-config -c squad-base --set warmup_steps=60
+is_rc 0 "--set warmup_steps=60 on squad-base (warmup_proportion 0.1): exit 0"
+like "$out" '"warmup_steps": 60' "--set warmup_steps on a preset with warmup_proportion: taken"
+like "$out" '"warmup_proportion": 0(\.0)?,' "... and the preset's warmup_proportion yields"
 reject "ignore_id >= vocab" '^loom-train: ignore_id: 500 is not below vocab_size' --set ignore_id=500
 reject "sparsity 1" '^loom-train: sparsity: 1 is not in \[0, 1\)$' --set sparsity=1
 reject "sparsity < 0" '^loom-train: sparsity: -0.5 is outside' --set sparsity=-0.5

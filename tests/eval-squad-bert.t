@@ -80,7 +80,9 @@ print(len(a) == len(b) and all(x["input_ids"] == y["input_ids"] and
 	"--batch 5 -j 1: the logits of --batch 8 (to rounding)"
 
 run loom-eval squad -c "$T/hf" --data "$T/dev.json" --predictions "$T/p4.json" "${W[@]}" --progress
-like "$err" "squad: [0-9]+ of 12 features" "--progress: a progress line off a terminal"
+like "$err" "squad: [0-9]+ of 12 features, [0-9.]+ features/s, ETA [0-9:?]+" \
+	"--progress: a progress line off a terminal, with the rate and ETA"
+like "$err" "squad: [0-9]+ questions, 12 features, [0-9.]+ s" "  and the summary line"
 ok "... the same predictions" cmp -s "$T/p4.json" "$T/out/pred.json"
 
 # the tokenizer: --vocab when the directory has none

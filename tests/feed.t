@@ -347,7 +347,7 @@ is "$rc:$(cat "$err")" "1:loom-feed: $T/other.manifest.json: a \"other-kind\" se
 	"  a set of a kind it does not know: one line"
 # loom-train (the GPT; only task=squad reads features) reads token frames only: one line, exit 1.
 loom-train -c tiny --steps 1 -q < "$T/sq.bin" > /dev/null 2> "$T/train.err"
-is "$?:$(cat "$T/train.err")" "1:loom-train: stdin: frame 0 at byte 0: a frame with features (version 2): this reader reads token frames only" \
+is "$?:$(cat "$T/train.err")" "1:loom-train: stdin: frame 0 at byte 0: a frame with features (version 2): this reader reads token frames only; SQuAD features train task=squad, which needs a BERT preset (-c squad-base, bert-base, bert-tiny)" \
 	"loom-train (GPT) refuses version-2 frames with one line"
 # --world 2: the ranks' rows together are world 1's --batch 4 rows.
 loom-feed -q -m "$SQ" --batch 4 --seed 3 --text | cut -d: -f2- | sort > "$T/w1.txt"

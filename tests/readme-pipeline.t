@@ -41,6 +41,7 @@ for i in $(seq "$nblocks"); do
 	"make -f pipelines/wikipedia.mk WIKI=enwiki "*) B_MK=$i ;;
 	"pipelines/make-mirror.sh "*) B_MIRROR=$i ;;
 	"loom-extract dumps/"*) B_BERT=$i ;;
+	"R=https://huggingface.co/"*) B_HF=$i ;;
 	*) known="$known block $i ('$(first "$i")')" ;;
 	esac
 done
@@ -111,6 +112,27 @@ ok "  a BertForQuestionAnswering checkpoint" \
 like "$T/work/squad/score.json" '^\{"exact_match": [0-9.]+, "f1": [0-9.]+\}$' \
 	"  and the score of its predictions on the dev file"
 
+# --- bert-base-uncased by URL: a small HuggingFace directory of the same
+# files (tests/squad_bert.py) stands for the Hub, its digests and sizes for
+# the real ones ----------------------------------------------------------------
+mkdir "$T/hub"
+/usr/bin/python3 "$TESTS/squad_bert.py" make "$T/hub"
+subst "$B_HF" 'https://huggingface.co/google-bert/bert-base-uncased/resolve/86b5e0934494bd15c9632b12f734a8a67f723594' "file://$T/hub"
+for f in config.json:570:7160e1553ad2ca51d8c1cb066be533db31826e12d173824c1bb0cb1a4f187d20 \
+	vocab.txt:231508:07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 \
+	model.safetensors:440449768:68d45e234eb4a928074dfd868cead0219ab85354cc53d20e772753c6bb9169d3; do
+	IFS=: read -r name size sum <<< "$f"
+	subst "$B_HF" "--size $size" "--size $(stat -c %s "$T/hub/$name")"
+	subst "$B_HF" "$sum" "$(sha256sum "$T/hub/$name" | cut -d' ' -f1)"
+done
+mkdir "$T/hf"
+runblock "$B_HF" "$T/hf"
+is_rc 0 "the README's bert-base-uncased lines fetch and verify (a stand-in directory)"
+ok "  the three files" cmp -s "$T/hub/model.safetensors" "$T/hf/bert-base-uncased/model.safetensors"
+run loom-train -c squad-base --init-from "$T/hf/bert-base-uncased" --set seq_len=32 --print-config
+is_rc 0 "  -c squad-base --init-from it (64 positions: --set seq_len=32)"
+like "$out" '"n_layer": 2,' "  the shape from its config.json"
+
 # --- "Training on several machines": on the pipeline's data ------------------
 if command -v mpirun >/dev/null; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -119,13 +141,13 @@ if command -v mpirun >/dev/null; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 	subst "$B_MPI" '-np 4' '-np 2'
 	subst "$B_MPI" '--batch 8 --seq 1024' '--batch 4 --seq 32'
-	subst "$B_MPI" '--config gpt2 --save ckpt' '--config mini --steps 4 --save ckpt'
+	subst "$B_MPI" '--config gpt2 --save ckpt' '--config mini --steps 2 --save ckpt'
 	echo 'localhost slots=2' > "$T/work/hosts"
 	rm -rf "$T/work/ckpt"
 	runblock "$B_MPI" "$T/work"
 	is_rc 0 "the README's mpirun line runs (2 ranks)"
 	ok "  a checkpoint" test -e "$T/work/ckpt/latest/model.safetensors"
-	# the sample is one epoch of a few steps: the input ends first
+	# EPOCHS=0: the feeders never end, the run stops at --steps
 	runblock "$B_WRAP" "$T/work"
 	is_rc 0 "the README's --memory-per-rank and train-mpi.sh lines run as written (2 ranks)"
 	like "$out" '^gpt3-2\.7B needs 8 ranks of 8 GiB ' "  the ranks a model needs"

@@ -2,14 +2,18 @@
 # pipelines/squad.mk: a SQuAD file -> loom-squad prepare -> loom-feed
 # --manifest | loom-train (bert-tiny, a few steps) -> loom-eval squad -c ->
 # predictions and their score; stages are files (a finished run does
-# nothing), variables are checked.
+# nothing; a changed variable redoes exactly the stages it shapes),
+# variables are checked; EPOCHS fractions, STEPS, steps= in SET; the
+# predictions use the training windows, recorded in the checkpoint.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 export OMP_NUM_THREADS=1
 BIN=$(dirname "$(command -v loom-train)")/
 make_squad sq.json vocab.txt
-MK="make -s -f $TESTS/../pipelines/squad.mk LOOM_BIN=$BIN TRAIN=sq.json DEV=sq.json OUT=out
-	CONFIG=bert-tiny VOCAB=vocab.txt SEQ=32 STRIDE=16 EPOCHS=4 SET=vocab_size=32,lr=2e-3"
+SQMK=$TESTS/../pipelines/squad.mk
+V=(LOOM_BIN="$BIN" TRAIN=sq.json DEV=sq.json OUT=out CONFIG=bert-tiny VOCAB=vocab.txt SEQ=32 STRIDE=16
+	SET=vocab_size=32,lr=2e-3)
+MK="make -s -f $SQMK ${V[*]} EPOCHS=4"
 
 run $MK ckpt
 is_rc 0 "squad.mk ckpt: features and fine-tuning"
@@ -18,9 +22,42 @@ is "$(readlink out/ckpt/latest)" step-00000020 "  40 features / micro_batch 8 x 
 like out/ckpt/latest/config.json '"BertForQuestionAnswering"' "  a HuggingFace BERT QA checkpoint"
 same_file out/ckpt/latest/vocab.txt vocab.txt "  with its vocabulary"
 is "$(wc -l < out/train.jsonl)" 20 "  the training log"
-run make -q -f "$TESTS/../pipelines/squad.mk" LOOM_BIN="$BIN" TRAIN=sq.json DEV=sq.json \
-	OUT=out CONFIG=bert-tiny VOCAB=vocab.txt SEQ=32 STRIDE=16 EPOCHS=4 SET=vocab_size=32,lr=2e-3 ckpt
+like out/ckpt/latest/config.json '"doc_stride": 16' "  the windows' stride recorded in the checkpoint"
+run make -q -f "$SQMK" "${V[@]}" EPOCHS=4 ckpt
 is_rc 0 "  done: make -q is true"
+
+# a changed variable: exactly the stages it shapes
+for v in EPOCHS=3 STEPS=5 SET=vocab_size=32,lr=1e-3 INIT=out/ckpt/latest CONFIG=bert-base SEED=2; do
+	run make -q -f "$SQMK" "${V[@]}" EPOCHS=4 "$v" ckpt
+	is_rc 1 "$v: make -q is false"
+	run make -n -f "$SQMK" "${V[@]}" EPOCHS=4 "$v" ckpt
+	like "$out" "loom-train" "  $v: fine-tuning redone"
+	unlike "$out" "loom-squad" "  $v: the features are not"
+done
+cp sq.json sq2.json
+for v in SEQ=24 STRIDE=8 MAX_QUERY=8 VOCAB=bert-base-uncased TRAIN=sq2.json; do
+	run make -n -f "$SQMK" "${V[@]}" EPOCHS=4 "$v" ckpt
+	like "$out" "loom-squad.* prepare" "$v: the features redone"
+	like "$out" "loom-train" "  and the fine-tuning"
+done
+run make -q -f "$SQMK" "${V[@]}" EPOCHS=4 ckpt
+is_rc 0 "back to the first values: make -q is true again"
+
+run $MK EPOCHS=1.5 ckpt
+is_rc 0 "EPOCHS=1.5"
+is "$(readlink out/ckpt/latest)" step-00000007 "  5 batches a pass x 1.5: 7 steps (rounded down)"
+ok "  the old checkpoints removed" test ! -e out/ckpt/step-00000020
+run make -s -f "$SQMK" "${V[@]/SET=*/SET=vocab_size=32,lr=2e-3,steps=3}" ckpt
+is_rc 0 "SET=...,steps=3"
+is "$(readlink out/ckpt/latest)" step-00000003 "  3 steps: steps= in SET is not overridden"
+run make -s -f "$SQMK" "${V[@]}" STEPS=12 ckpt
+is_rc 0 "STEPS=12"
+is "$(readlink out/ckpt/latest)" step-00000012 "  12 steps (3 passes fed)"
+run make -s -f "$SQMK" "${V[@]/SET=*/SET=vocab_size=32,steps=3}" STEPS=4 ckpt
+is_rc 2 "STEPS=4 and steps=3 in SET: refused"
+like "$err" "STEPS=4 but SET has steps=3" "  naming both"
+run make -s -f "$SQMK" "${V[@]}" EPOCHS=1e3 ckpt
+is_rc 2 "EPOCHS=1e3: refused"
 
 run make -s -f "$TESTS/../pipelines/squad.mk" TRAIN='a b.json' DEV=sq.json ckpt
 is_rc 2 "a TRAIN with a space: refused"
@@ -29,10 +66,23 @@ run make -s -f "$TESTS/../pipelines/squad.mk" DEV=sq.json ckpt
 is_rc 2 "no TRAIN: refused"
 like "$err" "TRAIN is empty" "  naming it"
 
-run $MK
+run make -s -f "$SQMK" "${V[@]}" STEPS=12
 is_rc 0 "squad.mk: predictions and score"
 like out/score.json '^\{"exact_match": [0-9.]+, "f1": [0-9.]+\}$' "  the official script's line"
 ok "  predictions for the 40 questions" /usr/bin/python3 -c \
 	'import json; import sys; sys.exit(len(json.load(open("out/predictions.json"))) != 40)'
+run make -q -f "$SQMK" "${V[@]}" STEPS=12
+is_rc 0 "  done: make -q is true"
+cp sq.json dev2.json
+run make -n -f "$SQMK" "${V[@]}" STEPS=12 DEV=dev2.json
+like "$out" "loom-eval.* squad" "DEV=dev2.json: the predictions redone"
+unlike "$out" "loom-train|loom-squad" "  nothing else"
+
+# loom-eval squad -c takes the windows from the checkpoint
+run loom-eval squad -c out/ckpt/latest --data sq.json --predictions p.json --logits l.jsonl
+is_rc 0 "loom-eval squad -c on the checkpoint, no window options"
+is "$(/usr/bin/python3 -c 'import json,sys; print(len(json.loads(open(sys.argv[1]).readline())["input_ids"]))' l.jsonl)" 32 \
+	"  its features are the training ones (seq 32)"
+ok "  the predictions squad.mk made" cmp -s p.json out/predictions.json
 
 done_testing

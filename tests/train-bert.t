@@ -55,7 +55,8 @@ is_rc 0 "loom-squad prepare: 40 features"
 loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 2 > eval.frames
 set_ok="vocab_size=32,dropout=0,attn_dropout=0,lr=2e-3,warmup_proportion=0,decay=constant"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
-	loom-train -c bert-tiny --set $set_ok --steps 60 --log log.jsonl --eval-data eval.frames --eval-every 60"
+	loom-train -c bert-tiny --set $set_ok,doc_stride=16 --steps 60 --log log.jsonl --eval-data eval.frames --eval-every 60 \
+	  --eval-squad sq.json --vocab vocab.txt --save ck60 --tensorboard tb"
 is_rc 0 "loom-squad prepare | loom-feed --manifest | loom-train -c bert-tiny: 60 steps"
 like "$err" '^loom-train: bert-tiny: 466946 parameters, .* B=8 T=32 ' "  the model line: B and T from the frames"
 losses log.jsonl > losses
@@ -65,8 +66,27 @@ ok "  first loss $first is about ln(32) (3.47): a uniform guess" \
 	/usr/bin/python3 -c "import sys; sys.exit(not 2.8 < $first < 4.0)"
 ok "  mean loss of the last 10 steps $last: below 1, it learned where answers are" \
 	/usr/bin/python3 -c "import sys; sys.exit(not $last < 1.0)"
-like log.jsonl '^\{"step":60,"eval_loss":[0-9.]+,"eval_ppl":[0-9.]+,"eval_acc":[0-9.]+,"eval_features":40\}$' \
-	"  --eval-data: the loss over the 40 features"
+like log.jsonl '^\{"step":60,"eval_loss":[0-9.]+,"eval_acc":[0-9.]+,"eval_features":40\}$' \
+	"  --eval-data: the loss over the 40 features (no perplexity for task=squad)"
+like log.jsonl '^\{"step":60,"eval_exact_match":[0-9.]+,"eval_f1":[0-9.]+\}$' \
+	"  --eval-squad: the official exact match and F1 in the log"
+like "$err" '^loom-train: eval step 60: exact_match [0-9.]+ f1 [0-9.]+ \(40 questions, 40 features, ' \
+	"  and on stderr"
+unlike "$err" 'eval step 60: loss [0-9.]+ ppl' "  no perplexity on stderr"
+run loom-plot -w 10 -y eval_exact_match,eval_f1 tb/events.out.tfevents.*
+like "$out" '^eval_exact_match .*\(1 points' "  and in TensorBoard: eval/exact_match, one point"
+like "$out" '^eval_f1 .*\(1 points' "  eval/f1, one point"
+ok "  no eval/perplexity" sh -c '! grep -q eval/perplexity tb/events.out.tfevents.*' 
+run loom-train -c bert-tiny --eval-squad sq.json --steps 1 < /dev/null
+is "$rc:$(head -1 "$err")" "2:loom-train: --eval-squad needs --eval-data (the file's features, loom-squad prepare)" \
+	"--eval-squad without --eval-data: usage error"
+run loom-train -c tiny --eval-squad sq.json --eval-data eval.frames --steps 1 < /dev/null
+is "$rc:$(head -1 "$err")" "2:loom-train: --eval-squad: task=squad only (the task is not)" \
+	"--eval-squad for a GPT: usage error"
+em=$(/usr/bin/python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if "eval_f1" in l][0]["eval_exact_match"])' log.jsonl)
+run loom-eval squad -q -c ck60/latest --data sq.json --predictions p60.json
+is "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exact_match"])' "$out")" "$em" \
+	"  the exact match loom-eval squad -c gives the checkpoint ($em)"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
 	loom-train -q -c bert-tiny --set $set_ok --steps 60 --log log2.jsonl --eval-data eval.frames --eval-every 60"
 is "$(losses log2.jsonl)" "$(cat losses)" "  the same run twice: the same losses"
@@ -86,7 +106,9 @@ like "$err" '^loom-train: stdin: frame 0: token frames \(version 1\), but task=s
 is "$(wc -l < "$err")" 1 "  only that line"
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 | loom-train -q --steps 2"
 is_rc 1 "squad-features frames for the GPT: exit 1"
-like "$err" 'this reader reads token frames only' "  refused in one line"
+like "$err" 'this reader reads token frames only; SQuAD features train task=squad, which needs a BERT preset \(-c squad-base, bert-base, bert-tiny\)$' \
+	"  refused in one line saying task=squad needs a BERT preset"
+is "$(wc -l < "$err")" 1 "  only that line"
 
 run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
 	loom-train -q -c bert-tiny --set vocab_size=32 --steps 5 --log plain.jsonl"
@@ -171,11 +193,38 @@ cp mck/step-00000004/model.safetensors mck/step-00000004/vocab.txt hf/
 json.dump(c, open("hf/config.json", "w"))' mck/step-00000004/config.json
 run sh -c "$F | loom-train -c bert-tiny --init hf --steps 2"
 is_rc 0 "--init HF-DIR (a BertForMaskedLM) for task=squad"
-like "$err" '^loom-train: .*/hf has no question-answering \(qa_outputs\) head: initialised from the seed$' \
-	"  the new head said in one line"
+like "$err" '^loom-train: --init-from: the encoder \(2 layers, 128 wide, 2 heads, vocab 30522, 512 positions\) loaded; .*/hf has no question-answering \(qa_outputs\) head: initialised from the seed$' \
+	"  what was loaded and the new head, in one line"
 run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --set vocab_size=32"
-is_rc 1 "--init with another vocab_size: exit 1"
-like "$err" "hf/model.safetensors: tensor 'bert.embeddings.word_embeddings.weight' is F32 \\[30522, 128\\] but the model needs F32 \\[32, 128\\]" "  the line names the tensor and both shapes"
-is "$(wc -l < "$err")" 1 "  one line"
+is_rc 2 "--init with another vocab_size: exit 2"
+is "$(head -1 "$err")" "loom-train: vocab_size: --set 32, but $T/hf/config.json has vocab_size 30522 (--init-from takes the shape from there)" \
+	"  one line naming the key and both values (and the --help hint of a usage error)"
+run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --set n_layer=4"
+is "$rc:$(head -1 "$err")" "2:loom-train: n_layer: --set 4, but $T/hf/config.json has num_hidden_layers 2 (--init-from takes the shape from there)" \
+	"  the same for n_layer"
+# a PyTorch-only directory: the message points to the conversion
+mkdir pt
+cp hf/config.json hf/vocab.txt pt/
+printf 'PK\003\004 not read' > pt/pytorch_model.bin
+run sh -c "$F | loom-train -q -c bert-tiny --init pt --steps 2"
+is "$rc:$(cat "$err")" "1:loom-train: $T/pt: model.safetensors is missing (it has pytorch_model.bin, which loom does not read: convert it, loom-train(1) HUGGINGFACE WEIGHTS)" \
+	"--init-from a directory with only pytorch_model.bin: one line pointing to the conversion"
+# the shape comes from the directory, the recipe from the preset: squad-base
+# (12 layers, 768 wide) with a 2-layer, 128-wide directory
+run loom-train -c squad-base --init-from hf --print-config
+is_rc 0 "-c squad-base --init-from a bert-tiny directory --print-config"
+like "$out" '"n_layer": 2,' "  n_layer from config.json"
+like "$out" '"n_embd": 128,' "  n_embd from config.json"
+like "$out" '"n_head": 2,' "  n_head from config.json"
+like "$out" '"intermediate": 512,' "  intermediate from config.json"
+like "$out" '"lr": 3e-05,' "  lr from the preset"
+like "$out" '"micro_batch": 8,' "  micro_batch from the preset"
+run sh -c "$F | loom-train -c squad-base --init hf --steps 2 --set micro_batch=8,grad_accum=1,seq_len=32"
+is_rc 0 "  and it trains"
+like "$err" "^loom-train: --init-from: the encoder \(2 layers, 128 wide" "  the loaded line"
+run sh -c "$F | loom-train -q -c bert-tiny --init hf --steps 2 --save qa1"
+run sh -c "$F | loom-train -c bert-tiny --init qa1/latest --steps 1 --set seq_len=32"
+like "$err" '^loom-train: --init-from: the encoder \(2 layers, 128 wide, 2 heads, vocab 30522, 512 positions\) and its question-answering \(qa_outputs\) head loaded from .*qa1/step-00000002$' \
+	"--init-from a QA checkpoint: the head loaded, one line"
 
 done_testing

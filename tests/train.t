@@ -43,12 +43,25 @@ like "$err" '^loom-train: step 5/10 loss [0-9.]+ lr' "human progress line every 
 like "$err" 'done: 10 steps' "summary line"
 unlike "$err" 'input ended' "  no word of the input ending when the steps were all done"
 make_frames 4 9 7 128 1 > "$T/short"
-run loom-train -c tiny --steps 10 --log-every 100 < "$T/short"
-is_rc 0 "input that ends before --steps, at a step's end: exit 0"
-is "$(cat "$err" | grep -v '^loom-train: tiny:')" "loom-train: stdin: the input ended after step 7 of 10 (loom-feed --epochs N, or 0 for no end, feeds more)
+run loom-train -c tiny --steps 10 --log-every 100 --save "$T/short-ck" < "$T/short"
+is_rc 1 "input that ends before --steps, at a step's end: exit 1"
+is "$(cat "$err" | grep -v '^loom-train: tiny:')" "loom-train: stdin: the input ended after step 7 of 10 (loom-feed --epochs N, or 0 for no end, feeds more): exit 1 once saved (--allow-short: exit 0)
 loom-train: done: 7 steps, $(sed -n 's/.*done: 7 steps, //p' "$err")" "  one line says so, before the summary"
+is "$(readlink "$T/short-ck/latest")" step-00000007 "  the 7 steps saved"
 run loom-train -q -c tiny --steps 10 < "$T/short"
+is_rc 1 "  -q: exit 1 too"
+is "$(cat "$err")" "loom-train: stdin: the input ended after step 7 of 10 (loom-feed --epochs N, or 0 for no end, feeds more): exit 1 once saved (--allow-short: exit 0)" \
+	"  and the line"
+run loom-train -q -c tiny --set steps=10 < "$T/short"
+is_rc 1 "  --set steps=10: exit 1 too"
+run loom-train -c tiny --steps 10 --allow-short --log-every 100 < "$T/short"
+is_rc 0 "--allow-short: exit 0"
+like "$err" "^loom-train: stdin: the input ended after step 7 of 10 \(loom-feed --epochs N, or 0 for no end, feeds more\)$" \
+	"  with the line"
+run loom-train -q -c tiny --steps 10 --allow-short < "$T/short"
 is "$(cat "$err")" "" "  -q: nothing"
+run loom-train -q -c tiny < "$T/short"
+is_rc 0 "the preset's steps (no --steps): the input's end ends the run, exit 0"
 run loom-train -v -c tiny --steps 2 < "$F"
 is_rc 0 "train -v"
 like "$err" "^loom-train: OpenBLAS (detected )?core '[A-Za-z0-9]+'" "-v names the OpenBLAS core"

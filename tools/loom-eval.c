@@ -296,8 +296,8 @@ static const struct cli_cmd cmd = {
  * or of a BERT checkpoint's predictions -------------------------------- */
 
 static const char *sq_data, *sq_pred, *sq_ckpt, *sq_logits, *sq_vocab;
-static uint64_t sq_n_best = 20, sq_max_answer = 30, sq_seq = 384, sq_stride = 128,
-		sq_max_query = 64, sq_batch = 64, sq_tokens = 4096;
+static uint64_t sq_n_best = 20, sq_max_answer = 30, sq_seq, sq_stride, sq_max_query,
+		sq_batch = 64, sq_tokens = 4096; /* windows 0: the checkpoint's */
 static int sq_no_verify;
 
 static const struct cli_opt squad_opts[] = {
@@ -320,11 +320,12 @@ static const struct cli_opt squad_opts[] = {
 		   "tokenizer: bert-base-uncased, a vocab.txt or a\n"
 		   "tokenizer.json (default: the checkpoint's vocab.txt)"),
 	OPT_CASING(),
-	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16, "tokens per feature (default: 384)"),
+	OPT_U64(0, "seq", &sq_seq, "T", 4, 1u << 16,
+		"tokens per feature (default: the checkpoint's\ntraining seq_len, else 384)"),
 	OPT_U64(0, "stride", &sq_stride, "N", 1, 1u << 16,
-		"context tokens between windows (default: 128)"),
+		"context tokens between windows (default: the\ncheckpoint's doc_stride, else 128)"),
 	OPT_U64(0, "max-query", &sq_max_query, "N", 1, 1u << 16,
-		"question tokens kept (default: 64)"),
+		"question tokens kept (default: the checkpoint's\nmax_query, else 64)"),
 	OPT_U64(0, "tokens", &sq_tokens, "N", 1, 1u << 24,
 		"real tokens per forward (default: 4096): features are\n"
 		"computed at their real lengths, packed, up to N tokens"),
@@ -450,6 +451,27 @@ static void logits_line(struct loom_outfile *o, const struct loom_squad *s,
 	free(mask);
 }
 
+/* The windows: --seq, --stride, --max-query, else those the checkpoint
+ * trained on (loom's configuration in its config.json: seq_len,
+ * doc_stride, max_query), else run_squad.py's 384, 128, 64 (a HuggingFace
+ * directory). */
+static struct loom_squad_feature_opts squad_windows(const struct loom_ckpt *ck)
+{
+	struct loom_config c;
+	loom_config_defaults(&c);
+	c.seq_len = 384;
+	const char *txt = loom_ckpt_loom_config(ck);
+	json_t *o = txt ? json_loads(txt, 0, NULL) : NULL;
+	if (txt && (!o || loom_config_apply_json(&c, o)))
+		cli_die("%s/config.json: loom: %s", loom_ckpt_dir(ck),
+			o ? loom_config_error(&c) : "bad JSON");
+	json_decref(o);
+	return (struct loom_squad_feature_opts){
+		(uint32_t)(sq_seq ? sq_seq : (uint64_t)c.seq_len),
+		(uint32_t)(sq_stride ? sq_stride : (uint64_t)c.doc_stride),
+		(uint32_t)(sq_max_query ? sq_max_query : (uint64_t)c.max_query) };
+}
+
 /* -c: predict every question with a BERT checkpoint, write sq_pred. */
 static void squad_predict(struct loom_squad *s)
 {
@@ -464,10 +486,10 @@ static void squad_predict(struct loom_squad *s)
 	/* --logits writes every position of a feature, padding too: the padded
 	 * forward (the predictions are the same up to rounding) */
 	cfg.padded = sq_logits != NULL;
-	if (sq_seq > (uint64_t)cfg.max_positions)
-		cli_usage_error("squad: --seq %llu is longer than the model's %d positions "
-				"(max_position_embeddings)", (unsigned long long)sq_seq,
-				cfg.max_positions);
+	struct loom_squad_feature_opts fo = squad_windows(ck);
+	if (fo.seq > (uint32_t)cfg.max_positions)
+		cli_usage_error("squad: --seq %u is longer than the model's %d positions "
+				"(max_position_embeddings)", fo.seq, cfg.max_positions);
 	struct loom_wordpiece *w = squad_tokenizer(ck);
 	if (loom_wordpiece_size(w) != (uint32_t)cfg.vocab_size)
 		cli_die("%s: %u tokens, but the model %s has vocab_size %d: not its tokenizer",
@@ -480,8 +502,6 @@ static void squad_predict(struct loom_squad *s)
 		cli_die("%s", loom_bert_error(b));
 
 	struct loom_squad_features fs;
-	struct loom_squad_feature_opts fo = { (uint32_t)sq_seq, (uint32_t)sq_stride,
-					      (uint32_t)sq_max_query };
 	if (loom_squad_features(s, w, &fo, &fs))
 		cli_die("%s: %s", sq_data, loom_squad_error(s));
 	const size_t T = fs.seq, B = sq_batch;
@@ -522,8 +542,14 @@ static void squad_predict(struct loom_squad *s)
 		memcpy(el + i * T, loom_bert_end_logits(b), nb * T * sizeof *el);
 		for (size_t r = 0; sq_logits && r < nb; r++)
 			logits_line(&lo, s, &fs, i + r, sl + (i + r) * T, el + (i + r) * T, &lbuf, &lcap);
-		if (!cli_quiet && cli_progress_due(&prog))
-			cli_progress_show(&prog, "squad: %zu of %zu features", i + nb, fs.n);
+		if (!cli_quiet && cli_progress_due(&prog)) {
+			double dt = loom_now() - t0, rate = dt > 0 ? (double)(i + nb) / dt : 0;
+			char eta[32];
+			cli_progress_show(&prog, "squad: %zu of %zu features, %.1f features/s, ETA %s",
+					  i + nb, fs.n, rate,
+					  rate > 0 ? cli_duration((double)(fs.n - i - nb) / rate, eta,
+								  sizeof eta) : "?");
+		}
 	}
 	cli_progress_done(&prog);
 	struct loom_squad_prediction *pred = calloc(s->n_qas + 1, sizeof *pred);

@@ -32,6 +32,8 @@
 
 #include "cli.h"
 #include "loom_batch.h"
+#include "loom_bert_squad.h"
+#include "loom_squad.h"
 #include "loom_blas.h"
 #include "loom_config.h"
 #include "loom_file.h"
@@ -195,6 +197,37 @@ static void lock_save_dir(const char *dir)
  * (GPT: next tokens; squad: rows whose start and end are both the argmax;
  * mlm: masked tokens). */
 static uint64_t eval_batches; /* --eval-batches (0: all) */
+static const char *eval_squad; /* --eval-squad: EM/F1 at each evaluation */
+static struct loom_bert_squad_eval *squad_ev;
+
+/* --eval-squad: the official EM and F1 of the model's answers, features
+ * made at the first evaluation with the run's windows and vocabulary. */
+static void squad_scores(struct loom_trainer *t, FILE *log)
+{
+	struct loom_err err = { 0 };
+	double t0 = loom_now(), em, f1;
+	if (!t->wp)
+		cli_die("--eval-squad: the checkpoint resumed has no vocab.txt to tokenize %s with "
+			"(--vocab V)", eval_squad);
+	if (!squad_ev) {
+		struct loom_squad_feature_opts fo = { (uint32_t)t->cfg.seq_len,
+						      (uint32_t)t->cfg.doc_stride,
+						      (uint32_t)t->cfg.max_query };
+		if (!(squad_ev = loom_bert_squad_eval_new(eval_squad, t->wp, &fo, &err)))
+			cli_die("--eval-squad %s", err.msg);
+	}
+	if (loom_bert_squad_eval_run(squad_ev, t->b, t->cfg.micro_batch, &em, &f1, &err))
+		cli_die("--eval-squad %s: %s", eval_squad, err.msg);
+	if (!t->o.quiet)
+		cli_warn("eval step %llu: exact_match %.4f f1 %.4f (%zu questions, %zu features, %.1f s)",
+			 (unsigned long long)t->step, em, f1, loom_bert_squad_eval_questions(squad_ev),
+			 loom_bert_squad_eval_features(squad_ev), loom_now() - t0);
+	if (log)
+		log_line(log, "{\"step\":%llu,\"eval_exact_match\":%.9g,\"eval_f1\":%.9g}\n",
+			 (unsigned long long)t->step, em, f1);
+	tb_scalar(t, LOOM_TB_EVAL_EM, em);
+	tb_scalar(t, LOOM_TB_EVAL_F1, f1);
+}
 
 static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
 {
@@ -202,20 +235,27 @@ static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
 	double t0 = loom_now();
 	check(loom_trainer_evaluate(t, path, eval_batches, &pool, &sum));
 	double loss = sum.n ? sum.nll / sum.n : 0, acc = sum.n ? (double)sum.correct / sum.n : 0.0;
-	int lm = t->cfg.model == LOOM_MODEL_GPT;
-	const char *what = lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked tokens";
+	int lm = t->cfg.model == LOOM_MODEL_GPT, sq = t->cfg.task == LOOM_TASK_SQUAD;
+	const char *what = lm ? "tokens" : sq ? "features" : "masked tokens";
+	char ppl[48] = "", ppl_j[48] = ""; /* a perplexity means nothing for squad */
+	if (!sq) {
+		snprintf(ppl, sizeof ppl, " ppl %.2f", exp(loss));
+		snprintf(ppl_j, sizeof ppl_j, ",\"eval_ppl\":%.9g", exp(loss));
+	}
 	if (!t->o.quiet)
-		cli_warn("eval step %llu: loss %.4f ppl %.2f acc %.4f (%lld %s, %.1f s)",
-			 (unsigned long long)t->step, loss, exp(loss), acc, (long long)sum.n, what,
+		cli_warn("eval step %llu: loss %.4f%s acc %.4f (%lld %s, %.1f s)",
+			 (unsigned long long)t->step, loss, ppl, acc, (long long)sum.n, what,
 			 loom_now() - t0);
 	if (log)
-		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g,\"eval_ppl\":%.9g,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
-			 (unsigned long long)t->step, loss, exp(loss), acc,
-			 lm ? "tokens" : t->cfg.task == LOOM_TASK_SQUAD ? "features" : "masked",
-			 (long long)sum.n);
+		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g%s,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
+			 (unsigned long long)t->step, loss, ppl_j, acc,
+			 lm ? "tokens" : sq ? "features" : "masked", (long long)sum.n);
 	tb_scalar(t, LOOM_TB_EVAL_LOSS, loss);
-	tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
+	if (!sq)
+		tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
 	tb_scalar(t, LOOM_TB_EVAL_ACC, acc);
+	if (eval_squad)
+		squad_scores(t, log);
 	tb_flush();
 }
 
@@ -256,7 +296,8 @@ static _Noreturn void trained_nothing(const struct loom_config *c, int micro, in
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
 	*tb_dir, *sample_prompt;
 static char **sets;
-static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile;
+static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile,
+	allow_short;
 static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
 static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
@@ -310,6 +351,8 @@ static const struct cli_opt opts[] = {
 		   "preset (share/presets/NAME.json) or JSON file\n(default: tiny)"),
 	OPT_CALLBACK(0, "set", on_set, "K=V,...", "override keys (repeatable); see --print-config"),
 	OPT_CALLBACK(0, "steps", on_steps, "N", "optimizer steps (= --set steps=N)"),
+	OPT_BOOL(0, "allow-short", &allow_short,
+		 "exit 0 when the input ends before the --steps asked\nfor (default: exit 1)"),
 	OPT_CALLBACK(0, "seed", on_seed, "N", "seed for init and dropout (= --set seed=N)"),
 	OPT_BOOL(0, "recompute", &recompute, "activation checkpointing (= --set recompute=true)"),
 	OPT_BOOL(0, "print-config", &print, "print the resolved configuration as JSON and exit"),
@@ -344,6 +387,9 @@ static const struct cli_opt opts[] = {
 	OPT_STRING(0, "eval-data", &eval_data, "FILE",
 		   "held-out batch frames, or a loom-shard manifest\n"
 		   "(e.g. PREFIX.val.manifest.json: read in order)"),
+	OPT_STRING(0, "eval-squad", &eval_squad, "FILE.json",
+		   "task=squad: with --eval-data (its features), the\n"
+		   "official EM and F1 on FILE's questions at each evaluation"),
 	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
 		"at most N batches per evaluation (default: all)"),
 	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
@@ -397,6 +443,8 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--resume and --init-from exclude each other");
 	if (eval_every && !eval_data)
 		cli_usage_error("--eval-every needs --eval-data");
+	if (eval_squad && !eval_data)
+		cli_usage_error("--eval-squad needs --eval-data (the file's features, loom-squad prepare)");
 	if (resume && !strcmp(resume, "latest")) {
 		if (!save)
 			cli_usage_error("--resume latest needs --save DIR");
@@ -475,6 +523,12 @@ static void resolve_config(struct loom_trainer *t)
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));
+	if (eval_squad && (!t->read_features || loom_config_shards_weights(c)))
+		cli_exit(EXIT_USAGE, "--eval-squad: task=squad%s", t->read_features ?
+			 " without sharding=weights (score a checkpoint with loom-eval squad -c)" :
+			 " only (the task is not)");
+	if (eval_squad && !vocab_spec && !resume)
+		cli_usage_error("--eval-squad needs --vocab (its questions are tokenized with it)");
 	if (c->model != LOOM_MODEL_BERT && cli_casing != LOOM_CASING_AUTO)
 		cli_usage_error("--lowercase/--cased are for a WordPiece vocabulary (model=bert)");
 	check(loom_trainer_load_vocab(t, vocab_spec));
@@ -843,6 +897,9 @@ int main(int argc, char **argv)
 		cli_die("out of memory");
 	if (t->read_features)
 		loom_batch_reader_accept_features(u.r);
+	else
+		loom_batch_reader_features_hint(u.r, "SQuAD features train task=squad, which needs a "
+					       "BERT preset (-c squad-base, bert-base, bert-tiny)");
 	if (train_dist_world() > 1)
 		loom_batch_reader_on_wait(u.r, wait_frames, &u);
 	struct loom_err err;
@@ -863,9 +920,13 @@ int main(int argc, char **argv)
 			 (unsigned long long)t->step);
 	if (u.first && !stop_sig && t->step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
-	if (!stop_sig && !quiet && t->step < (uint64_t)c->steps)
+	/* ended before the steps the command line asked for: exit 1 */
+	int short_run = !stop_sig && t->step < (uint64_t)c->steps && !allow_short &&
+			(have_steps || loom_config_cli_set(c, "steps"));
+	if (!stop_sig && (!quiet || short_run) && t->step < (uint64_t)c->steps)
 		cli_warn("stdin: the input ended after step %llu of %lld (loom-feed --epochs N, or 0 "
-			 "for no end, feeds more)", (unsigned long long)t->step, (long long)c->steps);
+			 "for no end, feeds more)%s", (unsigned long long)t->step, (long long)c->steps,
+			 short_run ? ": exit 1 once saved (--allow-short: exit 0)" : "");
 	if (save && t->saved != t->step + 1 && (t->step > u.start_step || !resume))
 		save_checkpoint(t);
 	double el = loom_now() - u.t_start;
@@ -885,5 +946,6 @@ int main(int argc, char **argv)
 	loom_batch_reader_free(u.r);
 	free(sets);
 	loom_ids_release(&sample_prompt_ids);
-	return 0;
+	loom_bert_squad_eval_free(squad_ev);
+	return short_run;
 }

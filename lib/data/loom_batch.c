@@ -376,6 +376,7 @@ struct loom_batch_reader {
 	size_t tok_cap;
 	/* features (version 2) */
 	int accept_features, version;	/* version of the data frames so far */
+	const char *features_hint;	/* what to do with a refused frame with features */
 	struct loom_batch_feature ftab[LOOM_BATCH_MAX_FEATURES];
 	size_t nf;
 	int64_t *vals;			/* every feature's values */
@@ -425,6 +426,11 @@ void loom_batch_reader_free(struct loom_batch_reader *r)
 	free(r->vals);
 	free(r->name);
 	free(r);
+}
+
+void loom_batch_reader_features_hint(struct loom_batch_reader *r, const char *hint)
+{
+	r->features_hint = hint;
 }
 
 void loom_batch_reader_accept_features(struct loom_batch_reader *r)
@@ -607,7 +613,8 @@ static int read_frame(struct loom_batch_reader *r, struct loom_batch_hdr *h,
 			    r->want_seq_len ? r->want_seq_len : h->seq_len);
 	if ((h->flags & LOOM_BATCH_F_FEATURES) && !r->accept_features)
 		return FAIL(LOOM_EFORMAT, "a frame with features (version 2): this reader reads "
-			    "token frames only");
+			    "token frames only%s%s", r->features_hint ? "; " : "",
+			    r->features_hint ? r->features_hint : "");
 	if (r->frames && h->version != r->version)
 		return FAIL(LOOM_EFORMAT, "version %u frame in a stream of version %d frames",
 			    h->version, r->version);

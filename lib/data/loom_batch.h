@@ -164,6 +164,9 @@ void loom_batch_reader_expect(struct loom_batch_reader *r, uint32_t batch,
  * call such a frame is an error "a frame with features (version 2): this
  * reader reads token frames only".  Version-1 frames read either way. */
 void loom_batch_reader_accept_features(struct loom_batch_reader *r);
+/* Without accept_features: the refusal of a frame with features ends with
+ * "; HINT" (a static string, what the reader's user should do). */
+void loom_batch_reader_features_hint(struct loom_batch_reader *r, const char *hint);
 /* Call wait(ctx, fd) before each read(2) of the descriptor: it returns when
  * the read should go ahead (e.g. once poll(2) finds the fd readable), and
  * may do other work meanwhile or end the process (loom-train under mpirun

@@ -299,6 +299,7 @@ void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config 
 		.dropout = c->dropout, .attn_dropout = c->attn_dropout, .init_std = c->init_std,
 		.pad_token_id = c->pad_token_id,
 		.task = c->task == LOOM_TASK_MLM ? LOOM_BERT_MLM : LOOM_BERT_QA,
+		.qa_loss = c->qa_loss,
 		.precision = c->precision, .recompute = c->recompute, .padded = 0,
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 	};
@@ -503,9 +504,16 @@ static int lengths(struct loom_bert *b, const int32_t *mask, int B, int T)
 	return 0;
 }
 
-/* Cross-entropy of a row of logits lg[T] over its first n (the real
- * tokens) at target t < n: the loss and, with d != NULL,
- * d[T] = (softmax - onehot) * w (0 on padding). */
+/* The positions row r's QA softmax runs over: all T, or its real tokens
+ * (qa_loss); a target outside them is ignored. */
+static int qa_span(const struct loom_bert *b, int r)
+{
+	return b->cfg.qa_loss == LOOM_BERT_QA_LOSS_REAL ? b->len[r] : b->T;
+}
+
+/* Cross-entropy of a row of logits lg[T] over its first n positions at
+ * target t < n: the loss and, with d != NULL, d[T] = (softmax - onehot) * w
+ * (0 from n on). */
 static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
 {
 	double mx = -INFINITY, s = 0;
@@ -521,6 +529,9 @@ static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
 	return log(s) + mx - lg[t];
 }
 
+/* loss = (mean over rows of CE(start) + mean over rows of CE(end)) / 2,
+ * each mean over the rows whose target counts (HF's CrossEntropyLoss with
+ * ignore_index, run_squad.py's one-hot mean) */
 static int qa_head(struct loom_bert *b, const float *seq, int have)
 {
 	int B = b->B, T = b->T, N = b->N;
@@ -540,7 +551,7 @@ static int qa_head(struct loom_bert *b, const float *seq, int have)
 	double ls = 0, le = 0;
 	b->nstart = b->nend = 0;
 	for (int r = 0; r < B; r++) {
-		int n = b->len[r], s = b->start_pos[r], e = b->end_pos[r];
+		int n = qa_span(b, r), s = b->start_pos[r], e = b->end_pos[r];
 		if (s >= 0 && s < n) {
 			ls += qa_ce(b->start_logits + (size_t)r * T, n, T, s, NULL, 0);
 			b->nstart++;
@@ -623,7 +634,8 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 		return rc;
 	int qa = b->cfg.task == LOOM_BERT_QA;
 	int have = qa ? x->start_positions && x->end_positions : x->mlm_labels != NULL;
-	int packed = !b->cfg.padded;
+	/* qa_loss=all: the softmax reads the padding positions' logits */
+	int packed = !b->cfg.padded && !(qa && have && b->cfg.qa_loss == LOOM_BERT_QA_LOSS_ALL);
 	for (size_t i = 0; packed && !qa && have && i < N; i++)
 		packed = x->mlm_labels[i] < 0 || (int)(i % T) < b->len[i / T];
 	b->B = B;
@@ -727,7 +739,7 @@ static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 	float ws = b->nstart ? scale * 0.5f / b->nstart : 0, we = b->nend ? scale * 0.5f / b->nend : 0;
 	memset(ds, 0, sizeof(float) * 2 * B * T);
 	for (int r = 0; r < B; r++) {
-		int n = b->len[r], s = b->start_pos[r], e = b->end_pos[r];
+		int n = qa_span(b, r), s = b->start_pos[r], e = b->end_pos[r];
 		size_t o = (size_t)r * T;
 		if (s >= 0 && s < n)
 			qa_ce(b->start_logits + o, n, T, s, ds + o, ws);

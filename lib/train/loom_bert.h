@@ -68,6 +68,14 @@ enum loom_bert_task {
 	LOOM_BERT_MLM,          /* cls.predictions: masked LM */
 };
 
+/* Over which positions the QA head's softmax runs (loom-train(1)): */
+enum loom_bert_qa_loss {
+	LOOM_BERT_QA_LOSS_ALL = 0, /* every position of the row, padding included
+				    * (HF BertForQuestionAnswering, run_squad.py) */
+	LOOM_BERT_QA_LOSS_REAL,    /* the row's real tokens only; a target on
+				    * padding is ignored */
+};
+
 struct loom_bert_config {
 	int n_layer, hidden, n_head, intermediate;
 	int vocab_size, max_positions, type_vocab_size;
@@ -76,6 +84,7 @@ struct loom_bert_config {
 	double init_std;                /* initializer_range */
 	int pad_token_id;               /* its word embedding starts 0, never trained (HF padding_idx) */
 	int task;                       /* enum loom_bert_task */
+	int qa_loss;                    /* enum loom_bert_qa_loss */
 	int precision;                  /* LOOM_PREC_FP32 / _BF16 */
 	int recompute;
 	/* 1: compute every padding position too (the reference), 0: each row
@@ -92,7 +101,7 @@ int loom_bert_preset(const char *name, int task, struct loom_bert_config *cfg);
  * lib/train/loom_config.h): its keys mapped one to one (n_embd -> hidden,
  * n_positions -> max_positions, layer_norm_epsilon, beta1/beta2/eps/
  * weight_decay/grad_clip -> adamw; intermediate 0 -> 4 n_embd), task=mlm
- * -> LOOM_BERT_MLM, else LOOM_BERT_QA. */
+ * -> LOOM_BERT_MLM, else LOOM_BERT_QA; qa_loss. */
 struct loom_config;
 void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b);
 /* Floats of the activations of a forward at (B, T) (the MLM head's
@@ -213,7 +222,9 @@ void loom_bert_init_weights(struct loom_bert *b, uint64_t seed);
  * a row's length are masked, and the losses read real tokens only), up to
  * the products' rounding over another row count; dropout draws the same
  * mask elements.  A masked-LM label on a padding position makes that
- * batch run padded. */
+ * batch run padded, and so do QA targets under qa_loss=all (its softmax
+ * reads every position's logit, HF's; without targets, as in prediction,
+ * the rows stay packed). */
 int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int B, int T,
 		      int train, uint64_t key, float *loss);
 /* Adds the gradient of scale * loss to b->grads. */
@@ -278,6 +289,14 @@ void loom_bert_ckpt_tensors(const struct loom_bert *b, float *base, struct loom_
  * fp32, AdamW defaults as the presets.  0 or LOOM_EFORMAT (err). */
 int loom_bert_ckpt_config(const struct loom_ckpt *ck, int task, struct loom_bert_config *cfg,
 			  struct loom_err *err);
+/* --init-from ck: loom-train's architecture keys (n_layer, n_embd,
+ * n_head, intermediate, vocab_size, n_positions, type_vocab_size,
+ * layer_norm_epsilon) of c from the checkpoint's config.json
+ * (num_hidden_layers, hidden_size, ...), the rest of c (the recipe)
+ * untouched.  0, or LOOM_EINVAL in err when a key the command line set
+ * (loom_config_cli_set) holds another value: one line naming the key and
+ * both values. */
+int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, struct loom_err *err);
 /* loom_bert_ckpt_load flags: a checkpoint without the task's head (a
  * pretrained BertForMaskedLM, or a BertModel, loaded for QA) is taken,
  * the head initialised from `seed` and the other head's tensors ignored. */

@@ -9,6 +9,7 @@
 
 #include "loom_bert.h"
 #include "loom_ckpt.h"
+#include "loom_config.h"
 #include "loom_file.h"
 #include "loom_wordpiece.h"
 
@@ -289,6 +290,41 @@ int loom_bert_ckpt_config(const struct loom_ckpt *ck, int task, struct loom_bert
 	int rc = loom_bert_config_check(cfg, &e);
 	if (rc < 0)
 		return loom_err_set(err, rc, "%s/config.json: %s", loom_ckpt_dir(ck), e.msg);
+	return 0;
+}
+
+int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, struct loom_err *err)
+{
+	const struct loom_bert_config *h = loom_ckpt_hf(ck);
+	const struct {
+		const char *key, *hf;
+		int *dst;
+		int v;
+	} ik[] = {
+		{ "n_layer", "num_hidden_layers", &c->n_layer, h->n_layer },
+		{ "n_embd", "hidden_size", &c->n_embd, h->hidden },
+		{ "n_head", "num_attention_heads", &c->n_head, h->n_head },
+		{ "intermediate", "intermediate_size", &c->intermediate, h->intermediate },
+		{ "vocab_size", "vocab_size", &c->vocab_size, h->vocab_size },
+		{ "n_positions", "max_position_embeddings", &c->n_positions, h->max_positions },
+		{ "type_vocab_size", "type_vocab_size", &c->type_vocab_size, h->type_vocab_size },
+	};
+	for (size_t i = 0; i < sizeof ik / sizeof ik[0]; i++) {
+		/* intermediate 0 means 4 n_embd */
+		int have = *ik[i].dst ? *ik[i].dst : 4 * c->n_embd;
+		if (loom_config_cli_set(c, ik[i].key) && have != ik[i].v)
+			return loom_err_set(err, LOOM_EINVAL, "%s: --set %d, but %s/config.json has "
+					    "%s %d (--init-from takes the shape from there)",
+					    ik[i].key, have, loom_ckpt_dir(ck), ik[i].hf, ik[i].v);
+	}
+	if (loom_config_cli_set(c, "layer_norm_epsilon") &&
+	    c->layer_norm_epsilon != h->layer_norm_eps)
+		return loom_err_set(err, LOOM_EINVAL, "layer_norm_epsilon: --set %g, but %s/config.json "
+				    "has layer_norm_eps %g (--init-from takes the shape from there)",
+				    c->layer_norm_epsilon, loom_ckpt_dir(ck), h->layer_norm_eps);
+	for (size_t i = 0; i < sizeof ik / sizeof ik[0]; i++)
+		*ik[i].dst = ik[i].v;
+	c->layer_norm_epsilon = h->layer_norm_eps;
 	return 0;
 }
 

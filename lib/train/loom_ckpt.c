@@ -1337,7 +1337,12 @@ struct loom_ckpt *loom_ckpt_open(const char *path, const struct loom_ckpt_arch *
 			goto fail;
 	snprintf(c->model_path, sizeof c->model_path, "%s/model.safetensors", c->dir);
 	if (stat(c->model_path, &sb) < 0) {
-		loom_err_set(err, LOOM_EFORMAT, "%s: model.safetensors is missing", c->dir);
+		/* a PyTorch-only HuggingFace directory: loom reads no pickle */
+		char bin[sizeof c->model_path];
+		snprintf(bin, sizeof bin, "%s/pytorch_model.bin", c->dir);
+		loom_err_set(err, LOOM_EFORMAT, "%s: model.safetensors is missing%s", c->dir,
+			     stat(bin, &sb) ? "" : " (it has pytorch_model.bin, which loom does not read: "
+			     "convert it, loom-train(1) HUGGINGFACE WEIGHTS)");
 		goto fail;
 	}
 	if (!(c->model = loom_st_open(c->model_path, err)))

@@ -33,6 +33,7 @@ static const char *const pooling_names[] = { "avg", "max", NULL };
 static const char *const sharding_names[] = { "optimizer", "weights", NULL }; /* enum loom_sharding */
 static const char *const model_names[] = { "gpt", "bert", NULL };     /* enum loom_model_kind */
 static const char *const task_names[] = { "lm", "squad", "mlm", NULL }; /* enum loom_task */
+static const char *const qa_loss_names[] = { "all", "real", NULL }; /* enum loom_bert_qa_loss */
 
 #define O(f) offsetof(struct loom_config, f)
 /* bert: a key only model=bert reads, in the resolved JSON only then (a
@@ -55,6 +56,9 @@ static const struct key keys[] = {
 	{ "pad_token_id", K_INT, O(pad_token_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert: padding id (its embedding stays 0)", 1 },
 	{ "cls_id", K_INT, O(cls_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [CLS] id", 1 },
 	{ "sep_id", K_INT, O(sep_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [SEP] id", 1 },
+	{ "qa_loss", K_ENUM, O(qa_loss), 0, 0, qa_loss_names, "bert squad: the start/end softmax over all positions (HF's) | the real tokens", 1 },
+	{ "doc_stride", K_INT, O(doc_stride), 1, 1 << 16, NULL, "bert squad: the features' window stride (loom-squad prepare --stride; loom-eval squad -c's default)", 1 },
+	{ "max_query", K_INT, O(max_query), 1, 1 << 16, NULL, "bert squad: question tokens kept (loom-squad prepare --max-query; loom-eval squad -c's default)", 1 },
 	{ "mask_id", K_INT, O(mask_id), 0, LOOM_CONFIG_MAX_VOCAB, NULL, "bert mlm: [MASK] id", 1 },
 	{ "micro_batch", K_INT, O(micro_batch), 1, 1 << 20, NULL, "records per micro-batch B", 0 },
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
@@ -93,6 +97,7 @@ static const struct key keys[] = {
 };
 #undef O
 #define NKEYS (sizeof keys / sizeof keys[0])
+_Static_assert(NKEYS <= 64, "loom_config.cli_set has a bit per key");
 
 void loom_config_defaults(struct loom_config *c)
 {
@@ -127,6 +132,8 @@ void loom_config_defaults(struct loom_config *c)
 	c->weight_decay = 0.1;
 	c->grad_clip = 1.0;
 	c->ignore_id = -1;
+	c->doc_stride = 128;
+	c->max_query = 64;
 	c->seed = 1234;
 	c->recompute = 0;
 	c->precision = 0;
@@ -467,6 +474,12 @@ int loom_config_set(struct loom_config *c, const char *name, const char *v)
 	return 0;
 }
 
+int loom_config_cli_set(const struct loom_config *c, const char *key)
+{
+	const struct key *k = find_key(key);
+	return k && (c->cli_set >> (k - keys) & 1);
+}
+
 int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 {
 	char *dup = strdup(kvs), *p;
@@ -495,6 +508,15 @@ int loom_config_apply_sets(struct loom_config *c, const char *kvs)
 		}
 		if ((rc = loom_config_set(c, tok, eq + 1)))
 			break;
+		/* one warm-up given here overrides the other one's earlier
+		 * value (a preset's); both given here stay an error */
+		c->cli_set |= 1ull << (find_key(tok) - keys);
+		int ws = loom_config_cli_set(c, "warmup_steps"),
+		    wp = loom_config_cli_set(c, "warmup_proportion");
+		if (!strcmp(tok, "warmup_steps") && !wp)
+			c->warmup_proportion = 0;
+		else if (!strcmp(tok, "warmup_proportion") && !ws)
+			c->warmup_steps = 0;
 	}
 	free(dup);
 	return rc;

@@ -91,6 +91,9 @@ struct loom_config {
 	double init_std;
 	int pad_token_id;
 	int cls_id, sep_id, mask_id;    /* mlm: the rows' and the mask's ids */
+	int qa_loss;            /* squad: enum loom_bert_qa_loss (0 all positions, 1 real tokens) */
+	int doc_stride, max_query; /* squad: the features' windows (with seq_len),
+				    * recorded for loom-eval squad -c */
 	/* training */
 	int micro_batch;        /* B: records per frame / forward pass */
 	int grad_accum;         /* micro-batches per optimizer step */
@@ -122,6 +125,8 @@ struct loom_config {
 	int64_t prune_end;      /* no update at or after this step; 0 = 0.75 steps */
 	int64_t prune_every;    /* steps between mask updates (>= 1) */
 	int pooling;            /* enum loom_pooling: a block's gradient score */
+	uint64_t cli_set;       /* a bit per key (its index in the table) that
+				 * loom_config_apply_sets set; not a key */
 	struct loom_err err;
 };
 
@@ -143,8 +148,14 @@ int loom_config_apply_file(struct loom_config *c, const char *path);
 int loom_config_apply_preset(struct loom_config *c, const char *name);
 /* 1 if NAME is a file (it has a '/' or ends in ".json"), 0 for a preset. */
 int loom_config_names_file(const char *name_or_path);
-/* Apply "key=value,key=value" (values parsed by the key's type). */
+/* Apply "key=value,key=value" (values parsed by the key's type): the
+ * command line's --set.  warmup_steps set here zeroes an earlier
+ * warmup_proportion (a preset's) and the other way round, unless both are
+ * set by calls of this function (then loom_config_validate refuses them).
+ * Records the keys it sets in cli_set. */
 int loom_config_apply_sets(struct loom_config *c, const char *kvs);
+/* 1 when loom_config_apply_sets set `key` (the command line's --set). */
+int loom_config_cli_set(const struct loom_config *c, const char *key);
 /* Apply one key from a string value. */
 int loom_config_set(struct loom_config *c, const char *key, const char *value);
 /* 1 if `name` is a configuration key (lr, steps, ...), else 0. */

@@ -205,6 +205,8 @@ const struct loom_tb_tag_name loom_tb_tags[LOOM_TB_N_TAGS] = {
 	[LOOM_TB_EVAL_ACC] = { "eval/accuracy", "eval_acc" },
 	[LOOM_TB_DENSITY] = { "sparsity/density", "density" },
 	[LOOM_TB_CHURN] = { "sparsity/churn", "churn" },
+	[LOOM_TB_EVAL_EM] = { "eval/exact_match", "eval_exact_match" },
+	[LOOM_TB_EVAL_F1] = { "eval/f1", "eval_f1" },
 };
 
 const char *loom_tb_log_key(const char *tag)

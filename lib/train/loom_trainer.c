@@ -88,6 +88,7 @@ void loom_trainer_release(struct loom_trainer *t)
 	free((char *)t->vocab.files[0].data);
 	free((char *)t->vocab.files[1].data);
 	loom_vocab_free(t->tok);
+	loom_wordpiece_free(t->wp);
 	memset(t, 0, sizeof *t);
 }
 
@@ -332,10 +333,20 @@ static int bert_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_opti
 				     t->cfg.seed);
 	if (rc < 0)
 		return loom_err_set(&t->err, rc, "%s", loom_bert_error(t->b));
-	if (rc == 1 && !t->o.quiet)
-		say(t, "%s has no %s head: initialised from the seed", loom_ckpt_dir(ck),
-		    t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
-						 : "question-answering (qa_outputs)");
+	const char *head = t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
+							: "question-answering (qa_outputs)";
+	const struct loom_config *c = &t->cfg;
+	if (!with_optimizer && !t->o.quiet) { /* --init-from: what came from where, one line */
+		char enc[160];
+		snprintf(enc, sizeof enc, "the encoder (%d layers, %d wide, %d heads, vocab %d, %d "
+			 "positions)", c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->n_positions);
+		if (rc == 1)
+			say(t, "--init-from: %s loaded; %s has no %s head: initialised from the seed",
+			    enc, loom_ckpt_dir(ck), head);
+		else
+			say(t, "--init-from: %s and its %s head loaded from %s", enc, head,
+			    loom_ckpt_dir(ck));
+	}
 	if (!with_optimizer)
 		return 0;
 	struct ckpt_tables x;
@@ -509,6 +520,21 @@ int loom_trainer_configure(struct loom_trainer *t)
 	struct loom_config ckc = *c; /* --resume: the checkpoint's */
 	if ((rc = apply_sets(t, c, &t->orig)))
 		return rc;
+	if (o->init_from && c->model == LOOM_MODEL_BERT &&
+	    ckpt_arch(o->init_from) == &loom_bert_ckpt_arch) {
+		/* the shape is the directory's (read again to load) */
+		struct loom_err err = { 0 };
+		struct loom_ckpt *ick = loom_ckpt_open(o->init_from, &loom_bert_ckpt_arch,
+						       LOOM_CKPT_NO_VERIFY, &err);
+		if (!ick)
+			return take_err(t, &err, LOOM_EFORMAT);
+		rc = loom_bert_ckpt_shape(ick, c, &err);
+		loom_ckpt_free(ick);
+		if (rc)
+			return usage(t, "%s", err.msg);
+		snprintf(t->orig.src[LOOM_O_VS], sizeof t->orig.src[LOOM_O_VS], "--init-from %.80s",
+			 o->init_from);
+	}
 	if (o->resume && (rc = check_resume_sparsity(t, &ckc, c, loom_ckpt_dir(t->ck))))
 		return rc;
 	for (struct loom_config *x = c; x; x = x == c && o->resume && o->config ? &t->named : NULL) {
@@ -626,7 +652,10 @@ static int load_bert_vocab(struct loom_trainer *t, const char *spec)
 			   t->cfg.vocab_size, origin_name(&t->orig, LOOM_O_VS), loom_wordpiece_size(w));
 	else if (loom_bert_ckpt_vocab(&t->vocab, name, path, loom_wordpiece_lowercases(w), &err))
 		rc = loom_err_set(&t->err, err.code ? err.code : LOOM_EFORMAT, "--vocab: %s", err.msg);
-	loom_wordpiece_free(w);
+	if (rc)
+		loom_wordpiece_free(w);
+	else
+		t->wp = w; /* the run's tokenizer (loom-train --eval-squad) */
 	return rc;
 }
 
@@ -739,7 +768,7 @@ int loom_trainer_build(struct loom_trainer *t)
 		if ((rc = open_ckpt(t, o->init_from, 0, &ck)))
 			return rc;
 		rc = (t->g ? gpt_load : bert_load)(t, ck, 0);
-		if (!rc && o->verbose)
+		if (!rc && o->verbose && t->g)
 			say(t, "weights from %s", loom_ckpt_dir(ck));
 		loom_ckpt_free(ck);
 		if (rc)

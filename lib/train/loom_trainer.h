@@ -41,6 +41,7 @@
 
 struct loom_bert;
 struct loom_vocab;
+struct loom_wordpiece;
 struct loom_trainer;
 struct loom_threads;
 
@@ -113,6 +114,7 @@ struct loom_trainer {
 	int read_features;      /* task=squad reads frames with features */
 	struct loom_ckpt_vocab vocab;	/* files[0].name == NULL: none */
 	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
+	struct loom_wordpiece *wp;	/* model=bert: its WordPiece tokenizer, or NULL */
 	/* the model's buffers for the micro-batches (the GPT's: the inputs of
 	 * the last one first) and for evaluation frames */
 	struct loom_model_scratch scratch, escratch;
