@@ -21,7 +21,6 @@
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,26 +77,6 @@ static void on_stop(int sig)
 		return;
 	}
 	stop_sig = sig;
-}
-
-/* Wait until fd has data (or EOF), answering the other ranks' roll call
- * meanwhile (under mpirun); 0 if a stop signal came first, -1 if nothing
- * came for `limit` seconds (> 0). */
-static int wait_input(int fd, double limit)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	double t0 = loom_now();
-	while (!stop_sig) {
-		int n = poll(&p, 1, 250);
-		if (n > 0)
-			return 1;
-		if (n < 0 && errno != EINTR)
-			return 1; /* let the read report it */
-		train_dist_answer();
-		if (limit > 0 && loom_now() - t0 >= limit)
-			return -1;
-	}
-	return 0;
 }
 
 /* Re-execute once with the environment OpenBLAS and the OpenMP runtime
@@ -281,25 +260,12 @@ static void log_rigl(const struct loom_trainer *t, FILE *log)
 			 (long long)st.blocks, st.churn_last, st.churn_init);
 }
 
-/* The input ended inside the run's first step (on every rank: they
- * agreed): an error, before any checkpoint is written. */
-static _Noreturn void trained_nothing(const struct loom_config *c, int micro, int resumed)
-{
-	train_dist_agreed_die("stdin: input ended after %d micro-batch%s, but a step needs %d "
-			      "(grad_accum): no step trained, nothing saved (%s)", micro,
-			      micro == 1 ? "" : "es", c->grad_accum,
-			      resumed ? "feed more data: the resumed run's steps keep their size"
-				      : "feed more data, or --set grad_accum=N for smaller steps");
-}
-
 /* The command line */
 static const char *config, *save, *resume, *init_from, *logpath, *eval_data, *vocab_spec,
 	*tb_dir, *sample_prompt;
 static char **sets;
 static int nsets, print, dry, recompute, bench, have_steps, have_seed, threads, profile,
 	allow_short;
-static uint64_t mem_per_rank;	/* --memory-per-rank (0: none) */
-static char mem_name[80];	/* as given, for the lines: "8 GB", "512 MiB" */
 static uint64_t steps, seed, save_every, keep, log_every = 10, eval_every;
 static uint64_t sample_every, sample_tokens = 32;
 static double sample_temperature;
@@ -328,23 +294,6 @@ static void on_seed(const char *opt, const char *arg)
 	have_seed = 1;
 }
 
-/* --memory-per-rank SIZE: 8GB (powers of 1000), 8G or 8GiB (of 1024) */
-static void on_memory(const char *opt, const char *arg)
-{
-	mem_per_rank = cli_size(opt, arg);
-	if (!mem_per_rank)
-		cli_usage_error("%s: '%s': a rank needs some memory", opt, arg);
-	/* the unit as loom_parse_size read it, spelt out: 8g -> 8 GiB, 8gb -> 8 GB */
-	const char *u = arg + strcspn(arg, "KMGTkmgt");
-	size_t ul = strlen(u);
-	int c = toupper((unsigned char)*u);
-	if (!ul)
-		snprintf(mem_name, sizeof mem_name, "%s B", arg);
-	else
-		snprintf(mem_name, sizeof mem_name, "%.*s %c%s", (int)(u - arg), arg,
-			 ul == 2 && c == 'K' ? 'k' : c, ul == 2 ? "B" : "iB");
-}
-
 static const struct cli_opt opts[] = {
 	OPT_TEXT("configuration (applied in this order):"),
 	OPT_STRING('c', "config", &config, "NAME|FILE",
@@ -357,7 +306,7 @@ static const struct cli_opt opts[] = {
 	OPT_BOOL(0, "recompute", &recompute, "activation checkpointing (= --set recompute=true)"),
 	OPT_BOOL(0, "print-config", &print, "print the resolved configuration as JSON and exit"),
 	OPT_BOOL(0, "dry-run", &dry, "print parameters, memory plan, FLOPs, time estimate; exit"),
-	OPT_CALLBACK(0, "memory-per-rank", on_memory, "SIZE",
+	OPT_CALLBACK(0, "memory-per-rank", train_plan_on_memory, "SIZE",
 		     "with --dry-run: the ranks of SIZE (8GB, 16GiB) the\n"
 		     "model needs, the largest preset that fits"),
 	OPT_TEXT("checkpoints:"),
@@ -454,7 +403,7 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--save-every needs --save DIR");
 	if (sample_prompt && !sample_every)
 		cli_usage_error("--sample-prompt needs --sample-every N");
-	if (mem_per_rank && !dry)
+	if (train_plan_has_memory() && !dry)
 		cli_usage_error("--memory-per-rank needs --dry-run");
 }
 
@@ -543,27 +492,6 @@ static void save_checkpoint(struct loom_trainer *t)
 		cli_warn("saved %s (%.2f s)", t->saved_path, loom_now() - t0);
 }
 
-/* At the first frame (B and T are the data's): the model's size (and its
- * live weights when sparse), the preset and the key settings, one line. */
-static void print_model_line(const struct loom_trainer *t)
-{
-	const struct loom_config *c = &t->cfg;
-	char live[96] = "";
-	if (c->sparsity > 0) {
-		uint64_t w = loom_config_sparse_weights(c);
-		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
-			 (unsigned long long)(t->ops->n_params(t->model) - w +
-					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
-			 c->sparsity);
-	}
-	cli_warn("%s: %llu parameters%s, %d thread%s, %s kernels, B=%d T=%d grad_accum %d, "
-		 "%lld step%s, lr %g, %s", c->preset,
-		 (unsigned long long)t->ops->n_params(t->model), live, pool.n,
-		 pool.n == 1 ? "" : "s", loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
-		 (long long)c->steps, c->steps == 1 ? "" : "s", c->lr,
-		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
-}
-
 /* --log: stdout, or FILE (appended to when resuming, cut at the step). */
 static FILE *open_log(const struct loom_trainer *t)
 {
@@ -634,7 +562,7 @@ static void take_first_frame(struct run *u, const struct loom_batch_hdr *h, uint
 	struct loom_config *c = &u->t->cfg;
 	check(loom_trainer_fit_frame(u->t, (int)h->batch, (int)h->seq_len, frame));
 	if (!quiet)
-		print_model_line(u->t);
+		train_print_model_line(u->t, pool.n);
 	u->B = c->micro_batch;
 	u->T = c->seq_len;
 	int need = u->T + loom_config_record_extra(c);
@@ -655,7 +583,7 @@ static void wait_frames(void *ctx, int fd)
 {
 	const struct run *u = ctx;
 	double limit = u->t->cfg.dist_timeout;
-	if (wait_input(fd, limit) < 0)
+	if (train_dist_wait_input(fd, limit, &stop_sig) < 0)
 		train_dist_fail(u->t->step + 1, "stdin: no data for %g s (dist_timeout) after %llu frames: "
 				"its loom-feed stopped sending (stopped, hung or waiting itself)",
 				limit, (unsigned long long)loom_batch_reader_frames(u->r));
@@ -672,7 +600,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 	int micro, rc;
 	for (micro = 0; micro < c->grad_accum; micro++) {
 		int sync = train_dist_micro_begin(micro, micro == c->grad_accum - 1);
-		if (micro == 0 && train_dist_world() == 1 && !wait_input(STDIN_FILENO, 0))
+		if (micro == 0 && train_dist_world() == 1 && !train_dist_wait_input(STDIN_FILENO, 0, &stop_sig))
 			break; /* stop requested between steps */
 		for (;;) {
 			rc = loom_batch_read(u->r, &h, &tok);
@@ -818,7 +746,7 @@ static void train_loop(struct run *u)
 			train_dist_sync(t->step + 1, 1, &stop_sig);
 		if (u->ended) {
 			if (micro && t->step == u->start_step) /* nothing trained: no checkpoint */
-				trained_nothing(c, micro, resume != NULL);
+				train_dist_trained_nothing(c->grad_accum, micro, resume != NULL);
 			if (micro)
 				cli_warn("input ended inside step %llu (%d of %d micro-batches); that step is dropped",
 					 (unsigned long long)t->step + 1, micro, c->grad_accum);
@@ -879,7 +807,7 @@ int main(int argc, char **argv)
 		return 0; /* a write error: cli_init's check of stdout at exit */
 	}
 	if (dry) {
-		train_print_dry_run(c, mem_per_rank, mem_name);
+		train_print_dry_run(c);
 		free(sets);
 		return 0;
 	}

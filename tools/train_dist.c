@@ -1,4 +1,6 @@
 /* train_dist.c - loom-train's side of data parallelism; see train_dist.h. */
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -388,4 +390,35 @@ void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t)
 		.save_begin = hk_save_begin, .save_end = hk_save_end, .save_part = hk_save_part,
 		.load_part = hk_load_part, .step = hk_step, .say = hk_say,
 	};
+}
+
+/* Wait until fd has data (or EOF), answering the other ranks' roll call
+ * meanwhile (under mpirun); 0 if a stop signal came first (*stop set), -1 if nothing
+ * came for `limit` seconds (> 0). */
+int train_dist_wait_input(int fd, double limit, volatile sig_atomic_t *stop)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	double t0 = loom_now();
+	while (!*stop) {
+		int n = poll(&p, 1, 250);
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return 1; /* let the read report it */
+		train_dist_answer();
+		if (limit > 0 && loom_now() - t0 >= limit)
+			return -1;
+	}
+	return 0;
+}
+
+/* The input ended inside the run's first step (on every rank: they
+ * agreed): an error, before any checkpoint is written. */
+_Noreturn void train_dist_trained_nothing(int grad_accum, int micro, int resumed)
+{
+	train_dist_agreed_die("stdin: input ended after %d micro-batch%s, but a step needs %d "
+			      "(grad_accum): no step trained, nothing saved (%s)", micro,
+			      micro == 1 ? "" : "es", grad_accum,
+			      resumed ? "feed more data: the resumed run's steps keep their size"
+				      : "feed more data, or --set grad_accum=N for smaller steps");
 }

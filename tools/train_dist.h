@@ -90,5 +90,12 @@ void train_dist_save_end(void);
 struct loom_trainer;
 struct loom_trainer_hooks;
 void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t);
+/* Wait until fd has data (or EOF), answering the other ranks' roll call
+ * meanwhile; 0 if *stop was set first, -1 if nothing came for `limit`
+ * seconds (> 0), else 1. */
+int train_dist_wait_input(int fd, double limit, volatile sig_atomic_t *stop);
+/* The input ended inside the run's first step on every rank (they
+ * agreed): one line, exit 1, nothing saved. */
+_Noreturn void train_dist_trained_nothing(int grad_accum, int micro, int resumed);
 
 #endif

@@ -1,12 +1,15 @@
 /* train_plan.c - loom-train --dry-run's printout (the plans of
  * lib/train/loom_plan.h) and --bench-sgemm. */
 #include <cblas.h>
+#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "loom_kernels.h"
 #include "loom_plan.h"
 #include "loom_trainer.h"
 #include "train_plan.h"
@@ -98,7 +101,54 @@ static const char *share(int R, uint64_t x, uint64_t whole, char *buf, size_t le
 	return buf;
 }
 
-void train_print_dry_run(const struct loom_config *c, uint64_t mem, const char *mem_name)
+/* --memory-per-rank (0: none), as given for the lines ("8 GB", "512 MiB") */
+static uint64_t mem_per_rank;
+static char mem_name[80];
+
+/* --memory-per-rank SIZE: 8GB (powers of 1000), 8G or 8GiB (of 1024) */
+void train_plan_on_memory(const char *opt, const char *arg)
+{
+	mem_per_rank = cli_size(opt, arg);
+	if (!mem_per_rank)
+		cli_usage_error("%s: '%s': a rank needs some memory", opt, arg);
+	/* the unit as loom_parse_size read it, spelt out: 8g -> 8 GiB, 8gb -> 8 GB */
+	const char *u = arg + strcspn(arg, "KMGTkmgt");
+	size_t ul = strlen(u);
+	int c = toupper((unsigned char)*u);
+	if (!ul)
+		snprintf(mem_name, sizeof mem_name, "%s B", arg);
+	else
+		snprintf(mem_name, sizeof mem_name, "%.*s %c%s", (int)(u - arg), arg,
+			 ul == 2 && c == 'K' ? 'k' : c, ul == 2 ? "B" : "iB");
+}
+
+int train_plan_has_memory(void)
+{
+	return mem_per_rank != 0;
+}
+
+/* At the first frame (B and T are the data's): the model's size (and its
+ * live weights when sparse), the preset and the key settings, one line. */
+void train_print_model_line(const struct loom_trainer *t, int threads)
+{
+	const struct loom_config *c = &t->cfg;
+	char live[96] = "";
+	if (c->sparsity > 0) {
+		uint64_t w = loom_config_sparse_weights(c);
+		snprintf(live, sizeof live, " (%llu live at sparsity %g)",
+			 (unsigned long long)(t->ops->n_params(t->model) - w +
+					      (uint64_t)llround((1 - c->sparsity) * (double)w)),
+			 c->sparsity);
+	}
+	cli_warn("%s: %llu parameters%s, %d thread%s, %s kernels, B=%d T=%d grad_accum %d, "
+		 "%lld step%s, lr %g, %s", c->preset,
+		 (unsigned long long)t->ops->n_params(t->model), live, threads,
+		 threads == 1 ? "" : "s", loom_k_isa(), c->micro_batch, c->seq_len, c->grad_accum,
+		 (long long)c->steps, c->steps == 1 ? "" : "s", c->lr,
+		 c->precision == LOOM_PREC_BF16 ? "bf16 matmuls (oneDNN)" : "fp32 matmuls (OpenBLAS)");
+}
+
+void train_print_dry_run(const struct loom_config *c)
 {
 	struct loom_model_mem m0, m1;
 	char b0[32], b1[48], b3[32], b4[32], kind[64] = "", per[96] = "";
@@ -138,8 +188,8 @@ void train_print_dry_run(const struct loom_config *c, uint64_t mem, const char *
 		       m0.gathered ? "gathered weights" : "weights");
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
-	if (mem)
-		print_fit(c, mem, mem_name);
+	if (mem_per_rank)
+		print_fit(c, mem_per_rank, mem_name);
 	if (c->sparsity > 0) {
 		char sl[64];
 		uint64_t w = loom_config_sparse_weights(c);
