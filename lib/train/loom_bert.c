@@ -194,11 +194,6 @@ void loom_bert_weights_changed(struct loom_bert *b)
 	b->w16_ok = 0;
 }
 
-void loom_bert_zero_grad(struct loom_bert *b)
-{
-	memset(b->grads, 0, b->n_params * sizeof(float));
-}
-
 void loom_bert_eval_counts(const struct loom_bert *b, double *nll, int64_t *n,
 			   int64_t *correct)
 {

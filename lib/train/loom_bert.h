@@ -231,7 +231,6 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 int loom_bert_backward(struct loom_bert *b, float scale);
 /* Global-norm clip, AdamW step t (1-based) at lr; gradients left zeroed. */
 void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
-void loom_bert_zero_grad(struct loom_bert *b);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
