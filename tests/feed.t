@@ -355,4 +355,44 @@ for r in 0 1; do loom-feed -q -m "$SQ" --batch 2 --world 2 --rank $r --seed 3 --
 	cut -d: -f2- | sort > "$T/w2.txt"
 ok "  --world 2 ranks together = --batch 4 (features included)" cmp -s "$T/w1.txt" "$T/w2.txt"
 
+# --- --bucket: records of similar size in a batch ---------------------------
+# 64 records of 2..16 ids (sizes in the index differ with the count)
+/usr/bin/python3 - "$T" "$TESTS" <<'EOF'
+import random, subprocess, sys
+r = random.Random(5)
+ex = []
+for i in range(64):
+    ids = ",".join(str(1000 + r.randrange(5000)) for _ in range(r.randrange(2, 17)))
+    ex.append(subprocess.run(["/usr/bin/python3", sys.argv[2] + "/tfrecord_ref.py", "example",
+                              "input_ids=int:" + ids], capture_output=True, text=True,
+                             check=True).stdout.strip())
+subprocess.run(["/usr/bin/python3", sys.argv[2] + "/tfrecord_ref.py", "write",
+                sys.argv[1] + "/v.tfrecord"] + ex, check=True)
+EOF
+loom-index -q "$T/v.tfrecord"
+V="loom-feed -q $T/v.tfrecord --seq 16 --seed 1 --pad 0 --text"
+# the rows' real lengths (ids other than the pad): the sum of each batch's spread
+spread() { awk -F: '{ n = split($2, a, " "); r = 0; for (i = 1; i <= n; i++) r += a[i] != 0
+	k = $1; sub(/ [0-9]+$/, "", k); if (!(k in lo) || r < lo[k]) lo[k] = r
+	if (!(k in hi) || r > hi[k]) hi[k] = r }
+	END { s = 0; for (k in lo) s += hi[k] - lo[k]; print s }'; }
+run $V --batch 4 --bucket 4 --epochs 2
+is_rc 0 "--bucket 4: two epochs"
+cp "$out" "$T/b.txt"
+$V --batch 4 --epochs 2 > "$T/nb.txt"
+is "$(cut -d: -f2 "$T/b.txt" | sort | md5sum)" "$(cut -d: -f2 "$T/nb.txt" | sort | md5sum)" \
+	"  every record once an epoch, as without it"
+sb=$(spread < "$T/b.txt") snb=$(spread < "$T/nb.txt")
+ok "  batches of similar lengths: spread $sb, $snb without" test "$sb" -lt "$snb"
+ok "  the same bytes again" sh -c "$V --batch 4 --bucket 4 --epochs 2 | cmp -s - '$T/b.txt'"
+$V --batch 4 --bucket 4 --epochs 2 --skip-batches 13 > "$T/skip.txt"
+ok "  --skip-batches 13 gives the run from batch 13 (resume)" \
+	sh -c "tail -n +53 '$T/b.txt' | cmp -s - '$T/skip.txt'"
+for r in 0 1; do $V --batch 2 --world 2 --rank $r --bucket 4 --epochs 2; done |
+	cut -d: -f2- | sort > "$T/bw2.txt"
+ok "  --world 2 ranks together = --batch 4 (the same windows)" \
+	sh -c "cut -d: -f2- '$T/b.txt' | sort | cmp -s - '$T/bw2.txt'"
+run $V --batch 4 --bucket 5000
+is "$rc" 2 "--bucket over 4096: usage error"
+
 done_testing

@@ -25,6 +25,7 @@ struct args {
 
 /* The options' values (-q and --progress: cli_quiet, cli_force_progress) */
 static struct args args = { .o = { .epochs = 1, .threads = 2, .world = 1 } };
+static uint64_t bucket; /* --bucket N: args.o.bucket */
 static int have_b, have_t, have_s, have_skip;
 
 static void on_batch(const char *opt, const char *arg)
@@ -97,6 +98,9 @@ static const struct cli_opt opts[] = {
 	OPT_CALLBACK('s', "seed", on_seed, "S", "shuffle seed (same seed = same bytes)"),
 	OPT_U64('e', "epochs", &args.o.epochs, "E", 0, UINT32_MAX,
 		"passes over the data (default: 1; 0 = endless)"),
+	OPT_U64(0, "bucket", &bucket, "N", 0, 4096,
+		"records of similar size in a batch: each window of N\n"
+		"global batches sorted by size (default: 0, off)"),
 	OPT_CALLBACK(0, "rank", on_rank, "R", "this rank's slice of each global batch (default: 0)"),
 	OPT_CALLBACK(0, "world", on_world, "W", "number of ranks (default: 1); global batch = B x W"),
 	OPT_CALLBACK(0, "skip-batches", on_skip, "N", "start at global batch N (sequence number N)"),
@@ -133,6 +137,7 @@ static void parse_args(int argc, char **argv)
 {
 	struct loom_feed_opts *o = &args.o;
 	cli_parse(&cmd, argc, argv);
+	o->bucket = (uint32_t)bucket;
 	if (!have_b || (!have_t && !o->manifest) || !have_s)
 		cli_usage_error("--batch, --seq and --seed are required (--seq: but with the "
 				"--manifest of a set that gives it)");

@@ -136,7 +136,22 @@ struct wbuf {
 	size_t ids_cap;
 	int64_t *vals;			/* the frame's feature values, f->nvals */
 	const int64_t *vptr[LOOM_BATCH_MAX_FEATURES];
+	/* --bucket: the window last sorted (its first batch + 1; 0: none) and
+	 * its records, by (size, shuffled position) */
+	uint64_t win;
+	struct brec *bsort;
 };
+
+struct brec {
+	uint64_t size, g;
+};
+
+static int brec_cmp(const void *a, const void *b)
+{
+	const struct brec *x = a, *y = b;
+	return x->size != y->size ? (x->size > y->size) - (x->size < y->size)
+				  : (x->g > y->g) - (x->g < y->g);
+}
 
 /* Record rec's features into w's arrays at row b (exactly `length` values
  * each). */
@@ -162,6 +177,44 @@ static int fill_features(struct loom_feed *f, struct wbuf *w, struct slot *sl,
 	return 0;
 }
 
+/* --bucket: the record of row b of frame seq.  The window of W batches
+ * holding the frame is sorted once per worker (records by payload size,
+ * ties by the shuffled order: the same bytes on every rank and resume),
+ * cut into W global batches from the smallest; the frame's place in the
+ * window picks one of them through a shuffle of the window keyed by the
+ * seed, the epoch and the window. */
+static uint64_t bucket_record(struct loom_feed *f, struct wbuf *w, uint64_t seq, uint32_t b)
+{
+	uint32_t epoch = (uint32_t)(seq / f->K);
+	uint64_t k = seq % f->K, W = f->o.bucket, w0 = k / W * W;
+	uint64_t nw = f->K - w0 < W ? f->K - w0 : W;
+	if (w->win != seq - k + w0 + 1) {
+		for (uint64_t j = 0; j < nw * f->G; j++) {
+			uint64_t g = permute(f, epoch, w0 * f->G + j);
+			const struct shard *s = &f->shards[shard_of(f, g)];
+			w->bsort[j] = (struct brec){ loom_tfr_file_payload_len(s->f, g - s->first), j };
+		}
+		qsort(w->bsort, nw * f->G, sizeof *w->bsort, brec_cmp);
+		for (uint64_t j = 0; j < nw * f->G; j++)
+			w->bsort[j].g = permute(f, epoch, w0 * f->G + w->bsort[j].g);
+		w->win = seq - k + w0 + 1;
+	}
+	/* slot k - w0 of the window: batch c of the sorted order, c the
+	 * slot's place in a Fisher-Yates shuffle of [0, nw) */
+	uint64_t key = loom_splitmix64(f->o.seed ^ loom_splitmix64(((uint64_t)epoch << 32) ^ w0));
+	uint64_t order[nw], c;
+	for (uint64_t j = 0; j < nw; j++)
+		order[j] = j;
+	for (uint64_t j = nw - 1; j > 0; j--) {
+		key = loom_splitmix64(key);
+		uint64_t r = key % (j + 1), t = order[j];
+		order[j] = order[r];
+		order[r] = t;
+	}
+	c = order[k - w0];
+	return w->bsort[c * f->G + (uint64_t)f->o.rank * f->B + b].g;
+}
+
 /* The B rows of frame `seq` into w->tok. */
 static int fill_rows(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint64_t seq)
 {
@@ -169,7 +222,7 @@ static int fill_rows(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint6
 	uint64_t base = (seq % f->K) * f->G + (uint64_t)f->o.rank * f->B;
 	struct loom_err err;
 	for (uint32_t b = 0; b < f->B; b++) {
-		uint64_t g = permute(f, epoch, base + b);
+		uint64_t g = f->o.bucket ? bucket_record(f, w, seq, b) : permute(f, epoch, base + b);
 		struct shard *s = &f->shards[shard_of(f, g)];
 		uint64_t rec = g - s->first;
 		size_t len, n;
@@ -263,12 +316,14 @@ static void *worker(void *arg)
 	w.ids = malloc(w.ids_cap * sizeof *w.ids);
 	w.tok = malloc((size_t)f->B * f->T1 * sizeof *w.tok);
 	w.vals = malloc((f->nvals ? f->nvals : 1) * sizeof *w.vals);
+	w.win = 0;
+	w.bsort = f->o.bucket ? malloc((size_t)f->o.bucket * f->G * sizeof *w.bsort) : NULL;
 	for (size_t k = 0, off = 0; w.vals && k < f->nf; k++) {
 		w.vptr[k] = w.vals + off;
 		off += (size_t)f->B * f->ft[k].length;
 	}
 	pthread_mutex_lock(&f->mu);
-	if (!w.payload || !w.ids || !w.tok || !w.vals)
+	if (!w.payload || !w.ids || !w.tok || !w.vals || (f->o.bucket && !w.bsort))
 		f->stop = 2;
 	for (;;) {
 		if (f->stop || f->next_claim >= f->end)
@@ -298,6 +353,7 @@ static void *worker(void *arg)
 	free(w.ids);
 	free(w.tok);
 	free(w.vals);
+	free(w.bsort);
 	return NULL;
 }
 
@@ -479,6 +535,9 @@ static int check_opts(const struct loom_feed_opts *o, struct loom_err *err)
 		return loom_err_set(err, LOOM_EINVAL, "rank %u of %u", o->rank, world);
 	if (o->dtype && o->dtype != LOOM_BATCH_U16 && o->dtype != LOOM_BATCH_U32)
 		return loom_err_set(err, LOOM_EINVAL, "dtype %d", o->dtype);
+	if (o->bucket > 4096)
+		return loom_err_set(err, LOOM_EINVAL, "bucket window of %u batches (at most 4096)",
+				    o->bucket);
 	if (o->dtype == LOOM_BATCH_U16 && o->pad && o->pad_id > 0xffff)
 		return loom_err_set(err, LOOM_EINVAL, "pad id %u does not fit u16", o->pad_id);
 	return 0;

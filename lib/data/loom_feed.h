@@ -70,6 +70,11 @@ struct loom_feed_opts {
 				       (as the manifest lists them), every epoch
 				       (an evaluation set) */
 	uint64_t epochs;            /* passes over the data; 0 = endless */
+	uint32_t bucket;            /* 0: off; N: the records of each window of N
+				       global batches (in the shuffled order)
+				       sorted by size, cut into batches of
+				       similar records, the batches in a shuffled
+				       order of the window (see loom-feed(1)) */
 	uint32_t rank, world;       /* rank < world <= 65535 (world 0 = 1) */
 	int pad;                    /* pad short records with pad_id */
 	uint32_t pad_id;
