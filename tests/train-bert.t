@@ -34,6 +34,10 @@ for pt in "bert-tiny squad 4369666" "bert-base squad 108893186" "bert-base mlm 1
 	like "$out" "^parameters: $3 " "--dry-run $1 task=$2: $3 parameters"
 done
 like "$out" '^memory plan at micro_batch 8 x seq_len 384' "  a memory plan"
+like "$out" 'rows run at their real length, so a batch takes [0-9.]+ [MG]B per 1,000 real tokens; training with qa_loss=all computes the padding' \
+	"  what a batch of real tokens takes (and that the default QA loss computes the padding)"
+run loom-train -c bert-base --set task=squad,qa_loss=real --dry-run
+unlike "$out" 'computes the padding' "  qa_loss=real: no padding computed"
 
 fails_with 2 '^loom-train: task: squad trains a BERT, but model is gpt' "task=squad on a gpt" \
 	loom-train --set task=squad --print-config

@@ -1,5 +1,8 @@
 /* train_plan.c - loom-train --dry-run's printout (the plans of
  * lib/train/loom_plan.h) and --bench-sgemm. */
+/* before cblas.h, whose complex.h defines I (a field of struct loom_bert) */
+#include "loom_bert.h"
+
 #include <cblas.h>
 #include <ctype.h>
 #include <math.h>
@@ -182,6 +185,15 @@ void train_print_dry_run(const struct loom_config *c)
 					: "the embeddings, 2 layers' weights and 2 layers' gradients");
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	if (c->model == LOOM_MODEL_BERT) { /* rows at their real length (loom_bert.h) */
+		struct loom_bert_config bc;
+		loom_bert_config_from(c, &bc);
+		printf("                  (the padded bound: rows run at their real length, so a batch "
+		       "takes %s per 1,000 real tokens%s)\n",
+		       cli_bytes(4.0 * (double)loom_bert_act_floats(&bc, 1, 1000), b3, sizeof b3),
+		       c->task == LOOM_TASK_SQUAD && c->qa_loss == LOOM_BERT_QA_LOSS_ALL
+			       ? "; training with qa_loss=all computes the padding" : "");
+	}
 	if (m0.bf16)
 		printf("  bf16 copies     %s (%s, matmul operands)\n",
 		       cli_bytes((double)m0.bf16, b3, sizeof b3),
