@@ -393,6 +393,19 @@ static double grad_rel(const struct loom_bert *a, const struct loom_bert *b, con
  * counts, nothing else differs; a small tensor such as a query bias sums
  * terms that nearly cancel).
  * Rows of lengths 1 .. PT, row 0 full. */
+/* A padded model (*bp, cfg.padded) and a packed one (*bv) of c, from the
+ * same weights (seed). */
+static void packed_pair(struct loom_bert_config c, uint64_t seed, struct loom_bert **bp,
+			struct loom_bert **bv)
+{
+	c.padded = 1;
+	*bp = loom_bert_new(&c);
+	c.padded = 0;
+	*bv = loom_bert_new(&c);
+	loom_bert_init_weights(*bp, seed);
+	loom_bert_init_weights(*bv, seed);
+}
+
 /* 20 training steps (dropout, AdamW) of a packed and a padded model from
  * the same weights on the same batches: the loss curves within 1e-6
  * relative (QA with qa_loss=real, and MLM). */
@@ -403,12 +416,8 @@ static void test_packed_curve(int task)
 	c.max_positions = PT;
 	c.dropout = c.attn_dropout = 0.1;
 	c.qa_loss = LOOM_BERT_QA_LOSS_REAL;
-	c.padded = 1;
-	struct loom_bert *bp = loom_bert_new(&c);
-	c.padded = 0;
-	struct loom_bert *bv = loom_bert_new(&c);
-	loom_bert_init_weights(bp, 3);
-	loom_bert_init_weights(bv, 3);
+	struct loom_bert *bp, *bv;
+	packed_pair(c, 3, &bp, &bv);
 	int32_t in[PB * PT], sg[PB * PT], mk[PB * PT], lb[PB * PT], sp[PB], ep[PB];
 	double worst = 0;
 	int ok_all = 1, packed = 1;
@@ -453,12 +462,8 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	c.max_positions = PT;
 	c.dropout = c.attn_dropout = train ? 0.1 : 0;
 	c.qa_loss = LOOM_BERT_QA_LOSS_REAL; /* under qa_loss=all QA targets run padded */
-	c.padded = 1;
-	struct loom_bert *bp = loom_bert_new(&c);
-	c.padded = 0;
-	struct loom_bert *bv = loom_bert_new(&c);
-	loom_bert_init_weights(bp, 5);
-	loom_bert_init_weights(bv, 5);
+	struct loom_bert *bp, *bv;
+	packed_pair(c, 5, &bp, &bv);
 	size_t n = (size_t)PB * PT;
 	int32_t *in = malloc(sizeof(int32_t) * 4 * n), *sg = in + n, *mk = sg + n, *lb = mk + n;
 	int32_t sp[16], ep[16];
