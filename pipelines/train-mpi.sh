@@ -20,6 +20,11 @@
 # where hosts is an Open MPI hostfile, one machine per line with its slots
 # ("node1 slots=4").
 #
+# Tensor parallelism (TP=T, loom-train(1) TENSOR PARALLELISM): the ranks are
+# replicas of T neighbouring ranks that split each layer; rank R reads
+# replica R/T's frames.  Two hosts of 4 cores, each host one replica of 4:
+#   TP=4 pipelines/train-mpi.sh -H host1:4,host2:4 -np 8 data/wiki.manifest.json gpt2 ckpt --set vocab_size=50304
+#
 # Slurm: a batch script (sbatch train.sbatch), one rank per task; srun
 # needs PMIx (--mpi=pmix) for loom-train to join the job: Debian's Open MPI
 # takes PMIx only (pmi2, which `srun --mpi=list` lists too, fails in
@@ -37,7 +42,8 @@
 # data_parallel=N --dry-run --memory-per-rank 8GB` says how many ranks a
 # model needs.
 #
-# Environment: BATCH (records per rank per micro-batch, default 8), SEQ
+# Environment: BATCH (records per replica per micro-batch, default 8), TP
+# (tensor-parallel ranks per replica, default 1), SEQ
 # (1024), SEED (1), EPOCHS (1; 0 = endless), THREADS (threads per rank,
 # default: the cores other processes leave free), MPIRUN_ARGS (extra
 # mpirun options, by hand only).
@@ -87,7 +93,9 @@ if [ -n "$r" ]; then
 		feed_resume=(--resume "$save/latest")
 		train_resume=(--resume latest)
 	fi
-	train_resume+=(--set "micro_batch=${BATCH:-8}")
+	train_resume+=(--set "micro_batch=${BATCH:-8},tensor_parallel=${TP:-1}")
+	# tensor parallelism: a replica's ranks read the replica's frames
+	r=$((r / ${TP:-1})) w=$((w / ${TP:-1}))
 	# SIGUSR1 (and TERM, INT) stop loom-train at a step (every rank
 	# finishes the same step, rank 0 saves, all exit 0); the feeder ignores
 	# them and ends when loom-train closes the pipe.  mpirun signals this
@@ -137,7 +145,7 @@ done
 [ $# -ge 3 ] || bad_usage "MANIFEST, CONFIG and SAVE are needed"
 command -v mpirun >/dev/null || { echo "$0: mpirun not found (apt-get install openmpi-bin)" >&2; exit 1; }
 fwd=()
-for v in BATCH SEQ SEED EPOCHS THREADS PATH; do
+for v in BATCH TP SEQ SEED EPOCHS THREADS PATH; do
 	[ -n "${!v:-}" ] && fwd+=(-x "$v")
 done
 # MPIRUN_ARGS: words, split on purpose

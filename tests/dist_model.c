@@ -5,7 +5,10 @@
  * installing and clearing the calls, and the RigL mask hooks: a mask
  * update driven through them on two halves of the weights (as two ranks
  * would, norms combined in rank order) picks the same blocks and zeroes
- * the same weights as the GPT's own update. */
+ * the same weights as the GPT's own update.  Tensor parallelism: a rank's
+ * slices (loom_gpt_new_tp) have the split shapes, loom_gpt_tp_copy takes
+ * them out of a whole model and puts every rank's back into the same
+ * bytes, and the hooks say which tensors are whole on every rank. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +93,7 @@ static void test_gpt(void)
 	is_int(m.tag("transformer.ln_f.weight", m.n_layer), g->L - 1, "gpt: ln_f with the last layer");
 	is_int(m.tag("transformer.wte.weight", m.n_layer), -1, "gpt: the embeddings last");
 	int x;
-	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick };
+	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL };
 	m.connect(m.model, &calls);
 	ok(g->grad_ready == on_ready && g->grad_ready_ctx == &x && g->need == on_need &&
 	   g->done == on_done && g->tick == on_tick, "gpt: connect installs the calls");
@@ -187,9 +190,74 @@ static void test_masks(void)
 	loom_gpt_free(g);
 }
 
+static int on_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
+{
+	(void)ctx;
+	(void)buf;
+	(void)n;
+	(void)op;
+	(void)err;
+	return 0;
+}
+
+static void test_tp(void)
+{
+	struct loom_config c = tiny_gpt_cfg(2, 7);
+	c.vocab_size = 24; /* split in two */
+	struct loom_gpt *w = loom_gpt_new(&c), *r[2];
+	loom_gpt_init_weights(w, 1);
+	int C = w->C, ok_shape = 1, same = 1;
+	float *back = calloc(w->n_params, sizeof(float));
+	for (int k = 0; k < 2; k++) {
+		r[k] = loom_gpt_new_tp(&c, k, 2);
+		loom_gpt_tp_copy(r[k], k, r[k]->params, w->params, 0);
+		loom_gpt_tp_copy(r[k], k, r[k]->params, back, 1);
+	}
+	const struct loom_tensor *t = r[1]->tensors;
+	for (int i = 0; i < r[1]->n_tensors; i++) {
+		const char *n = t[i].name;
+		int64_t d0 = w->tensors[i].shape[0], d1 = w->tensors[i].shape[1];
+		if (strstr(n, "c_attn.weight") || strstr(n, "c_fc.weight"))
+			d1 /= 2;
+		else if (strstr(n, "wte") || strstr(n, "c_proj.weight") || strstr(n, "c_attn.bias") ||
+			 strstr(n, "c_fc.bias"))
+			d0 /= 2;
+		ok_shape &= t[i].shape[0] == d0 && t[i].shape[1] == d1 && !strcmp(n, w->tensors[i].name);
+	}
+	ok(ok_shape, "tp: rank slices [C, 3C/2], [C/2, C], [C, 4C/2], [4C/2, C], wte [V/2, C]");
+	/* rank 1's first K column is column C + C/2 of the whole c_attn */
+	const struct loom_tensor *wa = &w->tensors[4], *ra = &t[4];
+	for (int row = 0; row < C; row++)
+		same &= r[1]->params[ra->offset + (size_t)row * 3 * (C / 2) + C / 2] ==
+			w->params[wa->offset + (size_t)row * 3 * C + C + C / 2];
+	ok(!strcmp(ra->name, "transformer.h.0.attn.c_attn.weight") && same,
+	   "tp: rank 1 holds the second half of each of Q, K, V's columns");
+	ok(!memcmp(back, w->params, w->n_params * sizeof(float)),
+	   "tp: both ranks' slices put back give the whole model's bytes");
+	struct loom_dist_model m;
+	loom_gpt_dist_model(r[0], &m);
+	ok(m.replicated && m.replicated(r[0], 1) && !m.replicated(r[0], 0) &&
+	   !m.replicated(r[0], 4) && m.replicated(r[0], 7),
+	   "tp: wpe and c_proj.bias whole on every rank, wte and c_attn.weight split");
+	int x;
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .reduce = on_reduce });
+	ok(r[0]->reduce == on_reduce && r[0]->grad_ready_ctx == &x, "tp: connect installs reduce");
+	loom_gpt_dist_model(w, &m);
+	ok(!m.replicated, "tp: a whole model has no replicated hook");
+	int32_t in[8] = { 0 };
+	r[1]->reduce = NULL;
+	ok(loom_gpt_forward(r[1], in, in, 1, 8, 0, 0, NULL) == LOOM_EINVAL &&
+	   strstr(loom_gpt_error(r[1]), "not connected"), "tp: an unconnected rank refuses to compute");
+	free(back);
+	loom_gpt_free(w);
+	loom_gpt_free(r[0]);
+	loom_gpt_free(r[1]);
+}
+
 int main(void)
 {
 	test_gpt();
+	test_tp();
 	test_bert();
 	test_masks();
 	return done_testing();

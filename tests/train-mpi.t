@@ -2,7 +2,8 @@
 # pipelines/train-mpi.sh: its help shows the multi-host forms (Open MPI,
 # Slurm); under `mpirun -np 2` (one rank each) it trains a tiny model on 2
 # ranks of this machine and writes a checkpoint, started by hand (-H) it
-# resumes it; usage errors are one line and a hint.
+# resumes it, and with TP=2 the 2 ranks split each layer; usage errors are
+# one line and a hint.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 WRAP="$TESTS/../pipelines/train-mpi.sh"
@@ -47,4 +48,12 @@ like "$out" '^  gradient shard  217\.6 kB ' "  (and the gradient shard)"
 is "$?" 0 "train-mpi.sh -H localhost:2 -np 2: resumes the run"
 is "$(readlink "$T/ck/latest")" step-00000035 "  and saves step 35"
 is "$(cat "$T/b.err")" "" "  -q: nothing on stderr"
+
+# --- TP=2: one replica of 2 tensor-parallel ranks, the replica's frames -------
+(cd "$T" && TP=2 BATCH=4 SEQ=8 EPOCHS=0 THREADS=1 timeout 300 mpirun -np 2 "$WRAP" "$M" tiny tp \
+	--steps 10 >"$T/c.out" 2>"$T/c.err")
+is "$?" 0 "TP=2 mpirun -np 2 train-mpi.sh: 10 steps"
+like "$T/c.err" '^loom-train: rank 0: tensor parallel: 1 replica x 2 ranks ' "  one replica of 2 ranks"
+like "$T/c.err" '^loom-train: rank 0: tiny: .* B=4 T=8 ' "  each rank reads the replica's batch of 4"
+is "$(readlink "$T/tp/latest")" step-00000010 "  a checkpoint of step 10"
 done_testing

@@ -454,12 +454,15 @@ static void resolve_config(struct loom_trainer *t)
 	check(loom_trainer_configure(t));
 	if (!print && !dry)
 		train_dist_config(c, sets, nsets);
-	if (loom_config_validate(c))
-		cli_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	if (loom_config_validate(c)) /* the same on every rank: rank 0 says it */
+		train_dist_agreed_exit(EXIT_USAGE, "%s", loom_config_error(c));
+	if (c->tensor_parallel > 1 && sample_every)
+		train_dist_agreed_exit(EXIT_USAGE, "--sample-every: not with tensor_parallel (sample "
+				       "a checkpoint with loom-eval generate)");
 	char why[256];
 	if (c->precision == LOOM_PREC_BF16 && !print && loom_mm_bf16_missing(why, sizeof why))
 		cli_die("precision=bf16: %s", why);
-	if (c->data_parallel != train_dist_world() && !print && !dry)
+	if (c->data_parallel * c->tensor_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
 	check(loom_trainer_settle(t));
@@ -764,8 +767,8 @@ static void train_loop(struct run *u)
 			report_profile(u);
 		if (g && g->rigl && g->rigl->last_update == (int64_t)t->step)
 			log_rigl(t, u->log);
-		if (eval_every && t->step % eval_every == 0 &&
-		    (train_dist_rank() == 0 || loom_config_shards_weights(c)))
+		if (eval_every && t->step % eval_every == 0 && /* replica 0's ranks split it */
+		    (train_dist_replica() == 0 || loom_config_shards_weights(c)))
 			evaluate(t, eval_data, u->log);
 		if (sample_every && t->step % sample_every == 0)
 			sample(u);
@@ -842,6 +845,8 @@ int main(int argc, char **argv)
 	cli_progress_init(&u.prog, cli_force_progress);
 
 	train_loop(&u);
+	if (t->g) /* tensor parallelism: the bytes its exit report expects */
+		train_dist_tp_bound(loom_gpt_tp_bytes(t->g, c->grad_accum));
 	cli_progress_done(&u.prog);
 	if (stop_sig && !quiet)
 		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),

@@ -24,6 +24,7 @@ static int point, synced_point;         /* its micro-batch (else 0) */
 static int synced_result;
 static sigset_t stop_set;
 static struct loom_dist_model model; /* attached */
+static uint64_t tp_bound;               /* the model's count of the all-reduces' bytes per step */
 
 /* A collective of loom_dist failed (rc != 0): say why, stop every rank. */
 static void or_abort(int rc)
@@ -61,7 +62,16 @@ static void on_exit_dist(int status, void *arg)
 	(void)arg;
 	if (!dist)
 		return;
-	if (status == 0 && d_rank == 0 && d_world > 1 && !d_quiet && steps_done) {
+	if (status == 0 && d_rank == 0 && loom_dist_tp_size(dist) > 1 && !d_quiet && steps_done) {
+		char a[32];
+		char b[32];
+		double per = (double)loom_dist_tp_bytes(dist) / steps_done;
+		cli_warn("tensor parallel: %d ranks per replica; %.3f s per step blocked in their all-reduces; %s sent per step per rank in them (ring all-reduces of 4 [B,T,C] a layer, the embeddings', the LM head's and the loss's: %s; %.4fx)",
+			 loom_dist_tp_size(dist), loom_dist_tp_wait_seconds(dist) / steps_done,
+			 cli_bytes(per, a, sizeof a), cli_bytes((double)tp_bound, b, sizeof b),
+			 tp_bound ? per / tp_bound : 0.0);
+	}
+	if (status == 0 && d_rank == 0 && loom_dist_replicas(dist) > 1 && !d_quiet && steps_done) {
 		char a[32], b[32];
 		uint64_t bound = loom_dist_bytes_bound(dist, d_micro);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
@@ -113,12 +123,15 @@ void train_dist_init(int *argc, char ***argv)
 
 void train_dist_config(struct loom_config *c, char **sets, int nsets)
 {
+	int T = c->tensor_parallel;
+	if (loom_dist_grid(dist, T)) /* the same on every rank: rank 0 says it */
+		train_dist_agreed_exit(EXIT_USAGE, "%s", loom_dist_error(dist));
 	for (int i = 0; i < nsets; i++)
-		if (strstr(sets[i], "data_parallel") && c->data_parallel != d_world)
+		if (strstr(sets[i], "data_parallel") && c->data_parallel != d_world / T)
 			cli_exit(EXIT_USAGE,
 				 "data_parallel: %d, but loom-train runs as %d rank%s (set by mpirun -np)",
 				 c->data_parallel, d_world, d_world == 1 ? "" : "s");
-	c->data_parallel = d_world;
+	c->data_parallel = d_world / T;
 	loom_dist_set_timeout(dist, c->dist_timeout);
 }
 
@@ -136,17 +149,23 @@ void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, in
 		cli_die("%s", loom_dist_error(dist));
 	if (quiet || d_rank != 0 || (d_world == 1 && !verbose))
 		return;
+	int D = loom_dist_replicas(dist), T = loom_dist_tp_size(dist);
+	if (T > 1)
+		cli_warn("tensor parallel: %d replica%s x %d ranks (%s), each layer split across a replica's ranks; %llu parameters per rank",
+			 D, D == 1 ? "" : "s", T, loom_dist_backend(), (unsigned long long)m->n_params);
+	if (T > 1 && D == 1)
+		return;
 	char a[32], b[32], c[32];
 	if (loom_dist_shards_weights(dist)) {
 		cli_warn("data parallel: %d ranks (%s), sharding=weights: weights, gradients and AdamW state per rank %s (1/%d of %s), gathered a layer at a time",
-			 d_world, loom_dist_backend(),
-			 cli_bytes((double)loom_dist_moment_bytes(dist) * 2, a, sizeof a), d_world,
+			 D, loom_dist_backend(),
+			 cli_bytes((double)loom_dist_moment_bytes(dist) * 2, a, sizeof a), D,
 			 cli_bytes((double)m->n_params * 16, b, sizeof b));
 		return;
 	}
 	cli_warn("data parallel: %d rank%s (%s); AdamW state per rank %s (1/%d of %s), gradient shard %s, %d buckets",
-		 d_world, d_world == 1 ? "" : "s", loom_dist_backend(),
-		 cli_bytes((double)loom_dist_moment_bytes(dist), a, sizeof a), d_world,
+		 D, D == 1 ? "" : "s", loom_dist_backend(),
+		 cli_bytes((double)loom_dist_moment_bytes(dist), a, sizeof a), D,
 		 cli_bytes((double)m->n_params * 8, b, sizeof b),
 		 cli_bytes((double)loom_dist_gradshard_bytes(dist), c, sizeof c),
 		 loom_dist_buckets(dist));
@@ -154,11 +173,37 @@ void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, in
 
 void train_dist_check_frame(unsigned rank, unsigned world)
 {
-	if (d_world == 1 || (rank == (unsigned)d_rank && world == (unsigned)d_world))
+	int R = loom_dist_replica(dist), D = loom_dist_replicas(dist), T = loom_dist_tp_size(dist);
+	if (d_world == 1 || (rank == (unsigned)R && world == (unsigned)D))
 		return;
+	if (T == 1)
+		train_dist_fail(synced_step == UINT64_MAX ? 1 : synced_step + 1,
+				"stdin: frames from loom-feed --rank %u --world %u, but this is rank %d of %d",
+				rank, world, d_rank, d_world);
 	train_dist_fail(synced_step == UINT64_MAX ? 1 : synced_step + 1,
-			"stdin: frames from loom-feed --rank %u --world %u, but this is rank %d of %d",
-			rank, world, d_rank, d_world);
+			"stdin: frames from loom-feed --rank %u --world %u, but this rank reads replica "
+			"%d of %d (tensor_parallel=%d: loom-feed --rank %d --world %d)",
+			rank, world, R, D, T, R, D);
+}
+
+void train_dist_tp_bound(uint64_t bytes)
+{
+	tp_bound = bytes;
+}
+
+int train_dist_replica(void)
+{
+	return dist ? loom_dist_replica(dist) : 0;
+}
+
+int train_dist_tp_rank(void)
+{
+	return dist ? loom_dist_tp_rank(dist) : 0;
+}
+
+void train_dist_tp_gather(const float *mine, size_t n, float *all)
+{
+	or_abort(loom_dist_tp_gather(dist, mine, n, all));
 }
 
 static void list_ranks(char *buf, size_t len, const int32_t *all, int want)
@@ -312,7 +357,7 @@ int train_dist_save_begin(void)
 	if (d_world == 1)
 		return 1;
 	or_abort(loom_dist_gather_moments(dist, &m, &v));
-	if (d_rank != 0)
+	if (loom_dist_replica(dist) != 0) /* tensor parallelism: replica 0's ranks */
 		return 0;
 	*model.m = m;
 	*model.v = v;
@@ -321,7 +366,7 @@ int train_dist_save_begin(void)
 
 void train_dist_save_end(void)
 {
-	if (d_world == 1)
+	if (loom_dist_replicas(dist) == 1) /* the model kept its own moments */
 		return;
 	*model.m = *model.v = NULL;
 	loom_dist_gather_done(dist);
@@ -383,12 +428,31 @@ static void hk_say(void *ctx, const char *line)
 	cli_warn("%s", line);
 }
 
+static int hk_replica(void *ctx)
+{
+	(void)ctx;
+	return train_dist_replica();
+}
+
+static int hk_tp_rank(void *ctx)
+{
+	(void)ctx;
+	return train_dist_tp_rank();
+}
+
+static void hk_tp_gather(void *ctx, const float *mine, size_t n, float *all)
+{
+	(void)ctx;
+	train_dist_tp_gather(mine, n, all);
+}
+
 void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t)
 {
 	*hk = (struct loom_trainer_hooks){
 		.ctx = t, .rank = d_rank, .attach = hk_attach, .shards_weights = hk_shards_weights,
 		.save_begin = hk_save_begin, .save_end = hk_save_end, .save_part = hk_save_part,
-		.load_part = hk_load_part, .step = hk_step, .say = hk_say,
+		.load_part = hk_load_part, .step = hk_step, .say = hk_say, .replica = hk_replica,
+		.tp_rank = hk_tp_rank, .tp_gather = hk_tp_gather,
 	};
 }
 

@@ -20,6 +20,7 @@
 #define TRAIN_DIST_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct loom_config;
@@ -41,8 +42,20 @@ void train_dist_answer(void);
 /* Share the model: parameters from rank 0, moments sharded; prints the world
  * and the optimizer memory per rank (rank 0, unless quiet). */
 void train_dist_attach(const struct loom_dist_model *m, int micro, int quiet, int verbose);
-/* The frames of this rank must come from loom-feed --rank r --world w. */
+/* The frames of this rank must come from loom-feed --rank r --world w:
+ * its replica's (tensor_parallel: the T ranks of a replica read the
+ * same frames). */
 void train_dist_check_frame(unsigned rank, unsigned world);
+/* This rank's data-parallel replica (without tensor parallelism: its
+ * rank) and its rank in the replica's tensor-parallel group (0 without). */
+int train_dist_replica(void);
+int train_dist_tp_rank(void);
+/* The model's count of the bytes a rank sends per step in the
+ * tensor-parallel all-reduces, reported beside the measured at exit. */
+void train_dist_tp_bound(uint64_t bytes);
+/* Collective over replica 0's ranks (the others return at once): their
+ * mine[0..n) into all[tensor_parallel * n] on rank 0, in order. */
+void train_dist_tp_gather(const float *mine, size_t n, float *all);
 /* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.
  * Returns 1 if every rank's input ended (a normal end), 0 to train the
  * step; exits 1 when some ranks ended or failed.  Sets *stop to a stop

@@ -156,7 +156,7 @@ void train_print_dry_run(const struct loom_config *c)
 	struct loom_model_mem m0, m1;
 	char b0[32], b1[48], b3[32], b4[32], kind[64] = "", per[96] = "";
 	uint64_t np = loom_config_n_params(c);
-	int R = c->data_parallel;
+	int TP = c->tensor_parallel, R = c->data_parallel, S = TP > 1 ? 1 : R; /* S: shares shown */
 	loom_trainer_plan(c, 0, &m0);
 	loom_trainer_plan(c, 1, &m1);
 	if (c->model != LOOM_MODEL_GPT)
@@ -164,17 +164,20 @@ void train_print_dry_run(const struct loom_config *c)
 			 loom_task_name(c->task));
 	if (R > 1)
 		snprintf(per, sizeof per, " per rank of %d (sharding=%s)", R, sharding_name(c));
+	if (TP > 1)
+		snprintf(per, sizeof per, " per rank of %d x %d (data x tensor parallel, sharding=%s)",
+			 R, TP, sharding_name(c));
 	printf("config: %s (%sn_layer %d, n_embd %d, n_head %d, vocab %d, seq_len %d)\n", c->preset,
 	       kind, c->n_layer, c->n_embd, c->n_head, c->vocab_size, c->seq_len);
 	printf("parameters: %llu (%.3fB)\n", (unsigned long long)np, np / 1e9);
 	printf("memory plan%s at micro_batch %d x seq_len %d (%s):\n", per, c->micro_batch,
 	       c->seq_len, c->precision == LOOM_PREC_BF16 ? "bf16 matmuls, fp32 state" : "fp32");
 	printf("  parameters      %s%s\n", cli_bytes((double)m0.params, b0, sizeof b0),
-	       share(R, m0.params, np * 4, b1, sizeof b1));
+	       share(S, m0.params, np * 4, b1, sizeof b1));
 	printf("  gradients       %s%s\n", cli_bytes((double)m0.grads, b0, sizeof b0),
-	       share(R, m0.grads, np * 4, b1, sizeof b1));
+	       share(S, m0.grads, np * 4, b1, sizeof b1));
 	printf("  AdamW m + v     %s%s\n", cli_bytes((double)m0.adam, b0, sizeof b0),
-	       share(R, m0.adam, np * 8, b1, sizeof b1));
+	       share(S, m0.adam, np * 8, b1, sizeof b1));
 	if (m0.gshard)
 		printf("  gradient shard  %s (the reduce-scattered 1/%d of the gradients)\n",
 		       cli_bytes((double)m0.gshard, b0, sizeof b0), R);
@@ -200,6 +203,10 @@ void train_print_dry_run(const struct loom_config *c)
 		       m0.gathered ? "gathered weights" : "weights");
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
+	if (TP > 1)
+		printf("tensor parallel: each rank holds %llu of the %llu parameters and sends %s per step in its all-reduces (4 [B,T,C] a layer, the embeddings', the LM head's and the loss's)\n",
+		       (unsigned long long)loom_gpt_tp_params(c), (unsigned long long)np,
+		       cli_bytes((double)m0.tp_bytes, b0, sizeof b0));
 	if (mem_per_rank)
 		print_fit(c, mem_per_rank, mem_name);
 	if (c->sparsity > 0) {
@@ -223,11 +230,11 @@ void train_print_dry_run(const struct loom_config *c)
 	if (loom_plan_probe_matmul(c, &M, &K, &N, &rate, &err))
 		cli_die("%s", err.msg);
 	double mfu = c->precision == LOOM_PREC_BF16 ? MFU_BF16 : MFU_FP32;
-	double step = fps / (rate * 1e9 * mfu * R); /* the ranks share a step's FLOPs */
+	double step = fps / (rate * 1e9 * mfu * R * TP); /* the ranks share a step's FLOPs */
 	char d0[32], d1[32], ranks[96] = "";
-	if (R > 1)
+	if (R * TP > 1)
 		snprintf(ranks, sizeof ranks, "%d ranks at this machine's rate, communication not "
-			 "counted; ", R);
+			 "counted; ", R * TP);
 	printf("matmul probe: %.1f GFLOP/s (%s, %dx%dx%d, %d thread%s)\n", rate,
 	       c->precision == LOOM_PREC_BF16 ? "bf16" : "fp32", M, K, N, omp_get_max_threads(),
 	       omp_get_max_threads() == 1 ? "" : "s");

@@ -64,6 +64,7 @@ static const struct key keys[] = {
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
+	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica (gpt)", 0 },
 	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
 	{ "dist_timeout", K_FLOAT, O(dist_timeout), 0, 1e7, NULL, "seconds a rank waits for another that does not answer (0 = forever)", 0 },
 	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
@@ -116,6 +117,7 @@ void loom_config_defaults(struct loom_config *c)
 	c->grad_accum = 1;
 	c->global_batch = 0;
 	c->data_parallel = 1;
+	c->tensor_parallel = 1;
 	c->dist_timeout = 1800;
 	c->steps = 100;
 	c->lr = 6e-4;
@@ -585,6 +587,39 @@ static int validate_model(struct loom_config *c)
 	return 0;
 }
 
+/* tensor_parallel=T splits the heads, the MLP width and the vocabulary
+ * (lib/train/loom_gpt.h): T must divide each, and what it does not split
+ * yet is refused. */
+static int validate_tp(struct loom_config *c)
+{
+	struct loom_err *e = &c->err;
+	int T = c->tensor_parallel;
+	if (T == 1)
+		return 0;
+	if (c->model != LOOM_MODEL_GPT)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d, but only the GPT is split "
+				    "across ranks (model is %s)", T, loom_model_name(c->model));
+	if (c->n_head % T)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide n_head (%d): "
+				    "each rank computes n_head/T whole heads", T, c->n_head);
+	if ((4 * c->n_embd) % T)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide the MLP "
+				    "width 4 x n_embd (%d)", T, 4 * c->n_embd);
+	if (c->vocab_size % T)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide vocab_size "
+				    "(%d): pad the vocabulary to a multiple of it", T, c->vocab_size);
+	if (c->sparsity > 0)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sparsity (RigL's block "
+				    "masks are not split across ranks)");
+	if (c->attn_dropout > 0)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with attn_dropout (its masks "
+				    "are keyed by the local head)");
+	if (c->sharding == LOOM_SHARD_WEIGHTS && c->data_parallel > 1)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sharding=weights "
+				    "(sharding=optimizer shards the AdamW state across the replicas)");
+	return 0;
+}
+
 int loom_config_validate(struct loom_config *c)
 {
 	struct loom_err *e = &c->err;
@@ -636,6 +671,8 @@ int loom_config_validate(struct loom_config *c)
 				    c->ignore_id, c->vocab_size);
 	if (c->n_embd / c->n_head < 1)
 		return loom_err_set(e, LOOM_EINVAL, "n_head: larger than n_embd");
+	if ((rc = validate_tp(c)))
+		return rc;
 	return validate_rigl(c);
 }
 
@@ -664,6 +701,10 @@ json_t *loom_config_to_json(const struct loom_config *c)
 		const char *base = (const char *)c + k->off;
 		json_t *v = NULL;
 		if (k->bert && c->model != LOOM_MODEL_BERT)
+			continue;
+		/* absent means 1: configs and checkpoints of runs without tensor
+		 * parallelism read and write as before */
+		if (k->off == offsetof(struct loom_config, tensor_parallel) && c->tensor_parallel == 1)
 			continue;
 		switch (k->type) {
 		case K_INT: v = json_integer(*(const int *)base); break;

@@ -67,6 +67,36 @@ void loom_dist_set_timeout(struct loom_dist *d, double seconds)
 	d->timeout = seconds;
 }
 
+int loom_dist_replica(const struct loom_dist *d)
+{
+	return d->dp.rank;
+}
+
+int loom_dist_replicas(const struct loom_dist *d)
+{
+	return d->dp.size;
+}
+
+int loom_dist_tp_rank(const struct loom_dist *d)
+{
+	return d->tp.rank;
+}
+
+int loom_dist_tp_size(const struct loom_dist *d)
+{
+	return d->tp.size;
+}
+
+uint64_t loom_dist_tp_bytes(const struct loom_dist *d)
+{
+	return d->tp_bytes;
+}
+
+double loom_dist_tp_wait_seconds(const struct loom_dist *d)
+{
+	return d->tp_wait_s;
+}
+
 
 static int env_int(const char *name)
 {
@@ -237,7 +267,7 @@ struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
-	d->job.size = d->dp.size = 1;
+	d->job.size = d->dp.size = d->tp.size = 1;
 	if (env_int("OMPI_COMM_WORLD_SIZE") < 0 && env_int("PMIX_RANK") < 0 &&
 	    env_int("PMI_SIZE") < 0)
 		return d; /* not launched by mpirun: one process, no MPI at all */
@@ -262,8 +292,81 @@ struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 	for (int p = 0; p < d->job.size; p++)
 		d->peer[p].ping_req = d->peer[p].pong_req = MPI_REQUEST_NULL;
 	d->job.comm = MPI_COMM_WORLD;
-	d->dp = d->job; /* a tensor-parallel grid would split it */
+	d->dp = d->job; /* loom_dist_grid may split it */
+	d->tp = (struct dist_group){ .rank = 0, .size = 1, .comm = MPI_COMM_SELF };
 	return d;
+}
+
+int loom_dist_grid(struct loom_dist *d, int tp)
+{
+	if (tp == 1)
+		return 0;
+	if (tp < 1 || d->job.size % tp)
+		return loom_err_set(&d->err, LOOM_EINVAL, "tensor_parallel: %d does not divide the "
+				    "%d rank%s (mpirun -np): the grid is replicas x %d ranks", tp,
+				    d->job.size, d->job.size == 1 ? "" : "s", tp);
+	int r = d->job.rank;
+	/* tp: the T neighbours r - r % T ..; dp: the ranks with the same r % T */
+	MPI_TRY(d, MPI_Comm_split(d->job.comm, r / tp, r, &d->tp.comm), "split of the tensor-parallel groups");
+	MPI_TRY(d, MPI_Comm_split(d->job.comm, r % tp, r, &d->dp.comm), "split of the data-parallel groups");
+	d->split = 1;
+	MPI_Comm_rank(d->tp.comm, &d->tp.rank);
+	MPI_Comm_size(d->tp.comm, &d->tp.size);
+	MPI_Comm_rank(d->dp.comm, &d->dp.rank);
+	MPI_Comm_size(d->dp.comm, &d->dp.size);
+	return 0;
+}
+
+int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
+{
+	struct loom_dist *d = ctx;
+	int f64 = op == LOOM_DIST_SUM_F64 || op == LOOM_DIST_MAX_F64, size = f64 ? 8 : 4;
+	MPI_Op o = op == LOOM_DIST_SUM_F32 || op == LOOM_DIST_SUM_F64 ? MPI_SUM : MPI_MAX;
+	double t0 = loom_now();
+	for (size_t i = 0; i < n; i += MAX_BUCKET) { /* counts far below INT_MAX */
+		int k = (int)(n - i < MAX_BUCKET ? n - i : MAX_BUCKET), rc;
+		MPI_Request r;
+		rc = MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + i * size, k, f64 ? MPI_DOUBLE : MPI_FLOAT,
+				    o, d->tp.comm, &r);
+		if (rc != MPI_SUCCESS)
+			rc = dist_mpi_fail(d, rc, "tensor-parallel all-reduce");
+		else
+			rc = dist_wait(d, &r, "tensor-parallel all-reduce");
+		if (rc) {
+			*err = d->err;
+			return rc;
+		}
+		d->tp_bytes += (uint64_t)k * size * 2 * (d->tp.size - 1) / d->tp.size;
+	}
+	d->tp_wait_s += loom_now() - t0;
+	return 0;
+}
+
+int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)
+{
+	if (d->dp.rank != 0)
+		return 0;
+	if (d->tp.size == 1) {
+		memcpy(all, mine, n * sizeof(float));
+		return 0;
+	}
+	for (size_t i = 0; i < n; i += MAX_BUCKET) {
+		int k = (int)(n - i < MAX_BUCKET ? n - i : MAX_BUCKET);
+		float *tmp = d->tp.rank ? NULL : malloc(sizeof(float) * (size_t)k * d->tp.size);
+		if (!d->tp.rank && !tmp) /* the others still send: abort, not hang */
+			return loom_err_set(&d->err, LOOM_ENOMEM, "rank 0: out of memory gathering "
+					    "the tensor-parallel slices");
+		MPI_Request r;
+		int rc = MPI_Igather(mine + i, k, MPI_FLOAT, tmp, k, MPI_FLOAT, 0, d->tp.comm, &r);
+		if (rc != MPI_SUCCESS || (rc = dist_wait(d, &r, "gather of the tensor-parallel slices"))) {
+			free(tmp);
+			return rc > 0 ? dist_mpi_fail(d, rc, "gather of the tensor-parallel slices") : rc;
+		}
+		for (int p = 0; tmp && p < d->tp.size; p++)
+			memcpy(all + (size_t)p * n + i, tmp + (size_t)p * k, sizeof(float) * k);
+		free(tmp);
+	}
+	return 0;
 }
 
 void loom_dist_free(struct loom_dist *d)
@@ -293,6 +396,10 @@ void loom_dist_free(struct loom_dist *d)
 			MPI_Request_free(&d->peer[p].ping_req);
 		if (d->peer[p].pong_req != MPI_REQUEST_NULL)
 			MPI_Request_free(&d->peer[p].pong_req);
+	}
+	if (d->split) {
+		MPI_Comm_free(&d->tp.comm);
+		MPI_Comm_free(&d->dp.comm);
 	}
 	if (d->joined) {
 		MPI_Comm_free(&d->ctl);
@@ -353,13 +460,28 @@ struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err)
 		loom_err_set(err, LOOM_ENOMEM, "out of memory");
 		return NULL;
 	}
-	d->job.size = d->dp.size = 1;
+	d->job.size = d->dp.size = d->tp.size = 1;
 	return d;
 }
 
 void loom_dist_free(struct loom_dist *d)
 {
 	free(d);
+}
+
+int loom_dist_grid(struct loom_dist *d, int tp)
+{
+	if (tp == 1)
+		return 0;
+	return loom_err_set(&d->err, LOOM_EINVAL, "tensor_parallel: %d does not divide the 1 rank "
+			    "of this loom-train (built without MPI)", tp);
+}
+
+int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)
+{
+	(void)d;
+	memcpy(all, mine, n * sizeof(float));
+	return 0;
 }
 
 _Noreturn void loom_dist_abort(struct loom_dist *d, int code)

@@ -51,7 +51,19 @@
  * world is MPI_COMM_WORLD; otherwise every function works for a single
  * process (world 1: loom_dist_step is the model's own step, nothing is sharded).
  * The gradients are summed, and the buckets sharded, over the
- * data-parallel group, today the whole world (lib/train/loom_dist_impl.h).
+ * data-parallel group: the whole world, or with tensor parallelism
+ * (loom_dist_grid) the ranks of the other replicas that hold the same
+ * slices (lib/train/loom_dist_impl.h).
+ *
+ * Tensor parallelism (Megatron-LM's 1D splits): loom_dist_grid(d, T) makes
+ * the world a grid of world/T data-parallel replicas of T neighbouring
+ * ranks (rank r is tensor-parallel rank r % T of replica r / T).  The
+ * model splits each layer across a replica's T ranks and sums its partial
+ * activations through the reduce call (struct loom_dist_calls); ZeRO-1
+ * shards each rank's slices over the replicas; the gradient norm counts
+ * the tensors every tensor-parallel rank holds whole (struct
+ * loom_dist_model's replicated) once.  Checkpoints: loom_dist_tp_gather
+ * brings replica 0's slices to rank 0.
  *
  * Files: loom_dist.c the transport and roll call, loom_dist_zero.c the
  * buckets, ZeRO-1/3 and the step, loom_dist_ckpt.c the sharded
@@ -114,7 +126,13 @@ struct loom_dist_calls {
 	int (*need)(void *ctx, int u, int next, struct loom_err *err);
 	void (*done)(void *ctx, int u);
 	void (*tick)(void *ctx);
+	/* tensor parallelism (NULL without): buf[0..n) summed (op
+	 * LOOM_DIST_SUM_F32/F64) or maxed (LOOM_DIST_MAX_F32/F64) over the
+	 * replica's T ranks, in place, every rank of it calling with the same
+	 * n; 0 or the error (message in *err) */
+	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 };
+enum { LOOM_DIST_SUM_F32, LOOM_DIST_MAX_F32, LOOM_DIST_SUM_F64, LOOM_DIST_MAX_F64 };
 
 /* A model's block masks that change during training (RigL,
  * lib/train/loom_rigl.h), as the ranks need them to agree: every hook
@@ -173,6 +191,10 @@ struct loom_dist_model {
 	void (*connect)(void *model, const struct loom_dist_calls *c);
 	int units;                      /* 1: the model calls need/done/tick, so
 					   sharding=weights can shard it */
+	/* tensor parallelism: 1 when tensor i is whole on every rank of a
+	 * replica (its gradient the same on each: the norm counts it once);
+	 * NULL: the model is not split */
+	int (*replicated)(void *model, int i);
 	struct loom_dist_masks masks;
 };
 
@@ -182,6 +204,24 @@ struct loom_dist_model {
 struct loom_dist *loom_dist_new(int *argc, char ***argv, struct loom_err *err);
 /* MPI_Finalize (if joined); accepts NULL. */
 void loom_dist_free(struct loom_dist *d);
+/* Make the job a grid of world/tp replicas x tp tensor-parallel ranks
+ * (collective, before attach): LOOM_EINVAL when tp does not divide the
+ * world.  tp 1: nothing. */
+int loom_dist_grid(struct loom_dist *d, int tp);
+/* This rank's replica and their number (without a grid: the rank and the
+ * world), its tensor-parallel rank and their number (0 and 1). */
+int loom_dist_replica(const struct loom_dist *d);
+int loom_dist_replicas(const struct loom_dist *d);
+int loom_dist_tp_rank(const struct loom_dist *d);
+int loom_dist_tp_size(const struct loom_dist *d);
+/* Collective over replica 0's ranks (the others return 0 at once): each
+ * sends mine[0..n), rank 0 receives all[tp * n] in tensor-parallel rank
+ * order (all: NULL elsewhere). */
+int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all);
+/* Payload bytes this rank sent in the tensor-parallel all-reduces (ring:
+ * 2 (T-1)/T x the buffer each), and the seconds it waited in them. */
+uint64_t loom_dist_tp_bytes(const struct loom_dist *d);
+double loom_dist_tp_wait_seconds(const struct loom_dist *d);
 /* Kill every rank of the job now (MPI_Abort), exit code `code`. */
 _Noreturn void loom_dist_abort(struct loom_dist *d, int code);
 const char *loom_dist_error(const struct loom_dist *d);

@@ -12,9 +12,12 @@
  * dist_group).  d->job is the whole job (MPI_COMM_WORLD: step flags, the
  * roll call, aborts); d->dp is the data-parallel group, the ranks that hold
  * replicas of the same parameters and sum their gradients (ZeRO buckets,
- * unit gathers, sharded checkpoints).  Today d->dp is the whole job; a
- * grid of data x tensor-parallel ranks would make d->dp a split of it
- * (MPI_Comm_split) and leave the collectives as they are.
+ * unit gathers, sharded checkpoints).  With tensor parallelism
+ * (loom_dist_grid) the job is a grid of job/T replicas x T ranks: d->tp is
+ * this rank's T neighbours in rank order, which split every layer and sum
+ * their partial activations (dist_tp_reduce), and d->dp the ranks of the
+ * other replicas that hold the same slices (MPI_Comm_split both ways);
+ * without it d->dp is the whole job and d->tp this rank alone.
  *
  * Ownership, errors: as lib/train/loom_dist.h; the functions here return
  * 0 or a negative LOOM_E* with the message in d->err.
@@ -77,8 +80,11 @@ struct dist_group {
 
 struct loom_dist {
 	struct dist_group job;  /* every rank of the job */
-	struct dist_group dp;   /* the data-parallel group (the job today) */
-	int joined;
+	struct dist_group dp;   /* the data-parallel group: the replicas */
+	struct dist_group tp;   /* the tensor-parallel group: this rank's replica */
+	int joined, split;      /* split: dp and tp are communicators of their own */
+	uint64_t tp_bytes;      /* payload bytes of the tensor-parallel all-reduces */
+	double tp_wait_s;       /* seconds blocked in them */
 	struct loom_dist_model m;       /* the model's view (m.params == NULL: none yet) */
 	int nb;
 	struct bucket *b;       /* in the order backward completes them */
@@ -121,6 +127,9 @@ int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what);
  * all[g->size * n], in rank order; the bytes sent are counted. */
 int dist_allgather(struct loom_dist *d, const struct dist_group *g, const void *mine, size_t n,
 		   MPI_Datatype t, int size, void *all, const char *what);
+/* The model's reduce call (struct loom_dist_calls): buf[0..n) summed or
+ * maxed over d->tp, in place (ctx is d). */
+int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 /* n bytes from group g's rank 0 to every rank of it. */
 int dist_bcast_bytes(struct loom_dist *d, const struct dist_group *g, void *buf, size_t n,
 		     const char *what);

@@ -334,12 +334,33 @@ static int rigl_scores(struct loom_dist *d)
 	return 0;
 }
 
+/* Tensor parallelism: the sum of squares of this rank's gradient shard
+ * over the tensors every tensor-parallel rank holds whole (0 without). */
+static double replicated_sumsq(const struct loom_dist *d)
+{
+	const struct loom_dist_model *g = &d->m;
+	double s = 0;
+	for (int i = 0; g->replicated && i < g->n_tensors; i++) {
+		if (!g->replicated(g->model, i))
+			continue;
+		size_t t0 = g->tensors[i].offset, t1 = t0 + g->tensors[i].numel;
+		for (int k = 0; k < d->nb; k++) {
+			const struct bucket *b = &d->b[k];
+			size_t lo = t0 > b->c0 ? t0 : b->c0, hi = t1 < b->c1 ? t1 : b->c1;
+			if (lo < hi)
+				s += loom_k_sumsq(d->gs + b->soff + (lo - b->c0), hi - lo);
+		}
+	}
+	return s;
+}
+
 int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double *lsum)
 {
 	struct loom_dist_model *g = &d->m;
 	if (d->dp.size == 1) {
+		d->err.code = 0;
 		g->step(g->model, lr, t, norm);
-		return 0;
+		return d->err.code; /* tensor parallelism: its norm's all-reduce failed */
 	}
 	int rc;
 	for (int k = 0; !d->weights && k < d->nb; k++) /* weights: done by micro_end */
@@ -355,12 +376,19 @@ int loom_dist_step(struct loom_dist *d, float lr, int64_t t, float *norm, double
 	int update = g->masks.take_due && g->masks.take_due(g->model);
 	if (update && (rc = rigl_scores(d)))
 		return rc;
-	double red[2] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0 };
+	/* the sum of squares, the loss, and of the sum the replicated tensors' */
+	double red[3] = { loom_k_sumsq(d->gs, d->shard_n), lsum ? *lsum : 0, replicated_sumsq(d) };
 	MPI_Request nr;
-	MPI_TRY(d, MPI_Iallreduce(MPI_IN_PLACE, red, 2, MPI_DOUBLE, MPI_SUM, d->dp.comm, &nr),
+	MPI_TRY(d, MPI_Iallreduce(MPI_IN_PLACE, red, 3, MPI_DOUBLE, MPI_SUM, d->dp.comm, &nr),
 		"allreduce of the gradient norm");
 	WAIT_TRY(d, &nr, "allreduce of the gradient norm");
-	d->bytes_step += 16 * (uint64_t)(d->dp.size - 1);
+	d->bytes_step += 24 * (uint64_t)(d->dp.size - 1);
+	if (d->tp.size > 1) { /* the split tensors' squares of every slice */
+		double split = red[0] - red[2];
+		if ((rc = dist_tp_reduce(d, &split, 1, LOOM_DIST_SUM_F64, &d->err)))
+			return rc;
+		red[0] = split + red[2];
+	}
 	d->wait_s += loom_now() - t0;
 	/* the shards hold sums over ranks: the mean gradient is 1/world of it */
 	float n = (float)(sqrt(red[0]) / d->dp.size);
@@ -471,8 +499,12 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 {
 	int rc;
 	d->m = *g;
-	if (d->dp.size == 1)
+	if (d->dp.size == 1) {
+		if (d->tp.size > 1) /* the layers' all-reduces only */
+			g->connect(g->model, &(struct loom_dist_calls){ .ctx = d,
+								.reduce = dist_tp_reduce });
 		return 0;
+	}
 	d->weights = g->sharding == LOOM_SHARD_WEIGHTS;
 	d->after_emb = LOOM_DIST_UNIT_NONE;
 	if (d->weights && !g->units)
@@ -502,7 +534,8 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	loom_lazy_free(*g->m);
 	loom_lazy_free(*g->v);
 	*g->m = *g->v = NULL;
-	struct loom_dist_calls c = { .ctx = d, .grad_ready = on_grad_ready };
+	struct loom_dist_calls c = { .ctx = d, .grad_ready = on_grad_ready,
+				     .reduce = d->tp.size > 1 ? dist_tp_reduce : NULL };
 	if (d->weights) {
 		c.need = on_need;
 		c.done = on_done;

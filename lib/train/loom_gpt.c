@@ -79,15 +79,99 @@ static int new_sparse(struct loom_gpt *g)
 
 struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 {
+	return loom_gpt_new_tp(cfg, 0, 1);
+}
+
+/* tensor parallelism: how tensor i is split (see loom_gpt.h) */
+enum { TP_WHOLE, TP_ROWS, TP_COLS };
+static int tp_split(const struct loom_gpt *g, int i, int *groups)
+{
+	*groups = 1;
+	if (i == T_WTE)
+		return TP_ROWS;
+	if (i == T_WPE || i >= T_LNFW(g->L))
+		return TP_WHOLE;
+	switch ((i - 2) % NLT) {
+	case ATTW: case ATTB:
+		*groups = 3; /* Q, K and V each by heads */
+		return TP_COLS;
+	case FCW: case FCB:
+		return TP_COLS;
+	case PROJW: case FCPW:
+		return TP_ROWS;
+	default:
+		return TP_WHOLE;
+	}
+}
+
+/* The runs of rank `rank`'s slice of tensor i (of g's split): run(ctx,
+ * element offset in the slice, in the whole tensor, floats) for each: rows
+ * r0.. of the slice [rows, w], G runs of w/G per row, of the whole tensor's
+ * [rows, w * tp] (columns) or [rows * tp, w] (rows). */
+static void tp_runs(const struct loom_gpt *g, int i, int rank,
+		    void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx)
+{
+	const struct loom_tensor *t = &g->tensors[i];
+	int G, kind = tp_split(g, i, &G);
+	size_t rows = t->ndim == 2 ? (size_t)t->shape[0] : 1, w = t->numel / rows, n = w / G;
+	size_t fw = kind == TP_COLS ? w * g->tp : w, r0 = kind == TP_ROWS ? rows * rank : 0;
+	for (size_t r = 0; r < rows; r++)
+		for (int k = 0; k < G; k++)
+			run(ctx, r * w + (size_t)k * n,
+			    (r0 + r) * fw + (kind == TP_COLS ? (size_t)k * (fw / G) + (size_t)rank * n : 0),
+			    n);
+}
+
+struct tp_move {
+	float *loc, *whole;
+	int to_full;
+	float std;              /* init: the whole tensor's N(0, std^2) */
+	uint64_t key;
+};
+
+static void tp_move_run(void *ctx, size_t lo, size_t wo, size_t n)
+{
+	struct tp_move *m = ctx;
+	float *l = m->loc + lo, *f = m->whole + wo;
+	memcpy(m->to_full ? f : l, m->to_full ? l : f, n * sizeof(float));
+}
+
+void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
+		      int to_full)
+{
+	size_t base = 0; /* tensor i in the whole layout: the same table order */
+	for (int i = 0; i < g->n_tensors; i++) {
+		int G, whole = tp_split(g, i, &G) == TP_WHOLE;
+		struct tp_move m = { slices + g->tensors[i].offset, full + base, to_full, 0, 0 };
+		tp_runs(g, i, rank, tp_move_run, &m);
+		base += g->tensors[i].numel * (whole ? 1 : (size_t)g->tp);
+	}
+}
+
+static void tp_init_run(void *ctx, size_t lo, size_t wo, size_t n)
+{
+	struct tp_move *m = ctx;
+	loom_model_normal_at(m->loc + lo, n, m->std, m->key, wo);
+}
+
+struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp)
+{
 	struct loom_gpt *g = calloc(1, sizeof *g);
 	if (!g)
 		return NULL;
 	g->cfg = *cfg;
+	g->cfg.tensor_parallel = tp;
+	g->tp = tp;
+	g->tp_rank = rank;
 	g->L = cfg->n_layer;
 	g->C = cfg->n_embd;
 	g->NH = cfg->n_head;
 	g->V = cfg->vocab_size;
 	g->P = cfg->n_positions;
+	g->NHl = g->NH / tp;
+	g->Cl = g->C / tp;
+	g->Fl = 4 * g->C / tp;
+	g->Vl = g->V / tp;
 	int64_t C = g->C;
 	g->tensors = calloc(4 + (size_t)g->L * NLT, sizeof *g->tensors);
 	g->layer = calloc((size_t)g->L, sizeof *g->layer);
@@ -95,7 +179,7 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 		goto fail;
 	size_t off = 0;
 	char name[64];
-	add_tensor(g, &off, "transformer.wte.weight", 2, g->V, C);
+	add_tensor(g, &off, "transformer.wte.weight", 2, g->Vl, C);
 	add_tensor(g, &off, "transformer.wpe.weight", 2, g->P, C);
 	for (int l = 0; l < g->L; l++) {
 		static const int64_t shp[NLT][2] = {
@@ -103,8 +187,13 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 			{ 1, 0 }, { 1, 0 }, { 1, 4 }, { 4, 0 }, { 4, 1 }, { 1, 0 },
 		};
 		for (int k = 0; k < NLT; k++) {
+			/* this rank's slice: the columns of c_attn and c_fc, the
+			 * rows of the c_proj weights (tp 1: all) */
+			int cols = k == ATTW || k == FCW, rows = k == ATTB || k == PROJW ||
+								  k == FCB || k == FCPW;
 			snprintf(name, sizeof name, "transformer.h.%d.%s", l, lt_names[k]);
-			add_tensor(g, &off, name, shp[k][1] ? 2 : 1, shp[k][0] * C, shp[k][1] * C);
+			add_tensor(g, &off, name, shp[k][1] ? 2 : 1, shp[k][0] * C / (rows ? tp : 1),
+				   shp[k][1] * C / (cols ? tp : 1));
 		}
 	}
 	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
@@ -128,6 +217,7 @@ void loom_gpt_free(struct loom_gpt *g)
 	loom_lazy_free(g->acts);
 	free(g->inputs);
 	free(g->targets);
+	free(g->xent);
 	free(g->tensors);
 	free(g->layer);
 	loom_mm_free(g->mm);
@@ -153,6 +243,17 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 {
 	loom_model_init_weights(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
 				g->n_params, seed, gpt_init, g);
+	/* tensor parallelism: a split matrix is this rank's slice of the
+	 * whole one's draws (a 1-D tensor is a constant: as above) */
+	for (int i = 0; g->tp > 1 && i < g->n_tensors; i++) {
+		const struct loom_tensor *t = &g->tensors[i];
+		int G;
+		if (t->ndim == 1 || tp_split(g, i, &G) == TP_WHOLE)
+			continue;
+		struct tp_move m = { g->params + t->offset, NULL, 0, gpt_init(t, g),
+				     loom_model_init_key(seed, i) };
+		tp_runs(g, i, g->tp_rank, tp_init_run, &m);
+	}
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (g->rigl) { /* masks from this seed; dead blocks zero */
@@ -235,6 +336,13 @@ static void dist_connect(void *model, const struct loom_dist_calls *c)
 	g->need = c->need;
 	g->done = c->done;
 	g->tick = c->tick;
+	g->reduce = c->reduce;
+}
+
+static int dist_replicated(void *model, int i)
+{
+	int G;
+	return tp_split(model, i, &G) == TP_WHOLE;
 }
 
 static int dist_take_due(void *model)
@@ -321,6 +429,7 @@ void loom_gpt_dist_model(struct loom_gpt *g, struct loom_dist_model *m)
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 		.sharding = c->sharding, .model = g, .tag = dist_tag, .step = dist_step,
 		.weights_changed = dist_weights_changed, .connect = dist_connect, .units = 1,
+		.replicated = g->tp > 1 ? dist_replicated : NULL,
 	};
 	if (g->rigl)
 		m->masks = (struct loom_dist_masks){
@@ -447,7 +556,10 @@ static int keep_res2(const struct loom_config *cfg, size_t N, int want)
 static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, size_t hr,
 		     int res2, float *base, struct loom_gpt_lacts *layer, float **glob)
 {
-	size_t N = (size_t)B * T, C = cfg->n_embd, NH = cfg->n_head, V = cfg->vocab_size;
+	/* tensor parallelism: a rank's heads, attention width, MLP width
+	 * and vocabulary rows (cfg->tensor_parallel 1: the whole model) */
+	size_t tp = cfg->tensor_parallel, N = (size_t)B * T, C = cfg->n_embd;
+	size_t Cl = C / tp, NH = cfg->n_head / tp, V = cfg->vocab_size / tp, F = 4 * C / tp;
 	int L = cfg->n_layer;
 	size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
@@ -458,14 +570,14 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 		if (!recompute || l == 0) {
 			TAKE(a.ln1_mean, N);
 			TAKE(a.ln1_rstd, N);
-			TAKE(a.qkv, N * 3 * C);
-			TAKE(a.atty, N * C);
+			TAKE(a.qkv, N * 3 * Cl);
+			TAKE(a.atty, N * Cl);
 			TAKE(a.lse, (size_t)B * NH * T);
 			if (res2)
 				TAKE(a.res2, N * C);
 			TAKE(a.ln2_mean, N);
 			TAKE(a.ln2_rstd, N);
-			TAKE(a.fch, N * 4 * C);
+			TAKE(a.fch, N * F);
 			if (l == 0)
 				shared = a;
 		} else {
@@ -479,19 +591,51 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	}
 	/* the embeddings, layer 0's input, in layer 1's output slot (free
 	 * until layer 1 runs, and again once its backward is done) */
-	if (L > 1 && !loom_config_shards_weights(cfg))
+	if (L > 1 && !loom_config_shards_weights(cfg) && tp == 1)
 		glob[0] = out1;
-	else /* sharded weights: backward cannot embed again */
+	else /* sharded weights: backward cannot embed again; tensor
+	      * parallelism: would all-reduce the lookup again */
 		TAKE(glob[0], N * C);
 	TAKE(glob[1], N);
 	TAKE(glob[2], N);
 	TAKE(glob[3], N);
 	TAKE(glob[4], N * C);
 	TAKE(glob[5], N * C);
-	TAKE(glob[6], hr * V > N * 4 * C ? hr * V : N * 4 * C);
+	TAKE(glob[6], hr * V > N * F ? hr * V : N * F);
 	TAKE(glob[7], cfg->loss_weighting != LOOM_LOSSW_NONE ? N : 0);
 #undef TAKE
 	return off;
+}
+
+/* Tensor parallelism: the bytes a rank sends per step (see
+ * loom_gpt_tp_bytes) for micro-batches of N rows of a config, res2 kept
+ * or not. */
+static uint64_t tp_bytes(const struct loom_config *cfg, uint64_t N, int res2, int micro)
+{
+	uint64_t L = (uint64_t)cfg->n_layer, T = (uint64_t)cfg->tensor_parallel;
+	if (T == 1)
+		return 0;
+	/* floats per micro-batch: forward's lookup, 2 per layer; backward's
+	 * LM head, 2 per layer, 1 more per layer rebuilding res2 and 2 more
+	 * recomputing the layer; the loss's maxima, sums and target logits */
+	uint64_t nc = 1 + 2 * L + 1 + 2 * L + (res2 ? 0 : L) + (cfg->recompute ? 2 * L : 0);
+	uint64_t fl = nc * N * (uint64_t)cfg->n_embd + 3 * N;
+	uint64_t bytes = (fl * 4 + 16) * (uint64_t)micro + 8; /* + the batch check; the norm */
+	return bytes * 2 * (T - 1) / T;
+}
+
+uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro)
+{
+	return tp_bytes(&g->cfg, (uint64_t)g->B * g->T, g->res2, micro);
+}
+
+uint64_t loom_gpt_tp_params(const struct loom_config *cfg)
+{
+	uint64_t C = (uint64_t)cfg->n_embd, T = (uint64_t)cfg->tensor_parallel;
+	/* split: wte; per layer c_attn (3C^2 + 3C), c_proj.weight, c_fc
+	 * (4C^2 + 4C), the MLP's c_proj.weight */
+	uint64_t split = (uint64_t)cfg->vocab_size * C + (uint64_t)cfg->n_layer * (12 * C * C + 7 * C);
+	return loom_config_n_params(cfg) - split + split / T;
 }
 
 void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recompute,
@@ -500,10 +644,11 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	float *glob[8];
 	struct loom_config c = *cfg;
 	c.recompute = recompute;
-	uint64_t np = loom_config_n_params(cfg), R = cfg->data_parallel > 1 ? cfg->data_parallel : 1;
+	/* tensor parallelism: this rank's slices */
+	uint64_t np = loom_gpt_tp_params(cfg), R = cfg->data_parallel > 1 ? cfg->data_parallel : 1;
 	uint64_t shard = (np + R - 1) / R; /* a rank's slice (world 1: all) */
 	uint64_t N = (uint64_t)B * T, C = cfg->n_embd;
-	uint64_t hr = head_rows(N, (size_t)cfg->vocab_size, (size_t)C, 0);
+	uint64_t hr = head_rows(N, (size_t)(cfg->vocab_size / cfg->tensor_parallel), (size_t)C, 0);
 	int weights = R > 1 && cfg->sharding == LOOM_SHARD_WEIGHTS;
 	memset(m, 0, sizeof *m);
 	m->params = (weights ? shard : np) * 4;
@@ -530,6 +675,7 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	 * its own) */
 	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
 				   glob) * 4 + N * 8;
+	m->tp_bytes = tp_bytes(&c, N, keep_res2(&c, N, 0), cfg->grad_accum);
 	/* bf16: the weight copy (sharding=weights: of the gathered params),
 	 * and the backend's two operand scratch buffers (largest: a chunk
 	 * of dlogits [hr,V] or the MLP's [N,4C], and the MLP's [N,4C]) */
@@ -541,7 +687,7 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 
 static int ensure_acts(struct loom_gpt *g, int B, int T)
 {
-	size_t N = (size_t)B * T, hr = head_rows(N, (size_t)g->V, (size_t)g->C, g->head_rows);
+	size_t N = (size_t)B * T, hr = head_rows(N, (size_t)g->Vl, (size_t)g->C, g->head_rows);
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
 	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
 		return 0;
@@ -554,6 +700,11 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 		loom_lazy_free(g->acts);
 		g->acts = loom_model_falloc(n);
 		g->acts_cap = g->acts ? n : 0;
+	}
+	if (g->tp > 1) { /* the vocabulary-parallel loss's per-row values */
+		free(g->xent);
+		if (!(g->xent = malloc(sizeof(float) * 3 * hr)))
+			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
 	}
 	if (N > g->io_cap) {
 		free(g->inputs);
@@ -586,18 +737,20 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 /* ---- forward ------------------------------------------------------------ */
 
 /* Projection j of layer l: out[N,OC] = inp[N,IC] @ w + b, on the live
- * blocks when it is sparse. */
+ * blocks when it is sparse.  Tensor parallelism: a row-split product
+ * (j 1, 3) makes a partial sum, the bias added by rank 0 only. */
 static void proj_fwd(struct loom_gpt *g, int l, int j, float *out, const float *inp, int N,
 		     int IC, int OC)
 {
 	float *p = g->params;
 	int k = proj_k[j];
 	struct loom_sparse *s = g->sp ? g->sp[4 * l + j] : NULL;
+	const float *bias = (j & 1) && g->tp_rank ? NULL : LP(g, p, l, k + 1);
 	double t0 = LOOM_PROF_BEGIN();
 	if (s)
 		loom_sparse_matmul_fwd(s, out, inp, LP(g, p, l, k + 1), N);
 	else
-		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), LP(g, p, l, k + 1), N, IC, OC);
+		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), bias, N, IC, OC);
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD), t0);
 	if (g->tick)
 		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
@@ -623,26 +776,44 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
 }
 
+/* Tensor parallelism: the reduce call is there (connected). */
+static int tp_ready(struct loom_gpt *g)
+{
+	if (g->tp > 1 && !g->reduce)
+		return loom_err_set(&g->err, LOOM_EINVAL, "rank %d of %d tensor-parallel ranks: "
+				    "not connected (loom_gpt_dist_model)", g->tp_rank, g->tp);
+	return 0;
+}
+
+/* Tensor parallelism: x[0..n) summed over the tp ranks (tp 1: nothing). */
+static int tp_sum(struct loom_gpt *g, float *x, size_t n)
+{
+	if (g->tp == 1)
+		return 0;
+	return g->reduce(g->grad_ready_ctx, x, n, LOOM_DIST_SUM_F32, &g->err);
+}
+
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T;
+	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
 	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 
 	/* the LayerNorm outputs live in tmp until their matmul has read them;
 	 * backward recomputes them from the saved mean and rstd */
-	int rc;
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
 		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 				       LP(g, p, l, LN1B), N, C, eps););
-	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * C);
+	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * Cl);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, C, g->NH,
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, Cl, g->NHl,
 					    adrop, loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
-	proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
+	proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
+	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+		return rc;
 	/* res2 in its own slot, or (not kept) in the output's */
 	float *res2 = a->res2 ? a->res2 : a->res3;
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
@@ -651,28 +822,75 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
 		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
 				       LP(g, p, l, LN2B), N, C, eps););
-	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, 4 * C);
+	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, F);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
-		  loom_k_gelu_fwd(g->work, a->fch, (size_t)N * 4 * C););
-	proj_fwd(g, l, 3, g->tmp, g->work, N, 4 * C, C);
+		  loom_k_gelu_fwd(g->work, a->fch, (size_t)N * F););
+	proj_fwd(g, l, 3, g->tmp, g->work, N, F, C);
+	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
 		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
 		  loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C););
 	return 0;
 }
 
+/* Tensor parallelism: out[N,C] = this rank's part of wte[inputs] + wpe:
+ * the rows of its ids, wpe from rank 0 (zero elsewhere), so the sum over
+ * the ranks is the lookup. */
+static void embed_tp(const struct loom_gpt *g, float *out)
+{
+	int T = g->T, C = g->C, N = g->B * T, v0 = g->tp_rank * g->Vl;
+	const float *wte = TP(g, g->params, T_WTE), *wpe = TP(g, g->params, T_WPE);
+	#pragma omp parallel for schedule(static)
+	for (int n = 0; n < N; n++) {
+		int id = g->inputs[n] - v0;
+		const float *e = id >= 0 && id < g->Vl ? wte + (size_t)id * C : NULL;
+		const float *q = g->tp_rank ? NULL : wpe + (size_t)(n % T) * C;
+		float *o = out + (size_t)n * C;
+		for (int c = 0; c < C; c++)
+			o[c] = (e ? e[c] : 0.0f) + (q ? q[c] : 0.0f);
+	}
+}
+
+/* Its backward: dwte of this rank's ids and dwpe (every rank: dres is
+ * the same on each) += dres. */
+static void embed_tp_bwd(struct loom_gpt *g, const float *dres)
+{
+	int T = g->T, C = g->C, N = g->B * T, v0 = g->tp_rank * g->Vl;
+	float *dwte = TP(g, g->grads, T_WTE), *dwpe = TP(g, g->grads, T_WPE);
+	for (int n = 0; n < N; n++) {
+		int id = g->inputs[n] - v0;
+		const float *d = dres + (size_t)n * C;
+		float *q = dwpe + (size_t)(n % T) * C;
+		for (int c = 0; c < C; c++)
+			q[c] += d[c];
+		if (id < 0 || id >= g->Vl)
+			continue;
+		float *e = dwte + (size_t)id * C;
+		for (int c = 0; c < C; c++)
+			e[c] += d[c];
+	}
+}
+
 /* encoded = drop(wte[inputs] + wpe): by forward, and again by backward
  * before layer 0 when encoded shares layer 1's output slot. */
-static void embed(struct loom_gpt *g)
+static int embed(struct loom_gpt *g)
 {
-	int B = g->B, T = g->T, C = g->C;
+	int B = g->B, T = g->T, C = g->C, rc;
 	float *p = g->params;
 	double t0 = LOOM_PROF_BEGIN();
-	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL, NULL, NULL,
-			   B, T, C);
+	if (g->tp > 1) {
+		embed_tp(g, g->encoded);
+		if ((rc = tp_sum(g, g->encoded, (size_t)B * T * C)))
+			return rc;
+	} else {
+		loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL,
+				   NULL, NULL, B, T, C);
+	}
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
+	return 0;
 }
 
 /* Embeddings and all blocks; returns the final hidden states [N,C], or
@@ -680,9 +898,8 @@ static void embed(struct loom_gpt *g)
  * LM head, which keeps the embeddings' unit from the start). */
 static const float *trunk_fwd(struct loom_gpt *g, int head_next)
 {
-	if (unit_need(g, -1, 0))
+	if (unit_need(g, -1, 0) || embed(g))
 		return NULL;
-	embed(g);
 	if (head_next != -1) /* else kept for the head (tied to wte) */
 		unit_done(g, -1);
 	const float *x = g->encoded;
@@ -709,6 +926,119 @@ static int64_t count_correct(const float *probs, const int32_t *targets, int n, 
 	return correct;
 }
 
+/* Tensor parallelism: the vocabulary-parallel cross-entropy of rows
+ * r0..r0+n, from this rank's logits[n,Vl] (ids v0 = tp_rank Vl ..): the
+ * rows' maxima all-reduced (max), then their sums of exp and target
+ * logits (sum); logits become this rank's probabilities and losses[r0..]
+ * those of loom_k_crossentropy_fwd; *count the counted rows; with
+ * ncorrect, the rows whose first largest logit (of all ranks) is the
+ * target are added to it. */
+static int xent_tp(struct loom_gpt *g, size_t r0, int n, int *count, int64_t *ncorrect)
+{
+	int Vl = g->Vl, v0 = g->tp_rank * Vl, ign = g->cfg.ignore_id, rc;
+	float *mx = g->xent, *sum = mx + n, *lt = sum + n;
+	const int32_t *tg = g->targets + r0;
+	for (int i = 0; i < n; i++) {
+		const float *r = g->logits + (size_t)i * Vl;
+		float m = -INFINITY;
+		for (int v = 0; v < Vl; v++)
+			m = r[v] > m ? r[v] : m;
+		mx[i] = m;
+	}
+	if ((rc = g->reduce(g->grad_ready_ctx, mx, (size_t)n, LOOM_DIST_MAX_F32, &g->err)))
+		return rc;
+	if (ncorrect) { /* the first id holding the maximum: min over ranks (max of -id) */
+		double *first = malloc(sizeof(double) * (n ? n : 1));
+		if (!first)
+			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
+		for (int i = 0; i < n; i++) {
+			const float *r = g->logits + (size_t)i * Vl;
+			int v = 0;
+			while (v < Vl && r[v] != mx[i])
+				v++;
+			first[i] = v < Vl ? -(double)(v0 + v) : -(double)g->V;
+		}
+		rc = g->reduce(g->grad_ready_ctx, first, (size_t)n, LOOM_DIST_MAX_F64, &g->err);
+		for (int i = 0; !rc && i < n; i++)
+			*ncorrect += tg[i] != ign && -first[i] == (double)tg[i];
+		free(first);
+		if (rc)
+			return rc;
+	}
+	#pragma omp parallel for schedule(static)
+	for (int i = 0; i < n; i++) {
+		float *r = g->logits + (size_t)i * Vl, s = 0;
+		int t = tg[i] - v0;
+		lt[i] = t >= 0 && t < Vl ? r[t] : 0.0f;
+		for (int v = 0; v < Vl; v++) {
+			r[v] = expf(r[v] - mx[i]);
+			s += r[v];
+		}
+		sum[i] = s;
+	}
+	if ((rc = g->reduce(g->grad_ready_ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, &g->err)))
+		return rc;
+	for (int i = 0; i < n; i++) {
+		float *r = g->logits + (size_t)i * Vl, inv = 1.0f / sum[i];
+		for (int v = 0; v < Vl; v++)
+			r[v] *= inv;
+		g->losses[r0 + i] = tg[i] == ign ? 0.0f : logf(sum[i]) + mx[i] - lt[i];
+		*count += tg[i] != ign;
+	}
+	return 0;
+}
+
+/* The loss of the head's chunk r0..r0+n from its logits (made by the
+ * caller): logits become probabilities; ntok, with ncorrect the argmax
+ * hits, counted. */
+static int head_loss(struct loom_gpt *g, size_t r0, int n, int64_t *ncorrect)
+{
+	int ign = g->cfg.ignore_id, rc = 0;
+	double t0 = LOOM_PROF_BEGIN();
+	if (g->tp > 1) {
+		rc = xent_tp(g, r0, n, &g->ntok, ncorrect);
+	} else {
+		g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n,
+						   g->V, ign);
+		if (ncorrect)
+			*ncorrect += count_correct(g->logits, g->targets + r0, n, g->V, ign);
+	}
+	LOOM_PROF_END(LOOM_PROF_XENT_FWD, t0);
+	return rc;
+}
+
+/* The chunk's backward: dlogits from the probabilities (objective scale
+ * dloss), dwte += dlogits^T @ lnf, dlnf = dlogits @ wte into the chunk's
+ * rows of tmp (tensor parallelism: summed over the ranks). */
+static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
+{
+	int C = g->C, Vl = g->Vl, v0 = g->tp_rank * Vl, ign = g->cfg.ignore_id;
+	const float *lnf = g->lnf + r0 * C, *w = g->lweights ? g->lweights + r0 : NULL;
+	float *p = g->params, *dp = g->grads;
+	double t0 = LOOM_PROF_BEGIN();
+	if (g->tp == 1) {
+		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, Vl, ign, dloss, w);
+	} else { /* the target's -1 on the rank that holds its row */
+		#pragma omp parallel for schedule(static)
+		for (int i = 0; i < n; i++) {
+			float *r = g->logits + (size_t)i * Vl, d = w ? dloss * w[i] : dloss;
+			int tg = g->targets[r0 + i], t = tg - v0;
+			for (int v = 0; v < Vl; v++)
+				r[v] = tg == ign ? 0.0f : r[v] * d;
+			if (tg != ign && t >= 0 && t < Vl)
+				r[t] -= d;
+		}
+	}
+	LOOM_PROF_END(LOOM_PROF_XENT_BWD, t0);
+	t0 = LOOM_PROF_BEGIN();
+	loom_mm_pin(g->mm, g->logits, (size_t)n * Vl); /* bf16: converted once for both */
+	loom_mm_gemm(g->mm, 1, 0, Vl, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
+	loom_mm_gemm(g->mm, 0, 0, n, C, Vl, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
+	loom_mm_unpin(g->mm);
+	LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
+	return tp_sum(g, g->tmp + r0 * C, (size_t)n * C);
+}
+
 /* The LM head and loss over lnf, chunk by chunk: logits[n,V] = lnf[n,C] @
  * wte[V,C]^T, then their probabilities; only the per-row losses are kept,
  * and (not training: evaluation) the count of argmax hits.  With
@@ -720,8 +1050,8 @@ static int64_t count_correct(const float *probs, const int32_t *targets, int n, 
 static int head(struct loom_gpt *g, int train, float bscale)
 {
 	size_t N = (size_t)g->B * g->T;
-	int C = g->C, V = g->V, ign = g->cfg.ignore_id, rc;
-	float *p = g->params, *dp = g->grads;
+	int C = g->C, Vl = g->Vl, ign = g->cfg.ignore_id, rc;
+	float *p = g->params;
 	if (g->lweights)
 		LOOM_PROF(LOOM_PROF_XENT_FWD,
 			  loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign););
@@ -733,25 +1063,10 @@ static int head(struct loom_gpt *g, int train, float bscale)
 		int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
 		const float *lnf = g->lnf + r0 * C;
 		LOOM_PROF(LOOM_PROF_MATMUL_FWD,
-			  loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits););
-		double t0 = LOOM_PROF_BEGIN();
-		g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
-						   ign);
-		if (!train)
-			g->ncorrect += count_correct(g->logits, g->targets + r0, n, V, ign);
-		LOOM_PROF_END(LOOM_PROF_XENT_FWD, t0);
-		if (bscale >= 0 && counted) {
-			LOOM_PROF(LOOM_PROF_XENT_BWD,
-				  loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, ign, dloss,
-							  g->lweights ? g->lweights + r0 : NULL););
-			t0 = LOOM_PROF_BEGIN();
-			loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once */
-			loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
-			loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0,
-				     g->tmp + r0 * C);
-			loom_mm_unpin(g->mm);
-			LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
-		}
+			  loom_mm_gemm(g->mm, 0, 1, n, Vl, C, lnf, TP(g, p, T_WTE), 0, g->logits););
+		if ((rc = head_loss(g, r0, n, train ? NULL : &g->ncorrect)) ||
+		    (bscale >= 0 && counted && (rc = head_grad(g, r0, n, dloss))))
+			return rc;
 	}
 	if ((rc = loom_mm_check(g->mm, &g->err)))
 		return rc;
@@ -769,6 +1084,26 @@ static int head(struct loom_gpt *g, int train, float bscale)
 		g->wloss = g->ntok ? (float)(ws / g->ntok) : 0.0f;
 	}
 	g->head_done = bscale >= 0;
+	return 0;
+}
+
+/* Tensor parallelism: every rank of the group must compute on the same
+ * batch (its replica's frames): a hash of it, its largest and smallest
+ * over the ranks compared. */
+static int tp_same_batch(struct loom_gpt *g, size_t N, int targets)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)N;
+	for (size_t i = 0; i < N; i++)
+		h = loom_splitmix64(h ^ (uint32_t)g->inputs[i] ^
+				    ((uint64_t)(uint32_t)(targets ? g->targets[i] : -1) << 32));
+	double x[2] = { (double)(h >> 12), -(double)(h >> 12) }; /* exact in a double */
+	int rc = g->reduce(g->grad_ready_ctx, x, 2, LOOM_DIST_MAX_F64, &g->err);
+	if (rc)
+		return rc;
+	if (x[0] != -x[1])
+		return loom_err_set(&g->err, LOOM_EINVAL, "the %d tensor-parallel ranks of a replica "
+				    "got different batches: each must read its replica's frames "
+				    "(loom-feed --rank R --world D, R the replica)", g->tp);
 	return 0;
 }
 
@@ -794,6 +1129,8 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 		memcpy(g->targets, targets, N * sizeof(int32_t));
 	g->have_targets = targets != NULL;
 	g->head_done = 0;
+	if (g->tp > 1 && ((rc = tp_ready(g)) || (rc = tp_same_batch(g, N, targets != NULL))))
+		return rc;
 	g->train = train;
 	g->key = key;
 	float *p = g->params;
@@ -846,17 +1183,18 @@ int loom_gpt_train_micro(struct loom_gpt *g, const int32_t *inputs, const int32_
  * in the output's slot, whose value layer l+1 has used. */
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T;
+	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
 	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 	float *work = g->work, *res2 = a->res2;
 	const float *dproj = g->dres;
 
-	int rc;
 	if (!res2) {
 		res2 = a->res3;
-		proj_fwd(g, l, 1, g->tmp, a->atty, N, C, C);
+		proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
+		if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+			return rc;
 		LOOM_PROF(LOOM_PROF_ELEM_BWD,
 			  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
 			  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
@@ -868,18 +1206,20 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 					      loom_model_site_key(g->key, l, 2)););
 		dproj = g->tmp;
 	}
-	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_fwd(work, a->fch, (size_t)N * 4 * C););
-	proj_bwd(g, l, 3, work, dproj, work, N, 4 * C, C);
-	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_bwd(work, a->fch, work, (size_t)N * 4 * C););
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_fwd(work, a->fch, (size_t)N * F););
+	proj_bwd(g, l, 3, work, dproj, work, N, F, C);
+	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_bwd(work, a->fch, work, (size_t)N * F););
 	LOOM_PROF(LOOM_PROF_LN_BWD,
 		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
 				       LP(g, p, l, LN2B), N, C, eps););
-	proj_bwd(g, l, 2, g->tmp, work, g->tmp, N, C, 4 * C);
+	proj_bwd(g, l, 2, g->tmp, work, g->tmp, N, C, F);
+	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_LN_BWD,
 		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->tmp,
 				       res2, LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C););
 	/* attention: res2 = x + drop(atty @ Wproj + b) */
-	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
+	float *dqkv = work, *datty = work + (size_t)N * 3 * Cl;
 	dproj = g->dres;
 	if (drop > 0) {
 		LOOM_PROF(LOOM_PROF_ELEM_BWD,
@@ -887,16 +1227,18 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 					      loom_model_site_key(g->key, l, 1)););
 		dproj = g->tmp;
 	}
-	proj_bwd(g, l, 1, datty, dproj, a->atty, N, C, C);
+	proj_bwd(g, l, 1, datty, dproj, a->atty, N, Cl, C);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, C,
-					    g->NH, adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, Cl,
+					    g->NHl, adrop, loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_LN_BWD,
 		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
 				       LP(g, p, l, LN1B), N, C, eps););
-	proj_bwd(g, l, 0, g->tmp, dqkv, g->tmp, N, C, 3 * C);
+	proj_bwd(g, l, 0, g->tmp, dqkv, g->tmp, N, C, 3 * Cl);
+	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_LN_BWD,
 		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->tmp, x,
 				       LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C););
@@ -907,13 +1249,14 @@ static int backward(struct loom_gpt *g, float scale)
 {
 	if (!g->acts || !g->have_targets)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
-	int B = g->B, T = g->T, C = g->C, V = g->V, N = B * T, L = g->L, rc;
+	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = B * T, L = g->L, rc;
 	float *p = g->params, *dp = g->grads;
 	if (!g->ntok && !g->need)
 		return 0; /* every target ignored: no gradient */
 	/* (sharded weights: backward's gathers are collective, so it runs,
 	 * with a zero gradient) */
 	float dloss = g->ntok ? scale / (float)g->ntok : 0.0f;
+	int ntok = g->ntok;
 	if (!g->ntok) { /* dlnf = 0 (the head took no gradient) */
 		memset(g->tmp, 0, sizeof(float) * N * C);
 		g->head_done = 1;
@@ -928,25 +1271,17 @@ static int backward(struct loom_gpt *g, float scale)
 	 * rows of lnf (tmp), which no later chunk reads */
 	for (size_t r0 = 0; !g->head_done && r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
-		const float *lnf = g->lnf + r0 * C;
-		double t0 = LOOM_PROF_BEGIN();
-		if (g->hr < (size_t)N) {
-			loom_mm_gemm(g->mm, 0, 1, n, V, C, lnf, TP(g, p, T_WTE), 0, g->logits);
-			LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
-			t0 = LOOM_PROF_BEGIN();
-			loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, V,
-						g->cfg.ignore_id);
+		if (g->hr < (size_t)N) { /* (ntok counted again: restored below) */
+			LOOM_PROF(LOOM_PROF_MATMUL_BWD,
+				  loom_mm_gemm(g->mm, 0, 1, n, Vl, C, g->lnf + r0 * C, TP(g, p, T_WTE),
+					       0, g->logits););
+			if ((rc = head_loss(g, r0, n, NULL)))
+				return rc;
 		}
-		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, V, g->cfg.ignore_id, dloss,
-					g->lweights ? g->lweights + r0 : NULL);
-		LOOM_PROF_END(LOOM_PROF_XENT_BWD, t0);
-		t0 = LOOM_PROF_BEGIN();
-		loom_mm_pin(g->mm, g->logits, (size_t)n * V); /* bf16: converted once for both */
-		loom_mm_gemm(g->mm, 1, 0, V, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
-		loom_mm_gemm(g->mm, 0, 0, n, C, V, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
-		loom_mm_unpin(g->mm);
-		LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
+		if ((rc = head_grad(g, r0, n, dloss)))
+			return rc;
 	}
+	g->ntok = ntok;
 	if (!g->head_done)
 		unit_done(g, -1);
 	if ((rc = unit_need(g, L - 1, L > 1 ? L - 2 : LOOM_GPT_UNIT_NONE)))
@@ -958,8 +1293,8 @@ static int backward(struct loom_gpt *g, float scale)
 				       g->lnf_rstd, N, C););
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
-		if (!l && x == g->layer[L > 1].res3)
-			embed(g); /* encoded shares layer 1's output slot */
+		if (!l && x == g->layer[L > 1].res3 && (rc = embed(g)))
+			return rc; /* encoded shares layer 1's output slot */
 		if (l < L - 1 && (rc = unit_need(g, l, l ? l - 1 : LOOM_GPT_UNIT_NONE)))
 			return rc;
 		if (g->cfg.recompute && (rc = layer_fwd(g, l, x, &g->layer[l])))
@@ -973,8 +1308,11 @@ static int backward(struct loom_gpt *g, float scale)
 	double t0 = LOOM_PROF_BEGIN();
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
-	loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL, NULL,
-			   B, T, C);
+	if (g->tp > 1)
+		embed_tp_bwd(g, g->dres);
+	else
+		loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL,
+				   NULL, B, T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	g->have_targets = 0;
 	g->head_done = 0;
@@ -998,8 +1336,43 @@ void loom_gpt_zero_grad(struct loom_gpt *g)
 	memset(g->grads, 0, g->n_params * sizeof(float));
 }
 
+/* Tensor parallelism: the step on this rank's slices, clipped by the
+ * norm of the whole gradient (the split tensors' squares summed over the
+ * ranks, the whole ones' counted once).  A failed all-reduce leaves the
+ * weights as they were, the error in g->err (loom_dist_step reports it). */
+static void step_tp(struct loom_gpt *g, float lr, int64_t t, float *norm)
+{
+	const struct loom_config *c = &g->cfg;
+	double whole = 0, split = 0;
+	if (tp_ready(g))
+		return;
+	for (int i = 0; i < g->n_tensors; i++) {
+		double s2 = loom_k_sumsq(g->grads + g->tensors[i].offset, g->tensors[i].numel);
+		int G;
+		*(tp_split(g, i, &G) == TP_WHOLE ? &whole : &split) += s2;
+	}
+	if (g->reduce(g->grad_ready_ctx, &split, 1, LOOM_DIST_SUM_F64, &g->err))
+		return;
+	float nrm = (float)sqrt(split + whole), gscale = 1.0f;
+	if (norm)
+		*norm = nrm;
+	if (c->grad_clip > 0 && nrm > c->grad_clip)
+		gscale = (float)(c->grad_clip / nrm);
+	for (int i = 0; i < g->n_tensors; i++) {
+		size_t o = g->tensors[i].offset;
+		loom_k_adamw(g->params + o, g->grads + o, g->m + o, g->v + o, g->tensors[i].numel, lr,
+			     (float)c->beta1, (float)c->beta2, (float)c->eps,
+			     g->tensors[i].decay ? (float)c->weight_decay : 0.0f, t, gscale);
+	}
+	g->w16_ok = 0;
+}
+
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 {
+	if (g->tp > 1) {
+		step_tp(g, lr, t, norm);
+		return;
+	}
 	int update = g->rigl_dense;
 	double t0 = LOOM_PROF_BEGIN();
 	if (update) { /* score the blocks by the dense gradient, then mask it */
@@ -1046,6 +1419,9 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
+	if (g->tp > 1)
+		return loom_err_set(&g->err, LOOM_EINVAL, "generation needs the whole vocabulary's "
+				    "logits: not on one of %d tensor-parallel ranks", g->tp);
 	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;
@@ -1181,7 +1557,8 @@ int loom_gpt_eval_frame(struct loom_gpt *g, const struct loom_batch_hdr *h, cons
 
 static size_t ops_n_params(const void *m)
 {
-	return ((const struct loom_gpt *)m)->n_params;
+	const struct loom_gpt *g = m; /* tensor parallelism: the whole model's */
+	return g->tp > 1 ? loom_config_n_params(&g->cfg) : g->n_params;
 }
 
 static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *mem)

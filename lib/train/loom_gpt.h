@@ -69,6 +69,27 @@
  * updates the masks (loom_gpt_rigl_update).  The sparse weights are packed
  * once per step, at the first forward after the weights changed.
  *
+ * Tensor parallelism (loom_gpt_new_tp, Megatron-LM's 1D splits): a
+ * model may hold one rank's slices of a model split over tp ranks.  The
+ * attention's Q/K/V projection is split by heads (columns: rank r holds
+ * heads r NH/tp .. of each of Q, K, V, so c_attn.weight is [C, 3C/tp]),
+ * its output projection by rows (c_proj.weight [C/tp, C]); the MLP's
+ * first projection by columns ([C, 4C/tp], its bias [4C/tp]), the second
+ * by rows ([4C/tp, C]); wte by vocabulary rows ([V/tp, C]: ids r V/tp ..),
+ * the tied LM head with it, as a vocabulary-parallel cross-entropy (each
+ * rank's [rows, V/tp] logits; the row maxima, sums of exp and target
+ * logits all-reduced: no rank holds the [rows, V] logits).  wpe, the
+ * LayerNorms and the biases of the row-split products are whole on every
+ * rank, their gradients the same on each.  The partial sums of the [N,C]
+ * activations are added through the reduce call (lib/train/loom_dist.h,
+ * installed by the connect hook): after each row-split product in
+ * forward (and the embedding lookup), after each column-split product's
+ * input gradient (and the LM head's) in backward.  Dropout acts on the
+ * reduced [N,C] activations, the same mask on every rank.  Each forward
+ * checks that the ranks got the same batch.  The step's gradient norm
+ * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
+ * whole model's arrays and a rank's (checkpoints, initialisation).
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -175,6 +196,14 @@ struct loom_gpt {
 	struct loom_sparse **sp;
 	int *rl;
 	int sp_ok, sp_mask_ok, rigl_dense;
+	/* tensor parallelism: rank tp_rank of tp (1: the whole model); its
+	 * heads NHl, attention width Cl = C/tp, MLP width Fl = 4C/tp and
+	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..); reduce (set by the
+	 * connect hook, ctx grad_ready_ctx): sum or max over the tp ranks;
+	 * xent [3 hr]: the loss's per-row maxima, sums and target logits */
+	int tp, tp_rank, NHl, Cl, Fl, Vl;
+	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	float *xent;
 	struct loom_err err;
 };
 
@@ -186,6 +215,29 @@ void loom_gpt_unit_range(const struct loom_gpt *g, int u, size_t *lo, size_t *hi
 /* Model from a validated config; parameters are zero until
  * loom_gpt_init_weights() or a checkpoint load.  NULL on ENOMEM. */
 struct loom_gpt *loom_gpt_new(const struct loom_config *cfg);
+/* Rank `rank`'s slices of the model split over tp ranks (see Tensor
+ * parallelism above; tp must divide n_head, 4 n_embd and vocab_size:
+ * loom_config_validate checks cfg->tensor_parallel); tp 1 is
+ * loom_gpt_new.  It computes only once connected (loom_gpt_dist_model). */
+struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp);
+/* Tensor parallelism: the payload bytes a rank sends per optimizer step
+ * of `micro` micro-batches at the last forward's (B, T), by ring
+ * all-reduces (2 (tp-1)/tp x the buffer): per micro-batch [B,T,C] after
+ * the embedding lookup, after each row-split product (2 a layer) and
+ * after each column-split product's input gradient (2 a layer, and the
+ * LM head's), one more a layer when res2 is rebuilt in backward, two more
+ * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
+ * norm's 8 bytes per step.  0 for tp 1. */
+uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro);
+/* The parameters a rank holds when cfg's model is split over
+ * cfg->tensor_parallel ranks (the whole count when 1). */
+uint64_t loom_gpt_tp_params(const struct loom_config *cfg);
+/* Between a whole model's flat array `full` (loom_gpt_new's layout: the
+ * params, grads or a moment) and rank `rank`'s slices of it in g's layout
+ * (g: any rank's model of the same split), tensor by tensor: to_full 0
+ * copies the slices out of full, 1 into it. */
+void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
+		      int to_full);
 void loom_gpt_free(struct loom_gpt *g);
 const char *loom_gpt_error(const struct loom_gpt *g);
 
@@ -286,7 +338,9 @@ extern const struct loom_model_ops loom_gpt_ops;
 
 /* Memory plan per rank (bytes) for a config at batch B, sequence T, on
  * cfg->data_parallel ranks sharding cfg->sharding (one rank: the whole
- * model, whatever the sharding).  sharding=optimizer: full weights and
+ * model, whatever the sharding), each replica split over
+ * cfg->tensor_parallel ranks (a rank's slices: loom_gpt_tp_params; the
+ * activations inside the split products divided by it).  sharding=optimizer: full weights and
  * gradients, 1/N of the AdamW moments and a gradient shard (1/N);
  * sharding=weights: 1/N of weights, gradients and moments, plus the
  * gathered buffers (full copies of the layers in use) and the embedding

@@ -109,6 +109,17 @@ void loom_model_normal(float *p, size_t n, float std, uint64_t key)
 	}
 }
 
+void loom_model_normal_at(float *p, size_t n, float std, uint64_t key, size_t first)
+{
+	#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		size_t e = first + i;
+		float z0, z1;
+		normal_pair(key, e / 2, &z0, &z1);
+		p[i] = std * (e & 1 ? z1 : z0);
+	}
+}
+
 uint64_t loom_model_init_key(uint64_t seed, int i)
 {
 	return loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));

@@ -62,6 +62,9 @@ void loom_model_store_free(float *params, float *grads, float *m, float *v);
 /* p[0..n) = std * N(0, 1), drawn counter-based from `key` (independent of
  * the thread count): Box-Muller on pairs. */
 void loom_model_normal(float *p, size_t n, float std, uint64_t key);
+/* Elements first .. first+n-1 of what loom_model_normal draws from `key`
+ * into p[0..n) (a slice of a tensor drawn whole elsewhere). */
+void loom_model_normal_at(float *p, size_t n, float std, uint64_t key, size_t first);
 /* The key of tensor i of a model initialised from `seed`. */
 uint64_t loom_model_init_key(uint64_t seed, int i);
 
@@ -93,6 +96,8 @@ struct loom_model_mem {
 	uint64_t gathered;      /* sharding=weights, N > 1: gathered layer buffers */
 	int gathered_head;      /* 1: their largest set is the LM head's (embeddings'
 				   params and grads, a layer's params), else 2 layers' */
+	uint64_t tp_bytes;      /* tensor_parallel > 1: bytes sent per step per rank
+				   in its all-reduces (loom_gpt_tp_bytes) */
 };
 
 /* --- the model interface (loom_gpt_ops, loom_bert_ops) -------------------- */

@@ -205,11 +205,45 @@ static int bert_ckpt(struct loom_trainer *t, struct loom_ckpt_save *s, struct lo
 	return 0;
 }
 
+/* tensor_parallel, replica 0's ranks (their moments gathered): the whole
+ * model on rank 0 from their slices (*w NULL on the others) */
+static int gpt_whole(struct loom_trainer *t, struct loom_gpt **w)
+{
+	struct loom_gpt *g = t->g;
+	*w = t->hk.rank ? NULL : loom_gpt_new(&t->cfg);
+	float *all = *w ? malloc(sizeof(float) * g->n_params * g->tp) : NULL;
+	if (!t->hk.rank && !all) { /* the others' sends fail with this rank */
+		loom_gpt_free(*w);
+		*w = NULL;
+		return nomem(t);
+	}
+	float *mine[3] = { g->params, g->m, g->v };
+	for (int k = 0; k < 3; k++) {
+		t->hk.tp_gather(t->hk.ctx, mine[k], g->n_params, all);
+		float *whole[3] = { *w ? (*w)->params : NULL, *w ? (*w)->m : NULL,
+				    *w ? (*w)->v : NULL };
+		for (int r = 0; *w && r < g->tp; r++)
+			loom_gpt_tp_copy(g, r, all + (size_t)r * g->n_params, whole[k], 1);
+	}
+	free(all);
+	return 0;
+}
+
 int loom_trainer_save(struct loom_trainer *t)
 {
 	int all = shards_weights(t); /* every rank writes its part */
 	if (!all && t->hk.save_begin && !t->hk.save_begin(t->hk.ctx))
 		return 0; /* ranks > 0: sent their moment shards to rank 0 */
+	struct loom_gpt *g = t->g, *w = NULL;
+	if (g && g->tp > 1) { /* rank 0 writes the whole model */
+		int rc = gpt_whole(t, &w);
+		if (rc || !w) {
+			if (t->hk.save_end)
+				t->hk.save_end(t->hk.ctx);
+			return rc; /* replica 0's ranks > 0: sent their slices to rank 0 */
+		}
+		t->model = t->g = w;
+	}
 	struct ckpt_tables x;
 	struct loom_ckpt_save s;
 	struct loom_gpt_hf hf;
@@ -225,6 +259,10 @@ int loom_trainer_save(struct loom_trainer *t)
 	free(ctxt);
 	ckpt_tables_free(&x);
 out:
+	if (w) {
+		t->model = t->g = g;
+		loom_gpt_free(w);
+	}
 	if (!all && t->hk.save_end)
 		t->hk.save_end(t->hk.ctx);
 	return rc;
@@ -508,6 +546,7 @@ int loom_trainer_configure(struct loom_trainer *t)
 		if (ckpt_arch(o->resume) == &loom_bert_ckpt_arch ? bert_ckpt_config(t->ck, c)
 								 : loom_gpt_ckpt_config(t->ck, c))
 			return loom_err_set(&t->err, LOOM_EFORMAT, "%s", loom_config_error(c));
+		c->tensor_parallel = 1; /* the run's grid (--set), not the checkpoint's */
 		memset(&t->orig, 0, sizeof t->orig);
 		for (int i = 0; i < LOOM_N_ORIGIN; i++)
 			snprintf(t->orig.src[i], sizeof t->orig.src[i], "the checkpoint");
@@ -556,6 +595,7 @@ int loom_trainer_settle(struct loom_trainer *t)
 		return usage(t, "%s", loom_config_error(c));
 	if (t->o.resume && t->o.config) {
 		t->named.data_parallel = c->data_parallel;
+		t->named.tensor_parallel = c->tensor_parallel;
 		t->named.sharding = c->sharding;
 		t->named.dist_timeout = c->dist_timeout;
 		if ((rc = check_same_config(t, c, &t->named, &t->named_orig, t->o.config,
@@ -741,12 +781,39 @@ static int new_model(struct loom_trainer *t)
 			return usage(t, "%s", err.msg);
 		t->model = t->b = loom_bert_new(&bc);
 	} else {
-		t->model = t->g = loom_gpt_new(c);
+		t->model = t->g = loom_gpt_new_tp(c, t->hk.tp_rank ? t->hk.tp_rank(t->hk.ctx) : 0,
+						  c->tensor_parallel);
 	}
 	if (!t->g && !t->b)
 		return loom_err_set(&t->err, LOOM_ENOMEM, "out of memory for %llu parameters",
 				    (unsigned long long)loom_config_n_params(c));
 	return 0;
+}
+
+/* tensor_parallel: a checkpoint loaded into the whole model gives this
+ * rank its slices */
+static int gpt_load_tp(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+{
+	struct loom_gpt *g = t->g, *w = loom_gpt_new(&t->cfg);
+	if (!w)
+		return nomem(t);
+	t->model = t->g = w;
+	int rc = gpt_load(t, ck, with_optimizer);
+	t->model = t->g = g;
+	if (!rc) {
+		loom_gpt_tp_copy(g, g->tp_rank, g->params, w->params, 0);
+		loom_gpt_tp_copy(g, g->tp_rank, g->m, w->m, 0);
+		loom_gpt_tp_copy(g, g->tp_rank, g->v, w->v, 0);
+	}
+	loom_gpt_free(w);
+	return rc;
+}
+
+static int load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+{
+	if (t->b)
+		return bert_load(t, ck, with_optimizer);
+	return (t->g->tp > 1 ? gpt_load_tp : gpt_load)(t, ck, with_optimizer);
 }
 
 int loom_trainer_build(struct loom_trainer *t)
@@ -760,14 +827,14 @@ int loom_trainer_build(struct loom_trainer *t)
 	if (first)
 		attach(t);
 	if (o->resume) {
-		if ((rc = (t->g ? gpt_load : bert_load)(t, t->ck, 1)))
+		if ((rc = load(t, t->ck, 1)))
 			return rc;
 		take_state(t);
 	} else if (o->init_from) {
 		struct loom_ckpt *ck;
 		if ((rc = open_ckpt(t, o->init_from, 0, &ck)))
 			return rc;
-		rc = (t->g ? gpt_load : bert_load)(t, ck, 0);
+		rc = load(t, ck, 0);
 		if (!rc && o->verbose && t->g)
 			say(t, "weights from %s", loom_ckpt_dir(ck));
 		loom_ckpt_free(ck);
@@ -870,10 +937,11 @@ int loom_trainer_micro(struct loom_trainer *t, const struct loom_frame *f, int m
 {
 	const struct loom_config *c = &t->cfg;
 	const struct loom_batch_hdr *h = f->h;
-	/* dropout (and mlm's masks): independent per rank (rank 0 as a
-	 * single process) */
+	/* dropout (and mlm's masks): independent per replica (replica 0 as
+	 * a single process), the same on a replica's tensor-parallel ranks */
+	int replica = t->hk.replica ? t->hk.replica(t->hk.ctx) : t->hk.rank;
 	uint64_t key = loom_splitmix64(c->seed ^ loom_splitmix64((t->step + 1) * 65536 + (uint64_t)micro) ^
-				       ((uint64_t)t->hk.rank << 48));
+				       ((uint64_t)replica << 48));
 	int rc = t->ops->micro(t->model, c, f, &t->scratch, key, 1.0f / c->grad_accum, loss);
 	if (rc)
 		return frame_err(t, f, rc, t->ops->error(t->model));

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Bench: tensor parallelism (tensor_parallel=T) on the gpt2 preset (124M
+# parameters, vocabulary padded to 50304, T=64, micro-batch 4):
+#   - tokens/s of 2 tensor-parallel ranks x 1 thread against one process
+#     with 2 threads (goal >= 0.8x): the median step time after warm-up;
+#   - the bytes a rank sends per step in the all-reduces against the
+#     model's count (4 [B,T,C] a layer, the embeddings', the LM head's and
+#     the loss's, ring 2(T-1)/T), as loom-train reports them, and the time
+#     it waits in them;
+#   - the peak RSS per rank of a 24-layer, 1024-wide GPT (gpt2-medium's
+#     shape) at B=1, T=1024, recompute off: T=2 against one process
+#     (target <= 0.6x), and T=4.
+# A short run on a shared 2-core machine: the times are noisy.
+BENCH=tp
+. "$(dirname "$0")/dist-common.inc"
+MPI="mpirun --oversubscribe --bind-to none"
+GPT2="--set micro_batch=4,vocab_size=50304"
+
+$FEED --batch 4 | loom-train -c gpt2 --threads 2 --steps "$STEPS" --log-every 1000 \
+	--set seq_len=64,grad_accum=1,warmup_steps=0 $GPT2 --log "$T/one.json" 2> "$T/one.err"
+$MPI -np 2 sh -c "$FEED --batch 4 | $TRAIN --log-every 1000 $GPT2,tensor_parallel=2 --log $T/tp.json" \
+	2> "$T/tp.err"
+o=$(med seconds "$T/one.json")
+t=$(med seconds "$T/tp.json")
+r=$(echo "$o / $t" | bc -l)
+printf 'gpt2, T=64, micro-batch 4: 1 process x 2 threads %.3f s/step, 2 tensor-parallel ranks x 1 thread %.3f s/step\n' "$o" "$t"
+printf 'FIGURE tokens/s, tensor_parallel=2 x 1 thread / 1 process x 2 threads (gpt2): %.3fx (goal >= 0.8) %s\n' \
+	"$r" "$([ "$(echo "$r >= 0.8" | bc -l)" = 1 ] && echo ok || echo MISS)"
+line=$(grep 'tensor parallel: 2 ranks per replica' "$T/tp.err")
+echo "  ${line#loom-train: rank 0: }"
+printf 'FIGURE bytes sent per step per rank vs the model'"'"'s count of the all-reduces: %sx\n' \
+	"$(echo "$line" | sed -E 's/.*; ([0-9.]+)x\)$/\1/')"
+
+# --- peak RSS per rank, gpt2-medium's shape, B=1, T=1024 -----------------------
+python3 - "$T/long.u16" <<'PY'
+import array, os, sys
+n = 8 * 1025
+a = array.array('H', (x % 50257 for x in array.array('H', os.urandom(2 * n))))
+open(sys.argv[1], 'wb').write(a.tobytes())
+PY
+loom-shard -q -f u16 -L 1025 -n 1 --vocab-size 50257 -o "$T/l" "$T/long.u16"
+LFEED="loom-feed -q -m $T/l.manifest.json --seq 1024 --seed 1 --epochs 0 --batch 1"
+MED="loom-train -c gpt2 --set n_layer=24,n_embd=1024,n_head=16,vocab_size=50304,seq_len=1024,micro_batch=1,grad_accum=1 --threads 1 -q --steps 2"
+peak() { awk '/maxrss/ {print $2}' "$@" | sort -n | tail -1; }
+/usr/bin/time -f "maxrss %M" sh -c "$LFEED | $MED" 2> "$T/m1"
+for n in 2 4; do
+	$MPI -np $n sh -c "/usr/bin/time -f 'maxrss %M' sh -c '$LFEED | $MED --set tensor_parallel=$n' 2> $T/m$n.\$OMPI_COMM_WORLD_RANK"
+done
+one=$(peak "$T/m1")
+two=$(peak "$T"/m2.*)
+four=$(peak "$T"/m4.*)
+printf 'gpt2-medium shape, B=1 T=1024, peak RSS: 1 process %.2f GB, each of 2 tensor-parallel ranks at most %.2f GB, each of 4 at most %.2f GB\n' \
+	"$(echo "$one / 1000000" | bc -l)" "$(echo "$two / 1000000" | bc -l)" "$(echo "$four / 1000000" | bc -l)"
+f=$(echo "$two / $one" | bc -l)
+printf 'FIGURE peak RSS per rank, tensor_parallel=2 / 1 process (gpt2-medium shape, T=1024): %.3fx (target <= 0.6) %s; T=4 %.3fx\n' \
+	"$f" "$([ "$(echo "$f <= 0.6" | bc -l)" = 1 ] && echo ok || echo MISS)" "$(echo "$four / $one" | bc -l)"

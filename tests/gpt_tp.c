@@ -1,0 +1,185 @@
+/* Tensor parallelism of the GPT (loom_gpt_new_tp) checked in one process,
+ * without MPI: T threads, each one rank's slices, summing through a reduce
+ * call built on a barrier (what lib/train/loom_dist.c does over MPI).  A
+ * training micro-batch with dropout and a clipped AdamW step on T=2 and T=4
+ * ranks against the whole model (each rank initialised on its own): the loss, every gradient and every weight
+ * after the step (the ranks' slices put back with loom_gpt_tp_copy) within
+ * 1e-5, the whole tensors' gradients the same bytes on every rank, and an
+ * evaluation's loss and argmax hits. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_dist.h"
+#include "loom_gpt.h"
+#include "tap.h"
+#include "testlib.h"
+
+#define MAXT 4
+
+struct group {
+	int T;
+	pthread_barrier_t bar;
+	void *buf[MAXT];
+};
+
+struct rank {
+	int rank;
+	struct group *grp;
+	struct loom_gpt *g;
+	const int32_t *in, *tg;
+	int B, T, rc;
+	float loss, norm;
+	float *grads;           /* a copy before the step */
+	double nll;
+	int64_t ntok, correct;
+};
+
+/* every rank's buf[0..n) summed or maxed into each (the loom_dist_calls
+ * reduce of lib/train/loom_dist.h) */
+static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
+{
+	struct rank *r = ctx;
+	struct group *g = r->grp;
+	int f64 = op == LOOM_DIST_SUM_F64 || op == LOOM_DIST_MAX_F64;
+	int sum = op == LOOM_DIST_SUM_F32 || op == LOOM_DIST_SUM_F64;
+	double *acc = malloc(sizeof(double) * (n ? n : 1));
+	if (!acc)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	g->buf[r->rank] = buf;
+	pthread_barrier_wait(&g->bar);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < g->T; k++) {
+			double x = f64 ? ((double *)g->buf[k])[i] : ((float *)g->buf[k])[i];
+			acc[i] = !k ? x : sum ? acc[i] + x : fmax(acc[i], x);
+		}
+	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
+	for (size_t i = 0; i < n; i++) {
+		if (f64)
+			((double *)buf)[i] = acc[i];
+		else
+			((float *)buf)[i] = (float)acc[i];
+	}
+	free(acc);
+	return 0;
+}
+
+static void *run_rank(void *arg)
+{
+	struct rank *r = arg;
+	struct loom_gpt *g = r->g;
+	struct loom_dist_model m;
+	loom_gpt_dist_model(g, &m);
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce });
+	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
+	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
+	if (!r->rc)
+		loom_gpt_step(g, 1e-3f, 1, &r->norm);
+	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
+		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
+	return NULL;
+}
+
+/* max |a - b| over max |b| */
+static double rel(const float *a, const float *b, size_t n)
+{
+	double d = 0, m = 0;
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		m = fmax(m, fabs((double)b[i]));
+	}
+	return m > 0 ? d / m : d;
+}
+
+static void check(int T)
+{
+	int B = 2, S = 7;
+	struct loom_config c = tiny_gpt_cfg(B, S);
+	c.vocab_size = 24;      /* split by 2 and 4 */
+	c.dropout = 0.1;        /* the same masks on every rank */
+	c.grad_clip = 0.5;      /* the step clips by the whole norm */
+	int32_t in[14], tg[14];
+	for (int i = 0; i < B * S; i++) {
+		in[i] = (i * 7 + 3) % 24;
+		tg[i] = (i * 5 + 1) % 24;
+	}
+	tg[4] = c.ignore_id = 23; /* an ignored target */
+	struct loom_gpt *w = loom_gpt_new(&c);
+	loom_gpt_init_weights(w, 1);
+	struct group grp = { .T = T };
+	struct rank r[MAXT];
+	pthread_t th[MAXT];
+	int same_init = 1;
+	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
+	for (int k = 0; k < T; k++) {
+		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
+				      .in = in, .tg = tg, .B = B, .T = S };
+		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
+		/* a rank's own initialisation is its slice of the whole model's */
+		loom_gpt_init_weights(r[k].g, 1);
+		loom_gpt_tp_copy(r[k].g, k, r[k].grads, w->params, 0);
+		same_init &= !memcmp(r[k].grads, r[k].g->params, r[k].g->n_params * sizeof(float));
+	}
+	ok(same_init, "T=%d: each rank initialises its slices as the whole model draws them", T);
+	for (int k = 0; k < T; k++)
+		pthread_create(&th[k], NULL, run_rank, &r[k]);
+	for (int k = 0; k < T; k++)
+		pthread_join(th[k], NULL);
+
+	float loss, norm;
+	double nll;
+	int64_t ntok, correct;
+	int rc = loom_gpt_train_micro(w, in, tg, B, S, 77, 1.0f, &loss);
+	float *gw = malloc(w->n_params * sizeof(float));
+	memcpy(gw, w->grads, w->n_params * sizeof(float));
+	loom_gpt_step(w, 1e-3f, 1, &norm);
+	rc = rc ? rc : loom_gpt_forward(w, in, tg, B, S, 0, 0, NULL);
+	loom_gpt_eval_counts(w, &nll, &ntok, &correct);
+
+	float *gt = calloc(w->n_params, sizeof(float)), *pt = calloc(w->n_params, sizeof(float));
+	int rcs = rc, same_loss = 1, same_whole = 1;
+	for (int k = 0; k < T; k++) {
+		rcs |= r[k].rc;
+		loom_gpt_tp_copy(r[k].g, k, r[k].grads, gt, 1);
+		loom_gpt_tp_copy(r[k].g, k, r[k].g->params, pt, 1);
+		same_loss &= r[k].loss == r[0].loss && r[k].norm == r[0].norm;
+		/* wpe (tensor 1) and ln_f's (the last two): whole on every rank */
+		const struct loom_tensor *t = r[k].g->tensors;
+		int n = r[k].g->n_tensors;
+		same_whole &= !memcmp(r[k].grads + t[1].offset, r[0].grads + t[1].offset,
+				      t[1].numel * sizeof(float)) &&
+			      !memcmp(r[k].grads + t[n - 2].offset, r[0].grads + t[n - 2].offset,
+				      2 * t[n - 1].numel * sizeof(float));
+	}
+	ok(!rcs, "T=%d: %d ranks train a micro-batch, step and evaluate", T, T);
+	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
+	   "T=%d: every rank's loss %.7f is the whole model's %.7f", T, r[0].loss, loss);
+	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
+	ok(dg <= 1e-5, "T=%d: the slices' gradients are the whole model's (max rel %.2g)", T, dg);
+	ok(same_whole, "T=%d: wpe's and ln_f's gradients the same bytes on every rank", T);
+	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.grad_clip,
+	   "T=%d: the clipped norm %.6f is the whole gradient's %.6f", T, r[0].norm, norm);
+	ok(dp <= 1e-5, "T=%d: the weights after the step too (max rel %.2g)", T, dp);
+	ok(fabs(r[0].nll - nll) <= 1e-5 * nll && r[0].ntok == ntok && r[0].correct == correct,
+	   "T=%d: evaluation: nll %.5f, %lld tokens, %lld argmax hits as the whole model's", T,
+	   r[0].nll, (long long)r[0].ntok, (long long)r[0].correct);
+	for (int k = 0; k < T; k++) {
+		free(r[k].grads);
+		loom_gpt_free(r[k].g);
+	}
+	pthread_barrier_destroy(&grp.bar);
+	free(gw);
+	free(gt);
+	free(pt);
+	loom_gpt_free(w);
+}
+
+int main(void)
+{
+	check(2);
+	check(4);
+	return done_testing();
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tensor_parallel=T under mpirun: the ranks form a grid of N/T data-parallel
+# replicas x T tensor-parallel ranks, which split each GPT layer (heads,
+# MLP width, vocabulary) and sum their partial activations.  The loss curve
+# is one process's (T=2, T=4, 2x2, with dropout, accumulation and
+# recompute), checkpoints hold the whole tensors and move between grids
+# (T=2 -> T=1 -> 2x2), and a grid that cannot be is one line, exit 2.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dist-lib.sh"
+
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 --log $T/one.json"
+is_rc 0 "1 rank x micro-batch 8"
+
+# --- the same curve as one process -------------------------------------------
+# every rank of a replica reads the replica's frames: one replica here
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN --set micro_batch=8,tensor_parallel=2 --steps 20 --log-every 10 --log tp2.json"
+is_rc 0 "T=2: 1 replica x 2 tensor-parallel ranks"
+d=$(maxrel "$T/tp2.json" "$T/one.json" 1 20)
+ok "  losses within 1e-5 relative of 1 rank over 20 steps (max $d)" small "$d"
+diag "T=2 vs 1 rank: max relative loss difference $d"
+like "$err" '^loom-train: rank 0: tensor parallel: 1 replica x 2 ranks \(Open MPI [^)]*\), each layer split across a replica.s ranks; 55104 parameters per rank$' \
+	"  start-up: the grid and what a rank holds"
+like "$err" '^loom-train: rank 0: tiny: 108800 parameters' "  the model line counts the whole model"
+like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their all-reduces; [0-9.]+ kB sent per step per rank in them \(ring all-reduces of 4 \[B,T,C\] a layer, the embeddings., the LM head.s and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
+	"  the all-reduces' bytes and waits reported"
+unlike "$err" 'rank 1: step' "  other ranks stay quiet"
+sent=$(sed -n 's/.*; \([0-9.]* kB\) sent per step per rank in them.*/\1/p' "$err")
+
+# --dry-run plans a rank's slices and what it sends
+run loom-train -c tiny --set micro_batch=8,tensor_parallel=2 --dry-run
+is_rc 0 "--dry-run --set tensor_parallel=2"
+like "$out" '^memory plan per rank of 1 x 2 \(data x tensor parallel, sharding=optimizer\) at micro_batch 8 x seq_len 8 \(fp32\):$' \
+	"  a plan per rank of the grid"
+like "$out" "^tensor parallel: each rank holds 55104 of the 108800 parameters and sends $sent per step in its all-reduces" \
+	"  the slices the run held and the bytes it sent ($sent)"
+
+np 4 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=4 --steps 20 --log tp4.json"
+is_rc 0 "T=4 (one head per rank)"
+d=$(maxrel "$T/tp4.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+diag "T=4 vs 1 rank: max relative loss difference $d"
+
+# 2 replicas x 2: rank r reads replica r/2's frames; ZeRO-1 over the replicas
+np 4 "R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2 --steps 20 --log g22.json"
+is_rc 0 "2x2: 2 replicas x 2 tensor-parallel ranks"
+d=$(maxrel "$T/g22.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+diag "2x2 vs 1 rank: max relative loss difference $d"
+
+# dropout: the same masks on a replica's ranks (keyed by the replica), so
+# the curve is one process's; accumulation and recompute
+run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --recompute --steps 20 --log $T/dr1.json"
+np 2 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2 --recompute --steps 20 --log dr2.json"
+is_rc 0 "T=2 with dropout, accumulation 2 and recompute"
+d=$(maxrel "$T/dr2.json" "$T/dr1.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+
+# evaluation: replica 0's ranks split it; the loss and accuracy of one process
+make_frames 8 9 4 128 3 > "$T/val.frames"
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 4 --eval-every 2 --eval-data $T/val.frames --log $T/e1.json"
+np 4 "R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2 --steps 4 --eval-every 2 --eval-data val.frames --log e2.json"
+is_rc 0 "2x2 with --eval-every 2"
+evals() { /usr/bin/python3 -c '
+import json, sys
+for d in map(json.loads, open(sys.argv[1])):
+    if "eval_loss" in d: print(d["step"], "%.5f" % d["eval_loss"], "%.4f" % d["eval_acc"], d["eval_tokens"])' "$1"; }
+is "$(evals "$T/e1.json" | wc -l)" 2 "  one process evaluates at steps 2 and 4"
+is "$(evals "$T/e2.json")" "$(evals "$T/e1.json")" "  eval loss (5 digits), accuracy and tokens of one process"
+
+# inverse-count loss weighting (the weights from the replica's targets)
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,loss_weighting=inverse_count --steps 20 --log $T/iw1.json"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,loss_weighting=inverse_count,tensor_parallel=2 --steps 20 --log iw2.json"
+is_rc 0 "T=2, loss_weighting=inverse_count"
+d=$(maxrel "$T/iw2.json" "$T/iw1.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+
+# bf16 matmuls (a CPU with bf16 matmul only): the split products round over
+# other shapes than one process's, so within bf16's precision, not 1e-5
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+	run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,precision=bf16 --steps 20 --log $T/b1.json"
+	np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,precision=bf16,tensor_parallel=2 --steps 20 --log b2.json"
+	is_rc 0 "T=2, bf16 matmuls"
+	d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
+	ok "  within 1e-3 of 1 rank over 20 steps (max $d)" small "$d" 1e-3
+else
+	skip 2 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
+fi
+
+# --- checkpoints: the whole tensors, resumed on other grids -----------------
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 --save $T/c1 --save-every 10 --log $T/c1.json"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 10 --save ck --log r.json"
+is_rc 0 "T=2 saves at step 10"
+run /usr/bin/python3 -c '
+import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n))
+print(h["transformer.h.0.attn.c_attn.weight"]["shape"], h["transformer.wte.weight"]["shape"])' \
+	"$T/ck/latest/model.safetensors"
+is "$(cat "$out")" "[64, 192] [128, 64]" "  whole tensors in the checkpoint (c_attn [C, 3C], wte [V, C])"
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/ck/latest | loom-train -q --threads 1 --resume $T/ck --set micro_batch=8 --steps 15 --log $T/r.json"
+is_rc 0 "1 rank resumes it: steps 11-15"
+np 4 "R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 --resume ck/latest | loom-train -q --threads 1 --resume ck --set micro_batch=4,tensor_parallel=2 --steps 20 --log r.json"
+is_rc 0 "2x2 resumes that: steps 16-20"
+d=$(maxrel "$T/r.json" "$T/c1.json" 1 20)
+ok "  T=2 -> T=1 -> 2x2: losses within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+diag "T=2 -> T=1 -> 2x2 vs 1 rank: max relative loss difference $d"
+is "$(grep -c '"loss"' "$T/r.json")" 20 "  one log line per step"
+
+# exact: a grid that saved and resumed ends with the bytes of one that did not
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 20 --save straight --log s.json"
+np 2 "$FEED --batch 8 --epochs 0 --resume ck/step-00000010 | loom-train -q --threads 1 --resume ck/step-00000010 --set micro_batch=8,tensor_parallel=2 --steps 20 --save again --log a.json"
+is_rc 0 "T=2 resumes its step-10 checkpoint to step 20"
+same_file "$T/straight/latest/model.safetensors" "$T/again/latest/model.safetensors" \
+	"  weights byte-identical to the uninterrupted T=2 run"
+same_file "$T/straight/latest/optimizer.safetensors" "$T/again/latest/optimizer.safetensors" \
+	"  AdamW moments too"
+$FEED --batch 8 --epochs 1 > "$T/ev.frames"
+run loom-eval --checkpoint "$T/straight/latest" --threads 1 < "$T/ev.frames"
+is_rc 0 "loom-eval reads the T=2 run's checkpoint on one process"
+like "$out" '"loss":' "  and reports a loss"
+
+# --- grids that cannot be: one line, exit 2, no hang -------------------------
+np 3 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3"
+is_rc 2 "3 ranks, tensor_parallel=2: exit 2"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line"
+like "$err" '^loom-train: tensor_parallel: 2 does not divide the 3 ranks \(mpirun -np\): the grid is replicas x 2 ranks$' \
+	"  naming both numbers"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,n_head=1,tensor_parallel=2 --steps 3"
+is_rc 2 "tensor_parallel larger than the heads: exit 2"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line"
+like "$err" '^loom-train: tensor_parallel: 2 does not divide n_head \(1\)' "  saying why"
+fails_with 2 '^loom-train: tensor_parallel: 2 does not divide vocab_size \(127\): pad the vocabulary to a multiple of it$' \
+	"a vocabulary T does not divide (--dry-run)" \
+	loom-train -c tiny --set vocab_size=127,tensor_parallel=2 --dry-run
+fails_with 2 '^loom-train: tensor_parallel: 2, but only the GPT is split across ranks \(model is bert\)$' \
+	"BERT is refused" loom-train -c bert-tiny --set tensor_parallel=2 --dry-run
+fails_with 2 '^loom-train: tensor_parallel: not with sparsity' \
+	"RigL is refused" loom-train -c tiny --set sparsity=0.5,tensor_parallel=2 --dry-run
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3 --sample-every 1"
+is_rc 2 "--sample-every with tensor_parallel: exit 2"
+like "$err" '^loom-train: --sample-every: not with tensor_parallel' "  one line saying so"
+
+# the ranks of a replica must read the same frames
+np 2 "$FEED --batch 8 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3"
+is_rc 1 "each rank reading its own feeder's share: exit 1"
+like "$err" 'stdin: frames from loom-feed --rank [01] --world 2, but this rank reads replica 0 of 1 \(tensor_parallel=2: loom-feed --rank 0 --world 1\)' \
+	"  naming the feeder a replica needs"
+np 2 "$FEED --batch 8 --epochs 0 --seed \$R | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3"
+is_rc 1 "different frames on a replica's ranks: exit 1"
+like "$err" 'the 2 tensor-parallel ranks of a replica got different batches' "  caught at the first frame"
+
+done_testing
