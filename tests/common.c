@@ -306,8 +306,23 @@ static void case_double_repr(void)
 	is_str(loom_double_repr(12.5, b, sizeof b), "12.5", "repr 12.5");
 }
 
+/* loom_fmt_bytes / loom_fmt_duration: the tools' byte counts and times. */
+static void case_fmt(void)
+{
+	char b[32];
+	is_str(loom_fmt_bytes(0, b, sizeof b), "0 B", "0 bytes");
+	is_str(loom_fmt_bytes(999, b, sizeof b), "999 B", "999 bytes");
+	is_str(loom_fmt_bytes(1500, b, sizeof b), "1.5 kB", "kB, one decimal");
+	is_str(loom_fmt_bytes(3.2e9, b, sizeof b), "3.2 GB", "GB");
+	is_str(loom_fmt_bytes(5e15, b, sizeof b), "5000.0 TB", "TB is the last unit");
+	is_str(loom_fmt_duration(-1, b, sizeof b), "0:00", "negative: 0:00");
+	is_str(loom_fmt_duration(245.4, b, sizeof b), "4:05", "M:SS, rounded");
+	is_str(loom_fmt_duration(3723, b, sizeof b), "1:02:03", "H:MM:SS from an hour");
+}
+
 int main(void)
 {
+	case_fmt();
 	case_parse();
 	case_errors();
 	ok((dir = tap_tmpdir()) != NULL, "scratch dir");

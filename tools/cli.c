@@ -656,28 +656,6 @@ void cli_progress_done(struct cli_progress *p)
 	}
 }
 
-const char *cli_bytes(double n, char *buf, size_t len)
-{
-	static const char *units[] = { "B", "kB", "MB", "GB", "TB" };
-	int u = 0;
-	while (n >= 1000 && u < 4) {
-		n /= 1000;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
-	return buf;
-}
-
-const char *cli_duration(double sec, char *buf, size_t len)
-{
-	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
-	if (s >= 3600)
-		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
-	else
-		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
-	return buf;
-}
-
 static uint64_t kill_at;
 
 static void kill_at_step(void *ctx, const char *what, const char *path)

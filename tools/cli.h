@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "loom_common.h"
+
 #define EXIT_USAGE 2
 #define EXIT_TEMPFAIL 75
 
@@ -256,9 +258,9 @@ void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
  * error messages clear it themselves before their line. */
 void cli_progress_done(struct cli_progress *p);
 
-/* Human-readable byte count ("12.3 MB") into buf. */
-const char *cli_bytes(double n, char *buf, size_t len);
-/* A duration for progress lines ("4:05", "1:02:03") into buf. */
-const char *cli_duration(double sec, char *buf, size_t len);
+/* Byte counts ("12.3 MB") and durations ("4:05", "1:02:03") for messages:
+ * libloom's formatters (loom_common.h), under the names the tools use. */
+#define cli_bytes loom_fmt_bytes
+#define cli_duration loom_fmt_duration
 
 #endif

@@ -202,3 +202,25 @@ void loom_lazy_release(void *p, size_t n)
 	if (madvise((void *)a1, e1 - a1, MADV_DONTNEED))
 		memset((void *)a1, 0, e1 - a1); /* cannot fail on our own mapping; zero anyway */
 }
+
+const char *loom_fmt_bytes(double n, char *buf, size_t len)
+{
+	static const char *units[] = { "B", "kB", "MB", "GB", "TB" };
+	int u = 0;
+	while (n >= 1000 && u < 4) {
+		n /= 1000;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", n, units[u]);
+	return buf;
+}
+
+const char *loom_fmt_duration(double sec, char *buf, size_t len)
+{
+	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+	return buf;
+}

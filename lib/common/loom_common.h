@@ -100,6 +100,12 @@ int loom_parse_double(const char *s, double *out);
  * "8GB".  LOOM_ERANGE when it overflows 64 bits. */
 int loom_parse_size(const char *s, uint64_t *out);
 
+/* A byte count for people, in powers of 1000: "512 B", "1.5 kB", "3.2 GB"
+ * (up to TB) into buf (32 bytes are enough); returns buf. */
+const char *loom_fmt_bytes(double n, char *buf, size_t len);
+/* Seconds as M:SS, or H:MM:SS from an hour on, rounded; returns buf. */
+const char *loom_fmt_duration(double sec, char *buf, size_t len);
+
 /* A double as Python's repr() prints it: the shortest decimal that reads
  * back as the same double, ".0" on whole numbers (0.003, 100.0, 1e-05),
  * into buf (32 bytes are enough); returns buf. */
