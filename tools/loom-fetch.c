@@ -3,7 +3,6 @@
  * verified against the published checksums.  See loom-fetch(1).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +11,7 @@
 #include "cli.h"
 #include "loom_common.h"
 #include "loom_dumpinfo.h"
+#include "loom_dumprun.h"
 #include "loom_fetch.h"
 #include "loom_file.h"
 
@@ -91,205 +91,38 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 	return 0;
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
+static void tell(void *ud, const char *msg)
 {
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		cli_die("out of memory");
-	return s;
+	(void)ud;
+	cli_info("%s", msg);
 }
 
-/* DIR/NAME, tidied (loom_path_join: "dumps/" + "x" is "dumps/x") */
-static char *join(const char *dir, const char *name)
+/* The files of the dump of --wiki at --date from mirror into outdir. */
+static int fetch_dump(struct loom_fetch *f, const struct loom_dumprun_opts *o, const char *outdir)
 {
-	char *s = loom_path_join(dir, name);
-	if (!s)
-		cli_die("out of memory");
-	return s;
-}
-
-#define MAX_WHAT 8
-
-static int add_what(const char **suffix, int n, const char *what)
-{
-	static const struct { const char *name; const char *files[2]; } sets[] = {
-		{ "articles-multistream", { "pages-articles-multistream.xml.bz2",
-					    "pages-articles-multistream-index.txt.bz2" } },
-		{ "articles", { "pages-articles.xml.bz2", NULL } },
-		{ "meta-current", { "pages-meta-current.xml.bz2", NULL } },
-		{ "abstract", { "abstract.xml.gz", NULL } },
-	};
-	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-		if (strcmp(what, sets[i].name))
-			continue;
-		for (int k = 0; k < 2 && sets[i].files[k]; k++) {
-			if (n >= MAX_WHAT)
-				cli_usage_error("--what: too many files");
-			suffix[n++] = sets[i].files[k];
-		}
-		return n;
-	}
-	if (!strchr(what, '.') || strchr(what, '/') || strstr(what, ".."))
-		cli_usage_error("--what: '%s' is not articles-multistream, articles, "
-				"meta-current, abstract, or a file suffix like "
-				"pages-articles.xml.bz2", what);
-	if (n >= MAX_WHAT)
-		cli_usage_error("--what: too many files");
-	suffix[n++] = what;
-	return n;
-}
-
-/* Fetch and parse the run's listings.  Returns 0 or an exit code. */
-static int load_listings(struct loom_fetch *f, struct loom_dumpinfo *di, const char *dir_url,
-			 const char *wiki, const char *date, const char **suffix, int nsuf)
-{
-	char *buf;
-	size_t len;
-	char *status_url = xasprintf("%s/dumpstatus.json", dir_url);
-	int have_status = 0, rc;
-	char status_err[LOOM_ERR_MAX] = "";
-
-	cli_info("fetching %s", status_url);
-	rc = loom_fetch_mem(f, status_url, 64u << 20, &buf, &len);
-	if (rc == 0)
-		cli_info("%s: %zu bytes", status_url, len);
-	else
-		cli_info("%s", loom_fetch_error(f));
-	if (rc == LOOM_ENET) {
-		cli_warn("%s", loom_fetch_error(f));
-		free(status_url);
-		return EXIT_TEMPFAIL;
-	}
-	if (rc == 0) {
-		rc = loom_dumpinfo_parse_status(di, buf, len, status_url);
-		free(buf);
-		if (rc < 0) {
-			cli_warn("%s", loom_dumpinfo_error(di));
-			free(status_url);
-			return 1;
-		}
-		have_status = 1;
-	} else {
-		snprintf(status_err, sizeof status_err, "%s", loom_fetch_error(f));
-	}
-	free(status_url);
-
-	/* Each wanted file needs a sha1; dumpstatus.json names dated files, so
-	 * with "latest" the date comes from it first. */
-	int need_sums = !have_status;
-	if (have_status) {
-		char dt[9];
-		const char *d = date;
-		if (!strcmp(date, "latest")) {
-			if (loom_dumpinfo_find_date(di, wiki, suffix[0], dt) == 0)
-				d = dt;
-			else
-				need_sums = 1;
-		}
-		for (int i = 0; i < nsuf && !need_sums; i++) {
-			char *name = xasprintf("%s-%s-%s", wiki, d, suffix[i]);
-			const struct loom_dumpfile *e = loom_dumpinfo_find(di, name);
-			if (!e || !e->sha1[0])
-				need_sums = 1;
-			free(name);
-		}
-	}
-	if (!need_sums)
-		return 0;
-	char *sums_url = xasprintf("%s/%s-%s-sha1sums.txt", dir_url, wiki, date);
-	cli_info("fetching %s", sums_url);
-	rc = loom_fetch_mem(f, sums_url, 64u << 20, &buf, &len);
-	if (rc == 0)
-		cli_info("%s: %zu bytes", sums_url, len);
-	if (rc < 0) {
-		if (status_err[0])
-			cli_warn("%s", status_err);
-		cli_warn("%s", loom_fetch_error(f));
-		free(sums_url);
-		return exit_code(rc);
-	}
-	rc = loom_dumpinfo_parse_sha1sums(di, buf, len, sums_url);
-	free(buf);
-	free(sums_url);
-	if (rc < 0) {
-		cli_warn("%s", loom_dumpinfo_error(di));
-		return 1;
-	}
-	return 0;
-}
-
-static int fetch_dump(struct loom_fetch *f, const char *mirror, const char *wiki,
-		      const char *date_arg, const char **suffix, int nsuf, const char *outdir)
-{
-	struct loom_dumpinfo di;
-	char date[9];
-	int rc;
-	char *dir_url = xasprintf("%s/%s/%s", mirror, wiki, date_arg);
-
-	loom_dumpinfo_init(&di);
-	rc = load_listings(f, &di, dir_url, wiki, date_arg, suffix, nsuf);
-	if (rc)
-		goto out;
-	if (!strcmp(date_arg, "latest")) {
-		if (loom_dumpinfo_find_date(&di, wiki, suffix[0], date) < 0) {
-			cli_warn("%s: cannot resolve 'latest': %s", dir_url,
-				 loom_dumpinfo_error(&di));
-			rc = 1;
-			goto out;
-		}
-		cli_summary("%s latest is %s", wiki, date);
-	} else {
-		memcpy(date, date_arg, 9);
-	}
+	struct loom_dumprun r;
+	struct loom_dumprun_file file = { 0 };
 	struct loom_err merr;
-	if (loom_mkdir_p(outdir, &merr) < 0)
+	int status = 0, rc = loom_dumprun_open(&r, f, o);
+	if (!rc && !strcmp(o->date, "latest"))
+		cli_summary("%s latest is %s", o->wiki, r.date);
+	if (!rc && loom_mkdir_p(outdir, &merr) < 0)
 		cli_die("%s", merr.msg);
-	for (int i = 0; i < nsuf; i++) {
-		char *name = xasprintf("%s-%s-%s", wiki, date, suffix[i]);
-		const struct loom_dumpfile *e = loom_dumpinfo_find(&di, name);
-		if (!e) {
-			cli_warn("%s: '%s' is not listed in the dump's checksums", dir_url, name);
-			free(name);
-			rc = 1;
-			goto out;
-		}
-		if (e->status && strcmp(e->status, "done")) {
-			cli_warn("%s: job %s is '%s', not done: try again later", name, e->job,
-				 e->status);
-			free(name);
-			rc = EXIT_TEMPFAIL;
-			goto out;
-		}
-		if (!e->sha1[0] && !e->md5[0]) {
-			cli_warn("%s: no checksum is published for '%s'", dir_url, name);
-			free(name);
-			rc = 1;
-			goto out;
-		}
-		struct loom_fetch_expect exp = { e->size, e->sha1[0] ? e->sha1 : NULL,
-						 e->sha1[0] ? NULL : e->md5, NULL };
-		char *url = xasprintf("%s/%s/%s/%s", mirror, wiki, date, name);
-		char *path = join(outdir, name);
-		rc = fetch_one(f, url, path, &exp);
-		free(url);
-		free(path);
-		free(name);
-		if (rc)
-			goto out;
+	for (int i = 0; !rc && !status && i < o->nsuf; i++) {
+		if (!(rc = loom_dumprun_file(&r, i, outdir, &file)))
+			status = fetch_one(f, file.url, file.path, &file.exp);
+		loom_dumprun_file_release(&file);
 	}
-out:
-	loom_dumpinfo_release(&di);
-	free(dir_url);
-	return rc;
+	if (r.first[0])
+		cli_warn("%s", r.first);
+	if (rc)
+		cli_warn("%s", r.err.msg);
+	loom_dumprun_release(&r);
+	return rc ? exit_code(rc) : status;
 }
 
 static const char *mirror, *wiki, *date, *out, *sha1, *md5, *sha256;
-static const char *suffix[MAX_WHAT];
+static const char *suffix[LOOM_DUMPRUN_MAX_WHAT];
 static int nsuf;
 static int64_t size = -1;
 static struct loom_fetch_opts fo;
@@ -297,7 +130,14 @@ static struct loom_fetch_opts fo;
 static void on_what(const char *opt, const char *arg)
 {
 	(void)opt;
-	nsuf = add_what(suffix, nsuf, arg);
+	int n = loom_dumprun_add_what(suffix, nsuf, arg);
+	if (n == LOOM_ERANGE)
+		cli_usage_error("--what: too many files");
+	if (n < 0)
+		cli_usage_error("--what: '%s' is not articles-multistream, articles, "
+				"meta-current, abstract, or a file suffix like "
+				"pages-articles.xml.bz2", arg);
+	nsuf = n;
 }
 
 static void on_size(const char *opt, const char *arg)
@@ -381,12 +221,14 @@ static int fetch_url(struct loom_fetch *f, const char *url)
 	if (out && !*out)
 		cli_usage_error("-o: empty file name");
 	if (out && !(stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-		path = xasprintf("%s", out);
+		path = strdup(out);
 	} else {
 		if (!name[0] || !strcmp(name, ".") || !strcmp(name, ".."))
 			cli_usage_error("cannot name the output after '%s': use -o FILE", url);
-		path = join(out, name);
+		path = loom_path_join(out, name);
 	}
+	if (!path)
+		cli_die("out of memory");
 	struct loom_fetch_expect exp = { size, sha1, md5, sha256 };
 	int rc = fetch_one(f, url, path, &exp);
 	free(path);
@@ -409,16 +251,10 @@ static int fetch_wiki(struct loom_fetch *f)
 		cli_usage_error("--wiki: '%s' is not a wiki name like enwiki", wiki);
 	if (strcmp(date, "latest") && !loom_dumpinfo_valid_date(date))
 		cli_usage_error("--date: '%s' is not 'latest' or YYYYMMDD", date);
-	char *m = strdup(mirror);
-	if (!m)
-		cli_die("out of memory");
-	for (size_t l = strlen(m); l > 0 && m[l - 1] == '/'; l--)
-		m[l - 1] = 0;
 	if (nsuf == 0)
-		nsuf = add_what(suffix, 0, "articles-multistream");
-	int rc = fetch_dump(f, m, wiki, date, suffix, nsuf, out);
-	free(m);
-	return rc;
+		nsuf = loom_dumprun_add_what(suffix, 0, "articles-multistream");
+	struct loom_dumprun_opts o = { mirror, wiki, date, suffix, nsuf, tell, NULL };
+	return fetch_dump(f, &o, out);
 }
 
 int main(int argc, char **argv)
