@@ -9,144 +9,28 @@
 #include "cli.h"
 #include "loom_file.h"
 #include "loom_plot.h"
-#include "loom_tb.h"
-#include "loom_tfrecord.h"
+#include "loom_plotlog.h"
 
 #define MAX_SERIES 8
 #define MAX_RUNS 16
 
-/* A TensorBoard event file's scalars: a series takes the values of the tag
- * named by its y key, or whose JSON log key it is (train/loss for loss);
- * x is the step (or the wall time for -x wall_time). */
-struct tb_ctx {
-	struct loom_series *s;
-	size_t ns, points, scalars;
-};
-
-static int tb_point(void *ctx, const struct loom_tb_event *ev)
+/* Read a log into s[0..ns); returns its points, why none in why[n]. */
+static size_t read_log(const char *path, struct loom_series *s, size_t ns, char *why, size_t n)
 {
-	struct tb_ctx *c = ctx;
-	if (ev->kind != LOOM_TB_SCALAR)
-		return 0;
-	c->scalars++;
-	const char *alias = loom_tb_log_key(ev->tag);
-	for (size_t k = 0; k < c->ns; k++) {
-		struct loom_series *sk = &c->s[k];
-		double x;
-		if (!strcmp(sk->xkey, "step"))
-			x = (double)ev->step;
-		else if (!strcmp(sk->xkey, "wall_time"))
-			x = ev->wall_time;
-		else
-			continue;
-		if (strcmp(sk->ykey, ev->tag) && !(alias && !strcmp(sk->ykey, alias)))
-			continue;
-		if (loom_series_add(sk, x, ev->value))
-			return LOOM_ENOMEM;
-		c->points++;
-	}
-	return 0;
-}
-
-/* Why a log gave no point, into why[n] (the run is skipped, or, when no
- * log gave one, the error): the file named, in the words of its kind. */
-static void no_points(char *why, size_t n, const char *name, struct loom_series *s, size_t ns,
-		      const char *what)
-{
-	char keys[256] = "";
-	size_t at = 0;
-	for (size_t k = 0; k < ns && at < sizeof keys; k++)
-		at += (size_t)snprintf(keys + at, sizeof keys - at, "%s'%s'", k ? ", " : "",
-				       s[k].ykey);
-	snprintf(why, n, "%s: %s (--y %s, -x '%s')", name, what, keys, s[0].xkey);
-}
-
-static size_t read_events(const char *name, const char *buf, size_t len, struct loom_series *s,
-			  size_t ns, char *why, size_t whyn)
-{
-	struct tb_ctx c = { s, ns, 0, 0 };
+	struct loom_plotlog_read r;
 	struct loom_err err;
-	long n = loom_tb_read(buf, len, name, tb_point, &c, &err);
-	if (n == LOOM_ENOMEM)
-		cli_die("out of memory");
-	if (n == LOOM_ETRUNC) /* a run still writing, or killed by a full disk */
-		cli_warn("%s; incomplete last record ignored", err.msg);
-	else if (n < 0)
+	if (loom_plotlog_read(path, s, ns, &r, &err))
 		cli_die("%s", err.msg);
-	if (cli_verbose)
-		cli_info("%s: TensorBoard events, %zu points", name, c.points);
-	if (!c.points)
-		no_points(why, whyn, name, s, ns,
-			  c.scalars ? "a TensorBoard event file with no scalar of these keys"
-				    : "a TensorBoard event file without scalars");
-	return c.points;
-}
-
-/* A log: loom-train's JSON lines, or a TensorBoard event file (told apart
- * by its first bytes: a TFRecord length and its CRC). */
-static size_t read_log(const char *path, struct loom_series *s, size_t ns, char *why,
-		       size_t whyn)
-{
+	if (r.warn[0])
+		cli_warn("%s", r.warn);
 	const char *name = strcmp(path, "-") ? path : "stdin";
-	char *buf, *line = NULL;
-	size_t blen, cap = 0, lineno = 0, skipped = 0;
-	ssize_t len;
-	struct loom_err err;
-	if (loom_read_file(path, &buf, &blen, &err))
-		cli_die("%s", err.msg);
-	if (blen == 0) {
-		free(buf);
-		no_points(why, whyn, name, s, ns,
-			  "empty: neither a JSON log nor a TensorBoard event file");
-		return 0;
-	}
-	if (loom_tfr_sniff(buf, blen)) {
-		size_t n = read_events(name, buf, blen, s, ns, why, whyn);
-		free(buf);
-		return n;
-	}
-	FILE *f = fmemopen(buf, blen, "r");
-	if (!f)
-		cli_die("out of memory");
-	while ((len = getline(&line, &cap, f)) > 0) {
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
-			continue;
-		int rc = loom_series_add_json(s, ns, line, (size_t)len);
-		if (rc == LOOM_EFORMAT) {
-			/* a log still being written may end mid-line */
-			if (line[len - 1] != '\n' && feof(f)) {
-				cli_warn("%s: line %zu: incomplete last line ignored", path, lineno);
-				break;
-			}
-			cli_die("%s: line %zu: %s", path, lineno, s[0].err.msg);
-		}
-		if (rc < 0)
-			cli_die("%s: %s", path, s[0].err.msg);
-		skipped += rc == 0;
-	}
-	free(line);
-	fclose(f);
-	free(buf);
-	size_t points = 0;
-	char found[512] = "";
-	size_t at = 0;
-	for (size_t k = 0; k < ns; k++) {
-		points += s[k].n;
-		if (at < sizeof found)
-			at += (size_t)snprintf(found + at, sizeof found - at, "%s%s %zu", k ? ", " : "",
-					       s[k].ykey, s[k].n);
-	}
-	if (cli_verbose)
-		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s", name, lineno,
-			 skipped, found);
-	if (!points) {
-		char what[96];
-		snprintf(what, sizeof what, "%zu JSON log line%s, none with the x key and a --y key",
-			 lineno, lineno == 1 ? "" : "s");
-		no_points(why, whyn, name, s, ns, lineno ? what : "only white space");
-	}
-	return points;
+	if (r.kind == LOOM_PLOTLOG_EVENTS)
+		cli_info("%s: TensorBoard events, %zu points", name, r.points);
+	else if (r.kind == LOOM_PLOTLOG_JSON)
+		cli_info("%s: %zu lines, %zu without the keys (skipped); points: %s", name, r.lines,
+			 r.skipped, r.found);
+	snprintf(why, n, "%s", r.why);
+	return r.points;
 }
 
 /* Run names for the legend: the file name without .jsonl, or the path
