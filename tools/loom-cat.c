@@ -10,128 +10,33 @@
 
 #include "cli.h"
 #include "loom_example.h"
+#include "loom_example_line.h"
 #include "loom_tfrecord.h"
 
 static int ids_only;
 static const char *feature = LOOM_EXAMPLE_IDS;
 
-static int64_t *vals;
-static size_t vcap;
-static uint8_t *renc;
-static size_t rcap;
-
-static void out_fail(void)
-{
-	if (errno == EPIPE)
-		exit(0); /* the reader went away (| head): not an error */
-	cli_die("cannot write to stdout: %s", strerror(errno));
-}
-
-static inline char *put_i64(char *p, int64_t v)
-{
-	char tmp[24];
-	int n = 0;
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	do {
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*p++ = '-';
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-/* Print the values as "a b c\n" or "{"key":[a,b,c]}\n". */
-static void print_ids(const char *key, const int64_t *v, size_t n, int json)
-{
-	static char *buf;
-	static size_t cap;
-	size_t need = n * 21 + strlen(key) + 16;
-	if (need > cap) {
-		free(buf);
-		cap = need * 2;
-		buf = malloc(cap);
-		if (!buf)
-			cli_die("out of memory");
-	}
-	char *p = buf;
-	if (json) {
-		p += sprintf(p, "{\"%s\":[", key);
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			*p++ = json ? ',' : ' ';
-		p = put_i64(p, v[i]);
-	}
-	if (json) {
-		*p++ = ']';
-		*p++ = '}';
-	}
-	*p++ = '\n';
-	if (fwrite(buf, 1, (size_t)(p - buf), stdout) != (size_t)(p - buf))
-		out_fail();
-}
-
-static int plain_key(const char *k)
-{
-	for (; *k; k++)
-		if (*k == '"' || *k == '\\' || (unsigned char)*k < 0x20 || (unsigned char)*k >= 0x7f)
-			return 0;
-	return 1;
-}
+static struct loom_example_line line;
 
 /* Print one payload; returns 0 or -1 after printing the error. */
 static int print_record(const char *path, uint64_t idx, uint64_t off, const uint8_t *p,
 			size_t len)
 {
-	struct loom_err e;
-	size_t n = 0;
-	const char *key = feature;
-	if (vcap < len + 1) { /* a payload of len bytes holds at most len values */
-		free(vals);
-		vcap = len + 1;
-		vals = malloc(vcap * sizeof *vals);
-		if (!vals)
-			cli_die("out of memory");
-	}
-	int rc = loom_example_decode_i64(p, len, key, vals, vcap, &n, &e);
-	if (ids_only) {
-		if (rc < 0) {
-			cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, idx, off,
-				 e.msg);
-			return -1;
-		}
-		print_ids(key, vals, n, 0);
-		return 0;
-	}
-	/* JSON: fast path when the Example is exactly {feature: int64 list}. */
-	if (rc == 0 && plain_key(key)) {
-		size_t bound = loom_example_bound(strlen(key), n);
-		if (bound > rcap) {
-			free(renc);
-			rcap = bound * 2;
-			renc = malloc(rcap);
-			if (!renc)
-				cli_die("out of memory");
-		}
-		size_t l = loom_example_encode_i64(key, vals, n, renc);
-		if (l == len && memcmp(renc, p, len) == 0) {
-			print_ids(key, vals, n, 1);
-			return 0;
-		}
-	}
-	char *js;
-	size_t jl;
-	if (loom_example_to_json(p, len, &js, &jl, &e) < 0) {
-		cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, idx, off, e.msg);
+	const char *text;
+	size_t n;
+	int rc = loom_example_line(&line, p, len, feature, ids_only, &text, &n);
+	if (rc == LOOM_ENOMEM)
+		cli_die("out of memory");
+	if (rc < 0) {
+		cli_warn("%s: record %" PRIu64 " at byte %" PRIu64 ": %s", path, idx, off,
+			 line.err.msg);
 		return -1;
 	}
-	js[jl] = '\n';
-	if (fwrite(js, 1, jl + 1, stdout) != jl + 1)
-		out_fail();
-	free(js);
+	if (fwrite(text, 1, n, stdout) != n) {
+		if (errno == EPIPE)
+			exit(0); /* the reader went away (| head): not an error */
+		cli_die("cannot write to stdout: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -279,7 +184,6 @@ int main(int argc, char **argv)
 	} else {
 		failed = cat_range(argv + optind, argc - optind) < 0;
 	}
-	free(vals);
-	free(renc);
+	loom_example_line_release(&line);
 	return failed ? 1 : 0;
 }
