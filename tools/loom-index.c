@@ -1,129 +1,25 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
  * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
-#include <pthread.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "loom_example.h"
-#include "loom_file.h"
+#include "loom_index.h"
 #include "loom_tfrecord.h"
 
-static int verify, check, do_stats, no_write, show_progress;
+static int verify, check, do_stats, no_write;
 static struct cli_progress pr;
 
-/* One input file: its results are printed in argument order by main. */
-struct job {
-	const char *path;
-	char out[4200];          /* index path */
-	struct loom_tfr_scan st; /* without its offsets */
-	int failed;
-	char msg[LOOM_ERR_MAX + 8800]; /* the error line */
-	char statline[4400];
-};
-
-/* The job's error line, printed by main in argument order. */
-static void job_err(struct job *jb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void job_err(struct job *jb, const char *fmt, ...)
+static void show_scan(void *ud, const char *path, uint64_t records, uint64_t bytes)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(jb->msg, sizeof jb->msg, fmt, ap);
-	va_end(ap);
-}
-
-static int check_example(void *ctx, const uint8_t *payload, size_t len, struct loom_err *e)
-{
-	(void)ctx;
-	return loom_example_check(payload, len, e);
-}
-
-static void show_scan(void *ctx, uint64_t records, uint64_t bytes)
-{
-	const struct job *jb = ctx;
-	if (show_progress && cli_progress_due(&pr)) {
+	(void)ud;
+	if (cli_progress_due(&pr)) {
 		char b[32];
-		cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", jb->path, records,
+		cli_progress_show(&pr, "%s: %" PRIu64 " records, %s", path, records,
 				  cli_bytes((double)bytes, b, sizeof b));
-	}
-}
-
-/* --check: the index at jb->out against offsets[0..n]; 0 or -1. */
-static int compare_index(struct job *jb, const struct loom_tfr_scan *s)
-{
-	const uint64_t *off = s->offsets;
-	uint64_t n = s->records;
-	struct loom_err e;
-	char *have = NULL, *want = NULL;
-	size_t hl, wl;
-	int rc = loom_file_read_bounded(jb->out, loom_tfr_index_max(s->bytes), &have, &hl, &e);
-	if (rc == 0)
-		rc = loom_tfr_index_format(off, n, &want, &wl, &e);
-	if (rc < 0) {
-		job_err(jb, "%s", e.msg);
-	} else if (hl != wl || memcmp(have, want, wl)) {
-		/* Name the first line that differs. */
-		size_t line = 1, i = 0;
-		while (i < hl && i < wl && have[i] == want[i])
-			line += have[i++] == '\n';
-		job_err(jb, "%s: index disagrees with its file '%s' from line %zu on", jb->out,
-			 jb->path, line);
-		rc = -1;
-	}
-	free(have);
-	free(want);
-	return rc < 0 ? -1 : 0;
-}
-
-/* Index (and verify) one file; 0, or -1 with the error in jb->msg. */
-static int do_file(struct job *jb)
-{
-	struct loom_err e;
-	struct loom_tfr_scan s;
-	if (loom_tfr_scan(jb->path, verify ? check_example : NULL, show_scan, jb, &s, &e) < 0) {
-		job_err(jb, "%s", e.msg);
-		return -1;
-	}
-	int rc = 0;
-	if (check) {
-		rc = compare_index(jb, &s);
-	} else if (!no_write && loom_tfr_index_write(jb->out, s.offsets, s.records, &e) < 0) {
-		job_err(jb, "%s", e.msg);
-		rc = -1;
-	}
-	free(s.offsets);
-	s.offsets = NULL;
-	if (rc < 0)
-		return -1;
-	if (do_stats)
-		snprintf(jb->statline, sizeof jb->statline,
-			 "%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
-			 " max %" PRIu64 " mean %.1f\n", jb->path, s.records, s.bytes,
-			 s.records ? s.pmin : 0, s.pmax,
-			 s.records ? (double)s.psum / (double)s.records : 0.0);
-	jb->st = s;
-	return 0;
-}
-
-static struct job *jobs;
-static int njobs;
-static int next_job;
-static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void *worker(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		pthread_mutex_lock(&job_lock);
-		int i = next_job++;
-		pthread_mutex_unlock(&job_lock);
-		if (i >= njobs)
-			return NULL;
-		jobs[i].failed = do_file(&jobs[i]) < 0;
 	}
 }
 
@@ -171,20 +67,21 @@ int main(int argc, char **argv)
 	struct loom_tfr_scan tot = { .pmin = UINT64_MAX };
 	int failed = 0, stdin_used = 0;
 	double t0 = loom_now();
-	njobs = nfiles;
-	jobs = calloc((size_t)nfiles, sizeof *jobs);
-	if (!jobs)
+	struct loom_index_job *jobs = calloc((size_t)nfiles, sizeof *jobs);
+	char (*outs)[4200] = calloc((size_t)nfiles, sizeof *outs);
+	if (!jobs || !outs)
 		cli_die("out of memory");
 	for (int i = 0; i < nfiles; i++) {
 		const char *a = argv[optind + i];
 		jobs[i].path = a;
+		jobs[i].out = outs[i];
 		if (output)
-			snprintf(jobs[i].out, sizeof jobs[i].out, "%s", output);
+			snprintf(outs[i], sizeof outs[i], "%s", output);
 		else if (!strcmp(a, "-"))
-			snprintf(jobs[i].out, sizeof jobs[i].out, "-");
+			snprintf(outs[i], sizeof outs[i], "-");
 		else
-			snprintf(jobs[i].out, sizeof jobs[i].out, "%s.index", a);
-		stdin_used |= !strcmp(a, "-") || !strcmp(jobs[i].out, "-");
+			snprintf(outs[i], sizeof outs[i], "%s.index", a);
+		stdin_used |= !strcmp(a, "-") || !strcmp(outs[i], "-");
 	}
 	/* Files are independent: verify them in parallel (one thread each up to
 	 * the CPU count), print the results in argument order. */
@@ -192,37 +89,37 @@ int main(int argc, char **argv)
 	int nthreads = threads ? threads : ncpu > 0 ? (int)ncpu : 1;
 	if (nthreads > nfiles || stdin_used)
 		nthreads = stdin_used ? 1 : nfiles;
-	show_progress = nthreads == 1;
-	pthread_t *tid = calloc((size_t)nthreads, sizeof *tid);
-	int started = 0;
-	for (int i = 1; tid && i < nthreads; i++)
-		started += pthread_create(&tid[i], NULL, worker, NULL) == 0;
-	worker(NULL);
-	for (int i = 1; i <= started; i++)
-		pthread_join(tid[i], NULL);
-	free(tid);
+	struct loom_index_opts io = { check ? LOOM_INDEX_CHECK : no_write ? LOOM_INDEX_SCAN
+								   : LOOM_INDEX_WRITE,
+				      verify, nthreads, nthreads == 1 ? show_scan : NULL, NULL };
+	failed = loom_index_run(jobs, nfiles, &io);
 	cli_progress_done(&pr);
 	for (int i = 0; i < nfiles; i++) {
-		struct job *jb = &jobs[i];
-		if (jb->failed) {
-			failed++;
-			cli_warn("%s", jb->msg);
+		const struct loom_index_job *jb = &jobs[i];
+		const struct loom_tfr_scan *s = &jb->st;
+		if (jb->rc < 0) {
+			cli_warn("%s", jb->err.msg);
 			continue;
 		}
-		fputs(jb->statline, stdout);
+		if (do_stats)
+			printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
+			       " max %" PRIu64 " mean %.1f\n", jb->path, s->records, s->bytes,
+			       s->records ? s->pmin : 0, s->pmax,
+			       s->records ? (double)s->psum / (double)s->records : 0.0);
 		cli_info("%s: %" PRIu64 " records, %" PRIu64 " bytes%s%s%s",
-			 strcmp(jb->path, "-") ? jb->path : "(stdin)", jb->st.records,
-			 jb->st.bytes, verify ? ", verified" : "",
+			 strcmp(jb->path, "-") ? jb->path : "(stdin)", s->records, s->bytes,
+			 verify ? ", verified" : "",
 			 check ? ", index matches" : no_write ? "" : ", index written to ",
 			 check || no_write ? "" : strcmp(jb->out, "-") ? jb->out : "stdout");
-		tot.records += jb->st.records;
-		tot.bytes += jb->st.bytes;
-		tot.psum += jb->st.psum;
-		if (jb->st.records && jb->st.pmin < tot.pmin)
-			tot.pmin = jb->st.pmin;
-		if (jb->st.pmax > tot.pmax)
-			tot.pmax = jb->st.pmax;
+		tot.records += s->records;
+		tot.bytes += s->bytes;
+		tot.psum += s->psum;
+		if (s->records && s->pmin < tot.pmin)
+			tot.pmin = s->pmin;
+		if (s->pmax > tot.pmax)
+			tot.pmax = s->pmax;
 	}
+	free(outs);
 	free(jobs);
 	double dt = loom_now() - t0;
 	if (!cli_quiet && !failed) {
