@@ -254,103 +254,32 @@ void cli_version(const char *extra)
 
 static const struct cli_cmd *cli_cmd; /* cli_parse()'s, for -V */
 
-/* "  -o, --output PATH" */
-static int opt_lead(const struct cli_opt *o, char *buf, size_t len)
-{
-	char s[8] = "    ";
-	if (o->short_name)
-		snprintf(s, sizeof s, "-%c, ", o->short_name);
-	return snprintf(buf, len, "  %s--%s%s%s", s, o->name, o->arg ? " " : "",
-			o->arg ? o->arg : "");
-}
-
-/* The usage text, the options section generated from the table. */
-static char *usage_text(const struct cli_cmd *cmd, const struct cli_opt *opts)
-{
-	char *text = NULL, lead[128];
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int col = 20;
-	if (!f)
-		cli_die("out of memory");
-	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
-		int w = o->kind == CLI_TEXT || o->kind == CLI_ALIAS ? 0 :
-			opt_lead(o, lead, sizeof lead) + 2;
-		if (w > col)
-			col = w;
-	}
-	fputs(cmd->usage, f);
-	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
-		if (o->kind == CLI_TEXT) {
-			fprintf(f, "%s\n", o->help);
-			continue;
-		}
-		if (o->kind == CLI_ALIAS)
-			continue;
-		int w = opt_lead(o, lead, sizeof lead);
-		fprintf(f, "%s%*s", lead, col - w, "");
-		for (const char *h = o->help; *h; h++) {
-			fputc(*h, f);
-			if (*h == '\n')
-				fprintf(f, "%*s", col, "");
-		}
-		fputc('\n', f);
-	}
-	if (cmd->footer)
-		fputs(cmd->footer, f);
-	if (fclose(f) != 0 || !text)
-		cli_die("out of memory");
-	return text;
-}
-
-/* --list-options: "-o --output" per option, " : VALUES" when enumerated */
-static _Noreturn void list_options(const struct cli_opt *opts)
-{
-	for (const struct cli_opt *o = opts; o->kind != CLI_END; o++) {
-		if (o->kind == CLI_TEXT || o->kind == CLI_ALIAS)
-			continue;
-		if (o->short_name)
-			printf("-%c ", o->short_name);
-		printf("--%s%s%s\n", o->name, o->values ? " : " : "", o->values ? o->values : "");
-	}
-	exit(fflush(stdout) == 0 ? 0 : 1);
-}
-
-static double cli_double(const char *opt, const char *arg, double min, double max)
-{
-	double v;
-	if (loom_parse_double(arg, &v) < 0)
-		cli_usage_error("%s: '%s' is not a number", opt, arg);
-	if (v < min || v > max)
-		cli_usage_error("%s: '%s' is out of range [%g, %g]", opt, arg, min, max);
-	return v;
-}
-
 static void take(const struct cli_opt *o, const char *arg)
 {
 	char opt[64];
+	struct loom_err err;
 	snprintf(opt, sizeof opt, "--%s", o->name);
 	switch (o->kind) {
-	case CLI_SET: *o->var.i = o->value; break;
-	case CLI_STRING: *o->var.s = arg; break;
-	case CLI_INT: *o->var.i = (int)cli_u64(opt, arg, o->min, o->max); break;
-	case CLI_U64: *o->var.u = cli_u64(opt, arg, o->min, o->max); break;
-	case CLI_DOUBLE: *o->var.d = cli_double(opt, arg, o->dmin, o->dmax); break;
-	case CLI_CALL: o->var.fn(opt, arg); break;
-	case CLI_HELP: cli_help();
-	case CLI_VERSION: cli_version(cli_cmd->version ? cli_cmd->version() : NULL);
-	case CLI_VERBOSE: cli_verbose = 1; break;
-	case CLI_QUIET:
+	case LOOM_OPT_SET: case LOOM_OPT_STRING: case LOOM_OPT_INT: case LOOM_OPT_U64:
+	case LOOM_OPT_DOUBLE:
+		if (loom_opt_store(o, arg, &err))
+			cli_usage_error("%s", err.msg);
+		break;
+	case LOOM_OPT_CALL: o->var.fn(opt, arg); break;
+	case LOOM_OPT_HELP: cli_help();
+	case LOOM_OPT_VERSION: cli_version(cli_cmd->version ? cli_cmd->version() : NULL);
+	case LOOM_OPT_VERBOSE: cli_verbose = 1; break;
+	case LOOM_OPT_QUIET:
 		cli_quiet = 1;
 		if (o->var.i)
 			*o->var.i = 1;
 		break;
-	case CLI_PROGRESS:
+	case LOOM_OPT_PROGRESS:
 		cli_force_progress = 1;
 		if (o->var.i)
 			*o->var.i = 1;
 		break;
-	case CLI_END: case CLI_TEXT: case CLI_ALIAS: break;
+	case LOOM_OPT_END: case LOOM_OPT_TEXT: case LOOM_OPT_ALIAS: break;
 	}
 }
 
@@ -374,7 +303,7 @@ void cli_key_hint(const struct cli_cmd *cmd, int argc, char **argv, int (*is_key
 		name[len] = 0;
 		int opt = !strcmp(name, "help") || !strcmp(name, "version") ||
 			  !strcmp(name, "list-options");
-		for (const struct cli_opt *o = cmd->opts; !opt && o->kind != CLI_END; o++)
+		for (const struct cli_opt *o = cmd->opts; !opt && o->kind != LOOM_OPT_END; o++)
 			opt = o->name && !strncmp(o->name, name, len); /* getopt takes prefixes */
 		if (opt || !is_key(name))
 			continue;
@@ -385,24 +314,13 @@ void cli_key_hint(const struct cli_cmd *cmd, int argc, char **argv, int (*is_key
 }
 
 /* Every table ends with -h and -V. */
-#define OPT_HELP() { .kind = CLI_HELP, .short_name = 'h', .name = "help", .help = "this help" }
+#define OPT_HELP() { .kind = LOOM_OPT_HELP, .short_name = 'h', .name = "help", .help = "this help" }
 #define OPT_VERSION() \
-	{ .kind = CLI_VERSION, .short_name = 'V', .name = "version", .help = "version" }
+	{ .kind = LOOM_OPT_VERSION, .short_name = 'V', .name = "version", .help = "version" }
 
 /* getopt's code of the hidden --list-options (a long-only option's is 256 +
  * its index in the table) */
 enum { LIST_OPTIONS = 1000 };
-
-/* The option an OPT_ALIAS stands for (the option itself otherwise). */
-static const struct cli_opt *alias_target(const struct cli_opt *opts, const struct cli_opt *o)
-{
-	if (o->kind != CLI_ALIAS)
-		return o;
-	for (const struct cli_opt *t = opts; t->kind != CLI_END; t++)
-		if (t->kind != CLI_TEXT && t->kind != CLI_ALIAS && !strcmp(t->name, o->help))
-			return t;
-	cli_die("internal error: alias of an option --%s that the table lacks", o->help);
-}
 
 int cli_argc;
 char **cli_argv;
@@ -413,37 +331,23 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	static char *text;
 	static struct cli_opt *opts; /* cmd's, then -h and -V */
 	size_t n = 0;
-	while (cmd->opts[n].kind != CLI_END)
+	while (cmd->opts[n].kind != LOOM_OPT_END)
 		n++;
+	struct option *lo;
+	char *shorts;
+	struct loom_err err;
 	free(opts);
 	opts = malloc((n + 3) * sizeof *opts);
-	/* the options and -h, -V (n + 2), --list-options and the terminator */
-	struct option *lo = calloc(n + 4, sizeof *lo);
-	char *shorts = malloc(3 * n + 8), *sp = shorts;
-	if (!opts || !lo || !shorts)
+	if (!opts)
 		cli_die("out of memory");
 	memcpy(opts, cmd->opts, n * sizeof *opts);
 	memcpy(opts + n, std, sizeof std);
 	n += 2;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct cli_opt *o = &opts[i], *t = alias_target(opts, o);
-		if (o->kind == CLI_TEXT)
-			continue;
-		if (o->name) /* an alias's long name returns its target's code */
-			lo[k++] = (struct option){ o->name, t->arg ? required_argument : no_argument,
-						   NULL, t->short_name ? t->short_name :
-						   256 + (int)(t - opts) };
-		if (o->short_name) {
-			*sp++ = (char)o->short_name;
-			if (t->arg)
-				*sp++ = ':';
-		}
-	}
-	lo[k] = (struct option){ "list-options", no_argument, NULL, LIST_OPTIONS };
-	*sp = 0;
+	if (loom_opt_getopt(opts, n, LIST_OPTIONS, &lo, &shorts, &err))
+		cli_die("%s", err.msg);
 	free(text);
-	text = usage_text(cmd, opts);
+	if (!(text = loom_opt_help(cmd->usage, opts, cmd->footer)))
+		cli_die("out of memory");
 	cli_init(cmd->prog, text);
 	if (!cli_argv) {
 		cli_argc = argc;
@@ -454,16 +358,21 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct cli_opt *o = NULL;
-		if (c == LIST_OPTIONS)
-			list_options(opts);
+		if (c == LIST_OPTIONS) {
+			char *list = loom_opt_list(opts);
+			if (!list)
+				cli_die("out of memory");
+			fputs(list, stdout);
+			exit(fflush(stdout) == 0 ? 0 : 1);
+		}
 		if (c >= 256 && c < 256 + (int)n)
 			o = &opts[c - 256];
 		for (size_t i = 0; !o && c > 0 && c < 256 && i < n; i++)
-			if (opts[i].short_name == c && opts[i].kind != CLI_TEXT)
+			if (opts[i].short_name == c && opts[i].kind != LOOM_OPT_TEXT)
 				o = &opts[i];
 		if (!o) /* getopt said what is wrong */
 			usage_hint();
-		take(alias_target(opts, o), optarg);
+		take(loom_opt_target(opts, o), optarg);
 	}
 	if (cli_quiet)
 		cli_verbose = 0;
@@ -505,35 +414,12 @@ struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const ch
 
 /* --- subcommands ----------------------------------------------------------- */
 
-/* Does the option `arg` (an argv word: "--name", "--name=V", "-xVALUE",
- * "-xy") take the next word as its argument in the table opts?  A long
- * name may be abbreviated, as getopt_long allows. */
-static int opt_takes_next(const struct cli_opt *opts, const char *arg)
-{
-	if (arg[1] == '-' && strchr(arg, '='))
-		return 0;
-	if (arg[1] == '-') {
-		for (const struct cli_opt *o = opts; o->kind != CLI_END; o++)
-			if (o->kind != CLI_TEXT && o->name &&
-			    !strncmp(o->name, arg + 2, strlen(arg + 2)) && alias_target(opts, o)->arg)
-				return 1;
-		return 0;
-	}
-	/* a cluster: the first letter that takes an argument takes the rest
-	 * of the word, or the next one */
-	for (const char *p = arg + 1; *p; p++)
-		for (const struct cli_opt *o = opts; o->kind != CLI_END; o++)
-			if (o->kind != CLI_TEXT && o->short_name == *p && alias_target(opts, o)->arg)
-				return p[1] == '\0';
-	return 0;
-}
-
 /* ... by the tables of every command (`loom-eval -c X squad`) */
 static int takes_next(const struct cli_cmds *t, const char *arg)
 {
-	int next = t->dflt && t->dflt->cmd && opt_takes_next(t->dflt->cmd->opts, arg);
+	int next = t->dflt && t->dflt->cmd && loom_opt_takes_next(t->dflt->cmd->opts, arg);
 	for (const struct cli_subcmd *c = t->cmds; c->name; c++)
-		next |= c->cmd && opt_takes_next(c->cmd->opts, arg);
+		next |= c->cmd && loom_opt_takes_next(c->cmd->opts, arg);
 	return next;
 }
 
@@ -578,12 +464,9 @@ int cli_dispatch(const struct cli_cmds *t, int argc, char **argv)
 uint64_t cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
 {
 	uint64_t v;
-	int rc = loom_parse_u64(arg, min, max, &v);
-	if (rc == LOOM_ERANGE)
-		cli_usage_error("%s: '%s' is out of range [%llu, %llu]", opt, arg,
-				(unsigned long long)min, (unsigned long long)max);
-	if (rc < 0)
-		cli_usage_error("%s: '%s' is not a whole number", opt, arg);
+	struct loom_err err;
+	if (loom_opt_u64(opt, arg, min, max, &v, &err))
+		cli_usage_error("%s", err.msg);
 	return v;
 }
 

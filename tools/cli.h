@@ -39,75 +39,49 @@
 #include <stdio.h>
 
 #include "loom_common.h"
+#include "loom_opt.h"
 
 #define EXIT_USAGE 2
 #define EXIT_TEMPFAIL 75
 
-enum cli_kind {
-	CLI_END, CLI_TEXT,  /* end of table; a line of text in --help */
-	CLI_SET,            /* no argument: *var.i = value */
-	CLI_STRING,         /* *var.s = the argument */
-	CLI_INT,            /* *var.i: a whole number in [min, max] */
-	CLI_U64,            /* *var.u: a whole number in [min, max] */
-	CLI_DOUBLE,         /* *var.d: a number in [dmin, dmax] */
-	CLI_CALL,           /* var.fn("--name", argument or NULL) */
-	CLI_HELP, CLI_VERSION, CLI_VERBOSE, CLI_QUIET, CLI_PROGRESS,
-	CLI_ALIAS,          /* another spelling of the option .help names */
-};
+/* The entry of an option table is libloom's (loom_opt.h, with the texts
+ * and checks that need no terminal); the tools name it struct cli_opt. */
+#define cli_opt loom_opt
 
-struct cli_opt {
-	enum cli_kind kind;
-	int short_name;     /* a letter, or 0 */
-	const char *name;   /* the long name, without "--" */
-	union {
-		int *i;
-		uint64_t *u;
-		double *d;
-		const char **s;
-		void (*fn)(const char *opt, const char *arg);
-	} var;
-	const char *arg;    /* the argument's name in --help; NULL: no argument */
-	const char *help;   /* its text in --help; '\n' continues it below */
-	int value;          /* CLI_SET */
-	uint64_t min, max;  /* CLI_INT, CLI_U64 */
-	double dmin, dmax;  /* CLI_DOUBLE */
-	const char *values; /* the enumerated values, for completion ("u16 u32 text") */
-};
-
-#define OPT_END() { .kind = CLI_END }
+#define OPT_END() { .kind = LOOM_OPT_END }
 /* a heading or a line of text among the options in --help */
-#define OPT_TEXT(H_) { .kind = CLI_TEXT, .help = (H_) }
+#define OPT_TEXT(H_) { .kind = LOOM_OPT_TEXT, .help = (H_) }
 #define OPT_SET_INT(S_, L_, V_, VAL_, H_) \
-	{ .kind = CLI_SET, .short_name = (S_), .name = (L_), .var.i = (V_), .value = (VAL_), .help = (H_) }
+	{ .kind = LOOM_OPT_SET, .short_name = (S_), .name = (L_), .var.i = (V_), .value = (VAL_), .help = (H_) }
 #define OPT_BOOL(S_, L_, V_, H_) OPT_SET_INT(S_, L_, V_, 1, H_)
 #define OPT_STRING(S_, L_, V_, A_, H_) \
-	{ .kind = CLI_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), .help = (H_) }
+	{ .kind = LOOM_OPT_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), .help = (H_) }
 /* a string with enumerated values (checked by the tool; listed for completion) */
 #define OPT_ENUM(S_, L_, V_, A_, VALS_, H_) \
-	{ .kind = CLI_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), \
+	{ .kind = LOOM_OPT_STRING, .short_name = (S_), .name = (L_), .var.s = (V_), .arg = (A_), \
 	  .help = (H_), .values = (VALS_) }
 #define OPT_INT(S_, L_, V_, A_, LO_, HI_, H_) \
-	{ .kind = CLI_INT, .short_name = (S_), .name = (L_), .var.i = (V_), .arg = (A_), \
+	{ .kind = LOOM_OPT_INT, .short_name = (S_), .name = (L_), .var.i = (V_), .arg = (A_), \
 	  .min = (LO_), .max = (HI_), .help = (H_) }
 #define OPT_U64(S_, L_, V_, A_, LO_, HI_, H_) \
-	{ .kind = CLI_U64, .short_name = (S_), .name = (L_), .var.u = (V_), .arg = (A_), \
+	{ .kind = LOOM_OPT_U64, .short_name = (S_), .name = (L_), .var.u = (V_), .arg = (A_), \
 	  .min = (LO_), .max = (HI_), .help = (H_) }
 #define OPT_DOUBLE(S_, L_, V_, A_, LO_, HI_, H_) \
-	{ .kind = CLI_DOUBLE, .short_name = (S_), .name = (L_), .var.d = (V_), .arg = (A_), \
+	{ .kind = LOOM_OPT_DOUBLE, .short_name = (S_), .name = (L_), .var.d = (V_), .arg = (A_), \
 	  .dmin = (LO_), .dmax = (HI_), .help = (H_) }
 /* special ones (repeated --set K=V, values with limits of their own such as
  * sizes, options that set several things): a = NULL for an option without
  * argument */
 #define OPT_CALLBACK(S_, L_, F_, A_, H_) \
-	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), .help = (H_) }
+	{ .kind = LOOM_OPT_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), .help = (H_) }
 #define OPT_ENUM_CALLBACK(S_, L_, F_, A_, VALS_, H_) \
-	{ .kind = CLI_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), \
+	{ .kind = LOOM_OPT_CALL, .short_name = (S_), .name = (L_), .var.fn = (F_), .arg = (A_), \
 	  .help = (H_), .values = (VALS_) }
 /* An old spelling kept working for scripts (-L or --seq-len for --seq):
  * S_ and/or L_ (0, NULL: none) mean the option of the table whose long
  * name is TARGET_; --help and --list-options show only the target. */
 #define OPT_ALIAS(S_, L_, TARGET_) \
-	{ .kind = CLI_ALIAS, .short_name = (S_), .name = (L_), .help = (TARGET_) }
+	{ .kind = LOOM_OPT_ALIAS, .short_name = (S_), .name = (L_), .help = (TARGET_) }
 /* WordPiece casing (loom_wordpiece_open's rules, loom-bpe(1)): --lowercase
  * and --cased set cli_casing (an enum loom_casing, LOOM_CASING_AUTO when
  * neither is given); both together are a usage error, whatever the order. */
@@ -128,9 +102,9 @@ struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const ch
  * -v sets cli_verbose, -q sets cli_quiet (and *v if v is not NULL) and
  * clears cli_verbose once all options are read; --progress sets
  * cli_force_progress (and *v). */
-#define OPT_VERBOSE(H_) { .kind = CLI_VERBOSE, .short_name = 'v', .name = "verbose", .help = (H_) }
-#define OPT_QUIET(V_, H_) { .kind = CLI_QUIET, .short_name = 'q', .name = "quiet", .var.i = (V_), .help = (H_) }
-#define OPT_PROGRESS(V_, H_) { .kind = CLI_PROGRESS, .name = "progress", .var.i = (V_), .help = (H_) }
+#define OPT_VERBOSE(H_) { .kind = LOOM_OPT_VERBOSE, .short_name = 'v', .name = "verbose", .help = (H_) }
+#define OPT_QUIET(V_, H_) { .kind = LOOM_OPT_QUIET, .short_name = 'q', .name = "quiet", .var.i = (V_), .help = (H_) }
+#define OPT_PROGRESS(V_, H_) { .kind = LOOM_OPT_PROGRESS, .name = "progress", .var.i = (V_), .help = (H_) }
 
 struct cli_cmd {
 	const char *prog;    /* the name in messages ("loom-bpe" for its subcommands) */
