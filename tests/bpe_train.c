@@ -387,9 +387,48 @@ static void position_lists(void)
 	}
 }
 
+/* Counts of a document stream fed in chunks of `step` bytes (documents
+ * cut at sep, < 0: one document), into *st. */
+static int feed_in_chunks(const char *text, size_t n, size_t step, int sep,
+			  struct loom_bpe_train_stats *st)
+{
+	struct loom_bpe_trainer *t = loom_bpe_trainer_new();
+	int open = 0, rc = 0;
+	for (size_t at = 0; at < n && !rc; at += step)
+		rc = loom_bpe_trainer_feed_docs(t, text + at, at + step > n ? n - at : step, sep, &open);
+	if (!rc && open)
+		rc = loom_bpe_trainer_end_doc(t);
+	loom_bpe_trainer_stats(t, st);
+	loom_bpe_trainer_free(t);
+	return rc;
+}
+
+/* loom_bpe_trainer_feed_docs: documents across chunk boundaries count the
+ * same, whatever the chunk size; empty lines are no documents. */
+static void feed_docs(void)
+{
+	static const char text[] = "the cat sat\n\nhello world, hello\nlast line without end";
+	size_t n = sizeof text - 1;
+	struct loom_bpe_train_stats one, st;
+	is_int(feed_in_chunks(text, n, n, '\n', &one), 0, "feed_docs: lines in one chunk");
+	ok(one.docs == 3 && one.bytes == n - 3, "3 documents (the empty line is none), separators not fed");
+	int same = 1;
+	for (size_t step = 1; step < n; step++) {
+		feed_in_chunks(text, n, step, '\n', &st);
+		same &= st.docs == one.docs && st.bytes == one.bytes &&
+			st.pretokens == one.pretokens && st.distinct == one.distinct;
+	}
+	ok(same, "feed_docs: the same counts for every chunk size");
+	feed_in_chunks(text, n, 7, -1, &st);
+	ok(st.docs == 1 && st.bytes == n, "sep < 0: the stream is one document");
+	feed_in_chunks(text, n, 5, 0, &st);
+	ok(st.docs == 1 && st.bytes == n, "NUL separators: none in the text, one document");
+}
+
 int main(void)
 {
 	tap_tmpdir();
+	feed_docs();
 	hand_checked();
 	min_frequency();
 	ties_and_overlaps();

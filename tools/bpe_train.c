@@ -26,40 +26,6 @@ static void fail_trainer(struct train_ctx *c)
 	cli_die("train: %s", loom_bpe_trainer_error(c->t));
 }
 
-/* Split a chunk into documents; `pending` says a document is open in the
- * trainer (fed but not ended). */
-static void take_chunk(struct train_ctx *c, const uint8_t *buf, size_t n, int *pending)
-{
-	if (c->docs == LOOM_DOCS_WHOLE) {
-		if (n && loom_bpe_trainer_feed(c->t, buf, n) < 0)
-			fail_trainer(c);
-		*pending = 1;
-		return;
-	}
-	int sep = c->docs == LOOM_DOCS_NUL ? 0 : '\n';
-	while (n) {
-		const uint8_t *e = memchr(buf, sep, n);
-		if (!e) {
-			if (loom_bpe_trainer_feed(c->t, buf, n) < 0)
-				fail_trainer(c);
-			*pending = 1;
-			return;
-		}
-		size_t k = (size_t)(e - buf);
-		int rc = 0;
-		if (*pending)
-			rc = loom_bpe_trainer_feed(c->t, buf, k) < 0 ? -1 :
-				loom_bpe_trainer_end_doc(c->t);
-		else if (k)
-			rc = loom_bpe_trainer_add_doc(c->t, buf, k);
-		if (rc < 0)
-			fail_trainer(c);
-		*pending = 0;
-		buf += k + 1;
-		n -= k + 1;
-	}
-}
-
 static void read_input(struct train_ctx *c, const char *path)
 {
 	struct loom_reader rd;
@@ -79,7 +45,10 @@ static void read_input(struct train_ctx *c, const char *path)
 		if (r == 0)
 			break;
 		c->read += (uint64_t)r;
-		take_chunk(c, rd.buf + rd.start, (size_t)r, &pending);
+		if (loom_bpe_trainer_feed_docs(c->t, rd.buf + rd.start, (size_t)r,
+					       c->docs == LOOM_DOCS_WHOLE ? -1 :
+					       c->docs == LOOM_DOCS_NUL ? 0 : '\n', &pending) < 0)
+			fail_trainer(c);
 		rd.start = rd.end;
 		if (cli_progress_due(&c->prog)) {
 			struct loom_bpe_train_stats s;

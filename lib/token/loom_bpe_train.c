@@ -371,6 +371,35 @@ int loom_bpe_trainer_add_doc(struct loom_bpe_trainer *t, const void *buf, size_t
 	return count_pieces(t, buf, n);
 }
 
+int loom_bpe_trainer_feed_docs(struct loom_bpe_trainer *t, const void *buf, size_t n, int sep,
+			       int *open)
+{
+	const uint8_t *b = buf;
+	if (sep < 0) {
+		*open = 1;
+		return n ? loom_bpe_trainer_feed(t, b, n) : 0;
+	}
+	while (n) {
+		const uint8_t *e = memchr(b, sep, n);
+		if (!e) {
+			*open = 1;
+			return loom_bpe_trainer_feed(t, b, n);
+		}
+		size_t k = (size_t)(e - b);
+		int rc = 0;
+		if (*open && (rc = loom_bpe_trainer_feed(t, b, k)) >= 0)
+			rc = loom_bpe_trainer_end_doc(t);
+		else if (!*open && k)
+			rc = loom_bpe_trainer_add_doc(t, b, k);
+		if (rc < 0)
+			return rc;
+		*open = 0;
+		b += k + 1;
+		n -= k + 1;
+	}
+	return 0;
+}
+
 /* ---- learning: pairs, heap --------------------------------------------- */
 
 static uint64_t key_hash(uint64_t k)

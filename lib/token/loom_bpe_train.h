@@ -101,6 +101,12 @@ int loom_bpe_trainer_feed(struct loom_bpe_trainer *t, const void *buf, size_t n)
 int loom_bpe_trainer_end_doc(struct loom_bpe_trainer *t);
 /* feed + end_doc, without copying when no document is pending. */
 int loom_bpe_trainer_add_doc(struct loom_bpe_trainer *t, const void *buf, size_t n);
+/* A stream of documents, a chunk at a time: each byte `sep` ends one (sep
+ * < 0: the whole stream is one); an empty one between two separators is
+ * not counted.  *open (0 before the first chunk) says a document is fed
+ * but not ended: at the end of the stream, end it with end_doc. */
+int loom_bpe_trainer_feed_docs(struct loom_bpe_trainer *t, const void *buf, size_t n, int sep,
+			       int *open);
 
 /* Pre-tokens longer than `bytes` (default 256) are merged through
  * per-position occurrence lists instead of being rescanned at each merge
