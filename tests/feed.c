@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "loom_batch.h"
+#include "loom_ckpt.h"
 #include "loom_feed.h"
 #include "loom_file.h"
 #include "loom_manifest.h"
@@ -655,6 +656,58 @@ static void manifest_read(void)
 	ok(1, "loom_feed_free(NULL)");
 }
 
+/* loom_ckpt_feed_resume: a checkpoint's data position checked against the
+ * feed (seed, global batch, sequence length) and against itself. */
+static uint64_t resume_at(const char *m, const char *state, uint32_t B, uint32_t T1,
+			  uint64_t seed, uint32_t world, int *rc, struct loom_err *e)
+{
+	char ck[300], p[320];
+	snprintf(ck, sizeof ck, "%s/ck", dir);
+	mkdir(ck, 0755);
+	snprintf(p, sizeof p, "%s/config.json", ck);
+	FILE *f = fopen(p, "w");
+	fputs("{}\n", f);
+	fclose(f);
+	snprintf(p, sizeof p, "%s/state.json", ck);
+	f = fopen(p, "w");
+	fputs(state, f);
+	fclose(f);
+	struct loom_feed_opts o = opts(m, B, T1, seed, 2);
+	o.world = world;
+	struct loom_feed *fd = loom_feed_new(&o, e);
+	uint64_t seq = 12345;
+	*rc = fd ? loom_ckpt_feed_resume(ck, &o, fd, &seq, e) : -100;
+	loom_feed_free(fd);
+	return seq;
+}
+
+static void resume(const char *m)
+{
+	struct loom_err e;
+	int rc;
+	const char *st = "{\"step\": 7, \"samples\": 240, \"data\": {\"next_seq\": 60, \"epoch\": 1, "
+			 "\"seed\": 1, \"batch\": 4, \"seq_len\": 9, \"world\": 1}}";
+	ok(resume_at(m, st, 4, 9, 1, 1, &rc, &e) == 60 && rc == 0, "resume: next_seq 60");
+	ok(resume_at(m, st, 2, 9, 1, 2, &rc, &e) == 60 && rc == 0, "2 ranks of 2: the same global batch");
+	resume_at(m, st, 4, 9, 2, 1, &rc, &e);
+	ok(rc == LOOM_EINVAL && !strcmp(e.msg, "the checkpoint was trained on --seed 1, not 2"), "%s", e.msg);
+	resume_at(m, st, 8, 9, 1, 1, &rc, &e);
+	ok(rc == LOOM_EINVAL && !strcmp(e.msg, "the checkpoint's global batch is 4 records (4 x 1), this one 8"),
+	   "%s", e.msg);
+	resume_at(m, st, 4, 6, 1, 1, &rc, &e);
+	ok(rc == LOOM_EINVAL && !strcmp(e.msg, "the checkpoint was trained on --seq 8, not 5"), "%s", e.msg);
+	resume_at(m, "{\"step\": 7, \"data\": {\"next_seq\": 60, \"epoch\": 3, \"seed\": 1, "
+		  "\"batch\": 4, \"seq_len\": 9, \"world\": 1}}", 4, 9, 1, 1, &rc, &e);
+	ok(rc == LOOM_EFORMAT && strstr(e.msg, "ck: state.json disagrees with itself: data.epoch is 3, "
+					"but data.next_seq 60 is in epoch 1"), "%s", e.msg);
+	resume_at(m, "{\"step\": 7, \"samples\": 241, \"data\": {\"next_seq\": 60, \"epoch\": 1, "
+		  "\"seed\": 1, \"batch\": 4, \"seq_len\": 9, \"world\": 1}}", 4, 9, 1, 1, &rc, &e);
+	ok(rc == LOOM_EFORMAT && strstr(e.msg, "'samples' is 241, but data.next_seq 60 batches of 4 x 1 hold 240"),
+	   "%s", e.msg);
+	ok(resume_at(m, "{\"step\": 3}", 4, 9, 1, 1, &rc, &e) == 0 && rc == 0,
+	   "a state without a data position: from 0");
+}
+
 int main(void)
 {
 	dir = tap_tmpdir();
@@ -671,5 +724,6 @@ int main(void)
 	notes_said(mm);
 	bad_input(mm);
 	manifest_read();
+	resume(mm);
 	return done_testing();
 }

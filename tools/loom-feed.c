@@ -166,49 +166,6 @@ static void parse_args(int argc, char **argv)
  * the samples it trained on, and data.epoch is the epoch of the batch
  * before data.next_seq or of that one (K batches an epoch of this
  * manifest). */
-static uint64_t resume_seq(const char *ckpt, const struct loom_feed_opts *o,
-			   const struct loom_feed *f)
-{
-	struct loom_ckpt_state st;
-	struct loom_err err;
-	if (loom_ckpt_read_state(ckpt, &st, &err) < 0)
-		cli_die("--resume: %s", err.msg);
-	if (st.data_batch) {
-		uint64_t G = (uint64_t)o->batch * o->world;
-		if (st.data_seed != o->seed)
-			cli_die("--resume: the checkpoint was trained on --seed %llu, not %llu",
-				(unsigned long long)st.data_seed, (unsigned long long)o->seed);
-		uint64_t g = (uint64_t)st.data_batch * (st.data_world ? st.data_world : 1);
-		if (g != G)
-			cli_die("--resume: the checkpoint's global batch is %llu records "
-				"(%u x %u), this one %llu", (unsigned long long)g,
-				st.data_batch, st.data_world, (unsigned long long)G);
-		/* seq_len 0: a squad-features manifest gives the records' length */
-		if (st.data_seq_len && o->seq_len && st.data_seq_len != o->seq_len)
-			cli_die("--resume: the checkpoint was trained on --seq %u, not %u",
-				st.data_seq_len - 1, o->seq_len - 1);
-		struct loom_feed_stats fs;
-		loom_feed_get_stats(f, &fs);
-		uint64_t w = st.data_world ? st.data_world : 1;
-		uint64_t held = st.data_seq * st.data_batch * w;
-		if (st.samples > held)
-			cli_die("--resume: %s: state.json disagrees with itself: 'samples' is %llu, but "
-				"data.next_seq %llu batches of %u x %llu hold %llu", ckpt,
-				(unsigned long long)st.samples, (unsigned long long)st.data_seq,
-				st.data_batch, (unsigned long long)w, (unsigned long long)held);
-		/* the epoch of the last batch taken, or (a state written between
-		 * frames) of the next one */
-		if (fs.per_epoch && st.data_epoch != st.data_seq / fs.per_epoch &&
-		    (!st.data_seq || st.data_epoch != (st.data_seq - 1) / fs.per_epoch))
-			cli_die("--resume: %s: state.json disagrees with itself: data.epoch is %u, but "
-				"data.next_seq %llu is in epoch %llu of this manifest (%llu batches an epoch)", ckpt,
-				st.data_epoch, (unsigned long long)st.data_seq,
-				(unsigned long long)(st.data_seq / fs.per_epoch),
-				(unsigned long long)fs.per_epoch);
-	}
-	return st.data_seq;
-}
-
 static void tell(void *ctx, const char *line)
 {
 	(void)ctx;
@@ -237,7 +194,9 @@ int main(int argc, char **argv)
 		cli_usage_error("%s", err.msg); /* --seq missing */
 	if (!f)
 		cli_die("%s", err.msg);
-	uint64_t skip = args.resume ? resume_seq(args.resume, o, f) : args.skip;
+	uint64_t skip = args.skip;
+	if (args.resume && loom_ckpt_feed_resume(args.resume, o, f, &skip, &err) < 0)
+		cli_die("--resume: %s", err.msg);
 	signal(SIGPIPE, SIG_IGN);
 	if (loom_feed_start(f, skip) < 0)
 		cli_die("%s", loom_feed_error(f));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "loom_crc32c.h"
+#include "loom_feed.h"
 #include "loom_file.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -1619,4 +1620,47 @@ int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor 
 			     size_t n, float *const *adam_m, float *const *adam_v)
 {
 	return loom_ckpt_load_optimizer_slices(c, t, n, adam_m, adam_v, NULL, NULL);
+}
+
+int loom_ckpt_feed_resume(const char *path, const struct loom_feed_opts *o,
+			  const struct loom_feed *f, uint64_t *seq, struct loom_err *err)
+{
+	struct loom_ckpt_state st;
+	int rc = loom_ckpt_read_state(path, &st, err);
+	if (rc < 0)
+		return rc;
+	*seq = st.data_seq;
+	if (!st.data_batch)
+		return 0;
+	uint64_t G = (uint64_t)o->batch * o->world;
+	if (st.data_seed != o->seed)
+		return loom_err_set(err, LOOM_EINVAL, "the checkpoint was trained on --seed %llu, not %llu",
+				    (unsigned long long)st.data_seed, (unsigned long long)o->seed);
+	uint64_t w = st.data_world ? st.data_world : 1, g = (uint64_t)st.data_batch * w;
+	if (g != G)
+		return loom_err_set(err, LOOM_EINVAL, "the checkpoint's global batch is %llu records "
+				    "(%u x %u), this one %llu", (unsigned long long)g,
+				    st.data_batch, st.data_world, (unsigned long long)G);
+	/* seq_len 0: a squad-features manifest gives the records' length */
+	if (st.data_seq_len && o->seq_len && st.data_seq_len != o->seq_len)
+		return loom_err_set(err, LOOM_EINVAL, "the checkpoint was trained on --seq %u, not %u",
+				    st.data_seq_len - 1, o->seq_len - 1);
+	struct loom_feed_stats fs;
+	loom_feed_get_stats(f, &fs);
+	uint64_t held = st.data_seq * st.data_batch * w;
+	if (st.samples > held)
+		return loom_err_set(err, LOOM_EFORMAT, "%s: state.json disagrees with itself: 'samples' "
+				    "is %llu, but data.next_seq %llu batches of %u x %llu hold %llu", path,
+				    (unsigned long long)st.samples, (unsigned long long)st.data_seq,
+				    st.data_batch, (unsigned long long)w, (unsigned long long)held);
+	/* the epoch of the last batch taken, or (a state written between
+	 * frames) of the next one */
+	if (fs.per_epoch && st.data_epoch != st.data_seq / fs.per_epoch &&
+	    (!st.data_seq || st.data_epoch != (st.data_seq - 1) / fs.per_epoch))
+		return loom_err_set(err, LOOM_EFORMAT, "%s: state.json disagrees with itself: data.epoch "
+				    "is %u, but data.next_seq %llu is in epoch %llu of this manifest (%llu "
+				    "batches an epoch)", path, st.data_epoch, (unsigned long long)st.data_seq,
+				    (unsigned long long)(st.data_seq / fs.per_epoch),
+				    (unsigned long long)fs.per_epoch);
+	return 0;
 }

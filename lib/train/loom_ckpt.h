@@ -298,6 +298,17 @@ int loom_ckpt_resolve(const char *path, char *out, size_t n, struct loom_err *er
 int loom_ckpt_read_state(const char *path, struct loom_ckpt_state *st,
 			 struct loom_err *err);
 
+/* loom-feed --resume PATH: the data position of the checkpoint's
+ * state.json, checked against the feed f made with o: the same seed,
+ * global batch (batch x world) and sequence length (LOOM_EINVAL when they
+ * differ), and state.json against itself (samples within the batches taken,
+ * data.epoch that of its batch: LOOM_EFORMAT).  *seq: the batch to start
+ * at (0 for a state without a data position). */
+struct loom_feed;
+struct loom_feed_opts;
+int loom_ckpt_feed_resume(const char *path, const struct loom_feed_opts *o,
+			  const struct loom_feed *f, uint64_t *seq, struct loom_err *err);
+
 struct loom_ckpt;
 
 /* loom_ckpt_open flags: skip the checksum verification. */
