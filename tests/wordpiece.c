@@ -428,8 +428,42 @@ static void case_open_casing(void)
 	       "an empty vocabulary: its error");
 }
 
+/* loom_wordpiece_spec: which --vocab specs are WordPiece. */
+static void case_spec(void)
+{
+	struct loom_err err;
+	char d[4300], p[4400], long_dir[4200];
+	const char *tmp = tap_tmpdir();
+	ok(loom_wordpiece_spec("bert-base-uncased", &err) == 1 &&
+	   loom_wordpiece_spec("my/vocab.txt", &err) == 1 && loom_wordpiece_spec("gpt2", &err) == 0 &&
+	   loom_wordpiece_spec("a.txt,b.bpe", &err) == 0, "spec: names and suffixes");
+	snprintf(d, sizeof d, "%s/wpdir", tmp);
+	mkdir(d, 0755);
+	is_int(loom_wordpiece_spec(d, &err), 0, "spec: a directory without vocab.txt");
+	snprintf(p, sizeof p, "%s/vocab.txt", d);
+	fclose(fopen(p, "w"));
+	is_int(loom_wordpiece_spec(d, &err), 1, "spec: a directory with vocab.txt");
+	snprintf(p, sizeof p, "%s/encoder.json", d);
+	fclose(fopen(p, "w"));
+	is_int(loom_wordpiece_spec(d, &err), 0, "spec: ... and encoder.json: BPE");
+	snprintf(p, sizeof p, "%s/tok.json", tmp);
+	FILE *f = fopen(p, "w");
+	fputs("{\"model\": {\"type\": \"WordPiece\"}}", f);
+	fclose(f);
+	is_int(loom_wordpiece_spec(p, &err), 1, "spec: a tokenizer.json saying WordPiece");
+	f = fopen(p, "w");
+	fputs("{\"model\": {\"type\": \"BPE\"}}", f);
+	fclose(f);
+	is_int(loom_wordpiece_spec(p, &err), 0, "spec: a BPE tokenizer.json");
+	memset(long_dir, 'x', sizeof long_dir - 1);
+	long_dir[sizeof long_dir - 1] = 0;
+	long_dir[0] = '/';
+	is_int(loom_wordpiece_spec(long_dir, &err), 0, "spec: a path too long that is no directory");
+}
+
 int main(void)
 {
+	case_spec();
 	case_greedy();
 	case_normalizer();
 	case_offsets();

@@ -6,52 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "bpe.h"
 #include "cli.h"
 #include "loom_file.h"
 #include "loom_pretok.h"
 
-/* Is spec WordPiece: bert-base-uncased, FILE.txt, a directory with
- * vocab.txt and no encoder.json, or a tokenizer.json that says WordPiece
- * anywhere (its loader then checks that the model is)? */
-static int wordpiece_spec(const char *spec)
-{
-	struct stat st;
-	size_t sl = strlen(spec);
-	if (!strcmp(spec, "bert-base-uncased"))
-		return 1;
-	if (strchr(spec, ','))
-		return 0;
-	if (sl > 4 && !strcmp(spec + sl - 4, ".txt"))
-		return 1;
-	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char enc[4096], txt[4096];
-		if (snprintf(enc, sizeof enc, "%s/encoder.json", spec) >= (int)sizeof enc ||
-		    snprintf(txt, sizeof txt, "%s/vocab.txt", spec) >= (int)sizeof txt)
-			cli_die("--vocab '%.60s...': path too long", spec);
-		return access(enc, F_OK) != 0 && access(txt, F_OK) == 0;
-	}
-	if (sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
-	    S_ISREG(st.st_mode)) {
-		char *buf;
-		size_t len;
-		struct loom_err err = { 0 };
-		if (loom_file_read_bounded(spec, LOOM_FILE_MAX_LIST, &buf, &len, &err))
-			cli_die("%s", err.msg);
-		int wp = memmem(buf, len, "\"WordPiece\"", 11) != NULL;
-		free(buf);
-		return wp;
-	}
-	return 0;
-}
-
 void load_tok(struct tok *t, const char *spec, int casing)
 {
+	struct loom_err err = { 0 };
+	int wp = loom_wordpiece_spec(spec, &err);
 	memset(t, 0, sizeof *t);
-	if (!wordpiece_spec(spec)) {
+	if (wp < 0)
+		cli_die("%s%s", wp == LOOM_ERANGE ? "--vocab " : "", err.msg);
+	if (!wp) {
 		if (casing == LOOM_CASING_LOWER || casing == LOOM_CASING_CASED)
 			cli_usage_error("--lowercase/--cased: '%s' is a byte-level BPE vocabulary (they are for WordPiece)",
 					spec);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "loom_buf.h"
 #include "loom_file.h"
@@ -1033,6 +1034,37 @@ int loom_wordpiece_decode(struct loom_wordpiece *w, const uint32_t *ids, size_t 
 		}
 		*len += cleanup ? cleanup_token(p, pl) : pl;
 		w->emitted = 1;
+	}
+	return 0;
+}
+
+int loom_wordpiece_spec(const char *spec, struct loom_err *err)
+{
+	struct stat st;
+	size_t sl = strlen(spec);
+	if (!strcmp(spec, "bert-base-uncased"))
+		return 1;
+	if (strchr(spec, ','))
+		return 0;
+	if (sl > 4 && !strcmp(spec + sl - 4, ".txt"))
+		return 1;
+	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char enc[4096], txt[4096];
+		if (snprintf(enc, sizeof enc, "%s/encoder.json", spec) >= (int)sizeof enc ||
+		    snprintf(txt, sizeof txt, "%s/vocab.txt", spec) >= (int)sizeof txt)
+			return loom_err_set(err, LOOM_ERANGE, "'%.60s...': path too long", spec);
+		return access(enc, F_OK) != 0 && access(txt, F_OK) == 0;
+	}
+	if (sl > 5 && !strcmp(spec + sl - 5, ".json") && stat(spec, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		char *buf;
+		size_t len;
+		int rc = loom_file_read_bounded(spec, LOOM_FILE_MAX_LIST, &buf, &len, err);
+		if (rc)
+			return rc;
+		int wp = memmem(buf, len, "\"WordPiece\"", 11) != NULL;
+		free(buf);
+		return wp;
 	}
 	return 0;
 }

@@ -153,6 +153,13 @@ int loom_wordpiece_read_config(const char *path, struct loom_wordpiece_opts *o,
  * tokenizer_config.json), LOOM_ERANGE (a path too long). */
 struct loom_wordpiece *loom_wordpiece_open(const char *spec, enum loom_casing casing,
 					   struct loom_err *err);
+/* Does a --vocab spec name a WordPiece vocabulary (1) or not (0, a
+ * byte-level BPE one for loom_vocab_load_spec): bert-base-uncased,
+ * FILE.txt, a directory with vocab.txt and no encoder.json, or a
+ * tokenizer.json that says "WordPiece" anywhere (loom_wordpiece_open then
+ * checks that its model is).  LOOM_ERANGE for a path too long (the
+ * message: "'SPEC...': path too long"), or the error reading the file. */
+int loom_wordpiece_spec(const char *spec, struct loom_err *err);
 /* After loom_wordpiece_open: the file loaded, whether it lower-cases, and
  * which rule decided ("tokenizer_config.json's do_lower_case", ...). */
 const char *loom_wordpiece_path(const struct loom_wordpiece *w);
