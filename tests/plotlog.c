@@ -98,11 +98,44 @@ static void case_events(void)
 					"(--y 'perplexity', 'x', -x 'step')"), "%s", r.why);
 }
 
+static void case_names_and_summary(void)
+{
+	char *paths[] = { "run1/log.jsonl", "run2/log.jsonl", "-", "a/b.jsonl" };
+	char *n0 = loom_plotlog_run_name(paths, 4, 0), *n2 = loom_plotlog_run_name(paths, 4, 2),
+	     *n3 = loom_plotlog_run_name(paths, 4, 3), *n1 = loom_plotlog_run_name(paths + 1, 1, 0);
+	ok(!strcmp(n0, "run1/log") && !strcmp(n2, "stdin") && !strcmp(n3, "b") && !strcmp(n1, "log"),
+	   "run names: the file name less .jsonl, the path when two share it");
+	free(n0);
+	free(n1);
+	free(n2);
+	free(n3);
+
+	struct loom_series t[2];
+	loom_series_init(&t[0], "step", "loss");
+	loom_series_init(&t[1], "step", "eval_loss");
+	t[0].run = t[1].run = "r";
+	for (int i = 1; i <= 4; i++)
+		loom_series_add(&t[0], i, 5 - i);
+	char *text = loom_plotlog_summary(t, 2, 1, 4, "step");
+	is_str(text, "loss              4 █▆▃▁ 1        min 1  (4 points, step 1..4)\n",
+	       "summary: a line a series with points");
+	free(text);
+	text = loom_plotlog_summary(t, 2, 2, 4, "step");
+	ok(!strncmp(text, "r loss ", 7), "several runs: the run first: %s", text);
+	free(text);
+	text = loom_plotlog_summary(t, 2, 1, 0, "step");
+	is_str(text, "", "width 0: nothing");
+	free(text);
+	loom_series_release(&t[0]);
+	loom_series_release(&t[1]);
+}
+
 int main(void)
 {
 	ok(tap_tmpdir() != NULL, "scratch dir");
 	case_json();
 	case_events();
+	case_names_and_summary();
 	loom_series_release(&s[0]);
 	loom_series_release(&s[1]);
 	return done_testing();

@@ -33,23 +33,6 @@ static size_t read_log(const char *path, struct loom_series *s, size_t ns, char 
 	return r.points;
 }
 
-/* Run names for the legend: the file name without .jsonl, or the path
- * without it when two runs share a file name (run1/log, run2/log). */
-static char *run_name(char **paths, int n, int i)
-{
-	const char *p = strcmp(paths[i], "-") == 0 ? "stdin" : paths[i];
-	const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
-	for (int j = 0; j < n; j++) {
-		const char *q = paths[j], *qb = strrchr(q, '/') ? strrchr(q, '/') + 1 : q;
-		if (j != i && strcmp(qb, base) == 0)
-			base = p;
-	}
-	size_t len = strlen(base);
-	if (len > 6 && strcmp(base + len - 6, ".jsonl") == 0)
-		len -= 6;
-	return strndup(base, len);
-}
-
 static const char *output, *xkey = "step", *ykeys_arg = "loss,eval_loss";
 static struct loom_plot_opts po = { .smooth = 0.6 };
 static int panels;
@@ -91,35 +74,6 @@ static const struct cli_cmd cmd = {
 	.version = cli_version_jansson,
 };
 
-/* One line per series on stdout: [run,] key, first value, sparkline, last
- * value, min, points. */
-static void print_sparklines(const struct loom_series *s, size_t ns, int nruns)
-{
-	/* columns: the widest run name and key */
-	int rw = 0, kw = 10;
-	for (size_t k = 0; k < ns; k++) {
-		if (s[k].n && (int)strlen(s[k].run) > rw)
-			rw = (int)strlen(s[k].run);
-		if (s[k].n && (int)strlen(s[k].ykey) > kw)
-			kw = (int)strlen(s[k].ykey);
-	}
-	char *buf = malloc(spark * 3 + 1);
-	for (size_t k = 0; k < ns && spark; k++) {
-		if (s[k].n == 0)
-			continue;
-		double mn = s[k].y[0];
-		for (size_t i = 1; i < s[k].n; i++)
-			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
-		loom_sparkline(s[k].y, s[k].n, spark, buf, spark * 3 + 1);
-		if (nruns > 1)
-			printf("%-*s ", rw, s[k].run);
-		printf("%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
-		       kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
-		       s[k].x[0], s[k].x[s[k].n - 1]);
-	}
-	free(buf);
-}
-
 int main(int argc, char **argv)
 {
 	cli_parse(&cmd, argc, argv);
@@ -153,7 +107,7 @@ int main(int argc, char **argv)
 	if (!s)
 		cli_die("out of memory");
 	for (int r = 0; r < nruns; r++) {
-		names[r] = run_name(paths, nruns, r);
+		names[r] = loom_plotlog_run_name(paths, nruns, r);
 		if (!names[r])
 			cli_die("out of memory");
 		for (size_t k = 0; k < per; k++) {
@@ -177,7 +131,11 @@ int main(int argc, char **argv)
 	if (total == 0)
 		cli_die("no points in any of the %d logs", nruns);
 
-	print_sparklines(s, ns, nruns);
+	char *lines = loom_plotlog_summary(s, ns, nruns, spark, xkey);
+	if (!lines)
+		cli_die("out of memory");
+	fputs(lines, stdout);
+	free(lines);
 
 	if (output) {
 		struct loom_err err;

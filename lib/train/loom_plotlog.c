@@ -147,3 +147,57 @@ int loom_plotlog_read(const char *path, struct loom_series *s, size_t ns,
 	}
 	return 0;
 }
+
+char *loom_plotlog_run_name(char *const *paths, int n, int i)
+{
+	const char *p = strcmp(paths[i], "-") == 0 ? "stdin" : paths[i];
+	const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+	for (int j = 0; j < n; j++) {
+		const char *q = paths[j], *qb = strrchr(q, '/') ? strrchr(q, '/') + 1 : q;
+		if (j != i && strcmp(qb, base) == 0)
+			base = p;
+	}
+	size_t len = strlen(base);
+	if (len > 6 && strcmp(base + len - 6, ".jsonl") == 0)
+		len -= 6;
+	return strndup(base, len);
+}
+
+char *loom_plotlog_summary(const struct loom_series *s, size_t ns, int nruns, size_t width,
+			   const char *xkey)
+{
+	char *text = NULL, *buf = malloc(width * 3 + 1);
+	size_t len = 0;
+	FILE *f = buf ? open_memstream(&text, &len) : NULL;
+	if (!f) {
+		free(buf);
+		return NULL;
+	}
+	/* columns: the widest run name and key */
+	int rw = 0, kw = 10;
+	for (size_t k = 0; k < ns; k++) {
+		if (s[k].n && (int)strlen(s[k].run) > rw)
+			rw = (int)strlen(s[k].run);
+		if (s[k].n && (int)strlen(s[k].ykey) > kw)
+			kw = (int)strlen(s[k].ykey);
+	}
+	for (size_t k = 0; k < ns && width; k++) {
+		if (s[k].n == 0)
+			continue;
+		double mn = s[k].y[0];
+		for (size_t i = 1; i < s[k].n; i++)
+			mn = s[k].y[i] < mn ? s[k].y[i] : mn;
+		loom_sparkline(s[k].y, s[k].n, width, buf, width * 3 + 1);
+		if (nruns > 1)
+			fprintf(f, "%-*s ", rw, s[k].run);
+		fprintf(f, "%-*s %8.4g %s %-8.4g min %.4g  (%zu points, %s %g..%g)\n",
+			kw, s[k].ykey, s[k].y[0], buf, s[k].y[s[k].n - 1], mn, s[k].n, xkey,
+			s[k].x[0], s[k].x[s[k].n - 1]);
+	}
+	free(buf);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}

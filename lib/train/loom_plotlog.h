@@ -13,7 +13,11 @@
  * its kind (empty, white space only, lines without the keys, an event file
  * without scalars or without these tags), naming the file and the keys.
  *
- * Ownership: the caller's series receive the points; nothing else is kept.
+ * loom_plotlog_run_name and loom_plotlog_summary give the legend's run
+ * names and loom-plot's sparkline lines.
+ *
+ * Ownership: the caller's series receive the points; nothing else is kept;
+ * the strings returned are malloc'd, the caller frees them.
  * Errors: 0 or negative LOOM_E* with a one-line message in *err naming the
  * file (and the line of a JSON line that is not an object); LOOM_ENOMEM.
  * Thread-safety: the default (loom_common.h).
@@ -40,5 +44,17 @@ struct loom_plotlog_read {
 /* Read path ("-": stdin, named so) into the ns series s. */
 int loom_plotlog_read(const char *path, struct loom_series *s, size_t ns,
 		      struct loom_plotlog_read *r, struct loom_err *err);
+
+/* The legend's name of run i of paths[0..n): its file name without
+ * .jsonl, or its path without it when two runs share a file name
+ * (run1/log, run2/log); "-" is stdin.  malloc'd; NULL: out of memory. */
+char *loom_plotlog_run_name(char *const *paths, int n, int i);
+
+/* The summary of the series with points, a line each: [run (with several
+ * runs),] key, first value, a sparkline of `width` cells, last value,
+ * min, the points and the x range under xkey.  malloc'd ("" when width is
+ * 0); NULL: out of memory. */
+char *loom_plotlog_summary(const struct loom_series *s, size_t ns, int nruns, size_t width,
+			   const char *xkey);
 
 #endif
