@@ -14,6 +14,8 @@ static uint64_t big;
 static double w;
 static const char *out;
 static void cb(const char *opt, const char *arg) { (void)opt; (void)arg; }
+static int is_key(const char *name) { return !strcmp(name, "n_layer") || !strcmp(name, "n_head") ||
+					      !strcmp(name, "threads_x"); }
 
 static const struct loom_opt opts[] = {
 	{ .kind = LOOM_OPT_STRING, .short_name = 'o', .name = "output", .var.s = &out, .arg = "FILE",
@@ -93,5 +95,19 @@ int main(void)
 	ok(!loom_opt_store(&opts[0], "f", &err) && !strcmp(out, "f") &&
 	   !loom_opt_store(&opts[2], NULL, &err) && flag == 1, "a string, a flag");
 	ok(loom_opt_store(&opts[8], "a", &err) == LOOM_EINVAL, "a callback is not stored");
+
+	char name[64];
+	const char *v;
+	char *argv1[] = { "x", "--out", "f", "--n_layer", "3", "--", "--n_head=2", NULL };
+	is_int(loom_opt_key_word(opts, 7, argv1, is_key, name, &v), 3, "a key given as an option");
+	ok(!strcmp(name, "n_layer") && !strcmp(v, "3"), "its name and the next word");
+	char *argv2[] = { "x", "--n_head=2", NULL };
+	ok(loom_opt_key_word(opts, 2, argv2, is_key, name, &v) == 1 && !strcmp(v, "2"), "--KEY=V");
+	char *argv3[] = { "x", "--n_layer", "-j", "2", "--help", NULL };
+	ok(loom_opt_key_word(opts, 4, argv3, is_key, name, &v) == 1 && !strcmp(v, "V"),
+	   "no value after it: V");
+	char *argv4[] = { "x", "--thr", "3", "--bogus", "--", "--n_layer", NULL };
+	is_int(loom_opt_key_word(opts, 6, argv4, is_key, name, &v), 0,
+	       "an abbreviated option, an unknown word, a key after --: none");
 	return done_testing();
 }

@@ -290,27 +290,12 @@ const char *cli_version_jansson(void)
 
 void cli_key_hint(const struct cli_cmd *cmd, int argc, char **argv, int (*is_key)(const char *name))
 {
+	char name[64];
+	const char *v;
 	cli_init(cmd->prog, cmd->usage);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-		if (strncmp(argv[i], "--", 2) || !argv[i][2])
-			continue;
-		char name[64];
-		const char *a = argv[i] + 2, *eq = strchr(a, '=');
-		size_t len = eq ? (size_t)(eq - a) : strlen(a);
-		if (len >= sizeof name)
-			continue;
-		memcpy(name, a, len);
-		name[len] = 0;
-		int opt = !strcmp(name, "help") || !strcmp(name, "version") ||
-			  !strcmp(name, "list-options");
-		for (const struct cli_opt *o = cmd->opts; !opt && o->kind != LOOM_OPT_END; o++)
-			opt = o->name && !strncmp(o->name, name, len); /* getopt takes prefixes */
-		if (opt || !is_key(name))
-			continue;
-		const char *v = eq ? eq + 1 : i + 1 < argc && argv[i + 1][0] != '-' ? argv[i + 1] : "V";
+	if (loom_opt_key_word(cmd->opts, argc, argv, is_key, name, &v))
 		cli_usage_error("--%s is not an option but a configuration key: give --set %s=%s",
 				name, name, v);
-	}
 }
 
 /* Every table ends with -h and -V. */

@@ -185,3 +185,27 @@ int loom_opt_store(const struct loom_opt *o, const char *arg, struct loom_err *e
 	}
 	return rc;
 }
+
+int loom_opt_key_word(const struct loom_opt *opts, int argc, char **argv,
+		      int (*is_key)(const char *name), char name[64], const char **value)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (strncmp(argv[i], "--", 2) || !argv[i][2])
+			continue;
+		const char *a = argv[i] + 2, *eq = strchr(a, '=');
+		size_t len = eq ? (size_t)(eq - a) : strlen(a);
+		if (len >= 64)
+			continue;
+		memcpy(name, a, len);
+		name[len] = 0;
+		int opt = !strcmp(name, "help") || !strcmp(name, "version") ||
+			  !strcmp(name, "list-options");
+		for (const struct loom_opt *o = opts; !opt && o->kind != LOOM_OPT_END; o++)
+			opt = o->name && !strncmp(o->name, name, len); /* getopt takes prefixes */
+		if (opt || !is_key(name))
+			continue;
+		*value = eq ? eq + 1 : i + 1 < argc && argv[i + 1][0] != '-' ? argv[i + 1] : "V";
+		return i;
+	}
+	return 0;
+}

@@ -19,6 +19,7 @@
  *   loom_opt_store    a value checked and stored (SET, STRING, INT, U64,
  *                     DOUBLE): whole numbers or numbers in their range
  *   loom_opt_u64, loom_opt_double  the same checks for callbacks
+ *   loom_opt_key_word  a configuration key given as if it were an option
  * A long name may be abbreviated, as getopt_long allows.
  *
  * Ownership: the table is the caller's; the texts and getopt tables
@@ -81,6 +82,13 @@ int loom_opt_getopt(const struct loom_opt *opts, size_t n, int list_code, struct
 /* Does the argv word arg ("--name", "--name=V", "-xVALUE", "-xy") take
  * the next word as its argument in opts? */
 int loom_opt_takes_next(const struct loom_opt *opts, const char *arg);
+/* The first argv word "--NAME[=V]" before "--" that is not an option of
+ * opts (nor --help, --version, --list-options; getopt takes prefixes) but
+ * a name is_key knows (a configuration key given as an option): its
+ * index, NAME in name[64] and *value (V, else the next word when it is no
+ * option, else "V"); 0 when there is none. */
+int loom_opt_key_word(const struct loom_opt *opts, int argc, char **argv,
+		      int (*is_key)(const char *name), char name[64], const char **value);
 /* Store arg in o's variable, as "--name" says in a message. */
 int loom_opt_store(const struct loom_opt *o, const char *arg, struct loom_err *err);
 int loom_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v,
