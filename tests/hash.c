@@ -11,6 +11,8 @@ int main(void)
 	char hex[LOOM_HASH_HEX_MAX];
 	struct loom_err err;
 
+	ok(loom_hex_is("0aF9", 4) && !loom_hex_is("0aF9", 3) && !loom_hex_is("0aF", 4) &&
+	   !loom_hex_is("0aG9", 4) && loom_hex_is("", 0), "loom_hex_is: n digits, either case");
 	is_int(loom_hash_buf_hex("sha256", "abc", 3, hex, &err), 0, "sha256 abc");
 	is_str(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 	       "sha256 vector");

@@ -14,6 +14,7 @@
 #include "loom_dumprun.h"
 #include "loom_fetch.h"
 #include "loom_file.h"
+#include "loom_hash.h"
 
 #define DEFAULT_MIRROR "https://dumps.wikimedia.org"
 
@@ -286,8 +287,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++) {
 		if (!dv[i])
 			continue;
-		size_t k = strspn(dv[i], "0123456789abcdefABCDEF");
-		if (strlen(dv[i]) != dg[i].n || k != dg[i].n)
+		if (!loom_hex_is(dv[i], dg[i].n))
 			cli_usage_error("%s: '%s' is not %zu hex digits", dg[i].opt, dv[i], dg[i].n);
 	}
 	if (url && dump_opt)

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "loom_tfrecord.h"
 #include "loom_file.h"
+#include "loom_hash.h"
 #include "loom_manifest.h"
 #include "loom_shard.h"
 #include "loom_tokin.h"
@@ -51,17 +52,6 @@ static void tell_shards(const char *manifest)
 	loom_manifest_release(&m);
 }
 
-static int is_hex64(const char *s)
-{
-	size_t n = strlen(s);
-	if (n != 64)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("0123456789abcdefABCDEF", s[i]))
-			return 0;
-	return 1;
-}
-
 static struct loom_shard_opts o = { .seq_len = 2049, .shuffle = 1 };
 static enum loom_tokfmt fmt = LOOM_TOK_U16;
 static uint64_t stride;
@@ -90,7 +80,7 @@ static void on_memory(const char *opt, const char *arg)
 static void on_vocab_sha256(const char *opt, const char *arg)
 {
 	(void)opt;
-	if (!is_hex64(arg))
+	if (!loom_hex_is(arg, 64))
 		cli_usage_error("--vocab-sha256: expected 64 hex digits");
 	for (char *q = (char *)arg; *q; q++) /* an argv string: ours to change */
 		*q = (char)tolower((unsigned char)*q);

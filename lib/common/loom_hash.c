@@ -104,3 +104,8 @@ int loom_hash_file_hex(const char *algo, const char *path, char *hex,
 	loom_hash_free(h);
 	return rc;
 }
+
+int loom_hex_is(const char *s, size_t n)
+{
+	return strlen(s) == n && strspn(s, "0123456789abcdefABCDEF") == n;
+}

@@ -38,4 +38,7 @@ int loom_hash_buf_hex(const char *algo, const void *data, size_t n, char *hex,
 int loom_hash_file_hex(const char *algo, const char *path, char *hex,
 		       struct loom_err *err);
 
+/* 1 if s is exactly n hex digits (either case), else 0. */
+int loom_hex_is(const char *s, size_t n);
+
 #endif

@@ -625,14 +625,7 @@ static int recorded_verified(const char *path, const struct stat *st, const char
 
 static int valid_hex(const char *s, size_t n)
 {
-	if (!s)
-		return 1;
-	if (strlen(s) != n)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("0123456789abcdefABCDEF", s[i]))
-			return 0;
-	return 1;
+	return !s || loom_hex_is(s, n);
 }
 
 int loom_fetch_file(struct loom_fetch *f, const char *url, const char *path,
