@@ -93,6 +93,23 @@ static void case_outfile(void)
 	free(buf);
 	is_int(tap_count_dir(dir, ""), 1, "abort removes the temp file");
 
+	char *name;
+	is_int(loom_outfile_open(&o, path), 0, "open for a partial result");
+	loom_outfile_write(&o, "half", 4);
+	is_int(loom_outfile_commit_suffix(&o, ".incomplete", &name), 0, "commit under a suffix");
+	char want[4300];
+	snprintf(want, sizeof want, "%s.incomplete", path);
+	is_str(name, want, "its name: FILE.incomplete");
+	is_int(loom_read_file(path, &buf, &len, &err), 0, "FILE itself");
+	ok(len == 5 && memcmp(buf, "hello", 5) == 0, "untouched");
+	free(buf);
+	is_int(loom_read_file(name, &buf, &len, &err), 0, "FILE.incomplete");
+	ok(len == 4 && memcmp(buf, "half", 4) == 0, "holds the partial result");
+	free(buf);
+	unlink(name);
+	free(name);
+	is_int(tap_count_dir(dir, ""), 1, "no temp file left");
+
 	snprintf(path, sizeof path, "%s/no/such/dir/x", dir);
 	is_int(loom_read_file(path, &buf, &len, &err), LOOM_EIO, "read missing");
 	ok(strstr(err.msg, "No such file") != NULL, "read message has strerror");

@@ -175,9 +175,27 @@ static void case_tables(void)
 	loom_extract_free(NULL);
 }
 
+static void case_summary(void)
+{
+	struct loom_dump_stats st = { .pages = 14, .bytes_in = 15900, .bytes_xml = 15900,
+				      .invalid_utf8 = 2, .multistream = 1 };
+	st.stat[LOOM_EXTRACT_S_ARTICLES] = 7;
+	st.stat[LOOM_EXTRACT_S_REDIRECTS] = 2;
+	st.stat[LOOM_EXTRACT_S_TOO_LARGE] = 1;
+	st.stat[LOOM_EXTRACT_S_BYTES_OUT] = 2500;
+	struct loom_extract_opts o = { .keep_redirects = 1 };
+	char line[1024];
+	loom_extract_summary(&o, &st, 0.125, 1, line, sizeof line);
+	is_str(line, "14 pages seen, 7 articles written, 2 redirects (kept), 0 skipped by namespace, "
+		     "0 disambiguation, 0 empty or short, 0 without text, 1 too large, 15.9 kB in "
+		     "(15.9 kB XML), 2.5 kB out, 2 invalid UTF-8, 0.12 s, multistream, INCOMPLETE",
+	       "the summary line");
+}
+
 int main(void)
 {
 	ok(tap_tmpdir() != NULL, "scratch dir");
+	case_summary();
 	case_formats();
 	case_skips();
 	case_tables();

@@ -188,39 +188,12 @@ static int finish_output(int r, const struct loom_dump_stats *st, char **incompl
 		return 1;
 	}
 	cli_warn("%s", loom_dump_error(c.dump));
-	if (c.out.tmp) { /* a regular file: FILE.incomplete */
-		if (asprintf(incomplete, "%s.incomplete", output) < 0)
-			cli_die("out of memory");
-		free(c.out.path);
-		c.out.path = strdup(*incomplete);
-	}
-	if (loom_outfile_commit(&c.out))
+	if (loom_outfile_commit_suffix(&c.out, ".incomplete", incomplete))
 		cli_warn("%s", loom_outfile_error(&c.out));
 	cli_warn("output is INCOMPLETE: %llu articles before the error%s%s",
 		 (unsigned long long)st->stat[LOOM_EXTRACT_S_ARTICLES],
 		 *incomplete ? " written to " : "", *incomplete ? *incomplete : "");
 	return 1;
-}
-
-static void print_summary(const struct loom_dump_stats *st, int r)
-{
-	char a[32], b[32], o[32];
-	cli_summary(
-		"%llu pages seen, %llu articles written, %llu redirects%s, "
-		"%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
-		"%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
-		"%.2f s%s%s",
-		(unsigned long long)st->pages,
-		(unsigned long long)st->stat[LOOM_EXTRACT_S_ARTICLES],
-		(unsigned long long)st->stat[LOOM_EXTRACT_S_REDIRECTS], c.xo.keep_redirects ? " (kept)" : "",
-		(unsigned long long)st->stat[LOOM_EXTRACT_S_NS], (unsigned long long)st->stat[LOOM_EXTRACT_S_DAB],
-		c.xo.skip_dab ? " skipped" : "", (unsigned long long)st->stat[LOOM_EXTRACT_S_SHORT],
-		(unsigned long long)st->stat[LOOM_EXTRACT_S_NOTEXT], (unsigned long long)st->stat[LOOM_EXTRACT_S_TOO_LARGE],
-		cli_bytes(st->bytes_in, a, sizeof a),
-		cli_bytes(st->bytes_xml, b, sizeof b),
-		cli_bytes(st->stat[LOOM_EXTRACT_S_BYTES_OUT], o, sizeof o),
-		(unsigned long long)st->invalid_utf8, loom_now() - c.t0,
-		st->multistream ? ", multistream" : "", r ? ", INCOMPLETE" : "");
 }
 
 int main(int argc, char **argv)
@@ -258,7 +231,9 @@ int main(int argc, char **argv)
 	loom_dump_stats(c.dump, &st);
 	char *incomplete;
 	int status = finish_output(r, &st, &incomplete);
-	print_summary(&st, r);
+	char line[1024];
+	loom_extract_summary(&c.xo, &st, loom_now() - c.t0, r, line, sizeof line);
+	cli_summary("%s", line);
 	loom_extract_free(c.x);
 	free(incomplete);
 	loom_dump_free(c.dump);

@@ -221,6 +221,22 @@ static void outfile_release(struct loom_outfile *o)
 	o->fd = -1;
 }
 
+int loom_outfile_commit_suffix(struct loom_outfile *o, const char *suffix, char **name)
+{
+	*name = NULL;
+	if (o->tmp && o->path) {
+		char *p = NULL;
+		if (asprintf(&p, "%s%s", o->path, suffix) < 0 || !(*name = strdup(p))) {
+			free(p);
+			loom_outfile_abort(o);
+			return loom_err_set(&o->err, LOOM_ENOMEM, "out of memory");
+		}
+		free(o->path);
+		o->path = p;
+	}
+	return loom_outfile_commit(o);
+}
+
 int loom_outfile_commit(struct loom_outfile *o)
 {
 	if (!o->path)

@@ -52,6 +52,11 @@ int loom_outfile_write(struct loom_outfile *o, const void *buf, size_t n);
 int loom_outfile_park(struct loom_outfile *o);
 /* fsync, close, rename to the final name, fsync the directory. */
 int loom_outfile_commit(struct loom_outfile *o);
+/* Commit a temporary file under its final name + suffix instead (a
+ * partial result, FILE.incomplete, beside an untouched FILE); *name: that
+ * name (malloc'd), NULL for stdout or a file written in place, committed
+ * as loom_outfile_commit does. */
+int loom_outfile_commit_suffix(struct loom_outfile *o, const char *suffix, char **name);
 /* Close and remove the temporary file; the final name is untouched. */
 void loom_outfile_abort(struct loom_outfile *o);
 /* The end of writing o, whose steps so far returned rc: commit it if rc

@@ -370,3 +370,25 @@ int loom_extract_page(void *ctx, int worker, const struct loom_dump_site *site,
 	}
 	return emit(x, site, pg, w->text.p, w->text.len, out);
 }
+
+void loom_extract_summary(const struct loom_extract_opts *o, const struct loom_dump_stats *st,
+			  double seconds, int incomplete, char *buf, size_t n)
+{
+	char a[32], b[32], c[32];
+	const uint64_t *s = st->stat;
+	snprintf(buf, n,
+		 "%llu pages seen, %llu articles written, %llu redirects%s, "
+		 "%llu skipped by namespace, %llu disambiguation%s, %llu empty or short, "
+		 "%llu without text, %llu too large, %s in (%s XML), %s out, %llu invalid UTF-8, "
+		 "%.2f s%s%s",
+		 (unsigned long long)st->pages, (unsigned long long)s[LOOM_EXTRACT_S_ARTICLES],
+		 (unsigned long long)s[LOOM_EXTRACT_S_REDIRECTS], o->keep_redirects ? " (kept)" : "",
+		 (unsigned long long)s[LOOM_EXTRACT_S_NS], (unsigned long long)s[LOOM_EXTRACT_S_DAB],
+		 o->skip_dab ? " skipped" : "", (unsigned long long)s[LOOM_EXTRACT_S_SHORT],
+		 (unsigned long long)s[LOOM_EXTRACT_S_NOTEXT],
+		 (unsigned long long)s[LOOM_EXTRACT_S_TOO_LARGE],
+		 loom_fmt_bytes(st->bytes_in, a, sizeof a), loom_fmt_bytes(st->bytes_xml, b, sizeof b),
+		 loom_fmt_bytes(s[LOOM_EXTRACT_S_BYTES_OUT], c, sizeof c),
+		 (unsigned long long)st->invalid_utf8, seconds,
+		 st->multistream ? ", multistream" : "", incomplete ? ", INCOMPLETE" : "");
+}

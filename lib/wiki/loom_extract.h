@@ -79,4 +79,10 @@ int loom_extract_load_table(struct loom_extract *x, const char *path, int kind,
 int loom_extract_page(void *ctx, int worker, const struct loom_dump_site *site,
 		      const struct loom_page *pg, struct loom_dump_out *out);
 
+/* The summary line of a run (no newline) into buf[n]: pages, articles,
+ * each kind of skip, bytes in and out, invalid UTF-8, seconds, and
+ * whether the dump was multistream or the output is incomplete. */
+void loom_extract_summary(const struct loom_extract_opts *o, const struct loom_dump_stats *st,
+			  double seconds, int incomplete, char *buf, size_t n);
+
 #endif
