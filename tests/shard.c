@@ -293,9 +293,30 @@ static void busy_prefix(void)
 	loom_shard_free(a);
 }
 
+/* loom_shard_summary: loom-shard's line. */
+static void summary(void)
+{
+	struct loom_shard_opts o = { .seq_len = 10, .stride = 5, .shuffle = 1 };
+	struct loom_shard_stats st = { .tokens = 3001, .samples = 546, .shards = 1, .bytes = 30900,
+				       .spilled = 2000000, .manifest = "d/s.manifest.json" };
+	struct loom_shard_stats val = { .samples = 1, .manifest = "d/s.val.manifest.json" };
+	char line[9000];
+	loom_shard_summary(&o, &st, &val, 0.5, line, sizeof line);
+	is_str(line, "3001 tokens -> 546 records (seq 10, stride 5) in 1 shard, 30.9 kB, shuffled, "
+		     "spilled 2.0 MB, 0.50 s -> d/s.manifest.json; validation 1 record -> "
+		     "d/s.val.manifest.json", "summary: with a validation split and a spill");
+	o = (struct loom_shard_opts){ .seq_len = 7 };
+	st = (struct loom_shard_stats){ .tokens = 8, .samples = 1, .tail_tokens = 1, .shards = 2,
+					.bytes = 90, .manifest = "m" };
+	loom_shard_summary(&o, &st, NULL, 0, line, sizeof line);
+	is_str(line, "8 tokens -> 1 record (seq 7, stride 7, 1 tail) in 2 shards, 90 B, stream order, "
+		     "0.00 s -> m", "summary: stride = seq, a tail, stream order");
+}
+
 int main(void)
 {
 	dir = tap_tmpdir();
+	summary();
 	encoder_vs_pbc();
 	window_rule();
 	shuffle_keys();

@@ -206,24 +206,6 @@ static void read_input(const char *name, struct cli_progress *pr)
 	loom_tokin_free(in);
 }
 
-static void print_summary(const struct loom_shard_stats *st, const struct loom_shard_stats *val,
-			  double dt)
-{
-	char b1[32], b2[32], sp[64] = "", vs[4200] = "";
-	if (st->spilled)
-		snprintf(sp, sizeof sp, ", spilled %s", cli_bytes((double)st->spilled, b2, sizeof b2));
-	if (val)
-		snprintf(vs, sizeof vs, "; validation %" PRIu64 " record%s -> %s", val->samples,
-			 val->samples == 1 ? "" : "s", val->manifest);
-	cli_summary(
-		"%" PRIu64 " tokens -> %" PRIu64 " record%s (seq %u, stride %u%s)"
-		" in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s",
-		st->tokens, st->samples, st->samples == 1 ? "" : "s", o.seq_len, o.stride ? o.stride : o.seq_len,
-		st->tail_tokens ? ", 1 tail" : "", st->shards, st->shards == 1 ? "" : "s",
-		cli_bytes((double)st->bytes, b1, sizeof b1),
-		o.shuffle ? "shuffled" : "stream order", sp, dt, st->manifest, vs);
-}
-
 /* --val-fraction / --val-records: the sharder of PREFIX.val, the same
  * samples' other side (one shard), each sharder with half the memory */
 static struct loom_shard *open_val(void)
@@ -336,7 +318,9 @@ int main(int argc, char **argv)
 	if (o.shards && st.samples < o.shards)
 		cli_warn("warning: %" PRIu64 " records for %" PRIu64 " shards: %" PRIu64
 			 " shards are empty", st.samples, o.shards, o.shards - st.samples);
-	print_summary(&st, g_val ? &vst : NULL, dt);
+	char line[LOOM_ERR_MAX + 8800];
+	loom_shard_summary(&o, &st, g_val ? &vst : NULL, dt, line, sizeof line);
+	cli_summary("%s", line);
 	loom_shard_free(g_shard);
 	loom_shard_free(g_val);
 	return 0;

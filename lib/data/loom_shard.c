@@ -970,3 +970,21 @@ const char *loom_shard_error(const struct loom_shard *s)
 {
 	return s->err.msg;
 }
+
+void loom_shard_summary(const struct loom_shard_opts *o, const struct loom_shard_stats *st,
+			const struct loom_shard_stats *val, double seconds, char *buf, size_t n)
+{
+	char b1[32], b2[32], sp[64] = "", vs[4200] = "";
+	if (st->spilled)
+		snprintf(sp, sizeof sp, ", spilled %s", loom_fmt_bytes((double)st->spilled, b2, sizeof b2));
+	if (val)
+		snprintf(vs, sizeof vs, "; validation %" PRIu64 " record%s -> %s", val->samples,
+			 val->samples == 1 ? "" : "s", val->manifest);
+	snprintf(buf, n,
+		 "%" PRIu64 " tokens -> %" PRIu64 " record%s (seq %u, stride %u%s)"
+		 " in %" PRIu64 " shard%s, %s, %s%s, %.2f s -> %s%s",
+		 st->tokens, st->samples, st->samples == 1 ? "" : "s", o->seq_len,
+		 o->stride ? o->stride : o->seq_len, st->tail_tokens ? ", 1 tail" : "", st->shards,
+		 st->shards == 1 ? "" : "s", loom_fmt_bytes((double)st->bytes, b1, sizeof b1),
+		 o->shuffle ? "shuffled" : "stream order", sp, seconds, st->manifest, vs);
+}

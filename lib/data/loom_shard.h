@@ -132,6 +132,11 @@ void loom_shard_get_stats(const struct loom_shard *s, struct loom_shard_stats *s
 /* Frees; before a successful finish, removes every output of the run. */
 void loom_shard_free(struct loom_shard *s);
 const char *loom_shard_error(const struct loom_shard *s);
+/* loom-shard's summary line (no newline) into buf[n]: tokens, records,
+ * the sample length and stride of o, shards, bytes, order, spill, seconds,
+ * the manifest; and val's records and manifest when there is one. */
+void loom_shard_summary(const struct loom_shard_opts *o, const struct loom_shard_stats *st,
+			const struct loom_shard_stats *val, double seconds, char *buf, size_t n);
 
 /* Number of samples a stream of n tokens yields (same rule as above), and
  * the tail length (0 if none) in *tail. */
