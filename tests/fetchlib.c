@@ -160,9 +160,32 @@ static void case_memory(void)
 	ok(strstr(loom_fetch_curl_version(), "libcurl/") != NULL, "curl version");
 }
 
+/* loom_fetch_describe: loom-fetch's -v line and summary of a result. */
+static void case_describe(void)
+{
+	char d[512], sum[512];
+	struct loom_fetch_result r = { .size = 300000, .transferred = 150000, .resumed_from = 150000,
+				       .seconds = 1.5, .attempts = 2, .verified = 1, .algo = "sha1",
+				       .hex = "ab12" };
+	loom_fetch_describe(&r, "http://m/x.bz2", "d/x.bz2", "x.bz2", d, sum, sizeof d);
+	is_str(d, "http://m/x.bz2: 150000 bytes received in 2 attempts, resumed at byte 150000",
+	       "describe: bytes, attempts, resume offset");
+	is_str(sum, "x.bz2: 300.0 kB (resumed at 150.0 kB), sha1 ab12 verified, 1.5 s, 0.1 MB/s",
+	       "describe: the summary");
+	r = (struct loom_fetch_result){ .size = 5, .already = 1, .cached = 1, .algo = "md5", .hex = "cd" };
+	loom_fetch_describe(&r, "u", "p", "n", d, sum, sizeof d);
+	ok(!strcmp(d, "p: already present and recorded as verified: not fetched") &&
+	   !strcmp(sum, "n: already complete (5 B, md5 cd verified earlier)"), "describe: already there");
+	r = (struct loom_fetch_result){ .size = 5, .attempts = 1, .algo = "sha1", .hex = "ef" };
+	loom_fetch_describe(&r, "u", "p", "n", d, sum, sizeof d);
+	ok(strstr(d, "in 1 attempt,") && strstr(sum, "sha1 ef (not verified: no checksum given), 0.0 s"),
+	   "describe: unverified, one attempt");
+}
+
 int main(void)
 {
 	struct loom_err err;
+	case_describe();
 	dir = tap_tmpdir();
 	data = malloc(n);
 	if (!data)

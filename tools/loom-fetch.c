@@ -53,7 +53,6 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 		     const struct loom_fetch_expect *exp)
 {
 	struct loom_fetch_result res;
-	char sz[32], at[32];
 	g.name = loom_basename(path);
 	cli_info("fetching %s to %s", url, path);
 	int rc = loom_fetch_file(f, url, path, exp, &res);
@@ -62,30 +61,10 @@ static int fetch_one(struct loom_fetch *f, const char *url, const char *path,
 		cli_warn("%s", loom_fetch_error(f));
 		return exit_code(rc);
 	}
-	if (res.already)
-		cli_info("%s: already present and %s: not fetched", path,
-			 res.cached ? "recorded as verified" : "verified");
-	else
-		cli_info("%s: %llu bytes received in %u attempt%s, resumed at byte %llu", url,
-			 (unsigned long long)res.transferred, res.attempts,
-			 res.attempts == 1 ? "" : "s", (unsigned long long)res.resumed_from);
-	if (!cli_quiet) {
-		cli_bytes((double)res.size, sz, sizeof sz);
-		if (res.already) {
-			cli_summary("%s: already complete (%s, %s %s %s)", g.name, sz, res.algo,
-				    res.hex, res.cached ? "verified earlier" : "verified");
-		} else {
-			double mbs = res.seconds > 0 ? res.transferred / res.seconds / 1e6 : 0;
-			char resumed[64] = "";
-			if (res.resumed_from)
-				snprintf(resumed, sizeof resumed, " (resumed at %s)",
-					 cli_bytes((double)res.resumed_from, at, sizeof at));
-			cli_summary("%s: %s%s, %s %s %s, %.1f s, %.1f MB/s", g.name, sz, resumed,
-				    res.algo, res.hex,
-				    res.verified ? "verified" : "(not verified: no checksum given)",
-				    res.seconds, mbs);
-		}
-	}
+	char detail[8400], summary[8400];
+	loom_fetch_describe(&res, url, path, g.name, detail, summary, sizeof detail);
+	cli_info("%s", detail);
+	cli_summary("%s", summary);
 	printf("%s\n", path);
 	if (fflush(stdout) != 0 && errno != EPIPE)
 		cli_die("cannot write to stdout: %s", strerror(errno));

@@ -759,3 +759,29 @@ out:
 	res->seconds = loom_now() - t0;
 	return rc;
 }
+
+void loom_fetch_describe(const struct loom_fetch_result *res, const char *url, const char *path,
+			 const char *name, char *detail, char *summary, size_t n)
+{
+	char sz[32], at[32], resumed[64] = "";
+	if (res->already)
+		snprintf(detail, n, "%s: already present and %s: not fetched", path,
+			 res->cached ? "recorded as verified" : "verified");
+	else
+		snprintf(detail, n, "%s: %llu bytes received in %u attempt%s, resumed at byte %llu", url,
+			 (unsigned long long)res->transferred, res->attempts,
+			 res->attempts == 1 ? "" : "s", (unsigned long long)res->resumed_from);
+	loom_fmt_bytes((double)res->size, sz, sizeof sz);
+	if (res->already) {
+		snprintf(summary, n, "%s: already complete (%s, %s %s %s)", name, sz, res->algo,
+			 res->hex, res->cached ? "verified earlier" : "verified");
+		return;
+	}
+	double mbs = res->seconds > 0 ? res->transferred / res->seconds / 1e6 : 0;
+	if (res->resumed_from)
+		snprintf(resumed, sizeof resumed, " (resumed at %s)",
+			 loom_fmt_bytes((double)res->resumed_from, at, sizeof at));
+	snprintf(summary, n, "%s: %s%s, %s %s %s, %.1f s, %.1f MB/s", name, sz, resumed, res->algo,
+		 res->hex, res->verified ? "verified" : "(not verified: no checksum given)",
+		 res->seconds, mbs);
+}

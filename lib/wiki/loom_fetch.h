@@ -108,6 +108,13 @@ int loom_fetch_mem(struct loom_fetch *f, const char *url, size_t max, char **buf
 
 const char *loom_fetch_error(const struct loom_fetch *f);
 
+/* What came of one loom_fetch_file of url to path, as lines (no newline)
+ * into buf[n]: detail, -v's (present and verified, or bytes received,
+ * attempts and resume offset); summary, the file's (size, resume offset,
+ * digest, verified or not, seconds and rate), named name. */
+void loom_fetch_describe(const struct loom_fetch_result *res, const char *url, const char *path,
+			 const char *name, char *detail, char *summary, size_t n);
+
 /* "libcurl/7.88.1 OpenSSL/3.0.x ..." */
 const char *loom_fetch_curl_version(void);
 
