@@ -99,6 +99,24 @@ int main(void)
 	fclose(f);
 	ok(loom_index_one(&bad, &o) < 0 && strstr(bad.err.msg, "junk.tfrecord: record 1 at byte 38"),
 	   "a damaged record: %s", bad.err.msg);
+
+	struct loom_index_job two[2] = { { .path = "a.tfrecord", .out = "-" }, { .path = "-", .out = "b.idx" } };
+	two[0].st = (struct loom_tfr_scan){ .records = 3, .bytes = 120, .pmin = 20, .pmax = 30, .psum = 75 };
+	two[1].st = (struct loom_tfr_scan){ .records = 1, .bytes = 2000, .pmin = 9, .pmax = 9, .psum = 9 };
+	char stats[300], detail[300];
+	o = (struct loom_index_opts){ LOOM_INDEX_WRITE, 1, 1, NULL, NULL };
+	loom_index_describe(&two[0], &o, stats, detail, sizeof stats);
+	is_str(stats, "a.tfrecord: 3 records, 120 bytes, payload min 20 max 30 mean 25.0", "--stats line");
+	is_str(detail, "a.tfrecord: 3 records, 120 bytes, verified, index written to stdout", "-v line");
+	o.mode = LOOM_INDEX_CHECK;
+	loom_index_describe(&two[1], &o, stats, detail, sizeof stats);
+	is_str(detail, "(stdin): 1 records, 2000 bytes, verified, index matches", "-v line, --check, stdin");
+	loom_index_summary(two, 2, &o, 0.5, stats, sizeof stats);
+	is_str(stats, "2 files, 4 records, 2.1 kB, CRCs and Examples verified, indexes match, 0.50 s (4.2 kB/s)",
+	       "summary");
+	o = (struct loom_index_opts){ LOOM_INDEX_SCAN, 0, 1, NULL, NULL };
+	loom_index_summary(two + 1, 1, &o, 0, stats, sizeof stats);
+	is_str(stats, "1 file, 1 record, 2.0 kB, 0.00 s (0 B/s)", "summary: scan only, no time");
 	for (int i = 0; i < 8; i++)
 		free((char *)jobs[i].path);
 	return done_testing();

@@ -64,7 +64,6 @@ int main(int argc, char **argv)
 	if (check && no_write)
 		cli_usage_error("--check and --no-write exclude each other");
 	cli_progress_init(&pr, cli_force_progress);
-	struct loom_tfr_scan tot = { .pmin = UINT64_MAX };
 	int failed = 0, stdin_used = 0;
 	double t0 = loom_now();
 	struct loom_index_job *jobs = calloc((size_t)nfiles, sizeof *jobs);
@@ -94,43 +93,23 @@ int main(int argc, char **argv)
 				      verify, nthreads, nthreads == 1 ? show_scan : NULL, NULL };
 	failed = loom_index_run(jobs, nfiles, &io);
 	cli_progress_done(&pr);
+	char stats[9000], detail[9000];
 	for (int i = 0; i < nfiles; i++) {
-		const struct loom_index_job *jb = &jobs[i];
-		const struct loom_tfr_scan *s = &jb->st;
-		if (jb->rc < 0) {
-			cli_warn("%s", jb->err.msg);
+		if (jobs[i].rc < 0) {
+			cli_warn("%s", jobs[i].err.msg);
 			continue;
 		}
+		loom_index_describe(&jobs[i], &io, stats, detail, sizeof stats);
 		if (do_stats)
-			printf("%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
-			       " max %" PRIu64 " mean %.1f\n", jb->path, s->records, s->bytes,
-			       s->records ? s->pmin : 0, s->pmax,
-			       s->records ? (double)s->psum / (double)s->records : 0.0);
-		cli_info("%s: %" PRIu64 " records, %" PRIu64 " bytes%s%s%s",
-			 strcmp(jb->path, "-") ? jb->path : "(stdin)", s->records, s->bytes,
-			 verify ? ", verified" : "",
-			 check ? ", index matches" : no_write ? "" : ", index written to ",
-			 check || no_write ? "" : strcmp(jb->out, "-") ? jb->out : "stdout");
-		tot.records += s->records;
-		tot.bytes += s->bytes;
-		tot.psum += s->psum;
-		if (s->records && s->pmin < tot.pmin)
-			tot.pmin = s->pmin;
-		if (s->pmax > tot.pmax)
-			tot.pmax = s->pmax;
+			printf("%s\n", stats);
+		cli_info("%s", detail);
+	}
+	double dt = loom_now() - t0;
+	if (!failed) {
+		loom_index_summary(jobs, nfiles, &io, dt, stats, sizeof stats);
+		cli_summary("%s", stats);
 	}
 	free(outs);
 	free(jobs);
-	double dt = loom_now() - t0;
-	if (!cli_quiet && !failed) {
-		char b1[32], b2[32];
-		cli_summary("%d file%s, %" PRIu64 " record%s, %s%s%s, %.2f s (%s/s)",
-			nfiles - failed, nfiles - failed == 1 ? "" : "s", tot.records,
-			tot.records == 1 ? "" : "s",
-			cli_bytes((double)tot.bytes, b1, sizeof b1),
-			verify ? ", CRCs and Examples verified" : "",
-			check ? ", indexes match" : no_write ? "" : ", indexes written", dt,
-			cli_bytes(dt > 0 ? (double)tot.bytes / dt : 0, b2, sizeof b2));
-	}
 	return failed ? 1 : 0;
 }

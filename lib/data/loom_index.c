@@ -2,7 +2,9 @@
  * (loom_index.h). */
 #include "loom_index.h"
 
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +105,38 @@ int loom_index_run(struct loom_index_job *jobs, int n, const struct loom_index_o
 	for (int i = 0; i < n; i++)
 		failed += jobs[i].rc < 0;
 	return failed;
+}
+
+void loom_index_describe(const struct loom_index_job *job, const struct loom_index_opts *o,
+			 char *stats, char *detail, size_t n)
+{
+	const struct loom_tfr_scan *s = &job->st;
+	snprintf(stats, n, "%s: %" PRIu64 " records, %" PRIu64 " bytes, payload min %" PRIu64
+		 " max %" PRIu64 " mean %.1f", job->path, s->records, s->bytes,
+		 s->records ? s->pmin : 0, s->pmax,
+		 s->records ? (double)s->psum / (double)s->records : 0.0);
+	snprintf(detail, n, "%s: %" PRIu64 " records, %" PRIu64 " bytes%s%s%s",
+		 strcmp(job->path, "-") ? job->path : "(stdin)", s->records, s->bytes,
+		 o->verify ? ", verified" : "",
+		 o->mode == LOOM_INDEX_CHECK ? ", index matches" :
+		 o->mode == LOOM_INDEX_SCAN ? "" : ", index written to ",
+		 o->mode != LOOM_INDEX_WRITE ? "" : strcmp(job->out, "-") ? job->out : "stdout");
+}
+
+void loom_index_summary(const struct loom_index_job *jobs, int n, const struct loom_index_opts *o,
+			double seconds, char *buf, size_t len)
+{
+	uint64_t records = 0, bytes = 0;
+	char b1[32], b2[32];
+	for (int i = 0; i < n; i++) {
+		records += jobs[i].st.records;
+		bytes += jobs[i].st.bytes;
+	}
+	snprintf(buf, len, "%d file%s, %" PRIu64 " record%s, %s%s%s, %.2f s (%s/s)", n,
+		 n == 1 ? "" : "s", records, records == 1 ? "" : "s",
+		 loom_fmt_bytes((double)bytes, b1, sizeof b1),
+		 o->verify ? ", CRCs and Examples verified" : "",
+		 o->mode == LOOM_INDEX_CHECK ? ", indexes match" :
+		 o->mode == LOOM_INDEX_SCAN ? "" : ", indexes written", seconds,
+		 loom_fmt_bytes(seconds > 0 ? (double)bytes / seconds : 0, b2, sizeof b2));
 }

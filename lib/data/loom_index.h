@@ -12,6 +12,8 @@
  * to report in its own order.  Files are independent: a failed file does
  * not stop the others.
  *
+ * loom_index_describe and loom_index_summary build loom-index's lines.
+ *
  * Ownership: the caller's jobs and their strings; nothing is kept.
  * Errors: per job, rc 0 or negative LOOM_E* with a one-line message in
  * job.err.msg naming the file (and record, byte offset or index line).
@@ -49,5 +51,14 @@ struct loom_index_opts {
 int loom_index_one(struct loom_index_job *job, const struct loom_index_opts *o);
 /* All n jobs; returns how many failed. */
 int loom_index_run(struct loom_index_job *jobs, int n, const struct loom_index_opts *o);
+
+/* The lines of a job that succeeded, without newline, into buf[n]:
+ * stats, --stats's (records, bytes, payload min, max and mean); detail,
+ * -v's (records, bytes, what was done). */
+void loom_index_describe(const struct loom_index_job *job, const struct loom_index_opts *o,
+			 char *stats, char *detail, size_t n);
+/* The summary of n jobs that all succeeded, taking `seconds`. */
+void loom_index_summary(const struct loom_index_job *jobs, int n, const struct loom_index_opts *o,
+			double seconds, char *buf, size_t len);
 
 #endif
