@@ -725,5 +725,16 @@ int main(void)
 	bad_input(mm);
 	manifest_read();
 	resume(mm);
+	struct loom_feed_opts o = { .batch = 4, .rank = 1, .world = 2 };
+	struct loom_feed_stats st = { .records = 210, .shards = 3, .per_epoch = 52, .frames = 10,
+				      .bytes = 3000000, .seq_len = 9, .features = 2 };
+	char line[512];
+	loom_feed_summary(&o, &st, 2, line, sizeof line);
+	is_str(line, "10 batches of 4x9 + 2 features (rank 1 of 2) from 210 records in 3 shards "
+		     "(52 batches/epoch), 3.0 MB in 2.00 s: 20 records/s, 1.5 MB/s", "summary line");
+	st = (struct loom_feed_stats){ .records = 1, .shards = 1, .frames = 1, .seq_len = 5 };
+	loom_feed_summary(&o, &st, 0, line, sizeof line);
+	is_str(line, "1 batch of 4x5 (rank 1 of 2) from 1 record in 1 shard (0 batches/epoch), 0 B in "
+		     "0.00 s: 0 records/s, 0.0 MB/s", "summary line: one of each, no time");
 	return done_testing();
 }

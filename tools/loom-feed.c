@@ -225,22 +225,9 @@ int main(int argc, char **argv)
 	if ((len = loom_feed_end_frame(f, end)))
 		write_out(end, len);
 	loom_feed_get_stats(f, &st);
-	if (!cli_quiet) {
-		double dt = loom_now() - t0;
-		char bb[32], feats[48] = "";
-		if (st.features)
-			snprintf(feats, sizeof feats, " + %zu feature%s", st.features,
-				 st.features == 1 ? "" : "s");
-		cli_summary(
-			"%llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
-			"shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s",
-			(unsigned long long)st.frames, st.frames == 1 ? "" : "es", o->batch, st.seq_len,
-			feats, o->rank, o->world, (unsigned long long)st.records,
-			st.records == 1 ? "" : "s", (unsigned long long)st.shards,
-			st.shards == 1 ? "" : "s", (unsigned long long)st.per_epoch,
-			cli_bytes((double)st.bytes, bb, sizeof bb), dt,
-			dt > 0 ? (double)st.frames * o->batch / dt : 0, dt > 0 ? st.bytes / dt / 1e6 : 0);
-	}
+	char line[512];
+	loom_feed_summary(o, &st, loom_now() - t0, line, sizeof line);
+	cli_summary("%s", line);
 	loom_feed_free(f);
 	return 0;
 }

@@ -726,3 +726,22 @@ void loom_feed_free(struct loom_feed *f)
 	free(f->tid);
 	free(f);
 }
+
+void loom_feed_summary(const struct loom_feed_opts *o, const struct loom_feed_stats *st,
+		       double seconds, char *buf, size_t n)
+{
+	char bb[32], feats[48] = "";
+	double dt = seconds;
+	if (st->features)
+		snprintf(feats, sizeof feats, " + %zu feature%s", st->features,
+			 st->features == 1 ? "" : "s");
+	snprintf(buf, n,
+		 "%llu batch%s of %ux%u%s (rank %u of %u) from %llu record%s in %llu "
+		 "shard%s (%llu batches/epoch), %s in %.2f s: %.0f records/s, %.1f MB/s",
+		 (unsigned long long)st->frames, st->frames == 1 ? "" : "es", o->batch, st->seq_len,
+		 feats, o->rank, o->world, (unsigned long long)st->records,
+		 st->records == 1 ? "" : "s", (unsigned long long)st->shards,
+		 st->shards == 1 ? "" : "s", (unsigned long long)st->per_epoch,
+		 loom_fmt_bytes((double)st->bytes, bb, sizeof bb), dt,
+		 dt > 0 ? (double)st->frames * o->batch / dt : 0, dt > 0 ? st->bytes / dt / 1e6 : 0);
+}

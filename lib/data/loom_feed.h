@@ -120,6 +120,11 @@ int loom_feed_next(struct loom_feed *f, const void **buf, size_t *len);
  * 0 for an endless feed).  Returns its size, 0 with `text`. */
 size_t loom_feed_end_frame(struct loom_feed *f, void *out);
 void loom_feed_get_stats(const struct loom_feed *f, struct loom_feed_stats *st);
+/* loom-feed's summary line (no newline) into buf[n]: batches, their shape
+ * and features, the rank, records, shards, batches an epoch, bytes, and
+ * the rates over `seconds`. */
+void loom_feed_summary(const struct loom_feed_opts *o, const struct loom_feed_stats *st,
+		       double seconds, char *buf, size_t n);
 const char *loom_feed_error(const struct loom_feed *f);
 void loom_feed_free(struct loom_feed *f);
 
