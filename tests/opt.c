@@ -109,5 +109,21 @@ int main(void)
 	char *argv4[] = { "x", "--thr", "3", "--bogus", "--", "--n_layer", NULL };
 	is_int(loom_opt_key_word(opts, 6, argv4, is_key, name, &v), 0,
 	       "an abbreviated option, an unknown word, a key after --: none");
+
+	uint64_t a, b;
+	ok(!loom_opt_range("-r", "3:5", &a, &b, &err) && a == 3 && b == 5, "range A:B");
+	ok(!loom_opt_range("-r", "7", &a, &b, &err) && a == 7 && b == 8, "range A: one");
+	ok(!loom_opt_range("-r", ":4", &a, &b, &err) && a == 0 && b == 4 &&
+	   !loom_opt_range("-r", "4:", &a, &b, &err) && a == 4 && b == UINT64_MAX &&
+	   !loom_opt_range("-r", ":", &a, &b, &err) && a == 0 && b == UINT64_MAX, "open ends");
+	is_int(loom_opt_range("-r", "5:3", &a, &b, &err), LOOM_ERANGE, "B before A");
+	is_str(err.msg, "-r: end 3 is before start 5", "its message");
+	is_int(loom_opt_range("-r", "1:y", &a, &b, &err), LOOM_EINVAL, "not a number");
+	is_str(err.msg, "-r: 'y' is not a whole number", "its message");
+	is_int(loom_opt_range("-r", "123456789012345678901234567890123:4", &a, &b, &err), LOOM_EINVAL,
+	       "a left side too long");
+	is_str(err.msg, "-r: '123456789012345678901234567890123:4' is not A:B", "its message");
+	is_int(loom_opt_range("-r", "18446744073709551615", &a, &b, &err), LOOM_ERANGE,
+	       "A alone has a successor");
 	return done_testing();
 }

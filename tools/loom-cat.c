@@ -71,25 +71,11 @@ static uint64_t range_a, range_b = UINT64_MAX;
 
 static void parse_range(const char *opt, const char *s)
 {
-	uint64_t *a = &range_a, *b = &range_b;
+	struct loom_err err;
 	(void)opt;
 	ranged = 1;
-	const char *colon = strchr(s, ':');
-	char left[32];
-	if (!colon) {
-		*a = cli_u64("--range", s, 0, UINT64_MAX - 1);
-		*b = *a + 1;
-		return;
-	}
-	size_t ll = (size_t)(colon - s);
-	if (ll >= sizeof left)
-		cli_usage_error("--range: '%s' is not A:B", s);
-	memcpy(left, s, ll);
-	left[ll] = 0;
-	*a = ll ? cli_u64("--range", left, 0, UINT64_MAX) : 0;
-	*b = colon[1] ? cli_u64("--range", colon + 1, 0, UINT64_MAX) : UINT64_MAX;
-	if (*b < *a)
-		cli_usage_error("--range: end %" PRIu64 " is before start %" PRIu64, *b, *a);
+	if (loom_opt_range("--range", s, &range_a, &range_b, &err))
+		cli_usage_error("%s", err.msg);
 }
 
 static const struct cli_opt opts[] = {

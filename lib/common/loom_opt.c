@@ -2,6 +2,7 @@
 #include "loom_opt.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,5 +208,32 @@ int loom_opt_key_word(const struct loom_opt *opts, int argc, char **argv,
 		*value = eq ? eq + 1 : i + 1 < argc && argv[i + 1][0] != '-' ? argv[i + 1] : "V";
 		return i;
 	}
+	return 0;
+}
+
+int loom_opt_range(const char *opt, const char *s, uint64_t *a, uint64_t *b, struct loom_err *err)
+{
+	const char *colon = strchr(s, ':');
+	char left[32];
+	int rc;
+	if (!colon) {
+		if ((rc = loom_opt_u64(opt, s, 0, UINT64_MAX - 1, a, err)))
+			return rc;
+		*b = *a + 1;
+		return 0;
+	}
+	size_t ll = (size_t)(colon - s);
+	if (ll >= sizeof left)
+		return loom_err_set(err, LOOM_EINVAL, "%s: '%s' is not A:B", opt, s);
+	memcpy(left, s, ll);
+	left[ll] = 0;
+	*a = 0;
+	*b = UINT64_MAX;
+	if ((ll && (rc = loom_opt_u64(opt, left, 0, UINT64_MAX, a, err))) ||
+	    (colon[1] && (rc = loom_opt_u64(opt, colon + 1, 0, UINT64_MAX, b, err))))
+		return rc;
+	if (*b < *a)
+		return loom_err_set(err, LOOM_ERANGE, "%s: end %" PRIu64 " is before start %" PRIu64,
+				    opt, *b, *a);
 	return 0;
 }

@@ -20,6 +20,7 @@
  *                     DOUBLE): whole numbers or numbers in their range
  *   loom_opt_u64, loom_opt_double  the same checks for callbacks
  *   loom_opt_key_word  a configuration key given as if it were an option
+ *   loom_opt_range    a range of whole numbers, A:B
  * A long name may be abbreviated, as getopt_long allows.
  *
  * Ownership: the table is the caller's; the texts and getopt tables
@@ -89,6 +90,10 @@ int loom_opt_takes_next(const struct loom_opt *opts, const char *arg);
  * option, else "V"); 0 when there is none. */
 int loom_opt_key_word(const struct loom_opt *opts, int argc, char **argv,
 		      int (*is_key)(const char *name), char name[64], const char **value);
+/* A range of whole numbers "A:B" (A to B, B excluded; A: and :B are open
+ * ends, 0 and UINT64_MAX) or "A" (A alone): *a, *b.  Messages name opt:
+ * not a number, out of range, B before A, or not A:B. */
+int loom_opt_range(const char *opt, const char *s, uint64_t *a, uint64_t *b, struct loom_err *err);
 /* Store arg in o's variable, as "--name" says in a message. */
 int loom_opt_store(const struct loom_opt *o, const char *arg, struct loom_err *err);
 int loom_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v,
