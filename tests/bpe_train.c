@@ -429,6 +429,12 @@ int main(void)
 {
 	tap_tmpdir();
 	feed_docs();
+	struct loom_bpe_train_stats st = { .docs = 1, .bytes = 5300, .pretokens = 1030, .distinct = 308,
+					   .merges = 43, .vocab = 300 };
+	char line[512];
+	loom_bpe_train_summary(&st, 0.5, 0.25, 0.125, 2.1e6, line, sizeof line);
+	is_str(line, "train: 1 document, 5.3 kB, 1030 pre-tokens (308 distinct), 43 merges, vocabulary 300; "
+		     "0.50 s (count 0.25 s, learn 0.12 s), peak memory 2.1 MB", "the summary line");
 	hand_checked();
 	min_frequency();
 	ties_and_overlaps();

@@ -142,16 +142,11 @@ static const struct cli_cmd cmd = {
 static void print_summary(const struct loom_bpe_train_stats *s, double t0, double t1, double t2)
 {
 	struct rusage ru;
-	char b1[32], b2[32];
+	char line[512];
 	getrusage(RUSAGE_SELF, &ru);
-	cli_warn("train: %llu document%s, %s, %llu pre-tokens (%llu distinct), "
-		 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), "
-		 "peak memory %s",
-		 (unsigned long long)s->docs, s->docs == 1 ? "" : "s", cli_bytes((double)s->bytes, b1, sizeof b1),
-		 (unsigned long long)s->pretokens, (unsigned long long)s->distinct,
-		 (unsigned long long)s->merges, (unsigned long long)s->vocab,
-		 loom_now() - t0, t1 - t0, t2 - t1,
-		 cli_bytes((double)ru.ru_maxrss * 1024.0, b2, sizeof b2));
+	loom_bpe_train_summary(s, loom_now() - t0, t1 - t0, t2 - t1, (double)ru.ru_maxrss * 1024.0,
+			       line, sizeof line);
+	cli_warn("%s", line);
 }
 
 int bpe_train_main(int argc, char **argv)

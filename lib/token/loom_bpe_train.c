@@ -1170,3 +1170,16 @@ done:
 		free(data[i]);
 	return rc;
 }
+
+void loom_bpe_train_summary(const struct loom_bpe_train_stats *s, double total, double count,
+			    double learn, double peak_bytes, char *buf, size_t n)
+{
+	char b1[32], b2[32];
+	snprintf(buf, n, "train: %llu document%s, %s, %llu pre-tokens (%llu distinct), "
+		 "%llu merges, vocabulary %llu; %.2f s (count %.2f s, learn %.2f s), peak memory %s",
+		 (unsigned long long)s->docs, s->docs == 1 ? "" : "s",
+		 loom_fmt_bytes((double)s->bytes, b1, sizeof b1), (unsigned long long)s->pretokens,
+		 (unsigned long long)s->distinct, (unsigned long long)s->merges,
+		 (unsigned long long)s->vocab, total, count, learn,
+		 loom_fmt_bytes(peak_bytes, b2, sizeof b2));
+}

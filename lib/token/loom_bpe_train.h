@@ -122,6 +122,10 @@ int loom_bpe_trainer_check(struct loom_bpe_trainer *t, const struct loom_bpe_tra
 int loom_bpe_trainer_learn(struct loom_bpe_trainer *t, const struct loom_bpe_train_opts *o);
 
 void loom_bpe_trainer_stats(const struct loom_bpe_trainer *t, struct loom_bpe_train_stats *s);
+/* loom-bpe train's summary line (no newline) into buf[n]: the counts of
+ * s, the seconds in all, counting and learning, and the peak memory. */
+void loom_bpe_train_summary(const struct loom_bpe_train_stats *s, double total, double count,
+			    double learn, double peak_bytes, char *buf, size_t n);
 
 /* Results after learn.  Token `id` (< vocab) as raw bytes; NULL if out of
  * range.  Merge `rank` (< merges) as (left id, right id, result id). */
