@@ -7,7 +7,7 @@
 #include "bpe.h"
 #include "cli.h"
 #include "loom_bpe.h"
-#include "loom_buf.h"
+#include "loom_decode.h"
 #include "loom_file.h"
 #include "loom_tokin.h"
 #include "loom_vocab.h"
@@ -62,45 +62,15 @@ static const struct cli_cmd cmd = {
 	.version = bpe_versions,
 };
 
-/* One decoding run: buffers, the output, the end-of-text id and counts. */
+/* One decoding run: buffers, the output, the tokenizer and counts. */
 struct run {
-	struct loom_bpe *e;
-	struct loom_wordpiece *wp;
 	struct out o;
 	uint8_t *ob;
 	uint32_t *ids;
 	size_t olen, ocap;
-	uint32_t eos;
-	uint8_t sepc;
+	struct loom_decode_opts d;
 	uint64_t pos, bytes_out;
 };
-
-/* Decode ids[0..nids) into u->ob, a separator for each end-of-text under
- * --docs lines|nul. */
-static void decode_ids(struct run *u, const char *name, size_t nids, uint64_t fpos)
-{
-	u->olen = 0;
-	size_t a = 0;
-	for (size_t i = 0; i <= nids; i++) {
-		if (i < nids && (docs == LOOM_DOCS_WHOLE || u->ids[i] != u->eos))
-			continue;
-		if (u->wp ? loom_wordpiece_decode(u->wp, u->ids + a, i - a, fpos + a, skip_special, 1,
-						  &u->ob, &u->olen, &u->ocap)
-			  : loom_bpe_decode(u->e, u->ids + a, i - a, fpos + a, &u->ob, &u->olen,
-					    &u->ocap)) {
-			loom_outfile_abort(&u->o.f);
-			cli_die("%s: %s", name, u->wp ? loom_wordpiece_error(u->wp) : loom_bpe_error(u->e));
-		}
-		/* WordPiece: the next document starts without a space */
-		if (u->wp && i < nids)
-			loom_wordpiece_decode_reset(u->wp);
-		if (i < nids) {
-			if (loom_buf_put(&u->ob, &u->olen, &u->ocap, &u->sepc, 1))
-				cli_die("out of memory");
-		}
-		a = i + 1;
-	}
-}
 
 static void decode_file(struct run *u, const char *file)
 {
@@ -110,11 +80,18 @@ static void decode_file(struct run *u, const char *file)
 	uint64_t fpos = 0;     /* id index in this file */
 	if (!t)
 		cli_die("%s", err.msg);
-	if (u->wp) /* each file starts a text */
-		loom_wordpiece_decode_reset(u->wp);
+	if (u->d.wp) /* each file starts a text */
+		loom_wordpiece_decode_reset(u->d.wp);
 	ssize_t nids;
 	while ((nids = loom_tokin_read(t, u->ids, IDS_PER_READ)) > 0) {
-		decode_ids(u, name, (size_t)nids, fpos);
+		u->olen = 0;
+		if (loom_decode_docs(&u->d, u->ids, (size_t)nids, fpos, &u->ob, &u->olen, &u->ocap,
+				     &err)) {
+			loom_outfile_abort(&u->o.f);
+			if (err.code == LOOM_ENOMEM)
+				cli_die("out of memory");
+			cli_die("%s: %s", name, err.msg);
+		}
 		out_write(&u->o, u->ob, u->olen);
 		u->bytes_out += u->olen;
 		fpos += (uint64_t)nids;
@@ -135,19 +112,19 @@ int bpe_decode_main(int argc, char **argv)
 	load_tok(&t, vspec, LOOM_CASING_NONE);
 	if (fmt == FMT_DEFAULT)
 		fmt = t.n_ids <= 65536 ? LOOM_TOK_U16 : LOOM_TOK_U32;
-	struct run u = { .eos = t.eos };
+	struct run u = { .d.eos = t.eos, .d.skip_special = skip_special };
 	if (eos_arg)
-		u.eos = (uint32_t)cli_u64("--eos", eos_arg, 0, UINT32_MAX);
-	if (docs != LOOM_DOCS_WHOLE && u.eos == LOOM_VOCAB_NONE)
+		u.d.eos = (uint32_t)cli_u64("--eos", eos_arg, 0, UINT32_MAX);
+	if (docs != LOOM_DOCS_WHOLE && u.d.eos == LOOM_VOCAB_NONE)
 		cli_usage_error("--docs %s: the vocabulary has no %s; give --eos ID",
 				docs == LOOM_DOCS_LINES ? "lines" : "nul", t.wp ? "[SEP]" : "<|endoftext|>");
 	if (skip_special && !t.wp)
 		cli_usage_error("--skip-special: vocabulary '%s' is byte-level BPE (it is for WordPiece)",
 				vspec);
-	u.sepc = docs == LOOM_DOCS_NUL ? 0 : '\n';
-	u.e = t.v ? loom_bpe_new(t.v) : NULL;
-	u.wp = t.wp;
-	if (!u.e && !u.wp)
+	u.d.sep = docs == LOOM_DOCS_WHOLE ? -1 : docs == LOOM_DOCS_NUL ? 0 : '\n';
+	u.d.bpe = t.v ? loom_bpe_new(t.v) : NULL;
+	u.d.wp = t.wp;
+	if (!u.d.bpe && !u.d.wp)
 		cli_die("out of memory");
 	out_open(&u.o, output);
 	static char *stdin_only[] = { "-" };
@@ -170,7 +147,7 @@ int bpe_decode_main(int argc, char **argv)
 		    dt > 0 ? u.bytes_out / 1e6 / dt : 0.0);
 	free(u.ids);
 	free(u.ob);
-	loom_bpe_free(u.e);
+	loom_bpe_free(u.d.bpe);
 	tok_free(&t);
 	return 0;
 }
