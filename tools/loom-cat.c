@@ -1,5 +1,5 @@
 /* loom-cat - print TFRecord records of tf.train.Example as JSON lines or bare
- * token ids, streaming or by record range through the index. */
+ * ids (lib/data/loom_example_line.h), streaming or by range through the index. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
-/* loom-extract - MediaWiki XML dump -> clean article text (lines, text,
- * jsonl, doc), in dump order, with parallel workers. */
+/* loom-extract - MediaWiki XML dump -> clean article text (lines, text, jsonl,
+ * doc) in dump order: the options and messages around lib/wiki/loom_extract.h. */
 #include <archive.h>
 #include <expat.h>
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /*
- * loom-fetch - download a Wikipedia dump (or any URL), resumable and
- * verified against the published checksums.  See loom-fetch(1).
+ * loom-fetch - download a Wikipedia dump (or any URL), resumable and verified
+ * against the published checksums (lib/wiki/loom_dumprun.h, loom_fetch.h).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* loom-index - tfrecord2idx-compatible index files, CRC + Example verification,
- * statistics (lib/data/loom_tfrecord.h, lib/data/loom_example.h). */
+ * statistics, files in parallel (lib/data/loom_index.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* loom-plot - training log (JSON lines, or a TensorBoard event file) -> SVG
- * chart + terminal sparkline. */
+ * chart + terminal sparkline (lib/train/loom_plotlog.h, loom_plot.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
