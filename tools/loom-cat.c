@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "loom_example.h"
 #include "loom_example_line.h"
+#include "loom_records.h"
 #include "loom_tfrecord.h"
 
 static int ids_only;
@@ -19,11 +20,12 @@ static const char *feature = LOOM_EXAMPLE_IDS;
 static struct loom_example_line line;
 
 /* Print one payload; returns 0 or -1 after printing the error. */
-static int print_record(const char *path, uint64_t idx, uint64_t off, const uint8_t *p,
-			size_t len)
+static int print_record(void *ctx, const char *path, uint64_t idx, uint64_t off,
+			const uint8_t *p, size_t len)
 {
 	const char *text;
 	size_t n;
+	(void)ctx;
 	int rc = loom_example_line(&line, p, len, feature, ids_only, &text, &n);
 	if (rc == LOOM_ENOMEM)
 		cli_die("out of memory");
@@ -38,32 +40,6 @@ static int print_record(const char *path, uint64_t idx, uint64_t off, const uint
 		cli_die("cannot write to stdout: %s", strerror(errno));
 	}
 	return 0;
-}
-
-static int cat_stream(const char *path)
-{
-	struct loom_err e;
-	struct loom_tfr_reader *r = loom_tfr_reader_open(path, 0, &e);
-	if (!r) {
-		cli_warn("%s", e.msg);
-		return -1;
-	}
-	struct loom_tfr_record rec;
-	uint64_t n = 0;
-	int rc;
-	while ((rc = loom_tfr_reader_next(r, &rec)) == 0) {
-		if (print_record(path, rec.index, rec.offset, rec.data, rec.len) < 0) {
-			loom_tfr_reader_free(r);
-			return -1;
-		}
-		n++;
-	}
-	if (rc != LOOM_EOF)
-		cli_warn("%s", loom_tfr_reader_error(r));
-	else
-		cli_info("%s: %" PRIu64 " records", strcmp(path, "-") ? path : "stdin", n);
-	loom_tfr_reader_free(r);
-	return rc == LOOM_EOF ? 0 : -1;
 }
 
 static int ranged;
@@ -103,51 +79,14 @@ static const struct cli_cmd cmd = {
 
 /* Records range_a to range_b of files[0..n) through their indexes: 0, or
  * -1 after an error message. */
-static int cat_range(char **files, int n)
+static void tell_file(void *ctx, const char *path, uint64_t count, uint64_t lo, uint64_t hi)
 {
-	uint64_t a = range_a, b = range_b;
-	uint64_t base = 0; /* global number of the file's first record */
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	int failed = 0;
-	for (int i = 0; i < n && !failed && base < b; i++) {
-		struct loom_err e;
-		if (!strcmp(files[i], "-"))
-			cli_usage_error("--range needs files with an index, not stdin");
-		struct loom_tfr_file *f = loom_tfr_file_open(files[i], NULL, &e);
-		if (!f) {
-			cli_warn("%s", e.msg);
-			failed = 1;
-			break;
-		}
-		uint64_t cnt = loom_tfr_file_count(f);
-		uint64_t lo = a > base ? a - base : 0;
-		uint64_t hi = b - base < cnt ? b - base : cnt;
-		if (loom_tfr_file_max_payload(f) > cap) {
-			free(buf);
-			cap = loom_tfr_file_max_payload(f);
-			buf = malloc(cap ? cap : 1);
-			if (!buf)
-				cli_die("out of memory");
-		}
-		for (uint64_t k = lo; k < hi && !failed; k++) {
-			size_t len;
-			if (loom_tfr_file_read(f, k, buf, cap, &len, &e) < 0) {
-				cli_warn("%s", e.msg);
-				failed = 1;
-			} else {
-				failed = print_record(files[i], k, loom_tfr_file_offset(f, k),
-						      buf, len) < 0;
-			}
-		}
-		if (!failed)
-			cli_info("%s: %" PRIu64 " records, read %" PRIu64 " to %" PRIu64
-				 " through its index", files[i], cnt, lo < hi ? lo : hi, hi);
-		base += cnt;
-		loom_tfr_file_free(f);
-	}
-	free(buf);
-	return failed ? -1 : 0;
+	(void)ctx;
+	if (ranged)
+		cli_info("%s: %" PRIu64 " records, read %" PRIu64 " to %" PRIu64 " through its index",
+			 path, count, lo, hi);
+	else
+		cli_info("%s: %" PRIu64 " records", strcmp(path, "-") ? path : "stdin", count);
 }
 
 int main(int argc, char **argv)
@@ -163,13 +102,15 @@ int main(int argc, char **argv)
 	}
 	static char obuf[1 << 20];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-	int failed = 0;
-	if (!ranged) {
-		for (int i = optind; i < argc && !failed; i++)
-			failed = cat_stream(argv[i]) < 0;
-	} else {
-		failed = cat_range(argv + optind, argc - optind) < 0;
-	}
+	struct loom_records_fns fns = { print_record, tell_file, NULL };
+	struct loom_err err = { 0 };
+	int rc = ranged ? loom_records_range(argv + optind, argc - optind, range_a, range_b, &fns,
+					     &err)
+			: loom_records_stream(argv + optind, argc - optind, &fns, &err);
+	if (rc == LOOM_EINVAL)
+		cli_usage_error("--range needs files with an index, not stdin");
+	if (rc < 0 && err.msg[0])
+		cli_warn("%s", err.msg);
 	loom_example_line_release(&line);
-	return failed ? 1 : 0;
+	return rc < 0 ? 1 : 0;
 }
