@@ -348,6 +348,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 			if (!list)
 				cli_die("out of memory");
 			fputs(list, stdout);
+			free(list);
 			exit(fflush(stdout) == 0 ? 0 : 1);
 		}
 		if (c >= 256 && c < 256 + (int)n)
