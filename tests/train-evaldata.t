@@ -44,4 +44,19 @@ fails_with 1 "bad.json" "a manifest without shards" loom-train -q -c tiny --step
 ok "  nothing saved" test ! -e ck/latest
 rm ev/e-00000-of-00001.tfrecord
 fails_with 1 "e-00000-of-00001.tfrecord" "a shard missing" loom-train -q -c tiny --steps 2 --eval-every 1 --eval-data ev/e.manifest.json < frames
+
+# --eval-train N: the loss over the run's first N micro-batches, kept, at
+# each evaluation (nanoGPT's estimate_loss on a fixed sample): the same
+# number as --eval-data given those frames
+make_frames 4 9 2 128 1 > first2
+run loom-train -q -c tiny --steps 6 --eval-every 3 --eval-data first2 --eval-train 2 --threads 1 --log et.json < frames
+is_rc 0 "--eval-train 2"
+is "$(grep -c '"eval_train_loss"' et.json)" 2 "  one eval_train_loss line per evaluation"
+is "$(grep -o '"eval_train_loss":[0-9.e-]*' et.json | cut -d: -f2)" \
+	"$(grep -o '"eval_loss":[0-9.e-]*' et.json | cut -d: -f2)" \
+	"  the first 2 frames' loss, as --eval-data of them gives it"
+run loom-train -c tiny --steps 6 --eval-every 3 --eval-data first2 --eval-train 2 --threads 1 < frames
+like "$err" '^loom-train: eval step 3: train sample loss [0-9.]+ \(the first 2 micro-batches\)$' "  and on stderr"
+fails_with 2 "^loom-train: --eval-train needs --eval-data" "--eval-train without --eval-data" \
+	loom-train -q -c tiny --steps 2 --eval-train 2 < frames
 done_testing

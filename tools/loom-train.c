@@ -175,7 +175,7 @@ static void lock_save_dir(const char *dir)
  * GPT (per token) with its perplexity, and the share predicted right
  * (GPT: next tokens; squad: rows whose start and end are both the argmax;
  * mlm: masked tokens). */
-static uint64_t eval_batches; /* --eval-batches (0: all) */
+static uint64_t eval_batches, eval_train; /* --eval-batches (0: all), --eval-train */
 static const char *eval_squad; /* --eval-squad: EM/F1 at each evaluation */
 static struct loom_bert_squad_eval *squad_ev;
 
@@ -235,6 +235,14 @@ static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
 	tb_scalar(t, LOOM_TB_EVAL_ACC, acc);
 	if (eval_squad)
 		squad_scores(t, log);
+	int held = loom_trainer_evaluate_held(t, &pool, &sum);
+	check(held < 0 ? held : 0);
+	if (held && sum.n && !t->o.quiet)
+		cli_warn("eval step %llu: train sample loss %.4f (the first %llu micro-batches)",
+			 (unsigned long long)t->step, sum.nll / sum.n, (unsigned long long)eval_train);
+	if (held && sum.n && log)
+		log_line(log, "{\"step\":%llu,\"eval_train_loss\":%.9g}\n",
+			 (unsigned long long)t->step, sum.nll / sum.n);
 	tb_flush();
 }
 
@@ -341,6 +349,9 @@ static const struct cli_opt opts[] = {
 		   "official EM and F1 on FILE's questions at each evaluation"),
 	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
 		"at most N batches per evaluation (default: all)"),
+	OPT_U64(0, "eval-train", &eval_train, "N", 1, 4096,
+		"at each evaluation also the loss over the run's first\n"
+		"N training micro-batches, kept (default: none)"),
 	OPT_U64(0, "sample-every", &sample_every, "N", 1, 1ull << 50,
 		"generate a short sample every N steps (on stderr,\n"
 		"in the log and the TensorBoard file)"),
@@ -392,6 +403,8 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--resume and --init-from exclude each other");
 	if (eval_every && !eval_data)
 		cli_usage_error("--eval-every needs --eval-data");
+	if (eval_train && !eval_data)
+		cli_usage_error("--eval-train needs --eval-data (it reports beside its evaluations)");
 	if (eval_squad && !eval_data)
 		cli_usage_error("--eval-squad needs --eval-data (the file's features, loom-squad prepare)");
 	if (resume && !strcmp(resume, "latest")) {
@@ -626,6 +639,7 @@ static int run_micro_batches(struct run *u, double *lsum)
 		if (u->first)
 			take_first_frame(u, &h, frame);
 		check(loom_trainer_check_ids(t, &h, tok, frame));
+		check(loom_trainer_hold(t, u->r, &h, tok));
 		float l;
 		struct loom_frame f = { .h = &h, .tok = tok, .r = u->r, .src = "stdin", .n = frame };
 		check(loom_trainer_micro(t, &f, micro, &l));
@@ -793,6 +807,7 @@ int main(int argc, char **argv)
 		.init_from = init_from, .have_steps = have_steps, .have_seed = have_seed,
 		.recompute = recompute, .steps = steps, .seed = seed, .save_dir = save,
 		.keep = (unsigned)keep, .verbose = verbose, .quiet = quiet, .casing = cli_casing,
+		.held = (unsigned)eval_train,
 	};
 	struct loom_trainer_hooks hk;
 	train_dist_hooks(&hk, &trainer);

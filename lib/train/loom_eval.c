@@ -74,6 +74,16 @@ int loom_eval_open(struct loom_eval_src *e, const char *path, uint32_t batch, ui
 	return 0;
 }
 
+int loom_eval_open_mem(struct loom_eval_src *e, const void *buf, size_t len, const char *name,
+		       int features, struct loom_err *err)
+{
+	memset(e, 0, sizeof *e);
+	e->path = name;
+	e->fd = -1;
+	e->features = features;
+	return reader_for_task(e, loom_batch_reader_new_mem(buf, len, name), err);
+}
+
 int loom_eval_next(struct loom_eval_src *e, struct loom_batch_hdr *h, const uint32_t **tok,
 		   struct loom_err *err)
 {

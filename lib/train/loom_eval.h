@@ -41,6 +41,10 @@ struct loom_eval_src {
 /* batch = 0: only open and check the manifest's shards */
 int loom_eval_open(struct loom_eval_src *e, const char *path, uint32_t batch, uint32_t rec,
 		   int features, uint64_t max_frames, struct loom_err *err);
+/* Frames held in memory (buf[0..len), ending in an END frame; named
+ * `name` in messages); buf must outlive e. */
+int loom_eval_open_mem(struct loom_eval_src *e, const void *buf, size_t len, const char *name,
+		       int features, struct loom_err *err);
 /* The next frame: 1 (h, tok), 0 at the end (or max_frames), or an error. */
 int loom_eval_next(struct loom_eval_src *e, struct loom_batch_hdr *h, const uint32_t **tok,
 		   struct loom_err *err);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "loom_blas.h"
+#include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_generate.h"
 #include "loom_rigl.h"
@@ -89,6 +90,7 @@ void loom_trainer_release(struct loom_trainer *t)
 	free((char *)t->vocab.files[1].data);
 	loom_vocab_free(t->tok);
 	loom_wordpiece_free(t->wp);
+	free(t->held);
 	memset(t, 0, sizeof *t);
 }
 
@@ -1008,18 +1010,14 @@ int loom_trainer_sample(struct loom_trainer *t, const uint32_t *prompt, size_t n
 
 /* ---- held-out evaluation ------------------------------------------------ */
 
-int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max_frames,
-			  struct loom_threads *pool, struct loom_eval_sums *sum)
+/* The frames of e (named path) through the model's eval into *sum. */
+static int evaluate_src(struct loom_trainer *t, struct loom_eval_src *e, const char *path,
+			struct loom_threads *pool, struct loom_eval_sums *sum)
 {
-	struct loom_eval_src e;
 	struct loom_batch_hdr h;
 	const uint32_t *tok;
 	int T = t->cfg.seq_len, need = T + loom_config_record_extra(&t->cfg), rc;
-	memset(sum, 0, sizeof *sum);
-	if ((rc = loom_eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)need,
-				 t->read_features, max_frames, &t->err)))
-		goto out;
-	while ((rc = loom_eval_next(&e, &h, &tok, &t->err)) == 1) {
+	while ((rc = loom_eval_next(e, &h, &tok, &t->err)) == 1) {
 		if ((int)h.seq_len < need) {
 			rc = loom_err_set(&t->err, LOOM_EFORMAT, "%s: seq_len: %d needs records of "
 					  "%d tokens, the batches have %u", path, T, need, h.seq_len);
@@ -1029,21 +1027,82 @@ int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max
 		if (bad < (size_t)h.batch * h.seq_len) {
 			rc = loom_err_set(&t->err, LOOM_ERANGE, "%s: frame %llu: token %u (record "
 					  "%zu, position %zu) is outside the vocabulary of %d ids",
-					  path, (unsigned long long)e.frames - 1, tok[bad],
+					  path, (unsigned long long)e->frames - 1, tok[bad],
 					  bad / h.seq_len, bad % h.seq_len, t->cfg.vocab_size);
 			break;
 		}
 		char msg[160];
-		if (pool && loom_threads_adapt(pool, "eval frame", e.frames - 1, msg, sizeof msg) &&
+		if (pool && loom_threads_adapt(pool, "eval frame", e->frames - 1, msg, sizeof msg) &&
 		    t->o.verbose)
 			say(t, "%s", msg); /* -v: the thread count changed */
-		struct loom_frame f = { .h = &h, .tok = tok, .r = e.r, .src = path, .n = e.frames - 1 };
+		struct loom_frame f = { .h = &h, .tok = tok, .r = e->r, .src = path, .n = e->frames - 1 };
 		if ((rc = t->ops->eval(t->model, &t->cfg, &f, &t->escratch, sum))) {
 			frame_err(t, &f, rc, t->ops->error(t->model));
 			break;
 		}
 	}
-out:
-	loom_eval_close(&e);
 	return rc < 0 ? rc : 0;
+}
+
+int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max_frames,
+			  struct loom_threads *pool, struct loom_eval_sums *sum)
+{
+	struct loom_eval_src e;
+	int need = t->cfg.seq_len + loom_config_record_extra(&t->cfg);
+	memset(sum, 0, sizeof *sum);
+	int rc = loom_eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)need,
+				t->read_features, max_frames, &t->err);
+	if (!rc)
+		rc = evaluate_src(t, &e, path, pool, sum);
+	loom_eval_close(&e);
+	return rc;
+}
+
+int loom_trainer_hold(struct loom_trainer *t, const struct loom_batch_reader *r,
+		      const struct loom_batch_hdr *h, const uint32_t *tok)
+{
+	if (t->held_frames >= t->o.held)
+		return 0;
+	const struct loom_batch_feature *tab;
+	struct loom_batch_feature ft[LOOM_BATCH_MAX_FEATURES];
+	const int64_t *vals[LOOM_BATCH_MAX_FEATURES];
+	size_t nf;
+	loom_batch_reader_features(r, &tab, &nf);
+	for (size_t k = 0; k < nf; k++) { /* each feature as narrow as this frame allows */
+		ft[k] = tab[k];
+		vals[k] = loom_batch_reader_values(r, k);
+		ft[k].dtype = loom_batch_narrowest(vals[k], (size_t)h->batch * ft[k].length);
+	}
+	struct loom_batch_hdr x = *h;
+	size_t most = loom_batch_frame_size_features(h->batch, h->seq_len, ft, nf);
+	if (loom_buf_reserve(&t->held, t->held_len, &t->held_cap, most + LOOM_BATCH_HEADER_SIZE))
+		return nomem(t);
+	long n = loom_batch_encode_features(&x, tok, ft, nf, vals, t->held + t->held_len);
+	if (n < 0)
+		return loom_err_set(&t->err, (int)n, "--eval-train: frame %llu cannot be kept",
+				    (unsigned long long)h->seq);
+	t->held_len += (size_t)n;
+	if (++t->held_frames == t->o.held) { /* the END frame: the next seq, no payload */
+		x.flags = LOOM_BATCH_F_END | (h->flags & LOOM_BATCH_F_PAD);
+		x.seq = h->seq + 1;
+		if ((n = loom_batch_encode(&x, NULL, t->held + t->held_len)) < 0)
+			return loom_err_set(&t->err, (int)n, "--eval-train: cannot end the held frames");
+		t->held_len += (size_t)n;
+	}
+	return 0;
+}
+
+int loom_trainer_evaluate_held(struct loom_trainer *t, struct loom_threads *pool,
+			       struct loom_eval_sums *sum)
+{
+	struct loom_eval_src e;
+	memset(sum, 0, sizeof *sum);
+	if (!t->held_frames || t->held_frames < t->o.held)
+		return 0; /* not all kept yet (the END frame comes with the last) */
+	int rc = loom_eval_open_mem(&e, t->held, t->held_len, "the held-in training frames",
+				    t->read_features, &t->err);
+	if (!rc)
+		rc = evaluate_src(t, &e, "the held-in training frames", pool, sum);
+	loom_eval_close(&e);
+	return rc < 0 ? rc : 1;
 }

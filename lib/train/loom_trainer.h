@@ -99,6 +99,7 @@ struct loom_trainer_opts {
 	const char *save_dir;   /* NULL: save nothing */
 	unsigned keep;
 	int verbose, quiet;
+	unsigned held;          /* --eval-train: training frames kept for evaluation */
 	int casing;             /* --lowercase/--cased: LOOM_CASING_* (loom_wordpiece.h) */
 };
 
@@ -122,6 +123,11 @@ struct loom_trainer {
 	struct loom_ckpt_vocab vocab;	/* files[0].name == NULL: none */
 	struct loom_vocab *tok;		/* the vocabulary (--vocab or the checkpoint's), or NULL */
 	struct loom_wordpiece *wp;	/* model=bert: its WordPiece tokenizer, or NULL */
+	/* o.held: the first training frames again (with an END frame once
+	 * o.held are kept), the held-in sample loom_trainer_evaluate_held reads */
+	uint8_t *held;
+	size_t held_len, held_cap;
+	unsigned held_frames;
 	/* the model's buffers for the micro-batches (the GPT's: the inputs of
 	 * the last one first) and for evaluation frames */
 	struct loom_model_scratch scratch, escratch;
@@ -174,6 +180,16 @@ void loom_trainer_step(struct loom_trainer *t, double *lsum, float *lr, float *n
 /* Write a checkpoint (every rank calls it under data parallelism). */
 int loom_trainer_save(struct loom_trainer *t);
 
+/* Keep frame h (tok, and the reader's features) of the training stream
+ * while fewer than o.held are kept; 0 or LOOM_ENOMEM. */
+struct loom_batch_reader;
+int loom_trainer_hold(struct loom_trainer *t, const struct loom_batch_reader *r,
+		      const struct loom_batch_hdr *h, const uint32_t *tok);
+/* loom_trainer_evaluate over the held training frames (nanoGPT's
+ * estimate_loss on a fixed sample): 1 with *sum, 0 while none are kept
+ * yet, or an error. */
+int loom_trainer_evaluate_held(struct loom_trainer *t, struct loom_threads *pool,
+			       struct loom_eval_sums *sum);
 /* Held-out evaluation over every frame of `path` (at most max_frames, 0:
  * all): the sums of the model's loss and accuracy (GPT: next tokens;
  * squad: rows whose start and end are both the argmax; mlm: masked
