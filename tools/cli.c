@@ -238,7 +238,12 @@ void cli_exit(int code, const char *fmt, ...)
 
 void cli_help(void)
 {
-	fputs(cli_usage_text, stdout);
+	/* a text longer than stdio's buffer is flushed inside fputs: its
+	 * errno is the reason a failure has, and close_stdout() would no
+	 * longer know it */
+	errno = 0;
+	if ((fputs(cli_usage_text, stdout) == EOF || fflush(stdout) == EOF) && errno != EPIPE)
+		cli_die("cannot write to stdout: %s", errno ? strerror(errno) : "write error");
 	exit(0); /* a write error: close_stdout() says it, exit 1 */
 }
 
