@@ -16,7 +16,6 @@
 # A short run on a shared 2-core machine: the times are noisy.
 BENCH=dist-weights
 . "$(dirname "$0")/dist-common.inc"
-MPI="mpirun --oversubscribe --bind-to none"
 RANK="--rank \$OMPI_COMM_WORLD_RANK --world \$OMPI_COMM_WORLD_SIZE"
 
 for s in optimizer weights; do
@@ -47,16 +46,4 @@ printf 'weights gathered per step, waited for: %s s of a %.3f s step (the rest o
 
 # --- peak RSS per rank, gpt2-medium's shape, B=1, T=64 -------------------------
 MED="loom-train -c gpt2 --set n_layer=24,n_embd=1024,n_head=16,seq_len=64,micro_batch=1,grad_accum=1,global_batch=0 --threads 1 -q --steps 2"
-peak() { awk '/maxrss/ {print $2}' "$@" | sort -n | tail -1; }
-/usr/bin/time -f "maxrss %M" sh -c "$FEED --batch 1 | $MED" 2> "$T/m1"
-for n in 2 4; do
-	$MPI -np $n sh -c "/usr/bin/time -f 'maxrss %M' sh -c '$FEED --batch 1 $RANK | $MED --set sharding=weights' 2> $T/m$n.\$OMPI_COMM_WORLD_RANK"
-done
-one=$(peak "$T/m1")
-two=$(peak "$T"/m2.*)
-four=$(peak "$T"/m4.*)
-printf 'gpt2-medium shape, B=1 T=64, peak RSS: 1 process %.2f GB, each of 2 ranks at most %.2f GB, each of 4 at most %.2f GB\n' \
-	"$(echo "$one / 1000000" | bc -l)" "$(echo "$two / 1000000" | bc -l)" "$(echo "$four / 1000000" | bc -l)"
-f=$(echo "$two / $one" | bc -l)
-printf 'FIGURE peak RSS per rank, 2 ranks sharding=weights / 1 process (gpt2-medium shape): %.3fx (target <= 0.6) %s; 4 ranks %.3fx\n' \
-	"$f" "$([ "$(echo "$f <= 0.6" | bc -l)" = 1 ] && echo ok || echo MISS)" "$(echo "$four / $one" | bc -l)"
+rss_figure "gpt2-medium shape, B=1 T=64, sharding=weights" "$FEED --batch 1" "$FEED --batch 1 $RANK" "$MED" sharding=weights

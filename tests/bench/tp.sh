@@ -13,7 +13,6 @@
 # A short run on a shared 2-core machine: the times are noisy.
 BENCH=tp
 . "$(dirname "$0")/dist-common.inc"
-MPI="mpirun --oversubscribe --bind-to none"
 GPT2="--set micro_batch=4,vocab_size=50304"
 
 $FEED --batch 4 | loom-train -c gpt2 --threads 2 --steps "$STEPS" --log-every 1000 \
@@ -41,16 +40,4 @@ PY
 loom-shard -q -f u16 -L 1025 -n 1 --vocab-size 50257 -o "$T/l" "$T/long.u16"
 LFEED="loom-feed -q -m $T/l.manifest.json --seq 1024 --seed 1 --epochs 0 --batch 1"
 MED="loom-train -c gpt2 --set n_layer=24,n_embd=1024,n_head=16,vocab_size=50304,seq_len=1024,micro_batch=1,grad_accum=1 --threads 1 -q --steps 2"
-peak() { awk '/maxrss/ {print $2}' "$@" | sort -n | tail -1; }
-/usr/bin/time -f "maxrss %M" sh -c "$LFEED | $MED" 2> "$T/m1"
-for n in 2 4; do
-	$MPI -np $n sh -c "/usr/bin/time -f 'maxrss %M' sh -c '$LFEED | $MED --set tensor_parallel=$n' 2> $T/m$n.\$OMPI_COMM_WORLD_RANK"
-done
-one=$(peak "$T/m1")
-two=$(peak "$T"/m2.*)
-four=$(peak "$T"/m4.*)
-printf 'gpt2-medium shape, B=1 T=1024, peak RSS: 1 process %.2f GB, each of 2 tensor-parallel ranks at most %.2f GB, each of 4 at most %.2f GB\n' \
-	"$(echo "$one / 1000000" | bc -l)" "$(echo "$two / 1000000" | bc -l)" "$(echo "$four / 1000000" | bc -l)"
-f=$(echo "$two / $one" | bc -l)
-printf 'FIGURE peak RSS per rank, tensor_parallel=2 / 1 process (gpt2-medium shape, T=1024): %.3fx (target <= 0.6) %s; T=4 %.3fx\n' \
-	"$f" "$([ "$(echo "$f <= 0.6" | bc -l)" = 1 ] && echo ok || echo MISS)" "$(echo "$four / $one" | bc -l)"
+rss_figure "gpt2-medium shape, B=1 T=1024, tensor_parallel" "$LFEED" "$LFEED" "$MED" tensor_parallel=\$OMPI_COMM_WORLD_SIZE
