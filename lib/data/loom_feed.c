@@ -143,14 +143,14 @@ struct wbuf {
 };
 
 struct brec {
-	uint64_t size, g;
+	uint64_t size, j, g;    /* payload bytes, place in the shuffled window, record */
 };
 
 static int brec_cmp(const void *a, const void *b)
 {
 	const struct brec *x = a, *y = b;
 	return x->size != y->size ? (x->size > y->size) - (x->size < y->size)
-				  : (x->g > y->g) - (x->g < y->g);
+				  : (x->j > y->j) - (x->j < y->j);
 }
 
 /* Record rec's features into w's arrays at row b (exactly `length` values
@@ -177,13 +177,13 @@ static int fill_features(struct loom_feed *f, struct wbuf *w, struct slot *sl,
 	return 0;
 }
 
-/* --bucket: the record of row b of frame seq.  The window of W batches
- * holding the frame is sorted once per worker (records by payload size,
- * ties by the shuffled order: the same bytes on every rank and resume),
- * cut into W global batches from the smallest; the frame's place in the
- * window picks one of them through a shuffle of the window keyed by the
- * seed, the epoch and the window. */
-static uint64_t bucket_record(struct loom_feed *f, struct wbuf *w, uint64_t seq, uint32_t b)
+/* --bucket: the B records of frame seq (this rank's rows).  The window of
+ * W batches holding the frame is sorted once per worker (records by
+ * payload size, ties by the shuffled order: the same bytes on every rank
+ * and resume), cut into W global batches from the smallest; the frame's
+ * place in the window picks one of them through a shuffle of the window
+ * keyed by the seed, the epoch and the window. */
+static const struct brec *bucket_rows(struct loom_feed *f, struct wbuf *w, uint64_t seq)
 {
 	uint32_t epoch = (uint32_t)(seq / f->K);
 	uint64_t k = seq % f->K, W = f->o.bucket, w0 = k / W * W;
@@ -192,17 +192,15 @@ static uint64_t bucket_record(struct loom_feed *f, struct wbuf *w, uint64_t seq,
 		for (uint64_t j = 0; j < nw * f->G; j++) {
 			uint64_t g = permute(f, epoch, w0 * f->G + j);
 			const struct shard *s = &f->shards[shard_of(f, g)];
-			w->bsort[j] = (struct brec){ loom_tfr_file_payload_len(s->f, g - s->first), j };
+			w->bsort[j] = (struct brec){ loom_tfr_file_payload_len(s->f, g - s->first), j, g };
 		}
 		qsort(w->bsort, nw * f->G, sizeof *w->bsort, brec_cmp);
-		for (uint64_t j = 0; j < nw * f->G; j++)
-			w->bsort[j].g = permute(f, epoch, w0 * f->G + w->bsort[j].g);
 		w->win = seq - k + w0 + 1;
 	}
 	/* slot k - w0 of the window: batch c of the sorted order, c the
 	 * slot's place in a Fisher-Yates shuffle of [0, nw) */
 	uint64_t key = loom_splitmix64(f->o.seed ^ loom_splitmix64(((uint64_t)epoch << 32) ^ w0));
-	uint64_t order[nw], c;
+	uint64_t order[nw];
 	for (uint64_t j = 0; j < nw; j++)
 		order[j] = j;
 	for (uint64_t j = nw - 1; j > 0; j--) {
@@ -211,8 +209,7 @@ static uint64_t bucket_record(struct loom_feed *f, struct wbuf *w, uint64_t seq,
 		order[j] = order[r];
 		order[r] = t;
 	}
-	c = order[k - w0];
-	return w->bsort[c * f->G + (uint64_t)f->o.rank * f->B + b].g;
+	return w->bsort + order[k - w0] * f->G + (uint64_t)f->o.rank * f->B;
 }
 
 /* The B rows of frame `seq` into w->tok. */
@@ -221,8 +218,9 @@ static int fill_rows(struct loom_feed *f, struct wbuf *w, struct slot *sl, uint6
 	uint32_t epoch = (uint32_t)(seq / f->K);
 	uint64_t base = (seq % f->K) * f->G + (uint64_t)f->o.rank * f->B;
 	struct loom_err err;
+	const struct brec *rows = f->o.bucket ? bucket_rows(f, w, seq) : NULL;
 	for (uint32_t b = 0; b < f->B; b++) {
-		uint64_t g = f->o.bucket ? bucket_record(f, w, seq, b) : permute(f, epoch, base + b);
+		uint64_t g = rows ? rows[b].g : permute(f, epoch, base + b);
 		struct shard *s = &f->shards[shard_of(f, g)];
 		uint64_t rec = g - s->first;
 		size_t len, n;
