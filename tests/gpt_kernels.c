@@ -280,8 +280,8 @@ static void test_dropout_at(int C)
 		memcpy(pk + (size_t)n * C, x + (size_t)at[n] * C, sizeof(float) * C);
 	memcpy(pk2, pk, sizeof(float) * 4 * C);
 	loom_k_dropout(x, (size_t)7 * C, 0.4f, 7);
-	loom_k_dropout_at(pk, 4, C, 0.4f, 7, at);
-	loom_k_dropout_at_naive(pk2, 4, C, 0.4f, 7, at);
+	loom_k_dropout_at(pk, pk, 4, C, 0.4f, 7, at);
+	loom_k_dropout_at_naive(pk2, pk2, 4, C, 0.4f, 7, at);
 	int same = 1;
 	for (int n = 0; n < 4; n++)
 		same &= !memcmp(pk + (size_t)n * C, x + (size_t)at[n] * C, sizeof(float) * C);

@@ -937,28 +937,33 @@ void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key)
 		x[i] = keep(key, i, p) ? x[i] / (1.0f - p) : 0.0f;
 }
 
-void loom_k_dropout_at(float *x, int N, int C, float p, uint64_t key, const int32_t *at)
+LOOM_SIMD
+void loom_k_dropout_at(float *out, const float *x, int N, int C, float p, uint64_t key,
+		       const int32_t *at)
 {
-	if (p <= 0)
+	if (p <= 0) {
+		if (out != x)
+			memcpy(out, x, sizeof(float) * (size_t)N * C);
 		return;
+	}
 	float s = 1.0f / (1.0f - p);
 	#pragma omp parallel for schedule(static)
 	for (int n = 0; n < N; n++) {
-		float *r = x + (size_t)n * C;
+		const float *r = x + (size_t)n * C;
+		float *o = out + (size_t)n * C;
 		size_t e = (size_t)at[n] * C;
 		for (int c = 0; c < C; c++)
-			r[c] = keep(key, e + c, p) ? r[c] * s : 0.0f;
+			o[c] = keep(key, e + c, p) ? r[c] * s : 0.0f;
 	}
 }
 
-void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, const int32_t *at)
+void loom_k_dropout_at_naive(float *out, const float *x, int N, int C, float p, uint64_t key,
+			     const int32_t *at)
 {
-	if (p <= 0)
-		return;
 	for (int n = 0; n < N; n++)
 		for (int c = 0; c < C; c++) {
-			float *v = x + (size_t)n * C + c;
-			*v = keep(key, (size_t)at[n] * C + c, p) ? *v / (1.0f - p) : 0.0f;
+			size_t i = (size_t)n * C + c;
+			out[i] = p <= 0 ? x[i] : keep(key, (size_t)at[n] * C + c, p) ? x[i] / (1.0f - p) : 0.0f;
 		}
 }
 

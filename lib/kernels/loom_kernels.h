@@ -176,12 +176,15 @@ void loom_k_zero(float *x, size_t n);
  * gives the same mask (recompute and backward regenerate it).  x in place. */
 void loom_k_dropout(float *x, size_t n, float p, uint64_t key);
 void loom_k_dropout_naive(float *x, size_t n, float p, uint64_t key);
-/* Packed tokens x[N,C] (rows of several lengths laid end to end): token
- * n's element c dropped as element at[n]*C + c of loom_k_dropout()'s
- * mask, at[n] its index b*T+t in the padded [B,T,C] layout, so packed and
- * padded runs drop the same elements. */
-void loom_k_dropout_at(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
-void loom_k_dropout_at_naive(float *x, int N, int C, float p, uint64_t key, const int32_t *at);
+/* Packed tokens x[N,C] (rows of several lengths laid end to end) into
+ * out (may be x; a copy when p == 0): token n's element c dropped as
+ * element at[n]*C + c of loom_k_dropout()'s mask, at[n] its index b*T+t in
+ * the padded [B,T,C] layout, so packed and padded runs drop the same
+ * elements. */
+void loom_k_dropout_at(float *out, const float *x, int N, int C, float p, uint64_t key,
+		       const int32_t *at);
+void loom_k_dropout_at_naive(float *out, const float *x, int N, int C, float p, uint64_t key,
+			     const int32_t *at);
 /* The same from x into out[n] (a copy when p == 0; out may be x): the
  * backward's dropped gradient in one pass. */
 void loom_k_dropout_copy(float *out, const float *x, size_t n, float p, uint64_t key);

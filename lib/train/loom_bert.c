@@ -394,28 +394,15 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 
 /* ---- forward ------------------------------------------------------------ */
 
-/* Dropout of x[N,C] at site `site` of layer l, the padded layout's mask
- * elements either way. */
-static void drop(const struct loom_bert *b, float *x, float p, int l, int site)
+/* out[N,C] = drop(x) at site `site` of layer l (out may be x), the padded
+ * layout's mask elements either way, in one pass. */
+static void drop(const struct loom_bert *b, float *out, const float *x, float p, int l, int site)
 {
 	uint64_t key = loom_model_site_key(b->key, l, site);
 	if (b->packed)
-		loom_k_dropout_at(x, b->N, b->C, p, key, b->at);
+		loom_k_dropout_at(out, x, b->N, b->C, p, key, b->at);
 	else
-		loom_k_dropout(x, (size_t)b->N * b->C, p, key);
-}
-
-/* out = drop(x), the same elements (the backward's dropped gradient in
- * one pass where padded). */
-static void drop_copy(const struct loom_bert *b, float *out, const float *x, float p, int l,
-		      int site)
-{
-	if (b->packed) {
-		memcpy(out, x, sizeof(float) * b->N * b->C);
-		drop(b, out, p, l, site);
-	} else {
-		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, loom_model_site_key(b->key, l, site));
-	}
+		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, key);
 }
 
 static void embed_fwd(struct loom_bert *b)
@@ -429,7 +416,7 @@ static void embed_fwd(struct loom_bert *b)
 			   b->packed ? N : b->T, b->C);
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
 			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
-	drop(b, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
+	drop(b, b->x0, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
 	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
 }
 
@@ -457,7 +444,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) */
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW),
 					LP(b, p, l, AOB), N, C, C););
-	LOOM_PROF(el, drop(b, a->res1, pd, l, 1);
+	LOOM_PROF(el, drop(b, a->res1, a->res1, pd, l, 1);
 		  loom_k_residual_fwd(a->res1, a->res1, x, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1,
 					   LP(b, p, l, ALNW), LP(b, p, l, ALNB), N, C, eps););
@@ -468,7 +455,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB),
 					N, I, C););
-	LOOM_PROF(el, drop(b, a->res2, pd, l, 2);
+	LOOM_PROF(el, drop(b, a->res2, a->res2, pd, l, 2);
 		  loom_k_residual_fwd(a->res2, a->res2, a->h1, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2,
 					   LP(b, p, l, OLNW), LP(b, p, l, OLNB), N, C, eps););
@@ -533,8 +520,8 @@ static int qa_head(struct loom_bert *b, const float *seq, int have)
 	float *p = b->params;
 	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW),
 							  HP(b, p, QAB), N, b->C, 2););
-	if (b->packed)
-		for (size_t i = 0; i < (size_t)B * T; i++)
+	for (int r = 0; b->packed && r < B; r++) /* the padding of each row */
+		for (size_t i = (size_t)r * T + b->len[r]; i < (size_t)(r + 1) * T; i++)
 			b->start_logits[i] = b->end_logits[i] = -INFINITY;
 	for (int i = 0; i < N; i++) {
 		size_t at = b->packed ? (size_t)b->at[i] : (size_t)i;
@@ -631,8 +618,9 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	int have = qa ? x->start_positions && x->end_positions : x->mlm_labels != NULL;
 	/* qa_loss=all: the softmax reads the padding positions' logits */
 	int packed = !b->cfg.padded && !(qa && have && b->cfg.qa_loss == LOOM_BERT_QA_LOSS_ALL);
-	for (size_t i = 0; packed && !qa && have && i < N; i++)
-		packed = x->mlm_labels[i] < 0 || (int)(i % T) < b->len[i / T];
+	for (int r = 0; packed && !qa && have && r < B; r++) /* a label on padding? */
+		for (int t = b->len[r]; packed && t < T; t++)
+			packed = x->mlm_labels[(size_t)r * T + t] < 0;
 	b->B = B;
 	b->T = T;
 	b->packed = packed;
@@ -685,7 +673,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres,
 				       a->res2, LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C););
 	if (pd > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 2););
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, b->buf2, b->buf1, pd, l, 2););
 		dproj = b->buf2;
 	}
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I););
@@ -704,7 +692,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 				       a->res1, LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C););
 	dproj = b->buf1;
 	if (pd > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop_copy(b, b->buf2, b->buf1, pd, l, 1););
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, b->buf2, b->buf1, pd, l, 1););
 		dproj = b->buf2;
 	}
 	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
@@ -802,7 +790,7 @@ static int backward(struct loom_bert *b, float scale)
 	}
 	/* x0 = drop(LayerNorm(emb)) */
 	double t0 = LOOM_PROF_BEGIN();
-	drop(b, b->dres, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
+	drop(b, b->dres, b->dres, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
 	loom_k_zero(b->buf1, (size_t)N * C);
 	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
 			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
