@@ -236,15 +236,20 @@ void cli_exit(int code, const char *fmt, ...)
 	exit(code);
 }
 
+/* text on stdout, then exit 0.  A text longer than stdio's buffer is
+ * flushed inside fputs: a failure is told here with its errno, which
+ * close_stdout() would no longer know (a reader gone, EPIPE: quiet). */
+static _Noreturn void put_stdout_exit(const char *text)
+{
+	errno = 0;
+	if ((fputs(text, stdout) == EOF || fflush(stdout) == EOF) && errno != EPIPE)
+		cli_die("cannot write to stdout: %s", errno ? strerror(errno) : "write error");
+	exit(0);
+}
+
 void cli_help(void)
 {
-	/* a text longer than stdio's buffer is flushed inside fputs: its
-	 * errno is the reason a failure has, and close_stdout() would no
-	 * longer know it */
-	errno = 0;
-	if ((fputs(cli_usage_text, stdout) == EOF || fflush(stdout) == EOF) && errno != EPIPE)
-		cli_die("cannot write to stdout: %s", errno ? strerror(errno) : "write error");
-	exit(0); /* a write error: close_stdout() says it, exit 1 */
+	put_stdout_exit(cli_usage_text);
 }
 
 void cli_version(const char *extra)
@@ -349,12 +354,10 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct cli_opt *o = NULL;
 		if (c == LIST_OPTIONS) {
-			char *list = loom_opt_list(opts);
-			if (!list)
+			static char *list; /* kept for the exit (a leak check finds it) */
+			if (!(list = loom_opt_list(opts)))
 				cli_die("out of memory");
-			fputs(list, stdout);
-			free(list);
-			exit(fflush(stdout) == 0 ? 0 : 1);
+			put_stdout_exit(list);
 		}
 		if (c >= 256 && c < 256 + (int)n)
 			o = &opts[c - 256];

@@ -533,7 +533,7 @@ static void squad_predict(struct loom_squad *s)
 				mask[r * T + k] = k < fs.f[i + r].n_tokens;
 			}
 		char msg[160];
-		if (loom_threads_adapt(&pool, "batch", i, msg, sizeof msg) && cli_verbose)
+		if (loom_threads_adapt(&pool, "feature", i, msg, sizeof msg) && cli_verbose)
 			cli_warn("%s", msg);
 		struct loom_bert_batch x = { in, seg, mask, NULL, NULL, NULL };
 		if (loom_bert_forward(b, &x, (int)nb, (int)T, 0, 0, NULL) < 0)

@@ -729,7 +729,6 @@ void loom_feed_summary(const struct loom_feed_opts *o, const struct loom_feed_st
 		       double seconds, char *buf, size_t n)
 {
 	char bb[32], feats[48] = "";
-	double dt = seconds;
 	if (st->features)
 		snprintf(feats, sizeof feats, " + %zu feature%s", st->features,
 			 st->features == 1 ? "" : "s");
@@ -740,6 +739,7 @@ void loom_feed_summary(const struct loom_feed_opts *o, const struct loom_feed_st
 		 feats, o->rank, o->world, (unsigned long long)st->records,
 		 st->records == 1 ? "" : "s", (unsigned long long)st->shards,
 		 st->shards == 1 ? "" : "s", (unsigned long long)st->per_epoch,
-		 loom_fmt_bytes((double)st->bytes, bb, sizeof bb), dt,
-		 dt > 0 ? (double)st->frames * o->batch / dt : 0, dt > 0 ? st->bytes / dt / 1e6 : 0);
+		 loom_fmt_bytes((double)st->bytes, bb, sizeof bb), seconds,
+		 seconds > 0 ? (double)st->frames * o->batch / seconds : 0,
+		 seconds > 0 ? st->bytes / seconds / 1e6 : 0);
 }

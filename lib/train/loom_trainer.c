@@ -1097,7 +1097,7 @@ int loom_trainer_evaluate_held(struct loom_trainer *t, struct loom_threads *pool
 {
 	struct loom_eval_src e;
 	memset(sum, 0, sizeof *sum);
-	if (!t->held_frames || t->held_frames < t->o.held)
+	if (!t->o.held || t->held_frames < t->o.held)
 		return 0; /* not all kept yet (the END frame comes with the last) */
 	int rc = loom_eval_open_mem(&e, t->held, t->held_len, "the held-in training frames",
 				    t->read_features, &t->err);

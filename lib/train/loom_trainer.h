@@ -181,7 +181,8 @@ void loom_trainer_step(struct loom_trainer *t, double *lsum, float *lr, float *n
 int loom_trainer_save(struct loom_trainer *t);
 
 /* Keep frame h (tok, and the reader's features) of the training stream
- * while fewer than o.held are kept; 0 or LOOM_ENOMEM. */
+ * while fewer than o.held are kept; 0, LOOM_ENOMEM, or the encoder's
+ * error for a frame it cannot write again. */
 struct loom_batch_reader;
 int loom_trainer_hold(struct loom_trainer *t, const struct loom_batch_reader *r,
 		      const struct loom_batch_hdr *h, const uint32_t *tok);
