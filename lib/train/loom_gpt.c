@@ -938,6 +938,7 @@ static int xent_tp(struct loom_gpt *g, size_t r0, int n, int *count, int64_t *nc
 	int Vl = g->Vl, v0 = g->tp_rank * Vl, ign = g->cfg.ignore_id, rc;
 	float *mx = g->xent, *sum = mx + n, *lt = sum + n;
 	const int32_t *tg = g->targets + r0;
+	#pragma omp parallel for schedule(static)
 	for (int i = 0; i < n; i++) {
 		const float *r = g->logits + (size_t)i * Vl;
 		float m = -INFINITY;
@@ -978,13 +979,16 @@ static int xent_tp(struct loom_gpt *g, size_t r0, int n, int *count, int64_t *nc
 	}
 	if ((rc = g->reduce(g->grad_ready_ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, &g->err)))
 		return rc;
+	int cnt = 0;
+	#pragma omp parallel for schedule(static) reduction(+:cnt)
 	for (int i = 0; i < n; i++) {
 		float *r = g->logits + (size_t)i * Vl, inv = 1.0f / sum[i];
 		for (int v = 0; v < Vl; v++)
 			r[v] *= inv;
 		g->losses[r0 + i] = tg[i] == ign ? 0.0f : logf(sum[i]) + mx[i] - lt[i];
-		*count += tg[i] != ign;
+		cnt += tg[i] != ign;
 	}
+	*count += cnt;
 	return 0;
 }
 
