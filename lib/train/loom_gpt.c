@@ -216,7 +216,6 @@ void loom_gpt_free(struct loom_gpt *g)
 	loom_model_store_free(g->params, g->grads, g->m, g->v);
 	loom_lazy_free(g->acts);
 	free(g->inputs);
-	free(g->targets);
 	free(g->xent);
 	free(g->tensors);
 	free(g->layer);
@@ -547,18 +546,19 @@ static int keep_res2(const struct loom_config *cfg, size_t N, int want)
 	       (size_t)cfg->n_layer * N * (size_t)cfg->n_embd * sizeof(float) <= RES2_BYTES;
 }
 
-/* Lay out the activations for (B, T) from base (NULL: only count), with
+/* Lay out the activations for N tokens (B*T, or packed rows: see
+ * loom_gpt.h) from base (NULL: only count), with
  * LM-head chunks of hr rows and res2 kept or not.  Every pointer is set
  * (relative to base) and the total float count returned.  glob: encoded
  * (layer 1's output slot when there is one: see embed()),
  * lnf_mean, lnf_rstd, losses, tmp, dres, work, lweights (only with a loss
  * weighting). */
-static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, size_t hr,
+static size_t layout(const struct loom_config *cfg, size_t N, int recompute, size_t hr,
 		     int res2, float *base, struct loom_gpt_lacts *layer, float **glob)
 {
 	/* tensor parallelism: a rank's heads, attention width, MLP width
 	 * and vocabulary rows (cfg->tensor_parallel 1: the whole model) */
-	size_t tp = cfg->tensor_parallel, N = (size_t)B * T, C = cfg->n_embd;
+	size_t tp = cfg->tensor_parallel, C = cfg->n_embd;
 	size_t Cl = C / tp, NH = cfg->n_head / tp, V = cfg->vocab_size / tp, F = 4 * C / tp;
 	int L = cfg->n_layer;
 	size_t off = 0;
@@ -572,7 +572,7 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 			TAKE(a.ln1_rstd, N);
 			TAKE(a.qkv, N * 3 * Cl);
 			TAKE(a.atty, N * Cl);
-			TAKE(a.lse, (size_t)B * NH * T);
+			TAKE(a.lse, N * NH);
 			if (res2)
 				TAKE(a.res2, N * C);
 			TAKE(a.ln2_mean, N);
@@ -673,7 +673,7 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	}
 	/* (a sharded run's layout keeps the embedding output in a slot of
 	 * its own) */
-	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
+	m->acts = (uint64_t)layout(cfg, N, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
 				   glob) * 4 + N * 8;
 	m->tp_bytes = tp_bytes(&c, N, keep_res2(&c, N, 0), cfg->grad_accum);
 	/* bf16: the weight copy (sharding=weights: of the gathered params),
@@ -685,15 +685,17 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	m->total = m->params + m->grads + m->adam + m->gshard + m->gathered + m->acts + m->bf16;
 }
 
-static int ensure_acts(struct loom_gpt *g, int B, int T)
+/* The activations of the batch that take_rows took (g->B, g->T, g->N). */
+static int ensure_acts(struct loom_gpt *g)
 {
-	size_t N = (size_t)B * T, hr = head_rows(N, (size_t)g->Vl, (size_t)g->C, g->head_rows);
+	int B = g->B, T = g->T;
+	size_t N = (size_t)g->N, hr = head_rows(N, (size_t)g->Vl, (size_t)g->C, g->head_rows);
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
-	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
+	if (g->acts && g->acts_N == N && g->hr == hr && g->res2 == res2)
 		return 0;
-	g->B = g->T = 0;
+	g->acts_N = 0;
 	float *glob[8];
-	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
+	size_t n = layout(&g->cfg, N, g->cfg.recompute, hr, res2, NULL, NULL, glob);
 	/* grow only: a generated token's short forward between training
 	 * steps lays out in the training batch's allocation */
 	if (n > g->acts_cap) {
@@ -706,18 +708,11 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 		if (!(g->xent = malloc(sizeof(float) * 3 * hr)))
 			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
 	}
-	if (N > g->io_cap) {
-		free(g->inputs);
-		free(g->targets);
-		g->inputs = malloc(sizeof(int32_t) * N);
-		g->targets = malloc(sizeof(int32_t) * N);
-		g->io_cap = g->inputs && g->targets ? N : 0;
-	}
-	if (!g->acts_cap || !g->io_cap)
+	if (!g->acts_cap)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);
-	layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, g->acts, g->layer, glob);
+	layout(&g->cfg, N, g->cfg.recompute, hr, res2, g->acts, g->layer, glob);
 	g->encoded = glob[0];
 	g->lnf_mean = glob[1];
 	g->lnf_rstd = glob[2];
@@ -729,8 +724,59 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->hr = hr;
 	g->res2 = res2;
 	g->n_acts = n;
+	g->acts_N = N;
+	return 0;
+}
+
+/* The batch inputs[B,T] (targets[B,T] or NULL) into g->inputs and
+ * g->targets: padded (N = B*T), or, with targets whose rows end early
+ * (a tail of ignore_id targets) unless g->padded or tensor parallelism,
+ * each row up to its last counted target, packed (off, at, pos; N their
+ * count; see loom_gpt.h).  A batch of only ignored targets runs padded. */
+static int take_rows(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets, int B,
+		     int T)
+{
+	size_t BT = (size_t)B * T;
+	if (BT > g->io_cap) { /* inputs, targets, at, pos [BT]; off [B+1] */
+		free(g->inputs);
+		g->inputs = malloc(sizeof(int32_t) * (5 * BT + 1));
+		g->io_cap = g->inputs ? BT : 0;
+		if (!g->inputs)
+			return loom_err_set(&g->err, LOOM_ENOMEM,
+					    "out of memory for a batch of %dx%d", B, T);
+		g->targets = g->inputs + BT;
+		g->at = g->targets + BT;
+		g->pos = g->at + BT;
+		g->off = g->pos + BT;
+	}
 	g->B = B;
 	g->T = T;
+	int ign = g->cfg.ignore_id, n = 0;
+	for (int b = 0; targets && !g->padded && g->tp == 1 && b < B; b++) {
+		int len = T;
+		while (len > 0 && targets[(size_t)b * T + len - 1] == ign)
+			len--;
+		g->off[b] = n;
+		n += len;
+	}
+	g->packed = n > 0 && (size_t)n < BT;
+	if (!g->packed) {
+		g->N = (int)BT;
+		memcpy(g->inputs, inputs, BT * sizeof(int32_t));
+		if (targets)
+			memcpy(g->targets, targets, BT * sizeof(int32_t));
+		return 0;
+	}
+	g->off[B] = n;
+	g->N = n;
+	for (int b = 0; b < B; b++)
+		for (int t = 0, i = g->off[b]; i < g->off[b + 1]; t++, i++) {
+			size_t at = (size_t)b * T + t;
+			g->at[i] = (int32_t)at;
+			g->pos[i] = t;
+			g->inputs[i] = inputs[at];
+			g->targets[i] = targets[at];
+		}
 	return 0;
 }
 
@@ -776,6 +822,18 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
 }
 
+/* out[N,C] = drop(x) at site `site` of layer l (out may be x): packed
+ * rows draw the padded layout's mask elements. */
+static void dropout(const struct loom_gpt *g, float *out, const float *x, float p, int l,
+		    int site)
+{
+	uint64_t key = loom_model_site_key(g->key, l, site);
+	if (g->packed)
+		loom_k_dropout_at(out, x, g->N, g->C, p, key, g->at);
+	else
+		loom_k_dropout_copy(out, x, (size_t)g->N * g->C, p, key);
+}
+
 /* Tensor parallelism: the reduce call is there (connected). */
 static int tp_ready(struct loom_gpt *g)
 {
@@ -795,7 +853,7 @@ static int tp_sum(struct loom_gpt *g, float *x, size_t n)
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
+	int B = g->B, T = g->T, C = g->C, N = g->N, Cl = g->Cl, F = g->Fl, rc;
 	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
@@ -807,8 +865,9 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 				       LP(g, p, l, LN1B), N, C, eps););
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * Cl);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, Cl, g->NHl,
-					    adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL,
+					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
+					    loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
@@ -816,8 +875,7 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		return rc;
 	/* res2 in its own slot, or (not kept) in the output's */
 	float *res2 = a->res2 ? a->res2 : a->res3;
-	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
-		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD), dropout(g, g->tmp, g->tmp, drop, l, 1);
 		  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
 		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
@@ -828,8 +886,7 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	proj_fwd(g, l, 3, g->tmp, g->work, N, F, C);
 	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
 		return rc;
-	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
-		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
+	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD), dropout(g, g->tmp, g->tmp, drop, l, 2);
 		  loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C););
 	return 0;
 }
@@ -883,12 +940,12 @@ static int embed(struct loom_gpt *g)
 		embed_tp(g, g->encoded);
 		if ((rc = tp_sum(g, g->encoded, (size_t)B * T * C)))
 			return rc;
-	} else {
+	} else { /* packed: one row of N tokens, each at its own position */
 		loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL,
-				   NULL, NULL, B, T, C);
+				   NULL, g->packed ? g->pos : NULL, g->packed ? 1 : B,
+				   g->packed ? g->N : T, C);
 	}
-	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       loom_model_site_key(g->key, -1, 0));
+	dropout(g, g->encoded, g->encoded, g->train ? (float)g->cfg.dropout : 0.0f, -1, 0);
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
 	return 0;
 }
@@ -1043,6 +1100,21 @@ static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
 	return tp_sum(g, g->tmp + r0 * C, (size_t)n * C);
 }
 
+/* The loss weights of the batch's targets, row by row: packed rows over
+ * their computed tokens (the tail cut off held no counted target). */
+static void token_weights(struct loom_gpt *g)
+{
+	int ign = g->cfg.ignore_id;
+	if (!g->packed) {
+		loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign);
+		return;
+	}
+	for (int b = 0; b < g->B; b++) {
+		int o = g->off[b];
+		loom_k_token_weights(g->lweights + o, g->targets + o, 1, g->off[b + 1] - o, ign);
+	}
+}
+
 /* The LM head and loss over lnf, chunk by chunk: logits[n,V] = lnf[n,C] @
  * wte[V,C]^T, then their probabilities; only the per-row losses are kept,
  * and (not training: evaluation) the count of argmax hits.  With
@@ -1053,12 +1125,11 @@ static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
  * of lnf (tmp), which no later chunk reads. */
 static int head(struct loom_gpt *g, int train, float bscale)
 {
-	size_t N = (size_t)g->B * g->T;
+	size_t N = (size_t)g->N;
 	int C = g->C, Vl = g->Vl, ign = g->cfg.ignore_id, rc;
 	float *p = g->params;
 	if (g->lweights)
-		LOOM_PROF(LOOM_PROF_XENT_FWD,
-			  loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign););
+		LOOM_PROF(LOOM_PROF_XENT_FWD, token_weights(g););
 	int64_t counted = 0; /* what crossentropy_fwd will count, known up front */
 	for (size_t i = 0; i < N; i++)
 		counted += g->targets[i] != ign;
@@ -1126,11 +1197,10 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 	if (targets && (rc = loom_model_check_ids(targets, N, g->V, &g->cfg.ignore_id,
 						  "target token", "the vocabulary", &g->err)))
 		return rc;
-	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
+	g->have_targets = 0;
+	if ((rc = take_rows(g, inputs, targets, B, T)) || (rc = ensure_acts(g)) ||
+	    (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
-	memcpy(g->inputs, inputs, N * sizeof(int32_t));
-	if (targets)
-		memcpy(g->targets, targets, N * sizeof(int32_t));
 	g->have_targets = targets != NULL;
 	g->head_done = 0;
 	if (g->tp > 1 && ((rc = tp_ready(g)) || (rc = tp_same_batch(g, N, targets != NULL))))
@@ -1143,7 +1213,7 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 		return g->err.code;
 	LOOM_PROF(LOOM_PROF_LN_FWD,
 		  loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
-				       TP(g, p, T_LNFB(g->L)), (int)N, g->C,
+				       TP(g, p, T_LNFB(g->L)), g->N, g->C,
 				       (float)g->cfg.layer_norm_epsilon););
 	unit_done(g, g->L - 1);
 	g->loss = 0;
@@ -1187,7 +1257,7 @@ int loom_gpt_train_micro(struct loom_gpt *g, const int32_t *inputs, const int32_
  * in the output's slot, whose value layer l+1 has used. */
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
+	int B = g->B, T = g->T, C = g->C, N = g->N, Cl = g->Cl, F = g->Fl, rc;
 	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
@@ -1199,15 +1269,12 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
 		if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
 			return rc;
-		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, dropout(g, g->tmp, g->tmp, drop, l, 1);
 			  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
 	}
 	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b) */
 	if (drop > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
-					      loom_model_site_key(g->key, l, 2)););
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, dropout(g, g->tmp, g->dres, drop, l, 2););
 		dproj = g->tmp;
 	}
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_fwd(work, a->fch, (size_t)N * F););
@@ -1226,15 +1293,14 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	float *dqkv = work, *datty = work + (size_t)N * 3 * Cl;
 	dproj = g->dres;
 	if (drop > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
-					      loom_model_site_key(g->key, l, 1)););
+		LOOM_PROF(LOOM_PROF_ELEM_BWD, dropout(g, g->tmp, g->dres, drop, l, 1););
 		dproj = g->tmp;
 	}
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, Cl, C);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, Cl,
-					    g->NHl, adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL,
+					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
+					    loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_LN_BWD,
@@ -1253,7 +1319,7 @@ static int backward(struct loom_gpt *g, float scale)
 {
 	if (!g->acts || !g->have_targets)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
-	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = B * T, L = g->L, rc;
+	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = g->N, L = g->L, rc;
 	float *p = g->params, *dp = g->grads;
 	if (!g->ntok && !g->need)
 		return 0; /* every target ignored: no gradient */
@@ -1310,13 +1376,12 @@ static int backward(struct loom_gpt *g, float scale)
 		unit_done(g, l);
 	}
 	double t0 = LOOM_PROF_BEGIN();
-	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       loom_model_site_key(g->key, -1, 0));
+	dropout(g, g->dres, g->dres, g->train ? (float)g->cfg.dropout : 0.0f, -1, 0);
 	if (g->tp > 1)
 		embed_tp_bwd(g, g->dres);
 	else
 		loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL,
-				   NULL, B, T, C);
+				   g->packed ? g->pos : NULL, g->packed ? 1 : B, g->packed ? N : T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	g->have_targets = 0;
 	g->head_done = 0;
@@ -1400,7 +1465,7 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect)
 {
-	int N = g->B * g->T;
+	int N = g->N;
 	double s = 0;
 	if (!g->have_targets) {
 		*nll = 0;
@@ -1429,9 +1494,9 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;
-	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
+	if ((rc = take_rows(g, tok, NULL, 1, n)) || (rc = ensure_acts(g)) || (rc = ready_mm(g)) ||
+	    (rc = ready_sparse(g)))
 		return rc;
-	memcpy(g->inputs, tok, sizeof(int32_t) * n);
 	g->have_targets = 0;
 	g->train = 0;
 	g->key = 0;

@@ -90,6 +90,21 @@
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
  * whole model's arrays and a rank's (checkpoints, initialisation).
  *
+ * Rows that end early: a forward with targets whose rows end in a tail
+ * of ignore_id targets (records shorter than seq_len: loom-feed --pad
+ * pads them, loom_gpt_mask_pad makes the padding's targets ignore_id)
+ * computes each row only up to its last counted target, the rows packed
+ * into one [sum of lengths, C] activation (FlashAttention's varlen
+ * layout): the embedding at each token's position in its row, the
+ * products, LayerNorm, GELU and dropout over those tokens, causal
+ * attention within each row, the LM head and loss over their targets.
+ * The positions cut off never reach a counted target (causal), so loss,
+ * gradients and evaluation counts are the padded run's, dropout drawing
+ * the padded layout's mask elements.  Batches whose rows are all full,
+ * without targets (generation), of a tensor-parallel model, or with
+ * g->padded set run padded; so does a batch whose every target is
+ * ignored.  The activations are laid out for the tokens computed.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -114,7 +129,7 @@ struct loom_gpt_lacts {
 	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
-	float *lse;                         /* [B,NH,T] attention log-sum-exp */
+	float *lse;                         /* [N*NH] log-sum-exp ([B,NH,T] padded) */
 	float *res2;                        /* [N,C] (NULL: not kept, see res2) */
 	float *ln2_mean, *ln2_rstd;         /* [N], [N] (outputs recomputed) */
 	float *fch;                         /* [N,4C] MLP pre-activation */
@@ -128,11 +143,12 @@ struct loom_gpt {
 	float *params, *grads, *m, *v;      /* one allocation each */
 	int n_tensors;
 	struct loom_tensor *tensors;
-	/* activations for the current (B, T): n_acts floats laid out in acts,
-	 * which holds acts_cap (the largest layout so far: never shrinks);
-	 * inputs and targets hold io_cap ids */
+	/* activations for the current (B, T) and N: n_acts floats laid out in acts,
+	 * which holds acts_cap (the largest layout so far: never shrinks),
+	 * laid out for acts_N tokens; inputs, targets, at and pos hold
+	 * io_cap ids (one allocation at inputs, off after them) */
 	int B, T;
-	size_t n_acts, acts_cap, io_cap;
+	size_t n_acts, acts_cap, acts_N, io_cap;
 	float *acts;
 	struct loom_gpt_lacts *layer;       /* [L] */
 	float *encoded;                     /* [N,C] (layer 1's res3 slot if L > 1) */
@@ -151,6 +167,16 @@ struct loom_gpt {
 	 * keep_res2 (0: keep while all layers' res2 fit 256 MB or under
 	 * recompute; 1: keep; -1: rebuild in backward) */
 	int head_rows, keep_res2;
+	/* read by the next forward: 1 runs every row at full T (the padded
+	 * reference); 0 (default) runs a batch with targets whose rows end
+	 * early packed (see Rows that end early above) */
+	int padded;
+	/* the last forward's rows: N tokens computed, B*T, or packed (the
+	 * rows at their real length laid end to end: row b's at off[b] ..
+	 * off[b+1]-1, token n at position pos[n] of its row and at[n] =
+	 * b*T + pos[n] in the padded layout, whose dropout mask it draws) */
+	int N, packed;
+	int32_t *off, *at, *pos;            /* [B+1], [N], [N] (when packed) */
 	int32_t *inputs, *targets;          /* [N] copies of the last batch */
 	int have_targets;
 	int ntok;                           /* counted targets of the last forward */
