@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPT rows that end early (issue 29): evaluation and a training
-# micro-batch of the gpt2 preset on records of mixed lengths (about 56% of
-# the tokens real, the rest padding as loom-feed --pad writes records
+# micro-batch of the gpt2 preset on records of mixed lengths (59% of the
+# tokens real at B=8, the rest padding as loom-feed --pad writes records
 # shorter than the sequence), packed against the padded reference in the
 # same process (build/bench/gpt_varlen: same weights, same batch, the
 # best of ROUNDS rounds of each).  Figure: real tokens/s of the packed

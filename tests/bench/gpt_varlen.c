@@ -3,8 +3,8 @@
  * against the padded reference (g->padded) in the same process, from the
  * same weights on the same batches: row r of each batch holds
  * (T+1) k/8 real ids, k from 1 to 8 by a hash (the rest padding, as
- * loom-feed --pad writes records shorter than the sequence), about 56% of
- * the tokens real.  Each round times one evaluation forward and one
+ * loom-feed --pad writes records shorter than the sequence; 59% of the
+ * tokens real at B=8).  Each round times one evaluation forward and one
  * training micro-batch (forward with dropout and backward) of each;
  * prints the real tokens/s of the best round of each and their ratio
  * (tests/bench/gpt-varlen.sh). */
