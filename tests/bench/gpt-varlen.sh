@@ -22,6 +22,10 @@ BIN=${LOOM_BUILD:-build}/bench/gpt_varlen
 
 out=$(OMP_NUM_THREADS=$THREADS "$BIN" "$PRESET" "$B" "$T" "$ROUNDS") || exit 1
 echo "$out" | sed 's/^/gpt-varlen: /'
+# the same numbers: packed losses within 1e-6 of the padded ones
+echo "$out" | awk '/^real_tokens/ { d = 0
+	for (i = 6; i <= 9; i += 3) { e = ($i - $(i + 1)) / $i; if (e < 0) e = -e; if (e > d) d = e }
+	exit d > 1e-6 }' || { echo "gpt-varlen: packed and padded losses differ"; exit 1; }
 echo "$out" | awk -v p="$PRESET" -v b="$B" -v t="$T" -v th="$THREADS" '
 	/^real_tokens/ { real = $2; all = $4 }
 	/^eval_padded/ {
