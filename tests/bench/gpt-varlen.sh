@@ -7,7 +7,9 @@
 # best of ROUNDS rounds of each).  Figure: real tokens/s of the packed
 # evaluation over the padded one (goal >= 1.5x; the bound is the padded
 # tokens over the real ones, 1.69x here, a little more at long T, where
-# attention weighs); the training micro-batch's factor is printed beside.
+# attention weighs); the training micro-batch's factor is printed beside,
+# and both factors by CPU time (at THREADS=1 the same work, less disturbed
+# by other load).
 # Env: PRESET (gpt2), B (8), T (256), ROUNDS (2), THREADS (2).
 set -u
 cd "$(dirname "$0")/../.."
@@ -30,6 +32,8 @@ echo "$out" | awk -v p="$PRESET" -v b="$B" -v t="$T" -v th="$THREADS" '
 	/^real_tokens/ { real = $2; all = $4 }
 	/^eval_padded/ {
 		printf "gpt-varlen: %s B=%d T=%d, %d of %d tokens real, %d threads: evaluation %.0f -> %.0f real tokens/s (%.2fx), training micro-batch %.0f -> %.0f (%.2fx)\n",
-			p, b, t, real, all, th, $2, $4, $6, $8, $10, $12 }'
+			p, b, t, real, all, th, $2, $4, $6, $8, $10, $12 }
+	/^cpu_eval_x/ {
+		printf "gpt-varlen: by CPU time (steadier on a loaded machine): evaluation %.2fx, training micro-batch %.2fx\n", $2, $4 }'
 fig "$PRESET evaluation on records of mixed lengths, packed over padded (real tokens/s)" \
 	"$(echo "$out" | awk '/^eval_padded/ { print $6 }')" ">=" 1.5 x
