@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "loom_common.h"
 #include "loom_mm.h"
@@ -64,13 +63,6 @@ static void onednn_gemm(const struct shape *s, const float *A, const float *B, f
 }
 
 /* the products s[0..n) on `threads` threads the given way; seconds */
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* the products s[0..n) on `threads` threads the given way; seconds, and
  * the CPU seconds of the process in *cpu */
 static double run(const char *way, int threads, const struct shape *s, int n, const float *A,
@@ -78,7 +70,7 @@ static double run(const char *way, int threads, const struct shape *s, int n, co
 {
 	omp_set_num_threads(threads);
 	openblas_set_num_threads(strcmp(way, "blas") ? 1 : threads);
-	double t0 = loom_now(), c0 = cpu_now();
+	double t0 = loom_now(), c0 = loom_cpu_now();
 	for (int i = 0; i < n; i++)
 		for (int r = 0; r < s[i].times; r++) {
 			if (!strcmp(way, "blas"))
@@ -89,7 +81,7 @@ static double run(const char *way, int threads, const struct shape *s, int n, co
 				loom_mm_gemm(NULL, s[i].ta, s[i].tb, s[i].M, s[i].N, s[i].K, A, B, 0,
 					     C);
 		}
-	*cpu = cpu_now() - c0;
+	*cpu = loom_cpu_now() - c0;
 	return loom_now() - t0;
 }
 
