@@ -68,8 +68,10 @@ static void onednn_gemm(const struct shape *s, const float *A, const float *B, f
 static double run(const char *way, int threads, const struct shape *s, int n, const float *A,
 		  const float *B, float *C, double *cpu)
 {
-	omp_set_num_threads(threads);
+	/* first: the OpenMP build's openblas_set_num_threads() sets OpenMP's
+	 * count too */
 	openblas_set_num_threads(strcmp(way, "blas") ? 1 : threads);
+	omp_set_num_threads(threads);
 	double t0 = loom_now(), c0 = loom_cpu_now();
 	for (int i = 0; i < n; i++)
 		for (int r = 0; r < s[i].times; r++) {
