@@ -342,6 +342,48 @@ int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
 	return 0;
 }
 
+/* One all-gather (in place, buf[T n]) or reduce-scatter (in[T n] into
+ * out[n], in place when out == in) of n floats a rank over d->tp; the
+ * bytes each rank sends in a ring ((T-1) n x 4) and the wait counted. */
+static int tp_half(struct loom_dist *d, float *in, float *out, size_t n, int scatter,
+		   struct loom_err *err)
+{
+	const char *what = scatter ? "tensor-parallel reduce-scatter" : "tensor-parallel all-gather";
+	double t0 = loom_now();
+	MPI_Request q;
+	int rc;
+	if (n > INT_MAX)
+		rc = loom_err_set(&d->err, LOOM_EINVAL, "rank %d: %s of %zu floats a rank: too many",
+				  d->job.rank, what, n);
+	else if (scatter)
+		rc = MPI_Ireduce_scatter_block(out == in ? MPI_IN_PLACE : in, out, (int)n, MPI_FLOAT,
+					       MPI_SUM, d->tp.comm, &q);
+	else
+		rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, in, (int)n, MPI_FLOAT,
+				    d->tp.comm, &q);
+	if (rc > 0)
+		rc = dist_mpi_fail(d, rc, what);
+	else if (!rc)
+		rc = dist_wait(d, &q, what);
+	if (rc) {
+		*err = d->err;
+		return rc;
+	}
+	d->tp_bytes += (uint64_t)n * 4 * (uint64_t)(d->tp.size - 1);
+	d->tp_wait_s += loom_now() - t0;
+	return 0;
+}
+
+int dist_tp_gather(void *ctx, float *buf, size_t n, struct loom_err *err)
+{
+	return tp_half(ctx, buf, buf, n, 0, err);
+}
+
+int dist_tp_scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *err)
+{
+	return tp_half(ctx, in, out, n, 1, err);
+}
+
 int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)
 {
 	if (d->dp.rank != 0)

@@ -204,6 +204,18 @@ struct loom_gpt {
 	int tp, tp_rank, NHl, Cl, Fl, Vl;
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 	float *xent;
+	/* sequence parallelism (seq 1, cfg.sequence_parallel with tp > 1):
+	 * the LayerNorm, dropout and residual regions hold this rank's Nr =
+	 * B T / tp tokens, rows r0 = tp_rank Nr .. of the flattened [B T]
+	 * (at[Nr]: their indices, the dropout masks' rows); gather and
+	 * scatter (connect hook) the all-gather and reduce-scatter around the
+	 * products; lnd [4C]: a layer's LayerNorm gradients of these tokens,
+	 * summed over the ranks.  Without: Nr = B T, r0 0. */
+	int seq, Nr, r0;
+	int32_t *at;
+	float *lnd;
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	struct loom_err err;
 };
 
