@@ -90,6 +90,22 @@
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
  * whole model's arrays and a rank's (checkpoints, initialisation).
  *
+ * Sequence parallelism (cfg.sequence_parallel with tp > 1, Megatron-LM's):
+ * the regions between the products, LayerNorms, dropout and residual
+ * adds, hold only rank r's Nr = B T / tp tokens, rows r Nr .. of the
+ * flattened [B T] (with B 1: a slice of the sequence), so the residual
+ * stream, the LayerNorm statistics and the embeddings' output take 1/tp of
+ * their memory and time.  Before each column-split product its LayerNorm
+ * output is all-gathered (the gather call), after each row-split product
+ * the partial sums are reduce-scattered (scatter) instead of all-reduced;
+ * backward gathers the dropped output gradient of a row-split product
+ * and the recomputed LayerNorm output, and scatters the LayerNorm input
+ * gradient.  The embedding lookup is scattered; ln_f's output gathered
+ * for the vocabulary-parallel head, whose input gradient is scattered.
+ * Dropout draws row n's mask as the whole [B T, C]'s (loom_k_dropout_at),
+ * so a run is one process's; the LayerNorm weight gradients, partial
+ * over the tokens, are all-reduced after each layer's backward.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -239,7 +255,12 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * after each column-split product's input gradient (2 a layer, and the
  * LM head's), one more a layer when res2 is rebuilt in backward, two more
  * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
- * norm's 8 bytes per step.  0 for tp 1. */
+ * norm's 8 bytes per step.  Sequence parallelism: instead of the [B,T,C]
+ * all-reduces, ring all-gathers and reduce-scatters ((tp-1)/tp x [B,T,C]
+ * each): the lookup, 4 a layer in forward, ln_f's output; the head's, 6 a
+ * layer in backward (1 more rebuilding res2, 4 more with recompute), the
+ * embeddings' gradient; plus the LayerNorm gradients' all-reduces (4C a
+ * layer, 2C for ln_f).  0 for tp 1. */
 uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro);
 /* The parameters a rank holds when cfg's model is split over
  * cfg->tensor_parallel ranks (the whole count when 1). */
