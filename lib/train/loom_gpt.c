@@ -1505,7 +1505,7 @@ static void step_tp(struct loom_gpt *g, float lr, int64_t t, float *norm)
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 {
 	if (g->tp > 1) {
-		step_tp(g, lr, t, norm);
+		LOOM_PROF(LOOM_PROF_OPTIM, step_tp(g, lr, t, norm););
 		return;
 	}
 	int update = g->rigl_dense;
