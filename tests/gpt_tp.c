@@ -6,7 +6,9 @@
  * against the whole model (each rank initialised on its own): the loss,
  * every gradient and every weight after the step (the ranks' slices put
  * back with loom_gpt_tp_copy) within 1e-5, the whole tensors' gradients
- * the same bytes on every rank, and an evaluation's loss and argmax hits. */
+ * the same bytes on every rank, an evaluation's loss and argmax hits, and
+ * the bytes the calls moved in the micro-batch and step against
+ * loom_gpt_tp_bytes (the LM head in one chunk and in chunks of 3 rows). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,6 +37,9 @@ struct rank {
 	int B, T, rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
+	int head_rows;          /* the LM head's chunks (0: the default) */
+	uint64_t bytes, step_bytes; /* reduced; those of the micro-batch and step */
+	uint64_t half, step_half; /* sent by gathers and scatters: (T-1) n x 4 each */
 	double nll;
 	int64_t ntok, correct;
 };
@@ -50,6 +55,7 @@ static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
 	double *acc = malloc(sizeof(double) * (n ? n : 1));
 	if (!acc)
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	r->bytes += n * (f64 ? 8 : 4);
 	g->buf[r->rank] = buf;
 	pthread_barrier_wait(&g->bar);
 	for (size_t i = 0; i < n; i++)
@@ -74,6 +80,7 @@ static int gather(void *ctx, float *buf, size_t n, struct loom_err *err)
 	struct rank *r = ctx;
 	struct group *g = r->grp;
 	(void)err;
+	r->half += (uint64_t)(g->T - 1) * n * 4;
 	g->buf[r->rank] = buf;
 	pthread_barrier_wait(&g->bar);
 	for (int k = 0; k < g->T; k++)
@@ -92,6 +99,7 @@ static int scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *
 	double *acc = calloc(n ? n : 1, sizeof(double));
 	if (!acc)
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	r->half += (uint64_t)(g->T - 1) * n * 4;
 	g->buf[r->rank] = in;
 	pthread_barrier_wait(&g->bar);
 	for (int k = 0; k < g->T; k++)
@@ -112,10 +120,13 @@ static void *run_rank(void *arg)
 	loom_gpt_dist_model(g, &m);
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce, .gather = gather,
 						      .scatter = scatter });
+	g->head_rows = r->head_rows;
 	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
 	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
 	if (!r->rc)
 		loom_gpt_step(g, 1e-3f, 1, &r->norm);
+	r->step_bytes = r->bytes;
+	r->step_half = r->half;
 	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
 		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
 	return NULL;
@@ -132,9 +143,9 @@ static double rel(const float *a, const float *b, size_t n)
 	return m > 0 ? d / m : d;
 }
 
-/* T ranks, with sequence parallelism when sp (its tokens split: B S a
- * multiple of T) */
-static void check(int T, int sp)
+/* T ranks, the LM head in chunks of head_rows (0: the default), with
+ * sequence parallelism when sp (its tokens split: B S a multiple of T) */
+static void check(int T, int head_rows, int sp)
 {
 	int B = 2, S = sp ? 8 : 7;
 	struct loom_config c = tiny_gpt_cfg(B, S);
@@ -158,7 +169,7 @@ static void check(int T, int sp)
 	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
 		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
-				      .in = in, .tg = tg, .B = B, .T = S };
+				      .in = in, .tg = tg, .B = B, .T = S, .head_rows = head_rows };
 		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
 		r[k].g->keep_res2 = sp ? -1 : 0; /* SP: backward rebuilds res2 (a scatter) */
 		/* a rank's own initialisation is its slice of the whole model's */
@@ -198,6 +209,12 @@ static void check(int T, int sp)
 				      2 * t[n - 1].numel * sizeof(float));
 	}
 	ok(!rcs, "T=%d%s: %d ranks train a micro-batch, step and evaluate", T, sq, T);
+	/* a ring all-reduce sends 2 (T-1)/T of the buffer, an all-gather or
+	 * a reduce-scatter (T-1)/T */
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T + r[0].step_half;
+	is_int((long long)sent, (long long)loom_gpt_tp_bytes(r[0].g, 1),
+	       "T=%d%s head_rows %d: the bytes sent in a micro-batch and step are loom_gpt_tp_bytes's",
+	       T, sq, head_rows);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "T=%d%s: every rank's loss %.7f is the whole model's %.7f", T, sq, r[0].loss, loss);
 	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
@@ -222,9 +239,11 @@ static void check(int T, int sp)
 
 int main(void)
 {
-	check(2, 0);
-	check(4, 0);
-	check(2, 1);
-	check(4, 1);
+	check(2, 0, 0);
+	check(4, 0, 0);
+	check(2, 3, 0); /* the LM head in chunks (backward recomputes none: train_micro) */
+	check(2, 0, 1);
+	check(4, 0, 1);
+	check(2, 3, 1);
 	return done_testing();
 }

@@ -88,7 +88,9 @@
  * reduced [N,C] activations, the same mask on every rank.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
- * whole model's arrays and a rank's (checkpoints, initialisation).
+ * whole model's arrays and a rank's (checkpoints, initialisation).  The
+ * model-neutral parts (slices, team sum, batch check, step, the
+ * vocabulary-parallel loss) are lib/train/loom_tp.h's, shared with BERT.
  *
  * Sequence parallelism (cfg.sequence_parallel with tp > 1, Megatron-LM's):
  * the regions between the products, LayerNorms, dropout and residual
@@ -260,7 +262,10 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * each): the lookup, 4 a layer in forward, ln_f's output; the head's, 6 a
  * layer in backward (1 more rebuilding res2, 4 more with recompute), the
  * embeddings' gradient; plus the LayerNorm gradients' all-reduces (4C a
- * layer, 2C for ln_f).  0 for tp 1. */
+ * layer, 2C for ln_f).  0 for tp 1.  That is loom_gpt_train_micro's
+ * count, the LM head in chunks or not (a loom_gpt_backward after
+ * loom_gpt_forward with chunks, head_rows < B T, recomputes their loss:
+ * 3 [B,T] more). */
 uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro);
 /* The parameters a rank holds when cfg's model is split over
  * cfg->tensor_parallel ranks (the whole count when 1). */
