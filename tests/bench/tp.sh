@@ -2,7 +2,9 @@
 # Bench: tensor parallelism (tensor_parallel=T) on the gpt2 preset (124M
 # parameters, vocabulary padded to 50304, T=64, micro-batch 4):
 #   - tokens/s of 2 tensor-parallel ranks x 1 thread against one process
-#     with 2 threads (goal >= 0.8x): the median step time after warm-up;
+#     with 2 threads (goal >= 0.8x): the median step time after warm-up
+#     (one process's steps of a run before the ranks' runs and one after,
+#     as the shared machine's load moves);
 #     the same with sequence_parallel=1; where rank 0's step goes (its
 #     loom-train --profile ops over the steps after warm-up, and the time
 #     outside every op);
@@ -18,11 +20,16 @@ BENCH=tp
 . "$(dirname "$0")/dist-common.inc"
 GPT2="--set micro_batch=4,vocab_size=50304"
 
-$FEED --batch 4 | loom-train -c gpt2 --threads 2 --steps "$STEPS" --log-every 1000 \
-	--set seq_len=64,grad_accum=1,warmup_steps=0 $GPT2 --log "$T/one.json" 2> "$T/one.err"
+one() {
+	$FEED --batch 4 | loom-train -c gpt2 --threads 2 --steps "$STEPS" --log-every 1000 \
+		--set seq_len=64,grad_accum=1,warmup_steps=0 $GPT2 --log "$T/one$1.json" 2> "$T/one.err"
+}
+one 1
 $MPI -np 2 sh -c "$FEED --batch 4 | $TRAIN --log-every 1000 $GPT2,tensor_parallel=2 --profile --log $T/tp.json" \
 	2> "$T/tp.err"
 $MPI -np 2 sh -c "$FEED --batch 4 | $TRAIN -q --log-every 1000 $GPT2,tensor_parallel=2,sequence_parallel=1 --profile --log $T/sp.json"
+one 2
+cat "$T/one1.json" "$T/one2.json" > "$T/one.json"
 o=$(med seconds "$T/one.json")
 # shares LOG: rank 0's ops of at least 1% of its steps after warm-up, and
 # the time outside every op
