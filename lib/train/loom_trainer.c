@@ -538,18 +538,12 @@ static int check_resume_sparsity(struct loom_trainer *t, const struct loom_confi
  * "loom" (a HuggingFace directory has none: --init-from takes it). */
 static int bert_ckpt_config(const struct loom_ckpt *ck, struct loom_config *c)
 {
-	const char *txt = loom_ckpt_loom_config(ck);
-	loom_config_defaults(c);
-	if (!txt)
+	int rc = loom_bert_ckpt_loom_config(ck, c);
+	if (rc == 0)
 		return loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: no loom configuration "
 				    "to resume (a HuggingFace directory: --init-from it)",
 				    loom_ckpt_dir(ck));
-	json_t *o = json_loads(txt, 0, NULL);
-	int rc = o ? loom_config_apply_json(c, o)
-		   : loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: loom: bad JSON",
-				  loom_ckpt_dir(ck));
-	json_decref(o);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 int loom_trainer_configure(struct loom_trainer *t)
@@ -801,9 +795,7 @@ static int load_bert_vocab(struct loom_trainer *t, const char *spec)
 	}
 	struct loom_wordpiece *w = loom_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), casing, &err);
 	if (!w && err.code == LOOM_EINVAL)
-		return usage(t, "--vocab %s%s", err.msg,
-			     strstr(err.msg, "say whether") ? " (--lowercase or --cased)" :
-			     strstr(err.msg, "no casing") ? " (drop --lowercase/--cased)" : "");
+		return usage(t, "--vocab %s%s", err.msg, loom_wordpiece_casing_hint(&err));
 	if (!w)
 		return take_err(t, &err, LOOM_EFORMAT);
 	const char *path = loom_wordpiece_path(w);
