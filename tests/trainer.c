@@ -32,10 +32,12 @@ static void make_frame(uint64_t seq, struct loom_batch_hdr *h, uint32_t *tok)
 			tok[r * REC + i] = (uint32_t)((seq * 5 + (uint64_t)r * 3 + (uint64_t)i * 7) % V);
 }
 
-static int start(struct loom_trainer *t, const char *resume, const char *save)
+/* A trainer configured, settled and built (metric: --keep-best's, or NULL). */
+static int start_with(struct loom_trainer *t, const char *resume, const char *save,
+		      const char *metric)
 {
 	struct loom_trainer_opts o = { .config = "tiny", .sets = sets, .nsets = 1,
-				       .resume = resume, .save_dir = save };
+				       .resume = resume, .save_dir = save, .keep_best = metric };
 	loom_trainer_init(t, &o, NULL);
 	int rc = loom_trainer_configure(t);
 	if (!rc)
@@ -45,6 +47,11 @@ static int start(struct loom_trainer *t, const char *resume, const char *save)
 	if (rc)
 		diag("%s", t->err.msg);
 	return rc;
+}
+
+static int start(struct loom_trainer *t, const char *resume, const char *save)
+{
+	return start_with(t, resume, save, NULL);
 }
 
 /* One optimizer step on frame t->step (grad_accum 1): its loss. */
@@ -182,19 +189,8 @@ static void bert_mlm(const char *dir)
 static int start_best(struct loom_trainer *t, const char *resume, const char *save,
 		      const char *metric)
 {
-	struct loom_trainer_opts o = { .config = "tiny", .sets = sets, .nsets = 1,
-				       .resume = resume, .save_dir = save, .keep_best = metric };
-	loom_trainer_init(t, &o, NULL);
-	int rc = loom_trainer_configure(t);
-	if (!rc)
-		rc = loom_trainer_settle(t);
-	if (!rc)
-		rc = loom_trainer_build(t);
-	if (!rc)
-		rc = loom_trainer_fit_frame(t, B, REC, 0);
-	if (rc)
-		diag("%s", t->err.msg);
-	return rc;
+	int rc = start_with(t, resume, save, metric);
+	return rc ? rc : loom_trainer_fit_frame(t, B, REC, 0);
 }
 
 static void keep_best(const char *dir)
