@@ -88,7 +88,9 @@
  * reduced [N,C] activations, the same mask on every rank.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
- * whole model's arrays and a rank's (checkpoints, initialisation).
+ * whole model's arrays and a rank's (checkpoints, initialisation).  The
+ * model-neutral parts (slices, team sum, batch check, step, the
+ * vocabulary-parallel loss) are lib/train/loom_tp.h's, shared with BERT.
  *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
@@ -227,7 +229,10 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * after each column-split product's input gradient (2 a layer, and the
  * LM head's), one more a layer when res2 is rebuilt in backward, two more
  * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
- * norm's 8 bytes per step.  0 for tp 1. */
+ * norm's 8 bytes per step.  0 for tp 1.  That is loom_gpt_train_micro's
+ * count, the LM head in chunks or not (a loom_gpt_backward after
+ * loom_gpt_forward with chunks, head_rows < B T, recomputes their loss:
+ * 3 [B,T] more). */
 uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro);
 /* The parameters a rank holds when cfg's model is split over
  * cfg->tensor_parallel ranks (the whole count when 1). */
