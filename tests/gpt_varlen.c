@@ -74,7 +74,7 @@ static double logits_rel(const struct loom_gpt *gp, const struct loom_gpt *gv)
 	double d = 0, m = 0;
 	const float *wte = gv->params + gv->tensors[0].offset;
 	for (int i = 0; i < gv->N; i++) {
-		int at = gv->packed ? gv->at[i] : i;
+		int at = gv->packed ? gv->pat[i] : i;
 		for (int v = 0; v < gv->V; v++) {
 			double a = 0, b = 0;
 			for (int c = 0; c < C; c++) {
@@ -93,7 +93,7 @@ static double losses_rel(const struct loom_gpt *gp, const struct loom_gpt *gv)
 {
 	double d = 0, m = 0;
 	for (int i = 0; i < gv->N; i++) {
-		int at = gv->packed ? gv->at[i] : i;
+		int at = gv->packed ? gv->pat[i] : i;
 		d = fmax(d, fabs((double)gv->losses[i] - gp->losses[at]));
 		m = fmax(m, fabs((double)gp->losses[at]));
 	}
@@ -272,7 +272,7 @@ static void test_which(void)
 	   "full rows: padded (12 tokens)");
 	records(g, &s, early, 1, in, tg);
 	ok(!loom_gpt_forward(g, in, tg, 2, 6, 0, 0, NULL) && g->packed && g->N == 8 &&
-	   g->off[1] == 6 && g->pos[7] == 1 && g->at[7] == 7,
+	   g->off[1] == 6 && g->pos[7] == 1 && g->pat[7] == 7,
 	   "a row ending early: packed (8 tokens, the second row's at 6..7)");
 	ok(!loom_gpt_forward(g, in, NULL, 2, 6, 0, 0, NULL) && !g->packed,
 	   "without targets: padded");
