@@ -88,6 +88,14 @@ static int rm_tree(const char *path)
 	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* rm_tree, its failure as an error on err */
+static int rm_tree_err(const char *path, struct loom_err *err)
+{
+	if (rm_tree(path) < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot remove '%s'", path);
+	return 0;
+}
+
 static void shape_str(char *buf, size_t n, int ndim, const int64_t *s64, const uint64_t *su)
 {
 	size_t at = 0;
@@ -794,7 +802,7 @@ static int prune_as(const struct loom_ckpt_tx *tx, struct loom_err *err)
 	struct dirent *e;
 	char path[PATH_MAX + 320];
 	size_t ll = strlen(tx->link);
-	int removed = 0;
+	int removed = 0, rc;
 	if (!d)
 		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", tx->dir);
 	while ((e = readdir(d))) {
@@ -804,10 +812,9 @@ static int prune_as(const struct loom_ckpt_tx *tx, struct loom_err *err)
 		    (n != e->d_name && !strstr(n, ".tmp-") && !strstr(n, ".old-")))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", tx->dir, e->d_name);
-		if (rm_tree(path) < 0) {
-			int e2 = errno;
+		if ((rc = rm_tree_err(path, err))) {
 			closedir(d);
-			return loom_err_errno(err, LOOM_EIO, e2, "cannot remove '%s'", path);
+			return rc;
 		}
 		removed++;
 	}
@@ -901,7 +908,7 @@ int loom_ckpt_prune(const char *dir, unsigned keep, struct loom_err *err)
 	struct dirent *e;
 	uint64_t *steps = NULL, latest_step = UINT64_MAX, st;
 	size_t n = 0, cap = 0;
-	int removed = 0;
+	int removed = 0, rc;
 	char path[PATH_MAX], link[PATH_MAX];
 	if (!d)
 		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", dir);
@@ -940,10 +947,9 @@ int loom_ckpt_prune(const char *dir, unsigned keep, struct loom_err *err)
 		if (steps[i] == latest_step)
 			continue;
 		snprintf(path, sizeof path, "%s/" STEP_FMT, dir, steps[i]);
-		if (rm_tree(path) < 0) {
-			int e2 = errno;
+		if ((rc = rm_tree_err(path, err))) {
 			free(steps);
-			return loom_err_errno(err, LOOM_EIO, e2, "cannot remove '%s'", path);
+			return rc;
 		}
 		removed++;
 	}
