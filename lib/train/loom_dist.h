@@ -62,8 +62,10 @@
  * activations through the reduce call (struct loom_dist_calls); ZeRO-1
  * shards each rank's slices over the replicas; the gradient norm counts
  * the tensors every tensor-parallel rank holds whole (struct
- * loom_dist_model's replicated) once.  Checkpoints: loom_dist_tp_gather
- * brings replica 0's slices to rank 0.
+ * loom_dist_model's replicated) once.  Checkpoints: replica 0's ranks
+ * each write their slices' runs into the one checkpoint
+ * (loom_dist_save_runs); a resume reads only a rank's runs
+ * (loom_ckpt_load_runs): no rank holds the whole model.
  *
  * Files: loom_dist.c the transport and roll call, loom_dist_zero.c the
  * buckets, ZeRO-1/3 and the step, loom_dist_ckpt.c the sharded
@@ -214,10 +216,6 @@ int loom_dist_replica(const struct loom_dist *d);
 int loom_dist_replicas(const struct loom_dist *d);
 int loom_dist_tp_rank(const struct loom_dist *d);
 int loom_dist_tp_size(const struct loom_dist *d);
-/* Collective over replica 0's ranks (the others return 0 at once): each
- * sends mine[0..n), rank 0 receives all[tp * n] in tensor-parallel rank
- * order (all: NULL elsewhere). */
-int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all);
 /* Payload bytes this rank sent in the tensor-parallel all-reduces (ring:
  * 2 (T-1)/T x the buffer each), and the seconds it waited in them. */
 uint64_t loom_dist_tp_bytes(const struct loom_dist *d);
@@ -278,6 +276,18 @@ void loom_dist_gather_done(struct loom_dist *d);
  * previous checkpoint as it was). */
 struct loom_ckpt_save;
 int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len);
+
+/* tensor parallelism, collective over replica 0's ranks (the others
+ * return 0 at once): write the checkpoint s (the whole model's table:
+ * names and whole shapes; its data and moments are not read), each rank
+ * its runs r[0..n) (lib/train/loom_ckpt.h's struct loom_ckpt_run: of the
+ * weights and moments; the runs of all ranks tile every tensor), as
+ * loom_dist_save: begun and committed by tensor-parallel rank 0, the
+ * step directory into out[len] on every rank of replica 0, 0 or the
+ * error on each. */
+struct loom_ckpt_run;
+int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
+			const struct loom_ckpt_run *r, size_t n, char *out, size_t len);
 
 /* sharding=weights, after attach: read this rank's chunks of the weights
  * (t: the model's tensor table, data = its parameters) and, with

@@ -111,18 +111,35 @@ int loom_dist_load(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_
 	return rc;
 }
 
-int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len)
+/* This rank's part of a checkpoint written by group g: pwrite it into
+ * the temp directory dir, describe it in p[0..*np) (at most cap). */
+typedef int (*part_fn)(struct loom_dist *d, const char *dir, const struct loom_ckpt_save *s,
+		       void *ctx, struct loom_ckpt_piece *p, size_t cap, size_t *np,
+		       struct loom_err *e);
+
+static int weights_part(struct loom_dist *d, const char *dir, const struct loom_ckpt_save *s,
+			void *ctx, struct loom_ckpt_piece *p, size_t cap, size_t *np,
+			struct loom_err *e)
 {
-	if (!d->weights)
-		return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save: the weights are not sharded");
+	(void)ctx;
+	return save_slices(d, dir, s, p, cap, np, e);
+}
+
+/* One checkpoint by every rank of group g: its rank 0 begins it, each
+ * writes its part (cap pieces at most), rank 0 commits; every rank of g
+ * learns how it ended. */
+static int save_over(struct loom_dist *d, const struct dist_group *g,
+		     const struct loom_ckpt_save *s, size_t cap, part_fn part, void *ctx,
+		     char *out, size_t len)
+{
 	struct loom_err e = { 0 };
 	struct loom_ckpt_tx *tx = NULL;
 	struct { int32_t rc; char dir[4096]; } hd = { 0, "" };
-	if (d->dp.rank == 0) { /* the moments' headers: begin reads no data */
+	if (g->rank == 0) { /* the moments' headers: begin reads no data */
 		float **ph = malloc(sizeof *ph * (s->n_tensors ? s->n_tensors : 1));
 		struct loom_ckpt_save s0 = *s;
 		for (size_t i = 0; ph && i < s->n_tensors; i++)
-			ph[i] = d->ms;
+			ph[i] = s->adam_m && s->adam_m[i] ? s->adam_m[i] : d->ms;
 		s0.adam_m = s0.adam_v = ph;
 		hd.rc = ph ? loom_ckpt_write_begin(&s0, &tx, &e)
 			   : loom_err_set(&e, LOOM_ENOMEM, "out of memory");
@@ -130,48 +147,48 @@ int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *ou
 		if (!hd.rc)
 			snprintf(hd.dir, sizeof hd.dir, "%s", loom_ckpt_tx_dir(tx));
 	}
-	int rc = dist_bcast_bytes(d, &d->dp, &hd, sizeof hd, "broadcast of the checkpoint directory");
+	int rc = dist_bcast_bytes(d, g, &hd, sizeof hd, "broadcast of the checkpoint directory");
 	if (rc || hd.rc) {
 		loom_ckpt_tx_free(tx);
-		return rc ? rc : d->dp.rank == 0 ? loom_err_set(&d->err, hd.rc, "%s", e.msg)
+		return rc ? rc : g->rank == 0 ? loom_err_set(&d->err, hd.rc, "%s", e.msg)
 			   : loom_err_set(&d->err, hd.rc, "rank 0 could not start the checkpoint");
 	}
-	size_t cap = LOOM_CKPT_MAX_PIECES(s->n_tensors) * (size_t)d->nb, np = 0;
+	size_t np = 0;
 	struct loom_ckpt_piece *mine = calloc(cap ? cap : 1, sizeof *mine), *all = NULL;
-	int32_t cnt = -1, *cnts = d->dp.rank == 0 ? calloc((size_t)d->dp.size, sizeof *cnts) : NULL;
-	int *bytes = d->dp.rank == 0 ? calloc((size_t)d->dp.size, sizeof *bytes) : NULL;
-	int *displs = d->dp.rank == 0 ? calloc((size_t)d->dp.size, sizeof *displs) : NULL;
-	if (!mine || (d->dp.rank == 0 && (!cnts || !bytes || !displs)))
+	int32_t cnt = -1, *cnts = g->rank == 0 ? calloc((size_t)g->size, sizeof *cnts) : NULL;
+	int *bytes = g->rank == 0 ? calloc((size_t)g->size, sizeof *bytes) : NULL;
+	int *displs = g->rank == 0 ? calloc((size_t)g->size, sizeof *displs) : NULL;
+	if (!mine || (g->rank == 0 && (!cnts || !bytes || !displs)))
 		loom_err_set(&e, LOOM_ENOMEM, "out of memory");
-	else if (!save_slices(d, hd.dir, s, mine, cap, &np, &e))
+	else if (!part(d, hd.dir, s, ctx, mine, cap, &np, &e))
 		cnt = (int32_t)np; /* -1 tells rank 0 this rank failed */
 	if (cnt < 0)
 		loom_err_set(&d->err, e.code, "rank %d: %s", d->job.rank, e.msg);
 	MPI_Request r;
 	int total = 0, failed = 0;
-	rc = MPI_Igather(&cnt, 1, MPI_INT32_T, cnts, 1, MPI_INT32_T, 0, d->dp.comm, &r);
+	rc = MPI_Igather(&cnt, 1, MPI_INT32_T, cnts, 1, MPI_INT32_T, 0, g->comm, &r);
 	rc = rc != MPI_SUCCESS ? dist_mpi_fail(d, rc, "gather of the checkpoint pieces")
 			       : dist_wait(d, &r, "gather of the checkpoint pieces");
-	for (int i = 0; !rc && d->dp.rank == 0 && i < d->dp.size; i++) {
+	for (int i = 0; !rc && g->rank == 0 && i < g->size; i++) {
 		failed |= cnts[i] < 0;
 		bytes[i] = cnts[i] < 0 ? 0 : cnts[i] * (int)sizeof *mine;
 		displs[i] = total;
 		total += bytes[i];
 	}
-	if (!rc && d->dp.rank == 0 && !(all = malloc(total ? (size_t)total : 1)))
+	if (!rc && g->rank == 0 && !(all = malloc(total ? (size_t)total : 1)))
 		rc = loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
 	if (!rc) {
 		rc = MPI_Igatherv(mine, cnt < 0 ? 0 : cnt * (int)sizeof *mine, MPI_BYTE, all, bytes,
-				  displs, MPI_BYTE, 0, d->dp.comm, &r);
+				  displs, MPI_BYTE, 0, g->comm, &r);
 		rc = rc != MPI_SUCCESS ? dist_mpi_fail(d, rc, "gather of the checkpoint pieces")
 				       : dist_wait(d, &r, "gather of the checkpoint pieces");
 	}
 	int32_t res = rc ? rc : cnt < 0 ? e.code : 0;
-	if (!rc && d->dp.rank == 0 && !failed) {
+	if (!rc && g->rank == 0 && !failed) {
 		res = loom_ckpt_write_commit(tx, all, (size_t)total / sizeof *mine, out, len, &e);
 		if (res)
 			loom_err_set(&d->err, res, "%s", e.msg);
-	} else if (!rc && d->dp.rank == 0 && !res) {
+	} else if (!rc && g->rank == 0 && !res) {
 		res = LOOM_EIO;
 		loom_err_set(&d->err, res, "a rank could not write its part of the checkpoint (its message above); the previous checkpoint is unchanged");
 	}
@@ -185,15 +202,52 @@ int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *ou
 		return rc;
 	/* every rank learns how it ended */
 	struct { int32_t rc; char dir[4096]; } ed = { res, "" };
-	if (d->dp.rank == 0 && !res)
+	if (g->rank == 0 && !res)
 		snprintf(ed.dir, sizeof ed.dir, "%s", out);
-	if ((rc = dist_bcast_bytes(d, &d->dp, &ed, sizeof ed, "broadcast of the checkpoint's end")))
+	if ((rc = dist_bcast_bytes(d, g, &ed, sizeof ed, "broadcast of the checkpoint's end")))
 		return rc;
 	if (ed.rc && !d->err.code)
 		loom_err_set(&d->err, ed.rc, "the checkpoint failed on another rank");
-	if (!ed.rc && d->dp.rank && out && len)
+	if (!ed.rc && g->rank && out && len)
 		snprintf(out, len, "%s", ed.dir);
 	return ed.rc;
+}
+
+int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len)
+{
+	if (!d->weights)
+		return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save: the weights are not sharded");
+	return save_over(d, &d->dp, s, LOOM_CKPT_MAX_PIECES(s->n_tensors) * (size_t)d->nb,
+			 weights_part, NULL, out, len);
+}
+
+struct runs {
+	const struct loom_ckpt_run *r;
+	size_t n;
+};
+
+static int runs_part(struct loom_dist *d, const char *dir, const struct loom_ckpt_save *s,
+		     void *ctx, struct loom_ckpt_piece *p, size_t cap, size_t *np,
+		     struct loom_err *e)
+{
+	const struct runs *x = ctx;
+	struct loom_ckpt_slices *w = NULL;
+	(void)d;
+	*np = cap;
+	int rc = loom_ckpt_slices_open(dir, s, &w, e);
+	if (!rc)
+		rc = loom_ckpt_slices_put_runs(w, x->r, x->n, p, np, e);
+	int rc2 = loom_ckpt_slices_finish(w, rc ? NULL : e);
+	return rc ? rc : rc2;
+}
+
+int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
+			const struct loom_ckpt_run *r, size_t n, char *out, size_t len)
+{
+	if (d->dp.rank != 0) /* replica 0 writes; the others hold the same slices */
+		return 0;
+	struct runs x = { r, n };
+	return save_over(d, &d->tp, s, 3 * n, runs_part, &x, out, len);
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
@@ -250,6 +304,18 @@ int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *ou
 	(void)out;
 	(void)len;
 	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save: the weights are not sharded");
+}
+
+int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
+			const struct loom_ckpt_run *r, size_t n, char *out, size_t len)
+{
+	(void)s;
+	(void)r;
+	(void)n;
+	(void)out;
+	(void)len;
+	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save_runs: no tensor parallelism "
+			    "without MPI");
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)

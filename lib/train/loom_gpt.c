@@ -148,6 +148,18 @@ void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *
 	}
 }
 
+void loom_gpt_tp_runs(const struct loom_gpt *g, int i,
+		      void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx)
+{
+	tp_runs(g, i, g->tp_rank, run, ctx);
+}
+
+int loom_gpt_tp_dim(const struct loom_gpt *g, int i)
+{
+	int G, kind = tp_split(g, i, &G);
+	return kind == TP_WHOLE ? -1 : kind == TP_ROWS ? 0 : g->tensors[i].ndim - 1;
+}
+
 static void tp_init_run(void *ctx, size_t lo, size_t wo, size_t n)
 {
 	struct tp_move *m = ctx;

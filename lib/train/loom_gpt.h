@@ -88,7 +88,8 @@
  * reduced [N,C] activations, the same mask on every rank.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
- * whole model's arrays and a rank's (checkpoints, initialisation).
+ * whole model's arrays and a rank's; checkpoints take a rank's slices as
+ * runs of the whole tensors (loom_gpt_ckpt_runs).
  *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
@@ -238,6 +239,12 @@ uint64_t loom_gpt_tp_params(const struct loom_config *cfg);
  * copies the slices out of full, 1 into it. */
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full);
+/* The runs of g's own slice of tensor i, in order: run(ctx, element
+ * offset in the slice, in the whole tensor, floats); and the dimension
+ * of the whole tensor it is split along (-1: whole on every rank). */
+void loom_gpt_tp_runs(const struct loom_gpt *g, int i,
+		      void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx);
+int loom_gpt_tp_dim(const struct loom_gpt *g, int i);
 void loom_gpt_free(struct loom_gpt *g);
 const char *loom_gpt_error(const struct loom_gpt *g);
 
@@ -355,6 +362,15 @@ struct loom_ckpt;
  * (base: g->params, g->m or g->v). */
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
 			   struct loom_ckpt_tensor *out);
+/* Tensor parallelism: out[g->n_tensors] the whole model's table (names,
+ * whole shapes, data = g->params + offset: a rank's, read by no save's
+ * begin nor load), and r[] this rank's runs of it (struct loom_ckpt_run:
+ * weights, and the moments where g has them; save: the tensors every rank
+ * holds whole only on tensor-parallel rank 0, so that the ranks' runs tile
+ * the checkpoint); returns the count (r NULL: only counts). */
+struct loom_ckpt_run;
+void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out);
+size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r);
 /* HuggingFace GPT-2 config keys (config.json). */
 struct loom_gpt_hf {
 	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;
