@@ -1435,10 +1435,8 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
-	if (g->tp > 1)
-		return loom_err_set(&g->err, LOOM_EINVAL, "generation needs the whole vocabulary's "
-				    "logits: not on one of %d tensor-parallel ranks", g->tp);
-	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
+	if ((rc = tp_ready(g)) ||
+	    (rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
@@ -1458,9 +1456,15 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	unit_done(g, g->L - 1);
 	if ((rc = unit_need(g, -1, LOOM_GPT_UNIT_NONE)))
 		return rc;
-	loom_mm_gemm(g->mm, 0, 1, 1, g->V, C, g->lnf, TP(g, p, T_WTE), 0, out);
+	/* tensor parallelism: this rank's vocabulary rows, the others' zero,
+	 * summed over the ranks (exact: one term each) */
+	size_t v0 = (size_t)g->tp_rank * (size_t)g->Vl;
+	memset(out, 0, sizeof(float) * (size_t)g->V);
+	loom_mm_gemm(g->mm, 0, 1, 1, g->Vl, C, g->lnf, TP(g, p, T_WTE), 0, out + v0);
 	unit_done(g, -1);
-	return loom_mm_check(g->mm, &g->err);
+	if ((rc = loom_mm_check(g->mm, &g->err)))
+		return rc;
+	return tp_sum(g, out, (size_t)g->V);
 }
 
 /* The (k+1)-th largest of a[0..n) (k < n), the value a sort in descending

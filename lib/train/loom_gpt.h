@@ -311,7 +311,9 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect);
 
 /* Generation: forward one sequence tok[n] (1 <= n <= n_positions) and write
- * the logits of the last position into out[V]. */
+ * the logits of the last position into out[V].  Tensor parallelism: a
+ * collective of the replica's ranks, each computing its vocabulary rows'
+ * logits; every rank gets all V (summed over the ranks). */
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out);
 /* Sample a token from logits[V] at temperature (<= 0: argmax), keeping the
  * top_k largest (0 = all; scratch[V] the caller's, used when 0 < top_k <
