@@ -48,12 +48,18 @@ d=$(maxrel "$T/g22.json" "$T/one.json" 1 20)
 ok "  within 1e-5 of 1 rank (max $d)" small "$d"
 diag "2x2 vs 1 rank: max relative loss difference $d"
 
-# dropout: the same masks on a replica's ranks (keyed by the replica), so
-# the curve is one process's; accumulation and recompute
-run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --recompute --steps 20 --log $T/dr1.json"
-np 2 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2 --recompute --steps 20 --log dr2.json"
-is_rc 0 "T=2 with dropout, accumulation 2 and recompute"
+# dropout: the same masks on a replica's ranks (keyed by the replica), and
+# a split head's attention mask the one its head has in the whole layer,
+# so the curve is one process's; accumulation and recompute
+DROP="dropout=0.1,attn_dropout=0.1"
+run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP --recompute --steps 20 --log $T/dr1.json"
+np 2 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=2 --recompute --steps 20 --log dr2.json"
+is_rc 0 "T=2 with dropout, attn_dropout, accumulation 2 and recompute"
 d=$(maxrel "$T/dr2.json" "$T/dr1.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+np 4 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=4 --recompute --steps 20 --log dr4.json"
+is_rc 0 "T=4 (a head a rank) likewise"
+d=$(maxrel "$T/dr4.json" "$T/dr1.json" 1 20)
 ok "  within 1e-5 of 1 rank (max $d)" small "$d"
 
 # evaluation: replica 0's ranks split it; the loss and accuracy of one process

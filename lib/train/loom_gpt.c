@@ -819,8 +819,9 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 				       LP(g, p, l, LN1B), N, C, eps););
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * Cl);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, Cl, g->NHl,
-					    adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, NULL, NULL, B, T, Cl,
+						  g->NHl, g->tp_rank * g->NHl, g->NH, adrop,
+						  loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
@@ -1245,8 +1246,9 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	}
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, Cl, C);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, Cl,
-					    g->NHl, adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_bwd_heads(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B,
+						  T, Cl, g->NHl, g->tp_rank * g->NHl, g->NH, adrop,
+						  loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_LN_BWD,

@@ -85,7 +85,9 @@
  * installed by the connect hook): after each row-split product in
  * forward (and the embedding lookup), after each column-split product's
  * input gradient (and the LM head's) in backward.  Dropout acts on the
- * reduced [N,C] activations, the same mask on every rank.  Each forward
+ * reduced [N,C] activations, the same mask on every rank; attention
+ * dropout draws a head's mask by its index among all n_head
+ * (loom_k_attention_fwd_heads), the whole layer's.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
  * whole model's arrays and a rank's; checkpoints take a rank's slices as
