@@ -48,6 +48,27 @@ d=$(maxrel "$T/g22.json" "$T/one.json" 1 20)
 ok "  within 1e-5 of 1 rank (max $d)" small "$d"
 diag "2x2 vs 1 rank: max relative loss difference $d"
 
+# sharding=weights: ZeRO-3 over the replicas, each sharding its slices;
+# its checkpoint is sharding=optimizer's byte for byte and resumes on
+# other grids
+W="R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 20 --log gw.json"
+is_rc 0 "2x2 with sharding=weights"
+d=$(maxrel "$T/gw.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 10 --save wck"
+is_rc 0 "  saves at step 10, every rank its chunks of its slices"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2 --steps 10 --save ock"
+same_file "$T/wck/latest/model.safetensors" "$T/ock/latest/model.safetensors" \
+	"  weights byte-identical to sharding=optimizer's checkpoint"
+same_file "$T/wck/latest/optimizer.safetensors" "$T/ock/latest/optimizer.safetensors" \
+	"  AdamW moments too"
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/wck/latest | loom-train -q --threads 1 --resume $T/wck --set micro_batch=8 --steps 15 --log $T/wr.json"
+np 4 "$W --resume wck/latest | $TRAIN -q --resume wck --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 20 --log wr.json"
+is_rc 0 "  1 rank resumes it to 15, 2x2 sharding=weights that to 20"
+d=$(maxrel "$T/wr.json" "$T/one.json" 11 20)
+ok "  losses of steps 11-20 within 1e-5 of 1 rank (max $d)" small "$d"
+
 # dropout: the same masks on a replica's ranks (keyed by the replica), and
 # a split head's attention mask the one its head has in the whole layer,
 # so the curve is one process's; accumulation and recompute

@@ -59,6 +59,10 @@ void train_dist_tp_bound(uint64_t bytes);
 struct loom_ckpt_run;
 void train_dist_save_runs(const struct loom_ckpt_save *s, const struct loom_ckpt_run *r,
 			  size_t n, char *path, size_t len);
+/* sharding=weights: the parts of this rank's runs in its chunks
+ * (loom_dist_load_runs). */
+void train_dist_load_runs(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
+			  const struct loom_ckpt_run *r, size_t nr, int optimizer);
 /* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.
  * Returns 1 if every rank's input ended (a normal end), 0 to train the
  * step; exits 1 when some ranks ended or failed.  Sets *stop to a stop

@@ -611,9 +611,6 @@ static int validate_tp(struct loom_config *c)
 	if (c->sparsity > 0)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sparsity (RigL's block "
 				    "masks are not split across ranks)");
-	if (c->sharding == LOOM_SHARD_WEIGHTS && c->data_parallel > 1)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sharding=weights "
-				    "(sharding=optimizer shards the AdamW state across the replicas)");
 	return 0;
 }
 

@@ -135,20 +135,23 @@ static int save_over(struct loom_dist *d, const struct dist_group *g,
 	struct loom_err e = { 0 };
 	struct loom_ckpt_tx *tx = NULL;
 	struct { int32_t rc; char dir[4096]; } hd = { 0, "" };
-	if (g->rank == 0) { /* the moments' headers: begin reads no data */
-		float **ph = malloc(sizeof *ph * (s->n_tensors ? s->n_tensors : 1));
-		struct loom_ckpt_save s0 = *s;
-		for (size_t i = 0; ph && i < s->n_tensors; i++)
-			ph[i] = s->adam_m && s->adam_m[i] ? s->adam_m[i] : d->ms;
-		s0.adam_m = s0.adam_v = ph;
+	/* the moments' table as the headers need it (the sharded ones are
+	 * in the shards, which the parts read): neither begin nor the
+	 * checks of the parts read the data */
+	float **ph = malloc(sizeof *ph * (s->n_tensors ? s->n_tensors : 1));
+	struct loom_ckpt_save s0 = *s;
+	for (size_t i = 0; ph && i < s->n_tensors; i++)
+		ph[i] = s->adam_m && s->adam_m[i] ? s->adam_m[i] : d->ms;
+	s0.adam_m = s0.adam_v = ph;
+	if (g->rank == 0) {
 		hd.rc = ph ? loom_ckpt_write_begin(&s0, &tx, &e)
 			   : loom_err_set(&e, LOOM_ENOMEM, "out of memory");
-		free(ph);
 		if (!hd.rc)
 			snprintf(hd.dir, sizeof hd.dir, "%s", loom_ckpt_tx_dir(tx));
 	}
 	int rc = dist_bcast_bytes(d, g, &hd, sizeof hd, "broadcast of the checkpoint directory");
 	if (rc || hd.rc) {
+		free(ph);
 		loom_ckpt_tx_free(tx);
 		return rc ? rc : g->rank == 0 ? loom_err_set(&d->err, hd.rc, "%s", e.msg)
 			   : loom_err_set(&d->err, hd.rc, "rank 0 could not start the checkpoint");
@@ -160,7 +163,9 @@ static int save_over(struct loom_dist *d, const struct dist_group *g,
 	int *displs = g->rank == 0 ? calloc((size_t)g->size, sizeof *displs) : NULL;
 	if (!mine || (g->rank == 0 && (!cnts || !bytes || !displs)))
 		loom_err_set(&e, LOOM_ENOMEM, "out of memory");
-	else if (!part(d, hd.dir, s, ctx, mine, cap, &np, &e))
+	else if (!ph)
+		loom_err_set(&e, LOOM_ENOMEM, "out of memory");
+	else if (!part(d, hd.dir, &s0, ctx, mine, cap, &np, &e))
 		cnt = (int32_t)np; /* -1 tells rank 0 this rank failed */
 	if (cnt < 0)
 		loom_err_set(&d->err, e.code, "rank %d: %s", d->job.rank, e.msg);
@@ -193,6 +198,7 @@ static int save_over(struct loom_dist *d, const struct dist_group *g,
 		loom_err_set(&d->err, res, "a rank could not write its part of the checkpoint (its message above); the previous checkpoint is unchanged");
 	}
 	loom_ckpt_tx_free(tx);
+	free(ph);
 	free(mine);
 	free(all);
 	free(cnts);
@@ -241,13 +247,63 @@ static int runs_part(struct loom_dist *d, const char *dir, const struct loom_ckp
 	return rc ? rc : rc2;
 }
 
+/* sharding=weights: the parts of the runs r[0..n) (their weights in the
+ * model's parameters) that lie in this rank's chunks, the moments in the
+ * shards; x->r malloc'd */
+static int chunk_runs(struct loom_dist *d, const struct loom_ckpt_run *r, size_t n, struct runs *x)
+{
+	struct loom_ckpt_run *o = NULL;
+	size_t k = 0;
+	for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+		k = 0;
+		for (size_t j = 0; j < n; j++) {
+			size_t a0 = (size_t)(r[j].w - d->m.params), a1 = a0 + r[j].n;
+			for (int b = 0; b < d->nb; b++) {
+				const struct bucket *u = &d->b[b];
+				size_t lo = a0 > u->c0 ? a0 : u->c0, hi = a1 < u->c1 ? a1 : u->c1;
+				if (lo >= hi)
+					continue;
+				if (o)
+					o[k] = (struct loom_ckpt_run){
+						.tensor = r[j].tensor, .lo = r[j].lo + (lo - a0),
+						.n = hi - lo, .w = d->m.params + lo,
+						.m = d->ms + u->soff + (lo - u->c0),
+						.v = d->vs + u->soff + (lo - u->c0) };
+				k++;
+			}
+		}
+		if (!pass && !(o = malloc(sizeof *o * (k ? k : 1))))
+			return loom_err_set(&d->err, LOOM_ENOMEM, "out of memory");
+	}
+	x->r = o;
+	x->n = k;
+	return 0;
+}
+
 int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
 			const struct loom_ckpt_run *r, size_t n, char *out, size_t len)
 {
-	if (d->dp.rank != 0) /* replica 0 writes; the others hold the same slices */
-		return 0;
 	struct runs x = { r, n };
-	return save_over(d, &d->tp, s, 3 * n, runs_part, &x, out, len);
+	if (!d->weights) /* replica 0 writes; the others hold the same slices */
+		return d->dp.rank ? 0 : save_over(d, &d->tp, s, 3 * n, runs_part, &x, out, len);
+	/* every rank its runs' parts in its chunks, the whole job's one checkpoint */
+	int rc = chunk_runs(d, r, n, &x);
+	if (rc) /* the others' collective needs this rank: stop the job */
+		return rc;
+	rc = save_over(d, &d->job, s, 3 * x.n, runs_part, &x, out, len);
+	free((void *)x.r);
+	return rc;
+}
+
+int loom_dist_load_runs(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+			size_t n, const struct loom_ckpt_run *r, size_t nr, int optimizer)
+{
+	struct runs x;
+	int rc = chunk_runs(d, r, nr, &x);
+	if (!rc && (rc = loom_ckpt_load_runs(ck, t, n, x.r, x.n, optimizer)))
+		loom_err_set(&d->err, rc, "%s", loom_ckpt_error(ck));
+	free((void *)x.r);
+	return rc;
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)
@@ -316,6 +372,18 @@ int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
 	(void)len;
 	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_save_runs: no tensor parallelism "
 			    "without MPI");
+}
+
+int loom_dist_load_runs(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+			size_t n, const struct loom_ckpt_run *r, size_t nr, int optimizer)
+{
+	(void)ck;
+	(void)t;
+	(void)n;
+	(void)r;
+	(void)nr;
+	(void)optimizer;
+	return loom_err_set(&d->err, LOOM_EINVAL, "loom_dist_load_runs: the weights are not sharded");
 }
 
 int loom_dist_gather_moments(struct loom_dist *d, float **m, float **v)

@@ -317,12 +317,16 @@ static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ck
 {
 	size_t n = loom_gpt_ckpt_runs(t->g, 0, NULL);
 	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
+	int rc = 0;
 	if (!r)
 		return nomem(t);
 	loom_gpt_ckpt_runs(t->g, 0, r);
-	int rc = loom_ckpt_load_runs(ck, x->tp, x->n, r, n, with_optimizer);
+	if (shards_weights(t)) /* attached: the runs' parts in this rank's chunks */
+		t->hk.load_runs(t->hk.ctx, ck, x->tp, x->n, r, n, with_optimizer);
+	else if ((rc = loom_ckpt_load_runs(ck, x->tp, x->n, r, n, with_optimizer)))
+		loom_err_set(&t->err, rc, "%s", loom_ckpt_error(ck));
 	free(r);
-	return rc ? loom_err_set(&t->err, rc, "%s", loom_ckpt_error(ck)) : 0;
+	return rc;
 }
 
 static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
@@ -334,11 +338,11 @@ static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optim
 		return rc;
 	if (with_optimizer && (rc = load_optimizer(t, ck, NULL)))
 		goto out;
-	if (shards_weights(t)) { /* attached: only this rank's chunks */
-		t->hk.load_part(t->hk.ctx, ck, x.tp, x.n, with_optimizer);
-	} else if (g->tp > 1) { /* only this rank's runs */
+	if (g->tp > 1) { /* only this rank's runs */
 		if ((rc = tp_load(t, ck, &x, with_optimizer)))
 			goto out;
+	} else if (shards_weights(t)) { /* attached: only this rank's chunks */
+		t->hk.load_part(t->hk.ctx, ck, x.tp, x.n, with_optimizer);
 	} else if (loom_ckpt_load_model(ck, x.tp, x.n)) {
 		rc = loom_err_set(&t->err, LOOM_EFORMAT, "%s", loom_ckpt_error(ck));
 		goto out;
