@@ -95,8 +95,8 @@ static void test_naive(void)
 	float *t1 = malloc(sizeof(float) * N * C), *f = malloc(sizeof(float) * N * I);
 	float mean[B * T], rstd[B * T], lg[B * T * 2];
 	int32_t len[B] = { T, 5 };
-	loom_k_encoder_fwd_naive(e, ids, P(b, "bert.embeddings.word_embeddings.weight"),
-				 P(b, "bert.embeddings.position_embeddings.weight"), seg,
+	loom_k_encoder_fwd_naive(e, ids, P(b, "bert.embeddings.word_embeddings.weight"), 0,
+				 b->V, P(b, "bert.embeddings.position_embeddings.weight"), seg,
 				 P(b, "bert.embeddings.token_type_embeddings.weight"), NULL, B, T,
 				 C);
 	loom_k_layernorm_fwd_naive(h, mean, rstd, e, P(b, "bert.embeddings.LayerNorm.weight"),

@@ -217,13 +217,13 @@ static void test_encoder(int B, int T, int C, int V)
 		tok[i] = (int32_t)(loom_splitmix64(i * 7 + 1) % V) % 3; /* repeats on purpose */
 	float *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)T * C, 1);
 	float *o1 = rnd((size_t)B * T * C, 1), *o2 = rnd((size_t)B * T * C, 1);
-	loom_k_encoder_fwd(o1, tok, wte, wpe, NULL, NULL, NULL, B, T, C);
-	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, NULL, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd(o1, tok, wte, 0, V, wpe, NULL, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, 0, V, wpe, NULL, NULL, NULL, B, T, C);
 	ok(!memcmp(o1, o2, sizeof(float) * B * T * C), "encoder fwd %dx%dx%d", B, T, C);
 	float *dw1 = rnd((size_t)V * C, 1), *dw2 = dup(dw1, (size_t)V * C);
 	float *dp1 = rnd((size_t)T * C, 1), *dp2 = dup(dp1, (size_t)T * C);
-	loom_k_encoder_bwd(dw1, dp1, NULL, o1, tok, NULL, NULL, B, T, C);
-	loom_k_encoder_bwd_naive(dw2, dp2, NULL, o1, tok, NULL, NULL, B, T, C);
+	loom_k_encoder_bwd(dw1, 0, V, dp1, NULL, o1, tok, NULL, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, 0, V, dp2, NULL, o1, tok, NULL, NULL, B, T, C);
 	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
 	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe"), "encoder bwd %dx%dx%d", B, T, C);
 	/* with token types (BERT) */
@@ -231,16 +231,32 @@ static void test_encoder(int B, int T, int C, int V)
 	for (int i = 0; i < B * T; i++)
 		typ[i] = (int32_t)(loom_splitmix64(i * 3 + 5) % 2);
 	float *wtt = rnd((size_t)2 * C, 1), *dt1 = rnd((size_t)2 * C, 1), *dt2 = dup(dt1, 2 * C);
-	loom_k_encoder_fwd(o1, tok, wte, wpe, typ, wtt, NULL, B, T, C);
-	loom_k_encoder_fwd_naive(o2, tok, wte, wpe, typ, wtt, NULL, B, T, C);
+	loom_k_encoder_fwd(o1, tok, wte, 0, V, wpe, typ, wtt, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte, 0, V, wpe, typ, wtt, NULL, B, T, C);
 	ok(close_arr(o1, o2, (size_t)B * T * C, 1e-6, 1e-6, "types fwd"),
 	   "encoder fwd with token types %dx%dx%d", B, T, C);
-	loom_k_encoder_bwd(dw1, dp1, dt1, o1, tok, typ, NULL, B, T, C);
-	loom_k_encoder_bwd_naive(dw2, dp2, dt2, o1, tok, typ, NULL, B, T, C);
+	loom_k_encoder_bwd(dw1, 0, V, dp1, dt1, o1, tok, typ, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2, 0, V, dp2, dt2, o1, tok, typ, NULL, B, T, C);
 	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "dwte") &&
 	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "dwpe") &&
 	   close_arr(dt1, dt2, (size_t)2 * C, 1e-6, 1e-5, "dwtt"),
 	   "encoder bwd with token types %dx%dx%d", B, T, C);
+	/* a tensor-parallel rank's vocabulary slice (ids 1..V-1 here, tok
+	 * holds 0..2), no positions: the rows of its ids, the others 0 */
+	loom_k_encoder_fwd(o1, tok, wte + C, 1, V - 1, NULL, NULL, NULL, NULL, B, T, C);
+	loom_k_encoder_fwd_naive(o2, tok, wte + C, 1, V - 1, NULL, NULL, NULL, NULL, B, T, C);
+	int slice_ok = !memcmp(o1, o2, sizeof(float) * B * T * C);
+	for (int i = 0; i < B * T; i++)
+		slice_ok &= tok[i] ? o1[(size_t)i * C] == wte[(size_t)tok[i] * C]
+				   : o1[(size_t)i * C] == 0.0f;
+	ok(slice_ok, "encoder fwd of a vocabulary slice %dx%dx%d", B, T, C);
+	float *w0 = dup(dw1, C);
+	loom_k_encoder_bwd(dw1 + C, 1, V - 1, dp1, NULL, o1, tok, NULL, NULL, B, T, C);
+	loom_k_encoder_bwd_naive(dw2 + C, 1, V - 1, dp2, NULL, o1, tok, NULL, NULL, B, T, C);
+	ok(close_arr(dw1, dw2, (size_t)V * C, 1e-6, 1e-5, "slice dwte") &&
+	   close_arr(dp1, dp2, (size_t)T * C, 1e-6, 1e-5, "slice dwpe") &&
+	   !memcmp(w0, dw1, sizeof(float) * C), "encoder bwd of a vocabulary slice %dx%dx%d", B, T, C);
+	free(w0);
 	free(wte); free(wpe); free(o1); free(o2); free(dw1); free(dw2); free(dp1); free(dp2);
 	free(wtt); free(dt1); free(dt2);
 }
@@ -367,10 +383,23 @@ static void test_crossentropy(int N, int V, float spread)
 	ok(close_arr(loss1, loss2, N, 1e-5, 1e-5, "loss") &&
 	   close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "probs"),
 	   "crossentropy fwd N=%d V=%d logits +-%g", N, V, spread);
-	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0.25f, NULL);
-	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0.25f, NULL);
+	float *l3 = dup(lg, (size_t)N * V);
+	loom_k_crossentropy_bwd(lg, tg, N, V, 0, 0, 0.25f, NULL);
+	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, 0, 0.25f, NULL);
 	ok(close_arr(lg, l2, (size_t)N * V, 1e-7, 1e-4, "dlogits"), "crossentropy bwd N=%d V=%d",
 	   N, V);
+	/* the columns of ids 2..V-1 as a vocabulary slice: the same numbers */
+	float *l4 = malloc(sizeof(float) * N * (V - 2));
+	for (int n = 0; n < N; n++)
+		memcpy(l4 + (size_t)n * (V - 2), l3 + (size_t)n * V + 2, sizeof(float) * (V - 2));
+	loom_k_crossentropy_bwd(l4, tg, N, V - 2, 2, 0, 0.25f, NULL);
+	int same = 1;
+	for (int n = 0; n < N; n++)
+		same &= !memcmp(l4 + (size_t)n * (V - 2), lg + (size_t)n * V + 2,
+				sizeof(float) * (V - 2));
+	ok(same, "crossentropy bwd of a vocabulary slice N=%d V=%d", N, V);
+	free(l3);
+	free(l4);
 	free(lg); free(l2);
 }
 
@@ -459,9 +488,9 @@ static void test_weighted_crossentropy(void)
 	ok(ws / ntok < plain / ntok, "repeats weigh less: weighted %.4f < plain mean %.4f",
 	   ws / ntok, plain / ntok);
 
-	loom_k_crossentropy_bwd(lg, tg, N, V, IGN, 1.0f / (float)ntok, w);
+	loom_k_crossentropy_bwd(lg, tg, N, V, 0, IGN, 1.0f / (float)ntok, w);
 	loom_k_crossentropy_fwd_naive(l2, loss, tg, N, V, IGN);
-	loom_k_crossentropy_bwd_naive(l2, tg, N, V, IGN, 1.0f / (float)ntok, w);
+	loom_k_crossentropy_bwd_naive(l2, tg, N, V, 0, IGN, 1.0f / (float)ntok, w);
 	ok(close_arr(lg, l2, (size_t)N * V, 1e-8, 1e-5, "weighted dlogits"),
 	   "weighted xent backward: fast = naive");
 	/* closed form: (softmax - onehot) * w / ntok, 0 on ignored rows */

@@ -4,8 +4,10 @@
  * training micro-batch with dropout and a clipped AdamW step on T=2 and T=4
  * ranks against the whole model (each rank initialised on its own): the loss, every gradient and every weight
  * after the step (the ranks' slices put back with loom_gpt_tp_copy) within
- * 1e-5, the whole tensors' gradients the same bytes on every rank, and an
- * evaluation's loss and argmax hits. */
+ * 1e-5, the whole tensors' gradients the same bytes on every rank, an
+ * evaluation's loss and argmax hits, and the bytes the reduce calls moved
+ * in the micro-batch and step against loom_gpt_tp_bytes (the LM head in
+ * one chunk and in chunks of 3 rows). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -34,6 +36,8 @@ struct rank {
 	int B, T, rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
+	int head_rows;          /* the LM head's chunks (0: the default) */
+	uint64_t bytes, step_bytes; /* reduced; those of the micro-batch and step */
 	double nll;
 	int64_t ntok, correct;
 };
@@ -49,6 +53,7 @@ static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
 	double *acc = malloc(sizeof(double) * (n ? n : 1));
 	if (!acc)
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	r->bytes += n * (f64 ? 8 : 4);
 	g->buf[r->rank] = buf;
 	pthread_barrier_wait(&g->bar);
 	for (size_t i = 0; i < n; i++)
@@ -74,10 +79,12 @@ static void *run_rank(void *arg)
 	struct loom_dist_model m;
 	loom_gpt_dist_model(g, &m);
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce });
+	g->head_rows = r->head_rows;
 	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
 	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
 	if (!r->rc)
 		loom_gpt_step(g, 1e-3f, 1, &r->norm);
+	r->step_bytes = r->bytes;
 	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
 		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
 	return NULL;
@@ -94,7 +101,7 @@ static double rel(const float *a, const float *b, size_t n)
 	return m > 0 ? d / m : d;
 }
 
-static void check(int T)
+static void check(int T, int head_rows)
 {
 	int B = 2, S = 7;
 	struct loom_config c = tiny_gpt_cfg(B, S);
@@ -116,7 +123,7 @@ static void check(int T)
 	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
 		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
-				      .in = in, .tg = tg, .B = B, .T = S };
+				      .in = in, .tg = tg, .B = B, .T = S, .head_rows = head_rows };
 		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
 		/* a rank's own initialisation is its slice of the whole model's */
 		loom_gpt_init_weights(r[k].g, 1);
@@ -155,6 +162,11 @@ static void check(int T)
 				      2 * t[n - 1].numel * sizeof(float));
 	}
 	ok(!rcs, "T=%d: %d ranks train a micro-batch, step and evaluate", T, T);
+	/* a ring all-reduce sends 2 (T-1)/T of the buffer */
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T;
+	is_int((long long)sent, (long long)loom_gpt_tp_bytes(r[0].g, 1),
+	       "T=%d head_rows %d: the bytes sent in a micro-batch and step are loom_gpt_tp_bytes's",
+	       T, head_rows);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "T=%d: every rank's loss %.7f is the whole model's %.7f", T, r[0].loss, loss);
 	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
@@ -179,7 +191,8 @@ static void check(int T)
 
 int main(void)
 {
-	check(2);
-	check(4);
+	check(2, 0);
+	check(4, 0);
+	check(2, 3); /* the LM head in chunks (backward recomputes none: train_micro) */
 	return done_testing();
 }

@@ -117,42 +117,49 @@ static inline __attribute__((always_inline)) void colsum_add(float *dst, const f
 /* ---- encoder ----------------------------------------------------------- */
 
 LOOM_SIMD
-void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-			const int32_t *typ, const float *wtt, const int32_t *pos, int B, int T, int C)
+void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, int v0, int nv,
+			const float *wpe, const int32_t *typ, const float *wtt, const int32_t *pos,
+			int B, int T, int C)
 {
 	#pragma omp parallel for schedule(static)
 	for (int bt = 0; bt < B * T; bt++) {
-		const float *e = wte + (size_t)tok[bt] * C;
-		const float *p = wpe + (size_t)(pos ? pos[bt] : bt % T) * C;
+		int id = tok[bt] - v0;
+		const float *e = id >= 0 && id < nv ? wte + (size_t)id * C : NULL;
+		const float *p = wpe ? wpe + (size_t)(pos ? pos[bt] : bt % T) * C : NULL;
+		const float *y = typ ? wtt + (size_t)typ[bt] * C : NULL;
 		float *o = out + (size_t)bt * C;
-		if (typ) {
-			const float *y = wtt + (size_t)typ[bt] * C;
+		if (e && p && y) {
 			for (int c = 0; c < C; c++)
 				o[c] = e[c] + y[c] + p[c];
-		} else {
+		} else if (e && p) {
 			for (int c = 0; c < C; c++)
 				o[c] = e[c] + p[c];
+		} else { /* a slice of the model: what this rank holds */
+			for (int c = 0; c < C; c++)
+				o[c] = (e ? e[c] : 0.0f) + (y ? y[c] : 0.0f) + (p ? p[c] : 0.0f);
 		}
 	}
 }
 
-void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
-			      const float *wpe, const int32_t *typ, const float *wtt,
+void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte, int v0,
+			      int nv, const float *wpe, const int32_t *typ, const float *wtt,
 			      const int32_t *pos, int B, int T, int C)
 {
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
-			for (int c = 0; c < C; c++)
+			for (int c = 0; c < C; c++) {
+				int id = tok[b * T + t] - v0;
 				out[((size_t)b * T + t) * C + c] =
-					wte[(size_t)tok[b * T + t] * C + c] +
+					(id >= 0 && id < nv ? wte[(size_t)id * C + c] : 0.0f) +
 					(typ ? wtt[(size_t)typ[b * T + t] * C + c] : 0.0f) +
-					wpe[(size_t)(pos ? pos[b * T + t] : t) * C + c];
+					(wpe ? wpe[(size_t)(pos ? pos[b * T + t] : t) * C + c] : 0.0f);
+			}
 }
 
 LOOM_SIMD
-void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			const int32_t *tok, const int32_t *typ, const int32_t *pos, int B, int T,
-			int C)
+void loom_k_encoder_bwd(float *dwte, int v0, int nv, float *dwpe, float *dwtt,
+			const float *dout, const int32_t *tok, const int32_t *typ,
+			const int32_t *pos, int B, int T, int C)
 {
 	#pragma omp parallel
 	{
@@ -161,12 +168,16 @@ void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout
 		for (int b = 0; b < B; b++)
 			for (int t = 0; t < T; t++) {
 				const float *d = dout + ((size_t)b * T + t) * C;
-				float *e = dwte + (size_t)tok[b * T + t] * C;
+				int id = tok[b * T + t] - v0;
 				float *p = dwpe + (size_t)(pos ? pos[b * T + t] : t) * C;
 				#pragma omp simd
-				for (int c = c0; c < c1; c++) {
-					e[c] += d[c];
+				for (int c = c0; c < c1; c++)
 					p[c] += d[c];
+				if (id >= 0 && id < nv) {
+					float *e = dwte + (size_t)id * C;
+					#pragma omp simd
+					for (int c = c0; c < c1; c++)
+						e[c] += d[c];
 				}
 				if (typ) {
 					float *y = dwtt + (size_t)typ[b * T + t] * C;
@@ -178,15 +189,17 @@ void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout
 	}
 }
 
-void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			      const int32_t *tok, const int32_t *typ, const int32_t *pos, int B,
-			      int T, int C)
+void loom_k_encoder_bwd_naive(float *dwte, int v0, int nv, float *dwpe, float *dwtt,
+			      const float *dout, const int32_t *tok, const int32_t *typ,
+			      const int32_t *pos, int B, int T, int C)
 {
 	for (int b = 0; b < B; b++)
 		for (int t = 0; t < T; t++)
 			for (int c = 0; c < C; c++) {
 				float d = dout[((size_t)b * T + t) * C + c];
-				dwte[(size_t)tok[b * T + t] * C + c] += d;
+				int id = tok[b * T + t] - v0;
+				if (id >= 0 && id < nv)
+					dwte[(size_t)id * C + c] += d;
 				dwpe[(size_t)(pos ? pos[b * T + t] : t) * C + c] += d;
 				if (typ)
 					dwtt[(size_t)typ[b * T + t] * C + c] += d;
@@ -1089,7 +1102,7 @@ int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *t
 }
 
 LOOM_SIMD
-void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
+void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V, int v0,
 			     int ignore_id, float dloss, const float *w)
 {
 	#pragma omp parallel for schedule(static)
@@ -1103,11 +1116,12 @@ void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
 		float d = w ? dloss * w[n] : dloss;
 		for (int v = 0; v < V; v++)
 			r[v] *= d;
-		r[t] -= d;
+		if (t - v0 >= 0 && t - v0 < V)
+			r[t - v0] -= d;
 	}
 }
 
-void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
+void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V, int v0,
 				   int ignore_id, float dloss, const float *w)
 {
 	for (int n = 0; n < N; n++)
@@ -1116,7 +1130,8 @@ void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, 
 			if (targets[n] == ignore_id)
 				*p = 0;
 			else
-				*p = (*p - (v == targets[n] ? 1.0f : 0.0f)) * (dloss * (w ? w[n] : 1.0f));
+				*p = (*p - (v0 + v == targets[n] ? 1.0f : 0.0f)) *
+				     (dloss * (w ? w[n] : 1.0f));
 		}
 }
 

@@ -56,21 +56,25 @@
 /* out[B,T,C] = wte[tok[b,t], :] + wpe[t, :], or with token types typ[B,T]
  * (BERT; NULL: none) (wte[tok[b,t], :] + wtt[typ[b,t], :]) + wpe[t, :].
  * With pos[B*T] (NULL: t) token (b,t) takes position pos[b*T+t]: packed
- * rows of several lengths (B = 1, T = their token count). */
-void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-			const int32_t *typ, const float *wtt, const int32_t *pos, int B, int T,
-			int C);
-void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte,
-			      const float *wpe, const int32_t *typ, const float *wtt,
+ * rows of several lengths (B = 1, T = their token count).  wte holds the
+ * rows of ids v0 .. v0+nv-1 (the whole table: 0, V; a tensor-parallel
+ * rank's vocabulary slice: the others add 0); wpe NULL adds no position
+ * (a tensor-parallel rank other than the first). */
+void loom_k_encoder_fwd(float *out, const int32_t *tok, const float *wte, int v0, int nv,
+			const float *wpe, const int32_t *typ, const float *wtt, const int32_t *pos,
+			int B, int T, int C);
+void loom_k_encoder_fwd_naive(float *out, const int32_t *tok, const float *wte, int v0,
+			      int nv, const float *wpe, const int32_t *typ, const float *wtt,
 			      const int32_t *pos, int B, int T, int C);
-/* dwte[V,C] += scatter(dout), dwpe[T,C] += sum_b dout (by pos[] when
- * given), and with typ dwtt[types,C] += scatter(dout) by type */
-void loom_k_encoder_bwd(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			const int32_t *tok, const int32_t *typ, const int32_t *pos, int B, int T,
-			int C);
-void loom_k_encoder_bwd_naive(float *dwte, float *dwpe, float *dwtt, const float *dout,
-			      const int32_t *tok, const int32_t *typ, const int32_t *pos, int B,
-			      int T, int C);
+/* dwte[nv,C] += scatter(dout) of the ids v0 .. v0+nv-1, dwpe[T,C] +=
+ * sum_b dout (by pos[] when given), and with typ dwtt[types,C] +=
+ * scatter(dout) by type */
+void loom_k_encoder_bwd(float *dwte, int v0, int nv, float *dwpe, float *dwtt,
+			const float *dout, const int32_t *tok, const int32_t *typ,
+			const int32_t *pos, int B, int T, int C);
+void loom_k_encoder_bwd_naive(float *dwte, int v0, int nv, float *dwpe, float *dwtt,
+			      const float *dout, const int32_t *tok, const int32_t *typ,
+			      const int32_t *pos, int B, int T, int C);
 
 /* out[N,C] = (inp - mean) * rstd * w + b; mean[N], rstd[N] saved. */
 void loom_k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
@@ -219,10 +223,12 @@ int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *t
 				  int N, int V, int ignore_id);
 /* probs[N,V] -> dlogits in place: (p - onehot(target)) * dloss * w[n]
  * (w[N] per-row loss weights, NULL: all 1); rows with target == ignore_id
- * become zero. */
-void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V,
+ * become zero.  probs are those of ids v0 .. v0+V-1 (the whole
+ * vocabulary: 0; a tensor-parallel rank's slice: a target outside it
+ * takes no onehot here). */
+void loom_k_crossentropy_bwd(float *probs, const int32_t *targets, int N, int V, int v0,
 			     int ignore_id, float dloss, const float *w);
-void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V,
+void loom_k_crossentropy_bwd_naive(float *probs, const int32_t *targets, int N, int V, int v0,
 				   int ignore_id, float dloss, const float *w);
 
 /* Inverse-count loss weights: w[b,t] = 1/k where k is the number of times

@@ -411,7 +411,7 @@ static void embed_fwd(struct loom_bert *b)
 	float *p = b->params;
 	double t0 = LOOM_PROF_BEGIN();
 	/* packed: one row of N tokens, each at its own position */
-	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), TP(b, p, E_POS), b->seg,
+	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), 0, b->V, TP(b, p, E_POS), b->seg,
 			   TP(b, p, E_TYPE), b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
 			   b->packed ? N : b->T, b->C);
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
@@ -745,7 +745,7 @@ static void mlm_bwd(struct loom_bert *b, float scale)
 	int M = b->M, C = b->C, V = b->V, N = b->N;
 	float *p = b->params, *dp = b->grads;
 	LOOM_PROF(LOOM_PROF_XENT_BWD,
-		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, -1, scale / M, NULL););
+		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, 0, -1, scale / M, NULL););
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits,
 				    b->mln, TP(b, p, E_WORD), M, C, V););
@@ -794,7 +794,7 @@ static int backward(struct loom_bert *b, float scale)
 	loom_k_zero(b->buf1, (size_t)N * C);
 	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
 			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
-	loom_k_encoder_bwd(TP(b, dp, E_WORD), TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
+	loom_k_encoder_bwd(TP(b, dp, E_WORD), 0, b->V, TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
 			   b->seg, b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
 			   b->packed ? N : b->T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);

@@ -11,6 +11,7 @@
 #include "loom_profile.h"
 #include "loom_rigl.h"
 #include "loom_sparse.h"
+#include "loom_tp.h"
 
 /* Per-layer tensors, in HuggingFace order. */
 enum { LN1W, LN1B, ATTW, ATTB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPW, FCPB, NLT };
@@ -82,88 +83,55 @@ struct loom_gpt *loom_gpt_new(const struct loom_config *cfg)
 	return loom_gpt_new_tp(cfg, 0, 1);
 }
 
-/* tensor parallelism: how tensor i is split (see loom_gpt.h) */
-enum { TP_WHOLE, TP_ROWS, TP_COLS };
-static int tp_split(const struct loom_gpt *g, int i, int *groups)
+/* tensor parallelism: how tensor i is split (see loom_gpt.h, loom_tp.h) */
+static int tp_split(const void *model, int i, int *groups)
 {
+	const struct loom_gpt *g = model;
 	*groups = 1;
 	if (i == T_WTE)
-		return TP_ROWS;
+		return LOOM_TP_ROWS;
 	if (i == T_WPE || i >= T_LNFW(g->L))
-		return TP_WHOLE;
+		return LOOM_TP_WHOLE;
 	switch ((i - 2) % NLT) {
 	case ATTW: case ATTB:
 		*groups = 3; /* Q, K and V each by heads */
-		return TP_COLS;
+		return LOOM_TP_COLS;
 	case FCW: case FCB:
-		return TP_COLS;
+		return LOOM_TP_COLS;
 	case PROJW: case FCPW:
-		return TP_ROWS;
+		return LOOM_TP_ROWS;
 	default:
-		return TP_WHOLE;
+		return LOOM_TP_WHOLE;
 	}
 }
 
-/* The runs of rank `rank`'s slice of tensor i (of g's split): run(ctx,
- * element offset in the slice, in the whole tensor, floats) for each: rows
- * r0.. of the slice [rows, w], G runs of w/G per row, of the whole tensor's
- * [rows, w * tp] (columns) or [rows * tp, w] (rows). */
-static void tp_runs(const struct loom_gpt *g, int i, int rank,
-		    void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx)
+/* g's tensor-parallel team (lib/train/loom_tp.h); errors into g->err */
+static struct loom_tp team(const struct loom_gpt *g)
 {
-	const struct loom_tensor *t = &g->tensors[i];
-	int G, kind = tp_split(g, i, &G);
-	size_t rows = t->ndim == 2 ? (size_t)t->shape[0] : 1, w = t->numel / rows, n = w / G;
-	size_t fw = kind == TP_COLS ? w * g->tp : w, r0 = kind == TP_ROWS ? rows * rank : 0;
-	for (size_t r = 0; r < rows; r++)
-		for (int k = 0; k < G; k++)
-			run(ctx, r * w + (size_t)k * n,
-			    (r0 + r) * fw + (kind == TP_COLS ? (size_t)k * (fw / G) + (size_t)rank * n : 0),
-			    n);
-}
-
-struct tp_move {
-	float *loc, *whole;
-	int to_full;
-	float std;              /* init: the whole tensor's N(0, std^2) */
-	uint64_t key;
-};
-
-static void tp_move_run(void *ctx, size_t lo, size_t wo, size_t n)
-{
-	struct tp_move *m = ctx;
-	float *l = m->loc + lo, *f = m->whole + wo;
-	memcpy(m->to_full ? f : l, m->to_full ? l : f, n * sizeof(float));
+	return (struct loom_tp){ .tp = g->tp, .rank = g->tp_rank, .tab = g->tensors,
+				 .nt = g->n_tensors, .split = tp_split, .model = g,
+				 .reduce = g->reduce, .ctx = g->grad_ready_ctx,
+				 .err = (struct loom_err *)&g->err };
 }
 
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full)
 {
-	size_t base = 0; /* tensor i in the whole layout: the same table order */
-	for (int i = 0; i < g->n_tensors; i++) {
-		int G, whole = tp_split(g, i, &G) == TP_WHOLE;
-		struct tp_move m = { slices + g->tensors[i].offset, full + base, to_full, 0, 0 };
-		tp_runs(g, i, rank, tp_move_run, &m);
-		base += g->tensors[i].numel * (whole ? 1 : (size_t)g->tp);
-	}
+	struct loom_tp t = team(g);
+	loom_tp_copy(&t, rank, slices, full, to_full);
 }
 
-void loom_gpt_tp_runs(const struct loom_gpt *g, int i,
-		      void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx)
+void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out)
 {
-	tp_runs(g, i, g->tp_rank, run, ctx);
+	struct loom_tp t = team(g);
+	loom_model_ckpt_tensors(g->tensors, g->n_tensors, g->params, out);
+	loom_tp_ckpt_whole(&t, out);
 }
 
-int loom_gpt_tp_dim(const struct loom_gpt *g, int i)
+size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r)
 {
-	int G, kind = tp_split(g, i, &G);
-	return kind == TP_WHOLE ? -1 : kind == TP_ROWS ? 0 : g->tensors[i].ndim - 1;
-}
-
-static void tp_init_run(void *ctx, size_t lo, size_t wo, size_t n)
-{
-	struct tp_move *m = ctx;
-	loom_model_normal_at(m->loc + lo, n, m->std, m->key, wo);
+	struct loom_tp t = team(g);
+	return loom_tp_ckpt_runs(&t, g->params, g->m, g->v, save, r);
 }
 
 struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp)
@@ -256,16 +224,9 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 	loom_model_init_weights(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
 				g->n_params, seed, gpt_init, g);
 	/* tensor parallelism: a split matrix is this rank's slice of the
-	 * whole one's draws (a 1-D tensor is a constant: as above) */
-	for (int i = 0; g->tp > 1 && i < g->n_tensors; i++) {
-		const struct loom_tensor *t = &g->tensors[i];
-		int G;
-		if (t->ndim == 1 || tp_split(g, i, &G) == TP_WHOLE)
-			continue;
-		struct tp_move m = { g->params + t->offset, NULL, 0, gpt_init(t, g),
-				     loom_model_init_key(seed, i) };
-		tp_runs(g, i, g->tp_rank, tp_init_run, &m);
-	}
+	 * whole one's draws */
+	struct loom_tp t = team(g);
+	loom_tp_init(&t, g->params, seed, gpt_init, g);
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (g->rigl) { /* masks from this seed; dead blocks zero */
@@ -354,7 +315,7 @@ static void dist_connect(void *model, const struct loom_dist_calls *c)
 static int dist_replicated(void *model, int i)
 {
 	int G;
-	return tp_split(model, i, &G) == TP_WHOLE;
+	return tp_split(model, i, &G) == LOOM_TP_WHOLE;
 }
 
 static int dist_take_due(void *model)
@@ -788,21 +749,11 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
 }
 
-/* Tensor parallelism: the reduce call is there (connected). */
-static int tp_ready(struct loom_gpt *g)
-{
-	if (g->tp > 1 && !g->reduce)
-		return loom_err_set(&g->err, LOOM_EINVAL, "rank %d of %d tensor-parallel ranks: "
-				    "not connected (loom_gpt_dist_model)", g->tp_rank, g->tp);
-	return 0;
-}
-
 /* Tensor parallelism: x[0..n) summed over the tp ranks (tp 1: nothing). */
 static int tp_sum(struct loom_gpt *g, float *x, size_t n)
 {
-	if (g->tp == 1)
-		return 0;
-	return g->reduce(g->grad_ready_ctx, x, n, LOOM_DIST_SUM_F32, &g->err);
+	struct loom_tp t = team(g);
+	return loom_tp_sum(&t, x, n);
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
@@ -847,59 +798,19 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 	return 0;
 }
 
-/* Tensor parallelism: out[N,C] = this rank's part of wte[inputs] + wpe:
- * the rows of its ids, wpe from rank 0 (zero elsewhere), so the sum over
- * the ranks is the lookup. */
-static void embed_tp(const struct loom_gpt *g, float *out)
-{
-	int T = g->T, C = g->C, N = g->B * T, v0 = g->tp_rank * g->Vl;
-	const float *wte = TP(g, g->params, T_WTE), *wpe = TP(g, g->params, T_WPE);
-	#pragma omp parallel for schedule(static)
-	for (int n = 0; n < N; n++) {
-		int id = g->inputs[n] - v0;
-		const float *e = id >= 0 && id < g->Vl ? wte + (size_t)id * C : NULL;
-		const float *q = g->tp_rank ? NULL : wpe + (size_t)(n % T) * C;
-		float *o = out + (size_t)n * C;
-		for (int c = 0; c < C; c++)
-			o[c] = (e ? e[c] : 0.0f) + (q ? q[c] : 0.0f);
-	}
-}
-
-/* Its backward: dwte of this rank's ids and dwpe (every rank: dres is
- * the same on each) += dres. */
-static void embed_tp_bwd(struct loom_gpt *g, const float *dres)
-{
-	int T = g->T, C = g->C, N = g->B * T, v0 = g->tp_rank * g->Vl;
-	float *dwte = TP(g, g->grads, T_WTE), *dwpe = TP(g, g->grads, T_WPE);
-	for (int n = 0; n < N; n++) {
-		int id = g->inputs[n] - v0;
-		const float *d = dres + (size_t)n * C;
-		float *q = dwpe + (size_t)(n % T) * C;
-		for (int c = 0; c < C; c++)
-			q[c] += d[c];
-		if (id < 0 || id >= g->Vl)
-			continue;
-		float *e = dwte + (size_t)id * C;
-		for (int c = 0; c < C; c++)
-			e[c] += d[c];
-	}
-}
-
 /* encoded = drop(wte[inputs] + wpe): by forward, and again by backward
- * before layer 0 when encoded shares layer 1's output slot. */
+ * before layer 0 when encoded shares layer 1's output slot.  Tensor
+ * parallelism: each rank looks up the rows of its ids (wpe added by rank
+ * 0), the sum over the ranks is the lookup. */
 static int embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C, rc;
 	float *p = g->params;
 	double t0 = LOOM_PROF_BEGIN();
-	if (g->tp > 1) {
-		embed_tp(g, g->encoded);
-		if ((rc = tp_sum(g, g->encoded, (size_t)B * T * C)))
-			return rc;
-	} else {
-		loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), TP(g, p, T_WPE), NULL,
-				   NULL, NULL, B, T, C);
-	}
+	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), g->tp_rank * g->Vl, g->Vl,
+			   g->tp_rank ? NULL : TP(g, p, T_WPE), NULL, NULL, NULL, B, T, C);
+	if ((rc = tp_sum(g, g->encoded, (size_t)B * T * C)))
+		return rc;
 	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
@@ -939,84 +850,19 @@ static int64_t count_correct(const float *probs, const int32_t *targets, int n, 
 	return correct;
 }
 
-/* Tensor parallelism: the vocabulary-parallel cross-entropy of rows
- * r0..r0+n, from this rank's logits[n,Vl] (ids v0 = tp_rank Vl ..): the
- * rows' maxima all-reduced (max), then their sums of exp and target
- * logits (sum); logits become this rank's probabilities and losses[r0..]
- * those of loom_k_crossentropy_fwd; *count the counted rows; with
- * ncorrect, the rows whose first largest logit (of all ranks) is the
- * target are added to it. */
-static int xent_tp(struct loom_gpt *g, size_t r0, int n, int *count, int64_t *ncorrect)
-{
-	int Vl = g->Vl, v0 = g->tp_rank * Vl, ign = g->cfg.ignore_id, rc;
-	float *mx = g->xent, *sum = mx + n, *lt = sum + n;
-	const int32_t *tg = g->targets + r0;
-	#pragma omp parallel for schedule(static)
-	for (int i = 0; i < n; i++) {
-		const float *r = g->logits + (size_t)i * Vl;
-		float m = -INFINITY;
-		for (int v = 0; v < Vl; v++)
-			m = r[v] > m ? r[v] : m;
-		mx[i] = m;
-	}
-	if ((rc = g->reduce(g->grad_ready_ctx, mx, (size_t)n, LOOM_DIST_MAX_F32, &g->err)))
-		return rc;
-	if (ncorrect) { /* the first id holding the maximum: min over ranks (max of -id) */
-		double *first = malloc(sizeof(double) * (n ? n : 1));
-		if (!first)
-			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
-		for (int i = 0; i < n; i++) {
-			const float *r = g->logits + (size_t)i * Vl;
-			int v = 0;
-			while (v < Vl && r[v] != mx[i])
-				v++;
-			first[i] = v < Vl ? -(double)(v0 + v) : -(double)g->V;
-		}
-		rc = g->reduce(g->grad_ready_ctx, first, (size_t)n, LOOM_DIST_MAX_F64, &g->err);
-		for (int i = 0; !rc && i < n; i++)
-			*ncorrect += tg[i] != ign && -first[i] == (double)tg[i];
-		free(first);
-		if (rc)
-			return rc;
-	}
-	#pragma omp parallel for schedule(static)
-	for (int i = 0; i < n; i++) {
-		float *r = g->logits + (size_t)i * Vl, s = 0;
-		int t = tg[i] - v0;
-		lt[i] = t >= 0 && t < Vl ? r[t] : 0.0f;
-		for (int v = 0; v < Vl; v++) {
-			r[v] = expf(r[v] - mx[i]);
-			s += r[v];
-		}
-		sum[i] = s;
-	}
-	if ((rc = g->reduce(g->grad_ready_ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, &g->err)))
-		return rc;
-	int cnt = 0;
-	#pragma omp parallel for schedule(static) reduction(+:cnt)
-	for (int i = 0; i < n; i++) {
-		float *r = g->logits + (size_t)i * Vl, inv = 1.0f / sum[i];
-		for (int v = 0; v < Vl; v++)
-			r[v] *= inv;
-		g->losses[r0 + i] = tg[i] == ign ? 0.0f : logf(sum[i]) + mx[i] - lt[i];
-		cnt += tg[i] != ign;
-	}
-	*count += cnt;
-	return 0;
-}
-
 /* The loss of the head's chunk r0..r0+n from its logits (made by the
- * caller): logits become probabilities; ntok, with ncorrect the argmax
- * hits, counted. */
+ * caller): logits become probabilities; with ncorrect the argmax hits
+ * counted.  Tensor parallelism: the vocabulary-parallel cross-entropy. */
 static int head_loss(struct loom_gpt *g, size_t r0, int n, int64_t *ncorrect)
 {
 	int ign = g->cfg.ignore_id, rc = 0;
 	double t0 = LOOM_PROF_BEGIN();
 	if (g->tp > 1) {
-		rc = xent_tp(g, r0, n, &g->ntok, ncorrect);
+		struct loom_tp t = team(g);
+		rc = loom_tp_xent(&t, g->logits, n, g->Vl, g->V, g->targets + r0, ign,
+				  g->losses + r0, g->xent, ncorrect);
 	} else {
-		g->ntok += loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n,
-						   g->V, ign);
+		loom_k_crossentropy_fwd(g->logits, g->losses + r0, g->targets + r0, n, g->V, ign);
 		if (ncorrect)
 			*ncorrect += count_correct(g->logits, g->targets + r0, n, g->V, ign);
 	}
@@ -1032,22 +878,9 @@ static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
 	int C = g->C, Vl = g->Vl, v0 = g->tp_rank * Vl, ign = g->cfg.ignore_id;
 	const float *lnf = g->lnf + r0 * C, *w = g->lweights ? g->lweights + r0 : NULL;
 	float *p = g->params, *dp = g->grads;
+	LOOM_PROF(LOOM_PROF_XENT_BWD,
+		  loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, Vl, v0, ign, dloss, w););
 	double t0 = LOOM_PROF_BEGIN();
-	if (g->tp == 1) {
-		loom_k_crossentropy_bwd(g->logits, g->targets + r0, n, Vl, ign, dloss, w);
-	} else { /* the target's -1 on the rank that holds its row */
-		#pragma omp parallel for schedule(static)
-		for (int i = 0; i < n; i++) {
-			float *r = g->logits + (size_t)i * Vl, d = w ? dloss * w[i] : dloss;
-			int tg = g->targets[r0 + i], t = tg - v0;
-			for (int v = 0; v < Vl; v++)
-				r[v] = tg == ign ? 0.0f : r[v] * d;
-			if (tg != ign && t >= 0 && t < Vl)
-				r[t] -= d;
-		}
-	}
-	LOOM_PROF_END(LOOM_PROF_XENT_BWD, t0);
-	t0 = LOOM_PROF_BEGIN();
 	loom_mm_pin(g->mm, g->logits, (size_t)n * Vl); /* bf16: converted once for both */
 	loom_mm_gemm(g->mm, 1, 0, Vl, C, n, g->logits, lnf, 1, TP(g, dp, T_WTE));
 	loom_mm_gemm(g->mm, 0, 0, n, C, Vl, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
@@ -1072,9 +905,10 @@ static int head(struct loom_gpt *g, int train, float bscale)
 	if (g->lweights)
 		LOOM_PROF(LOOM_PROF_XENT_FWD,
 			  loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign););
-	int64_t counted = 0; /* what crossentropy_fwd will count, known up front */
+	int64_t counted = 0; /* the loss's tokens, known up front */
 	for (size_t i = 0; i < N; i++)
 		counted += g->targets[i] != ign;
+	g->ntok = (int)counted;
 	float dloss = counted ? bscale / (float)counted : 0.0f;
 	for (size_t r0 = 0; r0 < N; r0 += g->hr) {
 		int n = (int)(N - r0 < g->hr ? N - r0 : g->hr);
@@ -1105,23 +939,14 @@ static int head(struct loom_gpt *g, int train, float bscale)
 }
 
 /* Tensor parallelism: every rank of the group must compute on the same
- * batch (its replica's frames): a hash of it, its largest and smallest
- * over the ranks compared. */
+ * batch (its replica's frames): its inputs and targets hashed and the
+ * hashes compared over the ranks. */
 static int tp_same_batch(struct loom_gpt *g, size_t N, int targets)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)N;
-	for (size_t i = 0; i < N; i++)
-		h = loom_splitmix64(h ^ (uint32_t)g->inputs[i] ^
-				    ((uint64_t)(uint32_t)(targets ? g->targets[i] : -1) << 32));
-	double x[2] = { (double)(h >> 12), -(double)(h >> 12) }; /* exact in a double */
-	int rc = g->reduce(g->grad_ready_ctx, x, 2, LOOM_DIST_MAX_F64, &g->err);
-	if (rc)
-		return rc;
-	if (x[0] != -x[1])
-		return loom_err_set(&g->err, LOOM_EINVAL, "the %d tensor-parallel ranks of a replica "
-				    "got different batches: each must read its replica's frames "
-				    "(loom-feed --rank R --world D, R the replica)", g->tp);
-	return 0;
+	struct loom_tp t = team(g);
+	uint64_t h = loom_tp_hash(0, g->inputs, N);
+	int rc = loom_tp_ready(&t);
+	return rc ? rc : loom_tp_same_batch(&t, targets ? loom_tp_hash(h, g->targets, N) : h);
 }
 
 /* loom_gpt_forward, and with bscale >= 0 the LM head's backward too */
@@ -1146,7 +971,7 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 		memcpy(g->targets, targets, N * sizeof(int32_t));
 	g->have_targets = targets != NULL;
 	g->head_done = 0;
-	if (g->tp > 1 && ((rc = tp_ready(g)) || (rc = tp_same_batch(g, N, targets != NULL))))
+	if (g->tp > 1 && (rc = tp_same_batch(g, N, targets != NULL)))
 		return rc;
 	g->train = train;
 	g->key = key;
@@ -1274,7 +1099,6 @@ static int backward(struct loom_gpt *g, float scale)
 	/* (sharded weights: backward's gathers are collective, so it runs,
 	 * with a zero gradient) */
 	float dloss = g->ntok ? scale / (float)g->ntok : 0.0f;
-	int ntok = g->ntok;
 	if (!g->ntok) { /* dlnf = 0 (the head took no gradient) */
 		memset(g->tmp, 0, sizeof(float) * N * C);
 		g->head_done = 1;
@@ -1289,7 +1113,7 @@ static int backward(struct loom_gpt *g, float scale)
 	 * rows of lnf (tmp), which no later chunk reads */
 	for (size_t r0 = 0; !g->head_done && r0 < (size_t)N; r0 += g->hr) {
 		int n = (int)((size_t)N - r0 < g->hr ? (size_t)N - r0 : g->hr);
-		if (g->hr < (size_t)N) { /* (ntok counted again: restored below) */
+		if (g->hr < (size_t)N) {
 			LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 				  loom_mm_gemm(g->mm, 0, 1, n, Vl, C, g->lnf + r0 * C, TP(g, p, T_WTE),
 					       0, g->logits););
@@ -1299,7 +1123,6 @@ static int backward(struct loom_gpt *g, float scale)
 		if ((rc = head_grad(g, r0, n, dloss)))
 			return rc;
 	}
-	g->ntok = ntok;
 	if (!g->head_done)
 		unit_done(g, -1);
 	if ((rc = unit_need(g, L - 1, L > 1 ? L - 2 : LOOM_GPT_UNIT_NONE)))
@@ -1326,11 +1149,10 @@ static int backward(struct loom_gpt *g, float scale)
 	double t0 = LOOM_PROF_BEGIN();
 	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
 		       loom_model_site_key(g->key, -1, 0));
-	if (g->tp > 1)
-		embed_tp_bwd(g, g->dres);
-	else
-		loom_k_encoder_bwd(TP(g, dp, T_WTE), TP(g, dp, T_WPE), NULL, g->dres, g->inputs, NULL,
-				   NULL, B, T, C);
+	/* (tensor parallelism: dwte of this rank's ids; dwpe on every rank,
+	 * dres being the same on each) */
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), g->tp_rank * Vl, Vl, TP(g, dp, T_WPE), NULL, g->dres,
+			   g->inputs, NULL, NULL, B, T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	g->have_targets = 0;
 	g->head_done = 0;
@@ -1354,41 +1176,16 @@ void loom_gpt_zero_grad(struct loom_gpt *g)
 	memset(g->grads, 0, g->n_params * sizeof(float));
 }
 
-/* Tensor parallelism: the step on this rank's slices, clipped by the
- * norm of the whole gradient (the split tensors' squares summed over the
- * ranks, the whole ones' counted once).  A failed all-reduce leaves the
- * weights as they were, the error in g->err (loom_dist_step reports it). */
-static void step_tp(struct loom_gpt *g, float lr, int64_t t, float *norm)
-{
-	const struct loom_config *c = &g->cfg;
-	double whole = 0, split = 0;
-	if (tp_ready(g))
-		return;
-	for (int i = 0; i < g->n_tensors; i++) {
-		double s2 = loom_k_sumsq(g->grads + g->tensors[i].offset, g->tensors[i].numel);
-		int G;
-		*(tp_split(g, i, &G) == TP_WHOLE ? &whole : &split) += s2;
-	}
-	if (g->reduce(g->grad_ready_ctx, &split, 1, LOOM_DIST_SUM_F64, &g->err))
-		return;
-	float nrm = (float)sqrt(split + whole), gscale = 1.0f;
-	if (norm)
-		*norm = nrm;
-	if (c->grad_clip > 0 && nrm > c->grad_clip)
-		gscale = (float)(c->grad_clip / nrm);
-	for (int i = 0; i < g->n_tensors; i++) {
-		size_t o = g->tensors[i].offset;
-		loom_k_adamw(g->params + o, g->grads + o, g->m + o, g->v + o, g->tensors[i].numel, lr,
-			     (float)c->beta1, (float)c->beta2, (float)c->eps,
-			     g->tensors[i].decay ? (float)c->weight_decay : 0.0f, t, gscale);
-	}
-	g->w16_ok = 0;
-}
-
 void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 {
-	if (g->tp > 1) {
-		step_tp(g, lr, t, norm);
+	const struct loom_config *c = &g->cfg;
+	struct loom_adamw h = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip };
+	if (g->tp > 1) { /* on this rank's slices, clipped by the whole model's
+			  * norm; a failed all-reduce leaves the weights as they
+			  * were, the error in g->err (loom_dist_step reports it) */
+		struct loom_tp tt = team(g);
+		if (!loom_tp_step(&tt, g->params, g->grads, g->m, g->v, &h, lr, t, norm))
+			g->w16_ok = 0;
 		return;
 	}
 	int update = g->rigl_dense;
@@ -1399,8 +1196,6 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 		loom_rigl_mask_range(g->rigl, 0, g->n_params, g->grads);
 	}
 	LOOM_PROF_END(LOOM_PROF_RIGL, t0);
-	const struct loom_config *c = &g->cfg;
-	struct loom_adamw h = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip };
 	LOOM_PROF(LOOM_PROF_OPTIM,
 		  loom_model_adamw(g->tensors, g->n_tensors, g->params, g->grads, g->m, g->v,
 				   g->n_params, &h, lr, t, norm););
@@ -1433,11 +1228,12 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out)
 {
+	struct loom_tp t = team(g);
 	int rc;
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
-	if ((rc = tp_ready(g)) ||
+	if ((rc = loom_tp_ready(&t)) ||
 	    (rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;

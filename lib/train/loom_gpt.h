@@ -90,8 +90,11 @@
  * (loom_k_attention_fwd_heads), the whole layer's.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
- * whole model's arrays and a rank's; checkpoints take a rank's slices as
- * runs of the whole tensors (loom_gpt_ckpt_runs).
+ * whole model's arrays and a rank's (initialisation); checkpoints take a
+ * rank's slices as runs of the whole tensors (loom_gpt_ckpt_runs).  The
+ * model-neutral parts (slices, team sum, batch check, step, the
+ * vocabulary-parallel loss, checkpoint runs) are lib/train/loom_tp.h's,
+ * shared with BERT.
  *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
@@ -230,7 +233,10 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * after each column-split product's input gradient (2 a layer, and the
  * LM head's), one more a layer when res2 is rebuilt in backward, two more
  * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
- * norm's 8 bytes per step.  0 for tp 1. */
+ * norm's 8 bytes per step.  0 for tp 1.  That is loom_gpt_train_micro's
+ * count, the LM head in chunks or not (a loom_gpt_backward after
+ * loom_gpt_forward with chunks, head_rows < B T, recomputes their loss:
+ * 3 [B,T] more). */
 uint64_t loom_gpt_tp_bytes(const struct loom_gpt *g, int micro);
 /* The parameters a rank holds when cfg's model is split over
  * cfg->tensor_parallel ranks (the whole count when 1). */
@@ -241,12 +247,6 @@ uint64_t loom_gpt_tp_params(const struct loom_config *cfg);
  * copies the slices out of full, 1 into it. */
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full);
-/* The runs of g's own slice of tensor i, in order: run(ctx, element
- * offset in the slice, in the whole tensor, floats); and the dimension
- * of the whole tensor it is split along (-1: whole on every rank). */
-void loom_gpt_tp_runs(const struct loom_gpt *g, int i,
-		      void (*run)(void *ctx, size_t lo, size_t wo, size_t n), void *ctx);
-int loom_gpt_tp_dim(const struct loom_gpt *g, int i);
 void loom_gpt_free(struct loom_gpt *g);
 const char *loom_gpt_error(const struct loom_gpt *g);
 

@@ -15,57 +15,6 @@ void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base, struct loom_ck
 	loom_model_ckpt_tensors(g->tensors, g->n_tensors, base, out);
 }
 
-void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out)
-{
-	loom_model_ckpt_tensors(g->tensors, g->n_tensors, g->params, out);
-	for (int i = 0; i < g->n_tensors; i++) {
-		int d = loom_gpt_tp_dim(g, i);
-		if (d >= 0)
-			out[i].shape[d] *= g->tp;
-	}
-}
-
-/* loom_gpt_ckpt_runs' state: a run continuing the last one (in the slice
- * and in the whole tensor) extends it */
-struct runs {
-	const struct loom_gpt *g;
-	struct loom_ckpt_run *r;
-	size_t n, i;
-	size_t end, wend;       /* where the last run ends in the slice, in the whole */
-};
-
-static void add_run(void *ctx, size_t lo, size_t wo, size_t n)
-{
-	struct runs *x = ctx;
-	const struct loom_gpt *g = x->g;
-	size_t o = g->tensors[x->i].offset + lo;
-	if (x->n && x->end == lo && x->wend == wo) {
-		if (x->r)
-			x->r[x->n - 1].n += n;
-	} else {
-		if (x->r)
-			x->r[x->n] = (struct loom_ckpt_run){
-				.tensor = x->i, .lo = wo, .n = n, .w = g->params + o,
-				.m = g->m ? g->m + o : NULL, .v = g->v ? g->v + o : NULL };
-		x->n++;
-	}
-	x->end = lo + n;
-	x->wend = wo + n;
-}
-
-size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r)
-{
-	struct runs x = { g, r, 0, 0, 0, 0 };
-	for (int i = 0; i < g->n_tensors; i++) {
-		if (save && g->tp_rank && loom_gpt_tp_dim(g, i) < 0)
-			continue; /* written once, by the replica's rank 0 */
-		x.i = (size_t)i;
-		x.end = x.wend = SIZE_MAX; /* a new tensor starts a new run */
-		loom_gpt_tp_runs(g, i, add_run, &x);
-	}
-	return x.n;
-}
-
 void loom_gpt_ckpt_hf(const struct loom_config *cfg, struct loom_gpt_hf *hf)
 {
 	hf->n_layer = cfg->n_layer;

@@ -162,16 +162,18 @@ int loom_model_ready_mm(struct loom_mm **mm, int *w16_ok, int precision, const f
 	return 0;
 }
 
-void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, float *grads,
-		      float *m, float *v, size_t n, const struct loom_adamw *h, float lr,
-		      int64_t t, float *norm)
+float loom_model_clip_scale(const struct loom_adamw *h, double sumsq, float *norm)
 {
-	float nrm = (float)sqrt(loom_k_sumsq(grads, n));
+	float nrm = (float)sqrt(sumsq);
 	if (norm)
 		*norm = nrm;
-	float gscale = 1.0f;
-	if (h->grad_clip > 0 && nrm > h->grad_clip)
-		gscale = (float)(h->grad_clip / nrm);
+	return h->grad_clip > 0 && nrm > h->grad_clip ? (float)(h->grad_clip / nrm) : 1.0f;
+}
+
+void loom_model_adamw_apply(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			    float *m, float *v, const struct loom_adamw *h, float lr, int64_t t,
+			    float gscale)
+{
 	/* one team for every tensor, no barrier between them */
 	#pragma omp parallel
 	for (int i = 0; i < nt; i++) {
@@ -180,6 +182,14 @@ void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, floa
 				  (float)h->beta1, (float)h->beta2, (float)h->eps,
 				  tab[i].decay ? (float)h->weight_decay : 0.0f, t, gscale);
 	}
+}
+
+void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, float *grads,
+		      float *m, float *v, size_t n, const struct loom_adamw *h, float lr,
+		      int64_t t, float *norm)
+{
+	loom_model_adamw_apply(tab, nt, params, grads, m, v, h, lr, t,
+			       loom_model_clip_scale(h, loom_k_sumsq(grads, n), norm));
 }
 
 void loom_model_ckpt_tensors(const struct loom_tensor *tab, int nt, float *base,

@@ -164,5 +164,14 @@ struct loom_adamw {
 void loom_model_adamw(const struct loom_tensor *tab, int nt, float *params, float *grads,
 		      float *m, float *v, size_t n, const struct loom_adamw *h, float lr,
 		      int64_t t, float *norm);
+/* Its two parts.  The norm: sqrt(sumsq) into *norm (may be NULL), and
+ * the scale that clips it to h->grad_clip (1: none). */
+float loom_model_clip_scale(const struct loom_adamw *h, double sumsq, float *norm);
+/* The step: AdamW step t at lr on every tensor of tab[nt] with the
+ * gradients scaled by gscale, weight decay where decay is set; the
+ * gradients left zeroed. */
+void loom_model_adamw_apply(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			    float *m, float *v, const struct loom_adamw *h, float lr, int64_t t,
+			    float gscale);
 
 #endif
