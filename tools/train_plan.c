@@ -48,8 +48,9 @@ static const char *sharding_name(const struct loom_config *c)
 }
 
 /* --memory-per-rank: the ranks c needs of `mem` bytes each (and with
- * recompute when c does not recompute), and the largest GPT preset that
- * fits c's rank count. */
+ * recompute when c does not recompute), the smallest data x
+ * tensor-parallel grid (a GPT), and the largest GPT preset that fits c's
+ * rank count. */
 static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem_name)
 {
 	struct loom_model_mem m, mr;
@@ -80,6 +81,19 @@ static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem
 		       cli_bytes((double)m.acts, b2, sizeof b2),
 		       c->model == LOOM_MODEL_GPT ? "; sharding=weights shards the weights and "
 						    "gradients" : "", rec);
+	int D, T, V;
+	if (c->model == LOOM_MODEL_GPT && loom_plan_grid(c, mem, &D, &T, &V, &m)) {
+		char pad[48] = "";
+		if (V != c->vocab_size)
+			snprintf(pad, sizeof pad, ", vocab_size=%d", V);
+		printf("%s: %d x %d ranks of %s (data x tensor parallel, sharding=%s%s%s): %s per "
+		       "rank\n", c->preset, D, T, mem_name, sh, c->recompute ? ", recompute" : "",
+		       pad, cli_bytes((double)m.total, b0, sizeof b0));
+	} else if (c->model == LOOM_MODEL_GPT) {
+		printf("%s: no grid of data x tensor-parallel ranks fits ranks of %s (sharding=%s%s, "
+		       "up to %d ranks)\n", c->preset, mem_name, sh,
+		       c->recompute ? ", recompute" : "", LOOM_PLAN_MAX_RANKS);
+	}
 	uint64_t small_total;
 	int r = c->data_parallel;
 	struct loom_err err = { 0 };
