@@ -149,6 +149,13 @@ ok "  T=2 -> T=1 -> 2x2: losses within 1e-5 of 1 rank over 20 steps (max $d)" sm
 diag "T=2 -> T=1 -> 2x2 vs 1 rank: max relative loss difference $d"
 is "$(grep -c '"loss"' "$T/r.json")" 20 "  one log line per step"
 
+# --init-from: the weights only, each rank reading its slices
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --init-from $T/ck --steps 5 --log $T/i1.json"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --init-from ck --steps 5 --log i2.json"
+is_rc 0 "T=2 --init-from the T=2 checkpoint"
+d=$(maxrel "$T/i2.json" "$T/i1.json" 1 5)
+ok "  within 1e-5 of 1 rank starting from it (max $d)" small "$d"
+
 # exact: a grid that saved and resumed ends with the bytes of one that did not
 np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 20 --save straight --log s.json"
 np 2 "$FEED --batch 8 --epochs 0 --resume ck/step-00000010 | loom-train -q --threads 1 --resume ck/step-00000010 --set micro_batch=8,tensor_parallel=2 --steps 20 --save again --log a.json"
