@@ -71,6 +71,24 @@ like "$out" '^gpt2 needs 1 rank of 16 GiB ' "  16g: 16 GiB too"
 run loom-train -c gpt2 --dry-run --memory-per-rank 4096000kb
 like "$out" '^gpt2 needs 7 ranks of 4096000 kB ' "  4096000kb: 4096000 kB"
 
+# tensor parallelism: the activations with and without sequence
+# parallelism (the other setting's plan on a line of its own)
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=2 --dry-run
+like "$out" '^  activations +1\.7 GB \(595\.5 MB with recompute\)$' "gpt2, T=2: the activations"
+like "$out" '^ +\(with sequence parallelism: 1\.5 GB, 406\.6 MB with recompute\)$' \
+	"  and with sequence parallelism"
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=2,sequence_parallel=1 --dry-run
+like "$out" '^  activations +1\.5 GB \(406\.6 MB with recompute\)$' "  sequence_parallel=1 plans those"
+like "$out" '^ +\(without sequence parallelism: 1\.7 GB, 595\.5 MB with recompute\)$' \
+	"  and says the other"
+run loom-train -c gpt3-175B --set vocab_size=50304,data_parallel=8,tensor_parallel=8 --dry-run
+like "$out" '^  activations +19\.7 GB \(10\.2 GB with recompute\)$' "gpt3-175B, 8 x 8: the activations"
+like "$out" '^ +\(with sequence parallelism: 11\.1 GB, 1\.5 GB with recompute\)$' \
+	"  and with sequence parallelism"
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=3,seq_len=1000 --dry-run
+like "$out" '^ +\(sequence parallelism: not at seq_len 1000, which T=3 does not divide\)$' \
+	"  T not dividing seq_len: said so"
+
 # the smallest data x tensor-parallel grid (fewest ranks), the vocabulary
 # padded to a multiple of T; its plan is the --dry-run of that grid
 run loom-train -c gpt3-175B --set sharding=weights --dry-run --memory-per-rank 64GiB

@@ -201,6 +201,21 @@ void train_print_dry_run(const struct loom_config *c)
 					: "the embeddings, 2 layers' weights and 2 layers' gradients");
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	if (TP > 1) { /* the other sequence_parallel's activations */
+		struct loom_config o = *c;
+		struct loom_model_mem s0, s1;
+		o.sequence_parallel = !c->sequence_parallel;
+		loom_trainer_plan(&o, 0, &s0);
+		loom_trainer_plan(&o, 1, &s1);
+		if (c->seq_len % TP)
+			printf("                  (sequence parallelism: not at seq_len %d, which T=%d "
+			       "does not divide)\n", c->seq_len, TP);
+		else
+			printf("                  (%s sequence parallelism: %s, %s with recompute)\n",
+			       o.sequence_parallel ? "with" : "without",
+			       cli_bytes((double)s0.acts, b3, sizeof b3),
+			       cli_bytes((double)s1.acts, b4, sizeof b4));
+	}
 	if (c->model == LOOM_MODEL_BERT) { /* rows at their real length (loom_bert.h) */
 		struct loom_bert_config bc;
 		loom_bert_config_from(c, &bc);

@@ -96,6 +96,22 @@
  * vocabulary-parallel loss, checkpoint runs) are lib/train/loom_tp.h's,
  * shared with BERT.
  *
+ * Sequence parallelism (cfg.sequence_parallel with tp > 1, Megatron-LM's):
+ * the regions between the products, LayerNorms, dropout and residual
+ * adds, hold only rank r's Nr = B T / tp tokens, rows r Nr .. of the
+ * flattened [B T] (with B 1: a slice of the sequence), so the residual
+ * stream, the LayerNorm statistics and the embeddings' output take 1/tp of
+ * their memory and time.  Before each column-split product its LayerNorm
+ * output is all-gathered (the gather call), after each row-split product
+ * the partial sums are reduce-scattered (scatter) instead of all-reduced;
+ * backward gathers the dropped output gradient of a row-split product
+ * and the recomputed LayerNorm output, and scatters the LayerNorm input
+ * gradient.  The embedding lookup is scattered; ln_f's output gathered
+ * for the vocabulary-parallel head, whose input gradient is scattered.
+ * Dropout draws row n's mask as the whole [B T, C]'s (loom_k_dropout_at),
+ * so a run is one process's; the LayerNorm weight gradients, partial
+ * over the tokens, are all-reduced after each layer's backward.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -210,6 +226,18 @@ struct loom_gpt {
 	int tp, tp_rank, NHl, Cl, Fl, Vl;
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 	float *xent;
+	/* sequence parallelism (seq 1, cfg.sequence_parallel with tp > 1):
+	 * the LayerNorm, dropout and residual regions hold this rank's Nr =
+	 * B T / tp tokens, rows r0 = tp_rank Nr .. of the flattened [B T]
+	 * (at[Nr]: their indices, the dropout masks' rows); gather and
+	 * scatter (connect hook) the all-gather and reduce-scatter around the
+	 * products; lnd [4C]: a layer's LayerNorm gradients of these tokens,
+	 * summed over the ranks.  Without: Nr = B T, r0 0. */
+	int seq, Nr, r0;
+	int32_t *at;
+	float *lnd;
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	struct loom_err err;
 };
 
@@ -233,7 +261,12 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * after each column-split product's input gradient (2 a layer, and the
  * LM head's), one more a layer when res2 is rebuilt in backward, two more
  * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
- * norm's 8 bytes per step.  0 for tp 1.  That is loom_gpt_train_micro's
+ * norm's 8 bytes per step.  Sequence parallelism: instead of the [B,T,C]
+ * all-reduces, ring all-gathers and reduce-scatters ((tp-1)/tp x [B,T,C]
+ * each): the lookup, 4 a layer in forward, ln_f's output; the head's, 6 a
+ * layer in backward (1 more rebuilding res2, 4 more with recompute), the
+ * embeddings' gradient; plus the LayerNorm gradients' all-reduces (4C a
+ * layer, 2C for ln_f).  0 for tp 1.  That is loom_gpt_train_micro's
  * count, the LM head in chunks or not (a loom_gpt_backward after
  * loom_gpt_forward with chunks, head_rows < B T, recomputes their loss:
  * 3 [B,T] more). */
