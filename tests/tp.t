@@ -201,8 +201,8 @@ sp_curve 4 sp4.json one.json "T=4, sequence_parallel=1 (2 tokens a rank)" \
 sp_curve 4 sp22.json one.json "2x2, sequence_parallel=1" \
 	"R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2,$SP --steps 20 --log sp22.json"
 # the masks of the split tokens are one process's (drawn by global index)
-sp_curve 2 spdr.json dr1.json "T=2 SP with dropout, accumulation 2 and recompute" \
-	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2,$SP --recompute --steps 20 --log spdr.json"
+sp_curve 2 spdr.json dr1.json "T=2 SP with dropout, attn_dropout, accumulation 2 and recompute" \
+	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=2,$SP --recompute --steps 20 --log spdr.json"
 run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --steps 20 --log $T/dn1.json"
 sp_curve 4 spdn.json dn1.json "T=4 SP with dropout and accumulation 2, no recompute" \
 	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=4,$SP --steps 20 --log spdn.json"
