@@ -36,11 +36,12 @@
 #
 # Each machine needs loom on PATH, the manifest and its shards at the same
 # path (a shared filesystem, or a copy), and the checkpoint directory SAVE
-# shared (rank 0 writes it, every rank reads it to resume).  Run it again
-# after a stop: it resumes from SAVE/latest, on any number of ranks (give
-# the same global batch: BATCH x ranks).  `loom-train -c CONFIG --set
-# data_parallel=N --dry-run --memory-per-rank 8GB` says how many ranks a
-# model needs.
+# shared (rank 0 writes it, or with TP or sharding=weights every rank its
+# part; every rank reads it to resume).  Run it again after a stop: it
+# resumes from SAVE/latest, on any number of ranks (give the same global
+# batch: BATCH x replicas).  `loom-train -c CONFIG --set data_parallel=N
+# --dry-run --memory-per-rank 8GB` says how many ranks a model needs and
+# the smallest grid of replicas x TP ranks that fits.
 #
 # Environment: BATCH (records per replica per micro-batch, default 8), TP
 # (tensor-parallel ranks per replica, default 1), SEQ

@@ -1017,6 +1017,106 @@ static void case_sharded_puts(void)
 	free(g);
 }
 
+/* Rank r of 2's runs (tensor parallelism's layout): of each matrix the
+ * r-th half of every row, the vectors whole on rank 0, each run's
+ * weights and moments packed in the rank's own arrays p, m, v (NULL: only
+ * counts).  Returns the count. */
+static size_t half_rows(int r, struct loom_ckpt_run *run, float *p, float *m, float *v)
+{
+	size_t n = 0, at = 0;
+	for (size_t i = 0; i < nt; i++) {
+		uint64_t rows = tab[i].ndim > 1 ? (uint64_t)tab[i].shape[0] : 1, w = numel_of(i) / rows;
+		if (rows == 1 && r)
+			continue;
+		uint64_t a = rows == 1 ? 0 : w / 2 * (uint64_t)r, len = rows == 1 ? w : w / 2;
+		for (uint64_t row = 0; row < rows; row++, n++, at += len) {
+			if (!run)
+				continue;
+			run[n] = (struct loom_ckpt_run){ .tensor = i, .lo = row * w + a, .n = len,
+							 .w = p + at, .m = m + at, .v = v + at };
+			size_t o = (size_t)(tab[i].data - param) + row * w + a;
+			memcpy(p + at, param + o, len * 4);
+			memcpy(m + at, adam_m + o, len * 4);
+			memcpy(v + at, adam_v + o, len * 4);
+		}
+	}
+	return n;
+}
+
+/* Two ranks each holding half of every row of the matrices in their own
+ * layout (tensor parallelism) write their runs: the very directory
+ * loom_ckpt_write makes; each reads its runs back, and only them. */
+static void case_runs(void)
+{
+	struct loom_err err = {0};
+	struct gathered *g = malloc(sizeof *g);
+	struct loom_ckpt_run *run[2];
+	float *buf[2];
+	size_t nr[2];
+	char d[600], a[700], b[700];
+	snprintf(d, sizeof d, "%s/runs", root);
+	struct loom_ckpt_save s = base_save(d, 7);
+	add_extras(&s);
+	memset(g, 0, sizeof *g);
+	reset_values();
+	int rc = loom_ckpt_write_begin(&s, &g->tx, &err);
+	for (int r = 0; r < 2; r++) {
+		nr[r] = half_rows(r, NULL, NULL, NULL, NULL);
+		run[r] = malloc(sizeof **run * nr[r]);
+		buf[r] = malloc(3 * total * sizeof(float));
+		for (size_t k = 0; k < 3 * total; k++)
+			buf[r][k] = POISON;
+		half_rows(r, run[r], buf[r], buf[r] + total, buf[r] + 2 * total);
+	}
+	struct loom_ckpt_piece *pc = malloc(sizeof *pc * 3 * (nr[0] + nr[1]));
+	size_t np = 0;
+	for (int r = 1; rc == 0 && r >= 0; r--) {
+		struct loom_ckpt_slices *w;
+		size_t n = 3 * nr[r];
+		rc = loom_ckpt_slices_open(loom_ckpt_tx_dir(g->tx), &s, &w, &err);
+		if (rc == 0)
+			rc = loom_ckpt_slices_put_runs(w, run[r], nr[r], pc + np, &n, &err);
+		int rc2 = loom_ckpt_slices_finish(w, rc ? NULL : &err);
+		rc = rc ? rc : rc2;
+		np += n;
+	}
+	is_int(rc, 0, "runs: 2 ranks' halves of every row: %s", rc ? err.msg : "");
+	if (rc == 0) {
+		rc = loom_ckpt_write_commit(g->tx, pc, np, NULL, 0, &err);
+		is_int(rc, 0, "runs: commit: %s", rc ? err.msg : "");
+	}
+	loom_ckpt_tx_free(g->tx);
+	snprintf(a, sizeof a, "%s/whole/step-00000007", root);
+	snprintf(b, sizeof b, "%s/step-00000007", d);
+	ok(same_dirs(a, b), "runs: byte-identical to loom_ckpt_write's");
+
+	struct loom_ckpt *c = loom_ckpt_open(b, &loom_gpt_ckpt_arch, 0, &err);
+	for (int r = 0; r < 2; r++) {
+		float *want = malloc(3 * total * sizeof(float));
+		memcpy(want, buf[r], 3 * total * sizeof(float));
+		for (size_t k = 0; k < 3 * total; k++)
+			buf[r][k] = POISON;
+		ok(c && loom_ckpt_load_runs(c, tab, nt, run[r], nr[r], 1) == 0 &&
+		   !memcmp(want, buf[r], 3 * total * sizeof(float)),
+		   "runs: rank %d reads its runs of the weights and moments back: %s", r,
+		   c ? loom_ckpt_error(c) : err.msg);
+		free(want);
+	}
+	run[0][0].lo = numel_of(0) - 1;
+	is_int(c ? loom_ckpt_load_runs(c, tab, nt, run[0], 1, 0) : 0, LOOM_EINVAL,
+	       "runs: a run past its tensor's end refused");
+	ok(c && strstr(loom_ckpt_error(c), "slice [127, 131) of tensor 'transformer.wte.weight' "
+		       "is not within its 128 elements"), "  naming the tensor: %s",
+	   c ? loom_ckpt_error(c) : "");
+	loom_ckpt_free(c);
+	for (int r = 0; r < 2; r++) {
+		free(run[r]);
+		free(buf[r]);
+	}
+	free(pc);
+	free(g);
+}
+
 /* Pieces that leave a gap or overlap are refused, naming the file and the
  * byte; freeing the transaction leaves the previous checkpoint. */
 static void case_sharded_refusals(void)
@@ -1329,6 +1429,7 @@ int main(void)
 	case_non_finite();
 	case_sharded_save();
 	case_sharded_puts();
+	case_runs();
 	case_sharded_refusals();
 	case_sliced_loads();
 	case_sliced_non_finite();

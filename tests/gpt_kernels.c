@@ -568,6 +568,52 @@ static void test_adamw(size_t n)
 	free(p1); free(g); free(m1); free(v1); free(p2); free(m2); free(v2);
 }
 
+/* A layer's heads split across ranks (tensor parallelism): each rank's
+ * heads h0 .. h0 + NH/R - 1 of qkv, run with the _heads kernels, give the
+ * whole layer's output and gradient for those heads, its dropout masks
+ * included; fast and naive alike. */
+static void test_attention_heads(int B, int T, int C, int NH, int R, float p)
+{
+	int Cl = C / R, hs = C / NH, NHl = NH / R;
+	size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, nr = (size_t)B * T;
+	float *qkv = rnd(n3, 1.5f), *dy = rnd(n, 1), *o = rnd(n, 1), *l = rnd(nr * NH, 1);
+	float *d = rnd(n3, 1), *lq = rnd(n3 / R, 1), *ldy = rnd(n / R, 1), *lo = rnd(n / R, 1);
+	float *ll = rnd(nr * NHl, 1), *ld = rnd(n3 / R, 1), *lo2 = rnd(n / R, 1);
+	float *ld2 = rnd(n3 / R, 1), *la = rnd(nr * NHl * T, 1), *ll2 = rnd(nr * NHl, 1);
+	loom_k_attention_fwd(o, l, qkv, NULL, NULL, B, T, C, NH, p, 47);
+	loom_k_attention_bwd(d, dy, qkv, o, l, NULL, NULL, B, T, C, NH, p, 47);
+	int same = 1, naive = 1;
+	for (int r = 0; r < R; r++) {
+		for (size_t t = 0; t < nr; t++) { /* q, k, v of the rank's heads */
+			for (int k = 0; k < 3; k++)
+				memcpy(lq + t * 3 * Cl + k * Cl, qkv + t * 3 * C + k * C + r * Cl,
+				       sizeof(float) * Cl);
+			memcpy(ldy + t * Cl, dy + t * C + r * Cl, sizeof(float) * Cl);
+		}
+		loom_k_attention_fwd_heads(lo, ll, lq, NULL, NULL, B, T, Cl, NHl, r * NHl, NH, p, 47);
+		loom_k_attention_bwd_heads(ld, ldy, lq, lo, ll, NULL, NULL, B, T, Cl, NHl, r * NHl, NH,
+					   p, 47);
+		loom_k_attention_fwd_heads_naive(lo2, la, ll2, lq, NULL, NULL, B, T, Cl, NHl, r * NHl,
+						 NH, p, 47);
+		loom_k_attention_bwd_heads_naive(ld2, ldy, lq, la, NULL, NULL, B, T, Cl, NHl, r * NHl,
+						 NH, p, 47);
+		naive &= close_arr(lo, lo2, n / R, 1e-5, 1e-4, "heads naive out") &&
+			 close_arr(ld, ld2, n3 / R, 1e-5, 1e-3, "heads naive bwd");
+		for (size_t t = 0; t < nr; t++) {
+			same &= close_arr(lo + t * Cl, o + t * C + r * Cl, (size_t)Cl, 1e-6, 1e-6,
+					  "heads out");
+			for (int k = 0; k < 3; k++)
+				same &= close_arr(ld + t * 3 * Cl + k * Cl, d + t * 3 * C + k * C + r * Cl,
+						  (size_t)Cl, 1e-6, 1e-6, "heads dqkv");
+		}
+	}
+	ok(same, "attention heads split %d ways = the whole layer's B=%d T=%d C=%d NH=%d (head "
+	   "size %d) dropout %.2f", R, B, T, C, NH, hs, p);
+	ok(naive, "attention heads fast = naive, %d ways, dropout %.2f", R, p);
+	free(qkv); free(dy); free(o); free(l); free(d); free(lq); free(ldy); free(lo); free(ll);
+	free(ld); free(lo2); free(ld2); free(la); free(ll2);
+}
+
 int main(void)
 {
 	static const int mm[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 33, 64, 96 }, { 16, 17, 129 } };
@@ -593,6 +639,8 @@ int main(void)
 					      causal);
 		}
 	}
+	test_attention_heads(2, 17, 32, 4, 2, 0.25f);
+	test_attention_heads(3, 70, 48, 4, 4, 0.25f);
 	test_encoder(2, 3, 5, 7);
 	test_encoder(3, 11, 70, 13);
 	test_elementwise(1);

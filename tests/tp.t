@@ -3,10 +3,11 @@
 # replicas x T tensor-parallel ranks, which split each GPT layer (heads,
 # MLP width, vocabulary) and sum their partial activations.  The loss curve
 # is one process's (T=2, T=4, 2x2, with dropout, accumulation and
-# recompute), checkpoints hold the whole tensors and move between grids
-# (T=2 -> T=1 -> 2x2), and a grid that cannot be is one line, exit 2.
-# Sequence parallelism (sequence_parallel=1) likewise: the same curves, a
-# checkpoint one process resumes, the bytes of its gathers and scatters.
+# recompute), --sample-every gives one process's text, checkpoints hold the
+# whole tensors and move between grids (T=2 -> T=1 -> 2x2), and a grid
+# that cannot be is one line, exit 2.  Sequence parallelism
+# (sequence_parallel=1) likewise: the same curves, a checkpoint one process
+# resumes, the bytes of its gathers and scatters.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 
@@ -49,12 +50,39 @@ d=$(maxrel "$T/g22.json" "$T/one.json" 1 20)
 ok "  within 1e-5 of 1 rank (max $d)" small "$d"
 diag "2x2 vs 1 rank: max relative loss difference $d"
 
-# dropout: the same masks on a replica's ranks (keyed by the replica), so
-# the curve is one process's; accumulation and recompute
-run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --recompute --steps 20 --log $T/dr1.json"
-np 2 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2 --recompute --steps 20 --log dr2.json"
-is_rc 0 "T=2 with dropout, accumulation 2 and recompute"
+# sharding=weights: ZeRO-3 over the replicas, each sharding its slices;
+# its checkpoint is sharding=optimizer's byte for byte and resumes on
+# other grids
+W="R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 20 --log gw.json"
+is_rc 0 "2x2 with sharding=weights"
+d=$(maxrel "$T/gw.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 10 --save wck"
+is_rc 0 "  saves at step 10, every rank its chunks of its slices"
+np 4 "$W | $TRAIN -q --set micro_batch=4,tensor_parallel=2 --steps 10 --save ock"
+same_file "$T/wck/latest/model.safetensors" "$T/ock/latest/model.safetensors" \
+	"  weights byte-identical to sharding=optimizer's checkpoint"
+same_file "$T/wck/latest/optimizer.safetensors" "$T/ock/latest/optimizer.safetensors" \
+	"  AdamW moments too"
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/wck/latest | loom-train -q --threads 1 --resume $T/wck --set micro_batch=8 --steps 15 --log $T/wr.json"
+np 4 "$W --resume wck/latest | $TRAIN -q --resume wck --set micro_batch=4,tensor_parallel=2,sharding=weights --steps 20 --log wr.json"
+is_rc 0 "  1 rank resumes it to 15, 2x2 sharding=weights that to 20"
+d=$(maxrel "$T/wr.json" "$T/one.json" 11 20)
+ok "  losses of steps 11-20 within 1e-5 of 1 rank (max $d)" small "$d"
+
+# dropout: the same masks on a replica's ranks (keyed by the replica), and
+# a split head's attention mask the one its head has in the whole layer,
+# so the curve is one process's; accumulation and recompute
+DROP="dropout=0.1,attn_dropout=0.1"
+run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP --recompute --steps 20 --log $T/dr1.json"
+np 2 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=2 --recompute --steps 20 --log dr2.json"
+is_rc 0 "T=2 with dropout, attn_dropout, accumulation 2 and recompute"
 d=$(maxrel "$T/dr2.json" "$T/dr1.json" 1 20)
+ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+np 4 "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=4 --recompute --steps 20 --log dr4.json"
+is_rc 0 "T=4 (a head a rank) likewise"
+d=$(maxrel "$T/dr4.json" "$T/dr1.json" 1 20)
 ok "  within 1e-5 of 1 rank (max $d)" small "$d"
 
 # evaluation: replica 0's ranks split it; the loss and accuracy of one process
@@ -68,6 +96,22 @@ for d in map(json.loads, open(sys.argv[1])):
     if "eval_loss" in d: print(d["step"], "%.5f" % d["eval_loss"], "%.4f" % d["eval_acc"], d["eval_tokens"])' "$1"; }
 is "$(evals "$T/e1.json" | wc -l)" 2 "  one process evaluates at steps 2 and 4"
 is "$(evals "$T/e2.json")" "$(evals "$T/e1.json")" "  eval loss (5 digits), accuracy and tokens of one process"
+
+# --sample-every: replica 0's ranks sample together from the vocabulary
+# rows' logits summed over them: the text of one process, greedy (the
+# step's first token as prompt) and drawn at a temperature from the seed
+samples() { sed -n 's/.*"sample":\(.*\)}$/\1/p' "$1"; }
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 --sample-every 10 --log $T/sg1.json"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN --set micro_batch=8,tensor_parallel=2 --steps 20 --sample-every 10 --log sg2.json"
+is_rc 0 "T=2 with --sample-every 10"
+is "$(samples "$T/sg2.json" | wc -l)" 2 "  samples at steps 10 and 20"
+is "$(samples "$T/sg2.json")" "$(samples "$T/sg1.json")" "  greedy: the text of one process"
+is "$(grep -c 'sample step' "$err")" 2 "  rank 0 says them, once each"
+SAMPLE="--sample-every 10 --sample-prompt '1 4' --sample-temperature 0.8"
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20 $SAMPLE --log $T/st1.json"
+np 4 "R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2 --steps 20 $SAMPLE --log st2.json"
+is_rc 0 "2x2 sampling at temperature 0.8 from a prompt"
+is "$(samples "$T/st2.json")" "$(samples "$T/st1.json")" "  the text one process draws from the seed"
 
 # inverse-count loss weighting (the weights from the replica's targets)
 run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,loss_weighting=inverse_count --steps 20 --log $T/iw1.json"
@@ -111,6 +155,13 @@ ok "  T=2 -> T=1 -> 2x2: losses within 1e-5 of 1 rank over 20 steps (max $d)" sm
 diag "T=2 -> T=1 -> 2x2 vs 1 rank: max relative loss difference $d"
 is "$(grep -c '"loss"' "$T/r.json")" 20 "  one log line per step"
 
+# --init-from: the weights only, each rank reading its slices
+run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --init-from $T/ck --steps 5 --log $T/i1.json"
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --init-from ck --steps 5 --log i2.json"
+is_rc 0 "T=2 --init-from the T=2 checkpoint"
+d=$(maxrel "$T/i2.json" "$T/i1.json" 1 5)
+ok "  within 1e-5 of 1 rank starting from it (max $d)" small "$d"
+
 # exact: a grid that saved and resumed ends with the bytes of one that did not
 np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 20 --save straight --log s.json"
 np 2 "$FEED --batch 8 --epochs 0 --resume ck/step-00000010 | loom-train -q --threads 1 --resume ck/step-00000010 --set micro_batch=8,tensor_parallel=2 --steps 20 --save again --log a.json"
@@ -150,8 +201,8 @@ sp_curve 4 sp4.json one.json "T=4, sequence_parallel=1 (2 tokens a rank)" \
 sp_curve 4 sp22.json one.json "2x2, sequence_parallel=1" \
 	"R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2,$SP --steps 20 --log sp22.json"
 # the masks of the split tokens are one process's (drawn by global index)
-sp_curve 2 spdr.json dr1.json "T=2 SP with dropout, accumulation 2 and recompute" \
-	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2,$SP --recompute --steps 20 --log spdr.json"
+sp_curve 2 spdr.json dr1.json "T=2 SP with dropout, attn_dropout, accumulation 2 and recompute" \
+	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,$DROP,tensor_parallel=2,$SP --recompute --steps 20 --log spdr.json"
 run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --steps 20 --log $T/dn1.json"
 sp_curve 4 spdn.json dn1.json "T=4 SP with dropout and accumulation 2, no recompute" \
 	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=4,$SP --steps 20 --log spdn.json"
@@ -186,9 +237,6 @@ fails_with 2 '^loom-train: tensor_parallel: 2, but only the GPT is split across 
 	"BERT is refused" loom-train -c bert-tiny --set tensor_parallel=2 --dry-run
 fails_with 2 '^loom-train: tensor_parallel: not with sparsity' \
 	"RigL is refused" loom-train -c tiny --set sparsity=0.5,tensor_parallel=2 --dry-run
-np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3 --sample-every 1"
-is_rc 2 "--sample-every with tensor_parallel: exit 2"
-like "$err" '^loom-train: --sample-every: not with tensor_parallel' "  one line saying so"
 
 # the ranks of a replica must read the same frames
 np 2 "$FEED --batch 8 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3"

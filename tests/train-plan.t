@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loom-train --dry-run's memory plan per rank (data_parallel, sharding) and
-# --memory-per-rank: the ranks a model needs, the largest preset that fits.
+# --memory-per-rank: the ranks a model needs, the smallest data x tensor-
+# parallel grid, the largest preset that fits.
 . "$(dirname "$0")/lib.sh"
 
 M24="-c gpt2 --set n_layer=24,n_embd=1024,n_head=16"
@@ -69,6 +70,43 @@ run loom-train -c gpt2 --dry-run --memory-per-rank 16g
 like "$out" '^gpt2 needs 1 rank of 16 GiB ' "  16g: 16 GiB too"
 run loom-train -c gpt2 --dry-run --memory-per-rank 4096000kb
 like "$out" '^gpt2 needs 7 ranks of 4096000 kB ' "  4096000kb: 4096000 kB"
+
+# tensor parallelism: the activations with and without sequence
+# parallelism (the other setting's plan on a line of its own)
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=2 --dry-run
+like "$out" '^  activations +1\.7 GB \(595\.5 MB with recompute\)$' "gpt2, T=2: the activations"
+like "$out" '^ +\(with sequence parallelism: 1\.5 GB, 406\.6 MB with recompute\)$' \
+	"  and with sequence parallelism"
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=2,sequence_parallel=1 --dry-run
+like "$out" '^  activations +1\.5 GB \(406\.6 MB with recompute\)$' "  sequence_parallel=1 plans those"
+like "$out" '^ +\(without sequence parallelism: 1\.7 GB, 595\.5 MB with recompute\)$' \
+	"  and says the other"
+run loom-train -c gpt3-175B --set vocab_size=50304,data_parallel=8,tensor_parallel=8 --dry-run
+like "$out" '^  activations +19\.7 GB \(10\.2 GB with recompute\)$' "gpt3-175B, 8 x 8: the activations"
+like "$out" '^ +\(with sequence parallelism: 11\.1 GB, 1\.5 GB with recompute\)$' \
+	"  and with sequence parallelism"
+run loom-train -c gpt2 --set vocab_size=50304,tensor_parallel=3,seq_len=1000 --dry-run
+like "$out" '^ +\(sequence parallelism: not at seq_len 1000, which T=3 does not divide\)$' \
+	"  T not dividing seq_len: said so"
+
+# the smallest data x tensor-parallel grid (fewest ranks), the vocabulary
+# padded to a multiple of T; its plan is the --dry-run of that grid
+run loom-train -c gpt3-175B --set sharding=weights --dry-run --memory-per-rank 64GiB
+like "$out" '^gpt3-175B: 7 x 8 ranks of 64 GiB \(data x tensor parallel, sharding=weights, recompute, vocab_size=50264\): 66\.3 GB per rank$' \
+	"gpt3-175B, 64 GiB, sharding=weights: 7 x 8 ranks"
+run loom-train -c gpt3-175B --set sharding=weights,vocab_size=50264,data_parallel=7,tensor_parallel=8 --dry-run
+like "$out" '^  total +[0-9.]+ GB \(66\.3 GB with recompute\)$' "  the plan of 7 x 8: 66.3 GB"
+run loom-train -c gpt3-175B --set sharding=weights,vocab_size=50264,data_parallel=6,tensor_parallel=8 --dry-run
+like "$out" '^  total +[0-9.]+ GB \(74\.6 GB with recompute\)$' "  6 x 8 would need 74.6 GB: more than 64 GiB"
+run loom-train -c gpt3-175B --dry-run --memory-per-rank 64GiB
+like "$out" '^gpt3-175B: 2 x 48 ranks of 64 GiB \(data x tensor parallel, sharding=optimizer, recompute, vocab_size=50304\): 61\.5 GB per rank$' \
+	"  sharding=optimizer: the weights split 48 ways (T divides n_head 96)"
+run loom-train -c gpt2 --dry-run --memory-per-rank 2GB
+like "$out" '^gpt2: 1 x 3 ranks of 2 GB \(data x tensor parallel, sharding=optimizer, vocab_size=50259\): 2\.0 GB per rank$' \
+	"gpt2 in 2 GB without recompute: 3 tensor-parallel ranks"
+run loom-train -c gpt3-175B --dry-run --memory-per-rank 8GB
+like "$out" '^gpt3-175B: no grid of data x tensor-parallel ranks fits ranks of 8 GB \(sharding=optimizer, recompute, up to 65536 ranks\)$' \
+	"  none fits: said so"
 
 # nothing fits, and why
 run loom-train -c gpt3-175B --dry-run --memory-per-rank 8GB

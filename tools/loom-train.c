@@ -462,9 +462,6 @@ static void resolve_config(struct loom_trainer *t)
 		train_dist_config(c, sets, nsets);
 	if (loom_config_validate(c)) /* the same on every rank: rank 0 says it */
 		train_dist_agreed_exit(EXIT_USAGE, "%s", loom_config_error(c));
-	if (c->tensor_parallel > 1 && sample_every)
-		train_dist_agreed_exit(EXIT_USAGE, "--sample-every: not with tensor_parallel (sample "
-				       "a checkpoint with loom-eval generate)");
 	char why[256];
 	if (c->precision == LOOM_PREC_BF16 && !print && loom_mm_bf16_missing(why, sizeof why))
 		cli_die("precision=bf16: %s", why);
@@ -476,8 +473,9 @@ static void resolve_config(struct loom_trainer *t)
 		train_dist_agreed_exit(EXIT_USAGE, "--sample-every: not with sharding=weights over "
 				       "%d ranks (every rank would sample with it); sample a "
 				       "checkpoint with loom-eval generate", c->data_parallel);
-	if (train_dist_rank() != 0) /* rank 0 samples; it evaluates alone unless */
-		sample_every = 0;   /* the weights are sharded (every rank takes part) */
+	if (train_dist_replica() != 0) /* replica 0 samples (its tensor-parallel ranks */
+		sample_every = 0;      /* together, rank 0 says it); it evaluates alone unless
+				        * the weights are sharded (every rank takes part) */
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));

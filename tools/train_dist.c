@@ -218,9 +218,16 @@ int train_dist_tp_rank(void)
 	return dist ? loom_dist_tp_rank(dist) : 0;
 }
 
-void train_dist_tp_gather(const float *mine, size_t n, float *all)
+void train_dist_load_runs(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
+			  const struct loom_ckpt_run *r, size_t nr, int optimizer)
 {
-	or_abort(loom_dist_tp_gather(dist, mine, n, all));
+	or_abort(loom_dist_load_runs(dist, ck, t, n, r, nr, optimizer));
+}
+
+void train_dist_save_runs(const struct loom_ckpt_save *s, const struct loom_ckpt_run *r,
+			  size_t n, char *path, size_t len)
+{
+	or_abort(loom_dist_save_runs(dist, s, r, n, path, len));
 }
 
 static void list_ranks(char *buf, size_t len, const int32_t *all, int want)
@@ -445,6 +452,13 @@ static void hk_say(void *ctx, const char *line)
 	cli_warn("%s", line);
 }
 
+static void hk_load_runs(void *ctx, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+			 size_t n, const struct loom_ckpt_run *r, size_t nr, int optimizer)
+{
+	(void)ctx;
+	train_dist_load_runs(ck, t, n, r, nr, optimizer);
+}
+
 static int hk_replica(void *ctx)
 {
 	(void)ctx;
@@ -457,10 +471,11 @@ static int hk_tp_rank(void *ctx)
 	return train_dist_tp_rank();
 }
 
-static void hk_tp_gather(void *ctx, const float *mine, size_t n, float *all)
+static void hk_save_runs(void *ctx, const struct loom_ckpt_save *s, const struct loom_ckpt_run *r,
+			 size_t n, char *path, size_t len)
 {
 	(void)ctx;
-	train_dist_tp_gather(mine, n, all);
+	train_dist_save_runs(s, r, n, path, len);
 }
 
 void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t)
@@ -469,7 +484,8 @@ void train_dist_hooks(struct loom_trainer_hooks *hk, struct loom_trainer *t)
 		.ctx = t, .rank = d_rank, .attach = hk_attach, .shards_weights = hk_shards_weights,
 		.save_begin = hk_save_begin, .save_end = hk_save_end, .save_part = hk_save_part,
 		.load_part = hk_load_part, .step = hk_step, .say = hk_say, .replica = hk_replica,
-		.tp_rank = hk_tp_rank, .tp_gather = hk_tp_gather,
+		.tp_rank = hk_tp_rank, .save_runs = hk_save_runs,
+		.load_runs = hk_load_runs,
 	};
 }
 

@@ -56,9 +56,16 @@ int train_dist_agree(int v);
 /* The model's count of the bytes a rank sends per step in the
  * tensor-parallel all-reduces, reported beside the measured at exit. */
 void train_dist_tp_bound(uint64_t bytes);
-/* Collective over replica 0's ranks (the others return at once): their
- * mine[0..n) into all[tensor_parallel * n] on rank 0, in order. */
-void train_dist_tp_gather(const float *mine, size_t n, float *all);
+/* Collective over replica 0's ranks (the others return at once): each
+ * writes its runs r[0..n) into the checkpoint s (loom_dist_save_runs);
+ * the step directory into path[len]. */
+struct loom_ckpt_run;
+void train_dist_save_runs(const struct loom_ckpt_save *s, const struct loom_ckpt_run *r,
+			  size_t n, char *path, size_t len);
+/* sharding=weights: the parts of this rank's runs in its chunks
+ * (loom_dist_load_runs). */
+void train_dist_load_runs(struct loom_ckpt *ck, const struct loom_ckpt_tensor *t, size_t n,
+			  const struct loom_ckpt_run *r, size_t nr, int optimizer);
 /* status: 0 read the step's frames, 1 input ended (END frame), 2 failed.
  * Returns 1 if every rank's input ended (a normal end), 0 to train the
  * step; exits 1 when some ranks ended or failed.  Sets *stop to a stop

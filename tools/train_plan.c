@@ -47,8 +47,9 @@ static const char *sharding_name(const struct loom_config *c)
 }
 
 /* --memory-per-rank: the ranks c needs of `mem` bytes each (and with
- * recompute when c does not recompute), and the largest GPT preset that
- * fits c's rank count. */
+ * recompute when c does not recompute), the smallest data x
+ * tensor-parallel grid (a GPT), and the largest GPT preset that fits c's
+ * rank count. */
 static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem_name)
 {
 	struct loom_model_mem m, mr;
@@ -79,6 +80,19 @@ static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem
 		       cli_bytes((double)m.acts, b2, sizeof b2),
 		       c->model == LOOM_MODEL_GPT ? "; sharding=weights shards the weights and "
 						    "gradients" : "", rec);
+	int D, T, V;
+	if (c->model == LOOM_MODEL_GPT && loom_plan_grid(c, mem, &D, &T, &V, &m)) {
+		char pad[48] = "";
+		if (V != c->vocab_size)
+			snprintf(pad, sizeof pad, ", vocab_size=%d", V);
+		printf("%s: %d x %d ranks of %s (data x tensor parallel, sharding=%s%s%s): %s per "
+		       "rank\n", c->preset, D, T, mem_name, sh, c->recompute ? ", recompute" : "",
+		       pad, cli_bytes((double)m.total, b0, sizeof b0));
+	} else if (c->model == LOOM_MODEL_GPT) {
+		printf("%s: no grid of data x tensor-parallel ranks fits ranks of %s (sharding=%s%s, "
+		       "up to %d ranks)\n", c->preset, mem_name, sh,
+		       c->recompute ? ", recompute" : "", LOOM_PLAN_MAX_RANKS);
+	}
 	uint64_t small_total;
 	int r = c->data_parallel;
 	struct loom_err err = { 0 };
@@ -187,6 +201,21 @@ void train_print_dry_run(const struct loom_config *c)
 					: "the embeddings, 2 layers' weights and 2 layers' gradients");
 	printf("  activations     %s (%s with recompute)\n", cli_bytes((double)m0.acts, b3, sizeof b3),
 	       cli_bytes((double)m1.acts, b4, sizeof b4));
+	if (TP > 1) { /* the other sequence_parallel's activations */
+		struct loom_config o = *c;
+		struct loom_model_mem s0, s1;
+		o.sequence_parallel = !c->sequence_parallel;
+		loom_trainer_plan(&o, 0, &s0);
+		loom_trainer_plan(&o, 1, &s1);
+		if (c->seq_len % TP)
+			printf("                  (sequence parallelism: not at seq_len %d, which T=%d "
+			       "does not divide)\n", c->seq_len, TP);
+		else
+			printf("                  (%s sequence parallelism: %s, %s with recompute)\n",
+			       o.sequence_parallel ? "with" : "without",
+			       cli_bytes((double)s0.acts, b3, sizeof b3),
+			       cli_bytes((double)s1.acts, b4, sizeof b4));
+	}
 	if (c->model == LOOM_MODEL_BERT) { /* rows at their real length (loom_bert.h) */
 		struct loom_bert_config bc;
 		loom_bert_config_from(c, &bc);

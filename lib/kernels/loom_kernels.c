@@ -500,9 +500,12 @@ static inline struct att_row att_row(const int32_t *len, const int32_t *off, int
 	return w;
 }
 
+/* The kernels below for heads h0 .. h0 + NH - 1 of NHd (the dropout
+ * mask's layout: loom_k_attention_fwd_heads); the public ones wrap them. */
 LOOM_SIMD
-int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
-			 const int32_t *off, int B, int T, int C, int NH, float p, uint64_t key)
+static int attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
+			 const int32_t *off, int B, int T, int C, int NH, int h0, int NHd, float p,
+			 uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, BH = B * NH, nb = (T + ATT_BQ - 1) / ATT_BQ, fail = 0;
 	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
@@ -566,7 +569,7 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 						orow[d] *= al;
 					if (p > 0) {
 						float *dr = D + r * ATT_BK;
-						size_t base = ((size_t)bh * T + i) * T + j0;
+						size_t base = (((size_t)b * NHd + h0 + h) * T + i) * T + j0;
 						#pragma omp simd
 						for (int c = 0; c < nk; c++)
 							dr[c] = (c < n) & keep(key, base + c, p) ? sr[c] * s : 0.0f;
@@ -590,9 +593,9 @@ int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t
 	return fail ? LOOM_ENOMEM : 0;
 }
 
-int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
+static int attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
 			       const int32_t *len, const int32_t *off, int B, int T, int C, int NH,
-			       float p, uint64_t key)
+			       int h0, int NHd, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
@@ -627,7 +630,7 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
 				for (int j = 0; j < nv; j++)
 					dr[j] = a[j];
 				if (p > 0)
-					att_drop_row(dr, a, i, nv, T, (size_t)b * NH + h, p, key);
+					att_drop_row(dr, a, i, nv, T, (size_t)b * NHd + h0 + h, p, key);
 				float *o = out + (w.r0 + i) * C + h * hs;
 				for (int d = 0; d < hs; d++) {
 					double s = 0;
@@ -650,9 +653,9 @@ int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *
  * tile's part in a fixed order without atomics, so results are
  * bit-identical for any thread count. */
 LOOM_SIMD
-int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+static int attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
 			 const float *lse, const int32_t *len, const int32_t *off, int B, int T, int C,
-			 int NH, float p, uint64_t key)
+			 int NH, int h0, int NHd, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C, fail = 0;
 	float scale = 1.0f / sqrtf((float)hs), s = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
@@ -718,7 +721,7 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 							pr[c] = 0;
 						if (p > 0) {
 							float *dr = Pd + r * ATT_BK;
-							size_t base = ((size_t)bh * T + i) * T + j0;
+							size_t base = (((size_t)b * NHd + h0 + h) * T + i) * T + j0;
 							#pragma omp simd
 							for (int c = 0; c < nk; c++) {
 								int kp = (c < n) & keep(key, base + c, p);
@@ -750,9 +753,9 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 	return fail ? LOOM_ENOMEM : 0;
 }
 
-int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
+static int attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 			       const float *att, const int32_t *len, const int32_t *off, int B, int T,
-			       int C, int NH, float p, uint64_t key)
+			       int C, int NH, int h0, int NHd, float p, uint64_t key)
 {
 	int hs = C / NH, C3 = 3 * C;
 	double scale = 1.0 / sqrt((double)hs);
@@ -772,7 +775,7 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 				const float *dy = dout + (w.r0 + i) * C + h * hs;
 				const float *q = qkv + (w.r0 + i) * C3 + h * hs;
 				float *dq = dqkv + (w.r0 + i) * C3 + h * hs;
-				size_t base = (((size_t)b * NH + h) * T + i) * (size_t)T;
+				size_t base = (((size_t)b * NHd + h0 + h) * T + i) * (size_t)T;
 				int nv = len ? att_len(len, b, T) : i + 1; /* keys j < nv */
 				/* y_i = sum_j D_ij v_j, D_ij = P_ij m_ij / (1-p) */
 				for (int j = 0; j < nv; j++)
@@ -803,6 +806,63 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 	free(dp);
 	free(dr);
 	return 0;
+}
+
+int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
+			 const int32_t *off, int B, int T, int C, int NH, float p, uint64_t key)
+{
+	return attention_fwd(out, lse, qkv, len, off, B, T, C, NH, 0, NH, p, key);
+}
+
+int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,
+			       const int32_t *len, const int32_t *off, int B, int T, int C, int NH,
+			       float p, uint64_t key)
+{
+	return attention_fwd_naive(out, att, lse, qkv, len, off, B, T, C, NH, 0, NH, p, key);
+}
+
+int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+			 const float *lse, const int32_t *len, const int32_t *off, int B, int T, int C,
+			 int NH, float p, uint64_t key)
+{
+	return attention_bwd(dqkv, dout, qkv, out, lse, len, off, B, T, C, NH, 0, NH, p, key);
+}
+
+int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
+			       const float *att, const int32_t *len, const int32_t *off, int B, int T,
+			       int C, int NH, float p, uint64_t key)
+{
+	return attention_bwd_naive(dqkv, dout, qkv, att, len, off, B, T, C, NH, 0, NH, p, key);
+}
+
+int loom_k_attention_fwd_heads(float *out, float *lse, const float *qkv, const int32_t *len,
+			       const int32_t *off, int B, int T, int C, int NH, int h0, int NHall,
+			       float p, uint64_t key)
+{
+	return attention_fwd(out, lse, qkv, len, off, B, T, C, NH, h0, NHall, p, key);
+}
+
+int loom_k_attention_fwd_heads_naive(float *out, float *att, float *lse, const float *qkv,
+				     const int32_t *len, const int32_t *off, int B, int T, int C,
+				     int NH, int h0, int NHall, float p, uint64_t key)
+{
+	return attention_fwd_naive(out, att, lse, qkv, len, off, B, T, C, NH, h0, NHall, p, key);
+}
+
+int loom_k_attention_bwd_heads(float *dqkv, const float *dout, const float *qkv,
+			       const float *out, const float *lse, const int32_t *len,
+			       const int32_t *off, int B, int T, int C, int NH, int h0, int NHall,
+			       float p, uint64_t key)
+{
+	return attention_bwd(dqkv, dout, qkv, out, lse, len, off, B, T, C, NH, h0, NHall, p, key);
+}
+
+int loom_k_attention_bwd_heads_naive(float *dqkv, const float *dout, const float *qkv,
+				     const float *att, const int32_t *len, const int32_t *off,
+				     int B, int T, int C, int NH, int h0, int NHall, float p,
+				     uint64_t key)
+{
+	return attention_bwd_naive(dqkv, dout, qkv, att, len, off, B, T, C, NH, h0, NHall, p, key);
 }
 
 /* ---- gelu -------------------------------------------------------------- */

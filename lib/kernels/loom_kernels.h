@@ -156,6 +156,26 @@ int loom_k_attention_bwd_naive(float *dqkv, const float *dout, const float *qkv,
 			       const float *att, const int32_t *len, const int32_t *off, int B, int T,
 			       int C, int NH, float p, uint64_t key);
 
+/* The same for heads h0 .. h0 + NH - 1 of a layer of NHall (tensor
+ * parallelism: a rank's heads; qkv[B,T,3C] with C = NH x head size):
+ * head h's dropout mask is the one the layer's head h0 + h draws among
+ * all NHall, element (b*NHall+h0+h)*T*T + i*T + j, so the split layer
+ * drops what the whole one drops (h0 0, NHall NH: the kernels above). */
+int loom_k_attention_fwd_heads(float *out, float *lse, const float *qkv, const int32_t *len,
+			       const int32_t *off, int B, int T, int C, int NH, int h0, int NHall,
+			       float p, uint64_t key);
+int loom_k_attention_fwd_heads_naive(float *out, float *att, float *lse, const float *qkv,
+				     const int32_t *len, const int32_t *off, int B, int T, int C,
+				     int NH, int h0, int NHall, float p, uint64_t key);
+int loom_k_attention_bwd_heads(float *dqkv, const float *dout, const float *qkv,
+			       const float *out, const float *lse, const int32_t *len,
+			       const int32_t *off, int B, int T, int C, int NH, int h0, int NHall,
+			       float p, uint64_t key);
+int loom_k_attention_bwd_heads_naive(float *dqkv, const float *dout, const float *qkv,
+				     const float *att, const int32_t *len, const int32_t *off,
+				     int B, int T, int C, int NH, int h0, int NHall, float p,
+				     uint64_t key);
+
 /* GELU, tanh approximation ("gelu_new"). */
 void loom_k_gelu_fwd(float *out, const float *inp, size_t n);
 void loom_k_gelu_fwd_naive(float *out, const float *inp, size_t n);

@@ -693,6 +693,50 @@ int loom_ckpt_slices_put(struct loom_ckpt_slices *w, const uint64_t *lo, const u
 	return 0;
 }
 
+int loom_ckpt_slices_put_runs(struct loom_ckpt_slices *w, const struct loom_ckpt_run *r,
+			      size_t nr, struct loom_ckpt_piece *pieces, size_t *npieces,
+			      struct loom_err *err)
+{
+	const struct loom_ckpt_save *s = &w->s;
+	struct pieces pc = {pieces, 0, *npieces, {NULL, NULL}};
+	uint64_t *at = malloc(sizeof *at * (s->n_tensors + 1)); /* tensor i's bytes in the model file */
+	int rc = 0;
+	*npieces = 0;
+	if (!at)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	at[0] = 0;
+	for (size_t i = 0; i < s->n_tensors; i++)
+		at[i + 1] = at[i] + numel(&s->tensors[i]) * sizeof(float);
+	for (size_t k = 0; rc == 0 && k < nr; k++, r++) {
+		const struct loom_ckpt_tensor *t = r->tensor < s->n_tensors ? &s->tensors[r->tensor] : NULL;
+		const uint64_t n = t ? numel(t) : 0, nb = n * sizeof(float);
+		if (!t || r->lo > n || r->n > n - r->lo) {
+			rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: run [%" PRIu64 ", +%" PRIu64
+					  ") of tensor %zu is not within the table", r->lo, r->n,
+					  r->tensor);
+			break;
+		}
+		const float *src[3] = { r->w, r->m, r->v };
+		/* model: tensor i's data; optimizer: its exp_avg, then its exp_avg_sq */
+		const uint64_t off[3] = { w->base[0] + at[r->tensor], w->base[1] + 2 * at[r->tensor],
+					  w->base[1] + 2 * at[r->tensor] + nb };
+		for (int j = 0; rc == 0 && j < 2 * w->nf - 1; j++) {
+			const int f = j ? LOOM_CKPT_OPTIMIZER_FILE : LOOM_CKPT_MODEL_FILE;
+			if (r->n && !src[j])
+				rc = loom_err_set(err, LOOM_EINVAL, "checkpoint: missing %s for a run "
+						  "of '%s'", j ? "AdamW moments" : "weights", t->name);
+			else
+				rc = put_slice(&pc, f, w->fd[f], w->path[f],
+					       off[j] + r->lo * sizeof(float), src[j],
+					       r->n * sizeof(float), err);
+		}
+	}
+	free(at);
+	if (rc == 0)
+		*npieces = pc.n;
+	return rc;
+}
+
 int loom_ckpt_slices_finish(struct loom_ckpt_slices *w, struct loom_err *err)
 {
 	int rc = 0;
@@ -1569,6 +1613,29 @@ static size_t first_non_finite(const float *x, size_t n)
 	return SIZE_MAX;
 }
 
+/* Elements [lo, hi) (hi UINT64_MAX: to the end) of the file's tensor f
+ * (called `name`) to `to`, checked finite. */
+static int copy_run(struct loom_ckpt *c, const struct loom_st *st, const struct loom_st_tensor *f,
+		    const char *name, float *to, uint64_t lo, uint64_t hi)
+{
+	const uint64_t n = f->nbytes / sizeof(float);
+	if (hi == UINT64_MAX)
+		hi = n;
+	if (lo > hi || hi > n)
+		return loom_err_set(&c->err, LOOM_EINVAL,
+				    "%s: slice [%" PRIu64 ", %" PRIu64 ") of tensor '%s' is not "
+				    "within its %" PRIu64 " elements", loom_st_name(st), lo, hi,
+				    name, n);
+	loom_st_copy(st, f, lo * sizeof(float), to, (hi - lo) * sizeof(float));
+	size_t bad = first_non_finite(to, (size_t)(hi - lo));
+	if (bad != SIZE_MAX)
+		return loom_err_set(&c->err, LOOM_EFORMAT,
+				    "%s: the checkpoint holds non-finite values: tensor '%s' "
+				    "element %" PRIu64 " is %g", loom_st_name(st), name, lo + bad,
+				    (double)to[bad]);
+	return 0;
+}
+
 /* Check the file's tensor `name` against the caller's t, then copy its
  * elements [lo, hi) (all of them when hi is UINT64_MAX) to dst + lo,
  * touching only those bytes of the file's mapping (and not keeping them:
@@ -1594,22 +1661,7 @@ static int copy_tensor(struct loom_ckpt *c, const struct loom_st *st,
 	}
 	if (used)
 		*used = f;
-	const uint64_t n = f->nbytes / sizeof(float);
-	if (hi == UINT64_MAX)
-		hi = n;
-	if (lo > hi || hi > n)
-		return loom_err_set(&c->err, LOOM_EINVAL,
-				    "%s: slice [%" PRIu64 ", %" PRIu64 ") of tensor '%s' is not "
-				    "within its %" PRIu64 " elements", loom_st_name(st), lo, hi,
-				    name, n);
-	loom_st_copy(st, f, lo * sizeof(float), dst + lo, (hi - lo) * sizeof(float));
-	size_t bad = first_non_finite(dst + lo, (size_t)(hi - lo));
-	if (bad != SIZE_MAX)
-		return loom_err_set(&c->err, LOOM_EFORMAT,
-				    "%s: the checkpoint holds non-finite values: tensor '%s' "
-				    "element %" PRIu64 " is %g", loom_st_name(st), name, lo + bad,
-				    (double)dst[lo + bad]);
-	return 0;
+	return copy_run(c, st, f, name, dst + lo, lo, hi);
 }
 
 int loom_ckpt_has_tensor(const struct loom_ckpt *c, const char *name)
@@ -1711,6 +1763,44 @@ int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_
 			return rc;
 	}
 	return 0;
+}
+
+int loom_ckpt_load_runs(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
+			const struct loom_ckpt_run *r, size_t nr, int optimizer)
+{
+	char name[512];
+	uint64_t *none = calloc(n ? n : 1, sizeof *none);
+	float **d = calloc(n ? n : 1, sizeof *d);
+	const struct loom_st_tensor **f = calloc(n ? n : 1, sizeof *f);
+	int rc = none && d && f ? 0 : loom_err_set(&c->err, LOOM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && d; i++)
+		d[i] = t[i].data;
+	/* every check of a load, no element copied: the runs come next */
+	if (!rc)
+		rc = load_model(c, t, n, NULL, none, none);
+	if (!rc && optimizer)
+		rc = loom_ckpt_load_optimizer_slices(c, t, n, d, d, none, none);
+	for (int k = 0; k < 1 + 2 * !!optimizer && !rc; k++) {
+		const struct loom_st *st = k ? c->optim : c->model;
+		for (size_t i = 0; i < n; i++) { /* found by load_model: the names are there */
+			snprintf(name, sizeof name, "%s%s", t[i].name,
+				 k == 0 ? "" : k == 1 ? ".exp_avg" : ".exp_avg_sq");
+			f[i] = st_find(c->arch, st, name);
+		}
+		for (size_t j = 0; j < nr && !rc; j++) {
+			float *to = k == 0 ? r[j].w : k == 1 ? r[j].m : r[j].v;
+			if (r[j].tensor >= n || r[j].lo > UINT64_MAX - r[j].n)
+				rc = loom_err_set(&c->err, LOOM_EINVAL, "%s: run %zu is not within the "
+						  "table", loom_st_name(st), j);
+			else
+				rc = copy_run(c, st, f[r[j].tensor], t[r[j].tensor].name, to, r[j].lo,
+					      r[j].lo + r[j].n);
+		}
+	}
+	free(none);
+	free(d);
+	free(f);
+	return rc;
 }
 
 int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,

@@ -35,6 +35,8 @@
  * at any point leaves the previous checkpoint.  Loading by slices
  * (loom_ckpt_load_model_slices, load_optimizer_slices) reads only a
  * process's slices, so a checkpoint resumes on any number of processes.
+ * A slice that is not one range of each tensor (tensor parallelism's
+ * columns) is written and read as runs (struct loom_ckpt_run). 
  * loom_ckpt knows no MPI: the caller moves the temp directory's name and
  * the pieces (plain structs) between processes.
  *
@@ -287,6 +289,20 @@ int loom_ckpt_slices_put(struct loom_ckpt_slices *w, const uint64_t *lo, const u
 			 float *const *adam_m, float *const *adam_v,
 			 struct loom_ckpt_piece *pieces, size_t *npieces, struct loom_err *err);
 int loom_ckpt_slices_finish(struct loom_ckpt_slices *w, struct loom_err *err);
+/* A slice that is not one range of each tensor (tensor parallelism: a
+ * rank's columns of a matrix are a run in every row) as runs: elements
+ * [lo, lo + n) of tensor `tensor` of the table, read from w[0..n) (and,
+ * with moments, m[0..n), v[0..n)): the process's own layout, not the
+ * tensor's.  slices_put_runs pwrites r[0..nr) as slices_put does (pieces:
+ * 3 a run is always enough; runs adjacent in a file merge into one). */
+struct loom_ckpt_run {
+	size_t tensor;
+	uint64_t lo, n;
+	float *w, *m, *v;
+};
+int loom_ckpt_slices_put_runs(struct loom_ckpt_slices *w, const struct loom_ckpt_run *r,
+			      size_t nr, struct loom_ckpt_piece *pieces, size_t *npieces,
+			      struct loom_err *err);
 /* Rank 0, with the pieces of all ranks (any order): they must tile the
  * data of each file exactly, else LOOM_EFORMAT naming the file and the
  * byte where a gap or an overlap starts; the files' CRC-32C come from the
@@ -412,6 +428,12 @@ int loom_ckpt_load_optimizer(struct loom_ckpt *c, const struct loom_ckpt_tensor 
 int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 				    size_t n, float *const *adam_m, float *const *adam_v,
 				    const uint64_t *lo, const uint64_t *hi);
+/* The checks of loom_ckpt_load_model_slices for table t[n] (the whole
+ * tensors: names, shapes; data unused), copying only the runs r[0..nr)
+ * (struct loom_ckpt_run: into r->w, and with optimizer the moments into
+ * r->m, r->v): a rank that holds no tensor whole reads only its runs. */
+int loom_ckpt_load_runs(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
+			const struct loom_ckpt_run *r, size_t nr, int optimizer);
 const char *loom_ckpt_error(const struct loom_ckpt *c);
 /* The side file NAME of the checkpoint (verified at open when state.json
  * lists it), opened and validated into *st (the caller frees it with

@@ -622,12 +622,6 @@ static int validate_tp(struct loom_config *c)
 	if (c->sparsity > 0)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sparsity (RigL's block "
 				    "masks are not split across ranks)");
-	if (c->attn_dropout > 0)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with attn_dropout (its masks "
-				    "are keyed by the local head)");
-	if (c->sharding == LOOM_SHARD_WEIGHTS && c->data_parallel > 1)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sharding=weights "
-				    "(sharding=optimizer shards the AdamW state across the replicas)");
 	return 0;
 }
 

@@ -398,33 +398,6 @@ int dist_tp_scatter(void *ctx, float *in, float *out, size_t n, struct loom_err 
 	return tp_half(ctx, in, out, n, 1, err);
 }
 
-int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)
-{
-	if (d->dp.rank != 0)
-		return 0;
-	if (d->tp.size == 1) {
-		memcpy(all, mine, n * sizeof(float));
-		return 0;
-	}
-	for (size_t i = 0; i < n; i += MAX_BUCKET) {
-		int k = (int)(n - i < MAX_BUCKET ? n - i : MAX_BUCKET);
-		float *tmp = d->tp.rank ? NULL : malloc(sizeof(float) * (size_t)k * d->tp.size);
-		if (!d->tp.rank && !tmp) /* the others still send: abort, not hang */
-			return loom_err_set(&d->err, LOOM_ENOMEM, "rank 0: out of memory gathering "
-					    "the tensor-parallel slices");
-		MPI_Request r;
-		int rc = MPI_Igather(mine + i, k, MPI_FLOAT, tmp, k, MPI_FLOAT, 0, d->tp.comm, &r);
-		if (rc != MPI_SUCCESS || (rc = dist_wait(d, &r, "gather of the tensor-parallel slices"))) {
-			free(tmp);
-			return rc > 0 ? dist_mpi_fail(d, rc, "gather of the tensor-parallel slices") : rc;
-		}
-		for (int p = 0; tmp && p < d->tp.size; p++)
-			memcpy(all + (size_t)p * n + i, tmp + (size_t)p * k, sizeof(float) * k);
-		free(tmp);
-	}
-	return 0;
-}
-
 void loom_dist_free(struct loom_dist *d)
 {
 	if (!d)
@@ -531,13 +504,6 @@ int loom_dist_grid(struct loom_dist *d, int tp)
 		return 0;
 	return loom_err_set(&d->err, LOOM_EINVAL, "tensor_parallel: %d does not divide the 1 rank "
 			    "of this loom-train (built without MPI)", tp);
-}
-
-int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)
-{
-	(void)d;
-	memcpy(all, mine, n * sizeof(float));
-	return 0;
 }
 
 _Noreturn void loom_dist_abort(struct loom_dist *d, int code)

@@ -60,10 +60,14 @@
  * ranks (rank r is tensor-parallel rank r % T of replica r / T).  The
  * model splits each layer across a replica's T ranks and sums its partial
  * activations through the reduce call (struct loom_dist_calls); ZeRO-1
- * shards each rank's slices over the replicas; the gradient norm counts
- * the tensors every tensor-parallel rank holds whole (struct
- * loom_dist_model's replicated) once.  Checkpoints: loom_dist_tp_gather
- * brings replica 0's slices to rank 0.
+ * (or, sharding=weights, ZeRO-3) shards each rank's slices over the
+ * replicas; the gradient norm counts the tensors every tensor-parallel
+ * rank holds whole (struct loom_dist_model's replicated) once.
+ * Checkpoints: replica 0's ranks (sharding=weights: every rank, its
+ * chunks) each write their slices' runs into the one checkpoint
+ * (loom_dist_save_runs); a resume reads only a rank's runs
+ * (loom_ckpt_load_runs, loom_dist_load_runs): no rank holds the whole
+ * model.
  *
  * Files: loom_dist.c the transport and roll call, loom_dist_zero.c the
  * buckets, ZeRO-1/3 and the step, loom_dist_ckpt.c the sharded
@@ -221,10 +225,6 @@ int loom_dist_replica(const struct loom_dist *d);
 int loom_dist_replicas(const struct loom_dist *d);
 int loom_dist_tp_rank(const struct loom_dist *d);
 int loom_dist_tp_size(const struct loom_dist *d);
-/* Collective over replica 0's ranks (the others return 0 at once): each
- * sends mine[0..n), rank 0 receives all[tp * n] in tensor-parallel rank
- * order (all: NULL elsewhere). */
-int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all);
 /* Payload bytes this rank sent in the tensor-parallel all-reduces (ring:
  * 2 (T-1)/T x the buffer each), all-gathers and reduce-scatters ((T-1)/T
  * x the whole buffer each), and the seconds it waited in them. */
@@ -286,6 +286,27 @@ void loom_dist_gather_done(struct loom_dist *d);
  * previous checkpoint as it was). */
 struct loom_ckpt_save;
 int loom_dist_save(struct loom_dist *d, const struct loom_ckpt_save *s, char *out, size_t len);
+
+/* tensor parallelism, collective over replica 0's ranks (the others
+ * return 0 at once): write the checkpoint s (the whole model's table:
+ * names and whole shapes; its data and moments are not read), each rank
+ * its runs r[0..n) (lib/train/loom_ckpt.h's struct loom_ckpt_run: of the
+ * weights and moments; the runs of a replica's ranks tile every tensor),
+ * as loom_dist_save: begun and committed by rank 0, the step directory
+ * into out[len], 0 or the error on every rank that took part.
+ * sharding=weights (after attach): a collective of every rank, each
+ * writing the parts of its runs (r->w pointing into the model's
+ * parameters) in its chunks, with the moments of its shards. */
+struct loom_ckpt;
+struct loom_ckpt_run;
+struct loom_ckpt_tensor;
+int loom_dist_save_runs(struct loom_dist *d, const struct loom_ckpt_save *s,
+			const struct loom_ckpt_run *r, size_t n, char *out, size_t len);
+/* tensor parallelism with sharding=weights, after attach: read the parts
+ * of this rank's runs r[0..nr) in its chunks (the moments into its
+ * shards) from ck, t[n] the whole model's table.  Not collective. */
+int loom_dist_load_runs(struct loom_dist *d, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+			size_t n, const struct loom_ckpt_run *r, size_t nr, int optimizer);
 
 /* sharding=weights, after attach: read this rank's chunks of the weights
  * (t: the model's tensor table, data = its parameters) and, with

@@ -121,6 +121,19 @@ void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *
 	loom_tp_copy(&t, rank, slices, full, to_full);
 }
 
+void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out)
+{
+	struct loom_tp t = team(g);
+	loom_model_ckpt_tensors(g->tensors, g->n_tensors, g->params, out);
+	loom_tp_ckpt_whole(&t, out);
+}
+
+size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r)
+{
+	struct loom_tp t = team(g);
+	return loom_tp_ckpt_runs(&t, g->params, g->m, g->v, save, r);
+}
+
 struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp)
 {
 	struct loom_gpt *g = calloc(1, sizeof *g);
@@ -909,9 +922,10 @@ static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		return rc;
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * Cl);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL,
-					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
-					    loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, NULL,
+						  g->packed ? g->off : NULL, B, T, Cl,
+						  g->NHl, g->tp_rank * g->NHl, g->NH, adrop,
+						  loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
@@ -1236,9 +1250,10 @@ static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_
 		return rc;
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, Cl, C);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL,
-					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
-					    loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_bwd_heads(dqkv, datty, a->qkv, a->atty, a->lse, NULL,
+						  g->packed ? g->off : NULL, B, T, Cl, g->NHl,
+						  g->tp_rank * g->NHl, g->NH, adrop,
+						  loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_LN_BWD,
@@ -1411,14 +1426,13 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out)
 {
+	struct loom_tp t = team(g);
 	int rc;
 	if (n < 1 || n > g->P)
 		return loom_err_set(&g->err, LOOM_EINVAL,
 				    "sequence of %d tokens: must be 1..n_positions (%d)", n, g->P);
-	if (g->tp > 1)
-		return loom_err_set(&g->err, LOOM_EINVAL, "generation needs the whole vocabulary's "
-				    "logits: not on one of %d tensor-parallel ranks", g->tp);
-	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
+	if ((rc = loom_tp_ready(&t)) ||
+	    (rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;
 	if ((rc = take_rows(g, tok, NULL, 1, n)) || (rc = ensure_acts(g)) || (rc = ready_mm(g)) ||
@@ -1438,9 +1452,15 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	unit_done(g, g->L - 1);
 	if ((rc = unit_need(g, -1, LOOM_GPT_UNIT_NONE)))
 		return rc;
-	loom_mm_gemm(g->mm, 0, 1, 1, g->V, C, g->lnf, TP(g, p, T_WTE), 0, out);
+	/* tensor parallelism: this rank's vocabulary rows, the others' zero,
+	 * summed over the ranks (exact: one term each) */
+	size_t v0 = (size_t)g->tp_rank * (size_t)g->Vl;
+	memset(out, 0, sizeof(float) * (size_t)g->V);
+	loom_mm_gemm(g->mm, 0, 1, 1, g->Vl, C, g->lnf, TP(g, p, T_WTE), 0, out + v0);
 	unit_done(g, -1);
-	return loom_mm_check(g->mm, &g->err);
+	if ((rc = loom_mm_check(g->mm, &g->err)))
+		return rc;
+	return tp_sum(g, out, (size_t)g->V);
 }
 
 /* The (k+1)-th largest of a[0..n) (k < n), the value a sort in descending

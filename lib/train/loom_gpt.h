@@ -85,12 +85,16 @@
  * installed by the connect hook): after each row-split product in
  * forward (and the embedding lookup), after each column-split product's
  * input gradient (and the LM head's) in backward.  Dropout acts on the
- * reduced [N,C] activations, the same mask on every rank.  Each forward
+ * reduced [N,C] activations, the same mask on every rank; attention
+ * dropout draws a head's mask by its index among all n_head
+ * (loom_k_attention_fwd_heads), the whole layer's.  Each forward
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
- * whole model's arrays and a rank's (checkpoints, initialisation).  The
+ * whole model's arrays and a rank's (initialisation); checkpoints take a
+ * rank's slices as runs of the whole tensors (loom_gpt_ckpt_runs).  The
  * model-neutral parts (slices, team sum, batch check, step, the
- * vocabulary-parallel loss) are lib/train/loom_tp.h's, shared with BERT.
+ * vocabulary-parallel loss, checkpoint runs) are lib/train/loom_tp.h's,
+ * shared with BERT.
  *
  * Rows that end early: a forward with targets whose rows end in a tail
  * of ignore_id targets (records shorter than seq_len: loom-feed --pad
@@ -368,7 +372,9 @@ void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect);
 
 /* Generation: forward one sequence tok[n] (1 <= n <= n_positions) and write
- * the logits of the last position into out[V]. */
+ * the logits of the last position into out[V].  Tensor parallelism: a
+ * collective of the replica's ranks, each computing its vocabulary rows'
+ * logits; every rank gets all V (summed over the ranks). */
 int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *out);
 /* Sample a token from logits[V] at temperature (<= 0: argmax), keeping the
  * top_k largest (0 = all; scratch[V] the caller's, used when 0 < top_k <
@@ -419,6 +425,15 @@ struct loom_ckpt;
  * (base: g->params, g->m or g->v). */
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
 			   struct loom_ckpt_tensor *out);
+/* Tensor parallelism: out[g->n_tensors] the whole model's table (names,
+ * whole shapes, data = g->params + offset: a rank's, read by no save's
+ * begin nor load), and r[] this rank's runs of it (struct loom_ckpt_run:
+ * weights, and the moments where g has them; save: the tensors every rank
+ * holds whole only on tensor-parallel rank 0, so that the ranks' runs tile
+ * the checkpoint); returns the count (r NULL: only counts). */
+struct loom_ckpt_run;
+void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out);
+size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r);
 /* HuggingFace GPT-2 config keys (config.json). */
 struct loom_gpt_hf {
 	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;

@@ -30,6 +30,47 @@ int loom_plan_ranks_needed(const struct loom_config *c, int recompute, uint64_t 
 	return 0;
 }
 
+/* c at D replicas x T ranks, the vocabulary padded to a multiple of T */
+static void plan_grid(const struct loom_config *c, int D, int T, struct loom_model_mem *m)
+{
+	struct loom_config x = *c;
+	x.tensor_parallel = T;
+	x.vocab_size = (c->vocab_size + T - 1) / T * T;
+	loom_plan_on(&x, D, x.recompute, m);
+}
+
+int loom_plan_grid(const struct loom_config *c, uint64_t mem, int *D, int *T, int *vocab,
+		   struct loom_model_mem *m)
+{
+	int best = 0;
+	struct loom_model_mem pm;
+	for (int t = 1; c->model == LOOM_MODEL_GPT && t <= c->n_head; t++) {
+		int most = LOOM_PLAN_MAX_RANKS / t, lo = 1, hi = most;
+		if (c->n_head % t || (4 * c->n_embd) % t || (best && t > best))
+			continue;
+		plan_grid(c, most, t, &pm);
+		if (pm.total > mem)
+			continue;
+		/* the plan shrinks as the replicas grow: the fewest that fit */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			plan_grid(c, mid, t, &pm);
+			if (pm.total <= mem)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (!best || lo * t < best) {
+			best = lo * t;
+			*D = lo;
+			*T = t;
+			*vocab = (c->vocab_size + t - 1) / t * t;
+			plan_grid(c, lo, t, m);
+		}
+	}
+	return best;
+}
+
 int loom_plan_best_preset(const struct loom_config *c, uint64_t mem, char *fit, char *small,
 			  size_t len, struct loom_model_mem *m, uint64_t *small_total,
 			  struct loom_err *err)

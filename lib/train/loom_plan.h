@@ -1,7 +1,8 @@
 /*
  * loom_plan.h - what a run needs before it starts: the memory plan per
  * rank of a configuration (a GPT's or a BERT's, lib/train/loom_trainer.h),
- * the ranks it needs of a given memory, the largest GPT preset that fits,
+ * the ranks (or the data x tensor-parallel grid) it needs of a given
+ * memory, the largest GPT preset that fits,
  * and the machine's matmul rate in the run's precision (loom-train
  * --dry-run prints them).
  *
@@ -30,6 +31,15 @@ void loom_plan_on(const struct loom_config *c, int n, int recompute, struct loom
  * most ranks). */
 int loom_plan_ranks_needed(const struct loom_config *c, int recompute, uint64_t mem,
 			   struct loom_model_mem *m);
+/* The smallest grid of D data-parallel replicas x T tensor-parallel ranks
+ * (fewest ranks D x T, up to LOOM_PLAN_MAX_RANKS; of as many, the least
+ * T) on which the GPT c fits `mem` bytes per rank with its sharding and
+ * recompute: T among the divisors of n_head that divide 4 x n_embd, the
+ * vocabulary padded up to a multiple of T (*vocab: the padded size, c's
+ * when T divides it).  Returns D x T with *D, *T and its plan in *m, or
+ * 0 when none fits (or c is not a GPT). */
+int loom_plan_grid(const struct loom_config *c, uint64_t mem, int *D, int *T, int *vocab,
+		   struct loom_model_mem *m);
 /* Of the GPT presets (share/presets/\*.json of model gpt), each as it is
  * but with c's sharding, precision and rank count: the one of the most
  * parameters that fits `mem` bytes per rank (fit[len], its plan in *m)

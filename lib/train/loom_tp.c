@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_ckpt.h"
 #include "loom_dist.h"
 #include "loom_kernels.h"
 #include "loom_tp.h"
@@ -48,6 +49,58 @@ void loom_tp_copy(const struct loom_tp *t, int rank, float *slices, float *full,
 		runs(t, i, rank, move_run, &m);
 		base += t->tab[i].numel * (whole ? 1 : (size_t)t->tp);
 	}
+}
+
+void loom_tp_ckpt_whole(const struct loom_tp *t, struct loom_ckpt_tensor *tab)
+{
+	for (int i = 0; i < t->nt; i++) {
+		int G, kind = t->split(t->model, i, &G);
+		if (kind != LOOM_TP_WHOLE) /* rows: the first dimension; columns: the last */
+			tab[i].shape[kind == LOOM_TP_ROWS ? 0 : tab[i].ndim - 1] *= t->tp;
+	}
+}
+
+/* loom_tp_ckpt_runs' state: a run continuing the last one (in the slice
+ * and in the whole tensor) extends it */
+struct ckpt_runs {
+	struct loom_ckpt_run *r;
+	size_t n, i, off;       /* runs so far; tensor i, at off of the arrays */
+	float *p, *m, *v;
+	size_t end, wend;       /* where the last run ends in the slice, in the whole */
+};
+
+static void ckpt_run(void *ctx, size_t lo, size_t wo, size_t n)
+{
+	struct ckpt_runs *x = ctx;
+	size_t o = x->off + lo;
+	if (x->n && x->end == lo && x->wend == wo) {
+		if (x->r)
+			x->r[x->n - 1].n += n;
+	} else {
+		if (x->r)
+			x->r[x->n] = (struct loom_ckpt_run){
+				.tensor = x->i, .lo = wo, .n = n, .w = x->p + o,
+				.m = x->m ? x->m + o : NULL, .v = x->v ? x->v + o : NULL };
+		x->n++;
+	}
+	x->end = lo + n;
+	x->wend = wo + n;
+}
+
+size_t loom_tp_ckpt_runs(const struct loom_tp *t, float *params, float *m, float *v, int save,
+			 struct loom_ckpt_run *r)
+{
+	struct ckpt_runs x = { r, 0, 0, 0, params, m, v, 0, 0 };
+	for (int i = 0; i < t->nt; i++) {
+		int G;
+		if (save && t->rank && t->split(t->model, i, &G) == LOOM_TP_WHOLE)
+			continue; /* written once, by the team's rank 0 */
+		x.i = (size_t)i;
+		x.off = t->tab[i].offset;
+		x.end = x.wend = SIZE_MAX; /* a new tensor starts a new run */
+		runs(t, i, t->rank, ckpt_run, &x);
+	}
+	return x.n;
 }
 
 static void init_run(void *ctx, size_t lo, size_t wo, size_t n)

@@ -55,6 +55,19 @@ struct loom_tp {
  * tensor: to_full 0 copies the slices out of full, 1 into it. */
 void loom_tp_copy(const struct loom_tp *t, int rank, float *slices, float *full, int to_full);
 
+/* Checkpoints of the whole tensors (lib/train/loom_ckpt.h): tab[t->nt]
+ * (loom_model_ckpt_tensors of t's table) given the whole shapes; and r[]
+ * this rank's runs of the whole tensors (struct loom_ckpt_run: weights
+ * from params, moments from m and v where not NULL, in t's layout; save:
+ * the WHOLE tensors only on rank 0, so that the team's runs tile the
+ * checkpoint), returning their count (r NULL: only counts).  Adjacent
+ * runs merge. */
+struct loom_ckpt_tensor;
+struct loom_ckpt_run;
+void loom_tp_ckpt_whole(const struct loom_tp *t, struct loom_ckpt_tensor *tab);
+size_t loom_tp_ckpt_runs(const struct loom_tp *t, float *params, float *m, float *v, int save,
+			 struct loom_ckpt_run *r);
+
 /* After loom_model_init_weights on t's table: each split 2-D tensor
  * redrawn as this rank's slice of the whole tensor's N(0, init(t, ctx)^2)
  * draws from `seed` (1-D tensors are constants: already right). */

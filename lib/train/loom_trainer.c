@@ -134,7 +134,9 @@ static int ckpt_tables(struct loom_trainer *t, struct ckpt_tables *x)
 		x->mm[i] = m + tensors[i].offset;
 		x->vv[i] = v + tensors[i].offset;
 	}
-	if (t->g)
+	if (t->g && t->g->tp > 1) /* the whole tensors: each rank reads, writes its runs */
+		loom_gpt_ckpt_tensors_whole(t->g, x->tp);
+	else if (t->g)
 		loom_gpt_ckpt_tensors(t->g, t->g->params, x->tp);
 	else
 		loom_bert_ckpt_tensors(t->b, t->b->params, x->tp);
@@ -174,12 +176,30 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
 	return 0;
 }
 
+/* tensor parallelism: replica 0's ranks write their runs of s into path
+ * (a collective: a rank without memory for its list writes none, and the
+ * commit finds the gap) */
+static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char *path)
+{
+	size_t n = loom_gpt_ckpt_runs(t->g, 1, NULL);
+	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
+	if (r)
+		loom_gpt_ckpt_runs(t->g, 1, r);
+	t->hk.save_runs(t->hk.ctx, s, r, r ? n : 0, path, sizeof t->saved_path);
+	free(r);
+	return r ? 0 : nomem(t);
+}
+
 /* Write s; its directory in t->saved_path (saved as best: t->best_path). */
 static int ckpt_write(struct loom_trainer *t, const struct loom_ckpt_save *s)
 {
 	struct loom_err err = { 0 };
 	char *path = s->as ? t->best_path : t->saved_path;
-	if (shards_weights(t)) /* every rank writes its part */
+	int rc;
+	if (t->g && t->g->tp > 1) {
+		if ((rc = tp_write(t, s, path)))
+			return rc;
+	} else if (shards_weights(t)) /* every rank writes its part */
 		t->hk.save_part(t->hk.ctx, s, path, sizeof t->saved_path);
 	else if (loom_ckpt_write(s, path, sizeof t->saved_path, &err))
 		return take_err(t, &err, LOOM_EIO);
@@ -216,46 +236,12 @@ static int bert_ckpt(struct loom_trainer *t, struct loom_ckpt_save *s, struct lo
 	return 0;
 }
 
-/* tensor_parallel, replica 0's ranks (their moments gathered): the whole
- * model on rank 0 from their slices (*w NULL on the others) */
-static int gpt_whole(struct loom_trainer *t, struct loom_gpt **w)
-{
-	struct loom_gpt *g = t->g;
-	*w = t->hk.rank ? NULL : loom_gpt_new(&t->cfg);
-	float *all = *w ? malloc(sizeof(float) * g->n_params * g->tp) : NULL;
-	if (!t->hk.rank && !all) { /* the others' sends fail with this rank */
-		loom_gpt_free(*w);
-		*w = NULL;
-		return nomem(t);
-	}
-	float *mine[3] = { g->params, g->m, g->v };
-	for (int k = 0; k < 3; k++) {
-		t->hk.tp_gather(t->hk.ctx, mine[k], g->n_params, all);
-		float *whole[3] = { *w ? (*w)->params : NULL, *w ? (*w)->m : NULL,
-				    *w ? (*w)->v : NULL };
-		for (int r = 0; *w && r < g->tp; r++)
-			loom_gpt_tp_copy(g, r, all + (size_t)r * g->n_params, whole[k], 1);
-	}
-	free(all);
-	return 0;
-}
-
 /* A checkpoint, as a step (as NULL) or as "best". */
 static int save_as(struct loom_trainer *t, const char *as)
 {
 	int all = shards_weights(t); /* every rank writes its part */
 	if (!all && t->hk.save_begin && !t->hk.save_begin(t->hk.ctx))
 		return 0; /* ranks > 0: sent their moment shards to rank 0 */
-	struct loom_gpt *g = t->g, *w = NULL;
-	if (g && g->tp > 1) { /* rank 0 writes the whole model */
-		int rc = gpt_whole(t, &w);
-		if (rc || !w) {
-			if (t->hk.save_end)
-				t->hk.save_end(t->hk.ctx);
-			return rc; /* replica 0's ranks > 0: sent their slices to rank 0 */
-		}
-		t->model = t->g = w;
-	}
 	struct ckpt_tables x;
 	struct loom_ckpt_save s;
 	struct loom_gpt_hf hf;
@@ -271,10 +257,6 @@ static int save_as(struct loom_trainer *t, const char *as)
 	free(ctxt);
 	ckpt_tables_free(&x);
 out:
-	if (w) {
-		t->model = t->g = g;
-		loom_gpt_free(w);
-	}
 	if (!all && t->hk.save_end)
 		t->hk.save_end(t->hk.ctx);
 	return rc;
@@ -343,6 +325,25 @@ static int load_optimizer(struct loom_trainer *t, struct loom_ckpt *ck, const st
 	return 0;
 }
 
+/* tensor parallelism: this rank's runs of the whole tensors x (weights,
+ * and with_optimizer the moments), read alone */
+static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ckpt_tables *x,
+		   int with_optimizer)
+{
+	size_t n = loom_gpt_ckpt_runs(t->g, 0, NULL);
+	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
+	int rc = 0;
+	if (!r)
+		return nomem(t);
+	loom_gpt_ckpt_runs(t->g, 0, r);
+	if (shards_weights(t)) /* attached: the runs' parts in this rank's chunks */
+		t->hk.load_runs(t->hk.ctx, ck, x->tp, x->n, r, n, with_optimizer);
+	else if ((rc = loom_ckpt_load_runs(ck, x->tp, x->n, r, n, with_optimizer)))
+		loom_err_set(&t->err, rc, "%s", loom_ckpt_error(ck));
+	free(r);
+	return rc;
+}
+
 static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
 	struct loom_gpt *g = t->g;
@@ -352,7 +353,10 @@ static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optim
 		return rc;
 	if (with_optimizer && (rc = load_optimizer(t, ck, NULL)))
 		goto out;
-	if (shards_weights(t)) { /* attached: only this rank's chunks */
+	if (g->tp > 1) { /* only this rank's runs */
+		if ((rc = tp_load(t, ck, &x, with_optimizer)))
+			goto out;
+	} else if (shards_weights(t)) { /* attached: only this rank's chunks */
 		t->hk.load_part(t->hk.ctx, ck, x.tp, x.n, with_optimizer);
 	} else if (loom_ckpt_load_model(ck, x.tp, x.n)) {
 		rc = loom_err_set(&t->err, LOOM_EFORMAT, "%s", loom_ckpt_error(ck));
@@ -913,30 +917,11 @@ static int new_model(struct loom_trainer *t)
 	return 0;
 }
 
-/* tensor_parallel: a checkpoint loaded into the whole model gives this
- * rank its slices */
-static int gpt_load_tp(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
-{
-	struct loom_gpt *g = t->g, *w = loom_gpt_new(&t->cfg);
-	if (!w)
-		return nomem(t);
-	t->model = t->g = w;
-	int rc = gpt_load(t, ck, with_optimizer);
-	t->model = t->g = g;
-	if (!rc) {
-		loom_gpt_tp_copy(g, g->tp_rank, g->params, w->params, 0);
-		loom_gpt_tp_copy(g, g->tp_rank, g->m, w->m, 0);
-		loom_gpt_tp_copy(g, g->tp_rank, g->v, w->v, 0);
-	}
-	loom_gpt_free(w);
-	return rc;
-}
-
 static int load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
 	if (t->b)
 		return bert_load(t, ck, with_optimizer);
-	return (t->g->tp > 1 ? gpt_load_tp : gpt_load)(t, ck, with_optimizer);
+	return gpt_load(t, ck, with_optimizer);
 }
 
 int loom_trainer_build(struct loom_trainer *t)

@@ -69,12 +69,17 @@ struct loom_trainer_hooks {
 	void (*step)(void *ctx, float lr, int64_t t, float *norm, double *lsum);
 	void (*say)(void *ctx, const char *line);
 	/* tensor parallelism (NULL without): this rank's replica and its rank
-	 * in the replica (asked once the grid is made); replica 0's ranks'
-	 * mine[0..n) into all[tensor_parallel * n] on rank 0, in order (a
-	 * collective of replica 0: the others return at once) */
+	 * in the replica (asked once the grid is made); replica 0's ranks
+	 * each write their runs r[0..n) of the checkpoint s, its directory
+	 * in path (a collective of replica 0: the others return at once;
+	 * with shards_weights, of every rank, each its chunks' parts) */
 	int (*replica)(void *ctx);
 	int (*tp_rank)(void *ctx);
-	void (*tp_gather)(void *ctx, const float *mine, size_t n, float *all);
+	void (*save_runs)(void *ctx, const struct loom_ckpt_save *s, const struct loom_ckpt_run *r,
+			  size_t n, char *path, size_t len);
+	/* with shards_weights: the parts of this rank's runs in its chunks */
+	void (*load_runs)(void *ctx, struct loom_ckpt *ck, const struct loom_ckpt_tensor *t,
+			  size_t n, const struct loom_ckpt_run *r, size_t nr, int optimizer);
 };
 
 /* Where micro_batch, seq_len and vocab_size came from.  A value only a
