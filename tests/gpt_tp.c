@@ -1,6 +1,6 @@
 /* Tensor parallelism of the GPT (loom_gpt_new_tp) checked in one process,
  * without MPI: T threads, each one rank's slices, summing through a reduce
- * call built on a barrier (what lib/train/loom_dist.c does over MPI).  A
+ * call built on a barrier (tests/tp_team.h).  A
  * training micro-batch with dropout and a clipped AdamW step on T=2 and T=4
  * ranks against the whole model (each rank initialised on its own): the loss, every gradient and every weight
  * after the step (the ranks' slices put back with loom_gpt_tp_copy) within
@@ -9,68 +9,30 @@
  * in the micro-batch and step against loom_gpt_tp_bytes (the LM head in
  * one chunk and in chunks of 3 rows). */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "loom_dist.h"
 #include "loom_gpt.h"
 #include "tap.h"
 #include "testlib.h"
+#include "tp_team.h"
 
-#define MAXT 4
-
-struct group {
-	int T;
-	pthread_barrier_t bar;
-	void *buf[MAXT];
-};
+#define MAXT TP_MAXT
 
 struct rank {
-	int rank;
-	struct group *grp;
+	struct tp_member mb;    /* the reduce call's ctx */
 	struct loom_gpt *g;
 	const int32_t *in, *tg;
 	int B, T, rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
 	int head_rows;          /* the LM head's chunks (0: the default) */
-	uint64_t bytes, step_bytes; /* reduced; those of the micro-batch and step */
+	uint64_t step_bytes;    /* reduced in the micro-batch and step */
 	double nll;
 	int64_t ntok, correct;
 };
-
-/* every rank's buf[0..n) summed or maxed into each (the loom_dist_calls
- * reduce of lib/train/loom_dist.h) */
-static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
-{
-	struct rank *r = ctx;
-	struct group *g = r->grp;
-	int f64 = op == LOOM_DIST_SUM_F64 || op == LOOM_DIST_MAX_F64;
-	int sum = op == LOOM_DIST_SUM_F32 || op == LOOM_DIST_SUM_F64;
-	double *acc = malloc(sizeof(double) * (n ? n : 1));
-	if (!acc)
-		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	r->bytes += n * (f64 ? 8 : 4);
-	g->buf[r->rank] = buf;
-	pthread_barrier_wait(&g->bar);
-	for (size_t i = 0; i < n; i++)
-		for (int k = 0; k < g->T; k++) {
-			double x = f64 ? ((double *)g->buf[k])[i] : ((float *)g->buf[k])[i];
-			acc[i] = !k ? x : sum ? acc[i] + x : fmax(acc[i], x);
-		}
-	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
-	for (size_t i = 0; i < n; i++) {
-		if (f64)
-			((double *)buf)[i] = acc[i];
-		else
-			((float *)buf)[i] = (float)acc[i];
-	}
-	free(acc);
-	return 0;
-}
 
 static void *run_rank(void *arg)
 {
@@ -78,27 +40,16 @@ static void *run_rank(void *arg)
 	struct loom_gpt *g = r->g;
 	struct loom_dist_model m;
 	loom_gpt_dist_model(g, &m);
-	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce });
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce });
 	g->head_rows = r->head_rows;
 	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
 	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
 	if (!r->rc)
 		loom_gpt_step(g, 1e-3f, 1, &r->norm);
-	r->step_bytes = r->bytes;
+	r->step_bytes = r->mb.bytes;
 	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
 		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
 	return NULL;
-}
-
-/* max |a - b| over max |b| */
-static double rel(const float *a, const float *b, size_t n)
-{
-	double d = 0, m = 0;
-	for (size_t i = 0; i < n; i++) {
-		d = fmax(d, fabs((double)a[i] - b[i]));
-		m = fmax(m, fabs((double)b[i]));
-	}
-	return m > 0 ? d / m : d;
 }
 
 static void check(int T, int head_rows)
@@ -116,13 +67,13 @@ static void check(int T, int head_rows)
 	tg[4] = c.ignore_id = 23; /* an ignored target */
 	struct loom_gpt *w = loom_gpt_new(&c);
 	loom_gpt_init_weights(w, 1);
-	struct group grp = { .T = T };
+	struct tp_team grp = { .T = T };
 	struct rank r[MAXT];
 	pthread_t th[MAXT];
 	int same_init = 1;
 	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
-		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
+		r[k] = (struct rank){ .mb = { k, &grp, 0 }, .g = loom_gpt_new_tp(&c, k, T),
 				      .in = in, .tg = tg, .B = B, .T = S, .head_rows = head_rows };
 		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
 		/* a rank's own initialisation is its slice of the whole model's */
@@ -169,7 +120,7 @@ static void check(int T, int head_rows)
 	       T, head_rows);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "T=%d: every rank's loss %.7f is the whole model's %.7f", T, r[0].loss, loss);
-	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
+	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
 	ok(dg <= 1e-5, "T=%d: the slices' gradients are the whole model's (max rel %.2g)", T, dg);
 	ok(same_whole, "T=%d: wpe's and ln_f's gradients the same bytes on every rank", T);
 	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.grad_clip,
