@@ -64,7 +64,7 @@ static const struct key keys[] = {
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
-	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica (gpt)", 0 },
+	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica", 0 },
 	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
 	{ "dist_timeout", K_FLOAT, O(dist_timeout), 0, 1e7, NULL, "seconds a rank waits for another that does not answer (0 = forever)", 0 },
 	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
@@ -588,23 +588,22 @@ static int validate_model(struct loom_config *c)
 }
 
 /* tensor_parallel=T splits the heads, the MLP width and the vocabulary
- * (lib/train/loom_gpt.h): T must divide each, and what it does not split
- * yet is refused. */
+ * (lib/train/loom_gpt.h, lib/train/loom_bert.h): T must divide each, and
+ * what it does not split yet is refused. */
 static int validate_tp(struct loom_config *c)
 {
 	struct loom_err *e = &c->err;
 	int T = c->tensor_parallel;
 	if (T == 1)
 		return 0;
-	if (c->model != LOOM_MODEL_GPT)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d, but only the GPT is split "
-				    "across ranks (model is %s)", T, loom_model_name(c->model));
+	int bert_mlp = c->model == LOOM_MODEL_BERT && c->intermediate;
 	if (c->n_head % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide n_head (%d): "
 				    "each rank computes n_head/T whole heads", T, c->n_head);
-	if ((4 * c->n_embd) % T)
+	if ((bert_mlp ? c->intermediate : 4 * c->n_embd) % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide the MLP "
-				    "width 4 x n_embd (%d)", T, 4 * c->n_embd);
+				    "width %s (%d)", T, bert_mlp ? "intermediate" : "4 x n_embd",
+				    bert_mlp ? c->intermediate : 4 * c->n_embd);
 	if (c->vocab_size % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide vocab_size "
 				    "(%d): pad the vocabulary to a multiple of it", T, c->vocab_size);

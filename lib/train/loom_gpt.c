@@ -114,6 +114,11 @@ static struct loom_tp team(const struct loom_gpt *g)
 				 .err = (struct loom_err *)&g->err };
 }
 
+void loom_gpt_tp(const struct loom_gpt *g, struct loom_tp *t)
+{
+	*t = team(g);
+}
+
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full)
 {

@@ -243,6 +243,10 @@ uint64_t loom_gpt_tp_params(const struct loom_config *cfg);
  * copies the slices out of full, 1 into it. */
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full);
+/* Its tensor-parallel team (lib/train/loom_tp.h) into *t: slices, split
+ * kinds, the reduce call; errors into g's. */
+struct loom_tp;
+void loom_gpt_tp(const struct loom_gpt *g, struct loom_tp *t);
 void loom_gpt_free(struct loom_gpt *g);
 const char *loom_gpt_error(const struct loom_gpt *g);
 

@@ -18,7 +18,9 @@
 #include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_generate.h"
+#include "loom_dist.h"
 #include "loom_rigl.h"
+#include "loom_tp.h"
 #include "loom_trainer.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
@@ -207,25 +209,76 @@ static int bert_ckpt(struct loom_trainer *t, struct loom_ckpt_save *s, struct lo
 	return 0;
 }
 
-/* tensor_parallel, replica 0's ranks (their moments gathered): the whole
- * model on rank 0 from their slices (*w NULL on the others) */
-static int gpt_whole(struct loom_trainer *t, struct loom_gpt **w)
+/* ---- tensor_parallel: a rank's slices and the whole model --------------- */
+
+/* The model's team (lib/train/loom_tp.h): 1 when it is split. */
+static int split_team(const struct loom_trainer *t, struct loom_tp *tp)
 {
-	struct loom_gpt *g = t->g;
-	*w = t->hk.rank ? NULL : loom_gpt_new(&t->cfg);
-	float *all = *w ? malloc(sizeof(float) * g->n_params * g->tp) : NULL;
+	if (t->g)
+		loom_gpt_tp(t->g, tp);
+	else
+		loom_bert_tp(t->b, tp);
+	return tp->tp > 1;
+}
+
+/* Model m of t's kind: its params, m and v into x; returns n_params. */
+static size_t model_arrays(const struct loom_trainer *t, void *m, float *x[3])
+{
+	struct loom_dist_model dm;
+	if (t->g)
+		loom_gpt_dist_model(m, &dm);
+	else
+		loom_bert_dist_model(m, &dm);
+	x[0] = dm.params;
+	x[1] = *dm.m;
+	x[2] = *dm.v;
+	return dm.n_params;
+}
+
+/* t's model becomes m (of the same kind) */
+static void set_model(struct loom_trainer *t, void *m)
+{
+	t->model = m;
+	if (t->g)
+		t->g = m;
+	else
+		t->b = m;
+}
+
+/* A whole model of the kind and shape of t's (NULL: ENOMEM), its free */
+static void *whole_new(const struct loom_trainer *t)
+{
+	return t->g ? (void *)loom_gpt_new(&t->cfg) : (void *)loom_bert_new(&t->b->cfg);
+}
+
+static void whole_free(const struct loom_trainer *t, void *w)
+{
+	if (t->g)
+		loom_gpt_free(w);
+	else
+		loom_bert_free(w);
+}
+
+/* replica 0's ranks (their moments gathered): the whole model on rank 0
+ * from their slices (*w NULL on the others) */
+static int tp_whole(struct loom_trainer *t, const struct loom_tp *tp, void **w)
+{
+	float *mine[3], *whole[3] = { NULL, NULL, NULL };
+	size_t n = model_arrays(t, t->model, mine);
+	*w = t->hk.rank ? NULL : whole_new(t);
+	float *all = *w ? malloc(sizeof(float) * n * tp->tp) : NULL;
 	if (!t->hk.rank && !all) { /* the others' sends fail with this rank */
-		loom_gpt_free(*w);
+		if (*w)
+			whole_free(t, *w);
 		*w = NULL;
 		return nomem(t);
 	}
-	float *mine[3] = { g->params, g->m, g->v };
+	if (*w)
+		model_arrays(t, *w, whole);
 	for (int k = 0; k < 3; k++) {
-		t->hk.tp_gather(t->hk.ctx, mine[k], g->n_params, all);
-		float *whole[3] = { *w ? (*w)->params : NULL, *w ? (*w)->m : NULL,
-				    *w ? (*w)->v : NULL };
-		for (int r = 0; *w && r < g->tp; r++)
-			loom_gpt_tp_copy(g, r, all + (size_t)r * g->n_params, whole[k], 1);
+		t->hk.tp_gather(t->hk.ctx, mine[k], n, all);
+		for (int r = 0; *w && r < tp->tp; r++)
+			loom_tp_copy(tp, r, all + (size_t)r * n, whole[k], 1);
 	}
 	free(all);
 	return 0;
@@ -236,15 +289,16 @@ int loom_trainer_save(struct loom_trainer *t)
 	int all = shards_weights(t); /* every rank writes its part */
 	if (!all && t->hk.save_begin && !t->hk.save_begin(t->hk.ctx))
 		return 0; /* ranks > 0: sent their moment shards to rank 0 */
-	struct loom_gpt *g = t->g, *w = NULL;
-	if (g && g->tp > 1) { /* rank 0 writes the whole model */
-		int rc = gpt_whole(t, &w);
+	struct loom_tp tp;
+	void *split = t->model, *w = NULL;
+	if (split_team(t, &tp)) { /* rank 0 writes the whole model */
+		int rc = tp_whole(t, &tp, &w);
 		if (rc || !w) {
 			if (t->hk.save_end)
 				t->hk.save_end(t->hk.ctx);
 			return rc; /* replica 0's ranks > 0: sent their slices to rank 0 */
 		}
-		t->model = t->g = w;
+		set_model(t, w);
 	}
 	struct ckpt_tables x;
 	struct loom_ckpt_save s;
@@ -262,8 +316,8 @@ int loom_trainer_save(struct loom_trainer *t)
 	ckpt_tables_free(&x);
 out:
 	if (w) {
-		t->model = t->g = g;
-		loom_gpt_free(w);
+		set_model(t, split);
+		whole_free(t, w);
 	}
 	if (!all && t->hk.save_end)
 		t->hk.save_end(t->hk.ctx);
@@ -607,6 +661,11 @@ int loom_trainer_settle(struct loom_trainer *t)
 	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
 		return usage(t, "sharding=weights: only a GPT shards its weights (model is %s); "
 			     "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
+	/* another model's checkpoint: said once here, not by every rank's load */
+	const struct loom_ckpt_arch *a = t->o.init_from ? ckpt_arch(t->o.init_from) : NULL;
+	if (a && (a == &loom_bert_ckpt_arch) != (c->model == LOOM_MODEL_BERT))
+		return usage(t, "--init-from %s: a %s checkpoint (config.json), but the model is %s",
+			     t->o.init_from, a->model_type, loom_model_name(c->model));
 	t->ops = c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops;
 	t->read_features = c->task == LOOM_TASK_SQUAD;
 	return 0;
@@ -781,7 +840,8 @@ static int new_model(struct loom_trainer *t)
 		struct loom_err err = { 0 };
 		if (loom_bert_config_check(&bc, &err))
 			return usage(t, "%s", err.msg);
-		t->model = t->b = loom_bert_new(&bc);
+		t->model = t->b = loom_bert_new_tp(&bc, t->hk.tp_rank ? t->hk.tp_rank(t->hk.ctx) : 0,
+						   c->tensor_parallel);
 	} else {
 		t->model = t->g = loom_gpt_new_tp(c, t->hk.tp_rank ? t->hk.tp_rank(t->hk.ctx) : 0,
 						  c->tensor_parallel);
@@ -792,30 +852,35 @@ static int new_model(struct loom_trainer *t)
 	return 0;
 }
 
-/* tensor_parallel: a checkpoint loaded into the whole model gives this
- * rank its slices */
-static int gpt_load_tp(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+static int load_model(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
-	struct loom_gpt *g = t->g, *w = loom_gpt_new(&t->cfg);
-	if (!w)
-		return nomem(t);
-	t->model = t->g = w;
-	int rc = gpt_load(t, ck, with_optimizer);
-	t->model = t->g = g;
-	if (!rc) {
-		loom_gpt_tp_copy(g, g->tp_rank, g->params, w->params, 0);
-		loom_gpt_tp_copy(g, g->tp_rank, g->m, w->m, 0);
-		loom_gpt_tp_copy(g, g->tp_rank, g->v, w->v, 0);
-	}
-	loom_gpt_free(w);
-	return rc;
+	return (t->b ? bert_load : gpt_load)(t, ck, with_optimizer);
 }
 
+/* tensor_parallel: a checkpoint loaded into the whole model gives this
+ * rank its slices */
 static int load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
+	struct loom_tp tp;
+	if (!split_team(t, &tp))
+		return load_model(t, ck, with_optimizer);
+	void *split = t->model, *w = whole_new(t);
+	if (!w)
+		return nomem(t);
+	set_model(t, w);
+	int rc = load_model(t, ck, with_optimizer);
+	set_model(t, split);
+	float *mine[3], *whole[3];
+	model_arrays(t, split, mine);
+	model_arrays(t, w, whole);
+	for (int k = 0; !rc && k < 3; k++)
+		loom_tp_copy(&tp, tp.rank, mine[k], whole[k], 0);
+	whole_free(t, w);
 	if (t->b)
-		return bert_load(t, ck, with_optimizer);
-	return (t->g->tp > 1 ? gpt_load_tp : gpt_load)(t, ck, with_optimizer);
+		loom_bert_weights_changed(t->b);
+	else
+		loom_gpt_weights_changed(t->g);
+	return rc;
 }
 
 int loom_trainer_build(struct loom_trainer *t)
