@@ -9,7 +9,8 @@
  * the whole model draws them; the loss, every gradient and every weight
  * after the step (slices put back with loom_tp_copy) within 1e-5; the
  * whole tensors' gradients the same bytes on every rank; an evaluation's
- * loss and hits those of the whole model. */
+ * loss and hits those of the whole model; the bytes the reduce calls
+ * moved in the micro-batch and step against loom_bert_tp_bytes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,23 +36,31 @@ struct rank {
 	int rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
+	uint64_t step_bytes;    /* reduced in the micro-batch and step */
+	uint64_t want;          /* loom_bert_tp_bytes then */
 	double nll;
 	int64_t n, correct;
 };
 
-/* train one micro-batch, step, evaluate */
-static int train_eval(struct loom_bert *b, const struct loom_bert_batch *x, float *loss,
-		      float *grads, float *norm, double *nll, int64_t *n, int64_t *correct)
+/* train one micro-batch and step */
+static int train(struct loom_bert *b, const struct loom_bert_batch *x, float *loss,
+		 float *grads, float *norm)
 {
 	int rc = loom_bert_forward(b, x, B, S, 1, 77, loss);
 	if (rc || (rc = loom_bert_backward(b, 1.0f)))
 		return rc;
 	memcpy(grads, b->grads, b->n_params * sizeof(float));
 	loom_bert_step(b, 1e-3f, 1, norm);
-	if ((rc = b->err.code) || (rc = loom_bert_forward(b, x, B, S, 0, 0, NULL)))
-		return rc;
-	loom_bert_eval_counts(b, nll, n, correct);
-	return 0;
+	return b->err.code;
+}
+
+static int eval(struct loom_bert *b, const struct loom_bert_batch *x, double *nll, int64_t *n,
+		int64_t *correct)
+{
+	int rc = loom_bert_forward(b, x, B, S, 0, 0, NULL);
+	if (!rc)
+		loom_bert_eval_counts(b, nll, n, correct);
+	return rc;
 }
 
 static void *run_rank(void *arg)
@@ -60,7 +69,10 @@ static void *run_rank(void *arg)
 	struct loom_dist_model m;
 	loom_bert_dist_model(r->b, &m);
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce });
-	r->rc = train_eval(r->b, &r->x, &r->loss, r->grads, &r->norm, &r->nll, &r->n, &r->correct);
+	r->rc = train(r->b, &r->x, &r->loss, r->grads, &r->norm);
+	r->step_bytes = r->mb.bytes;
+	r->want = loom_bert_tp_bytes(r->b, 1);
+	r->rc = r->rc ? r->rc : eval(r->b, &r->x, &r->nll, &r->n, &r->correct);
 	return NULL;
 }
 
@@ -102,7 +114,9 @@ static void check(int T, int task, int qa_loss, const char *what)
 	float loss, norm, *gw = malloc(w->n_params * sizeof(float));
 	double nll;
 	int64_t n, correct;
-	int rc = train_eval(w, &x, &loss, gw, &norm, &nll, &n, &correct);
+	int rc = train(w, &x, &loss, gw, &norm);
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T;
+	rc = rc ? rc : eval(w, &x, &nll, &n, &correct);
 	float *gt = calloc(w->n_params, sizeof(float)), *pt = calloc(w->n_params, sizeof(float));
 	int rcs = rc, same_loss = 1, same_whole = 1;
 	for (int k = 0; k < T; k++) {
@@ -122,6 +136,9 @@ static void check(int T, int task, int qa_loss, const char *what)
 		}
 	}
 	ok(!rcs, "%s T=%d: %d ranks train a micro-batch, step and evaluate", what, T, T);
+	is_int((long long)sent, (long long)r[0].want,
+	       "%s T=%d: the bytes sent in the micro-batch and step are loom_bert_tp_bytes's", what,
+	       T);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "%s T=%d: every rank's loss %.7f is the whole model's %.7f", what, T, r[0].loss, loss);
 	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);

@@ -861,8 +861,7 @@ int main(int argc, char **argv)
 	cli_progress_init(&u.prog, cli_force_progress);
 
 	train_loop(&u);
-	if (t->g) /* tensor parallelism: the bytes its exit report expects */
-		train_dist_tp_bound(loom_gpt_tp_bytes(t->g, c->grad_accum));
+	train_dist_tp_bound(t); /* tensor parallelism: the bytes its exit report expects */
 	cli_progress_done(&u.prog);
 	if (stop_sig && !quiet)
 		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),

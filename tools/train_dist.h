@@ -51,8 +51,10 @@ void train_dist_check_frame(unsigned rank, unsigned world);
 int train_dist_replica(void);
 int train_dist_tp_rank(void);
 /* The model's count of the bytes a rank sends per step in the
- * tensor-parallel all-reduces, reported beside the measured at exit. */
-void train_dist_tp_bound(uint64_t bytes);
+ * tensor-parallel all-reduces (at its last forward's shape), reported
+ * beside the measured at exit. */
+struct loom_trainer;
+void train_dist_tp_bound(const struct loom_trainer *t);
 /* Collective over replica 0's ranks (the others return at once): their
  * mine[0..n) into all[tensor_parallel * n] on rank 0, in order. */
 void train_dist_tp_gather(const float *mine, size_t n, float *all);

@@ -352,12 +352,41 @@ static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 	return off;
 }
 
-size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
+/* the activations' floats of a rank of tp at (B, T) */
+static size_t act_floats(const struct loom_bert_config *cfg, int tp, int B, int T)
 {
 	struct loom_bert b = { .cfg = *cfg, .L = cfg->n_layer, .C = cfg->hidden,
-			       .NH = cfg->n_head, .I = cfg->intermediate, .Cl = cfg->hidden,
-			       .NHl = cfg->n_head, .Il = cfg->intermediate };
+			       .NH = cfg->n_head, .I = cfg->intermediate, .Cl = cfg->hidden / tp,
+			       .NHl = cfg->n_head / tp, .Il = cfg->intermediate / tp };
 	return layout(&b, B, T, (size_t)B * T, NULL);
+}
+
+size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
+{
+	return act_floats(cfg, 1, B, T);
+}
+
+/* Tensor parallelism: the bytes a rank sends per step of `micro`
+ * micro-batches of N tokens (M of them masked-LM targets), ring
+ * all-reduces: per micro-batch [N,C] after the lookup and 2 a layer in
+ * forward, 2 a layer in backward and 2 more a recomputed layer (all but
+ * the last); the MLM loss's 3 [M] and its decoder's [M,C] input gradient;
+ * the 16-byte batch check; the norm's 8 bytes a step. */
+static uint64_t tp_bytes(const struct loom_bert_config *cfg, int tp, uint64_t N, uint64_t M,
+			 int micro)
+{
+	uint64_t L = (uint64_t)cfg->n_layer, C = (uint64_t)cfg->hidden, T = (uint64_t)tp;
+	if (T == 1)
+		return 0;
+	uint64_t nc = 1 + 4 * L + (cfg->recompute ? 2 * (L - 1) : 0);
+	uint64_t fl = nc * N * C + (cfg->task == LOOM_BERT_MLM ? M * C + 3 * M : 0);
+	uint64_t bytes = (fl * 4 + 16) * (uint64_t)micro + 8;
+	return bytes * 2 * (T - 1) / T;
+}
+
+uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro)
+{
+	return tp_bytes(&b->cfg, b->tp, (uint64_t)b->N, (uint64_t)b->M, micro);
 }
 
 void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b)
@@ -1145,17 +1174,31 @@ static size_t ops_n_params(const void *m)
 	return n;
 }
 
+/* tensor parallelism: a rank's parameter count (tp 1: all) */
+static uint64_t tp_params(const struct loom_bert_config *bc, int tp)
+{
+	struct loom_tensor *t = calloc((size_t)loom_bert_n_tensors(bc), sizeof *t);
+	uint64_t n = t ? table_tp(bc, tp, t) : 0;
+	free(t);
+	return n;
+}
+
+/* A rank's plan (tensor parallelism: of its slices; the bytes it sends
+ * at every position real and 15% of them masked-LM targets, the recipe's) */
 static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	struct loom_bert_config bc;
 	loom_bert_config_from(c, &bc);
 	bc.recompute = recompute;
-	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
+	int tp = c->tensor_parallel;
+	uint64_t n = tp > 1 ? tp_params(&bc, tp) : loom_config_n_params(c);
+	uint64_t R = c->data_parallel > 1 ? c->data_parallel : 1, N = (uint64_t)c->micro_batch * c->seq_len;
 	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
 	*m = (struct loom_model_mem){
 		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
-		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
+		.acts = 4 * (uint64_t)act_floats(&bc, tp, c->micro_batch, c->seq_len),
 		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+		.tp_bytes = tp_bytes(&bc, tp, N, N * 15 / 100, c->grad_accum),
 	};
 	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
 }

@@ -241,6 +241,15 @@ struct loom_bert *loom_bert_new_tp(const struct loom_bert_config *cfg, int rank,
  * kinds, the reduce call; errors into b's. */
 struct loom_tp;
 void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t);
+/* Tensor parallelism: the payload bytes a rank sends per optimizer step
+ * of `micro` micro-batches like the last forward (its token count N and
+ * masked-LM rows M; packed rows: N varies by batch), by ring all-reduces
+ * (2 (tp-1)/tp x the buffer): per micro-batch [N,C] after the lookup and
+ * 2 a layer in forward, 2 a layer in backward and 2 more a layer
+ * recomputed (all but the last); the MLM loss's 3 [M] and its decoder's
+ * [M,C] input gradient; the 16-byte batch check; the norm's 8 bytes.  0
+ * for tp 1. */
+uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro);
 void loom_bert_free(struct loom_bert *b);
 const char *loom_bert_error(const struct loom_bert *b);
 /* HuggingFace's init: Linear and embedding weights N(0, init_std) (the
