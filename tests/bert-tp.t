@@ -2,7 +2,8 @@
 # BERT under tensor_parallel=T (mpirun): a replica's T ranks split each
 # layer (heads, intermediate width, vocabulary: lib/train/loom_bert.h) and
 # train the loss curve of one process, task=squad and task=mlm, T=2, T=4
-# and 2x2 (data x tensor), with dropout; checkpoints hold the whole tensors
+# and 2x2 (data x tensor), with dropout, with recompute and accumulation,
+# and evaluate as it does; checkpoints hold the whole tensors
 # and move between grids (T=2 -> T=1 -> 2x2); a checkpoint of the other
 # model is one line, no hang.
 . "$(dirname "$0")/lib.sh"
@@ -19,13 +20,13 @@ D0="--set dropout=0"
 # bert-base-uncased's 30522 ids in a vocabulary 4 divides
 MTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 20 --set task=mlm,vocab_size=30524,n_head=4,dropout=0.1,attn_dropout=0,lr=1e-3"
 
-# same_curve WHAT N LOG BASE 'command': N ranks run it, their 20 logged
-# losses within 1e-5 relative of log BASE's (one process)
+# same_curve WHAT N LOG BASE 'command': N ranks run it, their logged
+# losses within 1e-5 relative of log BASE's (one process), step by step
 same_curve() {
 	np "$2" "$5"
 	is_rc 0 "$1"
-	local d; d=$(maxrel "$3" "$4" 1 20)
-	ok "  losses within 1e-5 relative of 1 rank over 20 steps (max $d)" small "$d"
+	local n d; n=$(grep -c '"loss"' "$4"); d=$(maxrel "$3" "$4" 1 "$n")
+	ok "  losses within 1e-5 relative of 1 rank over $n steps (max $d)" small "$d"
 	diag "$1 vs 1 rank: max relative loss difference $d"
 }
 
@@ -55,6 +56,25 @@ got=$(/usr/bin/python3 -c 'import json; print(json.loads(open("m22.json").readli
 ok "  step 1: $got = the mean of the replicas' single-process losses ($want)" \
 	/usr/bin/python3 -c "import sys; sys.exit(not abs($got - $want) <= 1e-5 * $want)"
 is "$(grep -c '"loss"' m22.json)" 20 "  20 steps logged"
+
+# recompute, accumulation 2 and evaluation (squad's features, mlm's masked
+# tokens: the vocabulary-parallel loss counts the hits) as one process's
+loom-feed -q --manifest "$T/sq/sq.manifest.json" --seed 2 --epochs 1 --batch 8 > ev.frames
+loom-feed -q --manifest "$T/mlm/m.manifest.json" --seq 29 --seed 2 --epochs 1 --batch 4 > mev.frames
+EV="--steps 4 --set micro_batch=4,grad_accum=2 --recompute --eval-every 2"
+run sh -c "$SFEED --batch 4 | $BTRAIN $EV --eval-data ev.frames --log $T/e1.json"
+same_curve "squad T=2, recompute, grad_accum 2" 2 e2.json e1.json \
+	"$SFEED --batch 4 | $BTRAIN $EV --set tensor_parallel=2 --eval-data ev.frames --log e2.json"
+run sh -c "$MFEED --batch 4 | $MTRAIN $EV --eval-data mev.frames --log $T/me1.json"
+np 2 "$MFEED --batch 4 | $MTRAIN $EV --set tensor_parallel=2 --eval-data mev.frames --log me2.json"
+is_rc 0 "mlm T=2 with evaluation"
+evals() { /usr/bin/python3 -c '
+import json, sys
+for d in map(json.loads, open(sys.argv[1])):
+    if "eval_loss" in d: print(d["step"], "%.5f" % d["eval_loss"], "%.4f" % d["eval_acc"])' "$1"; }
+is "$(evals e2.json)" "$(evals e1.json)" "  squad: eval loss (5 digits) and exact matches of one process"
+is "$(evals me2.json)" "$(evals me1.json)" "  mlm: eval loss and accuracy of one process"
+is "$(evals me1.json | wc -l)" 2 "  evaluated at steps 2 and 4"
 
 # --- checkpoints: the whole tensors, resumed on other grids -------------------
 np 2 "$SFEED --batch 8 | $BTRAIN $D0 --set micro_batch=8,tensor_parallel=2 --steps 10 --save ck --log r.json"
