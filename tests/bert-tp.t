@@ -123,5 +123,10 @@ is_rc 2 "--init-from the GPT's checkpoint under tensor_parallel=2: exit 2"
 is "$(grep -c '^loom-train' "$err")" 1 "  one line"
 like "$err" "^loom-train: --init-from gck: a gpt2 checkpoint \(config.json\), but the model is bert$" \
 	"  saying whose checkpoint it is"
+np 2 "$FEED --batch 8 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 2 --init-from ck/latest"
+is_rc 2 "a GPT run --init-from a BERT checkpoint under tensor_parallel=2: exit 2"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line"
+like "$err" "^loom-train: --init-from ck/latest: a bert checkpoint \(config.json\), but the model is gpt$" \
+	"  saying so"
 
 done_testing

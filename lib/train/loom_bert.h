@@ -282,7 +282,8 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
- * parameter store, layer tags, step and grad_ready call (no units: its
+ * parameter store, layer tags, step and grad_ready call, and under tensor
+ * parallelism the reduce call and which tensors are whole (no units: its
  * weights cannot be sharded; no masks).  Borrows b. */
 struct loom_dist_model;
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
