@@ -1,9 +1,11 @@
 /* The matmul backend (lib/kernels/loom_mm.h): every transpose form of
  * loom_mm_gemm and the matmul kernels' forward, input gradient and weight
- * gradient, fp32 and bf16, against the naive fp32 references; the bf16
+ * gradient, fp32 and bf16, against the naive fp32 references; fp32 on a
+ * team of 1 to 5 threads (the same bits at each count); the bf16
  * refusal on a CPU without bf16 (LOOM_NO_BF16).  bf16 checks are skipped
  * on a CPU without bf16 matmul. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +111,44 @@ static void test_kernels(struct loom_mm *mm, double tol, int N, int IC, int OC)
 	free(rdb); free(bdb);
 }
 
+/* fp32 on a team (loom_mm.h): every form at 1 thread against the double
+ * reference, and at 2, 4 and 5 threads the same bits as at 1 (the team's
+ * blocks split C, never a sum) */
+static void test_team(int M, int N, int K)
+{
+	static const int threads[] = { 2, 4, 5 };
+	float *A = rnd((size_t)M * K, 1), *B = rnd((size_t)K * N, 0.5f);
+	float *aA = absdup(A, (size_t)M * K), *aB = absdup(B, (size_t)K * N);
+	float *C0 = rnd((size_t)M * N, 1), *C1 = malloc(sizeof(float) * M * N);
+	float *C = malloc(sizeof(float) * M * N), *R = malloc(sizeof(float) * M * N);
+	float *bound = malloc(sizeof(float) * M * N);
+	int pm, pn;
+	loom_mm_team_grid(M, N, K, 5, &pm, &pn);
+	for (int form = 0; form < 8; form++) {
+		int ta = form & 1, tb = form >> 1 & 1, acc = form >> 2, same = 1;
+		if (M == 1 && (ta || !tb)) /* one row: only a @ B^T is split */
+			continue;
+		omp_set_num_threads(1);
+		memcpy(C1, C0, sizeof(float) * M * N);
+		memcpy(R, C0, sizeof(float) * M * N);
+		loom_mm_gemm(NULL, ta, tb, M, N, K, A, B, acc, C1);
+		gemm_ref(ta, tb, M, N, K, A, B, acc, R);
+		gemm_ref(ta, tb, M, N, K, aA, aB, 0, bound);
+		for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+			omp_set_num_threads(threads[t]);
+			memcpy(C, C0, sizeof(float) * M * N);
+			loom_mm_gemm(NULL, ta, tb, M, N, K, A, B, acc, C);
+			same &= !memcmp(C, C1, sizeof(float) * M * N);
+		}
+		ok(within(C1, R, bound, (size_t)M * N, 1e-5, "team") && same,
+		   "team gemm %s%s%s %dx%dx%d (%dx%d blocks on 5 threads): 2, 4, 5 threads give "
+		   "the bits of 1", ta ? "A^T " : "", tb ? "B^T " : "", acc ? "+= " : "", M, N, K,
+		   pm, pn);
+	}
+	omp_set_num_threads(omp_get_num_procs());
+	free(A); free(B); free(aA); free(aB); free(C0); free(C1); free(C); free(R); free(bound);
+}
+
 static const int shapes[][3] = { { 1, 1, 1 }, { 7, 13, 5 }, { 33, 64, 96 }, { 64, 48, 192 },
 				 { 130, 96, 17 } };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
@@ -137,6 +177,26 @@ int main(void)
 	}
 	loom_mm_free(f);
 	loom_mm_free(NULL);
+
+	/* the team's grid: small products whole; blocks of at least
+	 * LOOM_MM_PART_MIN, no more than the threads */
+	int pm, pn;
+	loom_mm_team_grid(64, 48, 192, 16, &pm, &pn);
+	ok(pm == 1 && pn == 1, "team: a small product stays whole (%dx%d)", pm, pn);
+	loom_mm_team_grid(1024, 2304, 768, 2, &pm, &pn);
+	ok(pm * pn == 2, "team: gpt2's QKV forward on 2 threads, 2 blocks (%dx%d)", pm, pn);
+	loom_mm_team_grid(1024, 2304, 768, 16, &pm, &pn);
+	ok(pm == 2 && pn == 8, "team: on 16 threads a 2x8 grid, each block's operands small "
+	   "(%dx%d)", pm, pn);
+	loom_mm_team_grid(300, 300, 300, 16, &pm, &pn);
+	ok(pm * pn == 3, "team: 27M multiply-adds on 16 threads, 3 blocks of >= 7.3M (%dx%d)",
+	   pm, pn);
+	test_team(64, 64, 3000); /* whole, on the caller at any count (OpenBLAS's
+				  * own threads would sum it otherwise) */
+	test_team(333, 250, 190);
+	test_team(520, 300, 240);
+	test_team(40, 900, 450);
+	test_team(1, 4100, 3700);
 
 	if (loom_mm_bf16_missing(why, sizeof why)) {
 		ok(1, "# SKIP bf16 checks: %s", why);

@@ -32,6 +32,8 @@ for r in prof:
         bad.append("step %d: a negative op" % r["step"])
     if not p["seconds"] > 0:
         bad.append("step %d: seconds %g" % (r["step"], p["seconds"]))
+    if not p["cpu"] > 0:
+        bad.append("step %d: cpu %g" % (r["step"], p["cpu"]))
     # 6 significant digits in the log: sums agree within that rounding
     tol = 2e-5 * p["seconds"] + 1e-9
     if abs(p["parallel"] + p["serial"] - p["seconds"]) > tol:

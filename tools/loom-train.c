@@ -363,10 +363,10 @@ static const struct cli_opt opts[] = {
 		   "0 = greedy; else sampled among the 200 most\n"
 		   "likely, from the seed (default: 0)"),
 	OPT_TEXT("other:"),
-	OPT_INT('j', "threads", &threads, "N", 1, 1024, "threads for OpenMP and OpenBLAS (default: the\n"
-		"cores other processes leave free, looked at\n"
+	OPT_INT('j', "threads", &threads, "N", 1, 1024, "the team's threads: every op and product (default:\n"
+		"the cores other processes leave free, looked at\n"
 		"every step)"),
-	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best sgemm GFLOP/s and exit"),
+	OPT_BOOL(0, "bench-sgemm", &bench, "measure the best product GFLOP/s and exit"),
 	OPT_BOOL(0, "profile", &profile, "each step's time per op, parallel and serial (stderr,\n"
 		 "and --log as {\"step\":N,\"profile\":{...}})"),
 	OPT_PROGRESS(NULL, "the progress line even when stderr is not a terminal"),

@@ -67,11 +67,21 @@ const char *loom_strerror(int code)
 	return "unknown error";
 }
 
-double loom_now(void)
+static double clock_seconds(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double loom_now(void)
+{
+	return clock_seconds(CLOCK_MONOTONIC);
+}
+
+double loom_cpu_now(void)
+{
+	return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 const char *loom_version(void)

@@ -69,6 +69,8 @@ const char *loom_json_reason(const char *text);
 
 /* Monotonic clock in seconds (for rates, timeouts and progress). */
 double loom_now(void);
+/* CPU seconds of the whole process so far, all its threads. */
+double loom_cpu_now(void);
 
 /* Library version string, e.g. "0.1.0". */
 const char *loom_version(void);

@@ -9,7 +9,7 @@
 int loom_prof_on;
 double loom_prof_acc[LOOM_PROF_N];
 int loom_prof_bwd;
-static double step_t0;
+static double step_t0, step_cpu0;
 
 static const struct {
 	const char *name;
@@ -59,6 +59,7 @@ void loom_prof_step_begin(void)
 {
 	memset(loom_prof_acc, 0, sizeof loom_prof_acc);
 	step_t0 = loom_prof_on ? loom_now() : 0;
+	step_cpu0 = loom_prof_on ? loom_cpu_now() : 0;
 }
 
 void loom_prof_step_end(struct loom_prof *p)
@@ -67,6 +68,7 @@ void loom_prof_step_end(struct loom_prof *p)
 	if (!loom_prof_on)
 		return;
 	p->total = loom_now() - step_t0;
+	p->cpu = loom_cpu_now() - step_cpu0;
 	for (int i = 0; i < LOOM_PROF_N; i++) {
 		p->op[i] = loom_prof_acc[i];
 		if (ops[i].parallel)
@@ -82,6 +84,7 @@ void loom_prof_add(struct loom_prof *sum, const struct loom_prof *p)
 	sum->total += p->total;
 	sum->parallel += p->parallel;
 	sum->serial += p->serial;
+	sum->cpu += p->cpu;
 }
 
 void loom_prof_mean(struct loom_prof *p, unsigned n)
@@ -93,6 +96,7 @@ void loom_prof_mean(struct loom_prof *p, unsigned n)
 	p->total /= n;
 	p->parallel /= n;
 	p->serial /= n;
+	p->cpu /= n;
 }
 
 /* snprintf appended at *len, which counts what snprintf would write */
@@ -111,8 +115,8 @@ static double share(const struct loom_prof *p, double x)
 int loom_prof_json(const struct loom_prof *p, char *buf, size_t n)
 {
 	size_t len = 0;
-	APPEND(buf, n, &len, "{\"seconds\":%.6g,\"parallel\":%.6g,\"serial\":%.6g,\"serial_share\":%.6g,\"ops\":{",
-	       p->total, p->parallel, p->serial, share(p, p->serial));
+	APPEND(buf, n, &len, "{\"seconds\":%.6g,\"parallel\":%.6g,\"serial\":%.6g,\"serial_share\":%.6g,\"cpu\":%.6g,\"ops\":{",
+	       p->total, p->parallel, p->serial, share(p, p->serial), p->cpu);
 	for (int i = 0; i < LOOM_PROF_N; i++)
 		APPEND(buf, n, &len, "%s\"%s\":%.6g", i ? "," : "", ops[i].name, p->op[i]);
 	APPEND(buf, n, &len, "}}");

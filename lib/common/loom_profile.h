@@ -61,6 +61,9 @@ struct loom_prof {
 	double total;		/* step_begin to step_end */
 	double parallel;	/* the sum of the parallel ops */
 	double serial;		/* total - parallel: serial ops and the time between ops */
+	double cpu;		/* CPU seconds of the process over the step, all threads
+				 * (waiting threads that sleep count nothing): the work,
+				 * which the load of other processes does not stretch */
 };
 
 extern int loom_prof_on;		/* read by the macros; set by loom_prof_enable */

@@ -141,10 +141,14 @@ static int own_running(void)
 	return n ? n : 1;
 }
 
+/* OpenBLAS's own pool (a pthreads build's) stays at one thread:
+ * loom_mm_gemm() runs it on each thread of loom's team
+ * (lib/kernels/loom_mm.h).  First: an OpenMP build's
+ * openblas_set_num_threads() sets OpenMP's count too. */
 static void set_threads(int n)
 {
+	openblas_set_num_threads(1);
 	omp_set_num_threads(n);
-	openblas_set_num_threads(n);
 }
 
 /* The count that fits the load now; sets th->others.  On a quiet machine

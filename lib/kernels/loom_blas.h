@@ -26,7 +26,9 @@
  * Thread-safety: unlike the default, loom_blas_reexec() (setenv, execv) must
  * run before any other thread exists; loom_blas_better_core() is
  * thread-safe; a struct loom_threads belongs to the thread that runs the
- * model (it sets the OpenMP and OpenBLAS thread counts of the process).
+ * model (it sets the OpenMP thread count of the process, and holds
+ * OpenBLAS's own at 1: loom_mm_gemm() runs sgemm on each thread of the
+ * OpenMP team, lib/kernels/loom_mm.h).
  */
 #ifndef LOOM_BLAS_H
 #define LOOM_BLAS_H
@@ -64,8 +66,8 @@ const char *loom_blas_weaker_core(void);
  * process), -errno if exec failed (the environment is restored). */
 int loom_blas_reexec(char *const *argv, const char *core);
 
-/* The threads of OpenMP and OpenBLAS: a fixed count or one that follows
- * the load.  Fields are read-only for callers. */
+/* The threads of the OpenMP team: a fixed count or one that follows the
+ * load.  Fields are read-only for callers. */
 struct loom_threads {
 	int fixed;	/* 1: an explicit count, never changed */
 	int ncpu;	/* the CPUs this process may run on */

@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <dnnl.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,18 +306,85 @@ fail:
 	return NULL;
 }
 
+/* The rows [m0, m0 + m) and columns [n0, n0 + n) of C = op(A) op(B) + beta C
+ * on this thread (OpenBLAS sgemm, or sgemv for one row; loom keeps
+ * OpenBLAS at one thread, loom_blas.c). */
+static void sgemm_block(int ta, int tb, int M, int N, int K, const float *A, const float *B,
+			float beta, float *C, int m0, int m, int n0, int n)
+{
+	if (M == 1 && !ta) /* one row: c = op(B)^T a */
+		cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : K, tb ? K : n,
+			    1.0f, B + (tb ? (size_t)n0 * K : (size_t)n0), tb ? K : N, A, 1, beta,
+			    C + n0, 1);
+	else
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+			    m, n, K, 1.0f, A + (ta ? (size_t)m0 : (size_t)m0 * K), ta ? M : K,
+			    B + (tb ? (size_t)n0 * K : (size_t)n0), tb ? K : N, beta,
+			    C + (size_t)m0 * N + n0, N);
+}
+
+/* [lo, hi) of part i of p over [0, L), boundaries on multiples of 16 */
+static void part(int L, int p, int i, int *lo, int *n)
+{
+	int u = (L + 15) / 16, a = (int)((long)u * i / p) * 16, b = (int)((long)u * (i + 1) / p) * 16;
+	*lo = a < L ? a : L;
+	*n = (b < L ? b : L) - *lo;
+}
+
+void loom_mm_team_grid(int M, int N, int K, int threads, int *pm, int *pn)
+{
+	/* parts of at least LOOM_MM_PART_MIN multiply-adds (OpenBLAS sgemm's own
+	 * "direct" path, whose results differ, takes only smaller ones) */
+	double mnk = (double)M * N * K;
+	int p = threads < mnk / LOOM_MM_PART_MIN ? threads : (int)(mnk / LOOM_MM_PART_MIN);
+	p = p < 1 ? 1 : p;
+	*pm = 1;
+	*pn = p;
+	double best = 1e300;
+	for (int a = 1; a <= p; a++) {
+		/* each thread packs its rows of op(A) and columns of op(B) */
+		double cost = (double)M / a + (double)N / (p / a);
+		if (p % a == 0 && (M + 15) / 16 >= a && (N + 15) / 16 >= p / a && cost < best) {
+			best = cost;
+			*pm = a;
+			*pn = p / a;
+		}
+	}
+}
+
+/* fp32: each thread of the team one block of C in a pm x pn grid of
+ * blocks, by single-threaded sgemm; nothing shared, one barrier. */
+static void sgemm_team(int ta, int tb, int M, int N, int K, const float *A, const float *B,
+		       float beta, float *C)
+{
+	int pm = 1, pn = 1;
+	/* a row times B[K,N] (sgemv's column-sweep form: each sum's order
+	 * depends on the block) stays whole */
+	if (!omp_in_parallel() && !(M == 1 && !ta && !tb))
+		loom_mm_team_grid(M, N, K, omp_get_max_threads(), &pm, &pn);
+	if (pm * pn == 1) { /* whole, on this thread: an OpenMP build of OpenBLAS
+			     * would thread it over omp_get_max_threads() */
+		int nt = omp_get_max_threads();
+		omp_set_num_threads(1);
+		sgemm_block(ta, tb, M, N, K, A, B, beta, C, 0, M, 0, N);
+		omp_set_num_threads(nt);
+		return;
+	}
+	#pragma omp parallel for num_threads(pm * pn) schedule(static, 1)
+	for (int t = 0; t < pm * pn; t++) {
+		int m0, m, n0, n;
+		part(M, pm, t / pn, &m0, &m);
+		part(N, pn, t % pn, &n0, &n);
+		if (m > 0 && n > 0)
+			sgemm_block(ta, tb, M, N, K, A, B, beta, C, m0, m, n0, n);
+	}
+}
+
 void loom_mm_gemm(struct loom_mm *mm, int ta, int tb, int M, int N, int K, const float *A,
 		  const float *B, int accumulate, float *C)
 {
 	if (!mm || mm->prec == LOOM_PREC_FP32) {
-		float beta = accumulate ? 1.0f : 0.0f;
-		if (M == 1 && !ta) /* one row: c = op(B)^T a */
-			cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K,
-				    tb ? K : N, 1.0f, B, tb ? K : N, A, 1, beta, C, 1);
-		else
-			cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-				    tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, ta ? M : K, B,
-				    tb ? K : N, beta, C, N);
+		sgemm_team(ta, tb, M, N, K, A, B, accumulate ? 1.0f : 0.0f, C);
 		return;
 	}
 	if (mm->err.code)

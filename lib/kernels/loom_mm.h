@@ -4,7 +4,9 @@
  * Purpose: every matrix product of the GPT (lib/kernels/loom_kernels.h matmul
  * kernels, the LM head in lib/train/loom_gpt.c) goes through loom_mm_gemm(), so
  * the precision is one switch here, not two code paths through the model.
- *  - fp32 (mm == NULL or LOOM_PREC_FP32): OpenBLAS sgemm (sgemv for one row).
+ *  - fp32 (mm == NULL or LOOM_PREC_FP32): OpenBLAS sgemm (sgemv for one row)
+ *    on the caller's OpenMP team, one block of the output per thread (see
+ *    loom_mm_team_grid() below; OpenBLAS's own threads are not used).
  *  - bf16: oneDNN matmul primitives with bf16 inputs and fp32 accumulation
  *    and output.  A primitive is created once per (shape, transposes,
  *    accumulate) and cached.  Operands lying inside the weight range
@@ -28,7 +30,7 @@
  * leaves C unspecified and is kept sticky in the object until
  * loom_mm_check() reports and clears it.  Nothing prints.  Thread-safety:
  * the default (loom_common.h): one thread at a time calls an mm (its
- * products run on OpenMP/oneDNN threads of their own).
+ * products run on the OpenMP team: fp32 by blocks, bf16 inside oneDNN).
  */
 #ifndef LOOM_MM_H
 #define LOOM_MM_H
@@ -74,6 +76,20 @@ void loom_mm_weights_drop(struct loom_mm *mm, size_t lo, size_t hi);
  * with tb, B[N,K] transposed. */
 void loom_mm_gemm(struct loom_mm *mm, int ta, int tb, int M, int N, int K, const float *A,
 		  const float *B, int accumulate, float *C);
+
+/* fp32 products run on the OpenMP team of the caller (omp_get_max_threads()
+ * threads; inside a parallel region, on the calling thread alone): C is
+ * cut into a pm x pn grid of blocks (pm * pn <= threads, each block at
+ * least LOOM_MM_PART_MIN multiply-adds: below that OpenBLAS may take its
+ * "direct" path, whose sums differ), each thread one block by OpenBLAS
+ * sgemm on that thread alone; a product too small to cut runs whole on
+ * the calling thread.  A row times an untransposed B stays whole too
+ * (sgemv's sums there depend on the block).  Every element of C comes out
+ * of the same sgemm arithmetic whatever the grid, so fp32 products are
+ * bit-identical at any thread count.  loom_mm_team_grid() gives the grid
+ * (for tests and benchmarks). */
+#define LOOM_MM_PART_MIN (28.0 * 512 * 512)
+void loom_mm_team_grid(int M, int N, int K, int threads, int *pm, int *pn);
 
 /* bf16: convert x[0..n) now, and let the following products read that
  * copy for every operand that is exactly x[0..n), until loom_mm_unpin():
