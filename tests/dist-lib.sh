@@ -2,8 +2,9 @@
 # skips without mpirun or an MPI build, OpenMPI's environment for root and
 # one core, shards of learnable records in $T/d.manifest.json ($M), the
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
-# ranks), maxrel (losses of two logs compared), small (<= 1e-5, or <= $2)
-# and bert_feeds (BERT's data, dist-bert.t, bert-tp.t).
+# ranks), failed (the job failed by itself), maxrel (losses of two logs
+# compared), small (<= 1e-5, or <= $2) and bert_feeds (BERT's data,
+# dist-bert.t, bert-tp.t).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -29,6 +30,13 @@ is_rc 0 "test shards"
 M="$T/d.manifest.json"
 FEED="loom-feed -q -m $M --seq 8 --seed 1"
 TRAIN="loom-train -c tiny --set decay=constant --threads 1"
+
+# failed NAME: the job ended by itself with a failure (exit non-zero, and
+# not the hang guard's 124); else its exit code and stderr as comments
+failed() {
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then _report 1 "$1"
+	else _report 0 "$1"; diag "exit code $rc"; err_lines; fi
+}
 
 # np N 'shell command' : one command per rank, $R = rank, $W = world.  A
 # trainer killed by a signal re-raises it, so mpirun names the rank.

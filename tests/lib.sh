@@ -60,7 +60,13 @@ is() {
 }
 is_rc() {
 	if [ "$rc" = "$1" ]; then _report 1 "$2"
-	else _report 0 "$2"; diag "exit code $rc, expected $1"; head -5 "$err" | _quoted '# stderr: '; fi
+	else _report 0 "$2"; diag "exit code $rc, expected $1"; err_lines; fi
+}
+# stderr's first 5 lines and, of a longer one, its last 5 (where a pipe's or
+# make's failure is told), as TAP comments
+err_lines() {
+	head -5 "$err" | _quoted '# stderr: '
+	[ "$(wc -l < "$err")" -le 5 ] || { diag "stderr: ..."; tail -5 "$err" | _quoted '# stderr: '; }
 }
 like() {
 	if grep -Eq -- "$2" "$1"; then _report 1 "$3"

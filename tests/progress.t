@@ -37,6 +37,30 @@ like "$T/tty-train" $'\rloom-train: step [0-9]+/20 loss [0-9.]+ [0-9]+ tok/s ETA
 unlike "$T/tty-train" 'loom-feed: batch' "and not loom-feed's"
 like "$T/tty-train" 'loom-train: done: 20 steps' "training ran"
 
+# An update is one write(2), as a line is: the stages of a pipe share the
+# terminal, and a line of loom-feed's written between the pieces of loom-
+# train's update broke it (loom-feed's summary after "\rloom-train: ": the
+# "ETA" check above failed once under load; strace's delays forced it).
+# stderr is a SOCK_SEQPACKET socket here, which keeps writes apart: each is
+# printed as one line, \r and \x1b escaped.
+writes() { /usr/bin/python3 -c '
+import socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+p = subprocess.Popen(sys.argv[1], shell=True, stderr=b, stdin=subprocess.DEVNULL)
+b.close()
+while True:
+    m = a.recv(1 << 20)
+    if not m:
+        break
+    print(m.decode("utf-8", "replace").encode("unicode_escape").decode("ascii"))
+sys.exit(p.wait())' "$1"; }
+run writes "$FEED --epochs 2 -q | loom-train -c tiny --steps 20 --set vocab_size=2048 --log-every 0 --progress"
+is_rc 0 "loom-train --progress, stderr a socket"
+like "$out" '^\\rloom-train: step 1/20 loss [0-9.]+ [0-9]+ tok/s ETA [0-9]+(:[0-9]{2})+\\x1b\[K$' \
+	"  an update is one write"
+run writes "$FEED --epochs 2 --progress -v > /dev/null"
+like "$out" '^\\r\\x1b\[Kloom-feed: epoch 1 starts.*\\n$' "a -v line clears the update before it in the same write"
+
 run loom-feed -m "$T/d.manifest.json" --batch 4 --seq 8 --seed 1 --progress
 like "$err" $'\rloom-feed: batch 0, epoch 0' "--progress to a file: the first update is shown at once"
 # a -v line clears the progress line first, as warnings do (epoch 1's note

@@ -110,36 +110,43 @@ void cli_init(const char *prog, const char *usage)
  * to stderr, so that a message never glues onto it. */
 static int progress_shown;
 
-/* "prog: message\n" on stderr, after clearing a progress line, in one
- * write: one whole line even when worker threads write messages too, or
- * (stderr being unbuffered) when several processes share the stream, as
- * the ranks under mpirun do. */
-static void vline(const char *fmt, va_list ap)
+/* PRE "prog: " message END in buf (cap bytes), or in memory of its own when
+ * it does not fit there (the caller frees a line that is not buf; out of
+ * memory: the message cut short in buf). */
+static char *fmt_line(char *buf, size_t cap, const char *pre, const char *end, const char *fmt,
+		      va_list ap)
 {
-	char small[1024], *line = small;
-	size_t cap = sizeof small;
+	char *line = buf;
+	size_t e = strlen(end);
 	va_list aq;
 	va_copy(aq, ap);
-	int p = snprintf(small, cap, "%s: ", cli_prog);
-	int n = vsnprintf(small + p, cap - (size_t)p, fmt, ap);
-	size_t need = (size_t)p + (n > 0 ? (size_t)n : 0) + 2; /* '\n', NUL */
+	int p = snprintf(buf, cap, "%s%s: ", pre, cli_prog);
+	int n = vsnprintf(buf + p, cap - (size_t)p, fmt, ap);
+	size_t need = (size_t)p + (n > 0 ? (size_t)n : 0) + e + 1;
 	if (need > cap && (line = malloc(need))) {
-		memcpy(line, small, (size_t)p);
-		vsnprintf(line + p, need - (size_t)p - 1, fmt, aq);
+		memcpy(line, buf, (size_t)p);
+		vsnprintf(line + p, need - (size_t)p - e, fmt, aq);
 		cap = need;
 	} else if (!line) {
-		line = small; /* out of memory: the message cut short */
+		line = buf;
 	}
 	va_end(aq);
 	size_t len = strlen(line);
-	len = len > cap - 2 ? cap - 2 : len;
-	line[len] = '\n';
-	line[len + 1] = '\0';
+	len = len > cap - e - 1 ? cap - e - 1 : len;
+	memcpy(line + len, end, e + 1);
+	return line;
+}
+
+/* "prog: message\n" on stderr, after clearing a progress line, in one
+ * write: one whole line even when worker threads write messages too, or
+ * (stderr being unbuffered) when several processes share the stream, as
+ * the ranks under mpirun or the stages of a pipe on one terminal do. */
+static void vline(const char *fmt, va_list ap)
+{
+	char small[1024];
 	flockfile(stderr);
-	if (progress_shown) {
-		fputs("\r\033[K", stderr);
-		progress_shown = 0;
-	}
+	char *line = fmt_line(small, sizeof small, progress_shown ? "\r\033[K" : "", "\n", fmt, ap);
+	progress_shown = 0;
 	fputs(line, stderr);
 	funlockfile(stderr);
 	if (line != small)
@@ -506,20 +513,24 @@ int cli_progress_due(struct cli_progress *p)
 	return 1;
 }
 
+/* One write, as vline's: the other stages of a pipe write to the same
+ * terminal, and a line of theirs must not fall inside an update. */
 void cli_progress_show(struct cli_progress *p, const char *fmt, ...)
 {
+	char small[512];
 	va_list ap;
 	if (!p->enabled)
 		return;
 	flockfile(stderr);
-	fprintf(stderr, "\r%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *line = fmt_line(small, sizeof small, "\r", "\033[K", fmt, ap);
 	va_end(ap);
-	fputs("\033[K", stderr);
+	fputs(line, stderr);
 	fflush(stderr);
 	p->shown = progress_shown = 1;
 	funlockfile(stderr);
+	if (line != small)
+		free(line);
 }
 
 void cli_progress_done(struct cli_progress *p)
