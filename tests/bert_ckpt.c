@@ -79,7 +79,7 @@ static int save(struct loom_bert *b, const char *dir, int lowercase, struct loom
 	struct loom_ckpt_save s = {
 		.dir = dir, .tensors = tp, .n_tensors = (size_t)b->n_tensors,
 		.adam_m = m, .adam_v = v, .arch = &loom_bert_ckpt_arch, .hf = &b->cfg,
-		.loom_config_json = "{\"model\":\"bert-tiny\"}", .state = { .step = 10 },
+		.loom_config_json = "{\"model\":\"bert\",\"doc_stride\":16,\"max_query\":8}", .state = { .step = 10 },
 		.vocab = &voc,
 	};
 	if (rc == 0)
@@ -170,9 +170,23 @@ static void case_round_trip(const char *root)
 
 	char vp[PATH_MAX + 128];
 	struct loom_wordpiece_opts o;
-	is_int(loom_bert_ckpt_tokenizer(ck, vp, sizeof vp, &o, &err), 1, "has a tokenizer");
+	is_int(loom_bert_ckpt_tokenizer(ck, vp, sizeof vp, &o, &err), 2,
+	       "has a tokenizer whose tokenizer_config.json says do_lower_case");
 	ok(strstr(vp, "/step-00000010/vocab.txt") && o.lowercase == 0,
 	   "tokenizer: its vocab.txt, do_lower_case false (%s)", vp);
+	{	/* vocab.txt alone: the casing is not said */
+		char tc[PATH_MAX + 160], aside[PATH_MAX + 170];
+		snprintf(tc, sizeof tc, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
+		snprintf(aside, sizeof aside, "%s.aside", tc);
+		ok(rename(tc, aside) == 0, "tokenizer_config.json moved aside");
+		is_int(loom_bert_ckpt_tokenizer(ck, vp, sizeof vp, &o, &err), 1,
+		       "  vocab.txt alone: a tokenizer, its casing not said");
+		ok(rename(aside, tc) == 0, "  and back");
+	}
+	struct loom_config lc;
+	is_int(loom_bert_ckpt_loom_config(ck, &lc), 1, "loom's configuration of the checkpoint");
+	ok(lc.model == LOOM_MODEL_BERT && lc.doc_stride == 16 && lc.max_query == 8,
+	   "  model=bert, its windows (doc_stride %d, max_query %d)", lc.doc_stride, lc.max_query);
 
 	/* loaded for the other task: refused, unless asked for a new head */
 	struct loom_bert_config mc = cfg;
@@ -331,6 +345,9 @@ static void case_hf_dirs(const char *root)
 	char vp[PATH_MAX + 128];
 	struct loom_wordpiece_opts o;
 	is_int(loom_bert_ckpt_tokenizer(ck, vp, sizeof vp, &o, &err), 0, "no vocab.txt: none");
+	struct loom_config lc;
+	is_int(loom_bert_ckpt_loom_config(ck, &lc), 0, "no loom configuration: 0");
+	is_int(lc.doc_stride, 128, "  the defaults (doc_stride 128)");
 	loom_bert_free(b);
 
 	/* for QA: the head only on request, then fresh from the seed */

@@ -49,6 +49,9 @@ run loom-bpe encode --vocab "$T/my-uncased" -f text -q "$T/a.txt"
 is_rc 2 "a path saying 'uncased' with upper-case tokens: the casing must be given"
 is "$(cat "$err")" "loom-bpe: --vocab $T/my-uncased/vocab.txt: its name says uncased, but it has upper-case tokens ('Hello'): say whether it lower-cases (--lowercase or --cased)
 Try 'loom-bpe encode --help' for more information." "  one line naming a token, and the hint"
+run loom-train -c bert-tiny --vocab "$T/my-uncased" --print-config
+is "$rc:$(head -1 "$err")" "2:loom-train: --vocab $T/my-uncased/vocab.txt: its name says uncased, but it has upper-case tokens ('Hello'): say whether it lower-cases (--lowercase or --cased)" \
+	"  loom-train says the same (one mapping of the hint, loom_wordpiece_casing_hint)"
 echo '{"do_lower_case": true, "tokenizer_class": "BertTokenizer"}' > "$T/my-uncased/tokenizer_config.json"
 run loom-bpe encode --vocab "$T/my-uncased" -f text -q "$T/a.txt"
 is "$(head -1 "$out")" "5 6 7 8 9 10 11 12 15 3" "tokenizer_config.json's do_lower_case true lower-cases"

@@ -317,6 +317,68 @@ static void case_read_state(void)
 	}
 }
 
+/* loom-train --keep-best: saved as "best" beside the steps (DIR/best ->
+ * best-NNNNNNNN, the earlier ones and their debris removed, latest and
+ * the steps untouched), state.json's "best" read back, a bad one refused. */
+static void case_save_as(void)
+{
+	struct loom_err err = {0};
+	struct loom_ckpt_state rs;
+	char d[600], p[700], link[64], out[700];
+	snprintf(d, sizeof d, "%s/as", root);
+	struct loom_ckpt_save s = base_save(d, 10);
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "a step to keep beside the best");
+	for (uint64_t k = 20; k <= 30; k += 10) {
+		s = base_save(d, k);
+		s.as = "best";
+		snprintf(s.state.best.metric, sizeof s.state.best.metric, "eval/f1");
+		s.state.best.value = 0.1 * (double)k + 1.0 / 3;
+		s.state.best.step = k;
+		is_int(loom_ckpt_write(&s, out, sizeof out, &err), 0, "saved as best at step %d (%s)",
+		       (int)k, err.msg);
+	}
+	snprintf(p, sizeof p, "%s/best-00000030", d);
+	is_str(out, p, "  its directory: best-00000030");
+	snprintf(p, sizeof p, "%s/best", d);
+	ssize_t n = readlink(p, link, sizeof link - 1);
+	link[n > 0 ? n : 0] = '\0';
+	is_str(link, "best-00000030", "  DIR/best -> best-00000030 (relative)");
+	snprintf(p, sizeof p, "%s/best-00000020", d);
+	ok(access(p, F_OK) != 0, "  the earlier best-00000020 removed");
+	snprintf(p, sizeof p, "%s/latest", d);
+	n = readlink(p, link, sizeof link - 1);
+	link[n > 0 ? n : 0] = '\0';
+	is_str(link, "step-00000010", "  latest still names the step");
+	snprintf(p, sizeof p, "%s/best", d);
+	is_int(loom_ckpt_read_state(p, &rs, &err), 0, "read_state of DIR/best");
+	ok(!strcmp(rs.best.metric, "eval/f1") && rs.best.value == 3.0 + 1.0 / 3 &&
+	   rs.best.step == 30, "  its best: eval/f1, the value to the last bit, step 30");
+	is_int(loom_ckpt_read_state(d, &rs, &err), 0, "read_state of a step without one");
+	is_int(rs.best.metric[0], 0, "  no best");
+	struct loom_ckpt *c = loom_ckpt_open(p, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_state(c)->best.step == 30, "DIR/best opens, checksums and all");
+	loom_ckpt_free(c);
+	/* debris of an interrupted best save goes with the next one */
+	snprintf(p, sizeof p, "%s/.best-00000040.tmp-abc123", d);
+	mkdir(p, 0777);
+	s = base_save(d, 50);
+	s.as = "best";
+	is_int(loom_ckpt_write(&s, NULL, 0, &err), 0, "another best");
+	ok(access(p, F_OK) != 0, "  the debris of an interrupted one removed");
+	const char *bad[] = { "latest", "step", "Best", "a/b", "" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		s.as = bad[i];
+		is_int(loom_ckpt_write(&s, NULL, 0, &err), LOOM_EINVAL, "saved as '%s': refused", bad[i]);
+	}
+	/* a "best" of another shape is refused, naming state.json */
+	snprintf(p, sizeof p, "%s/best/state.json", d);
+	sh("sed -i 's|\"files\"|\"best\": {\"metric\": \"eval/f1\", \"value\": \"x\"}, \"files\"|' %s", p);
+	snprintf(p, sizeof p, "%s/best", d);
+	is_int(loom_ckpt_read_state(p, &rs, &err), LOOM_EFORMAT, "a bad best refused");
+	ok(strstr(err.msg, "/best-00000050/state.json: 'best' is not {\"metric\": NAME, \"value\": "
+		  "a finite number, \"step\": a count}") != NULL, "  naming the file: %s", err.msg);
+}
+
 /* More saves, keep 2. */
 static void case_keep(void)
 {
@@ -1253,6 +1315,7 @@ int main(void)
 	if (case_load() < 0)
 		return done_testing();
 	case_read_state();
+	case_save_as();
 	case_keep();
 	case_resave();
 	case_failed_save();

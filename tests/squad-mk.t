@@ -78,6 +78,37 @@ run make -n -f "$SQMK" "${V[@]}" STEPS=12 DEV=dev2.json
 like "$out" "loom-eval.* squad" "DEV=dev2.json: the predictions redone"
 unlike "$out" "loom-train|loom-squad" "  nothing else"
 
+# KEEP_BEST=eval/f1: evaluations during training on EVAL_DEV (a subset of
+# DEV here), the best checkpoint kept and predicted with
+/usr/bin/python3 -c 'import json,sys; d=json.load(open("sq.json")); p=d["data"][0]["paragraphs"]
+d["data"][0]["paragraphs"]=p[:10]; json.dump(d, open("sub.json", "w"))'
+run make -s -f "$SQMK" "${V[@]}" STEPS=12 KEEP_BEST=eval/f1 EVAL_DEV=sub.json
+is_rc 0 "KEEP_BEST=eval/f1 EVAL_DEV=sub.json"
+like "$err" "loom-train: eval step 5: exact_match [0-9.]+ f1 [0-9.]+ \(10 questions, 10 features" \
+	"  EVAL_DEV scored every pass (5 steps) with --eval-squad"
+like "$err" "loom-train: best step 5: eval/f1 [0-9.]+ \(the first\): saved out/ckpt/best -> best-00000005" \
+	"  the first evaluation promoted"
+ok "  EVAL_DEV's features for --eval-data" test -f out/evaldev/evaldev.manifest.json
+ok "  out/ckpt/best" test -e out/ckpt/best/model.safetensors
+run loom-eval squad -q -c out/ckpt/best --data sq.json --predictions pbest.json
+ok "  the predictions are the best checkpoint's" cmp -s pbest.json out/predictions.json
+run make -q -f "$SQMK" "${V[@]}" STEPS=12 KEEP_BEST=eval/f1 EVAL_DEV=sub.json
+is_rc 0 "  done: make -q is true"
+for v in EVAL_EVERY=3 KEEP_BEST=eval/loss; do
+	run make -n -f "$SQMK" "${V[@]}" STEPS=12 KEEP_BEST=eval/f1 EVAL_DEV=sub.json "$v"
+	like "$out" "--eval-every [0-9a-z$]+ --keep-best 'eval.(f1|loss)'" "$v: fine-tuning redone, with --keep-best"
+	unlike "$out" "loom-squad" "  nothing prepared again"
+done
+run make -n -f "$SQMK" "${V[@]}" STEPS=12 KEEP_BEST=eval/f1 EVAL_DEV=sq.json
+like "$out" "'sq.json' -o 'out/evaldev/evaldev'" "EVAL_DEV=sq.json: its features made"
+like "$out" "loom-train" "  and the fine-tuning redone"
+run make -s -f "$SQMK" "${V[@]}" STEPS=12 KEEP_BEST=eval/bleu EVAL_DEV=sub.json
+is_rc 2 "KEEP_BEST=eval/bleu: make fails"
+like "$err" "^loom-train: --keep-best eval/bleu: not a metric" "  loom-train's line says why"
+run make -s -f "$SQMK" "${V[@]}" STEPS=12
+is_rc 0 "KEEP_BEST unset again: trained and predicted with the last checkpoint"
+ok "  no best" test ! -e out/ckpt/best
+
 # loom-eval squad -c takes the windows from the checkpoint
 run loom-eval squad -c out/ckpt/latest --data sq.json --predictions p.json --logits l.jsonl
 is_rc 0 "loom-eval squad -c on the checkpoint, no window options"

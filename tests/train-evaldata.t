@@ -59,4 +59,26 @@ run loom-train -c tiny --steps 6 --eval-every 3 --eval-data first2 --eval-train 
 like "$err" '^loom-train: eval step 3: train sample loss [0-9.]+ \(the first 2 micro-batches\)$' "  and on stderr"
 fails_with 2 "^loom-train: --eval-train needs --eval-data" "--eval-train without --eval-data" \
 	loom-train -q -c tiny --steps 2 --eval-train 2 < frames
+
+# task=squad: the features are kept too; the held-in loss is also
+# TensorBoard's eval/train_loss, beside eval/loss
+make_squad sq.json vocab.txt
+run loom-squad prepare -q --vocab vocab.txt --seq 32 --stride 16 sq.json -o sq/sq
+is_rc 0 "loom-squad prepare: 40 features"
+loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 1 > sq1.frames
+run sh -c "loom-feed -q --manifest sq/sq.manifest.json --batch 8 --seed 1 --epochs 0 |
+	loom-train -c bert-tiny --set vocab_size=32 --steps 6 --eval-every 3 --eval-data sq1.frames \
+	  --eval-batches 2 --eval-train 2 --threads 1 --log sq.json --tensorboard tb"
+is_rc 0 "task=squad --eval-train 2"
+is "$(grep -o '"eval_train_loss":[0-9.e-]*' sq.json | cut -d: -f2)" \
+	"$(grep -o '"eval_loss":[0-9.e-]*' sq.json | cut -d: -f2)" \
+	"  the first 2 micro-batches' loss (features), as --eval-data of them gives it"
+like "$err" '^loom-train: eval step 6: train sample loss [0-9.]+ \(the first 2 micro-batches\)$' "  and on stderr"
+run loom-plot -w 10 -y eval_train_loss,eval_loss tb/events.out.tfevents.*
+is_rc 0 "loom-plot of the event file"
+like "$out" '^eval_train_loss .*\(2 points, step 3\.\.6\)' "  eval/train_loss in TensorBoard: a point per evaluation"
+ok "  under that tag" grep -q eval/train_loss tb/events.out.tfevents.*
+tbv() { /usr/bin/python3 "$TESTS/tb_events.py" tb/events.* | awk -v t="$1" '$2 == t { print $1, $4 }'; }
+is "$(tbv eval/train_loss | cut -d' ' -f1 | tr '\n' ' ')" "3 6 " "  eval/train_loss at steps 3 and 6"
+is "$(tbv eval/train_loss)" "$(tbv eval/loss)" "  the same values as eval/loss there"
 done_testing

@@ -3,7 +3,8 @@
  * first frame, stepped; a checkpoint resumed continues bit-exactly (the
  * same losses and weights as the run that went on); held-out evaluation
  * over a frames file counts every target and leaves the weights alone;
- * a BERT (task=mlm) steps and resumes the same way;
+ * a BERT (task=mlm) steps and resumes the same way; --keep-best's
+ * promotion and its record across a resume;
  * the refusals keep their message (and say when it is a usage error). */
 #include <math.h>
 #include <stdio.h>
@@ -31,10 +32,12 @@ static void make_frame(uint64_t seq, struct loom_batch_hdr *h, uint32_t *tok)
 			tok[r * REC + i] = (uint32_t)((seq * 5 + (uint64_t)r * 3 + (uint64_t)i * 7) % V);
 }
 
-static int start(struct loom_trainer *t, const char *resume, const char *save)
+/* A trainer configured, settled and built (metric: --keep-best's, or NULL). */
+static int start_with(struct loom_trainer *t, const char *resume, const char *save,
+		      const char *metric)
 {
 	struct loom_trainer_opts o = { .config = "tiny", .sets = sets, .nsets = 1,
-				       .resume = resume, .save_dir = save };
+				       .resume = resume, .save_dir = save, .keep_best = metric };
 	loom_trainer_init(t, &o, NULL);
 	int rc = loom_trainer_configure(t);
 	if (!rc)
@@ -44,6 +47,11 @@ static int start(struct loom_trainer *t, const char *resume, const char *save)
 	if (rc)
 		diag("%s", t->err.msg);
 	return rc;
+}
+
+static int start(struct loom_trainer *t, const char *resume, const char *save)
+{
+	return start_with(t, resume, save, NULL);
 }
 
 /* One optimizer step on frame t->step (grad_accum 1): its loss. */
@@ -176,6 +184,80 @@ static void bert_mlm(const char *dir)
 	loom_trainer_release(&a);
 }
 
+/* --keep-best: promotion by a metric, its record in the checkpoints, kept
+ * on --resume (the better of the checkpoint's and SAVE/best's). */
+static int start_best(struct loom_trainer *t, const char *resume, const char *save,
+		      const char *metric)
+{
+	int rc = start_with(t, resume, save, metric);
+	return rc ? rc : loom_trainer_fit_frame(t, B, REC, 0);
+}
+
+static void keep_best(const char *dir)
+{
+	struct loom_trainer a, b;
+	struct loom_ckpt_best was;
+	char save[4200], step1[4300], link[64], p[4400];
+	int higher = -1;
+	ok(!loom_trainer_metric("eval/loss", &higher) && higher == 0, "eval/loss: lower is better");
+	ok(!loom_trainer_metric("eval/f1", &higher) && higher == 1, "eval/f1: higher is better");
+	is_int(loom_trainer_metric("eval/bleu", &higher), LOOM_EINVAL, "eval/bleu: not a metric");
+	snprintf(save, sizeof save, "%s/kb", dir);
+	is_int(start_best(&a, NULL, save, "eval/loss"), 0, "a GPT with keep_best eval/loss");
+	train_step(&a);
+	ok(!loom_trainer_improves(&a), "nothing offered: no promotion");
+	loom_trainer_offer(&a, "eval/accuracy", 0.5);
+	ok(!loom_trainer_improves(&a), "another metric offered: no promotion");
+	loom_trainer_offer(&a, "eval/loss", 3.0);
+	ok(loom_trainer_improves(&a), "the first value promotes");
+	is_int(loom_trainer_save_best(&a, &was), 0, "saved as best at step 1");
+	ok(!was.metric[0] && a.best.value == 3.0 && a.best.step == 1 &&
+	   !strcmp(a.best.metric, "eval/loss"), "  no best before; eval/loss 3 at step 1 now");
+	ok(a.saved == 0, "  not a step checkpoint (latest untouched)");
+	is_int(loom_trainer_save(&a), 0, "a step checkpoint at step 1");
+	snprintf(step1, sizeof step1, "%s", a.saved_path);
+	train_step(&a);
+	struct loom_eval_sums sum;
+	snprintf(p, sizeof p, "%s/eval.frames", dir); /* evaluate()'s */
+	is_int(loom_trainer_evaluate(&a, p, 0, NULL, &sum), 0, "an evaluation");
+	ok(!loom_trainer_improves(&a), "  clears the last one's offer");
+	loom_trainer_offer(&a, "eval/loss", 3.5);
+	ok(!loom_trainer_improves(&a), "a worse value: no promotion");
+	loom_trainer_offer(&a, "eval/loss", NAN);
+	ok(!loom_trainer_improves(&a), "NaN: no promotion");
+	loom_trainer_offer(&a, "eval/loss", 2.0);
+	ok(loom_trainer_improves(&a), "a lower loss promotes");
+	is_int(loom_trainer_save_best(&a, &was), 0, "saved as best at step 2");
+	ok(was.value == 3.0 && was.step == 1, "  the one it replaced: 3 at step 1");
+	snprintf(p, sizeof p, "%s/best", save);
+	ssize_t n = readlink(p, link, sizeof link - 1);
+	link[n > 0 ? n : 0] = '\0';
+	is_str(link, "best-00000002", "  SAVE/best -> best-00000002");
+	ok(strstr(a.best_path, "/kb/best-00000002") != NULL, "  its directory: %s", a.best_path);
+	loom_trainer_release(&a);
+
+	is_int(start_best(&b, step1, save, "eval/loss"), 0, "resumed from step 1");
+	ok(b.best.value == 2.0 && b.best.step == 2, "  the best so far is SAVE/best's (2 at step 2), "
+	   "better than the checkpoint's record");
+	train_step(&b);
+	loom_trainer_offer(&b, "eval/loss", 2.5);
+	ok(!loom_trainer_improves(&b), "  so 2.5 does not replace it");
+	loom_trainer_release(&b);
+	is_int(start_best(&b, step1, save, "eval/accuracy"), 0, "resumed with another metric");
+	ok(!b.best.metric[0], "  starts without a best");
+	loom_trainer_release(&b);
+	is_int(start_best(&b, step1, NULL, NULL), 0, "resumed without keep_best");
+	ok(!strcmp(b.best.metric, "eval/loss") && b.best.value == 3.0,
+	   "  the checkpoint's record carried on");
+	loom_trainer_release(&b);
+	struct loom_trainer_opts o = { .config = "tiny", .keep_best = "eval/f1" };
+	loom_trainer_init(&b, &o, NULL);
+	ok(!loom_trainer_configure(&b) && loom_trainer_settle(&b) == LOOM_EINVAL && b.usage &&
+	   strstr(b.err.msg, "--keep-best eval/f1: the run reports it only with --eval-squad"),
+	   "eval/f1 without --eval-squad: a usage error (%s)", b.err.msg);
+	loom_trainer_release(&b);
+}
+
 static void refusals(void)
 {
 	struct loom_trainer t;
@@ -202,6 +284,7 @@ int main(void)
 	step_and_resume(dir);
 	evaluate(dir);
 	bert_mlm(dir);
+	keep_best(dir);
 	refusals();
 	return done_testing();
 }

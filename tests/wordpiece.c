@@ -428,6 +428,30 @@ static void case_open_casing(void)
 	       "an empty vocabulary: its error");
 }
 
+/* loom_wordpiece_casing_hint: the option a tool's user can give. */
+static const char *hint_of(const char *spec, enum loom_casing casing)
+{
+	static char h[64];
+	struct loom_err err = { 0 };
+	struct loom_wordpiece *w = loom_wordpiece_open(spec, casing, &err);
+	snprintf(h, sizeof h, "%s", w ? "(opened)" : loom_wordpiece_casing_hint(&err));
+	loom_wordpiece_free(w);
+	return h;
+}
+
+static void case_casing_hint(void)
+{
+	is_str(hint_of(tap_path("x-uncased/vocab.txt"), LOOM_CASING_AUTO), " (--lowercase or --cased)",
+	       "casing hint: a name that disagrees with the tokens: give one");
+	is_str(hint_of(tap_path("x-cased/vocab.txt"), LOOM_CASING_AUTO), " (--lowercase or --cased)",
+	       "  the other way round too");
+	is_str(hint_of(tap_path("tok.json"), LOOM_CASING_CASED), " (drop --lowercase/--cased)",
+	       "  a tokenizer.json with a casing: drop it");
+	is_str(hint_of(tap_path("missing/x"), LOOM_CASING_AUTO), "", "  another error: none");
+	struct loom_err other = { LOOM_EIO, "x: say whether it lower-cases" };
+	is_str(loom_wordpiece_casing_hint(&other), "", "  only for LOOM_EINVAL");
+}
+
 /* loom_wordpiece_spec: which --vocab specs are WordPiece. */
 static void case_spec(void)
 {
@@ -472,5 +496,6 @@ int main(void)
 	case_hf();
 	case_safe_cut();
 	case_open_casing();
+	case_casing_hint();
 	return done_testing();
 }

@@ -400,9 +400,7 @@ struct loom_wordpiece *cli_wordpiece_open(const char *spec, int casing, const ch
 	struct loom_err err = { 0 };
 	struct loom_wordpiece *w = loom_wordpiece_open(spec, casing, &err);
 	if (!w && err.code == LOOM_EINVAL)
-		cli_exit(EXIT_USAGE, "--vocab %s%s", err.msg,
-			 strstr(err.msg, "say whether") ? " (--lowercase or --cased)" :
-			 strstr(err.msg, "no casing") ? " (drop --lowercase/--cased)" : "");
+		cli_exit(EXIT_USAGE, "--vocab %s%s", err.msg, loom_wordpiece_casing_hint(&err));
 	if (!w)
 		cli_die("%s", err.msg);
 	cli_info("vocabulary %s (%s): %u WordPiece tokens (ids 0..%u), %s (by %s)", spec,

@@ -362,29 +362,24 @@ static const struct cli_cmd squad_cmd = {
  * rules. */
 static struct loom_wordpiece *squad_tokenizer(struct loom_ckpt *ck)
 {
-	char cfg[4096];
+	char own[4096];
 	struct loom_wordpiece_opts wo;
 	struct loom_err err = { 0 };
 	int casing = cli_casing;
 	const char *rule = NULL;
-	loom_wordpiece_opts_default(&wo);
-	snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
-	int said = loom_wordpiece_read_config(cfg, &wo, &err);
-	if (said < 0)
+	/* 2: its tokenizer_config.json says do_lower_case; 0: no vocab.txt */
+	int has = loom_bert_ckpt_tokenizer(ck, own, sizeof own, &wo, &err);
+	if (has < 0)
 		cli_die("%s", err.msg);
 	size_t vl = sq_vocab ? strlen(sq_vocab) : 0;
-	if (sq_vocab && casing == LOOM_CASING_AUTO && said &&
+	if (sq_vocab && casing == LOOM_CASING_AUTO && has == 2 &&
 	    !(vl > 5 && !strcmp(sq_vocab + vl - 5, ".json"))) {
 		casing = wo.lowercase ? LOOM_CASING_LOWER : LOOM_CASING_CASED;
 		rule = "the checkpoint's tokenizer_config.json";
 	}
-	if (!sq_vocab) {
-		char own[4096];
-		snprintf(own, sizeof own, "%s/vocab.txt", loom_ckpt_dir(ck));
-		if (access(own, F_OK) != 0)
-			cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
-					loom_ckpt_dir(ck));
-	}
+	if (!sq_vocab && !has)
+		cli_usage_error("squad: the checkpoint %s holds no vocab.txt: give --vocab V",
+				loom_ckpt_dir(ck));
 	struct loom_wordpiece *w = cli_wordpiece_open(sq_vocab ? sq_vocab : loom_ckpt_dir(ck), casing,
 						      rule);
 	if (loom_wordpiece_check_bert(w, loom_wordpiece_path(w)) < 0)
@@ -458,14 +453,11 @@ static void logits_line(struct loom_outfile *o, const struct loom_squad *s,
 static struct loom_squad_feature_opts squad_windows(const struct loom_ckpt *ck)
 {
 	struct loom_config c;
-	loom_config_defaults(&c);
-	c.seq_len = 384;
-	const char *txt = loom_ckpt_loom_config(ck);
-	json_t *o = txt ? json_loads(txt, 0, NULL) : NULL;
-	if (txt && (!o || loom_config_apply_json(&c, o)))
-		cli_die("%s/config.json: loom: %s", loom_ckpt_dir(ck),
-			o ? loom_config_error(&c) : "bad JSON");
-	json_decref(o);
+	int rc = loom_bert_ckpt_loom_config(ck, &c);
+	if (rc < 0)
+		cli_die("%s/config.json: loom: %s", loom_ckpt_dir(ck), loom_config_error(&c));
+	if (rc == 0)
+		c.seq_len = 384; /* run_squad.py's (the defaults' doc_stride, max_query too) */
 	return (struct loom_squad_feature_opts){
 		(uint32_t)(sq_seq ? sq_seq : (uint64_t)c.seq_len),
 		(uint32_t)(sq_stride ? sq_stride : (uint64_t)c.doc_stride),

@@ -10,7 +10,8 @@
  * frames, behind one model interface), AdamW, over the ranks of
  * train_dist.h under mpirun.  This file holds the options, the loop (as
  * llm.c's: read a step's frames, forward and backward, step, report),
- * logs, evaluation and sample reports, and checkpoints at their times;
+ * logs, evaluation and sample reports, checkpoints at their times and
+ * --keep-best's promotions (the engine's, told in a line);
  * --dry-run's printout is train_plan.c's.  SIGINT/SIGTERM finish the
  * current step, save and exit 0; --resume continues bit-exactly.
  */
@@ -26,13 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "loom_batch.h"
 #include "loom_bert_squad.h"
-#include "loom_squad.h"
 #include "loom_blas.h"
 #include "loom_config.h"
 #include "loom_file.h"
@@ -120,12 +119,14 @@ static void log_line(FILE *log, const char *fmt, ...)
 		cli_die("--log %s: %s", log_name, strerror(e));
 }
 
-/* --tensorboard: a scalar of this step, queued until tb_flush (at each
- * log line); a write error ends the run with one line naming the file. */
+/* A scalar of this step: offered to --keep-best (loom_trainer_offer) and
+ * for --tensorboard queued until tb_flush (at each log line); a write
+ * error ends the run with one line naming the file. */
 static struct loom_tb *tb;
 
-static void tb_scalar(const struct loom_trainer *t, enum loom_tb_tag k, double v)
+static void scalar(struct loom_trainer *t, enum loom_tb_tag k, double v)
 {
+	loom_trainer_offer(t, loom_tb_tags[k].tag, v);
 	if (tb && loom_tb_scalar(tb, (int64_t)t->step, loom_tb_tags[k].tag, v))
 		cli_die("--tensorboard: %s", loom_tb_error(tb));
 }
@@ -136,39 +137,12 @@ static void tb_flush(void)
 		cli_die("--tensorboard: %s", loom_tb_error(tb));
 }
 
-/* --save DIR is held for the run by DIR/.loom-train.lock (loom_lock_take):
- * two runs on one directory would each remove the other's temporaries as
- * debris.  The kernel drops the lock when the process dies; at exit the
- * file goes, and so does DIR if this run made it and left it empty. */
-static char save_lock[4200];
-static int save_lock_fd = -1;
-static char save_made[4096];
+/* --save DIR, held for the run (loom_ckpt_dir_lock); released at exit. */
+static struct loom_ckpt_dir_lock save_lock = { .fd = -1 };
 
 static void unlock_save_dir(void)
 {
-	loom_lock_release(save_lock, &save_lock_fd);
-	if (save_made[0])
-		rmdir(save_made); /* fails, harmlessly, once a checkpoint is in it */
-}
-
-static void lock_save_dir(const char *dir)
-{
-	struct loom_err err = { 0 };
-	struct stat st;
-	if (strlen(dir) >= sizeof save_made)
-		cli_die("--save %s: the path is too long", dir);
-	if (stat(dir, &st) && errno == ENOENT)
-		snprintf(save_made, sizeof save_made, "%s", dir);
-	if (loom_mkdir_p(dir, &err))
-		cli_die("--save: %s", err.msg);
-	snprintf(save_lock, sizeof save_lock, "%s/.loom-train.lock", dir);
-	atexit(unlock_save_dir);
-	int rc = loom_lock_take(save_lock, &save_lock_fd, &err);
-	if (rc == LOOM_EBUSY)
-		cli_die("--save %s: another loom-train is writing checkpoints there (it holds '%s')",
-			dir, save_lock);
-	if (rc)
-		cli_die("--save %s: %s", dir, err.msg);
+	loom_ckpt_dir_unlock(&save_lock);
 }
 
 /* Held-out evaluation over every frame of `path`: the mean loss, for the
@@ -176,36 +150,22 @@ static void lock_save_dir(const char *dir)
  * (GPT: next tokens; squad: rows whose start and end are both the argmax;
  * mlm: masked tokens). */
 static uint64_t eval_batches, eval_train; /* --eval-batches (0: all), --eval-train */
-static const char *eval_squad; /* --eval-squad: EM/F1 at each evaluation */
-static struct loom_bert_squad_eval *squad_ev;
+static const char *eval_squad, *keep_best; /* --eval-squad: EM/F1; --keep-best METRIC */
 
-/* --eval-squad: the official EM and F1 of the model's answers, features
- * made at the first evaluation with the run's windows and vocabulary. */
+/* --eval-squad: the official EM and F1 of the model's answers. */
 static void squad_scores(struct loom_trainer *t, FILE *log)
 {
-	struct loom_err err = { 0 };
 	double t0 = loom_now(), em, f1;
-	if (!t->wp)
-		cli_die("--eval-squad: the checkpoint resumed has no vocab.txt to tokenize %s with "
-			"(--vocab V)", eval_squad);
-	if (!squad_ev) {
-		struct loom_squad_feature_opts fo = { (uint32_t)t->cfg.seq_len,
-						      (uint32_t)t->cfg.doc_stride,
-						      (uint32_t)t->cfg.max_query };
-		if (!(squad_ev = loom_bert_squad_eval_new(eval_squad, t->wp, &fo, &err)))
-			cli_die("--eval-squad %s", err.msg);
-	}
-	if (loom_bert_squad_eval_run(squad_ev, t->b, t->cfg.micro_batch, &em, &f1, &err))
-		cli_die("--eval-squad %s: %s", eval_squad, err.msg);
+	check(loom_trainer_squad_scores(t, &em, &f1));
 	if (!t->o.quiet)
 		cli_warn("eval step %llu: exact_match %.4f f1 %.4f (%zu questions, %zu features, %.1f s)",
-			 (unsigned long long)t->step, em, f1, loom_bert_squad_eval_questions(squad_ev),
-			 loom_bert_squad_eval_features(squad_ev), loom_now() - t0);
+			 (unsigned long long)t->step, em, f1, loom_bert_squad_eval_questions(t->squad_ev),
+			 loom_bert_squad_eval_features(t->squad_ev), loom_now() - t0);
 	if (log)
 		log_line(log, "{\"step\":%llu,\"eval_exact_match\":%.9g,\"eval_f1\":%.9g}\n",
 			 (unsigned long long)t->step, em, f1);
-	tb_scalar(t, LOOM_TB_EVAL_EM, em);
-	tb_scalar(t, LOOM_TB_EVAL_F1, f1);
+	scalar(t, LOOM_TB_EVAL_EM, em);
+	scalar(t, LOOM_TB_EVAL_F1, f1);
 }
 
 static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
@@ -229,10 +189,10 @@ static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
 		log_line(log, "{\"step\":%llu,\"eval_loss\":%.9g%s,\"eval_acc\":%.6f,\"eval_%s\":%lld}\n",
 			 (unsigned long long)t->step, loss, ppl_j, acc,
 			 lm ? "tokens" : sq ? "features" : "masked", (long long)sum.n);
-	tb_scalar(t, LOOM_TB_EVAL_LOSS, loss);
+	scalar(t, LOOM_TB_EVAL_LOSS, loss);
 	if (!sq)
-		tb_scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
-	tb_scalar(t, LOOM_TB_EVAL_ACC, acc);
+		scalar(t, LOOM_TB_EVAL_PPL, exp(loss));
+	scalar(t, LOOM_TB_EVAL_ACC, acc);
 	if (eval_squad)
 		squad_scores(t, log);
 	int held = loom_trainer_evaluate_held(t, &pool, &sum);
@@ -243,12 +203,36 @@ static void evaluate(struct loom_trainer *t, const char *path, FILE *log)
 	if (held && sum.n && log)
 		log_line(log, "{\"step\":%llu,\"eval_train_loss\":%.9g}\n",
 			 (unsigned long long)t->step, sum.nll / sum.n);
+	if (held && sum.n)
+		scalar(t, LOOM_TB_EVAL_TRAIN_LOSS, sum.nll / sum.n);
 	tb_flush();
+}
+
+/* --keep-best: after an evaluation, rank 0's decision on every rank (a
+ * save is collective); an improvement is written as SAVE/best, said in a
+ * line and a log line. */
+static void promote(struct loom_trainer *t, FILE *log)
+{
+	struct loom_ckpt_best was;
+	if (!train_dist_agree(loom_trainer_improves(t)))
+		return;
+	check(loom_trainer_save_best(t, &was));
+	char before[96] = "the first";
+	if (was.metric[0] && !strcmp(was.metric, keep_best))
+		snprintf(before, sizeof before, "was %.6g at step %llu", was.value,
+			 (unsigned long long)was.step);
+	if (!t->o.quiet)
+		cli_warn("best step %llu: %s %.6g (%s): saved %s/best -> %s",
+			 (unsigned long long)t->step, keep_best, t->best.value, before, t->o.save_dir,
+			 strrchr(t->best_path, '/') ? strrchr(t->best_path, '/') + 1 : t->best_path);
+	if (log)
+		log_line(log, "{\"step\":%llu,\"best_metric\":\"%s\",\"best_value\":%.9g}\n",
+			 (unsigned long long)t->step, keep_best, t->best.value);
 }
 
 /* A RigL mask update happened at this step: a JSON line and, under -v,
  * a line on stderr. */
-static void log_rigl(const struct loom_trainer *t, FILE *log)
+static void log_rigl(struct loom_trainer *t, FILE *log)
 {
 	struct loom_rigl_stats st;
 	loom_rigl_stats(t->g->rigl, &st);
@@ -258,8 +242,8 @@ static void log_rigl(const struct loom_trainer *t, FILE *log)
 			 (unsigned long long)t->step, (long long)t->g->rigl->updates, ratio,
 			 (long long)st.pruned, (long long)st.regrown, (long long)st.live,
 			 (long long)st.blocks, st.density, st.churn_last, st.churn_init);
-	tb_scalar(t, LOOM_TB_DENSITY, st.density);
-	tb_scalar(t, LOOM_TB_CHURN, st.churn_last);
+	scalar(t, LOOM_TB_DENSITY, st.density);
+	scalar(t, LOOM_TB_CHURN, st.churn_last);
 	tb_flush();
 	if (t->o.verbose)
 		cli_warn("step %llu: RigL update %lld: ratio %.4f, %lld blocks pruned, %lld regrown, density %.4f (%lld of %lld blocks), churn %.4f since the last update, %.4f since the start",
@@ -349,6 +333,8 @@ static const struct cli_opt opts[] = {
 		   "official EM and F1 on FILE's questions at each evaluation"),
 	OPT_U64(0, "eval-batches", &eval_batches, "N", 1, 1ull << 50,
 		"at most N batches per evaluation (default: all)"),
+	OPT_ENUM(0, "keep-best", &keep_best, "METRIC", LOOM_TRAINER_METRICS,
+		 "after each evaluation that improves METRIC\n(eval/loss, eval/f1, ...), save SAVE/best"),
 	OPT_U64(0, "eval-train", &eval_train, "N", 1, 4096,
 		"at each evaluation also the loss over the run's first\n"
 		"N training micro-batches, kept (default: none)"),
@@ -407,6 +393,9 @@ static void check_args(int argc, char **argv)
 		cli_usage_error("--eval-train needs --eval-data (it reports beside its evaluations)");
 	if (eval_squad && !eval_data)
 		cli_usage_error("--eval-squad needs --eval-data (the file's features, loom-squad prepare)");
+	if (keep_best && (!save || !eval_every))
+		cli_usage_error("--keep-best needs --save DIR and --eval-every N (it promotes at "
+				"evaluations)");
 	if (resume && !strcmp(resume, "latest")) {
 		if (!save)
 			cli_usage_error("--resume latest needs --save DIR");
@@ -442,8 +431,12 @@ static void set_up_process(int *argc, char ***argv)
 			verbose = 0;
 		}
 	}
-	if (save && !print && !dry && !bench && train_dist_rank() == 0)
-		lock_save_dir(save); /* before --resume latest reads it */
+	struct loom_err err;
+	if (save && !print && !dry && !bench && train_dist_rank() == 0) {
+		if (loom_ckpt_dir_lock(save, &save_lock, &err)) /* before --resume latest reads it */
+			cli_die("--save %s", err.msg);
+		atexit(unlock_save_dir);
+	}
 	loom_threads_init(&pool, threads);
 	if (verbose && !print) {
 		char d[96];
@@ -489,10 +482,6 @@ static void resolve_config(struct loom_trainer *t)
 	if (c->model != LOOM_MODEL_GPT && sample_every)
 		cli_exit(EXIT_USAGE, "--sample-every: only a GPT samples (model is %s)",
 			 loom_model_name(c->model));
-	if (eval_squad && (!t->read_features || loom_config_shards_weights(c)))
-		cli_exit(EXIT_USAGE, "--eval-squad: task=squad%s", t->read_features ?
-			 " without sharding=weights (score a checkpoint with loom-eval squad -c)" :
-			 " only (the task is not)");
 	if (eval_squad && !vocab_spec && !resume)
 		cli_usage_error("--eval-squad needs --vocab (its questions are tokenized with it)");
 	if (c->model != LOOM_MODEL_BERT && cli_casing != LOOM_CASING_AUTO)
@@ -666,10 +655,10 @@ static void report_step(struct run *u, float lr, uint64_t ntok, double t0)
 		log_line(u->log, "{\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens\":%llu,\"tokens_per_s\":%.2f,\"seconds\":%.4f,\"eta_s\":%.1f}\n",
 			 (unsigned long long)t->step, u->loss, lr, u->norm, (unsigned long long)t->tokens,
 			 ntok / dt, dt, eta);
-	tb_scalar(t, LOOM_TB_LOSS, u->loss);
-	tb_scalar(t, LOOM_TB_LR, lr);
-	tb_scalar(t, LOOM_TB_GRAD_NORM, u->norm);
-	tb_scalar(t, LOOM_TB_TOKENS_PER_S, ntok / dt);
+	scalar(t, LOOM_TB_LOSS, u->loss);
+	scalar(t, LOOM_TB_LR, lr);
+	scalar(t, LOOM_TB_GRAD_NORM, u->norm);
+	scalar(t, LOOM_TB_TOKENS_PER_S, ntok / dt);
 	tb_flush();
 	if (!quiet && log_every && (t->step % log_every == 0 || t->step == (uint64_t)c->steps)) {
 		cli_progress_done(&u->prog);
@@ -785,6 +774,8 @@ static void train_loop(struct run *u)
 		if (eval_every && t->step % eval_every == 0 && /* replica 0's ranks split it */
 		    (train_dist_replica() == 0 || loom_config_shards_weights(c)))
 			evaluate(t, eval_data, u->log);
+		if (keep_best && t->step % eval_every == 0)
+			promote(t, u->log);
 		if (sample_every && t->step % sample_every == 0)
 			sample(u);
 		if (save && save_every && t->step % save_every == 0 && t->step < (uint64_t)c->steps &&
@@ -808,7 +799,7 @@ int main(int argc, char **argv)
 		.init_from = init_from, .have_steps = have_steps, .have_seed = have_seed,
 		.recompute = recompute, .steps = steps, .seed = seed, .save_dir = save,
 		.keep = (unsigned)keep, .verbose = verbose, .quiet = quiet, .casing = cli_casing,
-		.held = (unsigned)eval_train,
+		.held = (unsigned)eval_train, .eval_squad = eval_squad, .keep_best = keep_best,
 	};
 	struct loom_trainer_hooks hk;
 	train_dist_hooks(&hk, &trainer);
@@ -894,6 +885,5 @@ int main(int argc, char **argv)
 	loom_batch_reader_free(u.r);
 	free(sets);
 	loom_ids_release(&sample_prompt_ids);
-	loom_bert_squad_eval_free(squad_ev);
 	return short_run;
 }

@@ -197,6 +197,19 @@ int train_dist_replica(void)
 	return dist ? loom_dist_replica(dist) : 0;
 }
 
+int train_dist_agree(int v)
+{
+	if (d_world == 1)
+		return v;
+	int32_t mine = v, *all = calloc((size_t)d_world, sizeof *all);
+	if (!all)
+		cli_die("out of memory");
+	or_abort(loom_dist_allgather_i32(dist, &mine, 1, all));
+	v = all[0];
+	free(all);
+	return v;
+}
+
 int train_dist_tp_rank(void)
 {
 	return dist ? loom_dist_tp_rank(dist) : 0;

@@ -50,6 +50,9 @@ void train_dist_check_frame(unsigned rank, unsigned world);
  * rank) and its rank in the replica's tensor-parallel group (0 without). */
 int train_dist_replica(void);
 int train_dist_tp_rank(void);
+/* Rank 0's v on every rank (every rank calls it): a decision rank 0
+ * makes alone, such as --keep-best's after its evaluation. */
+int train_dist_agree(int v);
 /* The model's count of the bytes a rank sends per step in the
  * tensor-parallel all-reduces (at its last forward's shape), reported
  * beside the measured at exit. */

@@ -401,6 +401,18 @@ static const char *upper_token(const struct wp_vocab *v, size_t *n)
 	return NULL;
 }
 
+/* The two refusals loom_wordpiece_casing_hint answers. */
+#define SAY_CASING "say whether it lower-cases"
+#define NO_CASING "no casing can be given with it"
+
+const char *loom_wordpiece_casing_hint(const struct loom_err *err)
+{
+	if (err->code != LOOM_EINVAL)
+		return "";
+	return strstr(err->msg, SAY_CASING) ? " (--lowercase or --cased)" :
+	       strstr(err->msg, NO_CASING) ? " (drop --lowercase/--cased)" : "";
+}
+
 /* The casing of a vocab.txt at path (rules 2-4) into v. */
 static int decide_casing(struct wp_vocab *v, const char *path, enum loom_casing casing,
 			 struct loom_err *err)
@@ -438,12 +450,12 @@ static int decide_casing(struct wp_vocab *v, const char *path, enum loom_casing 
 			if (up && says_unc)
 				return loom_err_set(err, LOOM_EINVAL,
 						    "%s: its name says uncased, but it has upper-case "
-						    "tokens ('%.*s'): say whether it lower-cases",
+						    "tokens ('%.*s'): " SAY_CASING,
 						    path, (int)(n > 40 ? 40 : n), up);
 			if (!up && says_cased)
 				return loom_err_set(err, LOOM_EINVAL,
 						    "%s: its name says cased, but none of its tokens "
-						    "has an upper-case letter: say whether it lower-cases",
+						    "has an upper-case letter: " SAY_CASING,
 						    path);
 			o->lowercase = !up;
 			v->casing_rule = up ? "its tokens (upper-case ones)" :
@@ -465,7 +477,7 @@ struct loom_wordpiece *loom_wordpiece_open(const char *spec, enum loom_casing ca
 		   S_ISREG(st.st_mode);
 	if (json && (casing == LOOM_CASING_LOWER || casing == LOOM_CASING_CASED)) {
 		loom_err_set(err, LOOM_EINVAL, "%s: the normalizer of a tokenizer.json says "
-			     "whether it lower-cases; no casing can be given with it", spec);
+			     "whether it lower-cases; " NO_CASING, spec);
 		return NULL;
 	}
 	int rc = loom_wordpiece_vocab_path(spec, path, sizeof path);

@@ -153,6 +153,11 @@ int loom_wordpiece_read_config(const char *path, struct loom_wordpiece_opts *o,
  * tokenizer_config.json), LOOM_ERANGE (a path too long). */
 struct loom_wordpiece *loom_wordpiece_open(const char *spec, enum loom_casing casing,
 					   struct loom_err *err);
+/* What the tools' options (--lowercase, --cased) can do about a
+ * LOOM_EINVAL of loom_wordpiece_open, to follow its message: " (--lowercase
+ * or --cased)" when the casing must be given, " (drop --lowercase/--cased)"
+ * when none can be, else "". */
+const char *loom_wordpiece_casing_hint(const struct loom_err *err);
 /* Does a --vocab spec name a WordPiece vocabulary (1) or not (0, a
  * byte-level BPE one for loom_vocab_load_spec): bert-base-uncased,
  * FILE.txt, a directory with vocab.txt and no encoder.json, or a

@@ -345,6 +345,11 @@ int loom_bert_ckpt_config(const struct loom_ckpt *ck, int task, struct loom_bert
  * (loom_config_cli_set) holds another value: one line naming the key and
  * both values. */
 int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, struct loom_err *err);
+/* loom's configuration of a loom BERT checkpoint (config.json's "loom",
+ * over loom_config_defaults): 1; 0 when it has none (a HuggingFace
+ * directory: c holds the defaults); a negative code with the message in
+ * c's error (loom_config_error). */
+int loom_bert_ckpt_loom_config(const struct loom_ckpt *ck, struct loom_config *c);
 /* loom_bert_ckpt_load flags: a checkpoint without the task's head (a
  * pretrained BertForMaskedLM, or a BertModel, loaded for QA) is taken,
  * the head initialised from `seed` and the other head's tensors ignored. */
@@ -358,8 +363,9 @@ int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, stru
 int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
 /* The checkpoint's tokenizer: its vocab.txt path into path[n] and the
  * options of its tokenizer_config.json (do_lower_case, strip_accents,
- * tokenize_chinese_chars; bert-base-uncased's when absent): 1, 0 when
- * the checkpoint has no vocab.txt, or LOOM_EFORMAT (err). */
+ * tokenize_chinese_chars; bert-base-uncased's when absent): 2 when that
+ * file says do_lower_case, else 1; 0 when the checkpoint has no
+ * vocab.txt, or LOOM_EFORMAT (err). */
 int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,
 			     struct loom_wordpiece_opts *o, struct loom_err *err);
 /* The tokenizer files to save (loom_ckpt_save.vocab): vocab.txt read

@@ -377,6 +377,21 @@ int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,
 		return 0;
 	snprintf(p, sizeof p, "%s/tokenizer_config.json", loom_ckpt_dir(ck));
 	int rc = loom_wordpiece_read_config(p, o, err);
+	return rc < 0 ? rc : 1 + rc;
+}
+
+int loom_bert_ckpt_loom_config(const struct loom_ckpt *ck, struct loom_config *c)
+{
+	const char *txt = loom_ckpt_loom_config(ck);
+	loom_config_defaults(c);
+	if (!txt)
+		return 0;
+	json_error_t je;
+	json_t *o = json_loads(txt, 0, &je);
+	int rc = o ? loom_config_apply_json(c, o)
+		   : loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: loom: %s",
+				  loom_ckpt_dir(ck), loom_json_reason(je.text));
+	json_decref(o);
 	return rc < 0 ? rc : 1;
 }
 

@@ -211,6 +211,14 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
 		}
 		json_object_set_new(j, "extra", x);
 	}
+	if (st->best.metric[0] &&
+	    json_object_set_new(j, "best", json_pack("{s:s, s:f, s:o}", "metric", st->best.metric,
+						      "value", st->best.value, "step",
+						      json_u64(st->best.step))) < 0) {
+		json_decref(j);
+		loom_err_set(err, LOOM_ENOMEM, "out of memory");
+		return NULL;
+	}
 	json_t *f = json_object();
 	if (!f || json_object_set_new(j, "files", f) < 0) {
 		json_decref(j);
@@ -231,13 +239,15 @@ static json_t *state_json(const struct loom_ckpt_state *st, const char *extra,
 	return j;
 }
 
-static int switch_latest(const char *dir, const char *target, struct loom_err *err)
+/* The symlink DIR/link (latest, best) switched to target atomically. */
+static int switch_link(const char *dir, const char *link, const char *target,
+		       struct loom_err *err)
 {
-	char tmp[PATH_MAX + 64], latest[PATH_MAX + 16];
+	char tmp[PATH_MAX + 96], latest[PATH_MAX + 32];
 	static unsigned counter;
-	snprintf(latest, sizeof latest, "%s/latest", dir);
+	snprintf(latest, sizeof latest, "%s/%s", dir, link);
 	for (int tries = 0;; tries++) {
-		snprintf(tmp, sizeof tmp, "%s/.latest.tmp-%ld-%u", dir, (long)getpid(),
+		snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld-%u", dir, link, (long)getpid(),
 			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 		if (symlink(target, tmp) == 0)
 			break;
@@ -334,7 +344,8 @@ out:
 
 struct loom_ckpt_tx {
 	char dir[PATH_MAX];		/* DIR */
-	char name[32];			/* step-NNNNNNNN */
+	char name[48];			/* step-NNNNNNNN (AS-NNNNNNNN) */
+	char link[24];			/* latest (AS) */
 	char tmp[PATH_MAX];		/* DIR/.step-NNNNNNNN.tmp-XXXXXX */
 	unsigned keep;
 	struct loom_ckpt_state state;
@@ -459,9 +470,14 @@ int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **
 		return rc;
 	if ((rc = loom_mkdir_p(s->dir, err)) < 0)
 		return rc;
+	size_t al = s->as ? strspn(s->as, "abcdefghijklmnopqrstuvwxyz") : 0;
+	if (s->as && (!al || s->as[al] || al > 16 || !strcmp(s->as, "step") ||
+		      !strcmp(s->as, "latest")))
+		return loom_err_set(err, LOOM_EINVAL, "checkpoint: bad name '%s' to save as", s->as);
 	if (!(tx = calloc(1, sizeof *tx)))
 		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	snprintf(tx->name, sizeof tx->name, STEP_FMT, s->state.step);
+	snprintf(tx->name, sizeof tx->name, "%s-%08" PRIu64, s->as ? s->as : "step", s->state.step);
+	snprintf(tx->link, sizeof tx->link, "%s", s->as ? s->as : "latest");
 	if (snprintf(tx->dir, sizeof tx->dir, "%s", s->dir) >= (int)sizeof tx->dir ||
 	    snprintf(tx->tmp, sizeof tx->tmp, "%s/.%s.tmp-XXXXXX", s->dir, tx->name) >=
 	    (int)sizeof tx->tmp || strlen(tx->tmp) + 64 >= PATH_MAX) {
@@ -770,6 +786,35 @@ static int combine_pieces(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece 
 	return rc;
 }
 
+/* After a save as a name (tx->link): the other LINK-* directories, and the
+ * debris of interrupted saves as it (.LINK-*.tmp-*, .LINK-*.old-*). */
+static int prune_as(const struct loom_ckpt_tx *tx, struct loom_err *err)
+{
+	DIR *d = opendir(tx->dir);
+	struct dirent *e;
+	char path[PATH_MAX + 320];
+	size_t ll = strlen(tx->link);
+	int removed = 0;
+	if (!d)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", tx->dir);
+	while ((e = readdir(d))) {
+		const char *n = e->d_name + (e->d_name[0] == '.');
+		if (strncmp(n, tx->link, ll) || n[ll] != '-' || strspn(n + ll + 1, "0123456789") < 8 ||
+		    !strcmp(e->d_name, tx->name) ||
+		    (n != e->d_name && !strstr(n, ".tmp-") && !strstr(n, ".old-")))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", tx->dir, e->d_name);
+		if (rm_tree(path) < 0) {
+			int e2 = errno;
+			closedir(d);
+			return loom_err_errno(err, LOOM_EIO, e2, "cannot remove '%s'", path);
+		}
+		removed++;
+	}
+	closedir(d);
+	return removed ? loom_fsync_dir_of(tx->dir, err) : 0;
+}
+
 int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
 			   size_t n, char *out_path, size_t out_len, struct loom_err *err)
 {
@@ -801,12 +846,14 @@ int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece
 	tx->renamed = 1;
 	if ((rc = loom_fsync_dir_of(tx->dir, err)) < 0)
 		return rc;
-	if ((rc = switch_latest(tx->dir, tx->name, err)) < 0)
+	if ((rc = switch_link(tx->dir, tx->link, tx->name, err)) < 0)
 		return rc;
 	if (old[0])
 		rm_tree(old);
 	if (out_path && out_len)
 		snprintf(out_path, out_len, "%s", final);
+	if (strcmp(tx->link, "latest")) /* saved as a name: its earlier ones go */
+		return prune_as(tx, err);
 	/* always: removes debris of interrupted saves; with keep, old steps */
 	if ((rc = loom_ckpt_prune(tx->dir, tx->keep, err)) < 0)
 		return rc;
@@ -904,6 +951,39 @@ int loom_ckpt_prune(const char *dir, unsigned keep, struct loom_err *err)
 	if (removed)
 		loom_fsync_dir_of(dir, err);
 	return removed;
+}
+
+int loom_ckpt_dir_lock(const char *dir, struct loom_ckpt_dir_lock *l, struct loom_err *err)
+{
+	struct stat st;
+	struct loom_err e = { 0 };
+	memset(l, 0, sizeof *l);
+	l->fd = -1;
+	if (strlen(dir) >= sizeof l->made)
+		return loom_err_set(err, LOOM_ERANGE, "%s: the path is too long", dir);
+	if (stat(dir, &st) && errno == ENOENT)
+		snprintf(l->made, sizeof l->made, "%s", dir);
+	if (loom_mkdir_p(dir, &e))
+		return loom_err_set(err, e.code, "%s: %s", dir, e.msg);
+	snprintf(l->path, sizeof l->path, "%s/.loom-train.lock", dir);
+	int rc = loom_lock_take(l->path, &l->fd, &e);
+	if (rc == LOOM_EBUSY)
+		loom_err_set(err, rc, "%s: another loom-train is writing checkpoints there (it holds "
+			     "'%s')", dir, l->path);
+	else if (rc)
+		loom_err_set(err, rc, "%s: %s", dir, e.msg);
+	if (rc)
+		loom_ckpt_dir_unlock(l);
+	return rc;
+}
+
+void loom_ckpt_dir_unlock(struct loom_ckpt_dir_lock *l)
+{
+	if (l->path[0])
+		loom_lock_release(l->path, &l->fd);
+	if (l->made[0])
+		rmdir(l->made); /* fails, harmlessly, once a checkpoint is in it */
+	l->path[0] = l->made[0] = '\0';
 }
 
 /* --- loading ---------------------------------------------------------------- */
@@ -1107,6 +1187,17 @@ static int parse_state(json_t *j, const char *path, struct loom_ckpt_state *st,
 			if (json_get_u64(json_array_get(r, i), &st->rng[i]) < 0)
 				return loom_err_set(err, LOOM_EFORMAT, "%s: rng[%zu] is not a u64",
 						    path, i);
+	}
+	if ((x = json_object_get(j, "best"))) {
+		json_t *m = json_object_get(x, "metric"), *v = json_object_get(x, "value");
+		if (!json_is_object(x) || !json_is_string(m) ||
+		    json_string_length(m) >= sizeof st->best.metric || !json_string_length(m) ||
+		    !json_is_number(v) || !isfinite(json_number_value(v)) ||
+		    json_get_u64(json_object_get(x, "step"), &st->best.step) < 0)
+			return loom_err_set(err, LOOM_EFORMAT, "%s: 'best' is not {\"metric\": NAME, "
+					    "\"value\": a finite number, \"step\": a count}", path);
+		snprintf(st->best.metric, sizeof st->best.metric, "%s", json_string_value(m));
+		st->best.value = json_number_value(v);
 	}
 	if (d) {
 		static const char *const keys[6] = {"next_seq", "epoch", "seed", "batch",

@@ -21,6 +21,8 @@
  * `latest` atomically (a new symlink under a temp name renamed over it)
  * and finally prunes older step directories beyond `keep`.  A crash at any
  * point leaves either the old or the new checkpoint, never a torn one.
+ * A save `as` a name (loom_ckpt_save.as: loom-train --keep-best's
+ * DIR/best -> best-NNNNNNNN) is written the same way beside the steps.
  * state.json records the size and CRC-32C of every other file, computed
  * while writing; loading compares them (a flipped byte is found), refuses
  * a loom checkpoint missing any part, and refuses NaN/infinite values.
@@ -135,6 +137,14 @@ struct loom_ckpt_state {
 	uint32_t data_epoch;	/* epoch of the last frame consumed */
 	uint64_t data_seed;	/* the feeder's seed */
 	uint32_t data_batch, data_seq_len, data_world;
+	/* loom-train --keep-best: the best evaluation so far, state.json's
+	 * "best": {"metric": "eval/f1", "value": 0.81, "step": 40}
+	 * (metric[0] == 0: none; the value finite) */
+	struct loom_ckpt_best {
+		char metric[32];
+		double value;
+		uint64_t step;
+	} best;
 };
 
 /* The tokenizer a model was trained with, stored beside it as HuggingFace
@@ -170,6 +180,12 @@ struct loom_ckpt_save {
 					 * state.json under "extra" */
 	const struct loom_ckpt_vocab *vocab;	/* NULL: no tokenizer files */
 	unsigned keep;			/* keep newest N step dirs; 0 = all */
+	/* NULL: DIR/step-NNNNNNNN, `latest` switched to it, older steps
+	 * pruned.  A name such as "best" (letters only, neither "step" nor
+	 * "latest"): DIR/NAME-NNNNNNNN, written the same way, the symlink
+	 * DIR/NAME switched to it as `latest` is, then the other NAME-*
+	 * directories removed; `latest` and the steps are left as they are. */
+	const char *as;
 	/* An extra safetensors file of the model's own (e.g.
 	 * "sparsity.safetensors"), checksummed in state.json like the
 	 * others; HuggingFace reads only model.safetensors.  NULL: none. */
@@ -289,6 +305,22 @@ void loom_ckpt_tx_free(struct loom_ckpt_tx *tx);
  * `latest` points to) and stale temp dirs.  Returns how many were removed
  * or a negative code. */
 int loom_ckpt_prune(const char *dir, unsigned keep, struct loom_err *err);
+
+/* A run's hold on its checkpoint directory (loom-train --save DIR): DIR
+ * made when missing and DIR/.loom-train.lock taken (loom_lock_take), so
+ * that two runs never remove each other's temporaries as debris.  The
+ * kernel drops the lock when the process dies; loom_ckpt_dir_unlock
+ * removes the file, and DIR when this hold made it and it is still empty.
+ * Errors name DIR: "DIR: another loom-train is writing checkpoints there
+ * (it holds 'DIR/.loom-train.lock')" (LOOM_EBUSY), or why DIR cannot be
+ * made or locked; nothing is left held. */
+struct loom_ckpt_dir_lock {
+	char path[4200];	/* DIR/.loom-train.lock */
+	int fd;			/* -1: not held */
+	char made[4096];	/* DIR when this hold made it, else "" */
+};
+int loom_ckpt_dir_lock(const char *dir, struct loom_ckpt_dir_lock *l, struct loom_err *err);
+void loom_ckpt_dir_unlock(struct loom_ckpt_dir_lock *l);
 
 /* Resolve PATH to a step directory: PATH itself if it holds config.json,
  * else PATH/latest (resolved).  Writes it to out. */

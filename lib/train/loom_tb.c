@@ -207,6 +207,7 @@ const struct loom_tb_tag_name loom_tb_tags[LOOM_TB_N_TAGS] = {
 	[LOOM_TB_CHURN] = { "sparsity/churn", "churn" },
 	[LOOM_TB_EVAL_EM] = { "eval/exact_match", "eval_exact_match" },
 	[LOOM_TB_EVAL_F1] = { "eval/f1", "eval_f1" },
+	[LOOM_TB_EVAL_TRAIN_LOSS] = { "eval/train_loss", "eval_train_loss" },
 };
 
 const char *loom_tb_log_key(const char *tag)

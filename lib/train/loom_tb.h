@@ -56,7 +56,7 @@ const char *loom_tb_error(const struct loom_tb *tb);
 enum loom_tb_tag {
 	LOOM_TB_LOSS, LOOM_TB_LR, LOOM_TB_GRAD_NORM, LOOM_TB_TOKENS_PER_S, LOOM_TB_EVAL_LOSS,
 	LOOM_TB_EVAL_PPL, LOOM_TB_EVAL_ACC, LOOM_TB_DENSITY, LOOM_TB_CHURN, LOOM_TB_EVAL_EM,
-	LOOM_TB_EVAL_F1, LOOM_TB_N_TAGS
+	LOOM_TB_EVAL_F1, LOOM_TB_EVAL_TRAIN_LOSS, LOOM_TB_N_TAGS
 };
 extern const struct loom_tb_tag_name {
 	const char *tag, *log_key;

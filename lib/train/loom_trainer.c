@@ -1,7 +1,8 @@
 /* loom_trainer.c - the training engine behind loom-train (loom_trainer.h):
  * configuration and its provenance, the build/--resume/--init-from
- * ladder, the model interface of the GPT and the BERT, checkpoints and
- * held-out evaluation.  Nothing prints. */
+ * ladder, the model interface of the GPT and the BERT, checkpoints,
+ * held-out evaluation (--eval-squad's scores too) and promotion by a
+ * metric (--keep-best).  Nothing prints. */
 /* before anything that includes cblas.h: its complex.h defines I, a field
  * of struct loom_bert */
 #include "loom_bert.h"
@@ -14,12 +15,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "loom_bert_squad.h"
 #include "loom_blas.h"
 #include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_generate.h"
 #include "loom_dist.h"
 #include "loom_rigl.h"
+#include "loom_squad.h"
+#include "loom_tb.h"
 #include "loom_tp.h"
 #include "loom_trainer.h"
 #include "loom_vocab.h"
@@ -92,6 +96,7 @@ void loom_trainer_release(struct loom_trainer *t)
 	free((char *)t->vocab.files[1].data);
 	loom_vocab_free(t->tok);
 	loom_wordpiece_free(t->wp);
+	loom_bert_squad_eval_free(t->squad_ev);
 	free(t->held);
 	memset(t, 0, sizeof *t);
 }
@@ -140,9 +145,9 @@ static int ckpt_tables(struct loom_trainer *t, struct ckpt_tables *x)
 
 /* What every checkpoint holds besides the model's own: the tensors and
  * moments of x, the resolved config (*ctxt, to free), where training
- * stands, the tokenizer. */
+ * stands, the tokenizer; saved as a step (as NULL) or as "best". */
 static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, char **ctxt,
-			struct loom_ckpt_save *s)
+			struct loom_ckpt_save *s, const char *as)
 {
 	json_t *cj = loom_config_to_json(&t->cfg);
 	*ctxt = cj ? json_dumps(cj, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
@@ -162,22 +167,26 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
 			.data_seq = t->data_seq, .data_epoch = t->data_epoch,
 			.data_seed = t->data_seed, .data_batch = t->data_batch,
 			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
+			.best = t->best,
 		},
 		.keep = t->o.keep,
+		.as = as,
 		.vocab = t->vocab.files[0].name ? &t->vocab : NULL,
 	};
 	return 0;
 }
 
-/* Write s; its directory in t->saved_path. */
+/* Write s; its directory in t->saved_path (saved as best: t->best_path). */
 static int ckpt_write(struct loom_trainer *t, const struct loom_ckpt_save *s)
 {
 	struct loom_err err = { 0 };
+	char *path = s->as ? t->best_path : t->saved_path;
 	if (shards_weights(t)) /* every rank writes its part */
-		t->hk.save_part(t->hk.ctx, s, t->saved_path, sizeof t->saved_path);
-	else if (loom_ckpt_write(s, t->saved_path, sizeof t->saved_path, &err))
+		t->hk.save_part(t->hk.ctx, s, path, sizeof t->saved_path);
+	else if (loom_ckpt_write(s, path, sizeof t->saved_path, &err))
 		return take_err(t, &err, LOOM_EIO);
-	t->saved = t->step + 1;
+	if (!s->as)
+		t->saved = t->step + 1;
 	return 0;
 }
 
@@ -284,7 +293,8 @@ static int tp_whole(struct loom_trainer *t, const struct loom_tp *tp, void **w)
 	return 0;
 }
 
-int loom_trainer_save(struct loom_trainer *t)
+/* A checkpoint, as a step (as NULL) or as "best". */
+static int save_as(struct loom_trainer *t, const char *as)
 {
 	int all = shards_weights(t); /* every rank writes its part */
 	if (!all && t->hk.save_begin && !t->hk.save_begin(t->hk.ctx))
@@ -308,7 +318,7 @@ int loom_trainer_save(struct loom_trainer *t)
 	int rc = ckpt_tables(t, &x);
 	if (rc)
 		goto out;
-	if (!(rc = ckpt_save_of(t, &x, &ctxt, &s)) &&
+	if (!(rc = ckpt_save_of(t, &x, &ctxt, &s, as)) &&
 	    !(rc = (t->g ? gpt_ckpt : bert_ckpt)(t, &s, &hf, &sc)))
 		rc = ckpt_write(t, &s);
 	loom_gpt_sidecar_release(&sc);
@@ -322,6 +332,11 @@ out:
 	if (!all && t->hk.save_end)
 		t->hk.save_end(t->hk.ctx);
 	return rc;
+}
+
+int loom_trainer_save(struct loom_trainer *t)
+{
+	return save_as(t, NULL);
 }
 
 /* The model family of the checkpoint at path: config.json's model_type
@@ -577,18 +592,12 @@ static int check_resume_sparsity(struct loom_trainer *t, const struct loom_confi
  * "loom" (a HuggingFace directory has none: --init-from takes it). */
 static int bert_ckpt_config(const struct loom_ckpt *ck, struct loom_config *c)
 {
-	const char *txt = loom_ckpt_loom_config(ck);
-	loom_config_defaults(c);
-	if (!txt)
+	int rc = loom_bert_ckpt_loom_config(ck, c);
+	if (rc == 0)
 		return loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: no loom configuration "
 				    "to resume (a HuggingFace directory: --init-from it)",
 				    loom_ckpt_dir(ck));
-	json_t *o = json_loads(txt, 0, NULL);
-	int rc = o ? loom_config_apply_json(c, o)
-		   : loom_err_set(&c->err, LOOM_EFORMAT, "%s/config.json: loom: bad JSON",
-				  loom_ckpt_dir(ck));
-	json_decref(o);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 int loom_trainer_configure(struct loom_trainer *t)
@@ -643,6 +652,113 @@ int loom_trainer_configure(struct loom_trainer *t)
 	return 0;
 }
 
+/* ---- promotion by a metric (--keep-best) -------------------------------- */
+
+/* The metrics by their TensorBoard tags; `need`: 1 the run must score
+ * --eval-squad, -1 it must not be task=squad (no perplexity there). */
+static const struct metric {
+	int tag, higher, need;
+} metrics[] = {
+	{ LOOM_TB_EVAL_LOSS, 0, 0 }, { LOOM_TB_EVAL_PPL, 0, -1 }, { LOOM_TB_EVAL_ACC, 1, 0 },
+	{ LOOM_TB_EVAL_EM, 1, 1 }, { LOOM_TB_EVAL_F1, 1, 1 },
+};
+
+static const struct metric *find_metric(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof metrics / sizeof *metrics; i++)
+		if (!strcmp(name, loom_tb_tags[metrics[i].tag].tag))
+			return &metrics[i];
+	return NULL;
+}
+
+int loom_trainer_metric(const char *name, int *higher)
+{
+	const struct metric *m = find_metric(name);
+	if (!m)
+		return LOOM_EINVAL;
+	*higher = m->higher;
+	return 0;
+}
+
+/* --keep-best: a metric this run reports. */
+static int check_keep_best(struct loom_trainer *t)
+{
+	const char *name = t->o.keep_best;
+	const struct metric *m = find_metric(name);
+	if (!name)
+		return 0;
+	if (!m)
+		return usage(t, "--keep-best %s: not a metric (one of: %s)", name, LOOM_TRAINER_METRICS);
+	if (m->need < 0 && t->read_features)
+		return usage(t, "--keep-best %s: task=squad reports no perplexity (eval/loss, or "
+			     "eval/f1 with --eval-squad)", name);
+	if (m->need > 0 && !t->o.eval_squad)
+		return usage(t, "--keep-best %s: the run reports it only with --eval-squad DEV.json",
+			     name);
+	return 0;
+}
+
+static int better(const struct loom_trainer *t, double v, const struct loom_ckpt_best *than)
+{
+	int higher;
+	if (!isfinite(v) || loom_trainer_metric(t->o.keep_best, &higher))
+		return 0;
+	if (strcmp(than->metric, t->o.keep_best)) /* none yet (or of another metric) */
+		return 1;
+	return higher ? v > than->value : v < than->value;
+}
+
+void loom_trainer_offer(struct loom_trainer *t, const char *tag, double v)
+{
+	if (t->o.keep_best && !strcmp(tag, t->o.keep_best)) {
+		t->offer = v;
+		t->offered = 1;
+	}
+}
+
+int loom_trainer_improves(const struct loom_trainer *t)
+{
+	return t->offered && better(t, t->offer, &t->best);
+}
+
+int loom_trainer_save_best(struct loom_trainer *t, struct loom_ckpt_best *was)
+{
+	*was = t->best;
+	if (t->offered) { /* ranks that did not evaluate write no state */
+		snprintf(t->best.metric, sizeof t->best.metric, "%s", t->o.keep_best);
+		t->best.value = t->offer;
+		t->best.step = t->step;
+	}
+	t->offered = 0;
+	return save_as(t, "best");
+}
+
+/* --resume with --keep-best: the best so far is the checkpoint's record,
+ * or SAVE/best's when it is better (a run that died after promoting one
+ * past its last checkpoint); of another metric, none. */
+static int resume_best(struct loom_trainer *t)
+{
+	char path[4200];
+	struct stat sb;
+	struct loom_ckpt_state st;
+	struct loom_err err = { 0 };
+	if (!t->o.keep_best)
+		return 0;
+	if (strcmp(t->best.metric, t->o.keep_best))
+		memset(&t->best, 0, sizeof t->best);
+	snprintf(path, sizeof path, "%s/best", t->o.save_dir ? t->o.save_dir : ".");
+	if (t->o.save_dir && stat(path, &sb) == 0) { /* (a dangling link: none) */
+		if (loom_ckpt_read_state(path, &st, &err))
+			return take_err(t, &err, LOOM_EFORMAT);
+		if (!strcmp(st.best.metric, t->o.keep_best) && better(t, st.best.value, &t->best))
+			t->best = st.best;
+	}
+	if (t->best.metric[0] && t->o.verbose)
+		say(t, "--keep-best: the best so far is %s %.6g at step %llu", t->best.metric,
+		    t->best.value, (unsigned long long)t->best.step);
+	return 0;
+}
+
 int loom_trainer_settle(struct loom_trainer *t)
 {
 	struct loom_config *c = &t->cfg;
@@ -668,7 +784,11 @@ int loom_trainer_settle(struct loom_trainer *t)
 			     t->o.init_from, a->model_type, loom_model_name(c->model));
 	t->ops = c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops;
 	t->read_features = c->task == LOOM_TASK_SQUAD;
-	return 0;
+	if (t->o.eval_squad && (!t->read_features || loom_config_shards_weights(c)))
+		return usage(t, "--eval-squad: task=squad%s", t->read_features ?
+			     " without sharding=weights (score a checkpoint with loom-eval squad -c)" :
+			     " only (the task is not)");
+	return check_keep_best(t);
 }
 
 /* --vocab (or the resumed checkpoint's): rendered once as vocab.json +
@@ -734,9 +854,7 @@ static int load_bert_vocab(struct loom_trainer *t, const char *spec)
 	}
 	struct loom_wordpiece *w = loom_wordpiece_open(spec ? spec : loom_ckpt_dir(ck), casing, &err);
 	if (!w && err.code == LOOM_EINVAL)
-		return usage(t, "--vocab %s%s", err.msg,
-			     strstr(err.msg, "say whether") ? " (--lowercase or --cased)" :
-			     strstr(err.msg, "no casing") ? " (drop --lowercase/--cased)" : "");
+		return usage(t, "--vocab %s%s", err.msg, loom_wordpiece_casing_hint(&err));
 	if (!w)
 		return take_err(t, &err, LOOM_EFORMAT);
 	const char *path = loom_wordpiece_path(w);
@@ -823,6 +941,7 @@ static void take_state(struct loom_trainer *t)
 	t->samples = st->samples;
 	t->tokens = st->tokens;
 	t->data_seq = st->data_seq;
+	t->best = st->best;
 	if (t->o.verbose)
 		say(t, "resumed from %s at step %llu (next frame %llu)", loom_ckpt_dir(t->ck),
 		    (unsigned long long)t->step, (unsigned long long)t->data_seq);
@@ -897,6 +1016,8 @@ int loom_trainer_build(struct loom_trainer *t)
 		if ((rc = load(t, t->ck, 1)))
 			return rc;
 		take_state(t);
+		if ((rc = resume_best(t)))
+			return rc;
 	} else if (o->init_from) {
 		struct loom_ckpt *ck;
 		if ((rc = open_ckpt(t, o->init_from, 0, &ck)))
@@ -1113,6 +1234,7 @@ int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max
 			  struct loom_threads *pool, struct loom_eval_sums *sum)
 {
 	struct loom_eval_src e;
+	t->offered = 0; /* a new evaluation */
 	int need = t->cfg.seq_len + loom_config_record_extra(&t->cfg);
 	memset(sum, 0, sizeof *sum);
 	int rc = loom_eval_open(&e, path, (uint32_t)t->cfg.micro_batch, (uint32_t)need,
@@ -1121,6 +1243,26 @@ int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max
 		rc = evaluate_src(t, &e, path, pool, sum);
 	loom_eval_close(&e);
 	return rc;
+}
+
+int loom_trainer_squad_scores(struct loom_trainer *t, double *em, double *f1)
+{
+	struct loom_err err = { 0 };
+	if (!t->wp)
+		return loom_err_set(&t->err, LOOM_EINVAL, "--eval-squad: the checkpoint resumed has "
+				    "no vocab.txt to tokenize %s with (--vocab V)", t->o.eval_squad);
+	if (!t->squad_ev) {
+		struct loom_squad_feature_opts fo = { (uint32_t)t->cfg.seq_len,
+						      (uint32_t)t->cfg.doc_stride,
+						      (uint32_t)t->cfg.max_query };
+		if (!(t->squad_ev = loom_bert_squad_eval_new(t->o.eval_squad, t->wp, &fo, &err)))
+			return loom_err_set(&t->err, err.code ? err.code : LOOM_EFORMAT,
+					    "--eval-squad %s", err.msg);
+	}
+	if (loom_bert_squad_eval_run(t->squad_ev, t->b, t->cfg.micro_batch, em, f1, &err))
+		return loom_err_set(&t->err, err.code ? err.code : LOOM_EFORMAT, "--eval-squad %s: %s",
+				    t->o.eval_squad, err.msg);
+	return 0;
 }
 
 int loom_trainer_hold(struct loom_trainer *t, const struct loom_batch_reader *r,

@@ -40,6 +40,7 @@
 #include "loom_model.h"
 
 struct loom_bert;
+struct loom_bert_squad_eval;
 struct loom_vocab;
 struct loom_wordpiece;
 struct loom_trainer;
@@ -100,6 +101,8 @@ struct loom_trainer_opts {
 	unsigned keep;
 	int verbose, quiet;
 	unsigned held;          /* --eval-train: training frames kept for evaluation */
+	const char *eval_squad; /* --eval-squad: a SQuAD v1.1 file scored at evaluations */
+	const char *keep_best;  /* --keep-best: the metric (loom_trainer_metric) or NULL */
 	int casing;             /* --lowercase/--cased: LOOM_CASING_* (loom_wordpiece.h) */
 };
 
@@ -132,6 +135,15 @@ struct loom_trainer {
 	 * the last one first) and for evaluation frames */
 	struct loom_model_scratch scratch, escratch;
 	char saved_path[4096];  /* the last checkpoint written */
+	/* o.eval_squad's questions and features (made at the first evaluation) */
+	struct loom_bert_squad_eval *squad_ev;
+	/* o.keep_best: the best evaluation so far (in every checkpoint's
+	 * state; resumed), this evaluation's value (offered: 1 once given),
+	 * and the directory SAVE/best names */
+	struct loom_ckpt_best best;
+	double offer;
+	int offered;
+	char best_path[4096];
 	/* set up by loom_trainer_configure for loom_trainer_settle */
 	struct loom_ckpt *ck;   /* --resume's */
 	struct loom_config named;
@@ -197,6 +209,39 @@ int loom_trainer_evaluate_held(struct loom_trainer *t, struct loom_threads *pool
  * tokens) into *sum; pool (may be NULL) adapts the threads per frame. */
 int loom_trainer_evaluate(struct loom_trainer *t, const char *path, uint64_t max_frames,
 			  struct loom_threads *pool, struct loom_eval_sums *sum);
+
+/* --eval-squad (o.eval_squad): the official exact match and F1 of the
+ * model's answers to its questions, the features made at the first call
+ * with the run's windows (seq_len, doc_stride, max_query) and vocabulary;
+ * an error naming the file. */
+int loom_trainer_squad_scores(struct loom_trainer *t, double *em, double *f1);
+
+/* Promotion by a metric (o.keep_best, as HuggingFace Trainer's
+ * metric_for_best_model): after each evaluation that improves on the best
+ * so far, the checkpoint is written as o.save_dir/best (a symlink to
+ * best-NNNNNNNN, switched atomically: loom_ckpt_save.as), the metric, value
+ * and step recorded in its state.json ("best") and in every later
+ * checkpoint's.  A resumed run keeps the best so far (the better of the
+ * checkpoint's record and SAVE/best's, of the same metric), so a worse
+ * evaluation never replaces SAVE/best; a new run (not --resume) starts
+ * without one.
+ *
+ * The metrics, by their TensorBoard tags: eval/loss, eval/perplexity,
+ * eval/accuracy (of --eval-data), eval/exact_match, eval/f1 (of
+ * --eval-squad).  0 with *higher (1: larger is better), or LOOM_EINVAL. */
+int loom_trainer_metric(const char *name, int *higher);
+#define LOOM_TRAINER_METRICS "eval/loss eval/perplexity eval/accuracy eval/exact_match eval/f1"
+/* A scalar of this evaluation, by its tag: kept as the offer when it is
+ * o.keep_best's (loom_trainer_evaluate clears the last one). */
+void loom_trainer_offer(struct loom_trainer *t, const char *tag, double v);
+/* 1 when this evaluation's offer (finite) improves on t->best (or there
+ * is none yet), else 0. */
+int loom_trainer_improves(const struct loom_trainer *t);
+/* Write the checkpoint as o.save_dir/best, t->best becoming the offer
+ * at t->step (the one it replaces into *was; metric[0] 0: none), its
+ * directory in t->best_path.  Every rank calls it under data parallelism,
+ * as loom_trainer_save; `latest` and t->saved are left as they are. */
+int loom_trainer_save_best(struct loom_trainer *t, struct loom_ckpt_best *was);
 
 /* A GPT's sample (lib/train/loom_generate.h): prompt[0..n) continued by
  * up to max_new tokens (up to the vocabulary's end of text), greedy
