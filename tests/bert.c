@@ -353,39 +353,6 @@ static void test_recompute_determinism(int task)
 		loom_bert_free(bs[i]);
 }
 
-/* The relative error |a - b| / |b| (2-norms) of all the gradients as one
- * vector, into *all, and the largest of each tensor's, returned.  A
- * tensor whose true gradient is 0 holds rounding noise only (the key
- * bias: q.bk is added to every score of a query, which the softmax
- * cancels; under the QA loss the last LayerNorm's bias and the head's
- * bias: each row's softmax - onehot sums to 0), so tensors whose norm is
- * under 1e-6 of the whole's count in *all only. */
-static double grad_rel(const struct loom_bert *a, const struct loom_bert *b, const char **worst,
-		       double *all)
-{
-	double w = 0, dd = 0, mm = 0, *d = calloc(b->n_tensors, sizeof *d);
-	double *m = calloc(b->n_tensors, sizeof *m);
-	for (int i = 0; i < b->n_tensors; i++) {
-		const struct loom_tensor *t = &b->tensors[i];
-		for (size_t j = 0; j < t->numel; j++) {
-			double x = a->grads[t->offset + j], y = b->grads[t->offset + j];
-			d[i] += (x - y) * (x - y);
-			m[i] += y * y;
-		}
-		dd += d[i];
-		mm += m[i];
-	}
-	*all = sqrt(dd / mm);
-	for (int i = 0; i < b->n_tensors; i++)
-		if (m[i] >= 1e-12 * mm && sqrt(d[i] / m[i]) > w) {
-			w = sqrt(d[i] / m[i]);
-			*worst = b->tensors[i].name;
-		}
-	free(d);
-	free(m);
-	return w;
-}
-
 /* Rows at their real length, packed (the default), against the padded
  * reference (cfg.padded): the logits of every real token, the loss and
  * the gradient of a training step (with dropout too) within 1e-6
@@ -512,7 +479,8 @@ static void test_packed(int task, int hidden, int heads, int inter, int PB, int 
 	   dl, ml, lv, lp);
 	is_int(loom_bert_backward(bp, 1.0f) || loom_bert_backward(bv, 1.0f), 0, "  both backwards");
 	const char *worst = "-";
-	double all, g = grad_rel(bv, bp, &worst, &all);
+	double all, g = tensors_rel(bp->tensors, bp->n_tensors, bv->grads, bp->grads, &worst,
+				    &all);
 	ok(all <= 1e-6 && g <= 1e-5,
 	   "  gradients within 1e-6 relative (%.3g), each tensor within 1e-5 (max %.3g, %s)", all,
 	   g, worst);

@@ -93,7 +93,7 @@ static void test_gpt(void)
 	is_int(m.tag("transformer.ln_f.weight", m.n_layer), g->L - 1, "gpt: ln_f with the last layer");
 	is_int(m.tag("transformer.wte.weight", m.n_layer), -1, "gpt: the embeddings last");
 	int x;
-	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL };
+	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
 	m.connect(m.model, &calls);
 	ok(g->grad_ready == on_ready && g->grad_ready_ctx == &x && g->need == on_need &&
 	   g->done == on_done && g->tick == on_tick, "gpt: connect installs the calls");

@@ -159,17 +159,21 @@ static void test_attention(int B, int T, int C, int NH, float p, int masked)
  * rows laid end to end give, on those tokens, the padded kernels' output,
  * lse and gradient (with zero gradient arriving at the padding, which is
  * what a loss over real tokens sends); fast against naive too.  Dropout
- * keeps the padded mask. */
-static void test_attention_packed(int B, int T, int C, int NH, float p)
+ * keeps the padded mask.  Masked (BERT: len given) or causal (the GPT's
+ * rows that end early: off alone, a row of 0 tokens among them). */
+static void test_attention_packed(int B, int T, int C, int NH, float p, int causal)
 {
 	size_t n3 = (size_t)B * T * 3 * C, n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
 	size_t nl = (size_t)B * NH * T;
 	int32_t len[8], off[9] = { 0 };
 	for (int b = 0; b < B; b++) {
-		len[b] = b == 1 ? T : 1 + (int32_t)(loom_splitmix64((uint64_t)(b * 17 + T)) % T);
+		uint64_t r = loom_splitmix64((uint64_t)(b * 17 + T));
+		len[b] = b == 1 ? T : causal && b == 2 ? 0 : (int32_t)(!causal + r % (T + causal));
 		off[b + 1] = off[b] + len[b];
 	}
 	int N = off[B];
+	const int32_t *ln = causal ? NULL : len;
+	const char *mode = causal ? "causal" : "masked";
 	float *qkv = rnd(n3, 1.5f), *dy = rnd(n, 1), *o1 = rnd(n, 1), *l1 = rnd(nl, 1);
 	float *d1 = rnd(n3, 1), *pq = rnd((size_t)N * 3 * C, 1), *pdy = rnd((size_t)N * C, 1);
 	float *po = rnd((size_t)N * C, 1), *po2 = rnd((size_t)N * C, 1), *pl = rnd((size_t)N * NH, 1);
@@ -182,13 +186,13 @@ static void test_attention_packed(int B, int T, int C, int NH, float p)
 		       sizeof(float) * len[b] * 3 * C);
 		memcpy(pdy + (size_t)off[b] * C, dy + (size_t)b * T * C, sizeof(float) * len[b] * C);
 	}
-	loom_k_attention_fwd(o1, l1, qkv, len, NULL, B, T, C, NH, p, 43);
-	loom_k_attention_bwd(d1, dy, qkv, o1, l1, len, NULL, B, T, C, NH, p, 43);
-	is_int(loom_k_attention_fwd(po, pl, pq, len, off, B, T, C, NH, p, 43), 0, "packed fwd runs");
-	is_int(loom_k_attention_bwd(pd, pdy, pq, po, pl, len, off, B, T, C, NH, p, 43), 0,
+	loom_k_attention_fwd(o1, l1, qkv, ln, NULL, B, T, C, NH, p, 43);
+	loom_k_attention_bwd(d1, dy, qkv, o1, l1, ln, NULL, B, T, C, NH, p, 43);
+	is_int(loom_k_attention_fwd(po, pl, pq, ln, off, B, T, C, NH, p, 43), 0, "packed fwd runs");
+	is_int(loom_k_attention_bwd(pd, pdy, pq, po, pl, ln, off, B, T, C, NH, p, 43), 0,
 	       "packed bwd runs");
-	loom_k_attention_fwd_naive(po2, a2, pl2, pq, len, off, B, T, C, NH, p, 43);
-	loom_k_attention_bwd_naive(pd2, pdy, pq, a2, len, off, B, T, C, NH, p, 43);
+	loom_k_attention_fwd_naive(po2, a2, pl2, pq, ln, off, B, T, C, NH, p, 43);
+	loom_k_attention_bwd_naive(pd2, pdy, pq, a2, ln, off, B, T, C, NH, p, 43);
 	int same = 1;
 	for (int b = 0; b < B; b++) {
 		same &= close_arr(po + (size_t)off[b] * C, o1 + (size_t)b * T * C,
@@ -200,12 +204,12 @@ static void test_attention_packed(int B, int T, int C, int NH, float p)
 					  l1 + ((size_t)b * NH + h) * T, len[b], 1e-6, 1e-6,
 					  "packed lse");
 	}
-	ok(same, "attention packed = padded on the real tokens B=%d T=%d C=%d NH=%d dropout %.2f",
-	   B, T, C, NH, p);
+	ok(same, "attention packed %s = padded on the real tokens B=%d T=%d C=%d NH=%d dropout %.2f",
+	   mode, B, T, C, NH, p);
 	ok(close_arr(po, po2, (size_t)N * C, 1e-5, 1e-4, "packed naive out") &&
 	   close_arr(pl, pl2, (size_t)N * NH, 1e-5, 1e-5, "packed naive lse") &&
 	   close_arr(pd, pd2, (size_t)N * 3 * C, 1e-5, 1e-3, "packed naive bwd"),
-	   "attention packed fast = naive B=%d T=%d dropout %.2f", B, T, p);
+	   "attention packed %s fast = naive B=%d T=%d dropout %.2f", mode, B, T, p);
 	free(qkv); free(dy); free(o1); free(l1); free(d1); free(pq); free(pdy); free(po);
 	free(po2); free(pl); free(pl2); free(pd); free(pd2); free(a2);
 }
@@ -583,8 +587,11 @@ int main(void)
 			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0, masked);
 			test_attention(at[i][0], at[i][1], at[i][2], at[i][3], 0.25f, masked);
 		}
-		test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0);
-		test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0.25f);
+		for (int causal = 0; causal < 2; causal++) {
+			test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0, causal);
+			test_attention_packed(at[i][0] + 1, at[i][1], at[i][2], at[i][3], 0.25f,
+					      causal);
+		}
 	}
 	test_encoder(2, 3, 5, 7);
 	test_encoder(3, 11, 70, 13);

@@ -1,38 +1,116 @@
 /* Tensor parallelism of the GPT (loom_gpt_new_tp) checked in one process,
- * without MPI: T threads, each one rank's slices, summing through a reduce
- * call built on a barrier (tests/tp_team.h).  A
- * training micro-batch with dropout and a clipped AdamW step on T=2 and T=4
- * ranks against the whole model (each rank initialised on its own): the loss, every gradient and every weight
- * after the step (the ranks' slices put back with loom_gpt_tp_copy) within
- * 1e-5, the whole tensors' gradients the same bytes on every rank, an
- * evaluation's loss and argmax hits, and the bytes the reduce calls moved
- * in the micro-batch and step against loom_gpt_tp_bytes (the LM head in
- * one chunk and in chunks of 3 rows). */
+ * without MPI: T threads, each one rank's slices, summing through reduce,
+ * gather and scatter calls built on a barrier (what lib/train/loom_dist.c
+ * does over MPI).  A training micro-batch with dropout and a clipped AdamW
+ * step on T=2 and T=4 ranks, without and with sequence parallelism,
+ * against the whole model (each rank initialised on its own): the loss,
+ * every gradient and every weight after the step (the ranks' slices put
+ * back with loom_gpt_tp_copy) within 1e-5, the whole tensors' gradients
+ * the same bytes on every rank, an evaluation's loss and argmax hits, and
+ * the bytes the calls moved in the micro-batch and step against
+ * loom_gpt_tp_bytes (the LM head in one chunk and in chunks of 3 rows). */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_dist.h"
 #include "loom_gpt.h"
 #include "tap.h"
 #include "testlib.h"
-#include "tp_team.h"
 
-#define MAXT TP_MAXT
+#define MAXT 4
+
+struct group {
+	int T;
+	pthread_barrier_t bar;
+	void *buf[MAXT];
+};
 
 struct rank {
-	struct tp_member mb;    /* the reduce call's ctx */
+	int rank;
+	struct group *grp;
 	struct loom_gpt *g;
 	const int32_t *in, *tg;
 	int B, T, rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
 	int head_rows;          /* the LM head's chunks (0: the default) */
-	uint64_t step_bytes;    /* reduced in the micro-batch and step */
+	uint64_t bytes, step_bytes; /* reduced; those of the micro-batch and step */
+	uint64_t half, step_half; /* sent by gathers and scatters: (T-1) n x 4 each */
 	double nll;
 	int64_t ntok, correct;
 };
+
+/* every rank's buf[0..n) summed or maxed into each (the loom_dist_calls
+ * reduce of lib/train/loom_dist.h) */
+static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
+{
+	struct rank *r = ctx;
+	struct group *g = r->grp;
+	int f64 = op == LOOM_DIST_SUM_F64 || op == LOOM_DIST_MAX_F64;
+	int sum = op == LOOM_DIST_SUM_F32 || op == LOOM_DIST_SUM_F64;
+	double *acc = malloc(sizeof(double) * (n ? n : 1));
+	if (!acc)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	r->bytes += n * (f64 ? 8 : 4);
+	g->buf[r->rank] = buf;
+	pthread_barrier_wait(&g->bar);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < g->T; k++) {
+			double x = f64 ? ((double *)g->buf[k])[i] : ((float *)g->buf[k])[i];
+			acc[i] = !k ? x : sum ? acc[i] + x : fmax(acc[i], x);
+		}
+	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
+	for (size_t i = 0; i < n; i++) {
+		if (f64)
+			((double *)buf)[i] = acc[i];
+		else
+			((float *)buf)[i] = (float)acc[i];
+	}
+	free(acc);
+	return 0;
+}
+
+/* every rank's n floats at buf[k n] into each buf (the gather call) */
+static int gather(void *ctx, float *buf, size_t n, struct loom_err *err)
+{
+	struct rank *r = ctx;
+	struct group *g = r->grp;
+	(void)err;
+	r->half += (uint64_t)(g->T - 1) * n * 4;
+	g->buf[r->rank] = buf;
+	pthread_barrier_wait(&g->bar);
+	for (int k = 0; k < g->T; k++)
+		if (k != r->rank)
+			memcpy(buf + k * n, (float *)g->buf[k] + k * n, n * sizeof(float));
+	pthread_barrier_wait(&g->bar);
+	return 0;
+}
+
+/* in[T n] summed over the ranks, this rank's n of the sum into out (the
+ * scatter call; out may be in) */
+static int scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *err)
+{
+	struct rank *r = ctx;
+	struct group *g = r->grp;
+	double *acc = calloc(n ? n : 1, sizeof(double));
+	if (!acc)
+		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
+	r->half += (uint64_t)(g->T - 1) * n * 4;
+	g->buf[r->rank] = in;
+	pthread_barrier_wait(&g->bar);
+	for (int k = 0; k < g->T; k++)
+		for (size_t i = 0; i < n; i++)
+			acc[i] += ((float *)g->buf[k])[r->rank * n + i];
+	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
+	for (size_t i = 0; i < n; i++)
+		out[i] = (float)acc[i];
+	free(acc);
+	return 0;
+}
 
 static void *run_rank(void *arg)
 {
@@ -40,26 +118,43 @@ static void *run_rank(void *arg)
 	struct loom_gpt *g = r->g;
 	struct loom_dist_model m;
 	loom_gpt_dist_model(g, &m);
-	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce });
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce, .gather = gather,
+						      .scatter = scatter });
 	g->head_rows = r->head_rows;
 	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
 	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
 	if (!r->rc)
 		loom_gpt_step(g, 1e-3f, 1, &r->norm);
-	r->step_bytes = r->mb.bytes;
+	r->step_bytes = r->bytes;
+	r->step_half = r->half;
 	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
 		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
 	return NULL;
 }
 
-static void check(int T, int head_rows)
+/* max |a - b| over max |b| */
+static double rel(const float *a, const float *b, size_t n)
 {
-	int B = 2, S = 7;
+	double d = 0, m = 0;
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)a[i] - b[i]));
+		m = fmax(m, fabs((double)b[i]));
+	}
+	return m > 0 ? d / m : d;
+}
+
+/* T ranks, the LM head in chunks of head_rows (0: the default), with
+ * sequence parallelism when sp (its tokens split: B S a multiple of T) */
+static void check(int T, int head_rows, int sp)
+{
+	int B = 2, S = sp ? 8 : 7;
 	struct loom_config c = tiny_gpt_cfg(B, S);
+	c.sequence_parallel = sp;
+	const char *sq = sp ? " SP" : "";
 	c.vocab_size = 24;      /* split by 2 and 4 */
 	c.dropout = 0.1;        /* the same masks on every rank */
 	c.grad_clip = 0.5;      /* the step clips by the whole norm */
-	int32_t in[14], tg[14];
+	int32_t in[16], tg[16];
 	for (int i = 0; i < B * S; i++) {
 		in[i] = (i * 7 + 3) % 24;
 		tg[i] = (i * 5 + 1) % 24;
@@ -67,21 +162,22 @@ static void check(int T, int head_rows)
 	tg[4] = c.ignore_id = 23; /* an ignored target */
 	struct loom_gpt *w = loom_gpt_new(&c);
 	loom_gpt_init_weights(w, 1);
-	struct tp_team grp = { .T = T };
+	struct group grp = { .T = T };
 	struct rank r[MAXT];
 	pthread_t th[MAXT];
 	int same_init = 1;
 	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
-		r[k] = (struct rank){ .mb = { k, &grp, 0 }, .g = loom_gpt_new_tp(&c, k, T),
+		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
 				      .in = in, .tg = tg, .B = B, .T = S, .head_rows = head_rows };
 		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
+		r[k].g->keep_res2 = sp ? -1 : 0; /* SP: backward rebuilds res2 (a scatter) */
 		/* a rank's own initialisation is its slice of the whole model's */
 		loom_gpt_init_weights(r[k].g, 1);
 		loom_gpt_tp_copy(r[k].g, k, r[k].grads, w->params, 0);
 		same_init &= !memcmp(r[k].grads, r[k].g->params, r[k].g->n_params * sizeof(float));
 	}
-	ok(same_init, "T=%d: each rank initialises its slices as the whole model draws them", T);
+	ok(same_init, "T=%d%s: each rank initialises its slices as the whole model draws them", T, sq);
 	for (int k = 0; k < T; k++)
 		pthread_create(&th[k], NULL, run_rank, &r[k]);
 	for (int k = 0; k < T; k++)
@@ -112,22 +208,23 @@ static void check(int T, int head_rows)
 			      !memcmp(r[k].grads + t[n - 2].offset, r[0].grads + t[n - 2].offset,
 				      2 * t[n - 1].numel * sizeof(float));
 	}
-	ok(!rcs, "T=%d: %d ranks train a micro-batch, step and evaluate", T, T);
-	/* a ring all-reduce sends 2 (T-1)/T of the buffer */
-	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T;
+	ok(!rcs, "T=%d%s: %d ranks train a micro-batch, step and evaluate", T, sq, T);
+	/* a ring all-reduce sends 2 (T-1)/T of the buffer, an all-gather or
+	 * a reduce-scatter (T-1)/T */
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T + r[0].step_half;
 	is_int((long long)sent, (long long)loom_gpt_tp_bytes(r[0].g, 1),
-	       "T=%d head_rows %d: the bytes sent in a micro-batch and step are loom_gpt_tp_bytes's",
-	       T, head_rows);
+	       "T=%d%s head_rows %d: the bytes sent in a micro-batch and step are loom_gpt_tp_bytes's",
+	       T, sq, head_rows);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
-	   "T=%d: every rank's loss %.7f is the whole model's %.7f", T, r[0].loss, loss);
-	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
-	ok(dg <= 1e-5, "T=%d: the slices' gradients are the whole model's (max rel %.2g)", T, dg);
-	ok(same_whole, "T=%d: wpe's and ln_f's gradients the same bytes on every rank", T);
+	   "T=%d%s: every rank's loss %.7f is the whole model's %.7f", T, sq, r[0].loss, loss);
+	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
+	ok(dg <= 1e-5, "T=%d%s: the slices' gradients are the whole model's (max rel %.2g)", T, sq, dg);
+	ok(same_whole, "T=%d%s: wpe's and ln_f's gradients the same bytes on every rank", T, sq);
 	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.grad_clip,
-	   "T=%d: the clipped norm %.6f is the whole gradient's %.6f", T, r[0].norm, norm);
-	ok(dp <= 1e-5, "T=%d: the weights after the step too (max rel %.2g)", T, dp);
+	   "T=%d%s: the clipped norm %.6f is the whole gradient's %.6f", T, sq, r[0].norm, norm);
+	ok(dp <= 1e-5, "T=%d%s: the weights after the step too (max rel %.2g)", T, sq, dp);
 	ok(fabs(r[0].nll - nll) <= 1e-5 * nll && r[0].ntok == ntok && r[0].correct == correct,
-	   "T=%d: evaluation: nll %.5f, %lld tokens, %lld argmax hits as the whole model's", T,
+	   "T=%d%s: evaluation: nll %.5f, %lld tokens, %lld argmax hits as the whole model's", T, sq,
 	   r[0].nll, (long long)r[0].ntok, (long long)r[0].correct);
 	for (int k = 0; k < T; k++) {
 		free(r[k].grads);
@@ -142,8 +239,11 @@ static void check(int T, int head_rows)
 
 int main(void)
 {
-	check(2, 0);
-	check(4, 0);
-	check(2, 3); /* the LM head in chunks (backward recomputes none: train_micro) */
+	check(2, 0, 0);
+	check(4, 0, 0);
+	check(2, 3, 0); /* the LM head in chunks (backward recomputes none: train_micro) */
+	check(2, 0, 1);
+	check(4, 0, 1);
+	check(2, 3, 1);
 	return done_testing();
 }

@@ -1,6 +1,7 @@
 /* Helpers shared by the C unit tests of the kernels and the model: a
  * reproducible pseudo-random stream (rs, its state, may be reseeded), random
- * arrays, a tolerance comparison that reports its worst element, the tiny
+ * arrays, a tolerance comparison that reports its worst element, the
+ * relative error of two models' gradients, the tiny
  * GPT and BERT configs and large GPT weights for gradient checks.  Header-only; include after tap.h. */
 #ifndef LOOM_TESTLIB_H
 #define LOOM_TESTLIB_H
@@ -47,6 +48,39 @@ static __attribute__((unused)) int close_arr(const float *a, const float *b, siz
 	if (!(worst <= 1.0))
 		diag("%s: worst at %zu: %g vs %g", what, wi, a[wi], b[wi]);
 	return worst <= 1.0;
+}
+
+/* The relative error |a - b| / |b| (2-norms) of all n tensors' values
+ * (a and b: two models' flat gradients) as one vector, into *all, and
+ * the largest of each tensor's, returned (its name in *worst).  A
+ * tensor whose true gradient is 0 holds rounding noise only (BERT's key
+ * bias: q.bk is added to every score of a query, which the softmax
+ * cancels; under the QA loss the last LayerNorm's bias and the head's
+ * bias: each row's softmax - onehot sums to 0), so tensors whose norm is
+ * under 1e-6 of the whole's count in *all only. */
+static __attribute__((unused)) double tensors_rel(const struct loom_tensor *t, int n,
+						  const float *a, const float *b,
+						  const char **worst, double *all)
+{
+	double w = 0, dd = 0, mm = 0, *d = calloc(n, sizeof *d), *m = calloc(n, sizeof *m);
+	for (int i = 0; i < n; i++) {
+		for (size_t j = 0; j < t[i].numel; j++) {
+			double x = a[t[i].offset + j], y = b[t[i].offset + j];
+			d[i] += (x - y) * (x - y);
+			m[i] += y * y;
+		}
+		dd += d[i];
+		mm += m[i];
+	}
+	*all = sqrt(dd / mm);
+	for (int i = 0; i < n; i++)
+		if (m[i] >= 1e-12 * mm && sqrt(d[i] / m[i]) > w) {
+			w = sqrt(d[i] / m[i]);
+			*worst = t[i].name;
+		}
+	free(d);
+	free(m);
+	return w;
 }
 
 /* The tiny GPT of the model tests: 2 layers, 16 hidden, 4 heads, vocab 23,

@@ -5,6 +5,8 @@
 # is one process's (T=2, T=4, 2x2, with dropout, accumulation and
 # recompute), checkpoints hold the whole tensors and move between grids
 # (T=2 -> T=1 -> 2x2), and a grid that cannot be is one line, exit 2.
+# Sequence parallelism (sequence_parallel=1) likewise: the same curves, a
+# checkpoint one process resumes, the bytes of its gathers and scatters.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 
@@ -82,8 +84,12 @@ if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
 	is_rc 0 "T=2, bf16 matmuls"
 	d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
 	ok "  within 1e-3 of 1 rank over 20 steps (max $d)" small "$d" 1e-3
+	np 2 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,precision=bf16,tensor_parallel=2,sequence_parallel=1 --steps 20 --log bs2.json"
+	is_rc 0 "T=2, bf16 matmuls, sequence_parallel=1"
+	d=$(maxrel "$T/bs2.json" "$T/b1.json" 1 20)
+	ok "  within 1e-3 of 1 rank over 20 steps (max $d)" small "$d" 1e-3
 else
-	skip 2 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
+	skip 4 "this CPU has no bf16 matmul (avx512_bf16, amx_bf16)"
 fi
 
 # --- checkpoints: the whole tensors, resumed on other grids -----------------
@@ -117,6 +123,51 @@ $FEED --batch 8 --epochs 1 > "$T/ev.frames"
 run loom-eval --checkpoint "$T/straight/latest" --threads 1 < "$T/ev.frames"
 is_rc 0 "loom-eval reads the T=2 run's checkpoint on one process"
 like "$out" '"loss":' "  and reports a loss"
+
+# --- sequence parallelism: LayerNorms, dropout, residuals split by tokens ----
+SP=sequence_parallel=1
+np 2 "$FEED --batch 8 --epochs 0 | $TRAIN --set micro_batch=8,tensor_parallel=2,$SP --steps 20 --log-every 10 --log sp2.json --save sp2 --save-every 10"
+is_rc 0 "T=2, sequence_parallel=1"
+d=$(maxrel "$T/sp2.json" "$T/one.json" 1 20)
+ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+diag "T=2 SP vs 1 rank: max relative loss difference $d"
+like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ kB sent per step per rank in them \(sequence parallel: ring all-gathers and reduce-scatters of \[B,T,C\], 4 a layer forward and 6 backward, the embeddings. and the LM head.s; all-reduces of the LayerNorm gradients and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
+	"  bytes sent per rank: the model's count of the gathers, scatters and all-reduces"
+sp_sent=$(sed -n 's/.*; \([0-9.]* kB\) sent per step per rank in them.*/\1/p' "$err")
+run loom-train -c tiny --set micro_batch=8,tensor_parallel=2,$SP --dry-run
+like "$out" "sends $sp_sent per step" "  --dry-run plans the bytes it sent ($sp_sent)"
+
+# sp_curve N LOG REF WHAT COMMAND: COMMAND on N ranks logs LOG, within
+# 1e-5 of the one-process log REF over 20 steps
+sp_curve() {
+	np "$1" "$5"
+	is_rc 0 "$4"
+	d=$(maxrel "$T/$2" "$T/$3" 1 20)
+	ok "  within 1e-5 of 1 rank (max $d)" small "$d"
+}
+sp_curve 4 sp4.json one.json "T=4, sequence_parallel=1 (2 tokens a rank)" \
+	"$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=4,$SP --steps 20 --log sp4.json"
+sp_curve 4 sp22.json one.json "2x2, sequence_parallel=1" \
+	"R=\$((R / 2)); $FEED --batch 4 --epochs 0 --rank \$R --world 2 | $TRAIN -q --set micro_batch=4,tensor_parallel=2,$SP --steps 20 --log sp22.json"
+# the masks of the split tokens are one process's (drawn by global index)
+sp_curve 2 spdr.json dr1.json "T=2 SP with dropout, accumulation 2 and recompute" \
+	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=2,$SP --recompute --steps 20 --log spdr.json"
+run sh -c "$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1 --steps 20 --log $T/dn1.json"
+sp_curve 4 spdn.json dn1.json "T=4 SP with dropout and accumulation 2, no recompute" \
+	"$FEED --batch 4 --epochs 0 | $TRAIN -q --set micro_batch=4,grad_accum=2,dropout=0.1,tensor_parallel=4,$SP --steps 20 --log spdn.json"
+
+# its checkpoint: one process resumes it
+run sh -c "$FEED --batch 8 --epochs 0 --resume $T/sp2/step-00000010 | loom-train -q --threads 1 --resume $T/sp2/step-00000010 --set micro_batch=8 --steps 20 --log $T/spr.json"
+is_rc 0 "1 rank resumes the SP run's step-10 checkpoint to step 20"
+d=$(maxrel "$T/spr.json" "$T/c1.json" 11 20)
+ok "  steps 11-20 within 1e-5 of the uninterrupted 1-rank run (max $d)" small "$d"
+
+fails_with 2 '^loom-train: sequence_parallel: needs tensor_parallel > 1 \(it splits the tokens across a replica.s ranks\)$' \
+	"sequence_parallel without tensor_parallel: one line" \
+	loom-train -c tiny --set $SP --dry-run
+fails_with 2 '^loom-train: sequence_parallel: tensor_parallel=4 does not divide seq_len \(6\): each rank holds seq_len/T of a row.s tokens$' \
+	"a seq_len T does not divide: one line" \
+	loom-train -c tiny --set seq_len=6,tensor_parallel=4,$SP --dry-run
 
 # --- grids that cannot be: one line, exit 2, no hang -------------------------
 np 3 "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 3"

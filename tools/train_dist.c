@@ -25,6 +25,7 @@ static int synced_result;
 static sigset_t stop_set;
 static struct loom_dist_model model; /* attached */
 static uint64_t tp_bound;               /* the model's count of the all-reduces' bytes per step */
+static int d_sp;                        /* sequence_parallel: gathers and scatters too */
 
 /* A collective of loom_dist failed (rc != 0): say why, stop every rank. */
 static void or_abort(int rc)
@@ -66,10 +67,12 @@ static void on_exit_dist(int status, void *arg)
 		char a[32];
 		char b[32];
 		double per = (double)loom_dist_tp_bytes(dist) / steps_done;
-		cli_warn("tensor parallel: %d ranks per replica; %.3f s per step blocked in their all-reduces; %s sent per step per rank in them (ring all-reduces of 4 [B,T,C] a layer, the embeddings', the LM head's and the loss's: %s; %.4fx)",
+		cli_warn("tensor parallel: %d ranks per replica; %.3f s per step blocked in their %s; %s sent per step per rank in them (%s: %s; %.4fx)",
 			 loom_dist_tp_size(dist), loom_dist_tp_wait_seconds(dist) / steps_done,
-			 cli_bytes(per, a, sizeof a), cli_bytes((double)tp_bound, b, sizeof b),
-			 tp_bound ? per / tp_bound : 0.0);
+			 d_sp ? "collectives" : "all-reduces", cli_bytes(per, a, sizeof a),
+			 d_sp ? "sequence parallel: ring all-gathers and reduce-scatters of [B,T,C], 4 a layer forward and 6 backward, the embeddings' and the LM head's; all-reduces of the LayerNorm gradients and the loss's"
+			      : "ring all-reduces of 4 [B,T,C] a layer, the embeddings', the LM head's and the loss's",
+			 cli_bytes((double)tp_bound, b, sizeof b), tp_bound ? per / tp_bound : 0.0);
 	}
 	if (status == 0 && d_rank == 0 && loom_dist_replicas(dist) > 1 && !d_quiet && steps_done) {
 		char a[32], b[32];
@@ -132,6 +135,7 @@ void train_dist_config(struct loom_config *c, char **sets, int nsets)
 				 "data_parallel: %d, but loom-train runs as %d rank%s (set by mpirun -np)",
 				 c->data_parallel, d_world, d_world == 1 ? "" : "s");
 	c->data_parallel = d_world / T;
+	d_sp = c->sequence_parallel;
 	loom_dist_set_timeout(dist, c->dist_timeout);
 }
 

@@ -477,7 +477,8 @@ static inline int att_ncols(int i, int j0, int nk)
 }
 
 /* Row b's place: its first token r0 and its query count Tq (all T of a
- * padded row; a packed row's len[b]), and where its lse rows start. */
+ * padded row; a packed row's len[b], or causal (len NULL) its
+ * off[b+1] - off[b], which may be 0), and where its lse rows start. */
 struct att_row {
 	size_t r0, lse0;
 	int Tq;
@@ -488,7 +489,7 @@ static inline struct att_row att_row(const int32_t *len, const int32_t *off, int
 {
 	struct att_row w;
 	if (off) {
-		w.Tq = att_len(len, b, T);
+		w.Tq = len ? att_len(len, b, T) : off[b + 1] - off[b];
 		w.r0 = (size_t)off[b];
 		w.lse0 = (size_t)off[b] * NH + (size_t)h * w.Tq;
 	} else {
@@ -688,7 +689,7 @@ int loom_k_attention_bwd(float *dqkv, const float *dout, const float *qkv, const
 				memset(dq + (size_t)i * C3, 0, sizeof(float) * hs);
 			}
 			/* keys from the row's length on are never visible: zero gradient */
-			int jend = len ? att_len(len, b, T) : T;
+			int jend = len ? att_len(len, b, T) : Tq;
 			for (int j = jend; j < Tq; j++) {
 				memset(dk + (size_t)j * C3, 0, sizeof(float) * hs);
 				memset(dv + (size_t)j * C3, 0, sizeof(float) * hs);

@@ -133,13 +133,15 @@ void loom_k_linear_bwd(struct loom_mm *mm, float *dinp, float *dw, float *dbias,
  * where not visible; kept without dropout).  Return 0, or LOOM_ENOMEM if
  * scratch could not be allocated.
  *
- * Packed rows (off[B+1] with len; NULL: padded rows of T): FlashAttention's
+ * Packed rows (off[B+1]; NULL: padded rows of T): FlashAttention's
  * varlen layout, row b's len[b] tokens at off[b] .. off[b+1]-1 of qkv
  * [off[B],3C], out and dout [off[B],C], with only its real queries
  * computed; lse is then [off[B]*NH], row b's head h at
- * off[b]*NH + h*len[b].  T stays the padded length: the dropout mask and
- * att are indexed as in a padded run, so both give the same numbers on the
- * real tokens. */
+ * off[b]*NH + h*len[b].  Causal packed rows (off without len: the GPT's
+ * rows that end early) take len[b] = off[b+1] - off[b], 0..T (a row of
+ * none computes nothing).  T stays the padded length: the dropout mask
+ * and att are indexed as in a padded run, so both give the same numbers
+ * on the real tokens (causal: a real query never sees a padding key). */
 int loom_k_attention_fwd(float *out, float *lse, const float *qkv, const int32_t *len,
 			 const int32_t *off, int B, int T, int C, int NH, float p, uint64_t key);
 int loom_k_attention_fwd_naive(float *out, float *att, float *lse, const float *qkv,

@@ -3,6 +3,7 @@
  * loom_dist_impl.h); ZeRO in loom_dist_zero.c, checkpoints in
  * loom_dist_ckpt.c. */
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,9 @@ int dist_mpi_fail(struct loom_dist *d, int rc, const char *what)
 enum { TAG_PING = 1, TAG_PONG = 2 };
 #define SPIN_S 5e-4     /* a wait polls this long before it naps */
 #define NAP_MAX_NS 1000000L
+#define TP_SPIN_S 1e-2  /* a tensor-parallel collective's wait yields this long
+			 * before it naps: its rank waits inside a layer, with nothing else to
+			 * do, and a nap would delay each round of the collective */
 
 /* Send v to rank p unless the last message of this slot is still in flight. */
 static void ctl_send(struct loom_dist *d, int p, int tag, int v, int *buf, MPI_Request *req)
@@ -211,14 +215,15 @@ static int roll_fail(struct loom_dist *d, double waited, const char *what)
 }
 
 /* Wait for one request: every collective of this file is started
- * non-blocking and finished here.  It polls for SPIN_S, then naps growing
- * to NAP_MAX_NS between polls, answering the other ranks' roll calls.
+ * non-blocking and finished here.  It polls for SPIN_S (then, up to
+ * `spin` seconds, yielding the core between polls), then naps growing to
+ * NAP_MAX_NS between polls, answering the other ranks' roll calls.
  * After d->timeout seconds this rank calls the roll; a rank that has not
  * answered within another d->timeout is named and the wait fails; when
  * every rank answered, the wait goes on.  A ping from another caller (of
  * a lower rank, if this one calls too) leaves the report to it: this
  * rank's own call waits 2 x d->timeout from then. */
-int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
+static int wait_spin(struct loom_dist *d, MPI_Request *r, const char *what, double spin)
 {
 	double t0 = loom_now(), since = t0, called = 0;
 	long nap = NAP_MAX_NS >> 5;
@@ -230,6 +235,10 @@ int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 		double now = loom_now();
 		if (now - t0 < SPIN_S)
 			continue;
+		if (now - t0 < spin) {
+			sched_yield();
+			continue;
+		}
 		int caller = ctl_poll(d);
 		if (caller < d->job.size && (!called || caller < d->job.rank))
 			called = 0, since = now + d->timeout; /* the caller reports: a call
@@ -245,6 +254,11 @@ int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
 		nanosleep(&(struct timespec){ .tv_nsec = nap }, NULL);
 		nap = nap * 2 < NAP_MAX_NS ? nap * 2 : NAP_MAX_NS;
 	}
+}
+
+int dist_wait(struct loom_dist *d, MPI_Request *r, const char *what)
+{
+	return wait_spin(d, r, what, SPIN_S);
 }
 
 
@@ -331,7 +345,7 @@ int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
 		if (rc != MPI_SUCCESS)
 			rc = dist_mpi_fail(d, rc, "tensor-parallel all-reduce");
 		else
-			rc = dist_wait(d, &r, "tensor-parallel all-reduce");
+			rc = wait_spin(d, &r, "tensor-parallel all-reduce", TP_SPIN_S);
 		if (rc) {
 			*err = d->err;
 			return rc;
@@ -340,6 +354,48 @@ int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
 	}
 	d->tp_wait_s += loom_now() - t0;
 	return 0;
+}
+
+/* One all-gather (in place, buf[T n]) or reduce-scatter (in[T n] into
+ * out[n], in place when out == in) of n floats a rank over d->tp; the
+ * bytes each rank sends in a ring ((T-1) n x 4) and the wait counted. */
+static int tp_half(struct loom_dist *d, float *in, float *out, size_t n, int scatter,
+		   struct loom_err *err)
+{
+	const char *what = scatter ? "tensor-parallel reduce-scatter" : "tensor-parallel all-gather";
+	double t0 = loom_now();
+	MPI_Request q;
+	int rc;
+	if (n > INT_MAX)
+		rc = loom_err_set(&d->err, LOOM_EINVAL, "rank %d: %s of %zu floats a rank: too many",
+				  d->job.rank, what, n);
+	else if (scatter)
+		rc = MPI_Ireduce_scatter_block(out == in ? MPI_IN_PLACE : in, out, (int)n, MPI_FLOAT,
+					       MPI_SUM, d->tp.comm, &q);
+	else
+		rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, in, (int)n, MPI_FLOAT,
+				    d->tp.comm, &q);
+	if (rc > 0)
+		rc = dist_mpi_fail(d, rc, what);
+	else if (!rc)
+		rc = wait_spin(d, &q, what, TP_SPIN_S);
+	if (rc) {
+		*err = d->err;
+		return rc;
+	}
+	d->tp_bytes += (uint64_t)n * 4 * (uint64_t)(d->tp.size - 1);
+	d->tp_wait_s += loom_now() - t0;
+	return 0;
+}
+
+int dist_tp_gather(void *ctx, float *buf, size_t n, struct loom_err *err)
+{
+	return tp_half(ctx, buf, buf, n, 0, err);
+}
+
+int dist_tp_scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *err)
+{
+	return tp_half(ctx, in, out, n, 1, err);
 }
 
 int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all)

@@ -131,6 +131,13 @@ struct loom_dist_calls {
 	 * replica's T ranks, in place, every rank of it calling with the same
 	 * n; 0 or the error (message in *err) */
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	/* sequence parallelism (with reduce): gather: buf[T n] holds this
+	 * rank's n floats at buf[r n] (r its tensor-parallel rank), every
+	 * rank's on return (an all-gather); scatter: in[T n] summed over the
+	 * replica's T ranks, this rank's n floats of the sum (at r n) into
+	 * out[n] (a reduce-scatter; out == in: at in[0..n)) */
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 };
 enum { LOOM_DIST_SUM_F32, LOOM_DIST_MAX_F32, LOOM_DIST_SUM_F64, LOOM_DIST_MAX_F64 };
 
@@ -219,7 +226,8 @@ int loom_dist_tp_size(const struct loom_dist *d);
  * order (all: NULL elsewhere). */
 int loom_dist_tp_gather(struct loom_dist *d, const float *mine, size_t n, float *all);
 /* Payload bytes this rank sent in the tensor-parallel all-reduces (ring:
- * 2 (T-1)/T x the buffer each), and the seconds it waited in them. */
+ * 2 (T-1)/T x the buffer each), all-gathers and reduce-scatters ((T-1)/T
+ * x the whole buffer each), and the seconds it waited in them. */
 uint64_t loom_dist_tp_bytes(const struct loom_dist *d);
 double loom_dist_tp_wait_seconds(const struct loom_dist *d);
 /* Kill every rank of the job now (MPI_Abort), exit code `code`. */

@@ -83,7 +83,7 @@ struct loom_dist {
 	struct dist_group dp;   /* the data-parallel group: the replicas */
 	struct dist_group tp;   /* the tensor-parallel group: this rank's replica */
 	int joined, split;      /* split: dp and tp are communicators of their own */
-	uint64_t tp_bytes;      /* payload bytes of the tensor-parallel all-reduces */
+	uint64_t tp_bytes;      /* payload bytes of the tensor-parallel collectives */
 	double tp_wait_s;       /* seconds blocked in them */
 	struct loom_dist_model m;       /* the model's view (m.params == NULL: none yet) */
 	int nb;
@@ -130,6 +130,9 @@ int dist_allgather(struct loom_dist *d, const struct dist_group *g, const void *
 /* The model's reduce call (struct loom_dist_calls): buf[0..n) summed or
  * maxed over d->tp, in place (ctx is d). */
 int dist_tp_reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+/* Its gather and scatter calls (sequence parallelism) over d->tp. */
+int dist_tp_gather(void *ctx, float *buf, size_t n, struct loom_err *err);
+int dist_tp_scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 /* n bytes from group g's rank 0 to every rank of it. */
 int dist_bcast_bytes(struct loom_dist *d, const struct dist_group *g, void *buf, size_t n,
 		     const char *what);

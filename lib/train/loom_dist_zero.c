@@ -501,8 +501,9 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	d->m = *g;
 	if (d->dp.size == 1) {
 		if (d->tp.size > 1) /* the layers' all-reduces only */
-			g->connect(g->model, &(struct loom_dist_calls){ .ctx = d,
-								.reduce = dist_tp_reduce });
+			g->connect(g->model, &(struct loom_dist_calls){
+				.ctx = d, .reduce = dist_tp_reduce, .gather = dist_tp_gather,
+				.scatter = dist_tp_scatter });
 		return 0;
 	}
 	d->weights = g->sharding == LOOM_SHARD_WEIGHTS;
@@ -535,7 +536,9 @@ int loom_dist_attach(struct loom_dist *d, const struct loom_dist_model *g)
 	loom_lazy_free(*g->v);
 	*g->m = *g->v = NULL;
 	struct loom_dist_calls c = { .ctx = d, .grad_ready = on_grad_ready,
-				     .reduce = d->tp.size > 1 ? dist_tp_reduce : NULL };
+				     .reduce = d->tp.size > 1 ? dist_tp_reduce : NULL,
+				     .gather = d->tp.size > 1 ? dist_tp_gather : NULL,
+				     .scatter = d->tp.size > 1 ? dist_tp_scatter : NULL };
 	if (d->weights) {
 		c.need = on_need;
 		c.done = on_done;

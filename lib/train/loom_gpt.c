@@ -133,6 +133,7 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
 		return NULL;
 	g->cfg = *cfg;
 	g->cfg.tensor_parallel = tp;
+	g->seq = g->cfg.sequence_parallel = tp > 1 && cfg->sequence_parallel;
 	g->tp = tp;
 	g->tp_rank = rank;
 	g->L = cfg->n_layer;
@@ -171,7 +172,8 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
 	add_tensor(g, &off, "transformer.ln_f.weight", 1, C, 0);
 	add_tensor(g, &off, "transformer.ln_f.bias", 1, C, 0);
 	g->n_params = off;
-	if (loom_model_store_alloc(off, &g->params, &g->grads, &g->m, &g->v))
+	if (loom_model_store_alloc(off, &g->params, &g->grads, &g->m, &g->v) ||
+	    (g->seq && !(g->lnd = malloc(sizeof(float) * 4 * (size_t)C))))
 		goto fail;
 	if (cfg->sparsity > 0 && new_sparse(g))
 		goto fail;
@@ -188,8 +190,9 @@ void loom_gpt_free(struct loom_gpt *g)
 	loom_model_store_free(g->params, g->grads, g->m, g->v);
 	loom_lazy_free(g->acts);
 	free(g->inputs);
-	free(g->targets);
 	free(g->xent);
+	free(g->at);
+	free(g->lnd);
 	free(g->tensors);
 	free(g->layer);
 	loom_mm_free(g->mm);
@@ -302,6 +305,8 @@ static void dist_connect(void *model, const struct loom_dist_calls *c)
 	g->done = c->done;
 	g->tick = c->tick;
 	g->reduce = c->reduce;
+	g->gather = c->gather;
+	g->scatter = c->scatter;
 }
 
 static int dist_replicated(void *model, int i)
@@ -512,19 +517,22 @@ static int keep_res2(const struct loom_config *cfg, size_t N, int want)
 	       (size_t)cfg->n_layer * N * (size_t)cfg->n_embd * sizeof(float) <= RES2_BYTES;
 }
 
-/* Lay out the activations for (B, T) from base (NULL: only count), with
+/* Lay out the activations for N tokens (B*T, or packed rows: see
+ * loom_gpt.h) from base (NULL: only count), with
  * LM-head chunks of hr rows and res2 kept or not.  Every pointer is set
  * (relative to base) and the total float count returned.  glob: encoded
  * (layer 1's output slot when there is one: see embed()),
  * lnf_mean, lnf_rstd, losses, tmp, dres, work, lweights (only with a loss
  * weighting). */
-static size_t layout(const struct loom_config *cfg, int B, int T, int recompute, size_t hr,
+static size_t layout(const struct loom_config *cfg, size_t N, int recompute, size_t hr,
 		     int res2, float *base, struct loom_gpt_lacts *layer, float **glob)
 {
 	/* tensor parallelism: a rank's heads, attention width, MLP width
 	 * and vocabulary rows (cfg->tensor_parallel 1: the whole model) */
-	size_t tp = cfg->tensor_parallel, N = (size_t)B * T, C = cfg->n_embd;
+	size_t tp = cfg->tensor_parallel, C = cfg->n_embd;
 	size_t Cl = C / tp, NH = cfg->n_head / tp, V = cfg->vocab_size / tp, F = 4 * C / tp;
+	size_t Nr = cfg->sequence_parallel ? N / tp : N; /* the tokens of the LayerNorm,
+							  * dropout and residual regions */
 	int L = cfg->n_layer;
 	size_t off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
@@ -533,22 +541,22 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 	for (int l = 0; l < L; l++) {
 		struct loom_gpt_lacts a = { 0 };
 		if (!recompute || l == 0) {
-			TAKE(a.ln1_mean, N);
-			TAKE(a.ln1_rstd, N);
+			TAKE(a.ln1_mean, Nr);
+			TAKE(a.ln1_rstd, Nr);
 			TAKE(a.qkv, N * 3 * Cl);
 			TAKE(a.atty, N * Cl);
-			TAKE(a.lse, (size_t)B * NH * T);
+			TAKE(a.lse, N * NH);
 			if (res2)
-				TAKE(a.res2, N * C);
-			TAKE(a.ln2_mean, N);
-			TAKE(a.ln2_rstd, N);
+				TAKE(a.res2, Nr * C);
+			TAKE(a.ln2_mean, Nr);
+			TAKE(a.ln2_rstd, Nr);
 			TAKE(a.fch, N * F);
 			if (l == 0)
 				shared = a;
 		} else {
 			a = shared;
 		}
-		TAKE(a.res3, N * C);
+		TAKE(a.res3, Nr * C);
 		if (l == 1)
 			out1 = a.res3;
 		if (layer)
@@ -560,12 +568,12 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 		glob[0] = out1;
 	else /* sharded weights: backward cannot embed again; tensor
 	      * parallelism: would all-reduce the lookup again */
-		TAKE(glob[0], N * C);
-	TAKE(glob[1], N);
-	TAKE(glob[2], N);
+		TAKE(glob[0], Nr * C);
+	TAKE(glob[1], Nr);
+	TAKE(glob[2], Nr);
 	TAKE(glob[3], N);
 	TAKE(glob[4], N * C);
-	TAKE(glob[5], N * C);
+	TAKE(glob[5], Nr * C);
 	TAKE(glob[6], hr * V > N * F ? hr * V : N * F);
 	TAKE(glob[7], cfg->loss_weighting != LOOM_LOSSW_NONE ? N : 0);
 #undef TAKE
@@ -578,13 +586,27 @@ static size_t layout(const struct loom_config *cfg, int B, int T, int recompute,
 static uint64_t tp_bytes(const struct loom_config *cfg, uint64_t N, int res2, int micro)
 {
 	uint64_t L = (uint64_t)cfg->n_layer, T = (uint64_t)cfg->tensor_parallel;
+	uint64_t C = (uint64_t)cfg->n_embd;
 	if (T == 1)
 		return 0;
+	if (cfg->sequence_parallel) {
+		/* [N,C] all-gathers and reduce-scatters ((T-1) N/T C floats
+		 * each) per micro-batch: forward's lookup (a reduce-scatter), 4
+		 * per layer, ln_f's output; backward's LM head, 6 per layer
+		 * (the dropped gradients and LayerNorm outputs gathered, the
+		 * LayerNorm input gradients scattered), 1 more per layer
+		 * rebuilding res2 and 4 more recomputing the layer, the
+		 * embeddings' gradient.  All-reduced: the loss's 3N floats and
+		 * the LayerNorm gradients (4C a layer, ln_f's 2C). */
+		uint64_t half = 4 + 10 * L + (res2 ? 0 : L) + (cfg->recompute ? 4 * L : 0);
+		uint64_t ar = ((3 * N + 4 * C * L + 2 * C) * 4 + 16) * (uint64_t)micro + 8;
+		return half * (T - 1) * (N / T) * C * 4 * (uint64_t)micro + ar * 2 * (T - 1) / T;
+	}
 	/* floats per micro-batch: forward's lookup, 2 per layer; backward's
 	 * LM head, 2 per layer, 1 more per layer rebuilding res2 and 2 more
 	 * recomputing the layer; the loss's maxima, sums and target logits */
 	uint64_t nc = 1 + 2 * L + 1 + 2 * L + (res2 ? 0 : L) + (cfg->recompute ? 2 * L : 0);
-	uint64_t fl = nc * N * (uint64_t)cfg->n_embd + 3 * N;
+	uint64_t fl = nc * N * C + 3 * N;
 	uint64_t bytes = (fl * 4 + 16) * (uint64_t)micro + 8; /* + the batch check; the norm */
 	return bytes * 2 * (T - 1) / T;
 }
@@ -638,7 +660,7 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	}
 	/* (a sharded run's layout keeps the embedding output in a slot of
 	 * its own) */
-	m->acts = (uint64_t)layout(cfg, B, T, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
+	m->acts = (uint64_t)layout(cfg, N, recompute, hr, keep_res2(&c, N, 0), NULL, NULL,
 				   glob) * 4 + N * 8;
 	m->tp_bytes = tp_bytes(&c, N, keep_res2(&c, N, 0), cfg->grad_accum);
 	/* bf16: the weight copy (sharding=weights: of the gathered params),
@@ -650,15 +672,20 @@ void loom_gpt_memory_plan(const struct loom_config *cfg, int B, int T, int recom
 	m->total = m->params + m->grads + m->adam + m->gshard + m->gathered + m->acts + m->bf16;
 }
 
-static int ensure_acts(struct loom_gpt *g, int B, int T)
+/* The activations of the batch that take_rows took (g->B, g->T, g->N). */
+static int ensure_acts(struct loom_gpt *g)
 {
-	size_t N = (size_t)B * T, hr = head_rows(N, (size_t)g->Vl, (size_t)g->C, g->head_rows);
+	int B = g->B, T = g->T;
+	size_t N = (size_t)g->N, hr = head_rows(N, (size_t)g->Vl, (size_t)g->C, g->head_rows);
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
-	if (g->acts && g->B == B && g->T == T && g->hr == hr && g->res2 == res2)
+	if (g->acts && g->acts_N == N && g->hr == hr && g->res2 == res2)
 		return 0;
-	g->B = g->T = 0;
+	if (g->seq && N % (size_t)g->tp)
+		return loom_err_set(&g->err, LOOM_EINVAL, "batch %dx%d: sequence_parallel splits its "
+				    "%zu tokens across %d ranks: not a multiple of it", B, T, N, g->tp);
+	g->acts_N = 0;
 	float *glob[8];
-	size_t n = layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, NULL, NULL, glob);
+	size_t n = layout(&g->cfg, N, g->cfg.recompute, hr, res2, NULL, NULL, glob);
 	/* grow only: a generated token's short forward between training
 	 * steps lays out in the training batch's allocation */
 	if (n > g->acts_cap) {
@@ -666,23 +693,23 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 		g->acts = loom_model_falloc(n);
 		g->acts_cap = g->acts ? n : 0;
 	}
+	g->Nr = (int)(g->seq ? N / (size_t)g->tp : N);
+	g->r0 = g->seq ? g->tp_rank * g->Nr : 0;
 	if (g->tp > 1) { /* the vocabulary-parallel loss's per-row values */
 		free(g->xent);
-		if (!(g->xent = malloc(sizeof(float) * 3 * hr)))
+		free(g->at);
+		g->xent = malloc(sizeof(float) * 3 * hr);
+		g->at = g->seq ? malloc(sizeof(int32_t) * (size_t)g->Nr) : NULL;
+		if (!g->xent || (g->seq && !g->at))
 			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
+		for (int n = 0; g->seq && n < g->Nr; n++)
+			g->at[n] = g->r0 + n;
 	}
-	if (N > g->io_cap) {
-		free(g->inputs);
-		free(g->targets);
-		g->inputs = malloc(sizeof(int32_t) * N);
-		g->targets = malloc(sizeof(int32_t) * N);
-		g->io_cap = g->inputs && g->targets ? N : 0;
-	}
-	if (!g->acts_cap || !g->io_cap)
+	if (!g->acts_cap)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
 				    "out of memory for activations (%zu MB at B=%d T=%d)",
 				    n * 4 >> 20, B, T);
-	layout(&g->cfg, B, T, g->cfg.recompute, hr, res2, g->acts, g->layer, glob);
+	layout(&g->cfg, N, g->cfg.recompute, hr, res2, g->acts, g->layer, glob);
 	g->encoded = glob[0];
 	g->lnf_mean = glob[1];
 	g->lnf_rstd = glob[2];
@@ -694,8 +721,59 @@ static int ensure_acts(struct loom_gpt *g, int B, int T)
 	g->hr = hr;
 	g->res2 = res2;
 	g->n_acts = n;
+	g->acts_N = N;
+	return 0;
+}
+
+/* The batch inputs[B,T] (targets[B,T] or NULL) into g->inputs and
+ * g->targets: padded (N = B*T), or, with targets whose rows end early
+ * (a tail of ignore_id targets) unless g->padded or tensor parallelism,
+ * each row up to its last counted target, packed (off, at, pos; N their
+ * count; see loom_gpt.h).  A batch of only ignored targets runs padded. */
+static int take_rows(struct loom_gpt *g, const int32_t *inputs, const int32_t *targets, int B,
+		     int T)
+{
+	size_t BT = (size_t)B * T;
+	if (BT > g->io_cap) { /* inputs, targets, at, pos [BT]; off [B+1] */
+		free(g->inputs);
+		g->inputs = malloc(sizeof(int32_t) * (5 * BT + 1));
+		g->io_cap = g->inputs ? BT : 0;
+		if (!g->inputs)
+			return loom_err_set(&g->err, LOOM_ENOMEM,
+					    "out of memory for a batch of %dx%d", B, T);
+		g->targets = g->inputs + BT;
+		g->pat = g->targets + BT;
+		g->pos = g->pat + BT;
+		g->off = g->pos + BT;
+	}
 	g->B = B;
 	g->T = T;
+	int ign = g->cfg.ignore_id, n = 0;
+	for (int b = 0; targets && !g->padded && g->tp == 1 && b < B; b++) {
+		int len = T;
+		while (len > 0 && targets[(size_t)b * T + len - 1] == ign)
+			len--;
+		g->off[b] = n;
+		n += len;
+	}
+	g->packed = n > 0 && (size_t)n < BT;
+	if (!g->packed) {
+		g->N = (int)BT;
+		memcpy(g->inputs, inputs, BT * sizeof(int32_t));
+		if (targets)
+			memcpy(g->targets, targets, BT * sizeof(int32_t));
+		return 0;
+	}
+	g->off[B] = n;
+	g->N = n;
+	for (int b = 0; b < B; b++)
+		for (int t = 0, i = g->off[b]; i < g->off[b + 1]; t++, i++) {
+			size_t at = (size_t)b * T + t;
+			g->pat[i] = (int32_t)at;
+			g->pos[i] = t;
+			g->inputs[i] = inputs[at];
+			g->targets[i] = targets[at];
+		}
 	return 0;
 }
 
@@ -745,65 +823,147 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 static int tp_sum(struct loom_gpt *g, float *x, size_t n)
 {
 	struct loom_tp t = team(g);
-	return loom_tp_sum(&t, x, n);
+	int rc = 0;
+	if (g->tp > 1)
+		LOOM_PROF(LOOM_PROF_COMM, rc = loom_tp_sum(&t, x, n););
+	return rc;
+}
+
+/* Sequence parallelism: buf[N,C] with this rank's rows r0.. set gets
+ * every rank's (an all-gather; without it the rows are all there). */
+static int sp_gather(struct loom_gpt *g, float *buf)
+{
+	int rc = 0;
+	if (g->seq)
+		LOOM_PROF(LOOM_PROF_COMM, rc = g->gather(g->grad_ready_ctx, buf,
+							 (size_t)g->Nr * g->C, &g->err););
+	return rc;
+}
+
+/* The partial sums in[N,C] of a row-parallel product (or of the
+ * LayerNorm input gradient of a column-parallel one) summed over the
+ * ranks: in place, *y = in (an all-reduce; tp 1: nothing); sequence
+ * parallelism: this rank's rows of the sum into out[Nr,C] (a
+ * reduce-scatter; out may be in), *y = out. */
+static int tp_out(struct loom_gpt *g, float *in, float *out, float **y)
+{
+	int rc = 0;
+	*y = g->seq ? out : in;
+	if (!g->seq)
+		return tp_sum(g, in, (size_t)g->B * g->T * g->C);
+	LOOM_PROF(LOOM_PROF_COMM, rc = g->scatter(g->grad_ready_ctx, in, out,
+						  (size_t)g->Nr * g->C, &g->err););
+	return rc;
+}
+
+/* Dropout of this rank's rows x[Nr,C] into out (may be x) by the whole
+ * [N,C]'s mask under key: sequence parallelism draws rows r0.. of it. */
+static void drop_rows(const struct loom_gpt *g, float *out, const float *x, float p, uint64_t key)
+{
+	if (g->seq || g->packed)
+		loom_k_dropout_at(out, x, g->Nr, g->C, p, key, g->seq ? g->at : g->pat);
+	else if (out == x)
+		loom_k_dropout(out, (size_t)g->Nr * g->C, p, key);
+	else
+		loom_k_dropout_copy(out, x, (size_t)g->Nr * g->C, p, key);
+}
+
+/* The output gradient of a dropped row-parallel product (backward): *d
+ * the dropped dres (in tmp; dres itself when nothing drops); sequence
+ * parallelism: this rank's rows dropped into its rows of tmp, then every
+ * rank's gathered. */
+static int drop_grad(struct loom_gpt *g, float p, uint64_t key, const float **d)
+{
+	*d = g->dres;
+	if (p <= 0 && !g->seq)
+		return 0;
+	LOOM_PROF(LOOM_PROF_ELEM_BWD,
+		  drop_rows(g, g->tmp + (size_t)g->r0 * g->C, g->dres, p, key););
+	*d = g->tmp;
+	return sp_gather(g, g->tmp);
+}
+
+/* Sequence parallelism: LayerNorm gradients of this rank's tokens d[2C
+ * pairs] (weight and bias, C each) summed over the ranks and added to
+ * the pairs' gradients at dst[k] (a weight's, its bias's after it). */
+static int sp_ln_grads(struct loom_gpt *g, float *d, int pairs, float *const *dst)
+{
+	size_t C2 = 2 * (size_t)g->C;
+	int rc = tp_sum(g, d, (size_t)pairs * C2);
+	for (int k = 0; !rc && k < pairs; k++)
+		for (size_t i = 0; i < C2; i++)
+			dst[k][i] += d[k * C2 + i];
+	return rc;
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
-	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon;
+	int B = g->B, T = g->T, C = g->C, N = g->N, Cl = g->Cl, F = g->Fl, Nr = g->Nr, rc;
+	float *p = g->params, eps = (float)g->cfg.layer_norm_epsilon, *y;
+	float *ln = g->tmp + (size_t)g->r0 * C; /* this rank's rows of tmp */
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
 
 	/* the LayerNorm outputs live in tmp until their matmul has read them;
-	 * backward recomputes them from the saved mean and rstd */
+	 * backward recomputes them from the saved mean and rstd (sequence
+	 * parallelism: of this rank's rows x[Nr,C], then gathered) */
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
-		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
-				       LP(g, p, l, LN1B), N, C, eps););
+		  loom_k_layernorm_fwd(ln, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+				       LP(g, p, l, LN1B), Nr, C, eps););
+	if ((rc = sp_gather(g, g->tmp)))
+		return rc;
 	proj_fwd(g, l, 0, a->qkv, g->tmp, N, C, 3 * Cl);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL, NULL, B, T, Cl, g->NHl,
-					    adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, NULL,
+					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
+					    loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention");
 	proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
-	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
-		return rc;
 	/* res2 in its own slot, or (not kept) in the output's */
 	float *res2 = a->res2 ? a->res2 : a->res3;
+	if ((rc = tp_out(g, g->tmp, res2, &y)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
-		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
-		  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
+		  drop_rows(g, y, y, drop, loom_model_site_key(g->key, l, 1));
+		  loom_k_residual_fwd(res2, x, y, (size_t)Nr * C););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_LN_FWD),
-		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
-				       LP(g, p, l, LN2B), N, C, eps););
+		  loom_k_layernorm_fwd(ln, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
+				       LP(g, p, l, LN2B), Nr, C, eps););
+	if ((rc = sp_gather(g, g->tmp)))
+		return rc;
 	proj_fwd(g, l, 2, a->fch, g->tmp, N, C, F);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
 		  loom_k_gelu_fwd(g->work, a->fch, (size_t)N * F););
 	proj_fwd(g, l, 3, g->tmp, g->work, N, F, C);
-	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+	if ((rc = tp_out(g, g->tmp, g->tmp, &y))) /* (res3 may be res2's slot) */
 		return rc;
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD),
-		  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 2));
-		  loom_k_residual_fwd(a->res3, res2, g->tmp, (size_t)N * C););
+		  drop_rows(g, y, y, drop, loom_model_site_key(g->key, l, 2));
+		  loom_k_residual_fwd(a->res3, res2, y, (size_t)Nr * C););
 	return 0;
 }
 
 /* encoded = drop(wte[inputs] + wpe): by forward, and again by backward
  * before layer 0 when encoded shares layer 1's output slot.  Tensor
  * parallelism: each rank looks up the rows of its ids (wpe added by rank
- * 0), the sum over the ranks is the lookup. */
+ * 0), the sum over the ranks is the lookup (sequence parallelism: this
+ * rank's rows of the sum, reduce-scattered from tmp). */
 static int embed(struct loom_gpt *g)
 {
 	int B = g->B, T = g->T, C = g->C, rc;
-	float *p = g->params;
+	float *p = g->params, *y;
 	double t0 = LOOM_PROF_BEGIN();
-	loom_k_encoder_fwd(g->encoded, g->inputs, TP(g, p, T_WTE), g->tp_rank * g->Vl, g->Vl,
-			   g->tp_rank ? NULL : TP(g, p, T_WPE), NULL, NULL, NULL, B, T, C);
-	if ((rc = tp_sum(g, g->encoded, (size_t)B * T * C)))
+	float *e = g->seq ? g->tmp : g->encoded;
+	loom_k_encoder_fwd(e, g->inputs, TP(g, p, T_WTE), g->tp_rank * g->Vl, g->Vl,
+			   g->tp_rank ? NULL : TP(g, p, T_WPE), NULL, NULL,
+			   g->packed ? g->pos : NULL, g->packed ? 1 : B, g->packed ? g->N : T, C);
+	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
+	if ((rc = tp_out(g, e, g->encoded, &y)))
 		return rc;
-	loom_k_dropout(g->encoded, (size_t)B * T * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       loom_model_site_key(g->key, -1, 0));
+	t0 = LOOM_PROF_BEGIN();
+	drop_rows(g, g->encoded, g->encoded, g->train ? (float)g->cfg.dropout : 0.0f,
+		  loom_model_site_key(g->key, -1, 0));
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_EMBED_FWD), t0);
 	return 0;
 }
@@ -877,7 +1037,23 @@ static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
 	loom_mm_gemm(g->mm, 0, 0, n, C, Vl, g->logits, TP(g, p, T_WTE), 0, g->tmp + r0 * C);
 	loom_mm_unpin(g->mm);
 	LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
-	return tp_sum(g, g->tmp + r0 * C, (size_t)n * C);
+	/* (sequence parallelism: reduce-scattered whole by backward) */
+	return g->seq ? 0 : tp_sum(g, g->tmp + r0 * C, (size_t)n * C);
+}
+
+/* The loss weights of the batch's targets, row by row: packed rows over
+ * their computed tokens (the tail cut off held no counted target). */
+static void token_weights(struct loom_gpt *g)
+{
+	int ign = g->cfg.ignore_id;
+	if (!g->packed) {
+		loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign);
+		return;
+	}
+	for (int b = 0; b < g->B; b++) {
+		int o = g->off[b];
+		loom_k_token_weights(g->lweights + o, g->targets + o, 1, g->off[b + 1] - o, ign);
+	}
 }
 
 /* The LM head and loss over lnf, chunk by chunk: logits[n,V] = lnf[n,C] @
@@ -890,12 +1066,11 @@ static int head_grad(struct loom_gpt *g, size_t r0, int n, float dloss)
  * of lnf (tmp), which no later chunk reads. */
 static int head(struct loom_gpt *g, int train, float bscale)
 {
-	size_t N = (size_t)g->B * g->T;
+	size_t N = (size_t)g->N;
 	int C = g->C, Vl = g->Vl, ign = g->cfg.ignore_id, rc;
 	float *p = g->params;
 	if (g->lweights)
-		LOOM_PROF(LOOM_PROF_XENT_FWD,
-			  loom_k_token_weights(g->lweights, g->targets, g->B, g->T, ign););
+		LOOM_PROF(LOOM_PROF_XENT_FWD, token_weights(g););
 	int64_t counted = 0; /* the loss's tokens, known up front */
 	for (size_t i = 0; i < N; i++)
 		counted += g->targets[i] != ign;
@@ -955,11 +1130,10 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 	if (targets && (rc = loom_model_check_ids(targets, N, g->V, &g->cfg.ignore_id,
 						  "target token", "the vocabulary", &g->err)))
 		return rc;
-	if ((rc = ensure_acts(g, B, T)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
+	g->have_targets = 0;
+	if ((rc = take_rows(g, inputs, targets, B, T)) || (rc = ensure_acts(g)) ||
+	    (rc = ready_mm(g)) || (rc = ready_sparse(g)))
 		return rc;
-	memcpy(g->inputs, inputs, N * sizeof(int32_t));
-	if (targets)
-		memcpy(g->targets, targets, N * sizeof(int32_t));
 	g->have_targets = targets != NULL;
 	g->head_done = 0;
 	if (g->tp > 1 && (rc = tp_same_batch(g, N, targets != NULL)))
@@ -970,10 +1144,14 @@ static int forward(struct loom_gpt *g, const int32_t *inputs, const int32_t *tar
 	const float *x = trunk_fwd(g, targets ? -1 : LOOM_GPT_UNIT_NONE);
 	if (!x)
 		return g->err.code;
+	/* (sequence parallelism: this rank's rows, then every rank's: the
+	 * vocabulary-parallel head reads all tokens) */
 	LOOM_PROF(LOOM_PROF_LN_FWD,
-		  loom_k_layernorm_fwd(g->lnf, g->lnf_mean, g->lnf_rstd, x, TP(g, p, T_LNFW(g->L)),
-				       TP(g, p, T_LNFB(g->L)), (int)N, g->C,
+		  loom_k_layernorm_fwd(g->lnf + (size_t)g->r0 * g->C, g->lnf_mean, g->lnf_rstd, x,
+				       TP(g, p, T_LNFW(g->L)), TP(g, p, T_LNFB(g->L)), g->Nr, g->C,
 				       (float)g->cfg.layer_norm_epsilon););
+	if ((rc = sp_gather(g, g->lnf)))
+		return rc;
 	unit_done(g, g->L - 1);
 	g->loss = 0;
 	g->wloss = 0;
@@ -1016,73 +1194,78 @@ int loom_gpt_train_micro(struct loom_gpt *g, const int32_t *inputs, const int32_
  * in the output's slot, whose value layer l+1 has used. */
 static int layer_bwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)
 {
-	int B = g->B, T = g->T, C = g->C, N = B * T, Cl = g->Cl, F = g->Fl, rc;
+	int B = g->B, T = g->T, C = g->C, N = g->N, Cl = g->Cl, F = g->Fl, Nr = g->Nr, rc;
 	float *p = g->params, *dp = g->grads, eps = (float)g->cfg.layer_norm_epsilon;
 	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
 	float adrop = g->train ? (float)g->cfg.attn_dropout : 0.0f;
-	float *work = g->work, *res2 = a->res2;
-	const float *dproj = g->dres;
+	float *work = g->work, *res2 = a->res2, *ln = g->tmp + (size_t)g->r0 * C, *y;
+	const float *dproj;
+	/* the LayerNorm gradients: sequence parallelism sums its tokens'
+	 * share in lnd [ln_1 weight, bias, ln_2 weight, bias] over the ranks */
+	float *dln = g->seq ? g->lnd : NULL;
+	float *dw1 = dln ? dln : LP(g, dp, l, LN1W), *db1 = dln ? dln + C : LP(g, dp, l, LN1B);
+	float *dw2 = dln ? dln + 2 * C : LP(g, dp, l, LN2W);
+	float *db2 = dln ? dln + 3 * C : LP(g, dp, l, LN2B);
 
+	if (dln)
+		memset(dln, 0, sizeof(float) * 4 * (size_t)C);
 	if (!res2) {
 		res2 = a->res3;
 		proj_fwd(g, l, 1, g->tmp, a->atty, N, Cl, C);
-		if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+		if ((rc = tp_out(g, g->tmp, res2, &y)))
 			return rc;
 		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout(g->tmp, (size_t)N * C, drop, loom_model_site_key(g->key, l, 1));
-			  loom_k_residual_fwd(res2, x, g->tmp, (size_t)N * C););
+			  drop_rows(g, y, y, drop, loom_model_site_key(g->key, l, 1));
+			  loom_k_residual_fwd(res2, x, y, (size_t)Nr * C););
 	}
 	/* MLP: res3 = res2 + drop(gelu(fch) @ Wfcp + b) */
-	if (drop > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
-					      loom_model_site_key(g->key, l, 2)););
-		dproj = g->tmp;
-	}
+	if ((rc = drop_grad(g, drop, loom_model_site_key(g->key, l, 2), &dproj)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_fwd(work, a->fch, (size_t)N * F););
 	proj_bwd(g, l, 3, work, dproj, work, N, F, C);
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_bwd(work, a->fch, work, (size_t)N * F););
 	LOOM_PROF(LOOM_PROF_LN_BWD,
-		  loom_k_layernorm_fwd(g->tmp, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
-				       LP(g, p, l, LN2B), N, C, eps););
+		  loom_k_layernorm_fwd(ln, a->ln2_mean, a->ln2_rstd, res2, LP(g, p, l, LN2W),
+				       LP(g, p, l, LN2B), Nr, C, eps););
+	if ((rc = sp_gather(g, g->tmp)))
+		return rc;
 	proj_bwd(g, l, 2, g->tmp, work, g->tmp, N, C, F);
-	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+	if ((rc = tp_out(g, g->tmp, g->tmp, &y)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_LN_BWD,
-		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN2W), LP(g, dp, l, LN2B), g->tmp,
-				       res2, LP(g, p, l, LN2W), a->ln2_mean, a->ln2_rstd, N, C););
+		  loom_k_layernorm_bwd(g->dres, dw2, db2, y, res2, LP(g, p, l, LN2W), a->ln2_mean,
+				       a->ln2_rstd, Nr, C););
 	/* attention: res2 = x + drop(atty @ Wproj + b) */
 	float *dqkv = work, *datty = work + (size_t)N * 3 * Cl;
-	dproj = g->dres;
-	if (drop > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD,
-			  loom_k_dropout_copy(g->tmp, g->dres, (size_t)N * C, drop,
-					      loom_model_site_key(g->key, l, 1)););
-		dproj = g->tmp;
-	}
+	if ((rc = drop_grad(g, drop, loom_model_site_key(g->key, l, 1), &dproj)))
+		return rc;
 	proj_bwd(g, l, 1, datty, dproj, a->atty, N, Cl, C);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL, NULL, B, T, Cl,
-					    g->NHl, adrop, loom_model_site_key(g->key, l, 3)););
+		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, NULL,
+					    g->packed ? g->off : NULL, B, T, Cl, g->NHl, adrop,
+					    loom_model_site_key(g->key, l, 3)););
 	if (rc)
 		return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_LN_BWD,
-		  loom_k_layernorm_fwd(g->tmp, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
-				       LP(g, p, l, LN1B), N, C, eps););
+		  loom_k_layernorm_fwd(ln, a->ln1_mean, a->ln1_rstd, x, LP(g, p, l, LN1W),
+				       LP(g, p, l, LN1B), Nr, C, eps););
+	if ((rc = sp_gather(g, g->tmp)))
+		return rc;
 	proj_bwd(g, l, 0, g->tmp, dqkv, g->tmp, N, C, 3 * Cl);
-	if ((rc = tp_sum(g, g->tmp, (size_t)N * C)))
+	if ((rc = tp_out(g, g->tmp, g->tmp, &y)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_LN_BWD,
-		  loom_k_layernorm_bwd(g->dres, LP(g, dp, l, LN1W), LP(g, dp, l, LN1B), g->tmp, x,
-				       LP(g, p, l, LN1W), a->ln1_mean, a->ln1_rstd, N, C););
-	return 0;
+		  loom_k_layernorm_bwd(g->dres, dw1, db1, y, x, LP(g, p, l, LN1W), a->ln1_mean,
+				       a->ln1_rstd, Nr, C););
+	return dln ? sp_ln_grads(g, dln, 2, (float *const[]){ LP(g, dp, l, LN1W), LP(g, dp, l, LN2W) })
+		   : 0;
 }
 
 static int backward(struct loom_gpt *g, float scale)
 {
 	if (!g->acts || !g->have_targets)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
-	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = B * T, L = g->L, rc;
+	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = g->N, L = g->L, rc;
 	float *p = g->params, *dp = g->grads;
 	if (!g->ntok && !g->need)
 		return 0; /* every target ignored: no gradient */
@@ -1115,13 +1298,20 @@ static int backward(struct loom_gpt *g, float scale)
 	}
 	if (!g->head_done)
 		unit_done(g, -1);
+	float *y, *dlnf = g->seq ? g->lnd : TP(g, dp, T_LNFW(L)); /* (then ln_f.bias's) */
 	if ((rc = unit_need(g, L - 1, L > 1 ? L - 2 : LOOM_GPT_UNIT_NONE)))
 		return rc;
-	memset(g->dres, 0, sizeof(float) * N * C);
+	if (g->seq) { /* dlnf: the head's partial sums reduce-scattered, this rank's rows */
+		memset(dlnf, 0, sizeof(float) * 2 * C);
+		if ((rc = tp_out(g, g->tmp, g->tmp, &y)))
+			return rc;
+	}
+	memset(g->dres, 0, sizeof(float) * g->Nr * C);
 	LOOM_PROF(LOOM_PROF_LN_BWD,
-		  loom_k_layernorm_bwd(g->dres, TP(g, dp, T_LNFW(L)), TP(g, dp, T_LNFB(L)), g->tmp,
-				       g->layer[L - 1].res3, TP(g, p, T_LNFW(L)), g->lnf_mean,
-				       g->lnf_rstd, N, C););
+		  loom_k_layernorm_bwd(g->dres, dlnf, dlnf + C, g->tmp, g->layer[L - 1].res3,
+				       TP(g, p, T_LNFW(L)), g->lnf_mean, g->lnf_rstd, g->Nr, C););
+	if (g->seq && (rc = sp_ln_grads(g, dlnf, 1, (float *const[]){ TP(g, dp, T_LNFW(L)) })))
+		return rc;
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? g->layer[l - 1].res3 : g->encoded;
 		if (!l && x == g->layer[L > 1].res3 && (rc = embed(g)))
@@ -1136,13 +1326,18 @@ static int backward(struct loom_gpt *g, float scale)
 			LOOM_PROF(LOOM_PROF_COMM, g->grad_ready(g->grad_ready_ctx, l););
 		unit_done(g, l);
 	}
+	const float *demb = g->dres;
+	float drop = g->train ? (float)g->cfg.dropout : 0.0f;
+	if (g->seq && (rc = drop_grad(g, drop, loom_model_site_key(g->key, -1, 0), &demb)))
+		return rc; /* every rank's tokens, for its vocabulary rows */
 	double t0 = LOOM_PROF_BEGIN();
-	loom_k_dropout(g->dres, (size_t)N * C, g->train ? (float)g->cfg.dropout : 0.0f,
-		       loom_model_site_key(g->key, -1, 0));
+	if (!g->seq)
+		drop_rows(g, g->dres, g->dres, drop, loom_model_site_key(g->key, -1, 0));
 	/* (tensor parallelism: dwte of this rank's ids; dwpe on every rank,
-	 * dres being the same on each) */
-	loom_k_encoder_bwd(TP(g, dp, T_WTE), g->tp_rank * Vl, Vl, TP(g, dp, T_WPE), NULL, g->dres,
-			   g->inputs, NULL, NULL, B, T, C);
+	 * the gradient being the same on each) */
+	loom_k_encoder_bwd(TP(g, dp, T_WTE), g->tp_rank * Vl, Vl, TP(g, dp, T_WPE), NULL, demb,
+			   g->inputs, NULL, g->packed ? g->pos : NULL, g->packed ? 1 : B,
+			   g->packed ? N : T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	g->have_targets = 0;
 	g->head_done = 0;
@@ -1174,7 +1369,10 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 			  * norm; a failed all-reduce leaves the weights as they
 			  * were, the error in g->err (loom_dist_step reports it) */
 		struct loom_tp tt = team(g);
-		if (!loom_tp_step(&tt, g->params, g->grads, g->m, g->v, &h, lr, t, norm))
+		int rc;
+		LOOM_PROF(LOOM_PROF_OPTIM,
+			  rc = loom_tp_step(&tt, g->params, g->grads, g->m, g->v, &h, lr, t, norm););
+		if (!rc)
 			g->w16_ok = 0;
 		return;
 	}
@@ -1199,7 +1397,7 @@ void loom_gpt_step(struct loom_gpt *g, float lr, int64_t t, float *norm)
 void loom_gpt_eval_counts(const struct loom_gpt *g, double *nll, int64_t *ntok,
 			  int64_t *ncorrect)
 {
-	int N = g->B * g->T;
+	int N = g->N;
 	double s = 0;
 	if (!g->have_targets) {
 		*nll = 0;
@@ -1228,9 +1426,9 @@ int loom_gpt_logits_last(struct loom_gpt *g, const int32_t *tok, int n, float *o
 	if ((rc = loom_model_check_ids(tok, (size_t)n, g->V, NULL, "input token",
 				       "the vocabulary", &g->err)))
 		return rc;
-	if ((rc = ensure_acts(g, 1, n)) || (rc = ready_mm(g)) || (rc = ready_sparse(g)))
+	if ((rc = take_rows(g, tok, NULL, 1, n)) || (rc = ensure_acts(g)) || (rc = ready_mm(g)) ||
+	    (rc = ready_sparse(g)))
 		return rc;
-	memcpy(g->inputs, tok, sizeof(int32_t) * n);
 	g->have_targets = 0;
 	g->train = 0;
 	g->key = 0;

@@ -92,6 +92,37 @@
  * model-neutral parts (slices, team sum, batch check, step, the
  * vocabulary-parallel loss) are lib/train/loom_tp.h's, shared with BERT.
  *
+ * Rows that end early: a forward with targets whose rows end in a tail
+ * of ignore_id targets (records shorter than seq_len: loom-feed --pad
+ * pads them, loom_gpt_mask_pad makes the padding's targets ignore_id)
+ * computes each row only up to its last counted target, the rows packed
+ * into one [sum of lengths, C] activation (FlashAttention's varlen
+ * layout): the embedding at each token's position in its row, the
+ * products, LayerNorm, GELU and dropout over those tokens, causal
+ * attention within each row, the LM head and loss over their targets.
+ * The positions cut off never reach a counted target (causal), so loss,
+ * gradients and evaluation counts are the padded run's, dropout drawing
+ * the padded layout's mask elements.  Batches whose rows are all full,
+ * without targets (generation), of a tensor-parallel model, or with
+ * g->padded set run padded; so does a batch whose every target is
+ * ignored.  The activations are laid out for the tokens computed.
+ *
+ * Sequence parallelism (cfg.sequence_parallel with tp > 1, Megatron-LM's):
+ * the regions between the products, LayerNorms, dropout and residual
+ * adds, hold only rank r's Nr = B T / tp tokens, rows r Nr .. of the
+ * flattened [B T] (with B 1: a slice of the sequence), so the residual
+ * stream, the LayerNorm statistics and the embeddings' output take 1/tp of
+ * their memory and time.  Before each column-split product its LayerNorm
+ * output is all-gathered (the gather call), after each row-split product
+ * the partial sums are reduce-scattered (scatter) instead of all-reduced;
+ * backward gathers the dropped output gradient of a row-split product
+ * and the recomputed LayerNorm output, and scatters the LayerNorm input
+ * gradient.  The embedding lookup is scattered; ln_f's output gathered
+ * for the vocabulary-parallel head, whose input gradient is scattered.
+ * Dropout draws row n's mask as the whole [B T, C]'s (loom_k_dropout_at),
+ * so a run is one process's; the LayerNorm weight gradients, partial
+ * over the tokens, are all-reduced after each layer's backward.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results (see loom_kernels.h).
  *
@@ -116,7 +147,7 @@ struct loom_gpt_lacts {
 	float *ln1_mean, *ln1_rstd;         /* [N], [N] (outputs recomputed) */
 	float *qkv;                         /* [N,3C] */
 	float *atty;                        /* [N,C] */
-	float *lse;                         /* [B,NH,T] attention log-sum-exp */
+	float *lse;                         /* [N*NH] log-sum-exp ([B,NH,T] padded) */
 	float *res2;                        /* [N,C] (NULL: not kept, see res2) */
 	float *ln2_mean, *ln2_rstd;         /* [N], [N] (outputs recomputed) */
 	float *fch;                         /* [N,4C] MLP pre-activation */
@@ -130,11 +161,12 @@ struct loom_gpt {
 	float *params, *grads, *m, *v;      /* one allocation each */
 	int n_tensors;
 	struct loom_tensor *tensors;
-	/* activations for the current (B, T): n_acts floats laid out in acts,
-	 * which holds acts_cap (the largest layout so far: never shrinks);
-	 * inputs and targets hold io_cap ids */
+	/* activations for the current (B, T) and N: n_acts floats laid out in acts,
+	 * which holds acts_cap (the largest layout so far: never shrinks),
+	 * laid out for acts_N tokens; inputs, targets, at and pos hold
+	 * io_cap ids (one allocation at inputs, off after them) */
 	int B, T;
-	size_t n_acts, acts_cap, io_cap;
+	size_t n_acts, acts_cap, acts_N, io_cap;
 	float *acts;
 	struct loom_gpt_lacts *layer;       /* [L] */
 	float *encoded;                     /* [N,C] (layer 1's res3 slot if L > 1) */
@@ -153,6 +185,16 @@ struct loom_gpt {
 	 * keep_res2 (0: keep while all layers' res2 fit 256 MB or under
 	 * recompute; 1: keep; -1: rebuild in backward) */
 	int head_rows, keep_res2;
+	/* read by the next forward: 1 runs every row at full T (the padded
+	 * reference); 0 (default) runs a batch with targets whose rows end
+	 * early packed (see Rows that end early above) */
+	int padded;
+	/* the last forward's rows: N tokens computed, B*T, or packed (the
+	 * rows at their real length laid end to end: row b's at off[b] ..
+	 * off[b+1]-1, token n at position pos[n] of its row and pat[n] =
+	 * b*T + pos[n] in the padded layout, whose dropout mask it draws) */
+	int N, packed;
+	int32_t *off, *pat, *pos;           /* [B+1], [N], [N] (when packed) */
 	int32_t *inputs, *targets;          /* [N] copies of the last batch */
 	int have_targets;
 	int ntok;                           /* counted targets of the last forward */
@@ -206,6 +248,18 @@ struct loom_gpt {
 	int tp, tp_rank, NHl, Cl, Fl, Vl;
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 	float *xent;
+	/* sequence parallelism (seq 1, cfg.sequence_parallel with tp > 1):
+	 * the LayerNorm, dropout and residual regions hold this rank's Nr =
+	 * B T / tp tokens, rows r0 = tp_rank Nr .. of the flattened [B T]
+	 * (at[Nr]: their indices, the dropout masks' rows); gather and
+	 * scatter (connect hook) the all-gather and reduce-scatter around the
+	 * products; lnd [4C]: a layer's LayerNorm gradients of these tokens,
+	 * summed over the ranks.  Without: Nr = B T, r0 0. */
+	int seq, Nr, r0;
+	int32_t *at;
+	float *lnd;
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	struct loom_err err;
 };
 
@@ -229,7 +283,12 @@ struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp
  * after each column-split product's input gradient (2 a layer, and the
  * LM head's), one more a layer when res2 is rebuilt in backward, two more
  * with recompute; the loss's 3 [B,T] and the 16-byte batch check; the
- * norm's 8 bytes per step.  0 for tp 1.  That is loom_gpt_train_micro's
+ * norm's 8 bytes per step.  Sequence parallelism: instead of the [B,T,C]
+ * all-reduces, ring all-gathers and reduce-scatters ((tp-1)/tp x [B,T,C]
+ * each): the lookup, 4 a layer in forward, ln_f's output; the head's, 6 a
+ * layer in backward (1 more rebuilding res2, 4 more with recompute), the
+ * embeddings' gradient; plus the LayerNorm gradients' all-reduces (4C a
+ * layer, 2C for ln_f).  0 for tp 1.  That is loom_gpt_train_micro's
  * count, the LM head in chunks or not (a loom_gpt_backward after
  * loom_gpt_forward with chunks, head_rows < B T, recomputes their loss:
  * 3 [B,T] more). */

@@ -612,6 +612,7 @@ int loom_trainer_configure(struct loom_trainer *t)
 								 : loom_gpt_ckpt_config(t->ck, c))
 			return loom_err_set(&t->err, LOOM_EFORMAT, "%s", loom_config_error(c));
 		c->tensor_parallel = 1; /* the run's grid (--set), not the checkpoint's */
+		c->sequence_parallel = 0;
 		memset(&t->orig, 0, sizeof t->orig);
 		for (int i = 0; i < LOOM_N_ORIGIN; i++)
 			snprintf(t->orig.src[i], sizeof t->orig.src[i], "the checkpoint");
@@ -768,6 +769,7 @@ int loom_trainer_settle(struct loom_trainer *t)
 	if (t->o.resume && t->o.config) {
 		t->named.data_parallel = c->data_parallel;
 		t->named.tensor_parallel = c->tensor_parallel;
+		t->named.sequence_parallel = c->sequence_parallel;
 		t->named.sharding = c->sharding;
 		t->named.dist_timeout = c->dist_timeout;
 		if ((rc = check_same_config(t, c, &t->named, &t->named_orig, t->o.config,
