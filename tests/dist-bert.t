@@ -7,10 +7,7 @@
 . "$(dirname "$0")/dist-lib.sh"
 
 cd "$T"
-make_squad sq.json vocab.txt
-run loom-squad prepare -q --vocab vocab.txt --seq 32 --stride 16 sq.json -o sq/sq
-is_rc 0 "40 squad features"
-SFEED="loom-feed -q --manifest $T/sq/sq.manifest.json --seed 1 --epochs 0"
+bert_feeds
 BTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 12 --set vocab_size=32,dropout=0,attn_dropout=0,lr=1e-3"
 run sh -c "$SFEED --batch 8 | $BTRAIN --set micro_batch=8 --log $T/one.json"
 is_rc 0 "squad: 1 rank x micro-batch 8"
@@ -29,9 +26,6 @@ d=$(maxrel r1.json r2.json 7 12)
 ok "  steps 7-12 as the 2 ranks trained them (max $d)" small "$d"
 
 # mlm: masks keyed by the record's place in the global batch, not the rank
-for i in $(seq 1 30); do echo "the cat sat on the mat and the dog ran to the park number $i ."; done > text.txt
-loom-bpe encode -q --vocab bert-base-uncased < text.txt | loom-shard -q --seq-len 30 -o mlm/m
-MFEED="loom-feed -q --manifest $T/mlm/m.manifest.json --seq 29 --seed 1 --epochs 0"
 MTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 6 --set task=mlm,dropout=0,attn_dropout=0,lr=1e-3"
 np 2 "$MFEED --batch 2 --rank \$R --world \$W | $MTRAIN --set micro_batch=2 --log m2.json"
 is_rc 0 "mlm: 2 ranks x micro-batch 2"

@@ -3,7 +3,8 @@
 # one core, shards of learnable records in $T/d.manifest.json ($M), the
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
 # ranks), failed (the job failed by itself), maxrel (losses of two logs
-# compared) and small (<= 1e-5, or <= $2).
+# compared), small (<= 1e-5, or <= $2) and bert_feeds (BERT's data,
+# dist-bert.t, bert-tp.t).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -58,3 +59,15 @@ print("%.3g" % max(abs(a[s] - b[s]) / abs(b[s]) for s in steps))
 EOF
 }
 small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= float('${2:-1e-5}')))" 2>/dev/null; }
+
+# BERT's data in $T: 40 squad features (sq/, vocab.txt) and masked-LM
+# shards of bert-base-uncased ids (mlm/); their feeders $SFEED and $MFEED
+bert_feeds() {
+	make_squad "$T/sq.json" "$T/vocab.txt"
+	run loom-squad prepare -q --vocab "$T/vocab.txt" --seq 32 --stride 16 "$T/sq.json" -o "$T/sq/sq"
+	is_rc 0 "40 squad features"
+	SFEED="loom-feed -q --manifest $T/sq/sq.manifest.json --seed 1 --epochs 0"
+	for i in $(seq 1 30); do echo "the cat sat on the mat and the dog ran to the park number $i ."; done > "$T/text.txt"
+	loom-bpe encode -q --vocab bert-base-uncased < "$T/text.txt" | loom-shard -q --seq-len 30 -o "$T/mlm/m"
+	MFEED="loom-feed -q --manifest $T/mlm/m.manifest.json --seq 29 --seed 1 --epochs 0"
+}

@@ -233,8 +233,6 @@ like "$err" '^loom-train: tensor_parallel: 2 does not divide n_head \(1\)' "  sa
 fails_with 2 '^loom-train: tensor_parallel: 2 does not divide vocab_size \(127\): pad the vocabulary to a multiple of it$' \
 	"a vocabulary T does not divide (--dry-run)" \
 	loom-train -c tiny --set vocab_size=127,tensor_parallel=2 --dry-run
-fails_with 2 '^loom-train: tensor_parallel: 2, but only the GPT is split across ranks \(model is bert\)$' \
-	"BERT is refused" loom-train -c bert-tiny --set tensor_parallel=2 --dry-run
 fails_with 2 '^loom-train: tensor_parallel: not with sparsity' \
 	"RigL is refused" loom-train -c tiny --set sparsity=0.5,tensor_parallel=2 --dry-run
 

@@ -468,7 +468,8 @@ static void resolve_config(struct loom_trainer *t)
 	if (c->data_parallel * c->tensor_parallel != train_dist_world() && !print && !dry)
 		cli_exit(EXIT_USAGE, "data_parallel: loom-train runs one rank; %d needs one process per rank",
 			 c->data_parallel);
-	check(loom_trainer_settle(t));
+	if (loom_trainer_settle(t)) /* the same on every rank: rank 0 says it */
+		train_dist_agreed_exit(t->usage ? EXIT_USAGE : EXIT_FAILURE, "%s", t->err.msg);
 	if (loom_config_shards_weights(c) && sample_every)
 		train_dist_agreed_exit(EXIT_USAGE, "--sample-every: not with sharding=weights over "
 				       "%d ranks (every rank would sample with it); sample a "
@@ -849,8 +850,7 @@ int main(int argc, char **argv)
 	cli_progress_init(&u.prog, cli_force_progress);
 
 	train_loop(&u);
-	if (t->g) /* tensor parallelism: the bytes its exit report expects */
-		train_dist_tp_bound(loom_gpt_tp_bytes(t->g, c->grad_accum));
+	train_dist_tp_bound(t); /* tensor parallelism: the bytes its exit report expects */
 	cli_progress_done(&u.prog);
 	if (stop_sig && !quiet)
 		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),

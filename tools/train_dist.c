@@ -190,9 +190,10 @@ void train_dist_check_frame(unsigned rank, unsigned world)
 			rank, world, R, D, T, R, D);
 }
 
-void train_dist_tp_bound(uint64_t bytes)
+void train_dist_tp_bound(const struct loom_trainer *t)
 {
-	tp_bound = bytes;
+	int micro = t->cfg.grad_accum;
+	tp_bound = t->g ? loom_gpt_tp_bytes(t->g, micro) : loom_bert_tp_bytes(t->b, micro);
 }
 
 int train_dist_replica(void)

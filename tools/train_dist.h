@@ -54,8 +54,10 @@ int train_dist_tp_rank(void);
  * makes alone, such as --keep-best's after its evaluation. */
 int train_dist_agree(int v);
 /* The model's count of the bytes a rank sends per step in the
- * tensor-parallel all-reduces, reported beside the measured at exit. */
-void train_dist_tp_bound(uint64_t bytes);
+ * tensor-parallel all-reduces (at its last forward's shape), reported
+ * beside the measured at exit. */
+struct loom_trainer;
+void train_dist_tp_bound(const struct loom_trainer *t);
 /* Collective over replica 0's ranks (the others return at once): each
  * writes its runs r[0..n) into the checkpoint s (loom_dist_save_runs);
  * the step directory into path[len]. */

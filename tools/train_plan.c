@@ -233,7 +233,7 @@ void train_print_dry_run(const struct loom_config *c)
 	       cli_bytes((double)m1.total, b1, sizeof b1));
 	if (TP > 1)
 		printf("tensor parallel: each rank holds %llu of the %llu parameters and sends %s per step in its all-reduces (4 [B,T,C] a layer, the embeddings', the LM head's and the loss's)\n",
-		       (unsigned long long)loom_gpt_tp_params(c), (unsigned long long)np,
+		       (unsigned long long)(m0.params / 4), (unsigned long long)np,
 		       cli_bytes((double)m0.tp_bytes, b0, sizeof b0));
 	if (mem_per_rank)
 		print_fit(c, mem_per_rank, mem_name);

@@ -10,6 +10,7 @@
 #include "loom_dist.h"
 #include "loom_kernels.h"
 #include "loom_profile.h"
+#include "loom_tp.h"
 
 /* Embedding tensors, then per layer, then the head. */
 enum { E_WORD, E_POS, E_TYPE, E_LNW, E_LNB, NE };
@@ -89,13 +90,16 @@ int loom_bert_n_tensors(const struct loom_bert_config *cfg)
 	return NE + cfg->n_layer * NLT + (cfg->task == LOOM_BERT_QA ? N_QA : N_MLM);
 }
 
-size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t)
+/* The table of rank slices of a model split over tp ranks (tp 1: whole;
+ * see loom_bert.h's Tensor parallelism). */
+static size_t table_tp(const struct loom_bert_config *cfg, int tp, struct loom_tensor *t)
 {
 	const int64_t C = cfg->hidden, I = cfg->intermediate, V = cfg->vocab_size;
+	const int64_t Cl = C / tp, Il = I / tp, Vl = V / tp;
 	size_t off = 0;
 	int n = 0;
 	char name[64];
-	add(t, &n, &off, "bert.embeddings.word_embeddings.weight", 2, V, C);
+	add(t, &n, &off, "bert.embeddings.word_embeddings.weight", 2, Vl, C);
 	add(t, &n, &off, "bert.embeddings.position_embeddings.weight", 2, cfg->max_positions, C);
 	add(t, &n, &off, "bert.embeddings.token_type_embeddings.weight", 2, cfg->type_vocab_size, C);
 	add(t, &n, &off, "bert.embeddings.LayerNorm.weight", 1, C, 0);
@@ -103,9 +107,9 @@ size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t
 	for (int l = 0; l < cfg->n_layer; l++) {
 		/* [out, in] or [out] */
 		const int64_t shp[NLT][2] = {
-			{ C, C }, { C, C }, { C, C }, { C, 0 }, { C, 0 }, { C, 0 },
-			{ C, C }, { C, 0 }, { C, 0 }, { C, 0 },
-			{ I, C }, { I, 0 }, { C, I }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ Cl, C }, { Cl, C }, { Cl, C }, { Cl, 0 }, { Cl, 0 }, { Cl, 0 },
+			{ C, Cl }, { C, 0 }, { C, 0 }, { C, 0 },
+			{ Il, C }, { Il, 0 }, { C, Il }, { C, 0 }, { C, 0 }, { C, 0 },
 		};
 		for (int k = 0; k < NLT; k++) {
 			snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", l, lt_names[k]);
@@ -120,15 +124,64 @@ size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t
 		add(t, &n, &off, "cls.predictions.transform.dense.bias", 1, C, 0);
 		add(t, &n, &off, "cls.predictions.transform.LayerNorm.weight", 1, C, 0);
 		add(t, &n, &off, "cls.predictions.transform.LayerNorm.bias", 1, C, 0);
-		add(t, &n, &off, "cls.predictions.bias", 1, V, 0);
+		add(t, &n, &off, "cls.predictions.bias", 1, Vl, 0);
 	}
 	return off;
 }
 
+size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t)
+{
+	return table_tp(cfg, 1, t);
+}
+
+/* tensor parallelism: how tensor i is split (see loom_bert.h, loom_tp.h) */
+static int tp_split(const void *model, int i, int *groups)
+{
+	const struct loom_bert *b = model;
+	*groups = 1;
+	if (i == E_WORD)
+		return LOOM_TP_ROWS;
+	if (i < NE)
+		return LOOM_TP_WHOLE;
+	if (i >= T_HEAD(b, 0)) /* the MLM decoder's bias, by vocabulary */
+		return b->cfg.task == LOOM_BERT_MLM && i == T_HEAD(b, MBIAS) ? LOOM_TP_ROWS
+									 : LOOM_TP_WHOLE;
+	switch ((i - NE) % NLT) {
+	case QW: case KW: case VW: case QB: case KB: case VB: case IW: case IB:
+		return LOOM_TP_ROWS;   /* output features: the column-split products */
+	case AOW: case OW:
+		return LOOM_TP_COLS;   /* input features: the row-split products */
+	default:
+		return LOOM_TP_WHOLE;
+	}
+}
+
+void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t)
+{
+	*t = (struct loom_tp){ .tp = b->tp, .rank = b->tp_rank, .tab = b->tensors,
+			       .nt = b->n_tensors, .split = tp_split, .model = b,
+			       .reduce = b->reduce, .ctx = b->grad_ready_ctx,
+			       .err = (struct loom_err *)&b->err };
+}
+
+/* x[0..n) summed over the tp ranks (tp 1: nothing) */
+static int tp_sum(struct loom_bert *b, float *x, size_t n)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	return loom_tp_sum(&t, x, n);
+}
+
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 {
+	return loom_bert_new_tp(cfg, 0, 1);
+}
+
+struct loom_bert *loom_bert_new_tp(const struct loom_bert_config *cfg, int rank, int tp)
+{
 	struct loom_err e = { 0 };
-	if (loom_bert_config_check(cfg, &e))
+	if (loom_bert_config_check(cfg, &e) || tp < 1 || rank < 0 || rank >= tp ||
+	    cfg->n_head % tp || cfg->intermediate % tp || cfg->vocab_size % tp)
 		return NULL;
 	struct loom_bert *b = calloc(1, sizeof *b);
 	if (!b)
@@ -140,11 +193,17 @@ struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 	b->I = cfg->intermediate;
 	b->V = cfg->vocab_size;
 	b->P = cfg->max_positions;
+	b->tp = tp;
+	b->tp_rank = rank;
+	b->NHl = b->NH / tp;
+	b->Cl = b->C / tp;
+	b->Il = b->I / tp;
+	b->Vl = b->V / tp;
 	b->tensors = calloc((size_t)loom_bert_n_tensors(cfg), sizeof *b->tensors);
 	b->layer = calloc((size_t)b->L, sizeof *b->layer);
 	if (!b->tensors || !b->layer)
 		goto fail;
-	size_t off = loom_bert_table(cfg, b->tensors);
+	size_t off = table_tp(cfg, tp, b->tensors);
 	b->n_tensors = loom_bert_n_tensors(cfg);
 	b->n_params = off;
 	if (loom_model_store_alloc(off, &b->params, &b->grads, &b->m, &b->v))
@@ -170,6 +229,16 @@ void loom_bert_free(struct loom_bert *b)
 	free(b);
 }
 
+/* The pad token's word embedding row in base (params or grads), NULL
+ * when there is none or another tensor-parallel rank holds it. */
+static float *pad_row(const struct loom_bert *b, float *base)
+{
+	int id = b->cfg.pad_token_id - b->tp_rank * b->Vl;
+	if (b->cfg.pad_token_id < 0 || id < 0 || id >= b->Vl)
+		return NULL;
+	return TP(b, base, E_WORD) + (size_t)id * b->C;
+}
+
 /* 1-D: 1 for a LayerNorm weight, else 0; the others' std: init_std */
 static float bert_init(const struct loom_tensor *t, const void *ctx)
 {
@@ -183,9 +252,14 @@ void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
 {
 	loom_model_init_weights(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
 				b->n_params, seed, bert_init, b);
-	if (b->cfg.pad_token_id >= 0)
-		memset(TP(b, b->params, E_WORD) + (size_t)b->cfg.pad_token_id * b->C, 0,
-		       sizeof(float) * b->C);
+	/* tensor parallelism: a split matrix is this rank's slice of the
+	 * whole one's draws */
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	loom_tp_init(&t, b->params, seed, bert_init, b);
+	float *pad = pad_row(b, b->params);
+	if (pad)
+		memset(pad, 0, sizeof(float) * b->C);
 	b->w16_ok = 0;
 }
 
@@ -204,7 +278,8 @@ void loom_bert_eval_counts(const struct loom_bert *b, double *nll, int64_t *n,
 	if (b->cfg.task == LOOM_BERT_MLM) {
 		*nll = (double)b->loss * b->M;
 		*n = b->M;
-		for (int k = 0; k < b->M; k++)
+		*correct = b->mlm_hits; /* tensor parallelism: counted by the loss */
+		for (int k = 0; b->tp == 1 && k < b->M; k++)
 			*correct += loom_model_argmax(b->mlogits + (size_t)k * b->V, b->V) ==
 				    b->mlm_tgt[k];
 		return;
@@ -236,20 +311,20 @@ const float *loom_bert_end_logits(const struct loom_bert *b)
  * outputs. */
 static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 {
-	size_t C = b->C, I = b->I, off = 0;
+	size_t C = b->C, I = b->I, Cl = b->Cl, Il = b->Il, off = 0;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
 	struct loom_bert_lacts shared = { 0 };
 	for (int l = 0; l < b->L; l++) {
 		struct loom_bert_lacts a = { 0 };
 		if (!b->cfg.recompute || l == 0) {
-			TAKE(a.qkv, N * 3 * C);
-			TAKE(a.atty, N * C);
-			TAKE(a.lse, N * b->NH);
+			TAKE(a.qkv, N * 3 * Cl);
+			TAKE(a.atty, N * Cl);
+			TAKE(a.lse, N * b->NHl);
 			TAKE(a.res1, N * C);
 			TAKE(a.ln1_mean, N);
 			TAKE(a.ln1_rstd, N);
 			TAKE(a.h1, N * C);
-			TAKE(a.fch, N * I);
+			TAKE(a.fch, N * Il);
 			TAKE(a.res2, N * C);
 			TAKE(a.ln2_mean, N);
 			TAKE(a.ln2_rstd, N);
@@ -277,11 +352,41 @@ static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 	return off;
 }
 
-size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
+/* the activations' floats of a rank of tp at (B, T) */
+static size_t act_floats(const struct loom_bert_config *cfg, int tp, int B, int T)
 {
 	struct loom_bert b = { .cfg = *cfg, .L = cfg->n_layer, .C = cfg->hidden,
-			       .NH = cfg->n_head, .I = cfg->intermediate };
+			       .NH = cfg->n_head, .I = cfg->intermediate, .Cl = cfg->hidden / tp,
+			       .NHl = cfg->n_head / tp, .Il = cfg->intermediate / tp };
 	return layout(&b, B, T, (size_t)B * T, NULL);
+}
+
+size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
+{
+	return act_floats(cfg, 1, B, T);
+}
+
+/* Tensor parallelism: the bytes a rank sends per step of `micro`
+ * micro-batches of N tokens (M of them masked-LM targets), ring
+ * all-reduces: per micro-batch [N,C] after the lookup and 2 a layer in
+ * forward, 2 a layer in backward and 2 more a recomputed layer (all but
+ * the last); the MLM loss's 3 [M] and its decoder's [M,C] input gradient;
+ * the 16-byte batch check; the norm's 8 bytes a step. */
+static uint64_t tp_bytes(const struct loom_bert_config *cfg, int tp, uint64_t N, uint64_t M,
+			 int micro)
+{
+	uint64_t L = (uint64_t)cfg->n_layer, C = (uint64_t)cfg->hidden, T = (uint64_t)tp;
+	if (T == 1)
+		return 0;
+	uint64_t nc = 1 + 4 * L + (cfg->recompute ? 2 * (L - 1) : 0);
+	uint64_t fl = nc * N * C + (cfg->task == LOOM_BERT_MLM ? M * C + 3 * M : 0);
+	uint64_t bytes = (fl * 4 + 16) * (uint64_t)micro + 8;
+	return bytes * 2 * (T - 1) / T;
+}
+
+uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro)
+{
+	return tp_bytes(&b->cfg, b->tp, (uint64_t)b->N, (uint64_t)b->M, micro);
 }
 
 void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config *b)
@@ -372,8 +477,8 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 	loom_lazy_free(b->mlm);
 	free(b->mlm_row);
 	b->mlm_cap = 0;
-	size_t C = b->C, V = b->V;
-	b->mlm = loom_model_falloc(m * (5 * C + 3 + V));
+	size_t C = b->C, V = b->Vl;
+	b->mlm = loom_model_falloc(m * (5 * C + 3 + V + 3));
 	b->mlm_row = malloc(sizeof(int32_t) * 2 * (m ? m : 1));
 	if (!b->mlm || !b->mlm_row)
 		return loom_err_set(&b->err, LOOM_ENOMEM,
@@ -388,6 +493,7 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 	b->mrstd = b->mmean + m;
 	b->mloss = b->mrstd + m;
 	b->mlogits = b->mloss + m;
+	b->mxent = b->mlogits + m * V;
 	b->mlm_cap = m;
 	return 0;
 }
@@ -405,24 +511,31 @@ static void drop(const struct loom_bert *b, float *out, const float *x, float p,
 		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, key);
 }
 
-static void embed_fwd(struct loom_bert *b)
+/* Tensor parallelism: each rank looks up the rows of its ids, rank 0
+ * adds the positions and token types, the sum over the ranks is the
+ * embedding sum. */
+static int embed_fwd(struct loom_bert *b)
 {
-	int N = b->N;
+	int N = b->N, r = b->tp_rank, rc;
 	float *p = b->params;
 	double t0 = LOOM_PROF_BEGIN();
 	/* packed: one row of N tokens, each at its own position */
-	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), 0, b->V, TP(b, p, E_POS), b->seg,
-			   TP(b, p, E_TYPE), b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
-			   b->packed ? N : b->T, b->C);
+	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), r * b->Vl, b->Vl,
+			   r ? NULL : TP(b, p, E_POS), r ? NULL : b->seg, TP(b, p, E_TYPE),
+			   b->packed ? b->pos : NULL, b->packed ? 1 : b->B, b->packed ? N : b->T,
+			   b->C);
+	if ((rc = tp_sum(b, b->emb, (size_t)N * b->C)))
+		return rc;
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
 			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
 	drop(b, b->x0, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
 	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
+	return 0;
 }
 
 static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
-	int B = b->B, T = b->T, C = b->C, I = b->I, N = b->N;
+	int B = b->B, T = b->T, C = b->C, Cl = b->Cl, I = b->Il, N = b->N;
 	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
 	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
@@ -434,16 +547,20 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	enum loom_prof_op el = LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD);
 	int rc;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
-					3 * C););
+					3 * Cl););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
-		  rc = loom_k_attention_fwd(a->atty, a->lse, a->qkv, b->len,
-					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
-					    loom_model_site_key(b->key, l, 3)););
+		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, b->len,
+						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
+						  b->tp_rank * b->NHl, b->cfg.n_head, adrop,
+						  loom_model_site_key(b->key, l, 3)););
 	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention");
-	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) */
+	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) (tensor
+	 * parallelism: the ranks' partial products summed, bo added by rank 0) */
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW),
-					LP(b, p, l, AOB), N, C, C););
+					b->tp_rank ? NULL : LP(b, p, l, AOB), N, Cl, C););
+	if ((rc = tp_sum(b, a->res1, NC)))
+		return rc;
 	LOOM_PROF(el, drop(b, a->res1, a->res1, pd, l, 1);
 		  loom_k_residual_fwd(a->res1, a->res1, x, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1,
@@ -453,8 +570,10 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 					C, I););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
 		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
-	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW), LP(b, p, l, OB),
-					N, I, C););
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW),
+					b->tp_rank ? NULL : LP(b, p, l, OB), N, I, C););
+	if ((rc = tp_sum(b, a->res2, NC)))
+		return rc;
 	LOOM_PROF(el, drop(b, a->res2, a->res2, pd, l, 2);
 		  loom_k_residual_fwd(a->res2, a->res2, a->h1, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2,
@@ -551,7 +670,7 @@ static int qa_head(struct loom_bert *b, const float *seq, int have)
  * (forward made sure no label sits on padding then). */
 static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels)
 {
-	int N = b->N, C = b->C, V = b->V, M = 0, rc;
+	int N = b->N, C = b->C, V = b->V, Vl = b->Vl, M = 0, rc;
 	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
 	for (size_t i = 0; i < (size_t)b->B * b->T; i++) {
 		if (labels[i] >= V)
@@ -562,6 +681,7 @@ static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels
 	}
 	b->M = M;
 	b->loss = 0;
+	b->mlm_hits = 0;
 	if (!M)
 		return 0;
 	if ((rc = ensure_mlm(b, (size_t)M)))
@@ -581,17 +701,46 @@ static int mlm_head(struct loom_bert *b, const float *seq, const int32_t *labels
 	LOOM_PROF(LOOM_PROF_LN_FWD,
 		  loom_k_layernorm_fwd(b->mln, b->mmean, b->mrstd, b->mg, HP(b, p, TLNW),
 				       HP(b, p, TLNB), M, C, eps););
-	/* the decoder: the word embeddings [V,C] as an nn.Linear weight */
+	/* the decoder: the word embeddings [V,C] as an nn.Linear weight
+	 * (tensor parallelism: this rank's vocabulary rows, the
+	 * vocabulary-parallel loss; an evaluation counts the hits there) */
 	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->mlogits, b->mln,
 							  TP(b, p, E_WORD), HP(b, p, MBIAS), M,
-							  C, V););
-	LOOM_PROF(LOOM_PROF_XENT_FWD,
-		  loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1););
+							  C, Vl););
+	if (b->tp > 1) {
+		struct loom_tp t;
+		loom_bert_tp(b, &t);
+		LOOM_PROF(LOOM_PROF_XENT_FWD,
+			  rc = loom_tp_xent(&t, b->mlogits, M, Vl, V, b->mlm_tgt, -1, b->mloss,
+					    b->mxent, b->train ? NULL : &b->mlm_hits););
+		if (rc)
+			return rc;
+	} else {
+		LOOM_PROF(LOOM_PROF_XENT_FWD,
+			  loom_k_crossentropy_fwd(b->mlogits, b->mloss, b->mlm_tgt, M, V, -1););
+	}
 	double s = 0;
 	for (int k = 0; k < M; k++)
 		s += b->mloss[k];
 	b->loss = (float)(s / M);
 	return 0;
+}
+
+/* Tensor parallelism: every rank of the group must compute on the same
+ * batch (its replica's frames): its tokens, rows and targets hashed and
+ * the hashes compared over the ranks. */
+static int same_batch(struct loom_bert *b, const struct loom_bert_batch *x, int have)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	int rc = loom_tp_ready(&t), B = b->B;
+	uint64_t h = loom_tp_hash(loom_tp_hash(loom_tp_hash(0, b->ids, (size_t)b->N), b->seg,
+					       (size_t)b->N), b->len, (size_t)B);
+	if (have && b->cfg.task == LOOM_BERT_QA)
+		h = loom_tp_hash(loom_tp_hash(h, b->start_pos, (size_t)B), b->end_pos, (size_t)B);
+	else if (have)
+		h = loom_tp_hash(h, x->mlm_labels, (size_t)B * b->T);
+	return rc ? rc : loom_tp_same_batch(&t, h);
 }
 
 int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int B, int T,
@@ -633,7 +782,10 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	b->train = train;
 	b->key = key;
 	b->loss = 0;
-	embed_fwd(b);
+	if (b->tp > 1 && (rc = same_batch(b, x, have)))
+		return rc;
+	if ((rc = embed_fwd(b)))
+		return rc;
 	const float *h = b->x0;
 	for (int l = 0; l < b->L; l++) {
 		if ((rc = layer_fwd(b, l, h, &b->layer[l])))
@@ -660,7 +812,7 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
  * attention's dqkv [N,3C] and dout [N,C]. */
 static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
-	int B = b->B, T = b->T, C = b->C, I = b->I, N = b->N;
+	int B = b->B, T = b->T, C = b->C, Cl = b->Cl, I = b->Il, N = b->N;
 	float *p = b->params, *dp = b->grads, *work = b->work;
 	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
@@ -684,6 +836,8 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
 				    LP(b, p, l, IW), N, C, I););
+	if ((rc = tp_sum(b, b->dres, NC))) /* tensor parallelism: the ranks' parts */
+		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
 		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d h1 */
 	/* h1 = LayerNorm(res1): buf1 = d res1 */
@@ -695,19 +849,22 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, b->buf2, b->buf1, pd, l, 1););
 		dproj = b->buf2;
 	}
-	float *dqkv = work, *datty = work + (size_t)N * 3 * C;
+	float *dqkv = work, *datty = work + (size_t)N * 3 * Cl;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
-				    a->atty, LP(b, p, l, AOW), N, C, C););
+				    a->atty, LP(b, p, l, AOW), N, Cl, C););
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
-		  rc = loom_k_attention_bwd(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
-					    b->packed ? b->off : NULL, B, T, C, b->NH, adrop,
-					    loom_model_site_key(b->key, l, 3)););
+		  rc = loom_k_attention_bwd_heads(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
+						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
+						  b->tp_rank * b->NHl, b->cfg.n_head, adrop,
+						  loom_model_site_key(b->key, l, 3)););
 	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention backward");
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
-				    LP(b, p, l, QW), N, C, 3 * C););
+				    LP(b, p, l, QW), N, C, 3 * Cl););
+	if ((rc = tp_sum(b, b->dres, NC)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
 		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d x */
 	return 0;
@@ -739,16 +896,20 @@ static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 				    HP(b, p, QAW), N, b->C, 2););
 }
 
-/* dres = d(sequence output) from the MLM loss * scale. */
-static void mlm_bwd(struct loom_bert *b, float scale)
+/* dres = d(sequence output) from the MLM loss * scale (tensor
+ * parallelism: the decoder's input gradient summed over the ranks). */
+static int mlm_bwd(struct loom_bert *b, float scale)
 {
-	int M = b->M, C = b->C, V = b->V, N = b->N;
+	int M = b->M, C = b->C, V = b->Vl, N = b->N, rc;
 	float *p = b->params, *dp = b->grads;
 	LOOM_PROF(LOOM_PROF_XENT_BWD,
-		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, 0, -1, scale / M, NULL););
+		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, b->tp_rank * V, -1, scale / M,
+					  NULL););
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->md, TP(b, dp, E_WORD), HP(b, dp, MBIAS), b->mlogits,
 				    b->mln, TP(b, p, E_WORD), M, C, V););
+	if ((rc = tp_sum(b, b->md, (size_t)M * C)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->mln, (size_t)M * C);
 		  loom_k_layernorm_bwd(b->mln, HP(b, dp, TLNW), HP(b, dp, TLNB), b->md, b->mg,
 				       HP(b, p, TLNW), b->mmean, b->mrstd, M, C););
@@ -759,6 +920,7 @@ static void mlm_bwd(struct loom_bert *b, float scale)
 	LOOM_PROF(LOOM_PROF_ELEM_BWD, loom_k_zero(b->dres, (size_t)N * C););
 	for (int k = 0; k < M; k++)
 		memcpy(b->dres + (size_t)b->mlm_row[k] * C, b->md + (size_t)k * C, sizeof(float) * C);
+	return 0;
 }
 
 static int backward(struct loom_bert *b, float scale)
@@ -774,8 +936,8 @@ static int backward(struct loom_bert *b, float scale)
 	const float *seq = b->layer[L - 1].out;
 	if (qa)
 		qa_bwd(b, seq, scale);
-	else
-		mlm_bwd(b, scale);
+	else if ((rc = mlm_bwd(b, scale)))
+		return rc;
 	/* under recompute the shared slots still hold the last layer's
 	 * activations from the forward (the heads use buffers of their own):
 	 * the layers below it are recomputed */
@@ -794,12 +956,15 @@ static int backward(struct loom_bert *b, float scale)
 	loom_k_zero(b->buf1, (size_t)N * C);
 	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
 			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
-	loom_k_encoder_bwd(TP(b, dp, E_WORD), 0, b->V, TP(b, dp, E_POS), TP(b, dp, E_TYPE), b->buf1, b->ids,
-			   b->seg, b->packed ? b->pos : NULL, b->packed ? 1 : b->B,
-			   b->packed ? N : b->T, C);
+	/* (tensor parallelism: the word rows of this rank's ids; positions
+	 * and types on every rank, buf1 being the same on each) */
+	loom_k_encoder_bwd(TP(b, dp, E_WORD), b->tp_rank * b->Vl, b->Vl, TP(b, dp, E_POS),
+			   TP(b, dp, E_TYPE), b->buf1, b->ids, b->seg, b->packed ? b->pos : NULL,
+			   b->packed ? 1 : b->B, b->packed ? N : b->T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
-	if (b->cfg.pad_token_id >= 0) /* HF's padding_idx: that row is never trained */
-		memset(TP(b, dp, E_WORD) + (size_t)b->cfg.pad_token_id * C, 0, sizeof(float) * C);
+	float *pad = pad_row(b, dp); /* HF's padding_idx: that row is never trained */
+	if (pad)
+		memset(pad, 0, sizeof(float) * C);
 	if ((rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
 	if (b->grad_ready)
@@ -817,6 +982,15 @@ int loom_bert_backward(struct loom_bert *b, float scale)
 
 void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm)
 {
+	if (b->tp > 1) { /* on this rank's slices, clipped by the whole model's
+			  * norm; a failed all-reduce leaves the weights as they
+			  * were, the error in b->err (loom_dist_step reports it) */
+		struct loom_tp tt;
+		loom_bert_tp(b, &tt);
+		if (!loom_tp_step(&tt, b->params, b->grads, b->m, b->v, &b->cfg.adamw, lr, t, norm))
+			b->w16_ok = 0;
+		return;
+	}
 	LOOM_PROF(LOOM_PROF_OPTIM,
 		  loom_model_adamw(b->tensors, b->n_tensors, b->params, b->grads, b->m, b->v,
 				   b->n_params, &b->cfg.adamw, lr, t, norm););
@@ -877,12 +1051,19 @@ static void dist_weights_changed(void *b)
 }
 
 /* No units (loom_dist refuses sharding=weights) and no masks: grad_ready
- * only. */
+ * and tensor parallelism's reduce only. */
 static void dist_connect(void *model, const struct loom_dist_calls *c)
 {
 	struct loom_bert *b = model;
 	b->grad_ready = c->grad_ready;
 	b->grad_ready_ctx = c->ctx;
+	b->reduce = c->reduce;
+}
+
+static int dist_replicated(void *model, int i)
+{
+	int G;
+	return tp_split(model, i, &G) == LOOM_TP_WHOLE;
 }
 
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
@@ -892,7 +1073,7 @@ void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
 		.n_params = b->n_params, .tensors = b->tensors, .n_tensors = b->n_tensors,
 		.n_layer = b->L, .adamw = b->cfg.adamw, .model = b,
 		.tag = dist_tag, .step = dist_step, .weights_changed = dist_weights_changed,
-		.connect = dist_connect,
+		.connect = dist_connect, .replicated = b->tp > 1 ? dist_replicated : NULL,
 	};
 }
 int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
@@ -986,20 +1167,40 @@ int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
 
 static size_t ops_n_params(const void *m)
 {
-	return ((const struct loom_bert *)m)->n_params;
+	const struct loom_bert *b = m; /* tensor parallelism: the whole model's */
+	size_t n = 0;
+	for (int i = 0; i < b->n_tensors; i++) {
+		int G;
+		n += b->tensors[i].numel * (tp_split(b, i, &G) == LOOM_TP_WHOLE ? 1 : (size_t)b->tp);
+	}
+	return n;
 }
 
+/* tensor parallelism: a rank's parameter count (tp 1: all) */
+static uint64_t tp_params(const struct loom_bert_config *bc, int tp)
+{
+	struct loom_tensor *t = calloc((size_t)loom_bert_n_tensors(bc), sizeof *t);
+	uint64_t n = t ? table_tp(bc, tp, t) : 0;
+	free(t);
+	return n;
+}
+
+/* A rank's plan (tensor parallelism: of its slices; the bytes it sends
+ * at every position real and 15% of them masked-LM targets, the recipe's) */
 static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	struct loom_bert_config bc;
 	loom_bert_config_from(c, &bc);
 	bc.recompute = recompute;
-	uint64_t n = loom_config_n_params(c), R = c->data_parallel > 1 ? c->data_parallel : 1;
+	int tp = c->tensor_parallel;
+	uint64_t n = tp > 1 ? tp_params(&bc, tp) : loom_config_n_params(c);
+	uint64_t R = c->data_parallel > 1 ? c->data_parallel : 1, N = (uint64_t)c->micro_batch * c->seq_len;
 	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
 	*m = (struct loom_model_mem){
 		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
-		.acts = 4 * (uint64_t)loom_bert_act_floats(&bc, c->micro_batch, c->seq_len),
+		.acts = 4 * (uint64_t)act_floats(&bc, tp, c->micro_batch, c->seq_len),
 		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+		.tp_bytes = tp_bytes(&bc, tp, N, N * 15 / 100, c->grad_accum),
 	};
 	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
 }

@@ -50,6 +50,25 @@
  * Data parallelism: grad_ready(ctx, l) is called as in struct loom_gpt
  * (layer L-1's call also covers the head, -1 after the embeddings).
  *
+ * Tensor parallelism (loom_bert_new_tp, Megatron-LM's 1D splits, as the
+ * GPT's; lib/train/loom_tp.h): rank r of tp holds the query, key and
+ * value rows of heads r NH/tp .. (each weight [C/tp, C], the product's
+ * columns), the attention output's input columns (dense.weight [C, C/tp],
+ * the row-split product), the intermediate's rows ([I/tp, C], its bias
+ * [I/tp]) and the output dense's input columns ([C, I/tp]); the word
+ * embeddings by vocabulary rows ([V/tp, C]: ids r V/tp ..) and with them
+ * the tied MLM decoder and its bias ([V/tp]), whose loss is the
+ * vocabulary-parallel cross-entropy (no rank holds [M, V] logits).  The
+ * position and token-type embeddings, every LayerNorm, the biases of the
+ * row-split products, the MLM transform and the QA head (2 outputs) are
+ * whole on every rank, their gradients the same on each.  The partial
+ * [N,C] sums are added over the ranks (the reduce call of the connect
+ * hook) after the embedding lookup and each row-split product in
+ * forward, after each column-split product's input gradient (and the MLM
+ * decoder's) in backward; dropout acts on whole activations, the same
+ * mask on every rank.  Packed rows (cfg.padded 0) are packed alike on
+ * every rank.  Each forward checks that the ranks got the same batch.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results.  Errors: 0 or negative LOOM_E*; message in
  * loom_bert_error().  Nothing prints.
@@ -113,7 +132,9 @@ int loom_bert_config_check(const struct loom_bert_config *cfg, struct loom_err *
 struct loom_bert_lacts {
 	float *qkv;                     /* [N,3C] */
 	float *atty;                    /* [N,C] */
-	float *lse;                     /* [N*NH]: [B,NH,T] padded, packed rows' heads */
+	float *lse;                     /* [N*NH]: [B,NH,T] padded, packed rows' heads
+					   (tensor parallelism: this rank's; so qkv
+					   [N,3C/tp], atty [N,C/tp], fch [N,I/tp]) */
 	float *res1, *ln1_mean, *ln1_rstd, *h1;  /* x + attention, its LN stats, LN output */
 	float *fch;                     /* [N,I] intermediate pre-activation */
 	float *res2, *ln2_mean, *ln2_rstd;       /* h1 + MLP, its LN stats */
@@ -148,12 +169,21 @@ struct loom_bert {
 	int32_t *mlm_row, *mlm_tgt;     /* [M] */
 	float *mx, *mt, *mg, *mln, *md;  /* [M,C]: gathered rows, dense, gelu, LN, gradient */
 	float *mmean, *mrstd, *mloss;   /* [M] */
-	float *mlogits;                 /* [M,V] */
+	float *mlogits;                 /* [M,V] (tensor parallelism: [M,V/tp]) */
+	float *mxent;                   /* tensor parallelism: the loss's [3M] scratch */
 	int have_targets, train, nstart, nend;
 	uint64_t key;
 	float loss;
 	void (*grad_ready)(void *ctx, int l);
 	void *grad_ready_ctx;
+	/* tensor parallelism: rank tp_rank of tp (1: the whole model); its
+	 * heads NHl, attention width Cl = C/tp, intermediate width Il = I/tp,
+	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..); reduce (set by the
+	 * connect hook, ctx grad_ready_ctx): sum or max over the tp ranks;
+	 * mlm_hits: an MLM evaluation's argmax hits over the whole vocabulary */
+	int tp, tp_rank, NHl, Cl, Il, Vl;
+	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	int64_t mlm_hits;
 	struct loom_mm *mm;
 	int w16_ok;
 	struct loom_err err;
@@ -202,6 +232,24 @@ size_t loom_bert_table(const struct loom_bert_config *cfg, struct loom_tensor *t
 /* Model from a checked config; parameters zero until init_weights or a
  * load.  NULL on a bad config or ENOMEM. */
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg);
+/* Rank `rank`'s slices of the model split over tp ranks (see Tensor
+ * parallelism above; tp must divide n_head, intermediate and vocab_size:
+ * loom_config_validate checks tensor_parallel); tp 1 is loom_bert_new.
+ * It computes only once connected (loom_bert_dist_model). */
+struct loom_bert *loom_bert_new_tp(const struct loom_bert_config *cfg, int rank, int tp);
+/* Its tensor-parallel team (lib/train/loom_tp.h) into *t: slices, split
+ * kinds, the reduce call; errors into b's. */
+struct loom_tp;
+void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t);
+/* Tensor parallelism: the payload bytes a rank sends per optimizer step
+ * of `micro` micro-batches like the last forward (its token count N and
+ * masked-LM rows M; packed rows: N varies by batch), by ring all-reduces
+ * (2 (tp-1)/tp x the buffer): per micro-batch [N,C] after the lookup and
+ * 2 a layer in forward, 2 a layer in backward and 2 more a layer
+ * recomputed (all but the last); the MLM loss's 3 [M] and its decoder's
+ * [M,C] input gradient; the 16-byte batch check; the norm's 8 bytes.  0
+ * for tp 1. */
+uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro);
 void loom_bert_free(struct loom_bert *b);
 const char *loom_bert_error(const struct loom_bert *b);
 /* HuggingFace's init: Linear and embedding weights N(0, init_std) (the
@@ -234,7 +282,8 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
- * parameter store, layer tags, step and grad_ready call (no units: its
+ * parameter store, layer tags, step and grad_ready call, and under tensor
+ * parallelism the reduce call and which tensors are whole (no units: its
  * weights cannot be sharded; no masks).  Borrows b. */
 struct loom_dist_model;
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);

@@ -64,7 +64,7 @@ static const struct key keys[] = {
 	{ "grad_accum", K_INT, O(grad_accum), 1, 1 << 20, NULL, "micro-batches per step", 0 },
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
-	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica (gpt)", 0 },
+	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica", 0 },
 	{ "sequence_parallel", K_BOOL, O(sequence_parallel), 0, 1, NULL, "with tensor_parallel: LayerNorms, dropout and residuals split along the tokens (gpt)", 0 },
 	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
 	{ "dist_timeout", K_FLOAT, O(dist_timeout), 0, 1e7, NULL, "seconds a rank waits for another that does not answer (0 = forever)", 0 },
@@ -589,8 +589,8 @@ static int validate_model(struct loom_config *c)
 }
 
 /* tensor_parallel=T splits the heads, the MLP width and the vocabulary
- * (lib/train/loom_gpt.h): T must divide each, and what it does not split
- * yet is refused. */
+ * (lib/train/loom_gpt.h, lib/train/loom_bert.h): T must divide each, and
+ * what it does not split yet is refused. */
 static int validate_tp(struct loom_config *c)
 {
 	struct loom_err *e = &c->err;
@@ -600,6 +600,7 @@ static int validate_tp(struct loom_config *c)
 				    "splits the tokens across a replica's ranks)");
 	if (T == 1)
 		return 0;
+	int bert_mlp = c->model == LOOM_MODEL_BERT && c->intermediate;
 	if (c->sequence_parallel && c->model != LOOM_MODEL_GPT)
 		return loom_err_set(e, LOOM_EINVAL, "sequence_parallel: only the GPT splits its tokens "
 				    "across ranks (model is %s)", loom_model_name(c->model));
@@ -607,21 +608,22 @@ static int validate_tp(struct loom_config *c)
 		return loom_err_set(e, LOOM_EINVAL, "sequence_parallel: tensor_parallel=%d does not "
 				    "divide seq_len (%d): each rank holds seq_len/T of a row's tokens",
 				    T, c->seq_len);
-	if (c->model != LOOM_MODEL_GPT)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d, but only the GPT is split "
-				    "across ranks (model is %s)", T, loom_model_name(c->model));
 	if (c->n_head % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide n_head (%d): "
 				    "each rank computes n_head/T whole heads", T, c->n_head);
-	if ((4 * c->n_embd) % T)
+	if ((bert_mlp ? c->intermediate : 4 * c->n_embd) % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide the MLP "
-				    "width 4 x n_embd (%d)", T, 4 * c->n_embd);
+				    "width %s (%d)", T, bert_mlp ? "intermediate" : "4 x n_embd",
+				    bert_mlp ? c->intermediate : 4 * c->n_embd);
 	if (c->vocab_size % T)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: %d does not divide vocab_size "
 				    "(%d): pad the vocabulary to a multiple of it", T, c->vocab_size);
 	if (c->sparsity > 0)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sparsity (RigL's block "
 				    "masks are not split across ranks)");
+	if (c->model == LOOM_MODEL_BERT && c->sharding == LOOM_SHARD_WEIGHTS)
+		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: a BERT shards its optimizer "
+				    "only (sharding=optimizer); sharding=weights is the GPT's");
 	return 0;
 }
 

@@ -99,7 +99,7 @@ struct loom_config {
 	int grad_accum;         /* micro-batches per optimizer step */
 	int global_batch;       /* 0 = derived: micro_batch*grad_accum*dp */
 	int data_parallel;      /* data-parallel ranks (replicas) */
-	int tensor_parallel;    /* ranks that split each layer of a replica (gpt); absent = 1 */
+	int tensor_parallel;    /* ranks that split each layer of a replica; absent = 1 */
 	int sequence_parallel;  /* 1: the token-wise regions split too (gpt); absent = 0 */
 	int sharding;           /* enum loom_sharding: what the ranks shard (lib/train/loom_dist.h) */
 	double dist_timeout;    /* seconds before a rank names one that does not answer (0 = never) */

@@ -114,24 +114,16 @@ static struct loom_tp team(const struct loom_gpt *g)
 				 .err = (struct loom_err *)&g->err };
 }
 
+void loom_gpt_tp(const struct loom_gpt *g, struct loom_tp *t)
+{
+	*t = team(g);
+}
+
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full)
 {
 	struct loom_tp t = team(g);
 	loom_tp_copy(&t, rank, slices, full, to_full);
-}
-
-void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out)
-{
-	struct loom_tp t = team(g);
-	loom_model_ckpt_tensors(g->tensors, g->n_tensors, g->params, out);
-	loom_tp_ckpt_whole(&t, out);
-}
-
-size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r)
-{
-	struct loom_tp t = team(g);
-	return loom_tp_ckpt_runs(&t, g->params, g->m, g->v, save, r);
 }
 
 struct loom_gpt *loom_gpt_new_tp(const struct loom_config *cfg, int rank, int tp)

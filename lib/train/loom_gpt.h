@@ -91,7 +91,7 @@
  * checks that the ranks got the same batch.  The step's gradient norm
  * counts the whole tensors once.  loom_gpt_tp_copy moves slices between a
  * whole model's arrays and a rank's (initialisation); checkpoints take a
- * rank's slices as runs of the whole tensors (loom_gpt_ckpt_runs).  The
+ * rank's slices as runs of the whole tensors (loom_tp_ckpt_runs).  The
  * model-neutral parts (slices, team sum, batch check, step, the
  * vocabulary-parallel loss, checkpoint runs) are lib/train/loom_tp.h's,
  * shared with BERT.
@@ -306,6 +306,10 @@ uint64_t loom_gpt_tp_params(const struct loom_config *cfg);
  * copies the slices out of full, 1 into it. */
 void loom_gpt_tp_copy(const struct loom_gpt *g, int rank, float *slices, float *full,
 		      int to_full);
+/* Its tensor-parallel team (lib/train/loom_tp.h) into *t: slices, split
+ * kinds, the reduce call; errors into g's. */
+struct loom_tp;
+void loom_gpt_tp(const struct loom_gpt *g, struct loom_tp *t);
 void loom_gpt_free(struct loom_gpt *g);
 const char *loom_gpt_error(const struct loom_gpt *g);
 
@@ -425,15 +429,6 @@ struct loom_ckpt;
  * (base: g->params, g->m or g->v). */
 void loom_gpt_ckpt_tensors(const struct loom_gpt *g, float *base,
 			   struct loom_ckpt_tensor *out);
-/* Tensor parallelism: out[g->n_tensors] the whole model's table (names,
- * whole shapes, data = g->params + offset: a rank's, read by no save's
- * begin nor load), and r[] this rank's runs of it (struct loom_ckpt_run:
- * weights, and the moments where g has them; save: the tensors every rank
- * holds whole only on tensor-parallel rank 0, so that the ranks' runs tile
- * the checkpoint); returns the count (r NULL: only counts). */
-struct loom_ckpt_run;
-void loom_gpt_ckpt_tensors_whole(const struct loom_gpt *g, struct loom_ckpt_tensor *out);
-size_t loom_gpt_ckpt_runs(const struct loom_gpt *g, int save, struct loom_ckpt_run *r);
 /* HuggingFace GPT-2 config keys (config.json). */
 struct loom_gpt_hf {
 	int64_t n_layer, n_embd, n_head, n_positions, vocab_size;

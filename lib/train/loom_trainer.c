@@ -20,9 +20,11 @@
 #include "loom_buf.h"
 #include "loom_file.h"
 #include "loom_generate.h"
+#include "loom_dist.h"
 #include "loom_rigl.h"
 #include "loom_squad.h"
 #include "loom_tb.h"
+#include "loom_tp.h"
 #include "loom_trainer.h"
 #include "loom_vocab.h"
 #include "loom_wordpiece.h"
@@ -99,6 +101,32 @@ void loom_trainer_release(struct loom_trainer *t)
 	memset(t, 0, sizeof *t);
 }
 
+/* ---- tensor_parallel: a rank's slices of the whole model ----------------- */
+
+/* The model's team (lib/train/loom_tp.h): 1 when it is split. */
+static int split_team(const struct loom_trainer *t, struct loom_tp *tp)
+{
+	if (t->g)
+		loom_gpt_tp(t->g, tp);
+	else
+		loom_bert_tp(t->b, tp);
+	return tp->tp > 1;
+}
+
+/* Model m of t's kind: its params, m and v into x; returns n_params. */
+static size_t model_arrays(const struct loom_trainer *t, void *m, float *x[3])
+{
+	struct loom_dist_model dm;
+	if (t->g)
+		loom_gpt_dist_model(m, &dm);
+	else
+		loom_bert_dist_model(m, &dm);
+	x[0] = dm.params;
+	x[1] = *dm.m;
+	x[2] = *dm.v;
+	return dm.n_params;
+}
+
 /* ---- checkpoints -------------------------------------------------------- */
 
 /* A model's checkpoint tables: tensors named over its parameters, and
@@ -134,9 +162,11 @@ static int ckpt_tables(struct loom_trainer *t, struct ckpt_tables *x)
 		x->mm[i] = m + tensors[i].offset;
 		x->vv[i] = v + tensors[i].offset;
 	}
-	if (t->g && t->g->tp > 1) /* the whole tensors: each rank reads, writes its runs */
-		loom_gpt_ckpt_tensors_whole(t->g, x->tp);
-	else if (t->g)
+	struct loom_tp tp;
+	if (split_team(t, &tp)) { /* the whole tensors: each rank reads, writes its runs */
+		loom_model_ckpt_tensors(tensors, n, t->g ? t->g->params : t->b->params, x->tp);
+		loom_tp_ckpt_whole(&tp, x->tp);
+	} else if (t->g)
 		loom_gpt_ckpt_tensors(t->g, t->g->params, x->tp);
 	else
 		loom_bert_ckpt_tensors(t->b, t->b->params, x->tp);
@@ -181,10 +211,14 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
  * commit finds the gap) */
 static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char *path)
 {
-	size_t n = loom_gpt_ckpt_runs(t->g, 1, NULL);
+	struct loom_tp tp;
+	float *x[3];
+	split_team(t, &tp);
+	model_arrays(t, t->model, x);
+	size_t n = loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], 1, NULL);
 	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
 	if (r)
-		loom_gpt_ckpt_runs(t->g, 1, r);
+		loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], 1, r);
 	t->hk.save_runs(t->hk.ctx, s, r, r ? n : 0, path, sizeof t->saved_path);
 	free(r);
 	return r ? 0 : nomem(t);
@@ -196,7 +230,8 @@ static int ckpt_write(struct loom_trainer *t, const struct loom_ckpt_save *s)
 	struct loom_err err = { 0 };
 	char *path = s->as ? t->best_path : t->saved_path;
 	int rc;
-	if (t->g && t->g->tp > 1) {
+	struct loom_tp tp;
+	if (split_team(t, &tp)) {
 		if ((rc = tp_write(t, s, path)))
 			return rc;
 	} else if (shards_weights(t)) /* every rank writes its part */
@@ -330,12 +365,16 @@ static int load_optimizer(struct loom_trainer *t, struct loom_ckpt *ck, const st
 static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ckpt_tables *x,
 		   int with_optimizer)
 {
-	size_t n = loom_gpt_ckpt_runs(t->g, 0, NULL);
+	struct loom_tp tp;
+	float *a[3];
+	split_team(t, &tp);
+	model_arrays(t, t->model, a);
+	size_t n = loom_tp_ckpt_runs(&tp, a[0], a[1], a[2], 0, NULL);
 	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
 	int rc = 0;
 	if (!r)
 		return nomem(t);
-	loom_gpt_ckpt_runs(t->g, 0, r);
+	loom_tp_ckpt_runs(&tp, a[0], a[1], a[2], 0, r);
 	if (shards_weights(t)) /* attached: the runs' parts in this rank's chunks */
 		t->hk.load_runs(t->hk.ctx, ck, x->tp, x->n, r, n, with_optimizer);
 	else if ((rc = loom_ckpt_load_runs(ck, x->tp, x->n, r, n, with_optimizer)))
@@ -729,6 +768,11 @@ int loom_trainer_settle(struct loom_trainer *t)
 	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
 		return usage(t, "sharding=weights: only a GPT shards its weights (model is %s); "
 			     "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
+	/* another model's checkpoint: said once here, not by every rank's load */
+	const struct loom_ckpt_arch *a = t->o.init_from ? ckpt_arch(t->o.init_from) : NULL;
+	if (a && (a == &loom_bert_ckpt_arch) != (c->model == LOOM_MODEL_BERT))
+		return usage(t, "--init-from %s: a %s checkpoint (config.json), but the model is %s",
+			     t->o.init_from, a->model_type, loom_model_name(c->model));
 	t->ops = c->model == LOOM_MODEL_BERT ? &loom_bert_ops : &loom_gpt_ops;
 	t->read_features = c->task == LOOM_TASK_SQUAD;
 	if (t->o.eval_squad && (!t->read_features || loom_config_shards_weights(c)))
@@ -906,7 +950,8 @@ static int new_model(struct loom_trainer *t)
 		struct loom_err err = { 0 };
 		if (loom_bert_config_check(&bc, &err))
 			return usage(t, "%s", err.msg);
-		t->model = t->b = loom_bert_new(&bc);
+		t->model = t->b = loom_bert_new_tp(&bc, t->hk.tp_rank ? t->hk.tp_rank(t->hk.ctx) : 0,
+						   c->tensor_parallel);
 	} else {
 		t->model = t->g = loom_gpt_new_tp(c, t->hk.tp_rank ? t->hk.tp_rank(t->hk.ctx) : 0,
 						  c->tensor_parallel);
@@ -917,11 +962,33 @@ static int new_model(struct loom_trainer *t)
 	return 0;
 }
 
+static int load_model(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+{
+	return (t->b ? bert_load : gpt_load)(t, ck, with_optimizer);
+}
+
+/* tensor_parallel: the GPT reads only this rank's runs (gpt_load); a
+ * BERT is loaded into a whole model first, which gives this rank its
+ * slices (its head may be new from the seed: loom_bert_ckpt_load) */
 static int load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
-	if (t->b)
-		return bert_load(t, ck, with_optimizer);
-	return gpt_load(t, ck, with_optimizer);
+	struct loom_tp tp;
+	if (!split_team(t, &tp) || t->g)
+		return load_model(t, ck, with_optimizer);
+	struct loom_bert *split = t->b, *w = loom_bert_new(&split->cfg);
+	if (!w)
+		return nomem(t);
+	t->model = t->b = w;
+	int rc = load_model(t, ck, with_optimizer);
+	t->model = t->b = split;
+	float *mine[3], *whole[3];
+	model_arrays(t, split, mine);
+	model_arrays(t, w, whole);
+	for (int k = 0; !rc && k < 3; k++)
+		loom_tp_copy(&tp, tp.rank, mine[k], whole[k], 0);
+	loom_bert_free(w);
+	loom_bert_weights_changed(split);
+	return rc;
 }
 
 int loom_trainer_build(struct loom_trainer *t)

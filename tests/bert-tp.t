@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# BERT under tensor_parallel=T (mpirun): a replica's T ranks split each
+# layer (heads, intermediate width, vocabulary: lib/train/loom_bert.h) and
+# train the loss curve of one process, task=squad and task=mlm, T=2, T=4
+# and 2x2 (data x tensor), with dropout, with recompute and accumulation,
+# and evaluate as it does; checkpoints hold the whole tensors
+# and move between grids (T=2 -> T=1 -> 2x2); a checkpoint of the other
+# model is one line, no hang.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dist-lib.sh"
+
+cd "$T"
+bert_feeds
+# 4 heads (T=4: one a rank); dropout on (the same masks on a replica's
+# ranks), but off where replicas split the batch (each draws its own, as
+# dist-bert.t says); attn_dropout off (a test of its own below); a
+# constant learning rate, so a 10-step run resumes as a 20-step one
+BTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 20 --set vocab_size=32,n_head=4,dropout=0.1,attn_dropout=0,lr=1e-3,decay=constant,warmup_proportion=0"
+D0="--set dropout=0"
+# bert-base-uncased's 30522 ids in a vocabulary 4 divides
+MTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 20 --set task=mlm,vocab_size=30524,n_head=4,dropout=0.1,attn_dropout=0,lr=1e-3"
+
+# same_curve WHAT N LOG BASE 'command': N ranks run it, their logged
+# losses within 1e-5 relative of log BASE's (one process), step by step
+same_curve() {
+	np "$2" "$5"
+	is_rc 0 "$1"
+	local n d; n=$(grep -c '"loss"' "$4"); d=$(maxrel "$3" "$4" 1 "$n")
+	ok "  losses within 1e-5 relative of 1 rank over $n steps (max $d)" small "$d"
+	diag "$1 vs 1 rank: max relative loss difference $d"
+}
+
+# --- the same curves as one process -----------------------------------------
+run sh -c "$SFEED --batch 8 | $BTRAIN --set micro_batch=8 --log $T/one.json"
+is_rc 0 "squad: 1 rank x micro-batch 8"
+same_curve "squad T=2" 2 tp2.json one.json "$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=2 --log tp2.json"
+same_curve "squad T=4 (one head per rank)" 4 tp4.json one.json \
+	"$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=4 --log tp4.json"
+# attention dropout: a split head draws the mask its head draws in one
+# process (the kernels take the head's index among all of them)
+run sh -c "$SFEED --batch 8 | $BTRAIN --set micro_batch=8,attn_dropout=0.1 --log $T/ad1.json"
+is_rc 0 "squad with attn_dropout 0.1: 1 rank"
+same_curve "squad T=2 with attn_dropout 0.1" 2 ad2.json ad1.json \
+	"$SFEED --batch 8 | $BTRAIN --set micro_batch=8,attn_dropout=0.1,tensor_parallel=2 --log ad2.json"
+run sh -c "$SFEED --batch 8 | $BTRAIN $D0 --set micro_batch=8 --log $T/one0.json"
+same_curve "squad 2x2 (2 replicas x 2 tensor-parallel ranks), dropout off" 4 g22.json one0.json \
+	"R=\$((R / 2)); $SFEED --batch 4 --rank \$R --world 2 | $BTRAIN $D0 --set micro_batch=4,tensor_parallel=2 --log g22.json"
+
+# mlm: the vocabulary-parallel loss over the tied decoder
+run sh -c "$MFEED --batch 4 | $MTRAIN --set micro_batch=4 --log $T/m1.json"
+is_rc 0 "mlm: 1 rank x micro-batch 4"
+same_curve "mlm T=2" 2 m2.json m1.json "$MFEED --batch 4 | $MTRAIN --set micro_batch=4,tensor_parallel=2 --log m2.json"
+same_curve "mlm T=4" 4 m4.json m1.json "$MFEED --batch 4 | $MTRAIN --set micro_batch=4,tensor_parallel=4 --log m4.json"
+np 4 "R=\$((R / 2)); $MFEED --batch 2 --rank \$R --world 2 | $MTRAIN --set micro_batch=2,tensor_parallel=2 --log m22.json"
+is_rc 0 "mlm: 2x2"
+run sh -c "$MFEED --batch 2 --rank 0 --world 2 | $MTRAIN --steps 1 --set micro_batch=2 --log $T/h0.json;
+	   $MFEED --batch 2 --rank 1 --world 2 | $MTRAIN --steps 1 --set micro_batch=2 --log $T/h1.json"
+# each replica's loss is the mean over its masked tokens, averaged over
+# the replicas (dist-bert.t): step 1 against one process on each half
+want=$(/usr/bin/python3 -c 'import json; print(sum(json.loads(open("h%d.json" % r).readline())["loss"] for r in (0, 1)) / 2)')
+got=$(/usr/bin/python3 -c 'import json; print(json.loads(open("m22.json").readline())["loss"])')
+ok "  step 1: $got = the mean of the replicas' single-process losses ($want)" \
+	/usr/bin/python3 -c "import sys; sys.exit(not abs($got - $want) <= 1e-5 * $want)"
+is "$(grep -c '"loss"' m22.json)" 20 "  20 steps logged"
+
+# recompute, accumulation 2 and evaluation (squad's features, mlm's masked
+# tokens: the vocabulary-parallel loss counts the hits) as one process's
+loom-feed -q --manifest "$T/sq/sq.manifest.json" --seed 2 --epochs 1 --batch 8 > ev.frames
+loom-feed -q --manifest "$T/mlm/m.manifest.json" --seq 29 --seed 2 --epochs 1 --batch 4 > mev.frames
+EV="--steps 4 --set micro_batch=4,grad_accum=2 --recompute --eval-every 2"
+run sh -c "$SFEED --batch 4 | $BTRAIN $EV --eval-data ev.frames --log $T/e1.json"
+same_curve "squad T=2, recompute, grad_accum 2" 2 e2.json e1.json \
+	"$SFEED --batch 4 | $BTRAIN $EV --set tensor_parallel=2 --eval-data ev.frames --log e2.json"
+run sh -c "$MFEED --batch 4 | $MTRAIN $EV --eval-data mev.frames --log $T/me1.json"
+np 2 "$MFEED --batch 4 | $MTRAIN $EV --set tensor_parallel=2 --eval-data mev.frames --log me2.json"
+is_rc 0 "mlm T=2 with evaluation"
+evals() { /usr/bin/python3 -c '
+import json, sys
+for d in map(json.loads, open(sys.argv[1])):
+    if "eval_loss" in d: print(d["step"], "%.5f" % d["eval_loss"], "%.4f" % d["eval_acc"])' "$1"; }
+is "$(evals e2.json)" "$(evals e1.json)" "  squad: eval loss (5 digits) and exact matches of one process"
+is "$(evals me2.json)" "$(evals me1.json)" "  mlm: eval loss and accuracy of one process"
+is "$(evals me1.json | wc -l)" 2 "  evaluated at steps 2 and 4"
+
+# --- checkpoints: the whole tensors, resumed on other grids -------------------
+np 2 "$SFEED --batch 8 | $BTRAIN $D0 --set micro_batch=8,tensor_parallel=2 --steps 10 --save ck --log r.json"
+is_rc 0 "squad: T=2 saves at step 10"
+run /usr/bin/python3 -c '
+import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]; h = json.loads(f.read(n))
+print(h["bert.encoder.layer.0.attention.self.query.weight"]["shape"],
+      h["bert.encoder.layer.0.output.dense.weight"]["shape"],
+      h["bert.embeddings.word_embeddings.weight"]["shape"])' "$T/ck/latest/model.safetensors"
+is "$(cat "$out")" "[128, 128] [128, 512] [32, 128]" \
+	"  whole tensors in the checkpoint (query [C, C], output dense [C, I], word embeddings [V, C])"
+run sh -c "$SFEED --batch 8 --resume $T/ck/latest | loom-train -q --threads 1 --resume $T/ck --set micro_batch=8 --steps 15 --log $T/r.json"
+is_rc 0 "1 rank resumes it: steps 11-15"
+np 4 "R=\$((R / 2)); $SFEED --batch 4 --rank \$R --world 2 --resume ck/latest | loom-train -q --threads 1 --resume ck --set micro_batch=4,tensor_parallel=2 --steps 20 --log r.json"
+is_rc 0 "2x2 resumes that: steps 16-20"
+d=$(maxrel r.json one0.json 1 20)
+ok "  T=2 -> T=1 -> 2x2: losses within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+diag "squad T=2 -> T=1 -> 2x2 vs 1 rank: max relative loss difference $d"
+is "$(grep -c '"loss"' r.json)" 20 "  one log line per step"
+
+# exact: a grid that saved and resumed ends with the bytes of one that did
+# not (dropout on)
+np 2 "$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=2 --steps 10 --save ckd"
+np 2 "$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=2 --save straight --log s.json"
+np 2 "$SFEED --batch 8 --resume ckd/latest | loom-train -q --threads 1 --resume ckd/latest --set micro_batch=8,tensor_parallel=2 --steps 20 --save again --log a.json"
+is_rc 0 "T=2 resumes its step-10 checkpoint to step 20"
+same_file straight/latest/model.safetensors again/latest/model.safetensors \
+	"  weights byte-identical to the uninterrupted T=2 run"
+same_file straight/latest/optimizer.safetensors again/latest/optimizer.safetensors \
+	"  AdamW moments too"
+
+# --- what cannot be: one line, no hang ----------------------------------------
+fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522\): pad the vocabulary to a multiple of it$' \
+	"bert-tiny's vocabulary on 4 ranks (--dry-run)" \
+	loom-train -c bert-tiny --set task=mlm,attn_dropout=0,n_head=4,tensor_parallel=4 --dry-run
+fails_with 2 '^loom-train: tensor_parallel: 2 does not divide n_head \(1\)' \
+	"more ranks than heads (--dry-run)" \
+	loom-train -c bert-tiny --set n_head=1,attn_dropout=0,tensor_parallel=2 --dry-run
+fails_with 2 '^loom-train: tensor_parallel: a BERT shards its optimizer only \(sharding=optimizer\); sharding=weights is the GPT.s$' \
+	"a BERT with sharding=weights (--dry-run)" \
+	loom-train -c bert-tiny --set n_head=4,attn_dropout=0,tensor_parallel=2,sharding=weights --dry-run
+# a GPT's checkpoint for a BERT run under tensor_parallel
+make_frames 2 9 4 128 3 > gpt.frames
+run sh -c "loom-train -q -c tiny --threads 1 --steps 1 --set micro_batch=2,seq_len=8 --save $T/gck < $T/gpt.frames"
+is_rc 0 "a GPT checkpoint"
+np 2 "$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=2 --steps 2 --init-from gck"
+is_rc 2 "--init-from the GPT's checkpoint under tensor_parallel=2: exit 2"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line"
+like "$err" "^loom-train: --init-from gck: a gpt2 checkpoint \(config.json\), but the model is bert$" \
+	"  saying whose checkpoint it is"
+np 2 "$FEED --batch 8 | $TRAIN -q --set micro_batch=8,tensor_parallel=2 --steps 2 --init-from ck/latest"
+is_rc 2 "a GPT run --init-from a BERT checkpoint under tensor_parallel=2: exit 2"
+is "$(grep -c '^loom-train' "$err")" 1 "  one line"
+like "$err" "^loom-train: --init-from ck/latest: a bert checkpoint \(config.json\), but the model is gpt$" \
+	"  saying so"
+
+done_testing

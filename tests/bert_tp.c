@@ -1,0 +1,181 @@
+/* Tensor parallelism of BERT (loom_bert_new_tp) checked in one process,
+ * without MPI: T threads, each one rank's slices, summing through a reduce
+ * call built on a barrier (tests/tp_team.h).  For the QA head (its
+ * softmax over every position: padded rows; over the real tokens: rows
+ * packed at their length) and the masked-LM head (the vocabulary-parallel
+ * loss, packed rows), with dropout, a pad token whose embedding row lies
+ * on a rank other than the first, and a clipped AdamW step, on T=2 and
+ * T=4 ranks against the whole model: each rank initialises its slices as
+ * the whole model draws them; the loss, every gradient and every weight
+ * after the step (slices put back with loom_tp_copy) within 1e-5; the
+ * whole tensors' gradients the same bytes on every rank; an evaluation's
+ * loss and hits those of the whole model; the bytes the reduce calls
+ * moved in the micro-batch and step against loom_bert_tp_bytes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_bert.h"
+#include "loom_dist.h"
+#include "loom_tp.h"
+#include "tap.h"
+#include "testlib.h"
+#include "tp_team.h"
+
+enum { B = 2, S = 9 };
+
+static int32_t ids[B * S], seg[B * S], mask[B * S], lab[B * S];
+static int32_t spos[B] = { 4, 2 }, epos[B] = { 7, -1 }; /* row 1's end ignored */
+
+struct rank {
+	struct tp_member mb;    /* the reduce call's ctx */
+	struct loom_bert *b;
+	struct loom_bert_batch x;
+	int rc;
+	float loss, norm;
+	float *grads;           /* a copy before the step */
+	uint64_t step_bytes;    /* reduced in the micro-batch and step */
+	uint64_t want;          /* loom_bert_tp_bytes then */
+	double nll;
+	int64_t n, correct;
+};
+
+/* train one micro-batch and step */
+static int train(struct loom_bert *b, const struct loom_bert_batch *x, float *loss,
+		 float *grads, float *norm)
+{
+	int rc = loom_bert_forward(b, x, B, S, 1, 77, loss);
+	if (rc || (rc = loom_bert_backward(b, 1.0f)))
+		return rc;
+	memcpy(grads, b->grads, b->n_params * sizeof(float));
+	loom_bert_step(b, 1e-3f, 1, norm);
+	return b->err.code;
+}
+
+static int eval(struct loom_bert *b, const struct loom_bert_batch *x, double *nll, int64_t *n,
+		int64_t *correct)
+{
+	int rc = loom_bert_forward(b, x, B, S, 0, 0, NULL);
+	if (!rc)
+		loom_bert_eval_counts(b, nll, n, correct);
+	return rc;
+}
+
+static void *run_rank(void *arg)
+{
+	struct rank *r = arg;
+	struct loom_dist_model m;
+	loom_bert_dist_model(r->b, &m);
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce });
+	r->rc = train(r->b, &r->x, &r->loss, r->grads, &r->norm);
+	r->step_bytes = r->mb.bytes;
+	r->want = loom_bert_tp_bytes(r->b, 1);
+	r->rc = r->rc ? r->rc : eval(r->b, &r->x, &r->nll, &r->n, &r->correct);
+	return NULL;
+}
+
+static void check(int T, int task, int qa_loss, const char *what)
+{
+	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.n_head = 4;           /* split by 2 and 4 */
+	c.vocab_size = 24;
+	c.pad_token_id = 14;    /* on rank 1 of 2, rank 2 of 4 */
+	c.dropout = 0.1;        /* the same masks on every rank */
+	c.qa_loss = qa_loss;
+	c.adamw.grad_clip = 0.05; /* the step clips by the whole norm */
+	int qa = task == LOOM_BERT_QA;
+	struct loom_bert_batch x = { ids, seg, mask, qa ? spos : NULL, qa ? epos : NULL,
+				     qa ? NULL : lab };
+	struct loom_bert *w = loom_bert_new(&c);
+	loom_bert_init_weights(w, 3);
+	struct tp_team grp = { .T = T };
+	struct rank r[TP_MAXT];
+	pthread_t th[TP_MAXT];
+	int same_init = 1;
+	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
+	for (int k = 0; k < T; k++) {
+		r[k] = (struct rank){ .mb = { k, &grp, 0 }, .b = loom_bert_new_tp(&c, k, T), .x = x };
+		r[k].grads = malloc(r[k].b->n_params * sizeof(float));
+		loom_bert_init_weights(r[k].b, 3);
+		struct loom_tp t;
+		loom_bert_tp(r[k].b, &t);
+		loom_tp_copy(&t, k, r[k].grads, w->params, 0);
+		same_init &= !memcmp(r[k].grads, r[k].b->params, r[k].b->n_params * sizeof(float));
+	}
+	ok(same_init, "%s T=%d: each rank initialises its slices as the whole model draws them",
+	   what, T);
+	for (int k = 0; k < T; k++)
+		pthread_create(&th[k], NULL, run_rank, &r[k]);
+	for (int k = 0; k < T; k++)
+		pthread_join(th[k], NULL);
+
+	float loss, norm, *gw = malloc(w->n_params * sizeof(float));
+	double nll;
+	int64_t n, correct;
+	int rc = train(w, &x, &loss, gw, &norm);
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T;
+	rc = rc ? rc : eval(w, &x, &nll, &n, &correct);
+	float *gt = calloc(w->n_params, sizeof(float)), *pt = calloc(w->n_params, sizeof(float));
+	int rcs = rc, same_loss = 1, same_whole = 1;
+	for (int k = 0; k < T; k++) {
+		struct loom_tp t;
+		struct loom_dist_model m;
+		loom_bert_tp(r[k].b, &t);
+		loom_bert_dist_model(r[k].b, &m);
+		rcs |= r[k].rc;
+		loom_tp_copy(&t, k, r[k].grads, gt, 1);
+		loom_tp_copy(&t, k, r[k].b->params, pt, 1);
+		same_loss &= r[k].loss == r[0].loss && r[k].norm == r[0].norm;
+		for (int i = 0; i < t.nt; i++) {
+			const struct loom_tensor *x = &t.tab[i];
+			if (m.replicated(m.model, i))
+				same_whole &= !memcmp(r[k].grads + x->offset, r[0].grads + x->offset,
+						      x->numel * sizeof(float));
+		}
+	}
+	ok(!rcs, "%s T=%d: %d ranks train a micro-batch, step and evaluate", what, T, T);
+	is_int((long long)sent, (long long)r[0].want,
+	       "%s T=%d: the bytes sent in the micro-batch and step are loom_bert_tp_bytes's", what,
+	       T);
+	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
+	   "%s T=%d: every rank's loss %.7f is the whole model's %.7f", what, T, r[0].loss, loss);
+	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
+	ok(dg <= 1e-5, "%s T=%d: the slices' gradients are the whole model's (max rel %.2g)", what,
+	   T, dg);
+	ok(same_whole, "%s T=%d: the whole tensors' gradients the same bytes on every rank", what, T);
+	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.adamw.grad_clip,
+	   "%s T=%d: the clipped norm %.6f is the whole gradient's %.6f", what, T, r[0].norm, norm);
+	ok(dp <= 1e-5, "%s T=%d: the weights after the step too (max rel %.2g)", what, T, dp);
+	ok(fabs(r[0].nll - nll) <= 1e-5 * nll && r[0].n == n && r[0].correct == correct,
+	   "%s T=%d: evaluation: nll %.5f over %lld, %lld right, as the whole model's", what, T,
+	   r[0].nll, (long long)r[0].n, (long long)r[0].correct);
+	for (int k = 0; k < T; k++) {
+		free(r[k].grads);
+		loom_bert_free(r[k].b);
+	}
+	pthread_barrier_destroy(&grp.bar);
+	free(gw);
+	free(gt);
+	free(pt);
+	loom_bert_free(w);
+}
+
+int main(void)
+{
+	for (int i = 0; i < B * S; i++) {
+		int t = i % S;
+		ids[i] = 1 + (int32_t)(loom_splitmix64(i) % 23);
+		seg[i] = t >= 3;
+		mask[i] = i < S || t < 5; /* row 1: 5 real tokens, 4 padding */
+		lab[i] = (i % 3 == 1 && mask[i]) ? (int32_t)(loom_splitmix64(i + 99) % 24) : -100;
+	}
+	ids[3] = 14; /* the pad token among the inputs: its row takes no gradient */
+	for (int T = 2; T <= 4; T += 2) {
+		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_ALL, "QA, padded rows");
+		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_REAL, "QA, packed rows");
+		check(T, LOOM_BERT_MLM, LOOM_BERT_QA_LOSS_ALL, "MLM, packed rows");
+	}
+	return done_testing();
+}
