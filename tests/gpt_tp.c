@@ -20,97 +20,20 @@
 #include "loom_gpt.h"
 #include "tap.h"
 #include "testlib.h"
-
-#define MAXT 4
-
-struct group {
-	int T;
-	pthread_barrier_t bar;
-	void *buf[MAXT];
-};
+#include "tp_team.h"
 
 struct rank {
-	int rank;
-	struct group *grp;
+	struct tp_member mem;   /* first: the team calls' ctx */
 	struct loom_gpt *g;
 	const int32_t *in, *tg;
 	int B, T, rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
 	int head_rows;          /* the LM head's chunks (0: the default) */
-	uint64_t bytes, step_bytes; /* reduced; those of the micro-batch and step */
-	uint64_t half, step_half; /* sent by gathers and scatters: (T-1) n x 4 each */
+	uint64_t step_bytes, step_half; /* mem's counts after the micro-batch and step */
 	double nll;
 	int64_t ntok, correct;
 };
-
-/* every rank's buf[0..n) summed or maxed into each (the loom_dist_calls
- * reduce of lib/train/loom_dist.h) */
-static int reduce(void *ctx, void *buf, size_t n, int op, struct loom_err *err)
-{
-	struct rank *r = ctx;
-	struct group *g = r->grp;
-	int f64 = op == LOOM_DIST_SUM_F64 || op == LOOM_DIST_MAX_F64;
-	int sum = op == LOOM_DIST_SUM_F32 || op == LOOM_DIST_SUM_F64;
-	double *acc = malloc(sizeof(double) * (n ? n : 1));
-	if (!acc)
-		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	r->bytes += n * (f64 ? 8 : 4);
-	g->buf[r->rank] = buf;
-	pthread_barrier_wait(&g->bar);
-	for (size_t i = 0; i < n; i++)
-		for (int k = 0; k < g->T; k++) {
-			double x = f64 ? ((double *)g->buf[k])[i] : ((float *)g->buf[k])[i];
-			acc[i] = !k ? x : sum ? acc[i] + x : fmax(acc[i], x);
-		}
-	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
-	for (size_t i = 0; i < n; i++) {
-		if (f64)
-			((double *)buf)[i] = acc[i];
-		else
-			((float *)buf)[i] = (float)acc[i];
-	}
-	free(acc);
-	return 0;
-}
-
-/* every rank's n floats at buf[k n] into each buf (the gather call) */
-static int gather(void *ctx, float *buf, size_t n, struct loom_err *err)
-{
-	struct rank *r = ctx;
-	struct group *g = r->grp;
-	(void)err;
-	r->half += (uint64_t)(g->T - 1) * n * 4;
-	g->buf[r->rank] = buf;
-	pthread_barrier_wait(&g->bar);
-	for (int k = 0; k < g->T; k++)
-		if (k != r->rank)
-			memcpy(buf + k * n, (float *)g->buf[k] + k * n, n * sizeof(float));
-	pthread_barrier_wait(&g->bar);
-	return 0;
-}
-
-/* in[T n] summed over the ranks, this rank's n of the sum into out (the
- * scatter call; out may be in) */
-static int scatter(void *ctx, float *in, float *out, size_t n, struct loom_err *err)
-{
-	struct rank *r = ctx;
-	struct group *g = r->grp;
-	double *acc = calloc(n ? n : 1, sizeof(double));
-	if (!acc)
-		return loom_err_set(err, LOOM_ENOMEM, "out of memory");
-	r->half += (uint64_t)(g->T - 1) * n * 4;
-	g->buf[r->rank] = in;
-	pthread_barrier_wait(&g->bar);
-	for (int k = 0; k < g->T; k++)
-		for (size_t i = 0; i < n; i++)
-			acc[i] += ((float *)g->buf[k])[r->rank * n + i];
-	pthread_barrier_wait(&g->bar); /* everyone has read every buffer */
-	for (size_t i = 0; i < n; i++)
-		out[i] = (float)acc[i];
-	free(acc);
-	return 0;
-}
 
 static void *run_rank(void *arg)
 {
@@ -118,29 +41,18 @@ static void *run_rank(void *arg)
 	struct loom_gpt *g = r->g;
 	struct loom_dist_model m;
 	loom_gpt_dist_model(g, &m);
-	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = reduce, .gather = gather,
-						      .scatter = scatter });
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = r, .reduce = tp_reduce,
+						      .gather = tp_gather, .scatter = tp_scatter });
 	g->head_rows = r->head_rows;
 	r->rc = loom_gpt_train_micro(g, r->in, r->tg, r->B, r->T, 77, 1.0f, &r->loss);
 	memcpy(r->grads, g->grads, g->n_params * sizeof(float));
 	if (!r->rc)
 		loom_gpt_step(g, 1e-3f, 1, &r->norm);
-	r->step_bytes = r->bytes;
-	r->step_half = r->half;
+	r->step_bytes = r->mem.bytes;
+	r->step_half = r->mem.half;
 	if (!r->rc && !(r->rc = loom_gpt_forward(g, r->in, r->tg, r->B, r->T, 0, 0, NULL)))
 		loom_gpt_eval_counts(g, &r->nll, &r->ntok, &r->correct);
 	return NULL;
-}
-
-/* max |a - b| over max |b| */
-static double rel(const float *a, const float *b, size_t n)
-{
-	double d = 0, m = 0;
-	for (size_t i = 0; i < n; i++) {
-		d = fmax(d, fabs((double)a[i] - b[i]));
-		m = fmax(m, fabs((double)b[i]));
-	}
-	return m > 0 ? d / m : d;
 }
 
 /* T ranks, the LM head in chunks of head_rows (0: the default), with
@@ -162,13 +74,13 @@ static void check(int T, int head_rows, int sp)
 	tg[4] = c.ignore_id = 23; /* an ignored target */
 	struct loom_gpt *w = loom_gpt_new(&c);
 	loom_gpt_init_weights(w, 1);
-	struct group grp = { .T = T };
-	struct rank r[MAXT];
-	pthread_t th[MAXT];
+	struct tp_team grp = { .T = T };
+	struct rank r[TP_MAXT];
+	pthread_t th[TP_MAXT];
 	int same_init = 1;
 	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
-		r[k] = (struct rank){ .rank = k, .grp = &grp, .g = loom_gpt_new_tp(&c, k, T),
+		r[k] = (struct rank){ .mem = { .rank = k, .team = &grp }, .g = loom_gpt_new_tp(&c, k, T),
 				      .in = in, .tg = tg, .B = B, .T = S, .head_rows = head_rows };
 		r[k].grads = malloc(r[k].g->n_params * sizeof(float));
 		r[k].g->keep_res2 = sp ? -1 : 0; /* SP: backward rebuilds res2 (a scatter) */
@@ -217,7 +129,7 @@ static void check(int T, int head_rows, int sp)
 	       T, sq, head_rows);
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "T=%d%s: every rank's loss %.7f is the whole model's %.7f", T, sq, r[0].loss, loss);
-	double dg = rel(gt, gw, w->n_params), dp = rel(pt, w->params, w->n_params);
+	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
 	ok(dg <= 1e-5, "T=%d%s: the slices' gradients are the whole model's (max rel %.2g)", T, sq, dg);
 	ok(same_whole, "T=%d%s: wpe's and ln_f's gradients the same bytes on every rank", T, sq);
 	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.grad_clip,

@@ -206,19 +206,29 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
 	return 0;
 }
 
-/* tensor parallelism: replica 0's ranks write their runs of s into path
- * (a collective: a rank without memory for its list writes none, and the
- * commit finds the gap) */
-static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char *path)
+/* tensor parallelism: this rank's runs of its model's whole tensors (for
+ * a save: the tensors the team holds whole on its rank 0 only), in *n;
+ * NULL: out of memory (free) */
+static struct loom_ckpt_run *tp_runs(const struct loom_trainer *t, int save, size_t *n)
 {
 	struct loom_tp tp;
 	float *x[3];
 	split_team(t, &tp);
 	model_arrays(t, t->model, x);
-	size_t n = loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], 1, NULL);
-	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
+	*n = loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], save, NULL);
+	struct loom_ckpt_run *r = malloc(sizeof *r * (*n ? *n : 1));
 	if (r)
-		loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], 1, r);
+		loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], save, r);
+	return r;
+}
+
+/* tensor parallelism: replica 0's ranks write their runs of s into path
+ * (a collective: a rank without memory for its list writes none, and the
+ * commit finds the gap) */
+static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char *path)
+{
+	size_t n;
+	struct loom_ckpt_run *r = tp_runs(t, 1, &n);
 	t->hk.save_runs(t->hk.ctx, s, r, r ? n : 0, path, sizeof t->saved_path);
 	free(r);
 	return r ? 0 : nomem(t);
@@ -365,16 +375,11 @@ static int load_optimizer(struct loom_trainer *t, struct loom_ckpt *ck, const st
 static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ckpt_tables *x,
 		   int with_optimizer)
 {
-	struct loom_tp tp;
-	float *a[3];
-	split_team(t, &tp);
-	model_arrays(t, t->model, a);
-	size_t n = loom_tp_ckpt_runs(&tp, a[0], a[1], a[2], 0, NULL);
-	struct loom_ckpt_run *r = malloc(sizeof *r * (n ? n : 1));
+	size_t n;
+	struct loom_ckpt_run *r = tp_runs(t, 0, &n);
 	int rc = 0;
 	if (!r)
 		return nomem(t);
-	loom_tp_ckpt_runs(&tp, a[0], a[1], a[2], 0, r);
 	if (shards_weights(t)) /* attached: the runs' parts in this rank's chunks */
 		t->hk.load_runs(t->hk.ctx, ck, x->tp, x->n, r, n, with_optimizer);
 	else if ((rc = loom_ckpt_load_runs(ck, x->tp, x->n, r, n, with_optimizer)))
