@@ -56,11 +56,11 @@ run() { rc=0; "$@" >"$out" 2>"$err" || rc=$?; }
 ok() { local name=$1; shift; if "$@"; then _report 1 "$name"; else _report 0 "$name"; fi; }
 is() {
 	if [ "$1" = "$2" ]; then _report 1 "$3"
-	else _report 0 "$3"; diag "     got: '$1'" "expected: '$2'"; fi
+	else _report 0 "$3"; { diag "     got: '$1'" "expected: '$2'"; } >&2; fi
 }
 is_rc() {
 	if [ "$rc" = "$1" ]; then _report 1 "$2"
-	else _report 0 "$2"; diag "exit code $rc, expected $1"; err_lines; fi
+	else _report 0 "$2"; { diag "exit code $rc, expected $1"; err_lines; } >&2; fi
 }
 # stderr's first 5 lines and, of a longer one, its last 5 (where a pipe's or
 # make's failure is told), as TAP comments
@@ -70,19 +70,19 @@ err_lines() {
 }
 like() {
 	if grep -Eq -- "$2" "$1"; then _report 1 "$3"
-	else _report 0 "$3"; diag "'$1' does not match /$2/:"; head -c 600 "$1" | _quoted '#   '; fi
+	else _report 0 "$3"; { diag "'$1' does not match /$2/:"; head -c 600 "$1" | _quoted '#   '; } >&2; fi
 }
 unlike() {
 	if ! grep -Eq -- "$2" "$1"; then _report 1 "$3"
-	else _report 0 "$3"; diag "'$1' matches /$2/:"; grep -E -- "$2" "$1" | head -3 | _quoted '#   '; fi
+	else _report 0 "$3"; { diag "'$1' matches /$2/:"; grep -E -- "$2" "$1" | head -3 | _quoted '#   '; } >&2; fi
 }
 same_file() {
 	if cmp -s "$1" "$2"; then _report 1 "$3"
-	else _report 0 "$3"; diag "$1 and $2 differ:"; cmp "$1" "$2" 2>&1 | head -2 | _quoted '#   '; fi
+	else _report 0 "$3"; { diag "$1 and $2 differ:"; cmp "$1" "$2" 2>&1 | head -2 | _quoted '#   '; } >&2; fi
 }
 no_tmp_left() {
 	local left; left=$(find "$1" -name '.*.tmp-*' 2>/dev/null | head -3)
-	if [ -z "$left" ]; then _report 1 "$2"; else _report 0 "$2"; diag "left behind: $left"; fi
+	if [ -z "$left" ]; then _report 1 "$2"; else _report 0 "$2"; { diag "left behind: $left"; } >&2; fi
 }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # losses of a loom-train JSON-lines log (step loss lr grad_norm), train lines only

@@ -21,4 +21,6 @@ is_rc 1 "the child fails (two checks fail)"
 is "$(grep -E '^(not )?ok ' "$out" | cut -d' ' -f1-3 | tr '\n' ,)" \
 	"not ok 1,ok 2 -,not ok 3,ok 4 -," "every TAP line on a line of its own"
 like "$out" '^1\.\.4$' "  and the plan"
+like "$err" '^# exit code 3, expected 0$' "  a failure's diagnostics on stderr, which prove shows without -v"
+like "$err" '^# stderr: no newline$' "  with the command's stderr"
 done_testing
