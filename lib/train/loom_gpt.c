@@ -734,7 +734,7 @@ static int take_rows(struct loom_gpt *g, const int32_t *inputs, const int32_t *t
 		     int T)
 {
 	size_t BT = (size_t)B * T;
-	if (BT > g->io_cap) { /* inputs, targets, at, pos [BT]; off [B+1] */
+	if (BT > g->io_cap) { /* inputs, targets, pat, pos [BT]; off [B+1] */
 		free(g->inputs);
 		g->inputs = malloc(sizeof(int32_t) * (5 * BT + 1));
 		g->io_cap = g->inputs ? BT : 0;

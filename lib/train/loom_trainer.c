@@ -229,9 +229,10 @@ static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char
 {
 	size_t n;
 	struct loom_ckpt_run *r = tp_runs(t, 1, &n);
-	t->hk.save_runs(t->hk.ctx, s, r, r ? n : 0, path, sizeof t->saved_path);
+	int have = r != NULL;
+	t->hk.save_runs(t->hk.ctx, s, r, have ? n : 0, path, sizeof t->saved_path);
 	free(r);
-	return r ? 0 : nomem(t);
+	return have ? 0 : nomem(t);
 }
 
 /* Write s; its directory in t->saved_path (saved as best: t->best_path). */
