@@ -1050,27 +1050,44 @@ void loom_k_dropout_copy_naive(float *out, const float *x, size_t n, float p, ui
 /* ---- cross-entropy ----------------------------------------------------- */
 
 LOOM_SIMD
+float loom_k_row_max(const float *r, int n)
+{
+	float mx = -INFINITY;
+	#pragma omp simd reduction(max:mx)
+	for (int v = 0; v < n; v++)
+		mx = r[v] > mx ? r[v] : mx;
+	return mx;
+}
+
+float loom_k_row_exp(float *r, int n, float mx)
+{
+	float sum = 0;
+	#pragma omp simd reduction(+:sum)
+	for (int v = 0; v < n; v++) {
+		r[v] = vexpf(r[v] - mx);
+		sum += r[v];
+	}
+	return sum;
+}
+
+void loom_k_row_scale(float *r, int n, float s)
+{
+	#pragma omp simd
+	for (int v = 0; v < n; v++)
+		r[v] *= s;
+}
+
 int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets, int N,
 			    int V, int ignore_id)
 {
 	int count = 0;
 	#pragma omp parallel for schedule(static) reduction(+:count)
 	for (int n = 0; n < N; n++) {
-		float *r = logits + (size_t)n * V, mx = -INFINITY, sum = 0;
-		#pragma omp simd reduction(max:mx)
-		for (int v = 0; v < V; v++)
-			mx = r[v] > mx ? r[v] : mx;
+		float *r = logits + (size_t)n * V, mx = loom_k_row_max(r, V);
 		int t = targets[n];
 		float lt = t >= 0 && t < V ? r[t] : 0;
-		#pragma omp simd reduction(+:sum)
-		for (int v = 0; v < V; v++) {
-			r[v] = vexpf(r[v] - mx);
-			sum += r[v];
-		}
-		float inv = 1.0f / sum;
-		#pragma omp simd
-		for (int v = 0; v < V; v++)
-			r[v] *= inv;
+		float sum = loom_k_row_exp(r, V, mx);
+		loom_k_row_scale(r, V, 1.0f / sum);
 		if (t == ignore_id) {
 			losses[n] = 0;
 		} else {

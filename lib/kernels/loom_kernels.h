@@ -223,6 +223,12 @@ int loom_k_crossentropy_fwd(float *logits, float *losses, const int32_t *targets
 			    int V, int ignore_id);
 int loom_k_crossentropy_fwd_naive(float *logits, float *losses, const int32_t *targets,
 				  int N, int V, int ignore_id);
+/* The softmax's row passes, also for a row split over ranks (tensor
+ * parallelism's vocabulary-parallel loss): the maximum of r[0..n); r[v]
+ * replaced by exp(r[v] - mx), returning their sum; r[v] scaled by s. */
+float loom_k_row_max(const float *r, int n);
+float loom_k_row_exp(float *r, int n, float mx);
+void loom_k_row_scale(float *r, int n, float s);
 /* probs[N,V] -> dlogits in place: (p - onehot(target)) * dloss * w[n]
  * (w[N] per-row loss weights, NULL: all 1); rows with target == ignore_id
  * become zero.  probs are those of ids v0 .. v0+V-1 (the whole

@@ -189,35 +189,24 @@ int loom_tp_xent(const struct loom_tp *t, float *logits, int n, int Vl, int V,
 	int v0 = t->rank * Vl, rc;
 	float *mx = scratch, *sum = mx + n, *lt = sum + n;
 	#pragma omp parallel for schedule(static)
-	for (int i = 0; i < n; i++) {
-		const float *r = logits + (size_t)i * Vl;
-		float m = -INFINITY;
-		for (int v = 0; v < Vl; v++)
-			m = r[v] > m ? r[v] : m;
-		mx[i] = m;
-	}
+	for (int i = 0; i < n; i++)
+		mx[i] = loom_k_row_max(logits + (size_t)i * Vl, Vl);
 	if ((rc = t->reduce(t->ctx, mx, (size_t)n, LOOM_DIST_MAX_F32, t->err)))
 		return rc;
 	if (ncorrect && (rc = xent_correct(t, logits, n, Vl, V, mx, tg, ign, ncorrect)))
 		return rc;
 	#pragma omp parallel for schedule(static)
 	for (int i = 0; i < n; i++) {
-		float *r = logits + (size_t)i * Vl, s = 0;
+		float *r = logits + (size_t)i * Vl;
 		int k = tg[i] - v0;
 		lt[i] = k >= 0 && k < Vl ? r[k] : 0.0f;
-		for (int v = 0; v < Vl; v++) {
-			r[v] = expf(r[v] - mx[i]);
-			s += r[v];
-		}
-		sum[i] = s;
+		sum[i] = loom_k_row_exp(r, Vl, mx[i]);
 	}
 	if ((rc = t->reduce(t->ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, t->err)))
 		return rc;
 	#pragma omp parallel for schedule(static)
 	for (int i = 0; i < n; i++) {
-		float *r = logits + (size_t)i * Vl, inv = 1.0f / sum[i];
-		for (int v = 0; v < Vl; v++)
-			r[v] *= inv;
+		loom_k_row_scale(logits + (size_t)i * Vl, Vl, 1.0f / sum[i]);
 		losses[i] = tg[i] == ign ? 0.0f : logf(sum[i]) + mx[i] - lt[i];
 	}
 	return 0;
