@@ -379,6 +379,56 @@ static void case_save_as(void)
 		  "a finite number, \"step\": a count}") != NULL, "  naming the file: %s", err.msg);
 }
 
+/* A step saved as the "best" of the same step just written: its files
+ * linked, not written again; the state must be the same. */
+static void case_write_copy(void)
+{
+	struct loom_err err = {0};
+	struct stat a, b;
+	char d[600], p[800], q[800], out[700], link[64];
+	snprintf(d, sizeof d, "%s/copy", root);
+	struct loom_ckpt_save s = base_save(d, 70);
+	s.as = "best";
+	snprintf(s.state.best.metric, sizeof s.state.best.metric, "eval/loss");
+	s.state.best.value = 0.75;
+	s.state.best.step = 70;
+	is_int(loom_ckpt_write(&s, out, sizeof out, &err), 0, "best at step 70 (%s)", err.msg);
+	char best[700];
+	snprintf(best, sizeof best, "%s", out);
+	s.as = NULL;
+	s.tensors = NULL; /* not read */
+	s.state.samples++;
+	is_int(loom_ckpt_write_copy(best, &s, out, sizeof out, &err), LOOM_EINVAL,
+	       "another state: refused");
+	ok(strstr(err.msg, "/best-00000070: not the checkpoint of step 70 this save would write "
+		  "(its state.json differs)") != NULL, "  naming the directory: %s", err.msg);
+	is_int(tap_count_dir(d, "."), 0, "  nothing left behind");
+	snprintf(p, sizeof p, "%s/step-00000070", d);
+	ok(access(p, F_OK) != 0, "  no step directory");
+	s.state.samples--;
+	err = (struct loom_err){0};
+	is_int(loom_ckpt_write_copy(best, &s, out, sizeof out, &err), 0, "the step from the best (%s)",
+	       err.msg);
+	is_str(out, p, "  its directory: step-00000070");
+	const char *files[] = { "model.safetensors", "optimizer.safetensors", "config.json",
+				"state.json" };
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/step-00000070/%s", d, files[i]);
+		snprintf(q, sizeof q, "%s/%s", best, files[i]);
+		ok(stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino && a.st_nlink == 2,
+		   "  %s: the best's, linked", files[i]);
+	}
+	snprintf(p, sizeof p, "%s/latest", d);
+	ssize_t n = readlink(p, link, sizeof link - 1);
+	link[n > 0 ? n : 0] = '\0';
+	is_str(link, "step-00000070", "  latest -> step-00000070");
+	struct loom_ckpt *c = loom_ckpt_open(d, &loom_gpt_ckpt_arch, 0, &err);
+	ok(c && loom_ckpt_state(c)->best.step == 70 && loom_ckpt_load_model(c, tab, nt) == 0,
+	   "  opens, checksums verified, model loads");
+	loom_ckpt_free(c);
+	is_int(tap_count_dir(d, "."), 0, "  no temporary debris");
+}
+
 /* More saves, keep 2. */
 static void case_keep(void)
 {
@@ -1416,6 +1466,7 @@ int main(void)
 		return done_testing();
 	case_read_state();
 	case_save_as();
+	case_write_copy();
 	case_keep();
 	case_resave();
 	case_failed_save();

@@ -54,6 +54,14 @@ is "$(py 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' ck/best/
 	"  the checkpoint of that step"
 is "$(py 'import json,sys; b=json.load(open(sys.argv[1]))["best"]; print(b["step"])' ck/step-00000040/state.json)" "$last" \
 	"  a later step's state.json carries the best so far"
+# every promotion fell on a --save-every step: the step's checkpoint is the
+# best's files, linked, not the model written twice
+L8=$(printf %08d "$last")
+is "$(stat -c %i ck/step-$L8/model.safetensors ck/step-$L8/optimizer.safetensors ck/step-$L8/state.json)" \
+	"$(stat -c %i ck/best-$L8/model.safetensors ck/best-$L8/optimizer.safetensors ck/best-$L8/state.json)" \
+	"  step-$L8 and best-$L8 share their files (hard links)"
+is "$(stat -c %h ck/step-00000010/model.safetensors)" 1 \
+	"  step 10 (promoted, then replaced as best) keeps its files, one link each now"
 em=$(py 'import json,sys
 for l in open(sys.argv[1]):
     j = json.loads(l)
@@ -129,8 +137,16 @@ if command -v mpirun >/dev/null 2>&1 && loom-train --version 2>/dev/null | grep 
 		run loom-eval -c "m-$sh/best" --threads 1 < ev
 		is "$(py 'import json,sys; print("%.9g" % json.load(open(sys.argv[1]))["loss"])' "$out")" \
 			"$(echo "$want" | tail -1 | cut -d' ' -f2)" "  m-$sh/best: the model promoted"
+		# the last step's save: the best's files when step 20 promoted
+		run loom-eval -c "m-$sh/latest" --threads 1 < ev
+		is "$(py 'import json,sys; print("%.9g" % json.load(open(sys.argv[1]))["loss"])' "$out")" \
+			"$(py 'import json,sys
+for l in open(sys.argv[1]):
+    j = json.loads(l)
+    if j.get("step") == 20 and "eval_loss" in j: print("%.9g" % j["eval_loss"])' "m-$sh.jsonl")" \
+			"  m-$sh/latest: step 20's model$(test "$(echo "$want" | tail -1 | cut -d' ' -f1)" = 20 && echo ', linked from best')"
 	done
 else
-	skip 6 "mpirun or an MPI build missing"
+	skip 8 "mpirun or an MPI build missing"
 fi
 done_testing

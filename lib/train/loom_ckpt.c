@@ -468,14 +468,15 @@ static int begin_files(const struct loom_ckpt_save *s, struct loom_ckpt_tx *tx,
 	return rc;
 }
 
-int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **out,
-			  struct loom_err *err)
+/* The transaction of a save of s: its names and an empty temp step
+ * directory (made with the mode mkdir(2) would give); *out = NULL on
+ * failure. */
+static int tx_open(const struct loom_ckpt_save *s, struct loom_ckpt_tx **out,
+		   struct loom_err *err)
 {
 	struct loom_ckpt_tx *tx;
 	int rc;
 	*out = NULL;
-	if ((rc = check_save_table(s, err)) < 0)
-		return rc;
 	if ((rc = loom_mkdir_p(s->dir, err)) < 0)
 		return rc;
 	size_t al = s->as ? strspn(s->as, "abcdefghijklmnopqrstuvwxyz") : 0;
@@ -504,6 +505,18 @@ int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **
 	}
 	tx->keep = s->keep;
 	tx->state = s->state;
+	*out = tx;
+	return 0;
+}
+
+int loom_ckpt_write_begin(const struct loom_ckpt_save *s, struct loom_ckpt_tx **out,
+			  struct loom_err *err)
+{
+	struct loom_ckpt_tx *tx;
+	int rc;
+	*out = NULL;
+	if ((rc = check_save_table(s, err)) < 0 || (rc = tx_open(s, &tx, err)) < 0)
+		return rc;
 	tx->nfiles = s->adam_m ? 2 : 1;
 	if (s->state_extra_json && !(tx->state_extra = strdup(s->state_extra_json)))
 		rc = loom_err_set(err, LOOM_ENOMEM, "out of memory");
@@ -866,24 +879,14 @@ static int prune_as(const struct loom_ckpt_tx *tx, struct loom_err *err)
 	return removed ? loom_fsync_dir_of(tx->dir, err) : 0;
 }
 
-int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
-			   size_t n, char *out_path, size_t out_len, struct loom_err *err)
+/* The temp step directory, complete and synced, becomes DIR/NAME
+ * (replacing one of the same name), the link switched to it, then the
+ * pruning of a save. */
+static int install(struct loom_ckpt_tx *tx, char *out_path, size_t out_len,
+		   struct loom_err *err)
 {
-	char path[PATH_MAX + 64], final[PATH_MAX + 64], old[PATH_MAX + 64];
+	char final[PATH_MAX + 64], old[PATH_MAX + 64];
 	int rc;
-	if (tx->renamed)
-		return loom_err_set(err, LOOM_EINVAL, "%s/%s: already committed", tx->dir,
-				    tx->name);
-	if ((rc = combine_pieces(tx, pieces, n, err)) < 0)
-		return rc;
-	json_t *sj = state_json(&tx->state, tx->state_extra, tx->sums, tx->nsums, err);
-	if (!sj)
-		return err->code;
-	snprintf(path, sizeof path, "%s/state.json", tx->tmp);
-	rc = write_json(path, sj, NULL, err);
-	json_decref(sj);
-	if (rc < 0 || (rc = loom_fsync_dir_of(tx->tmp, err)) < 0)
-		return rc;
 	/* Replace an existing directory of the same step: move it aside. */
 	snprintf(final, sizeof final, "%s/%s", tx->dir, tx->name);
 	old[0] = '\0';
@@ -911,6 +914,27 @@ int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece
 	return 0;
 }
 
+int loom_ckpt_write_commit(struct loom_ckpt_tx *tx, const struct loom_ckpt_piece *pieces,
+			   size_t n, char *out_path, size_t out_len, struct loom_err *err)
+{
+	char path[PATH_MAX + 64];
+	int rc;
+	if (tx->renamed)
+		return loom_err_set(err, LOOM_EINVAL, "%s/%s: already committed", tx->dir,
+				    tx->name);
+	if ((rc = combine_pieces(tx, pieces, n, err)) < 0)
+		return rc;
+	json_t *sj = state_json(&tx->state, tx->state_extra, tx->sums, tx->nsums, err);
+	if (!sj)
+		return err->code;
+	snprintf(path, sizeof path, "%s/state.json", tx->tmp);
+	rc = write_json(path, sj, NULL, err);
+	json_decref(sj);
+	if (rc < 0 || (rc = loom_fsync_dir_of(tx->tmp, err)) < 0)
+		return rc;
+	return install(tx, out_path, out_len, err);
+}
+
 int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		    struct loom_err *err)
 {
@@ -922,6 +946,67 @@ int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		rc = loom_ckpt_write_slices(loom_ckpt_tx_dir(tx), s, NULL, NULL, p, &np, err);
 	if (rc == 0)
 		rc = loom_ckpt_write_commit(tx, p, np, out_path, n, err);
+	loom_ckpt_tx_free(tx);
+	return rc;
+}
+
+/* File src as dst: a hard link, or where the file system makes none, a
+ * copy (synced, renamed into place). */
+static int link_or_copy(const char *src, const char *dst, struct loom_err *err)
+{
+	if (link(src, dst) == 0)
+		return 0;
+	if (errno != EPERM && errno != EXDEV && errno != EMLINK && errno != ENOTSUP)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot link '%s' to '%s'", src, dst);
+	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", src);
+	struct loom_outfile o;
+	char buf[1 << 16];
+	ssize_t k;
+	int rc = loom_outfile_open(&o, dst);
+	while (rc == 0 && (k = read(fd, buf, sizeof buf)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		rc = k < 0 ? loom_err_errno(&o.err, LOOM_EIO, errno, "cannot read '%s'", src)
+			   : loom_outfile_write(&o, buf, (size_t)k);
+	}
+	close(fd);
+	return loom_outfile_finish(&o, rc, err);
+}
+
+int loom_ckpt_write_copy(const char *src, const struct loom_ckpt_save *s, char *out_path,
+			 size_t n, struct loom_err *err)
+{
+	struct loom_ckpt_state st;
+	char from[PATH_MAX + 300], to[PATH_MAX + 300];
+	int rc = loom_ckpt_read_state(src, &st, err);
+	if (rc < 0)
+		return rc;
+	if (st.step != s->state.step || st.samples != s->state.samples ||
+	    st.tokens != s->state.tokens || st.data_seq != s->state.data_seq ||
+	    st.best.step != s->state.best.step || strcmp(st.best.metric, s->state.best.metric))
+		return loom_err_set(err, LOOM_EINVAL, "%s: not the checkpoint of step %" PRIu64
+				    " this save would write (its state.json differs)", src,
+				    s->state.step);
+	struct loom_ckpt_tx *tx;
+	DIR *d = NULL;
+	if ((rc = tx_open(s, &tx, err)) < 0)
+		return rc;
+	snprintf(to, sizeof to, "%s/state.json", tx->tmp);
+	if (!(d = opendir(src)))
+		rc = loom_err_errno(err, LOOM_EIO, errno, "cannot open '%s'", src);
+	for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(from, sizeof from, "%s/%s", src, e->d_name);
+		snprintf(to, sizeof to, "%s/%s", tx->tmp, e->d_name);
+		rc = link_or_copy(from, to, err);
+	}
+	if (d)
+		closedir(d);
+	if (rc == 0 && (rc = loom_fsync_dir_of(to, err)) == 0)
+		rc = install(tx, out_path, n, err);
 	loom_ckpt_tx_free(tx);
 	return rc;
 }

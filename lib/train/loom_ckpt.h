@@ -205,6 +205,17 @@ struct loom_ckpt_save {
 int loom_ckpt_write(const struct loom_ckpt_save *s, char *out_path, size_t n,
 		    struct loom_err *err);
 
+/* The checkpoint s would write, made of the directory src that holds it
+ * already under another name (the same step and state: a checkpoint of
+ * this very step saved as "best", now saved as the step, or the other way
+ * round): its files hard-linked (copied where the file system links none)
+ * into the temp step directory, then committed, linked and pruned as
+ * loom_ckpt_write does; nothing of the model is written twice.  s's
+ * tensors are not read: only dir, as, keep and state.  LOOM_EINVAL if
+ * src's state.json is not s's state. */
+int loom_ckpt_write_copy(const char *src, const struct loom_ckpt_save *s, char *out_path,
+			 size_t n, struct loom_err *err);
+
 /* --- one checkpoint written by several processes (weight sharding) ---
  *
  * Each of N processes ("ranks") holds a slice of every tensor: elements

@@ -173,6 +173,19 @@ static int ckpt_tables(struct loom_trainer *t, struct ckpt_tables *x)
 	return 0;
 }
 
+/* Where training stands, as a checkpoint's state.json says it. */
+static struct loom_ckpt_state state_now(const struct loom_trainer *t)
+{
+	return (struct loom_ckpt_state){
+		.step = t->step, .samples = t->samples, .tokens = t->tokens,
+		.rng = { t->cfg.seed, 0, 0, 0 },
+		.data_seq = t->data_seq, .data_epoch = t->data_epoch,
+		.data_seed = t->data_seed, .data_batch = t->data_batch,
+		.data_seq_len = t->data_seq_len, .data_world = t->data_world,
+		.best = t->best,
+	};
+}
+
 /* What every checkpoint holds besides the model's own: the tensors and
  * moments of x, the resolved config (*ctxt, to free), where training
  * stands, the tokenizer; saved as a step (as NULL) or as "best". */
@@ -191,14 +204,7 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
 		.adam_m = x->mm,
 		.adam_v = x->vv,
 		.loom_config_json = *ctxt,
-		.state = {
-			.step = t->step, .samples = t->samples, .tokens = t->tokens,
-			.rng = { t->cfg.seed, 0, 0, 0 },
-			.data_seq = t->data_seq, .data_epoch = t->data_epoch,
-			.data_seed = t->data_seed, .data_batch = t->data_batch,
-			.data_seq_len = t->data_seq_len, .data_world = t->data_world,
-			.best = t->best,
-		},
+		.state = state_now(t),
 		.keep = t->o.keep,
 		.as = as,
 		.vocab = t->vocab.files[0].name ? &t->vocab : NULL,
@@ -282,9 +288,25 @@ static int bert_ckpt(struct loom_trainer *t, struct loom_ckpt_save *s, struct lo
 	return 0;
 }
 
+/* The step's checkpoint when this very step was just saved as "best":
+ * the same files, linked by rank 0 (the one that holds best_path under
+ * every kind of parallelism); every rank counts it saved. */
+static int save_step_as_best(struct loom_trainer *t)
+{
+	struct loom_err err = { 0 };
+	struct loom_ckpt_save s = { .dir = t->o.save_dir, .keep = t->o.keep, .state = state_now(t) };
+	if (t->hk.rank == 0 &&
+	    loom_ckpt_write_copy(t->best_path, &s, t->saved_path, sizeof t->saved_path, &err))
+		return take_err(t, &err, LOOM_EIO);
+	t->saved = t->step + 1;
+	return 0;
+}
+
 /* A checkpoint, as a step (as NULL) or as "best". */
 static int save_as(struct loom_trainer *t, const char *as)
 {
+	if (!as && t->best_saved == t->step + 1)
+		return save_step_as_best(t);
 	int all = shards_weights(t); /* every rank writes its part */
 	if (!all && t->hk.save_begin && !t->hk.save_begin(t->hk.ctx))
 		return 0; /* ranks > 0: sent their moment shards to rank 0 */
@@ -726,7 +748,10 @@ int loom_trainer_save_best(struct loom_trainer *t, struct loom_ckpt_best *was)
 		t->best.step = t->step;
 	}
 	t->offered = 0;
-	return save_as(t, "best");
+	int rc = save_as(t, "best");
+	if (rc == 0)
+		t->best_saved = t->step + 1;
+	return rc;
 }
 
 /* --resume with --keep-best: the best so far is the checkpoint's record,

@@ -124,6 +124,7 @@ struct loom_trainer {
 	uint64_t samples, tokens;
 	uint64_t data_seq;      /* next frame seq to consume */
 	uint64_t saved;         /* step of the last checkpoint written + 1 */
+	uint64_t best_saved;    /* step of the last SAVE/best written + 1 */
 	uint32_t data_epoch;
 	uint64_t data_seed;
 	uint32_t data_batch, data_seq_len, data_world;
