@@ -65,6 +65,20 @@ static void case_errors(void)
 }
 
 /* An atomic output: a temp file until commit; abort keeps the old file. */
+static void take_line(void *ctx, const char *line)
+{
+	snprintf(ctx, 64, "%s|", line);
+}
+
+static void case_note(void)
+{
+	char got[64] = "untouched";
+	loom_note(NULL, got, "x %d", 1);
+	is_str(got, "untouched", "loom_note without a callback: nothing");
+	loom_note(take_line, got, "shard %s: %d records", "a.tfrecord", 7);
+	is_str(got, "shard a.tfrecord: 7 records|", "loom_note: the formatted line, once");
+}
+
 static void case_outfile(void)
 {
 	struct loom_err err;
@@ -342,6 +356,7 @@ int main(void)
 	case_fmt();
 	case_parse();
 	case_errors();
+	case_note();
 	ok((dir = tap_tmpdir()) != NULL, "scratch dir");
 	case_outfile();
 	case_finish_pwrite();

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,18 @@ int loom_err_errno(struct loom_err *e, int code, int errnum, const char *fmt, ..
 	n = strlen(e->msg);
 	snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
 	return code;
+}
+
+void loom_note(void (*fn)(void *ctx, const char *line), void *ctx, const char *fmt, ...)
+{
+	char line[4 * PATH_MAX + 256];
+	va_list ap;
+	if (!fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fn(ctx, line);
 }
 
 void loom_err_clear(struct loom_err *e)

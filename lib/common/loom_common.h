@@ -50,6 +50,11 @@ struct loom_err {
 	char msg[LOOM_ERR_MAX];
 };
 
+/* Format a line for a caller's note callback fn(ctx, line) (a progress or
+ * information line the library offers; fn NULL: nothing). */
+void loom_note(void (*fn)(void *ctx, const char *line), void *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Record `code` and a printf-style message in `e`; returns `code` so that
  * callers can write `return loom_err_set(&o->err, LOOM_EIO, "...")`. */
 int loom_err_set(struct loom_err *e, int code, const char *fmt, ...)

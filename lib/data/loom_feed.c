@@ -66,19 +66,7 @@ struct loom_feed {
 	struct loom_err err;
 };
 
-static void note(struct loom_feed *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void note(struct loom_feed *f, const char *fmt, ...)
-{
-	if (!f->o.note)
-		return;
-	char line[4 * PATH_MAX + 256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	f->o.note(f->o.note_ctx, line);
-}
+#define note(f, ...) loom_note((f)->o.note, (f)->o.note_ctx, __VA_ARGS__)
 
 /* --- the permutation -------------------------------------------------------- */
 

@@ -30,18 +30,7 @@
 #include "loom_wordpiece.h"
 
 /* A line for people (hooks.say). */
-static void say(const struct loom_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct loom_trainer *t, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	if (!t->hk.say)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	t->hk.say(t->hk.ctx, line);
-}
+#define say(t, ...) loom_note((t)->hk.say, (t)->hk.ctx, __VA_ARGS__)
 
 /* A usage error: the configuration the caller gave cannot work. */
 static int usage(struct loom_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -35,18 +35,7 @@ int loom_dumprun_add_what(const char **suffix, int n, const char *what)
 	return n;
 }
 
-static void note(struct loom_dumprun *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct loom_dumprun *r, const char *fmt, ...)
-{
-	char msg[LOOM_ERR_MAX + 64];
-	va_list ap;
-	if (!r->o.note)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	r->o.note(r->o.note_ud, msg);
-}
+#define note(r, ...) loom_note((r)->o.note, (r)->o.note_ud, __VA_ARGS__)
 
 /* Fetch url into *buf, telling it. */
 static int fetch_listing(struct loom_dumprun *r, struct loom_fetch *f, const char *url,
