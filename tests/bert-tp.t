@@ -159,6 +159,9 @@ fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522
 fails_with 2 '^loom-train: tensor_parallel: 2 does not divide n_head \(1\)' \
 	"more ranks than heads (--dry-run)" \
 	loom-train -c bert-tiny --set n_head=1,attn_dropout=0,tensor_parallel=2 --dry-run
+fails_with 2 '^loom-train: sequence_parallel: tensor_parallel=4 does not divide seq_len \(30\): each rank holds seq_len/T of a row.s tokens$' \
+	"a BERT's seq_len that sequence_parallel cannot split (--dry-run)" \
+	loom-train -c bert-tiny --set vocab_size=32,n_head=4,attn_dropout=0,seq_len=30,tensor_parallel=4,sequence_parallel=1 --dry-run
 fails_with 2 '^loom-train: tensor_parallel: a BERT shards its optimizer only \(sharding=optimizer\); sharding=weights is the GPT.s$' \
 	"a BERT with sharding=weights (--dry-run)" \
 	loom-train -c bert-tiny --set n_head=4,attn_dropout=0,tensor_parallel=2,sharding=weights --dry-run
