@@ -5,7 +5,12 @@
 # and 2x2 (data x tensor), with dropout, with recompute and accumulation,
 # and evaluate as it does; checkpoints hold the whole tensors
 # and move between grids (T=2 -> T=1 -> 2x2); a checkpoint of the other
-# model is one line, no hang.
+# model is one line, no hang.  Sequence parallelism (sequence_parallel=1:
+# the LayerNorm, dropout and residual regions split by tokens, rows run
+# padded) likewise: the same curves (squad T=2, T=4, 2x2, recompute and
+# accumulation with evaluation; mlm T=2, T=4), the bytes its gathers,
+# scatters and all-reduces send as the plan counts them, and its
+# checkpoint resumed by one process.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 
@@ -113,6 +118,40 @@ same_file straight/latest/model.safetensors again/latest/model.safetensors \
 same_file straight/latest/optimizer.safetensors again/latest/optimizer.safetensors \
 	"  AdamW moments too"
 
+# --- sequence parallelism: LayerNorms, dropout, residuals split by tokens -----
+# dropout on: a rank's tokens draw the masks they draw in one process
+SP=sequence_parallel=1
+np 2 "$SFEED --batch 8 | ${BTRAIN/ -q/} --set micro_batch=8,tensor_parallel=2,$SP --log sp2.json --save sp2 --save-every 10"
+is_rc 0 "squad T=2, sequence_parallel=1"
+d=$(maxrel sp2.json one.json 1 20)
+ok "  losses within 1e-5 relative of 1 rank over 20 steps (max $d)" small "$d"
+diag "squad T=2 SP vs 1 rank: max relative loss difference $d"
+like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ [kM]B sent per step per rank in them \(sequence parallel: [^)]*: [0-9.]+ [kM]B; 1\.0000x\)$' \
+	"  bytes sent per rank: the model's count of the gathers, scatters and all-reduces"
+sp_sent=$(sed -n 's/.*; \([0-9.]* [kM]B\) sent per step per rank in them.*/\1/p' "$err")
+run loom-train -c bert-tiny --set vocab_size=32,n_head=4,attn_dropout=0,micro_batch=8,seq_len=32,tensor_parallel=2,$SP --dry-run
+is_rc 0 "  --dry-run of that grid"
+like "$out" "sends $sp_sent per step" "  plans the bytes it sent ($sp_sent)"
+same_curve "squad T=4, sequence_parallel=1" 4 sp4.json one.json \
+	"$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=4,$SP --log sp4.json"
+same_curve "squad 2x2, sequence_parallel=1, dropout off" 4 sp22.json one0.json \
+	"R=\$((R / 2)); $SFEED --batch 4 --rank \$R --world 2 | $BTRAIN $D0 --set micro_batch=4,tensor_parallel=2,$SP --log sp22.json"
+same_curve "squad T=2 SP, recompute, grad_accum 2" 2 spe2.json e1.json \
+	"$SFEED --batch 4 | $BTRAIN $EV --set tensor_parallel=2,$SP --eval-data ev.frames --log spe2.json"
+is "$(evals spe2.json)" "$(evals e1.json)" "  eval loss (5 digits) and exact matches of one process"
+same_curve "mlm T=2, sequence_parallel=1" 2 msp2.json m1.json \
+	"$MFEED --batch 4 | $MTRAIN --set micro_batch=4,tensor_parallel=2,$SP --log msp2.json"
+same_curve "mlm T=4, sequence_parallel=1" 4 msp4.json m1.json \
+	"$MFEED --batch 4 | $MTRAIN --set micro_batch=4,tensor_parallel=4,$SP --log msp4.json"
+np 2 "$MFEED --batch 4 | $MTRAIN $EV --set tensor_parallel=2,$SP --eval-data mev.frames --log mspe2.json"
+is_rc 0 "mlm T=2 SP with evaluation"
+is "$(evals mspe2.json)" "$(evals me1.json)" "  eval loss and accuracy of one process"
+# its checkpoint, on another grid: one process resumes it
+run sh -c "$SFEED --batch 8 --resume $T/sp2/step-00000010 | loom-train -q --threads 1 --resume $T/sp2/step-00000010 --set micro_batch=8 --steps 20 --log $T/spr.json"
+is_rc 0 "1 rank resumes the T=2 SP run's step-10 checkpoint to step 20"
+d=$(maxrel spr.json one.json 11 20)
+ok "  steps 11-20 within 1e-5 of the uninterrupted 1-rank run (max $d)" small "$d"
+
 # --- what cannot be: one line, no hang ----------------------------------------
 fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522\): pad the vocabulary to a multiple of it$' \
 	"bert-tiny's vocabulary on 4 ranks (--dry-run)" \
@@ -120,6 +159,9 @@ fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522
 fails_with 2 '^loom-train: tensor_parallel: 2 does not divide n_head \(1\)' \
 	"more ranks than heads (--dry-run)" \
 	loom-train -c bert-tiny --set n_head=1,attn_dropout=0,tensor_parallel=2 --dry-run
+fails_with 2 '^loom-train: sequence_parallel: tensor_parallel=4 does not divide seq_len \(30\): each rank holds seq_len/T of a row.s tokens$' \
+	"a BERT's seq_len that sequence_parallel cannot split (--dry-run)" \
+	loom-train -c bert-tiny --set vocab_size=32,n_head=4,attn_dropout=0,seq_len=30,tensor_parallel=4,sequence_parallel=1 --dry-run
 fails_with 2 '^loom-train: tensor_parallel: a BERT shards its optimizer only \(sharding=optimizer\); sharding=weights is the GPT.s$' \
 	"a BERT with sharding=weights (--dry-run)" \
 	loom-train -c bert-tiny --set n_head=4,attn_dropout=0,tensor_parallel=2,sharding=weights --dry-run

@@ -1,16 +1,20 @@
 /* Tensor parallelism of BERT (loom_bert_new_tp) checked in one process,
- * without MPI: T threads, each one rank's slices, summing through a reduce
- * call built on a barrier (tests/tp_team.h).  For the QA head (its
- * softmax over every position: padded rows; over the real tokens: rows
- * packed at their length) and the masked-LM head (the vocabulary-parallel
- * loss, packed rows), with dropout, a pad token whose embedding row lies
- * on a rank other than the first, and a clipped AdamW step, on T=2 and
- * T=4 ranks against the whole model: each rank initialises its slices as
- * the whole model draws them; the loss, every gradient and every weight
- * after the step (slices put back with loom_tp_copy) within 1e-5; the
- * whole tensors' gradients the same bytes on every rank; an evaluation's
- * loss and hits those of the whole model; the bytes the reduce calls
- * moved in the micro-batch and step against loom_bert_tp_bytes. */
+ * without MPI: T threads, each one rank's slices, summing, gathering and
+ * reduce-scattering through calls built on a barrier (tests/tp_team.h).
+ * For the QA head (its softmax over every position: padded rows; over the
+ * real tokens: rows packed at their length) and the masked-LM head (the
+ * vocabulary-parallel loss, packed rows), with dropout, a pad token whose
+ * embedding row lies on a rank other than the first, and a clipped AdamW
+ * step, on T=2 and T=4 ranks against the whole model, without and with
+ * sequence parallelism (the tokens split: B S a multiple of T; rows
+ * padded): each rank initialises its slices as the whole model draws
+ * them; the loss, every gradient and every weight after the step (slices
+ * put back with loom_tp_copy) within 1e-5; the whole tensors' gradients
+ * the same bytes on every rank; an evaluation's loss and hits those of
+ * the whole model; the bytes the calls moved in the micro-batch and step
+ * against loom_bert_tp_bytes; then 19 more steps, the 20 losses and the
+ * last weights within 1e-5 of the whole model's.  A batch whose tokens
+ * the ranks cannot split evenly is refused with one line. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +28,7 @@
 #include "testlib.h"
 #include "tp_team.h"
 
-enum { B = 2, S = 9 };
+enum { B = 2, S = 10, STEPS = 20 };
 
 static int32_t ids[B * S], seg[B * S], mask[B * S], lab[B * S];
 static int32_t spos[B] = { 4, 2 }, epos[B] = { 7, -1 }; /* row 1's end ignored */
@@ -36,10 +40,13 @@ struct rank {
 	int rc;
 	float loss, norm;
 	float *grads;           /* a copy before the step */
+	float *p1;              /* the weights after it */
 	uint64_t step_bytes;    /* reduced in the micro-batch and step */
+	uint64_t step_half;     /* gathered and reduce-scattered then */
 	uint64_t want;          /* loom_bert_tp_bytes then */
 	double nll;
 	int64_t n, correct;
+	float curve[STEPS];     /* the losses of the 20 steps */
 };
 
 /* train one micro-batch and step */
@@ -63,21 +70,51 @@ static int eval(struct loom_bert *b, const struct loom_bert_batch *x, double *nl
 	return rc;
 }
 
+/* steps 2..STEPS after the first, losses into curve[1..) */
+static int more_steps(struct loom_bert *b, const struct loom_bert_batch *x, float *curve)
+{
+	for (int t = 2; t <= STEPS; t++) {
+		int rc = loom_bert_forward(b, x, B, S, 1, 77 + (uint64_t)t, &curve[t - 1]);
+		if (rc || (rc = loom_bert_backward(b, 1.0f)))
+			return rc;
+		loom_bert_step(b, 1e-3f, t, NULL);
+		if (b->err.code)
+			return b->err.code;
+	}
+	return 0;
+}
+
 static void *run_rank(void *arg)
 {
 	struct rank *r = arg;
 	struct loom_dist_model m;
 	loom_bert_dist_model(r->b, &m);
-	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce });
+	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce,
+						      .gather = tp_gather, .scatter = tp_scatter });
 	r->rc = train(r->b, &r->x, &r->loss, r->grads, &r->norm);
 	r->step_bytes = r->mb.bytes;
+	r->step_half = r->mb.half;
+	memcpy(r->p1, r->b->params, r->b->n_params * sizeof(float));
 	r->want = loom_bert_tp_bytes(r->b, 1);
 	r->rc = r->rc ? r->rc : eval(r->b, &r->x, &r->nll, &r->n, &r->correct);
+	r->curve[0] = r->loss;
+	r->rc = r->rc ? r->rc : more_steps(r->b, &r->x, r->curve);
 	return NULL;
 }
 
-static void check(int T, int task, int qa_loss, const char *what)
+/* max |a - b| / |b| over the curve */
+static double curve_rel(const float *a, const float *b)
 {
+	double d = 0;
+	for (int t = 0; t < STEPS; t++)
+		d = fmax(d, fabs((double)a[t] - b[t]) / fabs((double)b[t]));
+	return d;
+}
+
+static void check(int T, int task, int qa_loss, int sp, const char *task_name)
+{
+	char what[96];
+	snprintf(what, sizeof what, "%s%s", task_name, sp ? ", SP" : "");
 	struct loom_bert_config c = tiny_bert_cfg(task);
 	c.n_head = 4;           /* split by 2 and 4 */
 	c.vocab_size = 24;
@@ -85,6 +122,7 @@ static void check(int T, int task, int qa_loss, const char *what)
 	c.dropout = 0.1;        /* the same masks on every rank */
 	c.qa_loss = qa_loss;
 	c.adamw.grad_clip = 0.05; /* the step clips by the whole norm */
+	c.sequence_parallel = sp;
 	int qa = task == LOOM_BERT_QA;
 	struct loom_bert_batch x = { ids, seg, mask, qa ? spos : NULL, qa ? epos : NULL,
 				     qa ? NULL : lab };
@@ -98,6 +136,7 @@ static void check(int T, int task, int qa_loss, const char *what)
 	for (int k = 0; k < T; k++) {
 		r[k] = (struct rank){ .mb = { k, &grp, 0 }, .b = loom_bert_new_tp(&c, k, T), .x = x };
 		r[k].grads = malloc(r[k].b->n_params * sizeof(float));
+		r[k].p1 = malloc(r[k].b->n_params * sizeof(float));
 		loom_bert_init_weights(r[k].b, 3);
 		struct loom_tp t;
 		loom_bert_tp(r[k].b, &t);
@@ -111,11 +150,11 @@ static void check(int T, int task, int qa_loss, const char *what)
 	for (int k = 0; k < T; k++)
 		pthread_join(th[k], NULL);
 
-	float loss, norm, *gw = malloc(w->n_params * sizeof(float));
+	float loss, norm, *gw = malloc(w->n_params * sizeof(float)), curve[STEPS];
 	double nll;
 	int64_t n, correct;
 	int rc = train(w, &x, &loss, gw, &norm);
-	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T;
+	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T + r[0].step_half;
 	rc = rc ? rc : eval(w, &x, &nll, &n, &correct);
 	float *gt = calloc(w->n_params, sizeof(float)), *pt = calloc(w->n_params, sizeof(float));
 	int rcs = rc, same_loss = 1, same_whole = 1;
@@ -126,7 +165,7 @@ static void check(int T, int task, int qa_loss, const char *what)
 		loom_bert_dist_model(r[k].b, &m);
 		rcs |= r[k].rc;
 		loom_tp_copy(&t, k, r[k].grads, gt, 1);
-		loom_tp_copy(&t, k, r[k].b->params, pt, 1);
+		loom_tp_copy(&t, k, r[k].p1, pt, 1);
 		same_loss &= r[k].loss == r[0].loss && r[k].norm == r[0].norm;
 		for (int i = 0; i < t.nt; i++) {
 			const struct loom_tensor *x = &t.tab[i];
@@ -142,6 +181,9 @@ static void check(int T, int task, int qa_loss, const char *what)
 	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
 	   "%s T=%d: every rank's loss %.7f is the whole model's %.7f", what, T, r[0].loss, loss);
 	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
+	if (sp)
+		ok(r[0].step_half, "%s T=%d: tokens split: the ranks gathered and reduce-scattered",
+		   what, T);
 	ok(dg <= 1e-5, "%s T=%d: the slices' gradients are the whole model's (max rel %.2g)", what,
 	   T, dg);
 	ok(same_whole, "%s T=%d: the whole tensors' gradients the same bytes on every rank", what, T);
@@ -151,8 +193,22 @@ static void check(int T, int task, int qa_loss, const char *what)
 	ok(fabs(r[0].nll - nll) <= 1e-5 * nll && r[0].n == n && r[0].correct == correct,
 	   "%s T=%d: evaluation: nll %.5f over %lld, %lld right, as the whole model's", what, T,
 	   r[0].nll, (long long)r[0].n, (long long)r[0].correct);
+	/* 19 more steps (the ranks' already ran): the curve and the weights */
+	curve[0] = loss;
+	rc = more_steps(w, &x, curve);
+	for (int k = 0; k < T; k++) {
+		struct loom_tp t;
+		loom_bert_tp(r[k].b, &t);
+		loom_tp_copy(&t, k, r[k].b->params, pt, 1);
+	}
+	double dc = curve_rel(r[0].curve, curve);
+	dp = tp_rel(pt, w->params, w->n_params);
+	ok(!rc && dc <= 1e-5 && dp <= 1e-5,
+	   "%s T=%d: %d steps with dropout: losses (max rel %.2g) and last weights (%.2g) within "
+	   "1e-5 of the whole model's", what, T, STEPS, dc, dp);
 	for (int k = 0; k < T; k++) {
 		free(r[k].grads);
+		free(r[k].p1);
 		loom_bert_free(r[k].b);
 	}
 	pthread_barrier_destroy(&grp.bar);
@@ -172,10 +228,24 @@ int main(void)
 		lab[i] = (i % 3 == 1 && mask[i]) ? (int32_t)(loom_splitmix64(i + 99) % 24) : -100;
 	}
 	ids[3] = 14; /* the pad token among the inputs: its row takes no gradient */
-	for (int T = 2; T <= 4; T += 2) {
-		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_ALL, "QA, padded rows");
-		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_REAL, "QA, packed rows");
-		check(T, LOOM_BERT_MLM, LOOM_BERT_QA_LOSS_ALL, "MLM, packed rows");
-	}
+	for (int sp = 0; sp <= 1; sp++)
+		for (int T = 2; T <= 4; T += 2) {
+			check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_ALL, sp, "QA, padded rows");
+			/* (sequence parallelism runs them padded) */
+			check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_REAL, sp, "QA, packed rows");
+			check(T, LOOM_BERT_MLM, LOOM_BERT_QA_LOSS_ALL, sp, "MLM, packed rows");
+		}
+
+	/* 1 x 9 tokens do not split over 2 ranks: refused before any call */
+	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);
+	c.sequence_parallel = 1;
+	c.vocab_size = 24;
+	struct loom_bert *b = loom_bert_new_tp(&c, 0, 2);
+	struct loom_bert_batch x = { ids, seg, NULL, spos, epos, NULL };
+	is_int(loom_bert_forward(b, &x, 1, 9, 1, 1, NULL), LOOM_EINVAL,
+	       "SP: a batch of 1 x 9 tokens on 2 ranks is refused");
+	is_str(loom_bert_error(b), "batch 1x9: sequence_parallel splits its 9 tokens across 2 ranks: "
+	       "not a multiple of it", "  with one line saying why");
+	loom_bert_free(b);
 	return done_testing();
 }

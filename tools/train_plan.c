@@ -216,7 +216,10 @@ void train_print_dry_run(const struct loom_config *c)
 			       cli_bytes((double)s0.acts, b3, sizeof b3),
 			       cli_bytes((double)s1.acts, b4, sizeof b4));
 	}
-	if (c->model == LOOM_MODEL_BERT) { /* rows at their real length (loom_bert.h) */
+	if (c->model == LOOM_MODEL_BERT && TP > 1 && c->sequence_parallel) /* (loom_bert.h) */
+		printf("                  (sequence parallelism splits the padded rows: a batch "
+		       "computes its padding too)\n");
+	else if (c->model == LOOM_MODEL_BERT) { /* rows at their real length (loom_bert.h) */
 		struct loom_bert_config bc;
 		loom_bert_config_from(c, &bc);
 		printf("                  (the padded bound: rows run at their real length, so a batch "
@@ -232,9 +235,12 @@ void train_print_dry_run(const struct loom_config *c)
 	printf("  total           %s (%s with recompute)\n", cli_bytes((double)m0.total, b0, sizeof b0),
 	       cli_bytes((double)m1.total, b1, sizeof b1));
 	if (TP > 1)
-		printf("tensor parallel: each rank holds %llu of the %llu parameters and sends %s per step in its all-reduces (4 [B,T,C] a layer, the embeddings', the LM head's and the loss's)\n",
+		printf("tensor parallel: each rank holds %llu of the %llu parameters and sends %s per step in its %s\n",
 		       (unsigned long long)(m0.params / 4), (unsigned long long)np,
-		       cli_bytes((double)m0.tp_bytes, b0, sizeof b0));
+		       cli_bytes((double)m0.tp_bytes, b0, sizeof b0),
+		       c->sequence_parallel
+			       ? "collectives (sequence parallel: all-gathers and reduce-scatters of [B,T,C], 4 a layer forward and 6 backward, the embeddings' and the head's; all-reduces of the LayerNorm gradients and the loss's)"
+			       : "all-reduces (4 [B,T,C] a layer, the embeddings', the LM head's and the loss's)");
 	if (mem_per_rank)
 		print_fit(c, mem_per_rank, mem_name);
 	if (c->sparsity > 0) {

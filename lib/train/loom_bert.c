@@ -160,7 +160,8 @@ void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t)
 {
 	*t = (struct loom_tp){ .tp = b->tp, .rank = b->tp_rank, .tab = b->tensors,
 			       .nt = b->n_tensors, .split = tp_split, .model = b,
-			       .reduce = b->reduce, .ctx = b->grad_ready_ctx,
+			       .reduce = b->reduce, .seq = b->seq, .gather = b->gather,
+			       .scatter = b->scatter, .ctx = b->grad_ready_ctx,
 			       .err = (struct loom_err *)&b->err };
 }
 
@@ -170,6 +171,43 @@ static int tp_sum(struct loom_bert *b, float *x, size_t n)
 	struct loom_tp t;
 	loom_bert_tp(b, &t);
 	return loom_tp_sum(&t, x, n);
+}
+
+/* The partial sums in[N,C] of a row-split product (or the lookup, or a
+ * column-split product's input gradient) summed over the ranks: into
+ * out[Nr,C] under sequence parallelism (a reduce-scatter; out may be in),
+ * else in place; *y where they are (loom_tp_rows_sum). */
+static int rows_sum(struct loom_bert *b, float *in, float *out, float **y)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	return loom_tp_rows_sum(&t, in, out, (size_t)b->Nr * b->C, y);
+}
+
+/* Sequence parallelism: rows x[Nr,C] of this rank put in buf[N,C] at its
+ * rows r0.. (unless x is there already) and every rank's gathered: *y =
+ * buf.  Without: *y = x, nothing moved. */
+static int rows_gather(struct loom_bert *b, float *buf, const float *x, const float **y)
+{
+	struct loom_tp t;
+	float *mine = buf + (size_t)b->r0 * b->C;
+	*y = b->seq ? buf : x;
+	if (!b->seq)
+		return 0;
+	if (x != mine)
+		memcpy(mine, x, sizeof(float) * b->Nr * b->C);
+	loom_bert_tp(b, &t);
+	return loom_tp_rows_gather(&t, buf, (size_t)b->Nr * b->C);
+}
+
+/* Sequence parallelism: the replicated tensors' gradients of this
+ * rank's tokens, k runs d[k n] (zeroed before the micro-batch's
+ * backward wrote them), summed over the ranks and added to dst[k]. */
+static int sp_grads(struct loom_bert *b, size_t n, int k, float *const *dst)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	return loom_tp_sum_add(&t, b->lnd, n, k, dst);
 }
 
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
@@ -195,6 +233,7 @@ struct loom_bert *loom_bert_new_tp(const struct loom_bert_config *cfg, int rank,
 	b->P = cfg->max_positions;
 	b->tp = tp;
 	b->tp_rank = rank;
+	b->seq = b->cfg.sequence_parallel = tp > 1 && cfg->sequence_parallel;
 	b->NHl = b->NH / tp;
 	b->Cl = b->C / tp;
 	b->Il = b->I / tp;
@@ -206,7 +245,8 @@ struct loom_bert *loom_bert_new_tp(const struct loom_bert_config *cfg, int rank,
 	size_t off = table_tp(cfg, tp, b->tensors);
 	b->n_tensors = loom_bert_n_tensors(cfg);
 	b->n_params = off;
-	if (loom_model_store_alloc(off, &b->params, &b->grads, &b->m, &b->v))
+	if (loom_model_store_alloc(off, &b->params, &b->grads, &b->m, &b->v) ||
+	    (b->seq && !(b->lnd = malloc(sizeof(float) * (4 * (size_t)b->C + 2)))))
 		goto fail;
 	return b;
 fail:
@@ -223,6 +263,8 @@ void loom_bert_free(struct loom_bert *b)
 	free(b->ids);
 	loom_lazy_free(b->mlm);
 	free(b->mlm_row);
+	free(b->sat);
+	free(b->lnd);
 	free(b->tensors);
 	free(b->layer);
 	loom_mm_free(b->mm);
@@ -308,10 +350,12 @@ const float *loom_bert_end_logits(const struct loom_bert *b)
 /* Lay out the activations of N tokens of a (B, T) batch from base (NULL:
  * only count); every pointer of b set relative to base; returns the float
  * count.  Under recompute the layers share layer 0's slots except their
- * outputs. */
+ * outputs.  Sequence parallelism: the token-split regions' Nr = N/tp
+ * rows. */
 static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 {
-	size_t C = b->C, I = b->I, Cl = b->Cl, Il = b->Il, off = 0;
+	size_t C = b->C, Cl = b->Cl, Il = b->Il, off = 0;
+	size_t Nr = b->seq ? N / (size_t)b->tp : N;
 #define TAKE(ptr, n) do { if (base) (ptr) = base + off; off += (n); } while (0)
 	struct loom_bert_lacts shared = { 0 };
 	for (int l = 0; l < b->L; l++) {
@@ -320,30 +364,31 @@ static size_t layout(struct loom_bert *b, int B, int T, size_t N, float *base)
 			TAKE(a.qkv, N * 3 * Cl);
 			TAKE(a.atty, N * Cl);
 			TAKE(a.lse, N * b->NHl);
-			TAKE(a.res1, N * C);
-			TAKE(a.ln1_mean, N);
-			TAKE(a.ln1_rstd, N);
-			TAKE(a.h1, N * C);
+			TAKE(a.res1, Nr * C);
+			TAKE(a.ln1_mean, Nr);
+			TAKE(a.ln1_rstd, Nr);
+			TAKE(a.h1, Nr * C);
 			TAKE(a.fch, N * Il);
-			TAKE(a.res2, N * C);
-			TAKE(a.ln2_mean, N);
-			TAKE(a.ln2_rstd, N);
+			TAKE(a.res2, Nr * C);
+			TAKE(a.ln2_mean, Nr);
+			TAKE(a.ln2_rstd, Nr);
 			shared = a;
 		} else {
 			a = shared;
 		}
-		TAKE(a.out, N * C);
+		TAKE(a.out, Nr * C);
 		if (base)
 			b->layer[l] = a;
 	}
-	TAKE(b->emb, N * C);
-	TAKE(b->emb_mean, N);
-	TAKE(b->emb_rstd, N);
-	TAKE(b->x0, N * C);
+	TAKE(b->emb, Nr * C);
+	TAKE(b->emb_mean, Nr);
+	TAKE(b->emb_rstd, Nr);
+	TAKE(b->x0, Nr * C);
 	TAKE(b->dres, N * C);
-	TAKE(b->buf1, N * C);
+	TAKE(b->buf1, Nr * C);
 	TAKE(b->buf2, N * C);
-	TAKE(b->work, N * (I > 4 * C ? I : 4 * C));
+	/* gelu(fch), then its gradient; the attention's dqkv and datty */
+	TAKE(b->work, N * (Il > 4 * Cl ? Il : 4 * Cl));
 	TAKE(b->logits, N * 2);
 	TAKE(b->start_logits, (size_t)B * T);
 	TAKE(b->end_logits, (size_t)B * T);
@@ -357,7 +402,8 @@ static size_t act_floats(const struct loom_bert_config *cfg, int tp, int B, int 
 {
 	struct loom_bert b = { .cfg = *cfg, .L = cfg->n_layer, .C = cfg->hidden,
 			       .NH = cfg->n_head, .I = cfg->intermediate, .Cl = cfg->hidden / tp,
-			       .NHl = cfg->n_head / tp, .Il = cfg->intermediate / tp };
+			       .NHl = cfg->n_head / tp, .Il = cfg->intermediate / tp, .tp = tp,
+			       .seq = tp > 1 && cfg->sequence_parallel };
 	return layout(&b, B, T, (size_t)B * T, NULL);
 }
 
@@ -371,17 +417,43 @@ size_t loom_bert_act_floats(const struct loom_bert_config *cfg, int B, int T)
  * all-reduces: per micro-batch [N,C] after the lookup and 2 a layer in
  * forward, 2 a layer in backward and 2 more a recomputed layer (all but
  * the last); the MLM loss's 3 [M] and its decoder's [M,C] input gradient;
- * the 16-byte batch check; the norm's 8 bytes a step. */
+ * the 16-byte batch check; the norm's 8 bytes a step.  Sequence
+ * parallelism: see sp_bytes. */
+static uint64_t sp_bytes(const struct loom_bert_config *cfg, uint64_t T, uint64_t N, uint64_t M,
+			 int micro);
 static uint64_t tp_bytes(const struct loom_bert_config *cfg, int tp, uint64_t N, uint64_t M,
 			 int micro)
 {
 	uint64_t L = (uint64_t)cfg->n_layer, C = (uint64_t)cfg->hidden, T = (uint64_t)tp;
 	if (T == 1)
 		return 0;
+	if (cfg->sequence_parallel)
+		return sp_bytes(cfg, T, N, M, micro);
 	uint64_t nc = 1 + 4 * L + (cfg->recompute ? 2 * (L - 1) : 0);
 	uint64_t fl = nc * N * C + (cfg->task == LOOM_BERT_MLM ? M * C + 3 * M : 0);
 	uint64_t bytes = (fl * 4 + 16) * (uint64_t)micro + 8;
 	return bytes * 2 * (T - 1) / T;
+}
+
+/* Sequence parallelism (N a multiple of T): ring all-gathers and
+ * reduce-scatters ((T-1) N/T floats a column each) per micro-batch of
+ * [N,C]: the lookup's, 4 a layer forward, 6 a layer backward (the dropped
+ * gradients and the products' inputs gathered, the input gradients
+ * scattered), 4 more a recomputed layer (all but the last), the
+ * embeddings' gradient, the MLM head's input (or the QA logits' 2
+ * columns); all-reduced: the LayerNorm gradients (4C a layer, the
+ * embeddings' 2C), the QA head's 2C+2 or the MLM loss's 3M and decoder
+ * input gradient [M,C], the batch check's 16 bytes; the norm's 8 a step. */
+static uint64_t sp_bytes(const struct loom_bert_config *cfg, uint64_t T, uint64_t N, uint64_t M,
+			 int micro)
+{
+	uint64_t L = (uint64_t)cfg->n_layer, C = (uint64_t)cfg->hidden;
+	int mlm = cfg->task == LOOM_BERT_MLM;
+	uint64_t cols = (2 + 10 * L + (cfg->recompute ? 4 * (L - 1) : 0) + mlm) * C +
+			(mlm ? 0 : 2);
+	uint64_t ar = 4 * C * L + 2 * C + (mlm ? M * C + 3 * M : 2 * C + 2);
+	uint64_t bytes = (ar * 4 + 16) * (uint64_t)micro + 8;
+	return cols * (T - 1) * (N / T) * 4 * (uint64_t)micro + bytes * 2 * (T - 1) / T;
 }
 
 uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro)
@@ -400,7 +472,8 @@ void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config 
 		.pad_token_id = c->pad_token_id,
 		.task = c->task == LOOM_TASK_MLM ? LOOM_BERT_MLM : LOOM_BERT_QA,
 		.qa_loss = c->qa_loss,
-		.precision = c->precision, .recompute = c->recompute, .padded = 0,
+		.precision = c->precision, .recompute = c->recompute,
+		.sequence_parallel = c->sequence_parallel, .padded = 0,
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 	};
 }
@@ -500,53 +573,64 @@ static int ensure_mlm(struct loom_bert *b, size_t m)
 
 /* ---- forward ------------------------------------------------------------ */
 
-/* out[N,C] = drop(x) at site `site` of layer l (out may be x), the padded
- * layout's mask elements either way, in one pass. */
+/* out[Nr,C] = drop(x) at site `site` of layer l (out may be x), the
+ * padded layout's mask elements either way (sequence parallelism: rows
+ * r0.. of it), in one pass. */
 static void drop(const struct loom_bert *b, float *out, const float *x, float p, int l, int site)
 {
 	uint64_t key = loom_model_site_key(b->key, l, site);
-	if (b->packed)
-		loom_k_dropout_at(out, x, b->N, b->C, p, key, b->at);
+	if (b->packed || b->seq)
+		loom_k_dropout_at(out, x, b->Nr, b->C, p, key, b->seq ? b->sat : b->at);
 	else
 		loom_k_dropout_copy(out, x, (size_t)b->N * b->C, p, key);
 }
 
 /* Tensor parallelism: each rank looks up the rows of its ids, rank 0
  * adds the positions and token types, the sum over the ranks is the
- * embedding sum. */
+ * embedding sum (sequence parallelism: this rank's rows of it,
+ * reduce-scattered from buf2). */
 static int embed_fwd(struct loom_bert *b)
 {
 	int N = b->N, r = b->tp_rank, rc;
-	float *p = b->params;
+	float *p = b->params, *e = b->seq ? b->buf2 : b->emb, *y;
 	double t0 = LOOM_PROF_BEGIN();
 	/* packed: one row of N tokens, each at its own position */
-	loom_k_encoder_fwd(b->emb, b->ids, TP(b, p, E_WORD), r * b->Vl, b->Vl,
+	loom_k_encoder_fwd(e, b->ids, TP(b, p, E_WORD), r * b->Vl, b->Vl,
 			   r ? NULL : TP(b, p, E_POS), r ? NULL : b->seg, TP(b, p, E_TYPE),
 			   b->packed ? b->pos : NULL, b->packed ? 1 : b->B, b->packed ? N : b->T,
 			   b->C);
-	if ((rc = tp_sum(b, b->emb, (size_t)N * b->C)))
+	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
+	if ((rc = rows_sum(b, e, b->emb, &y)))
 		return rc;
+	t0 = LOOM_PROF_BEGIN();
 	loom_k_layernorm_fwd(b->x0, b->emb_mean, b->emb_rstd, b->emb, TP(b, p, E_LNW),
-			     TP(b, p, E_LNB), N, b->C, (float)b->cfg.layer_norm_eps);
+			     TP(b, p, E_LNB), b->Nr, b->C, (float)b->cfg.layer_norm_eps);
 	drop(b, b->x0, b->x0, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
 	LOOM_PROF_END(LOOM_PROF_EMBED_FWD, t0);
 	return 0;
 }
 
+/* Sequence parallelism: x, res1, h1, res2 and out are this rank's Nr
+ * rows; x and h1 are gathered into buf2 for the column-split products,
+ * whose row-split partners' partial sums buf2 then holds until they are
+ * reduce-scattered. */
 static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
 	int B = b->B, T = b->T, C = b->C, Cl = b->Cl, I = b->Il, N = b->N;
-	float *p = b->params, eps = (float)b->cfg.layer_norm_eps;
+	float *p = b->params, eps = (float)b->cfg.layer_norm_eps, *y;
 	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
-	size_t NC = (size_t)N * C;
+	size_t NC = (size_t)b->Nr * C; /* the token-split regions' floats */
+	const float *in;
 
 	/* q|k|v in one product: the three weights [C,C] are adjacent */
 	enum loom_prof_op mm = LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD);
 	enum loom_prof_op ln = LOOM_PROF_PHASE(LOOM_PROF_LN_FWD);
 	enum loom_prof_op el = LOOM_PROF_PHASE(LOOM_PROF_ELEM_FWD);
 	int rc;
-	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, x, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
+	if ((rc = rows_gather(b, b->buf2, x, &in)))
+		return rc;
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, in, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
 					3 * Cl););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
 		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, b->len,
@@ -557,27 +641,31 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention");
 	/* res1 = drop(atty Wo^T + bo) + x; h1 = LayerNorm(res1) (tensor
 	 * parallelism: the ranks' partial products summed, bo added by rank 0) */
-	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res1, a->atty, LP(b, p, l, AOW),
+	float *part = b->seq ? b->buf2 : a->res1; /* the partial sums */
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, a->atty, LP(b, p, l, AOW),
 					b->tp_rank ? NULL : LP(b, p, l, AOB), N, Cl, C););
-	if ((rc = tp_sum(b, a->res1, NC)))
+	if ((rc = rows_sum(b, part, a->res1, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res1, a->res1, pd, l, 1);
 		  loom_k_residual_fwd(a->res1, a->res1, x, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->h1, a->ln1_mean, a->ln1_rstd, a->res1,
-					   LP(b, p, l, ALNW), LP(b, p, l, ALNB), N, C, eps););
+					   LP(b, p, l, ALNW), LP(b, p, l, ALNB), b->Nr, C, eps););
 	/* res2 = drop(gelu(h1 W1^T + b1) W2^T + b2) + h1; out = LayerNorm(res2) */
-	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, a->h1, LP(b, p, l, IW), LP(b, p, l, IB), N,
+	if ((rc = rows_gather(b, b->buf2, a->h1, &in)))
+		return rc;
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, in, LP(b, p, l, IW), LP(b, p, l, IB), N,
 					C, I););
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
 		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
-	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->res2, b->work, LP(b, p, l, OW),
+	part = b->seq ? b->buf2 : a->res2;
+	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, b->work, LP(b, p, l, OW),
 					b->tp_rank ? NULL : LP(b, p, l, OB), N, I, C););
-	if ((rc = tp_sum(b, a->res2, NC)))
+	if ((rc = rows_sum(b, part, a->res2, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res2, a->res2, pd, l, 2);
 		  loom_k_residual_fwd(a->res2, a->res2, a->h1, NC););
 	LOOM_PROF(ln, loom_k_layernorm_fwd(a->out, a->ln2_mean, a->ln2_rstd, a->res2,
-					   LP(b, p, l, OLNW), LP(b, p, l, OLNB), N, C, eps););
+					   LP(b, p, l, OLNW), LP(b, p, l, OLNB), b->Nr, C, eps););
 	return 0;
 }
 
@@ -632,13 +720,21 @@ static double qa_ce(const float *lg, int n, int T, int t, float *d, float w)
 
 /* loss = (mean over rows of CE(start) + mean over rows of CE(end)) / 2,
  * each mean over the rows whose target counts (HF's CrossEntropyLoss with
- * ignore_index, run_squad.py's one-hot mean) */
+ * ignore_index, run_squad.py's one-hot mean).  Sequence parallelism: seq
+ * holds this rank's rows, their logits all-gathered. */
 static int qa_head(struct loom_bert *b, const float *seq, int have)
 {
-	int B = b->B, T = b->T, N = b->N;
+	int B = b->B, T = b->T, N = b->N, rc;
 	float *p = b->params;
-	LOOM_PROF(LOOM_PROF_MATMUL_FWD, loom_k_linear_fwd(b->mm, b->logits, seq, HP(b, p, QAW),
-							  HP(b, p, QAB), N, b->C, 2););
+	LOOM_PROF(LOOM_PROF_MATMUL_FWD,
+		  loom_k_linear_fwd(b->mm, b->logits + 2 * (size_t)b->r0, seq, HP(b, p, QAW),
+				    HP(b, p, QAB), b->Nr, b->C, 2););
+	if (b->seq) {
+		struct loom_tp t;
+		loom_bert_tp(b, &t);
+		if ((rc = loom_tp_rows_gather(&t, b->logits, 2 * (size_t)b->Nr)))
+			return rc;
+	}
 	for (int r = 0; b->packed && r < B; r++) /* the padding of each row */
 		for (size_t i = (size_t)r * T + b->len[r]; i < (size_t)(r + 1) * T; i++)
 			b->start_logits[i] = b->end_logits[i] = -INFINITY;
@@ -765,8 +861,10 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 		return rc;
 	int qa = b->cfg.task == LOOM_BERT_QA;
 	int have = qa ? x->start_positions && x->end_positions : x->mlm_labels != NULL;
-	/* qa_loss=all: the softmax reads the padding positions' logits */
-	int packed = !b->cfg.padded && !(qa && have && b->cfg.qa_loss == LOOM_BERT_QA_LOSS_ALL);
+	/* qa_loss=all: the softmax reads the padding positions' logits;
+	 * sequence parallelism splits the padded layout */
+	int packed = !b->cfg.padded && !b->seq &&
+		     !(qa && have && b->cfg.qa_loss == LOOM_BERT_QA_LOSS_ALL);
 	for (int r = 0; packed && !qa && have && r < B; r++) /* a label on padding? */
 		for (int t = b->len[r]; packed && t < T; t++)
 			packed = x->mlm_labels[(size_t)r * T + t] < 0;
@@ -774,6 +872,10 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	b->T = T;
 	b->packed = packed;
 	take_tokens(b, x, packed);
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	if ((rc = loom_tp_seq_rows(&t, B, T, b->N, &b->Nr, &b->r0, &b->sat)))
+		return rc;
 	layout(b, B, T, (size_t)b->N, b->acts);
 	if (qa && have) {
 		memcpy(b->start_pos, x->start_positions, sizeof(int32_t) * B);
@@ -794,7 +896,7 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	}
 	if (qa)
 		rc = qa_head(b, h, have);
-	else if (have)
+	else if (have && !(rc = rows_gather(b, b->buf2, h, &h))) /* (every rank's rows) */
 		rc = mlm_head(b, h, x->mlm_labels);
 	if (rc || (rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
@@ -806,49 +908,72 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 
 /* ---- backward ----------------------------------------------------------- */
 
+/* The output gradient of a dropped row-split product at site `site` of
+ * layer l from buf1 (d of the residual sum): buf1 itself when nothing
+ * drops, else dropped into buf2; sequence parallelism: this rank's rows
+ * dropped into its rows of buf2, then every rank's gathered. */
+static int drop_grad(struct loom_bert *b, float pd, int l, int site, const float **d)
+{
+	*d = b->buf1;
+	if (pd <= 0 && !b->seq)
+		return 0;
+	float *mine = b->buf2 + (size_t)b->r0 * b->C;
+	LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, mine, b->buf1, pd, l, site););
+	return rows_gather(b, b->buf2, mine, d);
+}
+
 /* dres holds d(layer output); on return d(layer input).  Buffers: buf1
  * the gradient at a residual sum (a LayerNorm's input), buf2 its dropped
  * copy, work gelu(fch) (recomputed), then its gradient, then the
- * attention's dqkv [N,3C] and dout [N,C]. */
+ * attention's dqkv [N,3C] and dout [N,C].  Sequence parallelism: dres
+ * and buf1 hold this rank's rows (dres [N,C] the input gradients' partial
+ * sums until reduce-scattered); buf2 the gathered dropped gradients, then
+ * h1 and x gathered again for their products' weight gradients; the
+ * LayerNorms' weight gradients of these tokens in lnd, summed over the
+ * ranks at the end. */
 static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_bert_lacts *a)
 {
-	int B = b->B, T = b->T, C = b->C, Cl = b->Cl, I = b->Il, N = b->N;
-	float *p = b->params, *dp = b->grads, *work = b->work;
+	int B = b->B, T = b->T, C = b->C, Cl = b->Cl, I = b->Il, N = b->N, Nr = b->Nr;
+	float *p = b->params, *dp = b->grads, *work = b->work, *y;
 	float pd = b->train ? (float)b->cfg.dropout : 0.0f;
 	float adrop = b->train ? (float)b->cfg.attn_dropout : 0.0f;
-	size_t NC = (size_t)N * C;
-	const float *dproj = b->buf1;
+	size_t NC = (size_t)Nr * C; /* the token-split regions' floats */
+	const float *dproj, *in;
+	/* the LayerNorm gradients [attention weight, bias, output weight, bias] */
+	float *dln = b->seq ? b->lnd : NULL;
+	float *dwa = dln ? dln : LP(b, dp, l, ALNW), *dba = dln ? dln + C : LP(b, dp, l, ALNB);
+	float *dwo = dln ? dln + 2 * C : LP(b, dp, l, OLNW);
+	float *dbo = dln ? dln + 3 * C : LP(b, dp, l, OLNB);
 
 	int rc;
+	if (dln)
+		memset(dln, 0, sizeof(float) * 4 * (size_t)C);
 	/* out = LayerNorm(res2): buf1 = d res2 */
 	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
-		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, OLNW), LP(b, dp, l, OLNB), b->dres,
-				       a->res2, LP(b, p, l, OLNW), a->ln2_mean, a->ln2_rstd, N, C););
-	if (pd > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, b->buf2, b->buf1, pd, l, 2););
-		dproj = b->buf2;
-	}
+		  loom_k_layernorm_bwd(b->buf1, dwo, dbo, b->dres, a->res2, LP(b, p, l, OLNW),
+				       a->ln2_mean, a->ln2_rstd, Nr, C););
+	if ((rc = drop_grad(b, pd, l, 2, &dproj)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_fwd(work, a->fch, (size_t)N * I););
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
 				    LP(b, p, l, OW), N, I, C););
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I););
+	if ((rc = rows_gather(b, b->buf2, a->h1, &in)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
-		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, a->h1,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, in,
 				    LP(b, p, l, IW), N, C, I););
-	if ((rc = tp_sum(b, b->dres, NC))) /* tensor parallelism: the ranks' parts */
+	if ((rc = rows_sum(b, b->dres, b->dres, &y))) /* tensor parallelism: the ranks' parts */
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
 		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d h1 */
 	/* h1 = LayerNorm(res1): buf1 = d res1 */
 	LOOM_PROF(LOOM_PROF_LN_BWD, loom_k_zero(b->buf1, NC);
-		  loom_k_layernorm_bwd(b->buf1, LP(b, dp, l, ALNW), LP(b, dp, l, ALNB), b->dres,
-				       a->res1, LP(b, p, l, ALNW), a->ln1_mean, a->ln1_rstd, N, C););
-	dproj = b->buf1;
-	if (pd > 0) {
-		LOOM_PROF(LOOM_PROF_ELEM_BWD, drop(b, b->buf2, b->buf1, pd, l, 1););
-		dproj = b->buf2;
-	}
+		  loom_k_layernorm_bwd(b->buf1, dwa, dba, b->dres, a->res1, LP(b, p, l, ALNW),
+				       a->ln1_mean, a->ln1_rstd, Nr, C););
+	if ((rc = drop_grad(b, pd, l, 1, &dproj)))
+		return rc;
 	float *dqkv = work, *datty = work + (size_t)N * 3 * Cl;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
@@ -860,20 +985,26 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 						  loom_model_site_key(b->key, l, 3)););
 	if (rc)
 		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory in attention backward");
+	if ((rc = rows_gather(b, b->buf2, x, &in)))
+		return rc;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
-		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, x,
+		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, in,
 				    LP(b, p, l, QW), N, C, 3 * Cl););
-	if ((rc = tp_sum(b, b->dres, NC)))
+	if ((rc = rows_sum(b, b->dres, b->dres, &y)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
 		  loom_k_residual_fwd(b->dres, b->dres, b->buf1, NC);); /* d x */
-	return 0;
+	return dln ? sp_grads(b, 2 * (size_t)C, 2,
+			      (float *const[]){ LP(b, dp, l, ALNW), LP(b, dp, l, OLNW) })
+		   : 0;
 }
 
-/* dres = d(sequence output) from the QA loss * scale. */
-static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
+/* dres = d(sequence output) from the QA loss * scale (sequence
+ * parallelism: of this rank's rows, the head's gradients summed over the
+ * ranks). */
+static int qa_bwd(struct loom_bert *b, const float *seq, float scale)
 {
-	int B = b->B, T = b->T, N = b->N;
+	int B = b->B, T = b->T, N = b->N, C = b->C;
 	float *p = b->params, *dp = b->grads;
 	float *ds = b->dse, *de = b->dse + (size_t)B * T; /* d start/end logits [B,T] */
 	float ws = b->nstart ? scale * 0.5f / b->nstart : 0, we = b->nend ? scale * 0.5f / b->nend : 0;
@@ -891,16 +1022,22 @@ static void qa_bwd(struct loom_bert *b, const float *seq, float scale)
 		b->logits[2 * i] = ds[at];
 		b->logits[2 * i + 1] = de[at];
 	}
+	/* (qa_outputs.weight [2,C] then its bias [2]) */
+	float *dw = b->seq ? b->lnd : HP(b, dp, QAW), *db = b->seq ? b->lnd + 2 * C : HP(b, dp, QAB);
+	if (b->seq)
+		memset(b->lnd, 0, sizeof(float) * (2 * (size_t)C + 2));
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
-		  loom_k_linear_bwd(b->mm, b->dres, HP(b, dp, QAW), HP(b, dp, QAB), b->logits, seq,
-				    HP(b, p, QAW), N, b->C, 2););
+		  loom_k_linear_bwd(b->mm, b->dres, dw, db, b->logits + 2 * (size_t)b->r0, seq,
+				    HP(b, p, QAW), b->Nr, C, 2););
+	return b->seq ? sp_grads(b, 2 * (size_t)C + 2, 1, (float *const[]){ HP(b, dp, QAW) }) : 0;
 }
 
 /* dres = d(sequence output) from the MLM loss * scale (tensor
- * parallelism: the decoder's input gradient summed over the ranks). */
+ * parallelism: the decoder's input gradient summed over the ranks;
+ * sequence parallelism: dres of this rank's rows). */
 static int mlm_bwd(struct loom_bert *b, float scale)
 {
-	int M = b->M, C = b->C, V = b->Vl, N = b->N, rc;
+	int M = b->M, C = b->C, V = b->Vl, rc;
 	float *p = b->params, *dp = b->grads;
 	LOOM_PROF(LOOM_PROF_XENT_BWD,
 		  loom_k_crossentropy_bwd(b->mlogits, b->mlm_tgt, M, V, b->tp_rank * V, -1, scale / M,
@@ -917,9 +1054,12 @@ static int mlm_bwd(struct loom_bert *b, float scale)
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->md, HP(b, dp, TDW), HP(b, dp, TDB), b->mln, b->mx,
 				    HP(b, p, TDW), M, C, C););
-	LOOM_PROF(LOOM_PROF_ELEM_BWD, loom_k_zero(b->dres, (size_t)N * C););
-	for (int k = 0; k < M; k++)
-		memcpy(b->dres + (size_t)b->mlm_row[k] * C, b->md + (size_t)k * C, sizeof(float) * C);
+	LOOM_PROF(LOOM_PROF_ELEM_BWD, loom_k_zero(b->dres, (size_t)b->Nr * C););
+	for (int k = 0; k < M; k++) { /* (sequence parallelism: this rank's rows) */
+		int i = b->mlm_row[k] - b->r0;
+		if (i >= 0 && i < b->Nr)
+			memcpy(b->dres + (size_t)i * C, b->md + (size_t)k * C, sizeof(float) * C);
+	}
 	return 0;
 }
 
@@ -934,9 +1074,7 @@ static int backward(struct loom_bert *b, float scale)
 	if (qa ? !b->nstart && !b->nend : !b->M)
 		return 0; /* every target ignored: no gradient */
 	const float *seq = b->layer[L - 1].out;
-	if (qa)
-		qa_bwd(b, seq, scale);
-	else if ((rc = mlm_bwd(b, scale)))
+	if ((rc = qa ? qa_bwd(b, seq, scale) : mlm_bwd(b, scale)))
 		return rc;
 	/* under recompute the shared slots still hold the last layer's
 	 * activations from the forward (the heads use buffers of their own):
@@ -950,16 +1088,27 @@ static int backward(struct loom_bert *b, float scale)
 		if (b->grad_ready)
 			LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, l););
 	}
-	/* x0 = drop(LayerNorm(emb)) */
+	/* x0 = drop(LayerNorm(emb)); sequence parallelism: of this rank's
+	 * rows, their gradient into its rows of buf2, then gathered */
 	double t0 = LOOM_PROF_BEGIN();
+	float *demb = b->seq ? b->buf2 + (size_t)b->r0 * C : b->buf1;
+	float *dw = b->seq ? b->lnd : TP(b, dp, E_LNW), *db = b->seq ? b->lnd + C : TP(b, dp, E_LNB);
+	const float *d;
+	if (b->seq)
+		memset(b->lnd, 0, sizeof(float) * 2 * (size_t)C);
 	drop(b, b->dres, b->dres, b->train ? (float)b->cfg.dropout : 0.0f, -1, 0);
-	loom_k_zero(b->buf1, (size_t)N * C);
-	loom_k_layernorm_bwd(b->buf1, TP(b, dp, E_LNW), TP(b, dp, E_LNB), b->dres, b->emb,
-			     TP(b, p, E_LNW), b->emb_mean, b->emb_rstd, N, C);
+	loom_k_zero(demb, (size_t)b->Nr * C);
+	loom_k_layernorm_bwd(demb, dw, db, b->dres, b->emb, TP(b, p, E_LNW), b->emb_mean,
+			     b->emb_rstd, b->Nr, C);
+	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
+	if ((rc = rows_gather(b, b->buf2, demb, &d)) ||
+	    (b->seq && (rc = sp_grads(b, 2 * (size_t)C, 1, (float *const[]){ TP(b, dp, E_LNW) }))))
+		return rc;
+	t0 = LOOM_PROF_BEGIN();
 	/* (tensor parallelism: the word rows of this rank's ids; positions
-	 * and types on every rank, buf1 being the same on each) */
+	 * and types on every rank, d being the same on each) */
 	loom_k_encoder_bwd(TP(b, dp, E_WORD), b->tp_rank * b->Vl, b->Vl, TP(b, dp, E_POS),
-			   TP(b, dp, E_TYPE), b->buf1, b->ids, b->seg, b->packed ? b->pos : NULL,
+			   TP(b, dp, E_TYPE), d, b->ids, b->seg, b->packed ? b->pos : NULL,
 			   b->packed ? 1 : b->B, b->packed ? N : b->T, C);
 	LOOM_PROF_END(LOOM_PROF_EMBED_BWD, t0);
 	float *pad = pad_row(b, dp); /* HF's padding_idx: that row is never trained */
@@ -1051,13 +1200,15 @@ static void dist_weights_changed(void *b)
 }
 
 /* No units (loom_dist refuses sharding=weights) and no masks: grad_ready
- * and tensor parallelism's reduce only. */
+ * and tensor parallelism's reduce, gather and scatter only. */
 static void dist_connect(void *model, const struct loom_dist_calls *c)
 {
 	struct loom_bert *b = model;
 	b->grad_ready = c->grad_ready;
 	b->grad_ready_ctx = c->ctx;
 	b->reduce = c->reduce;
+	b->gather = c->gather;
+	b->scatter = c->scatter;
 }
 
 static int dist_replicated(void *model, int i)

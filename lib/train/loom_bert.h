@@ -69,6 +69,29 @@
  * mask on every rank.  Packed rows (cfg.padded 0) are packed alike on
  * every rank.  Each forward checks that the ranks got the same batch.
  *
+ * Sequence parallelism (cfg.sequence_parallel with tp > 1, Megatron-LM's;
+ * the token split of lib/train/loom_tp.h): the regions between the
+ * products, the LayerNorms (the embeddings' too), dropout and residual
+ * adds, hold only rank r's Nr = B T / tp tokens, rows r Nr .. of the
+ * flattened [B T]: the residual stream, the LayerNorms' inputs, outputs
+ * and statistics and the embedding sum take 1/tp of their memory.  The
+ * input of each column-split product (the layer input before q|k|v, the
+ * attention LayerNorm's output before the intermediate) is all-gathered,
+ * the partial sums of each row-split product (and of the lookup) are
+ * reduce-scattered instead of all-reduced; backward gathers the dropped
+ * output gradient of each row-split product and again the inputs of the
+ * column-split ones (not kept whole), and reduce-scatters their input
+ * gradients.  The QA head computes its rank's rows' logits, all-gathered
+ * ([N,2]: every rank the same loss), its weight gradient summed over the
+ * ranks; the MLM head all-gathers the last layer's output and runs as
+ * without (its M rows on every rank), the gradient of its rank's rows
+ * kept.  Dropout draws row n's mask as the whole [B T, C]'s
+ * (loom_k_dropout_at), so a run is one process's; the LayerNorm weight
+ * gradients, partial over the tokens, are all-reduced after each layer's
+ * backward (and the embeddings').  Rows are never packed under it (a
+ * packed batch's token count varies, so would the split; Megatron-LM's
+ * BERT runs padded too): it computes every padding position.
+ *
  * Determinism: same parameters, data, dropout key and thread count give
  * bit-identical results.  Errors: 0 or negative LOOM_E*; message in
  * loom_bert_error().  Nothing prints.
@@ -106,6 +129,7 @@ struct loom_bert_config {
 	int qa_loss;                    /* enum loom_bert_qa_loss */
 	int precision;                  /* LOOM_PREC_FP32 / _BF16 */
 	int recompute;
+	int sequence_parallel;          /* with loom_bert_new_tp's tp > 1: see above */
 	/* 1: compute every padding position too (the reference), 0: each row
 	 * at its real length, packed (see loom_bert_forward) */
 	int padded;
@@ -134,7 +158,9 @@ struct loom_bert_lacts {
 	float *atty;                    /* [N,C] */
 	float *lse;                     /* [N*NH]: [B,NH,T] padded, packed rows' heads
 					   (tensor parallelism: this rank's; so qkv
-					   [N,3C/tp], atty [N,C/tp], fch [N,I/tp]) */
+					   [N,3C/tp], atty [N,C/tp], fch [N,I/tp];
+					   sequence parallelism: res1, h1, res2, out
+					   [Nr,C] and the statistics [Nr]) */
 	float *res1, *ln1_mean, *ln1_rstd, *h1;  /* x + attention, its LN stats, LN output */
 	float *fch;                     /* [N,I] intermediate pre-activation */
 	float *res2, *ln2_mean, *ln2_rstd;       /* h1 + MLP, its LN stats */
@@ -155,8 +181,11 @@ struct loom_bert {
 	int32_t *off, *at, *pos;
 	float *acts;
 	struct loom_bert_lacts *layer;  /* [L] */
-	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input */
-	float *dres, *buf1, *buf2, *work;       /* [N,C] x3, [N, max(I, 4C)] */
+	float *emb, *emb_mean, *emb_rstd, *x0;  /* embedding sum, its LN stats, layer 0 input
+						   (sequence parallelism: [Nr,C], [Nr]) */
+	float *dres, *buf1, *buf2, *work;       /* [N,C] x3 (sequence parallelism: buf1
+						   [Nr,C]; buf2 the gathered rows and partial
+						   sums), [N, max(I/tp, 4C/tp)] */
 	float *logits;                  /* QA: [N,2] */
 	float *start_logits, *end_logits;       /* QA: [B,T] */
 	float *dse;                     /* QA: d start|end logits [2,B,T] */
@@ -183,6 +212,16 @@ struct loom_bert {
 	 * mlm_hits: an MLM evaluation's argmax hits over the whole vocabulary */
 	int tp, tp_rank, NHl, Cl, Il, Vl;
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	/* sequence parallelism (seq 1): this rank's Nr tokens from r0 (seq 0:
+	 * N, 0), sat[Nr] their indices (the dropout masks' rows); gather and
+	 * scatter set by the connect hook; lnd [4C+2]: the replicated
+	 * tensors' gradients of these tokens (a layer's LayerNorms, the
+	 * embeddings' LayerNorm, the QA head), summed over the ranks */
+	int seq, Nr, r0;
+	int32_t *sat;
+	float *lnd;
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	int64_t mlm_hits;
 	struct loom_mm *mm;
 	int w16_ok;
@@ -247,7 +286,13 @@ void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t);
  * (2 (tp-1)/tp x the buffer): per micro-batch [N,C] after the lookup and
  * 2 a layer in forward, 2 a layer in backward and 2 more a layer
  * recomputed (all but the last); the MLM loss's 3 [M] and its decoder's
- * [M,C] input gradient; the 16-byte batch check; the norm's 8 bytes.  0
+ * [M,C] input gradient; the 16-byte batch check; the norm's 8 bytes.
+ * Sequence parallelism: ring all-gathers and reduce-scatters ((tp-1)/tp
+ * x the buffer) of [N,C] instead, per micro-batch the lookup's, 4 a layer
+ * in forward, 6 a layer in backward and 4 more a layer recomputed, the
+ * embeddings' gradient, the MLM head's input or the QA logits [N,2]; the
+ * all-reduces of the LayerNorm gradients (4C a layer, the embeddings' 2C,
+ * the QA head's 2C+2), the MLM loss's, the batch check and the norm.  0
  * for tp 1. */
 uint64_t loom_bert_tp_bytes(const struct loom_bert *b, int micro);
 void loom_bert_free(struct loom_bert *b);

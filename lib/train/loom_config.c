@@ -65,7 +65,7 @@ static const struct key keys[] = {
 	{ "global_batch", K_INT, O(global_batch), 0, 1 << 30, NULL, "records per step (0 = derived)", 0 },
 	{ "data_parallel", K_INT, O(data_parallel), 1, 1 << 16, NULL, "data-parallel ranks", 0 },
 	{ "tensor_parallel", K_INT, O(tensor_parallel), 1, 1 << 16, NULL, "tensor-parallel ranks per data-parallel replica", 0 },
-	{ "sequence_parallel", K_BOOL, O(sequence_parallel), 0, 1, NULL, "with tensor_parallel: LayerNorms, dropout and residuals split along the tokens (gpt)", 0 },
+	{ "sequence_parallel", K_BOOL, O(sequence_parallel), 0, 1, NULL, "with tensor_parallel: LayerNorms, dropout and residuals split along the tokens", 0 },
 	{ "sharding", K_ENUM, O(sharding), 0, 0, sharding_names, "optimizer|weights: what the MPI ranks shard", 0 },
 	{ "dist_timeout", K_FLOAT, O(dist_timeout), 0, 1e7, NULL, "seconds a rank waits for another that does not answer (0 = forever)", 0 },
 	{ "steps", K_I64, O(steps), 0, 1e15, NULL, "optimizer steps", 0 },
@@ -601,9 +601,6 @@ static int validate_tp(struct loom_config *c)
 	if (T == 1)
 		return 0;
 	int bert_mlp = c->model == LOOM_MODEL_BERT && c->intermediate;
-	if (c->sequence_parallel && c->model != LOOM_MODEL_GPT)
-		return loom_err_set(e, LOOM_EINVAL, "sequence_parallel: only the GPT splits its tokens "
-				    "across ranks (model is %s)", loom_model_name(c->model));
 	if (c->sequence_parallel && c->seq_len % T)
 		return loom_err_set(e, LOOM_EINVAL, "sequence_parallel: tensor_parallel=%d does not "
 				    "divide seq_len (%d): each rank holds seq_len/T of a row's tokens",

@@ -110,7 +110,8 @@ static struct loom_tp team(const struct loom_gpt *g)
 {
 	return (struct loom_tp){ .tp = g->tp, .rank = g->tp_rank, .tab = g->tensors,
 				 .nt = g->n_tensors, .split = tp_split, .model = g,
-				 .reduce = g->reduce, .ctx = g->grad_ready_ctx,
+				 .reduce = g->reduce, .seq = g->seq, .gather = g->gather,
+				 .scatter = g->scatter, .ctx = g->grad_ready_ctx,
 				 .err = (struct loom_err *)&g->err };
 }
 
@@ -680,9 +681,10 @@ static int ensure_acts(struct loom_gpt *g)
 	int res2 = keep_res2(&g->cfg, N, g->keep_res2);
 	if (g->acts && g->acts_N == N && g->hr == hr && g->res2 == res2)
 		return 0;
-	if (g->seq && N % (size_t)g->tp)
-		return loom_err_set(&g->err, LOOM_EINVAL, "batch %dx%d: sequence_parallel splits its "
-				    "%zu tokens across %d ranks: not a multiple of it", B, T, N, g->tp);
+	struct loom_tp t = team(g);
+	int rc = loom_tp_seq_rows(&t, B, T, (int)N, &g->Nr, &g->r0, &g->at);
+	if (rc)
+		return rc;
 	g->acts_N = 0;
 	float *glob[8];
 	size_t n = layout(&g->cfg, N, g->cfg.recompute, hr, res2, NULL, NULL, glob);
@@ -693,17 +695,10 @@ static int ensure_acts(struct loom_gpt *g)
 		g->acts = loom_model_falloc(n);
 		g->acts_cap = g->acts ? n : 0;
 	}
-	g->Nr = (int)(g->seq ? N / (size_t)g->tp : N);
-	g->r0 = g->seq ? g->tp_rank * g->Nr : 0;
 	if (g->tp > 1) { /* the vocabulary-parallel loss's per-row values */
 		free(g->xent);
-		free(g->at);
-		g->xent = malloc(sizeof(float) * 3 * hr);
-		g->at = g->seq ? malloc(sizeof(int32_t) * (size_t)g->Nr) : NULL;
-		if (!g->xent || (g->seq && !g->at))
+		if (!(g->xent = malloc(sizeof(float) * 3 * hr)))
 			return loom_err_set(&g->err, LOOM_ENOMEM, "out of memory");
-		for (int n = 0; g->seq && n < g->Nr; n++)
-			g->at[n] = g->r0 + n;
 	}
 	if (!g->acts_cap)
 		return loom_err_set(&g->err, LOOM_ENOMEM,
@@ -833,11 +828,8 @@ static int tp_sum(struct loom_gpt *g, float *x, size_t n)
  * every rank's (an all-gather; without it the rows are all there). */
 static int sp_gather(struct loom_gpt *g, float *buf)
 {
-	int rc = 0;
-	if (g->seq)
-		LOOM_PROF(LOOM_PROF_COMM, rc = g->gather(g->grad_ready_ctx, buf,
-							 (size_t)g->Nr * g->C, &g->err););
-	return rc;
+	struct loom_tp t = team(g);
+	return loom_tp_rows_gather(&t, buf, (size_t)g->Nr * g->C);
 }
 
 /* The partial sums in[N,C] of a row-parallel product (or of the
@@ -847,13 +839,8 @@ static int sp_gather(struct loom_gpt *g, float *buf)
  * reduce-scatter; out may be in), *y = out. */
 static int tp_out(struct loom_gpt *g, float *in, float *out, float **y)
 {
-	int rc = 0;
-	*y = g->seq ? out : in;
-	if (!g->seq)
-		return tp_sum(g, in, (size_t)g->B * g->T * g->C);
-	LOOM_PROF(LOOM_PROF_COMM, rc = g->scatter(g->grad_ready_ctx, in, out,
-						  (size_t)g->Nr * g->C, &g->err););
-	return rc;
+	struct loom_tp t = team(g);
+	return loom_tp_rows_sum(&t, in, out, (size_t)g->Nr * g->C, y);
 }
 
 /* Dropout of this rank's rows x[Nr,C] into out (may be x) by the whole
@@ -888,12 +875,8 @@ static int drop_grad(struct loom_gpt *g, float p, uint64_t key, const float **d)
  * the pairs' gradients at dst[k] (a weight's, its bias's after it). */
 static int sp_ln_grads(struct loom_gpt *g, float *d, int pairs, float *const *dst)
 {
-	size_t C2 = 2 * (size_t)g->C;
-	int rc = tp_sum(g, d, (size_t)pairs * C2);
-	for (int k = 0; !rc && k < pairs; k++)
-		for (size_t i = 0; i < C2; i++)
-			dst[k][i] += d[k * C2 + i];
-	return rc;
+	struct loom_tp t = team(g);
+	return loom_tp_sum_add(&t, d, 2 * (size_t)g->C, pairs, dst);
 }
 
 static int layer_fwd(struct loom_gpt *g, int l, const float *x, struct loom_gpt_lacts *a)

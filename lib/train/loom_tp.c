@@ -6,6 +6,7 @@
 #include "loom_ckpt.h"
 #include "loom_dist.h"
 #include "loom_kernels.h"
+#include "loom_profile.h"
 #include "loom_tp.h"
 
 /* The runs of rank `rank`'s slice of tensor i: run(ctx, element offset in
@@ -136,6 +137,57 @@ int loom_tp_sum(const struct loom_tp *t, float *x, size_t n)
 	if (t->tp == 1)
 		return 0;
 	return t->reduce(t->ctx, x, n, LOOM_DIST_SUM_F32, t->err);
+}
+
+int loom_tp_seq_rows(const struct loom_tp *t, int B, int T, int N, int *nr, int *r0,
+		     int32_t **at)
+{
+	if (!t->seq) {
+		*nr = N;
+		*r0 = 0;
+		return 0;
+	}
+	if (N % t->tp)
+		return loom_err_set(t->err, LOOM_EINVAL, "batch %dx%d: sequence_parallel splits its "
+				    "%d tokens across %d ranks: not a multiple of it", B, T, N, t->tp);
+	int32_t *a = realloc(*at, sizeof(int32_t) * (size_t)(N / t->tp));
+	if (!a)
+		return loom_err_set(t->err, LOOM_ENOMEM, "out of memory");
+	*at = a;
+	*nr = N / t->tp;
+	*r0 = t->rank * *nr;
+	for (int n = 0; n < *nr; n++)
+		a[n] = *r0 + n;
+	return 0;
+}
+
+int loom_tp_rows_gather(const struct loom_tp *t, float *buf, size_t n)
+{
+	int rc = 0;
+	if (t->seq)
+		LOOM_PROF(LOOM_PROF_COMM, rc = t->gather(t->ctx, buf, n, t->err););
+	return rc;
+}
+
+int loom_tp_rows_sum(const struct loom_tp *t, float *in, float *out, size_t n, float **y)
+{
+	int rc = 0;
+	*y = t->seq ? out : in;
+	if (t->seq)
+		LOOM_PROF(LOOM_PROF_COMM, rc = t->scatter(t->ctx, in, out, n, t->err););
+	else if (t->tp > 1)
+		LOOM_PROF(LOOM_PROF_COMM, rc = loom_tp_sum(t, in, n););
+	return rc;
+}
+
+int loom_tp_sum_add(const struct loom_tp *t, float *d, size_t n, int k, float *const *dst)
+{
+	int rc = 0;
+	LOOM_PROF(LOOM_PROF_COMM, rc = loom_tp_sum(t, d, (size_t)k * n););
+	for (int j = 0; !rc && j < k; j++)
+		for (size_t i = 0; i < n; i++)
+			dst[j][i] += d[(size_t)j * n + i];
+	return rc;
 }
 
 uint64_t loom_tp_hash(uint64_t h, const int32_t *x, size_t n)

@@ -5,8 +5,10 @@
  * how, copies between a rank's slices and the whole model's layout, a
  * rank's initialisation as its slice of the whole model's draws, the sum
  * over the team, the check that the team computes on one batch, the AdamW
- * step on slices clipped by the whole model's norm, and the
- * vocabulary-parallel cross-entropy.
+ * step on slices clipped by the whole model's norm, the
+ * vocabulary-parallel cross-entropy, and sequence parallelism's token
+ * split (its rows, gathers, reduce-scatters and the sum of the replicated
+ * LayerNorms' gradients).
  *
  * A model split over tp ranks has a table (struct loom_tensor, of the
  * model's own layout) whose split tensors hold rank `rank`'s slice: a
@@ -20,6 +22,17 @@
  * The team's reduce call (lib/train/loom_dist.h's loom_dist_calls.reduce:
  * sum or max over the tp ranks of a replica) is set by the model's
  * connect hook; a model under tp > 1 computes only once connected.
+ *
+ * Sequence parallelism (seq 1, Megatron-LM's): the regions between a
+ * model's products (LayerNorms, dropout, residual adds) hold only rank
+ * r's nr = N/tp of a batch's N tokens, rows r0 = r nr .. of the flattened
+ * [B T]; a column-split product's input is all-gathered (the gather call)
+ * and a row-split product's partial sums reduce-scattered (scatter)
+ * instead of all-reduced.  The gradients of the replicated tensors read
+ * in those regions (LayerNorms) are then partial over the tokens: summed
+ * over the team (loom_tp_sum_add).  The loom_tp_rows_* calls and
+ * loom_tp_sum_add count their time as LOOM_PROF_COMM (call them outside
+ * another profiled op).
  *
  * Ownership: struct loom_tp borrows everything it points at (a model
  * fills one in from its own fields).  Errors: 0 or a negative LOOM_E*
@@ -46,6 +59,11 @@ struct loom_tp {
 	const void *model;
 	/* sum or max (LOOM_DIST_*) of buf[0..n) over the team; NULL: not connected */
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	/* sequence parallelism (seq 1, with tp > 1): lib/train/loom_dist.h's
+	 * gather and scatter calls (NULL: not connected) */
+	int seq;
+	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
+	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	void *ctx;
 	struct loom_err *err;
 };
@@ -98,6 +116,34 @@ int loom_tp_same_batch(const struct loom_tp *t, uint64_t h);
 int loom_tp_xent(const struct loom_tp *t, float *logits, int n, int Vl, int V,
 		 const int32_t *tg, int ignore_id, float *losses, float *scratch,
 		 int64_t *ncorrect);
+
+/* The rows of the token-split regions of a batch of N tokens (B rows of
+ * T, for the message; sequence parallelism computes them padded, N = B
+ * T): seq 1, this rank's *nr = N/tp tokens from *r0 = rank *nr, and
+ * (*at)[*nr] their indices r0 .. in the flattened [B T] (reallocated: the
+ * rows of the dropout masks, loom_k_dropout_at); seq 0, *nr = N and *r0
+ * = 0 (*at untouched).  0, or LOOM_EINVAL "batch BxT: sequence_parallel
+ * splits its N tokens across tp ranks: not a multiple of it", or
+ * LOOM_ENOMEM. */
+int loom_tp_seq_rows(const struct loom_tp *t, int B, int T, int N, int *nr, int *r0,
+		     int32_t **at);
+
+/* Sequence parallelism: buf[tp n] holding this rank's n floats at
+ * buf[rank n] gets every rank's (an all-gather before a column-split
+ * product); seq 0: nothing (the rows are all there). */
+int loom_tp_rows_gather(const struct loom_tp *t, float *buf, size_t n);
+
+/* The partial sums in[] of a row-split product summed over the team,
+ * *y where the sum is: sequence parallelism, this rank's n floats of it
+ * (its nr rows) into out (a reduce-scatter; out may be in), *y = out;
+ * seq 0, in[0..n) in place (an all-reduce; tp 1: nothing), *y = in. */
+int loom_tp_rows_sum(const struct loom_tp *t, float *in, float *out, size_t n, float **y);
+
+/* Sequence parallelism: the gradients of replicated tensors from this
+ * rank's tokens only, d[k n] (k runs of n floats), summed over the team,
+ * run i then added to dst[i][0..n) (the tensors' gradients, accumulated
+ * over micro-batches: d held this micro-batch's share). */
+int loom_tp_sum_add(const struct loom_tp *t, float *d, size_t n, int k, float *const *dst);
 
 /* AdamW step t at lr on this rank's slices (params, grads, m, v in t's
  * table), clipped by the whole model's gradient norm (the split tensors'
