@@ -4,8 +4,10 @@
 # train the loss curve of one process, task=squad and task=mlm, T=2, T=4
 # and 2x2 (data x tensor), with dropout, with recompute and accumulation,
 # and evaluate as it does; checkpoints hold the whole tensors
-# and move between grids (T=2 -> T=1 -> 2x2); a checkpoint of the other
-# model is one line, no hang.
+# and move between grids (T=2 -> T=1 -> 2x2, 1 -> T=2), each rank reading
+# only its slices (a resume's peak RSS that of a fresh start), also of a
+# checkpoint without the task's head (--init-from: the new head's slices
+# one process's); a checkpoint of the other model is one line, no hang.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 
@@ -112,6 +114,44 @@ same_file straight/latest/model.safetensors again/latest/model.safetensors \
 	"  weights byte-identical to the uninterrupted T=2 run"
 same_file straight/latest/optimizer.safetensors again/latest/optimizer.safetensors \
 	"  AdamW moments too"
+
+# a checkpoint one process saved resumes at T=2
+run sh -c "$SFEED --batch 8 | $BTRAIN $D0 --set micro_batch=8 --steps 10 --save $T/ck1"
+is_rc 0 "squad: 1 rank saves at step 10"
+np 2 "$SFEED --batch 8 --resume ck1/latest | loom-train -q --threads 1 --resume ck1 --set micro_batch=8,tensor_parallel=2 --steps 20 --log r1.json"
+is_rc 0 "T=2 resumes it to step 20"
+d=$(maxrel r1.json one0.json 11 20)
+ok "  steps 11-20 within 1e-5 of 1 rank (max $d)" small "$d"
+
+# a rank reads only its slices of the checkpoint: resuming costs no more
+# memory than starting afresh (before, a whole model's weights and
+# moments more: 3 x 17.6 MB here)
+peak() { sed -n 's/^loom-train: rank 0: done: .*, peak RSS \([0-9.]*\) MB$/\1/p' "$err"; }
+RT="loom-train -c bert-tiny --threads 1 --set task=mlm,vocab_size=30524,n_head=4,attn_dropout=0,micro_batch=4,tensor_parallel=2"
+np 2 "$MFEED --batch 4 | $RT --steps 2 --save mck"
+is_rc 0 "mlm T=2: 2 steps from scratch, saved"
+fresh=$(peak)
+np 2 "$MFEED --batch 4 --resume mck/latest | $RT --resume mck --steps 4"
+is_rc 0 "mlm T=2 resumes it"
+resumed=$(peak)
+ok "  peak RSS resuming $resumed MB, from scratch $fresh MB: less than the weights' 17.6 MB more" \
+	/usr/bin/python3 -c "import sys; sys.exit(not $resumed - $fresh < 17.6)"
+diag "mlm T=2 peak RSS of rank 0: $fresh MB from scratch, $resumed MB resuming"
+
+# --init-from a checkpoint without the task's head (the masked-LM one for
+# squad): each rank draws its slices of the new head as one process does
+run loom-squad prepare -q --vocab bert-base-uncased --seq 32 --stride 16 "$T/sq.json" -o "$T/sqb/sq"
+is_rc 0 "squad features in bert-base-uncased's ids"
+IFEED="loom-feed -q --manifest $T/sqb/sq.manifest.json --seed 1 --epochs 0 --batch 8"
+IT="loom-train -c bert-tiny --threads 1 --steps 5 --set n_head=4,dropout=0.1,attn_dropout=0,micro_batch=8,lr=1e-3 --init-from $T/mck/latest"
+run sh -c "$IFEED | $IT --log $T/ih1.json"
+is_rc 0 "1 rank: squad --init-from the mlm checkpoint"
+np 2 "$IFEED | $IT --set tensor_parallel=2 --log ih2.json"
+is_rc 0 "T=2 likewise"
+like "$err" 'rank 0: --init-from: the encoder .* loaded; .*/mck/step-00000002 has no question-answering \(qa_outputs\) head: initialised from the seed$' \
+	"  saying the head is new"
+d=$(maxrel ih2.json ih1.json 1 5)
+ok "  within 1e-5 of 1 rank over 5 steps (max $d)" small "$d"
 
 # --- what cannot be: one line, no hang ----------------------------------------
 fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522\): pad the vocabulary to a multiple of it$' \

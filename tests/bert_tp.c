@@ -10,7 +10,8 @@
  * after the step (slices put back with loom_tp_copy) within 1e-5; the
  * whole tensors' gradients the same bytes on every rank; an evaluation's
  * loss and hits those of the whole model; the bytes the reduce calls
- * moved in the micro-batch and step against loom_bert_tp_bytes. */
+ * moved in the micro-batch and step against loom_bert_tp_bytes; a new
+ * head (loom_bert_init_head) the slices of the whole model's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,37 @@ static void check(int T, int task, int qa_loss, const char *what)
 	loom_bert_free(w);
 }
 
+/* A new head (--init-from a checkpoint without it): each rank's slices
+ * of it as the whole model draws them, nothing else touched. */
+static void new_head(int T, int task)
+{
+	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.n_head = 4;
+	c.vocab_size = 24;	/* the MLM bias split by vocabulary rows */
+	struct loom_bert *w = loom_bert_new(&c);
+	loom_bert_init_weights(w, 5);
+	int same = 1, untouched = 1;
+	for (int k = 0; k < T; k++) {
+		struct loom_bert *b = loom_bert_new_tp(&c, k, T);
+		float *want = malloc(b->n_params * sizeof(float));
+		struct loom_tp t;
+		loom_bert_tp(b, &t);
+		loom_tp_copy(&t, k, want, w->params, 0);
+		loom_bert_init_head(b, 5);
+		size_t h = b->tensors[b->n_tensors - (task == LOOM_BERT_QA ? 2 : 5)].offset;
+		same &= !memcmp(b->params + h, want + h, (b->n_params - h) * sizeof(float));
+		for (size_t i = 0; i < h; i++)
+			untouched &= b->params[i] == 0.0f;
+		free(want);
+		loom_bert_free(b);
+	}
+	const char *what = task == LOOM_BERT_QA ? "QA" : "MLM";
+	ok(same, "%s T=%d: loom_bert_init_head gives each rank its slices of the whole head", what,
+	   T);
+	ok(untouched, "%s T=%d: and leaves the encoder as it was", what, T);
+	loom_bert_free(w);
+}
+
 int main(void)
 {
 	for (int i = 0; i < B * S; i++) {
@@ -176,6 +208,8 @@ int main(void)
 		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_ALL, "QA, padded rows");
 		check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_REAL, "QA, packed rows");
 		check(T, LOOM_BERT_MLM, LOOM_BERT_QA_LOSS_ALL, "MLM, packed rows");
+		new_head(T, LOOM_BERT_QA);
+		new_head(T, LOOM_BERT_MLM);
 	}
 	return done_testing();
 }

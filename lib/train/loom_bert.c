@@ -256,10 +256,20 @@ void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
 	 * whole one's draws */
 	struct loom_tp t;
 	loom_bert_tp(b, &t);
-	loom_tp_init(&t, b->params, seed, bert_init, b);
+	loom_tp_init(&t, 0, b->params, seed, bert_init, b);
 	float *pad = pad_row(b, b->params);
 	if (pad)
 		memset(pad, 0, sizeof(float) * b->C);
+	b->w16_ok = 0;
+}
+
+void loom_bert_init_head(struct loom_bert *b, uint64_t seed)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	loom_model_init_tensors(b->tensors, T_HEAD(b, 0), b->n_tensors, b->params, seed, bert_init,
+				b);
+	loom_tp_init(&t, T_HEAD(b, 0), b->params, seed, bert_init, b);
 	b->w16_ok = 0;
 }
 

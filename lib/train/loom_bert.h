@@ -256,6 +256,11 @@ const char *loom_bert_error(const struct loom_bert *b);
  * pad token's word embedding 0), biases 0, LayerNorm 1 and 0.  Counter-based; moments and gradients
  * zeroed. */
 void loom_bert_init_weights(struct loom_bert *b, uint64_t seed);
+/* Only the head's parameters (qa_outputs or cls.predictions: the table's
+ * last tensors) as loom_bert_init_weights draws them from `seed` (under
+ * tensor parallelism this rank's slices of the whole head's draws);
+ * nothing else touched. */
+void loom_bert_init_head(struct loom_bert *b, uint64_t seed);
 /* Forward on a batch of B rows of T <= max_positions tokens; train != 0
  * applies dropout with key `key`.  With the task's targets computes the
  * loss into *loss (may be NULL) and keeps what backward needs.  QA:
@@ -361,6 +366,15 @@ int loom_bert_ckpt_loom_config(const struct loom_ckpt *ck, struct loom_config *c
  * no question-answering head (qa_outputs.weight): a BertForMaskedLM
  * checkpoint"). */
 int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
+/* Its first half, for a caller that reads the weights itself (a rank of
+ * a tensor-parallel or sharded run: only its slices): whether ck holds
+ * b's head.  It does: returns b->n_tensors, the tensors to load.  It does
+ * not, and flags has LOOM_BERT_CKPT_NEW_HEAD: the head initialised from
+ * `seed` (loom_bert_init_head: the slices the whole model's draws give),
+ * ck's loads told to leave the other head unread (loom_ckpt_skip, until
+ * loom_ckpt_skip(ck, NULL)), and the count of the tensors before the
+ * head returned: load those.  Else LOOM_EFORMAT with the line above. */
+int loom_bert_ckpt_head(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
 /* The checkpoint's tokenizer: its vocab.txt path into path[n] and the
  * options of its tokenizer_config.json (do_lower_case, strip_accents,
  * tokenize_chinese_chars; bert-base-uncased's when absent): 2 when that
