@@ -49,6 +49,13 @@
  *
  * Data parallelism: grad_ready(ctx, l) is called as in struct loom_gpt
  * (layer L-1's call also covers the head, -1 after the embeddings).
+ * sharding=weights (ZeRO-3, lib/train/loom_dist.h): the units are the
+ * embeddings (-1) and each layer (the head's tensors with layer L-1's);
+ * forward gathers the embeddings, then each layer, the masked-LM
+ * decoder the embeddings again; backward the head's unit (and the
+ * embeddings for the decoder), each layer down, the embeddings last; a
+ * backward whose targets are all ignored runs too, with zero gradients
+ * (its gathers are collective).
  *
  * Tensor parallelism (loom_bert_new_tp, Megatron-LM's 1D splits, as the
  * GPT's; lib/train/loom_tp.h): rank r of tp holds the query, key and
@@ -109,6 +116,8 @@ struct loom_bert_config {
 	/* 1: compute every padding position too (the reference), 0: each row
 	 * at its real length, packed (see loom_bert_forward) */
 	int padded;
+	int sharding;                   /* enum loom_sharding (lib/train/loom_config.h):
+					   weights: units for loom_dist's ZeRO-3 */
 	struct loom_adamw adamw;
 };
 
@@ -183,6 +192,12 @@ struct loom_bert {
 	 * mlm_hits: an MLM evaluation's argmax hits over the whole vocabulary */
 	int tp, tp_rank, NHl, Cl, Il, Vl;
 	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
+	/* sharding=weights (set by the connect hook, ctx grad_ready_ctx):
+	 * a unit's parameters (-1 the embeddings, l layer l, the head's with
+	 * layer L-1) are read only between need and done (lib/train/loom_dist.h) */
+	int (*need)(void *ctx, int u, int next, struct loom_err *err);
+	void (*done)(void *ctx, int u);
+#define LOOM_BERT_UNIT_NONE (-2)        /* need's `next`: no unit */
 	int64_t mlm_hits;
 	struct loom_mm *mm;
 	int w16_ok;
@@ -288,8 +303,9 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
  * parameter store, layer tags, step and grad_ready call, and under tensor
- * parallelism the reduce call and which tensors are whole (no units: its
- * weights cannot be sharded; no masks).  Borrows b. */
+ * parallelism the reduce call and which tensors are whole, its units for
+ * sharding=weights (cfg.sharding; see Data parallelism above); no masks.
+ * Borrows b. */
 struct loom_dist_model;
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
 /* After a forward with targets and train 0: *nll the summed loss over *n

@@ -783,9 +783,6 @@ int loom_trainer_settle(struct loom_trainer *t)
 					    loom_ckpt_dir(t->ck))))
 			return rc;
 	}
-	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
-		return usage(t, "sharding=weights: only a GPT shards its weights (model is %s); "
-			     "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
 	/* another model's checkpoint: said once here, not by every rank's load */
 	const struct loom_ckpt_arch *a = t->o.init_from ? ckpt_arch(t->o.init_from) : NULL;
 	if (a && (a == &loom_bert_ckpt_arch) != (c->model == LOOM_MODEL_BERT))
