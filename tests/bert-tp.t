@@ -181,6 +181,12 @@ like "$err" 'rank 0: --init-from: the encoder .* loaded; .*/mck/step-00000002 ha
 	"  saying the head is new"
 d=$(maxrel ih2.json ih1.json 1 5)
 ok "  within 1e-5 of 1 rank over 5 steps (max $d)" small "$d"
+# and 2x2 with sharding=weights (every rank its chunks of the new head's slices)
+run sh -c "$IFEED | $IT $D0 --log $T/ih0.json"
+np 4 "R=\$((R / 2)); loom-feed -q --manifest sqb/sq.manifest.json --seed 1 --epochs 0 --batch 4 --rank \$R --world 2 | $IT $D0 --set micro_batch=4,tensor_parallel=2,sharding=weights --log ihw.json"
+is_rc 0 "2x2 with sharding=weights --init-from it"
+d=$(maxrel ihw.json ih0.json 1 5)
+ok "  within 1e-5 of 1 rank over 5 steps, dropout off (max $d)" small "$d"
 
 # --- what cannot be: one line, no hang ----------------------------------------
 fails_with 2 '^loom-train: tensor_parallel: 4 does not divide vocab_size \(30522\): pad the vocabulary to a multiple of it$' \
