@@ -218,6 +218,37 @@ static void check(int T, int task, int qa_loss, int sp, const char *task_name)
 	loom_bert_free(w);
 }
 
+/* A new head (--init-from a checkpoint without it): each rank's slices
+ * of it as the whole model draws them, nothing else touched. */
+static void new_head(int T, int task)
+{
+	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.n_head = 4;
+	c.vocab_size = 24;	/* the MLM bias split by vocabulary rows */
+	struct loom_bert *w = loom_bert_new(&c);
+	loom_bert_init_weights(w, 5);
+	int same = 1, untouched = 1;
+	for (int k = 0; k < T; k++) {
+		struct loom_bert *b = loom_bert_new_tp(&c, k, T);
+		float *want = malloc(b->n_params * sizeof(float));
+		struct loom_tp t;
+		loom_bert_tp(b, &t);
+		loom_tp_copy(&t, k, want, w->params, 0);
+		loom_bert_init_head(b, 5);
+		size_t h = b->tensors[b->n_tensors - (task == LOOM_BERT_QA ? 2 : 5)].offset;
+		same &= !memcmp(b->params + h, want + h, (b->n_params - h) * sizeof(float));
+		for (size_t i = 0; i < h; i++)
+			untouched &= b->params[i] == 0.0f;
+		free(want);
+		loom_bert_free(b);
+	}
+	const char *what = task == LOOM_BERT_QA ? "QA" : "MLM";
+	ok(same, "%s T=%d: loom_bert_init_head gives each rank its slices of the whole head", what,
+	   T);
+	ok(untouched, "%s T=%d: and leaves the encoder as it was", what, T);
+	loom_bert_free(w);
+}
+
 int main(void)
 {
 	for (int i = 0; i < B * S; i++) {
@@ -235,6 +266,10 @@ int main(void)
 			check(T, LOOM_BERT_QA, LOOM_BERT_QA_LOSS_REAL, sp, "QA, packed rows");
 			check(T, LOOM_BERT_MLM, LOOM_BERT_QA_LOSS_ALL, sp, "MLM, packed rows");
 		}
+	for (int T = 2; T <= 4; T += 2) {
+		new_head(T, LOOM_BERT_QA);
+		new_head(T, LOOM_BERT_MLM);
+	}
 
 	/* 1 x 9 tokens do not split over 2 ranks: refused before any call */
 	struct loom_bert_config c = tiny_bert_cfg(LOOM_BERT_QA);

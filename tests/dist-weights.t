@@ -6,7 +6,7 @@
 # ranks), checkpoints are written by every rank into the one HF-loadable
 # checkpoint and move between rank counts (2 -> 4 -> 1) exactly, a rank
 # killed while they save leaves `latest` valid, and evaluation runs on
-# every rank.
+# every rank.  A BERT likewise (squad: one process's curve).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dist-lib.sh"
 
@@ -169,8 +169,23 @@ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_
 is_rc 2 "--sample-every under sharding=weights: a usage error"
 like "$err" "^loom-train: --sample-every: not with sharding=weights over 2 ranks .*loom-eval generate$" "  saying why"
 is "$(grep -c '^loom-train' "$err")" 1 "  in one line (and the hint), from rank 0 alone"
-run loom-train -c bert-tiny --set sharding=weights --dry-run
-is_rc 2 "a BERT does not shard its weights"
-like "$err" '^loom-train: sharding=weights: only a GPT shards its weights \(model is bert\)' "  one line"
+
+# --- a BERT shards its weights too -------------------------------------------
+# its units: the embeddings (gathered again for their LayerNorm's backward)
+# and each layer, the QA head with the last
+bert_feeds
+BT="loom-train -c bert-tiny --threads 1 --steps 20 --set vocab_size=32,n_head=4,dropout=0,attn_dropout=0,lr=1e-3"
+run sh -c "$SFEED --batch 8 | $BT -q --set micro_batch=8 --log $T/b1.json"
+is_rc 0 "BERT squad: 1 rank"
+np 2 "$SFEED --batch 4 --rank \$R --world \$W | $BT --set micro_batch=4,$WS --log b2.json"
+is_rc 0 "BERT squad: 2 ranks, sharding=weights"
+d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
+ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+like "$err" 'the embeddings twice, gradients reduce-scattered, 3P\(N-1\)/N x 4 bytes each = [0-9.]+ [kM]B; 1\.0[0-9]*x\)$' \
+	"  the bytes it sent: each unit gathered for forward and backward"
+run loom-train -c bert-tiny --set sharding=weights,data_parallel=2 --dry-run
+is_rc 0 "--dry-run plans a BERT's shards"
+like "$out" '^  parameters      8\.7 MB \(1/2 of 17\.5 MB\)$' "  half the weights a rank"
+like "$out" '^  gathered layers ' "  and the units it gathers"
 
 done_testing

@@ -8,7 +8,12 @@
  * the same weights as the GPT's own update.  Tensor parallelism: a rank's
  * slices (loom_gpt_new_tp) have the split shapes, loom_gpt_tp_copy takes
  * them out of a whole model and puts every rank's back into the same
- * bytes, and the hooks say which tensors are whole on every rank. */
+ * bytes, and the hooks say which tensors are whole on every rank.  A
+ * BERT under sharding=weights reads its weights only between the need
+ * and done of their unit (the rest NaN): the loss and gradients of the
+ * whole model, QA and MLM, with recompute, and a backward whose targets
+ * are all ignored still gathering. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,12 +116,109 @@ static void test_bert(void)
 	loom_bert_dist_model(b, &m);
 	ok(m.params == b->params && m.n_params == b->n_params && m.n_layer == b->L && m.model == b,
 	   "bert: the model's parameter store");
-	ok(!m.units && !m.masks.take_due, "bert: no units (weights not shardable), no masks");
+	ok(m.units && !m.masks.take_due, "bert: units, no masks");
 	check_tags(&m, "bert");
 	is_int(m.tag("qa_outputs.weight", m.n_layer), b->L - 1, "bert: the head with the last layer");
 	int x;
+	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
+	m.connect(m.model, &calls);
+	ok(b->grad_ready == on_ready && b->grad_ready_ctx == &x && b->need == on_need &&
+	   b->done == on_done, "bert: connect installs the calls");
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
-	ok(b->grad_ready == on_ready && b->grad_ready_ctx == &x, "bert: connect installs grad_ready");
+	ok(b->grad_ready == on_ready && !b->need && !b->done,
+	   "bert: connect without units clears need and done");
+	loom_bert_free(b);
+}
+
+/* sharding=weights without MPI: the weights outside the units a BERT has
+ * asked for (need .. done) are NaN, so a read outside them shows in its
+ * loss and gradients; need brings a unit's weights (by the tags, as
+ * loom_dist cuts them) from a whole copy. */
+struct sharder {
+	struct loom_dist_model m;
+	const float *whole;
+	int here[8];            /* unit u present: here[u + 1] */
+	int bad, needs;         /* a need of a present unit or a done of an absent one */
+};
+
+static void unit_span(const struct loom_dist_model *m, int u, size_t *lo, size_t *hi)
+{
+	*lo = SIZE_MAX;
+	*hi = 0;
+	for (int i = 0; i < m->n_tensors; i++) {
+		const struct loom_tensor *t = &m->tensors[i];
+		if (m->tag(t->name, m->n_layer) != u)
+			continue;
+		*lo = t->offset < *lo ? t->offset : *lo;
+		*hi = t->offset + t->numel > *hi ? t->offset + t->numel : *hi;
+	}
+}
+
+static int sh_need(void *ctx, int u, int next, struct loom_err *err)
+{
+	struct sharder *s = ctx;
+	size_t lo, hi;
+	(void)next;
+	(void)err;
+	s->bad += s->here[u + 1];
+	s->here[u + 1] = 1;
+	s->needs++;
+	unit_span(&s->m, u, &lo, &hi);
+	memcpy(s->m.params + lo, s->whole + lo, (hi - lo) * sizeof(float));
+	return 0;
+}
+
+static void sh_done(void *ctx, int u)
+{
+	struct sharder *s = ctx;
+	size_t lo, hi;
+	s->bad += !s->here[u + 1];
+	s->here[u + 1] = 0;
+	unit_span(&s->m, u, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		s->m.params[i] = NAN;
+}
+
+static void test_bert_units(int task, int recompute, int ignored)
+{
+	enum { B = 2, S = 9 };
+	int32_t ids[B * S], seg[B * S], lab[B * S], sp[B] = { 3, 1 }, ep[B] = { 6, 8 };
+	for (int i = 0; i < B * S; i++) {
+		ids[i] = 1 + (int32_t)(loom_splitmix64(i) % 22);
+		seg[i] = i % S >= 4;
+		lab[i] = i % 3 == 1 && !ignored ? (int32_t)(loom_splitmix64(i + 5) % 23) : -100;
+	}
+	if (ignored)
+		sp[0] = sp[1] = ep[0] = ep[1] = -1;
+	int qa = task == LOOM_BERT_QA;
+	struct loom_bert_batch x = { ids, seg, NULL, qa ? sp : NULL, qa ? ep : NULL,
+				     qa ? NULL : lab };
+	struct loom_bert_config c = tiny_bert_cfg(task);
+	c.recompute = recompute;
+	struct loom_bert *ref = loom_bert_new(&c), *b = loom_bert_new(&c);
+	loom_bert_init_weights(ref, 3);
+	loom_bert_init_weights(b, 3);
+	float l0 = 0, l1 = 0;
+	int rc = loom_bert_forward(ref, &x, B, S, 1, 7, &l0) || loom_bert_backward(ref, 1.0f);
+	struct sharder s = { .whole = ref->params };
+	loom_bert_dist_model(b, &s.m);
+	for (size_t i = 0; i < b->n_params; i++)
+		b->params[i] = NAN;
+	s.m.connect(s.m.model, &(struct loom_dist_calls){ .ctx = &s, .grad_ready = on_ready,
+							  .need = sh_need, .done = sh_done });
+	rc = rc || loom_bert_forward(b, &x, B, S, 1, 7, &l1) || loom_bert_backward(b, 1.0f);
+	int left = 0;
+	for (int u = 0; u <= c.n_layer; u++)
+		left += s.here[u];
+	const char *what = qa ? "QA" : "MLM";
+	ok(!rc && l1 == l0 && !memcmp(b->grads, ref->grads, b->n_params * sizeof(float)),
+	   "bert %s%s%s: reading its weights only between need and done, the loss %g and every "
+	   "gradient of the whole model", what, recompute ? ", recompute" : "",
+	   ignored ? ", every target ignored" : "", l1);
+	ok(!s.bad && !left && s.needs >= 2 * (c.n_layer + 1),
+	   "bert %s%s%s: each unit needed when absent and done when present, none left (%d needs)",
+	   what, recompute ? ", recompute" : "", ignored ? ", every target ignored" : "", s.needs);
+	loom_bert_free(ref);
 	loom_bert_free(b);
 }
 
@@ -259,6 +361,11 @@ int main(void)
 	test_gpt();
 	test_tp();
 	test_bert();
+	for (int task = 0; task < 2; task++) {
+		test_bert_units(task, 0, 0);
+		test_bert_units(task, 1, 0);
+		test_bert_units(task, 0, 1);
+	}
 	test_masks();
 	return done_testing();
 }

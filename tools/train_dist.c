@@ -78,11 +78,22 @@ static void on_exit_dist(int status, void *arg)
 		char a[32], b[32];
 		uint64_t bound = loom_dist_bytes_bound(dist, d_micro);
 		uint64_t per = loom_dist_bytes_total(dist) / steps_done;
+		/* the embeddings gathered g times a micro-batch: (3P + (g-2)E) */
+		int g = model.emb_gathers > 0 ? model.emb_gathers : 1;
+		char emb[32], f[32];
+		snprintf(emb, sizeof emb, g == 1 ? "once" : g == 2 ? "twice" : "%d times", g);
+		if (g == 2)
+			snprintf(f, sizeof f, "3P");
+		else if (g == 1 || g == 3)
+			snprintf(f, sizeof f, "(3P %c E)", g == 1 ? '-' : '+');
+		else
+			snprintf(f, sizeof f, "(3P + %dE)", g - 2);
 		if (loom_dist_shards_weights(dist))
-			cli_warn("data parallel (sharding=weights): %.3f s per step blocked in communication (%.3f s of it waiting for weights); %s sent per step per rank (ring lower bound of %d micro-batch%s: weights gathered for forward and backward, the embeddings once, gradients reduce-scattered, (3P - E)(N-1)/N x 4 bytes each = %s; %.4fx)",
+			cli_warn("data parallel (sharding=weights): %.3f s per step blocked in communication (%.3f s of it waiting for weights); %s sent per step per rank (ring lower bound of %d micro-batch%s: weights gathered for forward and backward, the embeddings %s, gradients reduce-scattered, %s(N-1)/N x 4 bytes each = %s; %.4fx)",
 				 loom_dist_wait_seconds(dist) / steps_done,
 				 loom_dist_gather_wait_seconds(dist) / steps_done,
 				 cli_bytes((double)per, a, sizeof a), d_micro, d_micro == 1 ? "" : "es",
+				 emb, f,
 				 cli_bytes((double)bound, b, sizeof b), bound ? (double)per / bound : 0.0);
 		else
 			cli_warn("data parallel: %.3f s per step blocked in communication; %s sent per step per rank (ring all-reduce lower bound 2(N-1)/N x parameter bytes = %s; %.4fx)",

@@ -210,6 +210,43 @@ static int sp_grads(struct loom_bert *b, size_t n, int k, float *const *dst)
 	return loom_tp_sum_add(&t, b->lnd, n, k, dst);
 }
 
+/* sharding=weights: unit u's parameters (-1: the embeddings; l: layer l,
+ * the last with the head) are params[*lo, *hi) */
+static void unit_range(const struct loom_bert *b, int u, size_t *lo, size_t *hi)
+{
+	int a = u < 0 ? 0 : NE + u * NLT;
+	int z = u < 0 ? NE : u == b->L - 1 ? b->n_tensors : NE + (u + 1) * NLT;
+	*lo = b->tensors[a].offset;
+	*hi = b->tensors[z - 1].offset + b->tensors[z - 1].numel;
+}
+
+/* Unit u's parameters are about to be read (`next` after them): with
+ * weight sharding, have them gathered, then make its bf16 copy. */
+static int unit_need(struct loom_bert *b, int u, int next)
+{
+	size_t lo, hi;
+	int rc;
+	if (!b->need)
+		return 0;
+	LOOM_PROF(LOOM_PROF_COMM, rc = b->need(b->grad_ready_ctx, u, next, &b->err););
+	if (rc)
+		return rc;
+	unit_range(b, u, &lo, &hi);
+	if (b->mm && loom_mm_weights_range(b->mm, b->params, b->n_params, lo, hi))
+		return loom_mm_check(b->mm, &b->err);
+	return 0;
+}
+
+static void unit_done(struct loom_bert *b, int u)
+{
+	size_t lo, hi;
+	if (!b->need)
+		return;
+	unit_range(b, u, &lo, &hi);
+	loom_mm_weights_drop(b->mm, lo, hi);
+	LOOM_PROF(LOOM_PROF_COMM, b->done(b->grad_ready_ctx, u););
+}
+
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 {
 	return loom_bert_new_tp(cfg, 0, 1);
@@ -298,10 +335,20 @@ void loom_bert_init_weights(struct loom_bert *b, uint64_t seed)
 	 * whole one's draws */
 	struct loom_tp t;
 	loom_bert_tp(b, &t);
-	loom_tp_init(&t, b->params, seed, bert_init, b);
+	loom_tp_init(&t, 0, b->params, seed, bert_init, b);
 	float *pad = pad_row(b, b->params);
 	if (pad)
 		memset(pad, 0, sizeof(float) * b->C);
+	b->w16_ok = 0;
+}
+
+void loom_bert_init_head(struct loom_bert *b, uint64_t seed)
+{
+	struct loom_tp t;
+	loom_bert_tp(b, &t);
+	loom_model_init_tensors(b->tensors, T_HEAD(b, 0), b->n_tensors, b->params, seed, bert_init,
+				b);
+	loom_tp_init(&t, T_HEAD(b, 0), b->params, seed, bert_init, b);
 	b->w16_ok = 0;
 }
 
@@ -474,6 +521,7 @@ void loom_bert_config_from(const struct loom_config *c, struct loom_bert_config 
 		.qa_loss = c->qa_loss,
 		.precision = c->precision, .recompute = c->recompute,
 		.sequence_parallel = c->sequence_parallel, .padded = 0,
+		.sharding = c->sharding,
 		.adamw = { c->beta1, c->beta2, c->eps, c->weight_decay, c->grad_clip },
 	};
 }
@@ -854,9 +902,10 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	     (rc = loom_model_check_ids(x->segment_ids, N, b->cfg.type_vocab_size, NULL,
 					"segment id", "the token types", &b->err))))
 		return rc;
+	int whole = 1; /* sharding=weights: each unit's bf16 copy made as it comes (unit_need) */
 	if ((rc = ensure_acts(b, B, T)) ||
-	    (rc = loom_model_ready_mm(&b->mm, &b->w16_ok, b->cfg.precision, b->params,
-				      b->n_params, &b->err)) ||
+	    (rc = loom_model_ready_mm(&b->mm, b->need ? &whole : &b->w16_ok, b->cfg.precision,
+				      b->params, b->n_params, &b->err)) ||
 	    (rc = lengths(b, x->input_mask, B, T)))
 		return rc;
 	int qa = b->cfg.task == LOOM_BERT_QA;
@@ -886,18 +935,29 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 	b->loss = 0;
 	if (b->tp > 1 && (rc = same_batch(b, x, have)))
 		return rc;
-	if ((rc = embed_fwd(b)))
+	/* sharding=weights: the embeddings, each layer, the head with the
+	 * last (the MLM decoder: the embeddings again) */
+	int dec = !qa && have;
+	if ((rc = unit_need(b, -1, 0)) || (rc = embed_fwd(b)))
 		return rc;
+	unit_done(b, -1);
 	const float *h = b->x0;
 	for (int l = 0; l < b->L; l++) {
-		if ((rc = layer_fwd(b, l, h, &b->layer[l])))
+		int next = l + 1 < b->L ? l + 1 : dec ? -1 : LOOM_BERT_UNIT_NONE;
+		if ((rc = unit_need(b, l, next)) || (rc = layer_fwd(b, l, h, &b->layer[l])))
 			return rc;
+		if (l + 1 < b->L)
+			unit_done(b, l);
 		h = b->layer[l].out;
 	}
 	if (qa)
 		rc = qa_head(b, h, have);
-	else if (have && !(rc = rows_gather(b, b->buf2, h, &h))) /* (every rank's rows) */
+	else if (have && !(rc = rows_gather(b, b->buf2, h, &h)) && /* (every rank's rows) */
+		 !(rc = unit_need(b, -1, LOOM_BERT_UNIT_NONE))) {
 		rc = mlm_head(b, h, x->mlm_labels);
+		unit_done(b, -1);
+	}
+	unit_done(b, b->L - 1);
 	if (rc || (rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
 	b->have_targets = have;
@@ -1071,25 +1131,44 @@ static int backward(struct loom_bert *b, float scale)
 	float *p = b->params, *dp = b->grads;
 	b->have_targets = 0;
 	int qa = b->cfg.task == LOOM_BERT_QA;
-	if (qa ? !b->nstart && !b->nend : !b->M)
+	if ((qa ? !b->nstart && !b->nend : !b->M) && !b->need)
 		return 0; /* every target ignored: no gradient */
+	/* (sharded weights: backward's gathers are collective, so it runs,
+	 * with a zero gradient) */
 	const float *seq = b->layer[L - 1].out;
-	if ((rc = qa ? qa_bwd(b, seq, scale) : mlm_bwd(b, scale)))
+	if ((rc = unit_need(b, L - 1, qa ? L - 2 : -1)))
 		return rc;
+	if (qa) {
+		if ((rc = qa_bwd(b, seq, scale)))
+			return rc;
+	} else {
+		if ((rc = unit_need(b, -1, L > 1 ? L - 2 : LOOM_BERT_UNIT_NONE)))
+			return rc;
+		if (b->M && (rc = mlm_bwd(b, scale)))
+			return rc;
+		if (!b->M)
+			loom_k_zero(b->dres, (size_t)b->Nr * C);
+		unit_done(b, -1);
+	}
 	/* under recompute the shared slots still hold the last layer's
 	 * activations from the forward (the heads use buffers of their own):
 	 * the layers below it are recomputed */
 	for (int l = L - 1; l >= 0; l--) {
 		const float *x = l ? b->layer[l - 1].out : b->x0;
+		if (l < L - 1 && (rc = unit_need(b, l, l ? l - 1 : -1)))
+			return rc;
 		if (b->cfg.recompute && l < L - 1 && (rc = layer_fwd(b, l, x, &b->layer[l])))
 			return rc;
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;
 		if (b->grad_ready)
 			LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, l););
+		unit_done(b, l);
 	}
 	/* x0 = drop(LayerNorm(emb)); sequence parallelism: of this rank's
 	 * rows, their gradient into its rows of buf2, then gathered */
+	if ((rc = unit_need(b, -1, LOOM_BERT_UNIT_NONE)))
+		return rc;
 	double t0 = LOOM_PROF_BEGIN();
 	float *demb = b->seq ? b->buf2 + (size_t)b->r0 * C : b->buf1;
 	float *dw = b->seq ? b->lnd : TP(b, dp, E_LNW), *db = b->seq ? b->lnd + C : TP(b, dp, E_LNB);
@@ -1114,6 +1193,7 @@ static int backward(struct loom_bert *b, float scale)
 	float *pad = pad_row(b, dp); /* HF's padding_idx: that row is never trained */
 	if (pad)
 		memset(pad, 0, sizeof(float) * C);
+	unit_done(b, -1);
 	if ((rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
 	if (b->grad_ready)
@@ -1199,16 +1279,19 @@ static void dist_weights_changed(void *b)
 	loom_bert_weights_changed(b);
 }
 
-/* No units (loom_dist refuses sharding=weights) and no masks: grad_ready
- * and tensor parallelism's reduce, gather and scatter only. */
+/* No masks: grad_ready, sharding=weights' need and done, tensor
+ * parallelism's reduce, gather and scatter. */
 static void dist_connect(void *model, const struct loom_dist_calls *c)
 {
 	struct loom_bert *b = model;
+	_Static_assert(LOOM_BERT_UNIT_NONE == LOOM_DIST_UNIT_NONE, "one 'no next unit'");
 	b->grad_ready = c->grad_ready;
 	b->grad_ready_ctx = c->ctx;
 	b->reduce = c->reduce;
 	b->gather = c->gather;
 	b->scatter = c->scatter;
+	b->need = c->need;
+	b->done = c->done;
 }
 
 static int dist_replicated(void *model, int i)
@@ -1225,6 +1308,10 @@ void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m)
 		.n_layer = b->L, .adamw = b->cfg.adamw, .model = b,
 		.tag = dist_tag, .step = dist_step, .weights_changed = dist_weights_changed,
 		.connect = dist_connect, .replicated = b->tp > 1 ? dist_replicated : NULL,
+		.sharding = b->cfg.sharding, .units = 1,
+		/* forward's lookup, backward's LayerNorm; the MLM decoder's
+		 * forward and backward */
+		.emb_gathers = b->cfg.task == LOOM_BERT_QA ? 2 : 4,
 	};
 }
 int loom_bert_rows(const struct loom_config *c, const struct loom_batch_hdr *h,
@@ -1336,8 +1423,9 @@ static uint64_t tp_params(const struct loom_bert_config *bc, int tp)
 	return n;
 }
 
-/* A rank's plan (tensor parallelism: of its slices; the bytes it sends
- * at every position real and 15% of them masked-LM targets, the recipe's) */
+/* A rank's plan (tensor parallelism: of its slices; sharding=weights: a
+ * shard of them and the gathered units; the bytes it sends at every
+ * position real and 15% of them masked-LM targets, the recipe's) */
 static void ops_plan(const struct loom_config *c, int recompute, struct loom_model_mem *m)
 {
 	struct loom_bert_config bc;
@@ -1346,14 +1434,28 @@ static void ops_plan(const struct loom_config *c, int recompute, struct loom_mod
 	int tp = c->tensor_parallel;
 	uint64_t n = tp > 1 ? tp_params(&bc, tp) : loom_config_n_params(c);
 	uint64_t R = c->data_parallel > 1 ? c->data_parallel : 1, N = (uint64_t)c->micro_batch * c->seq_len;
-	uint64_t shard = (n + R - 1) / R; /* sharding=optimizer: a rank's slice of the moments */
+	uint64_t shard = (n + R - 1) / R; /* a rank's slice of the moments */
+	int weights = R > 1 && c->sharding == LOOM_SHARD_WEIGHTS;
+	/* sharding=weights: that slice of the weights and gradients too, and
+	 * full copies of the units in use: the embeddings' weights and
+	 * gradients together (the MLM decoder's backward, with 2 layers'
+	 * weights; QA's embeddings' backward, with a layer's gradients), or
+	 * (MLM: beside the embeddings' gradients) 2 layers' weights and 2
+	 * layers' gradients, one computing and one in flight */
+	uint64_t C = (uint64_t)c->n_embd, L = (uint64_t)c->n_layer;
+	uint64_t emb = ((uint64_t)c->vocab_size / tp + c->n_positions + c->type_vocab_size + 2) * C;
+	uint64_t lay = (n - emb) / L, mlm = bc.task == LOOM_BERT_MLM;
+	uint64_t head = 2 * emb + (mlm ? 2 : 1) * lay, layers = (mlm ? emb : 0) + 4 * lay;
 	*m = (struct loom_model_mem){
-		.params = 4 * n, .grads = 4 * n, .adam = 8 * shard, .gshard = R > 1 ? 4 * shard : 0,
+		.params = 4 * (weights ? shard : n), .grads = 4 * (weights ? shard : n),
+		.adam = 8 * shard, .gshard = R > 1 && !weights ? 4 * shard : 0,
+		.gathered = weights ? 4 * (head > layers ? head : layers) : 0,
+		.gathered_head = weights && head > layers,
 		.acts = 4 * (uint64_t)act_floats(&bc, tp, c->micro_batch, c->seq_len),
-		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * n : 0,
+		.bf16 = c->precision == LOOM_PREC_BF16 ? 2 * (weights ? emb + 2 * lay : n) : 0,
 		.tp_bytes = tp_bytes(&bc, tp, N, N * 15 / 100, c->grad_accum),
 	};
-	m->total = m->params + m->grads + m->adam + m->gshard + m->acts + m->bf16;
+	m->total = m->params + m->grads + m->adam + m->gshard + m->gathered + m->acts + m->bf16;
 }
 
 static void ops_begin_step(void *m, int64_t step)

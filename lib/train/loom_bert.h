@@ -49,6 +49,13 @@
  *
  * Data parallelism: grad_ready(ctx, l) is called as in struct loom_gpt
  * (layer L-1's call also covers the head, -1 after the embeddings).
+ * sharding=weights (ZeRO-3, lib/train/loom_dist.h): the units are the
+ * embeddings (-1) and each layer (the head's tensors with layer L-1's);
+ * forward gathers the embeddings, then each layer, the masked-LM
+ * decoder the embeddings again; backward the head's unit (and the
+ * embeddings for the decoder), each layer down, the embeddings last; a
+ * backward whose targets are all ignored runs too, with zero gradients
+ * (its gathers are collective).
  *
  * Tensor parallelism (loom_bert_new_tp, Megatron-LM's 1D splits, as the
  * GPT's; lib/train/loom_tp.h): rank r of tp holds the query, key and
@@ -133,6 +140,8 @@ struct loom_bert_config {
 	/* 1: compute every padding position too (the reference), 0: each row
 	 * at its real length, packed (see loom_bert_forward) */
 	int padded;
+	int sharding;                   /* enum loom_sharding (lib/train/loom_config.h):
+					   weights: units for loom_dist's ZeRO-3 */
 	struct loom_adamw adamw;
 };
 
@@ -222,6 +231,12 @@ struct loom_bert {
 	float *lnd;
 	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
 	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
+	/* sharding=weights (set by the connect hook, ctx grad_ready_ctx):
+	 * a unit's parameters (-1 the embeddings, l layer l, the head's with
+	 * layer L-1) are read only between need and done (lib/train/loom_dist.h) */
+	int (*need)(void *ctx, int u, int next, struct loom_err *err);
+	void (*done)(void *ctx, int u);
+#define LOOM_BERT_UNIT_NONE (-2)        /* need's `next`: no unit */
 	int64_t mlm_hits;
 	struct loom_mm *mm;
 	int w16_ok;
@@ -301,6 +316,11 @@ const char *loom_bert_error(const struct loom_bert *b);
  * pad token's word embedding 0), biases 0, LayerNorm 1 and 0.  Counter-based; moments and gradients
  * zeroed. */
 void loom_bert_init_weights(struct loom_bert *b, uint64_t seed);
+/* Only the head's parameters (qa_outputs or cls.predictions: the table's
+ * last tensors) as loom_bert_init_weights draws them from `seed` (under
+ * tensor parallelism this rank's slices of the whole head's draws);
+ * nothing else touched. */
+void loom_bert_init_head(struct loom_bert *b, uint64_t seed);
 /* Forward on a batch of B rows of T <= max_positions tokens; train != 0
  * applies dropout with key `key`.  With the task's targets computes the
  * loss into *loss (may be NULL) and keeps what backward needs.  QA:
@@ -328,8 +348,9 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
  * parameter store, layer tags, step and grad_ready call, and under tensor
- * parallelism the reduce call and which tensors are whole (no units: its
- * weights cannot be sharded; no masks).  Borrows b. */
+ * parallelism the reduce call and which tensors are whole, its units for
+ * sharding=weights (cfg.sharding; see Data parallelism above); no masks.
+ * Borrows b. */
 struct loom_dist_model;
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
 /* After a forward with targets and train 0: *nll the summed loss over *n
@@ -406,6 +427,15 @@ int loom_bert_ckpt_loom_config(const struct loom_ckpt *ck, struct loom_config *c
  * no question-answering head (qa_outputs.weight): a BertForMaskedLM
  * checkpoint"). */
 int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
+/* Its first half, for a caller that reads the weights itself (a rank of
+ * a tensor-parallel or sharded run: only its slices): whether ck holds
+ * b's head.  It does: returns b->n_tensors, the tensors to load.  It does
+ * not, and flags has LOOM_BERT_CKPT_NEW_HEAD: the head initialised from
+ * `seed` (loom_bert_init_head: the slices the whole model's draws give),
+ * ck's loads told to leave the other head unread (loom_ckpt_skip, until
+ * loom_ckpt_skip(ck, NULL)), and the count of the tensors before the
+ * head returned: load those.  Else LOOM_EFORMAT with the line above. */
+int loom_bert_ckpt_head(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed);
 /* The checkpoint's tokenizer: its vocab.txt path into path[n] and the
  * options of its tokenizer_config.json (do_lower_case, strip_accents,
  * tokenize_chinese_chars; bert-base-uncased's when absent): 2 when that

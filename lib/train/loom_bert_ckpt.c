@@ -328,41 +328,46 @@ int loom_bert_ckpt_shape(const struct loom_ckpt *ck, struct loom_config *c, stru
 	return 0;
 }
 
-int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed)
+int loom_bert_ckpt_head(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed)
 {
 	static const char *const skip_qa[] = { "cls.", NULL }, *const skip_mlm[] = { "qa_outputs.",
 										    NULL };
 	const int qa = b->cfg.task == LOOM_BERT_QA;
 	const int nh = qa ? 2 : 5, nt = b->n_tensors;	/* the head: the table's last */
-	struct loom_ckpt_tensor *tp = calloc((size_t)nt, sizeof *tp);
-	if (!tp)
-		return loom_err_set(&b->err, LOOM_ENOMEM, "out of memory");
-	loom_bert_ckpt_tensors(b, b->params, tp);
 	int have = 0;
 	for (int i = nt - nh; i < nt; i++)
-		have += loom_ckpt_has_tensor(ck, tp[i].name);
-	int rc, fresh = have == 0;
-	if (fresh && !(flags & LOOM_BERT_CKPT_NEW_HEAD)) {
+		have += loom_ckpt_has_tensor(ck, b->tensors[i].name);
+	if (have)
+		return nt;
+	if (!(flags & LOOM_BERT_CKPT_NEW_HEAD)) {
 		const struct loom_bert_config *h = loom_ckpt_hf(ck);
-		rc = loom_err_set(&b->err, LOOM_EFORMAT, "%s/model.safetensors: no %s head (%s): "
-				  "a %s checkpoint", loom_ckpt_dir(ck),
-				  qa ? "question-answering" : "masked-LM", tp[nt - nh].name,
-				  h->task < 0 ? "BertModel" : arch_name[h->task == LOOM_BERT_MLM]);
-		goto out;
+		return loom_err_set(&b->err, LOOM_EFORMAT, "%s/model.safetensors: no %s head (%s): "
+				    "a %s checkpoint", loom_ckpt_dir(ck),
+				    qa ? "question-answering" : "masked-LM", b->tensors[nt - nh].name,
+				    h->task < 0 ? "BertModel" : arch_name[h->task == LOOM_BERT_MLM]);
 	}
-	if (fresh)
-		loom_bert_init_weights(b, seed);
-	rc = loom_ckpt_load_model_skip(ck, tp, (size_t)(fresh ? nt - nh : nt),
-				       fresh ? (qa ? skip_qa : skip_mlm) : NULL);
-	if (rc < 0) {
-		loom_err_set(&b->err, rc, "%s", loom_ckpt_error(ck));
-		goto out;
+	loom_bert_init_head(b, seed);
+	loom_ckpt_skip(ck, qa ? skip_qa : skip_mlm);
+	return nt - nh;
+}
+
+int loom_bert_ckpt_load(struct loom_bert *b, struct loom_ckpt *ck, unsigned flags, uint64_t seed)
+{
+	int n = loom_bert_ckpt_head(b, ck, flags, seed), rc = n < 0 ? n : 0;
+	struct loom_ckpt_tensor *tp = rc ? NULL : calloc((size_t)b->n_tensors, sizeof *tp);
+	if (!rc && !tp)
+		rc = loom_err_set(&b->err, LOOM_ENOMEM, "out of memory");
+	if (!rc) {
+		loom_bert_ckpt_tensors(b, b->params, tp);
+		if ((rc = loom_ckpt_load_model(ck, tp, (size_t)n)) < 0)
+			loom_err_set(&b->err, rc, "%s", loom_ckpt_error(ck));
 	}
-	loom_bert_weights_changed(b);
-	rc = fresh;
-out:
+	loom_ckpt_skip(ck, NULL);
 	free(tp);
-	return rc;
+	if (rc)
+		return rc;
+	loom_bert_weights_changed(b);
+	return n < b->n_tensors;
 }
 
 int loom_bert_ckpt_tokenizer(const struct loom_ckpt *ck, char *path, size_t n,

@@ -50,6 +50,7 @@ struct loom_ckpt {
 	char *vocab_name;
 	struct loom_st *model;
 	struct loom_st *optim;
+	const char *const *skip;	/* file tensors no load reads (loom_ckpt_skip) */
 	struct loom_err err;
 };
 
@@ -1765,9 +1766,14 @@ static int skipped(const struct loom_ckpt_arch *a, const char *name, const char 
 	return 0;
 }
 
+void loom_ckpt_skip(struct loom_ckpt *c, const char *const *skip)
+{
+	c->skip = skip;
+}
+
 /* The loads: whole tensors when lo and hi are NULL. */
 static int load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
-		      const char *const *skip, const uint64_t *lo, const uint64_t *hi)
+		      const uint64_t *lo, const uint64_t *hi)
 {
 	const size_t nf = loom_st_count(c->model);
 	char *used = calloc(nf + 1, 1);
@@ -1784,7 +1790,7 @@ static int load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, siz
 	for (size_t k = 0; k < nf; k++) {
 		const char *fn = loom_st_get(c->model, k)->name;
 		if (!used[k] && !(c->arch->ignored && c->arch->ignored(fn)) &&
-		    !skipped(c->arch, fn, skip)) {
+		    !skipped(c->arch, fn, c->skip)) {
 			rc = loom_err_set(&c->err, LOOM_EFORMAT,
 					  "%s: tensor '%s' is not part of the model",
 					  c->model_path, fn);
@@ -1796,15 +1802,9 @@ out:
 	return rc;
 }
 
-int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n,
-			      const char *const *skip)
-{
-	return load_model(c, t, n, skip, NULL, NULL);
-}
-
 int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, size_t n)
 {
-	return load_model(c, t, n, NULL, NULL, NULL);
+	return load_model(c, t, n, NULL, NULL);
 }
 
 int loom_ckpt_load_model_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
@@ -1813,7 +1813,7 @@ int loom_ckpt_load_model_slices(struct loom_ckpt *c, const struct loom_ckpt_tens
 	if (!lo != !hi)
 		return loom_err_set(&c->err, LOOM_EINVAL, "%s: slices need both lo and hi",
 				    c->model_path);
-	return load_model(c, t, n, NULL, lo, hi);
+	return load_model(c, t, n, lo, hi);
 }
 
 int loom_ckpt_load_optimizer_slices(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
@@ -1862,7 +1862,7 @@ int loom_ckpt_load_runs(struct loom_ckpt *c, const struct loom_ckpt_tensor *t, s
 		d[i] = t[i].data;
 	/* every check of a load, no element copied: the runs come next */
 	if (!rc)
-		rc = load_model(c, t, n, NULL, none, none);
+		rc = load_model(c, t, n, none, none);
 	if (!rc && optimizer)
 		rc = loom_ckpt_load_optimizer_slices(c, t, n, d, d, none, none);
 	for (int k = 0; k < 1 + 2 * !!optimizer && !rc; k++) {

@@ -417,11 +417,11 @@ int loom_ckpt_has_checksums(const struct loom_ckpt *c);
  * "*.attn.masked_bias" and a tied "lm_head.weight"). */
 int loom_ckpt_load_model(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
 			 size_t n);
-/* The same, leaving unread the file's tensors whose names (without the
- * family's prefix) start with one of skip[] (NULL-terminated; e.g. the
- * head of another task). */
-int loom_ckpt_load_model_skip(struct loom_ckpt *c, const struct loom_ckpt_tensor *t,
-			      size_t n, const char *const *skip);
+/* The loads that follow (of the model, its slices or runs) leave unread
+ * the file's tensors whose names (without the family's prefix) start with
+ * one of skip[] (NULL-terminated, borrowed until the next call or the
+ * free; e.g. the head of another task); NULL: none. */
+void loom_ckpt_skip(struct loom_ckpt *c, const char *const *skip);
 /* The same checks (every table entry, every file tensor) but copying (and
  * checking finite) only elements [lo[i], hi[i]) of tensor i, to
  * t[i].data + lo[i]: a rank's slices (see loom_ckpt_write_slices); lo =

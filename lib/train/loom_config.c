@@ -618,9 +618,6 @@ static int validate_tp(struct loom_config *c)
 	if (c->sparsity > 0)
 		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: not with sparsity (RigL's block "
 				    "masks are not split across ranks)");
-	if (c->model == LOOM_MODEL_BERT && c->sharding == LOOM_SHARD_WEIGHTS)
-		return loom_err_set(e, LOOM_EINVAL, "tensor_parallel: a BERT shards its optimizer "
-				    "only (sharding=optimizer); sharding=weights is the GPT's");
 	return 0;
 }
 

@@ -37,7 +37,8 @@
  * ends.  RigL scores and block norms (the model's mask hooks, struct
  * loom_dist_masks) are computed on each rank's chunks and combined.
  * Bytes per micro-batch: (3P - E)(N-1)/N x 4 for P parameters, E of them
- * the embeddings' (loom_dist_bytes_bound).  The ranks must agree before
+ * the embeddings' (loom_dist_bytes_bound; a model gathering them more
+ * often says so in emb_gathers).  The ranks must agree before
  * every micro-batch (loom-train syncs them).
  *
  * Checkpoints: sharding=optimizer gathers the moments on rank 0
@@ -202,6 +203,8 @@ struct loom_dist_model {
 	void (*connect)(void *model, const struct loom_dist_calls *c);
 	int units;                      /* 1: the model calls need/done/tick, so
 					   sharding=weights can shard it */
+	int emb_gathers;                /* units: how often a training micro-batch
+					   gathers the embeddings' unit (0: once) */
 	/* tensor parallelism: 1 when tensor i is whole on every rank of a
 	 * replica (its gradient the same on each: the norm counts it once);
 	 * NULL: the model is not split */
@@ -337,8 +340,10 @@ int loom_dist_shards_weights(const struct loom_dist *d);
  * the gradients, all-gather of the weights); sharding=weights per
  * micro-batch (3P - E) (N-1)/N x 4: the weights gathered for forward and
  * again for backward (recompute reuses that gather), except the
- * embeddings E, gathered once (kept from the embedding to the LM head,
- * tied to them), and the gradients reduce-scattered once. */
+ * embeddings E, gathered once (the GPT's: kept from the embedding to the
+ * LM head, tied to them), and the gradients reduce-scattered once; a
+ * model that gathers the embeddings g = emb_gathers times, (3P + (g-2)E)
+ * (N-1)/N x 4. */
 uint64_t loom_dist_bytes_bound(const struct loom_dist *d, int micro);
 
 #endif

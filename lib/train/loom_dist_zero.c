@@ -26,7 +26,8 @@ uint64_t loom_dist_bytes_bound(const struct loom_dist *d, int micro)
 	double E = 0; /* the embeddings' unit, gathered once per micro-batch */
 	for (int k = d->u ? d->u[0].k0 : 0; d->u && k < d->u[0].k1; k++)
 		E += (double)(d->b[k].b1 - d->b[k].b0);
-	return (uint64_t)((3 * P - E) * f * 4 * micro);
+	double g = d->m.emb_gathers > 0 ? d->m.emb_gathers : 1;
+	return (uint64_t)((3 * P + (g - 2) * E) * f * 4 * micro);
 }
 
 #ifdef LOOM_HAVE_MPI

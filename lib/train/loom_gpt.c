@@ -222,7 +222,7 @@ void loom_gpt_init_weights(struct loom_gpt *g, uint64_t seed)
 	/* tensor parallelism: a split matrix is this rank's slice of the
 	 * whole one's draws */
 	struct loom_tp t = team(g);
-	loom_tp_init(&t, g->params, seed, gpt_init, g);
+	loom_tp_init(&t, 0, g->params, seed, gpt_init, g);
 	g->w16_ok = 0;
 	g->sp_ok = 0;
 	if (g->rigl) { /* masks from this seed; dead blocks zero */

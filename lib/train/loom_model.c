@@ -125,12 +125,11 @@ uint64_t loom_model_init_key(uint64_t seed, int i)
 	return loom_splitmix64(seed ^ loom_splitmix64(0x5eed0000ull + (uint64_t)i));
 }
 
-void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
-			     float *m, float *v, size_t n_params, uint64_t seed,
-			     float (*init)(const struct loom_tensor *t, const void *ctx),
+void loom_model_init_tensors(const struct loom_tensor *tab, int first, int nt, float *params,
+			     uint64_t seed, float (*init)(const struct loom_tensor *t, const void *ctx),
 			     const void *ctx)
 {
-	for (int i = 0; i < nt; i++) {
+	for (int i = first; i < nt; i++) {
 		const struct loom_tensor *t = &tab[i];
 		float *p = params + t->offset, x = init(t, ctx);
 		if (t->ndim == 1)
@@ -139,6 +138,14 @@ void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *param
 		else
 			loom_model_normal(p, t->numel, x, loom_model_init_key(seed, i));
 	}
+}
+
+void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *params, float *grads,
+			     float *m, float *v, size_t n_params, uint64_t seed,
+			     float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx)
+{
+	loom_model_init_tensors(tab, 0, nt, params, seed, init, ctx);
 	loom_lazy_release(m, n_params * sizeof(float));
 	loom_lazy_release(v, n_params * sizeof(float));
 	loom_lazy_release(grads, n_params * sizeof(float));

@@ -76,6 +76,11 @@ void loom_model_init_weights(const struct loom_tensor *tab, int nt, float *param
 			     float *m, float *v, size_t n_params, uint64_t seed,
 			     float (*init)(const struct loom_tensor *t, const void *ctx),
 			     const void *ctx);
+/* Only the parameters of tensors first..nt-1, as loom_model_init_weights
+ * draws them (e.g. a new head); nothing else touched. */
+void loom_model_init_tensors(const struct loom_tensor *tab, int first, int nt, float *params,
+			     uint64_t seed, float (*init)(const struct loom_tensor *t, const void *ctx),
+			     const void *ctx);
 
 /* The dropout mask key of site `site` of layer l (-1: embeddings) for a
  * forward with key `key`. */

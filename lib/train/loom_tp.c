@@ -110,10 +110,10 @@ static void init_run(void *ctx, size_t lo, size_t wo, size_t n)
 	loom_model_normal_at(m->loc + lo, n, m->std, m->key, wo);
 }
 
-void loom_tp_init(const struct loom_tp *t, float *params, uint64_t seed,
+void loom_tp_init(const struct loom_tp *t, int first, float *params, uint64_t seed,
 		  float (*init)(const struct loom_tensor *x, const void *ctx), const void *ctx)
 {
-	for (int i = 0; t->tp > 1 && i < t->nt; i++) {
+	for (int i = first; t->tp > 1 && i < t->nt; i++) {
 		const struct loom_tensor *x = &t->tab[i];
 		int G;
 		if (x->ndim == 1 || t->split(t->model, i, &G) == LOOM_TP_WHOLE)

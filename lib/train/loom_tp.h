@@ -86,10 +86,11 @@ void loom_tp_ckpt_whole(const struct loom_tp *t, struct loom_ckpt_tensor *tab);
 size_t loom_tp_ckpt_runs(const struct loom_tp *t, float *params, float *m, float *v, int save,
 			 struct loom_ckpt_run *r);
 
-/* After loom_model_init_weights on t's table: each split 2-D tensor
- * redrawn as this rank's slice of the whole tensor's N(0, init(t, ctx)^2)
- * draws from `seed` (1-D tensors are constants: already right). */
-void loom_tp_init(const struct loom_tp *t, float *params, uint64_t seed,
+/* After loom_model_init_weights (or _init_tensors from `first`) on t's
+ * table: each split 2-D tensor from `first` on redrawn as this rank's
+ * slice of the whole tensor's N(0, init(t, ctx)^2) draws from `seed`
+ * (1-D tensors are constants: already right). */
+void loom_tp_init(const struct loom_tp *t, int first, float *params, uint64_t seed,
 		  float (*init)(const struct loom_tensor *x, const void *ctx), const void *ctx);
 
 /* 0 when connected (or tp 1), else LOOM_EINVAL naming the rank. */

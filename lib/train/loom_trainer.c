@@ -201,14 +201,15 @@ static int ckpt_save_of(struct loom_trainer *t, const struct ckpt_tables *x, cha
 	return 0;
 }
 
-/* tensor parallelism: this rank's runs of its model's whole tensors (for
- * a save: the tensors the team holds whole on its rank 0 only), in *n;
- * NULL: out of memory (free) */
-static struct loom_ckpt_run *tp_runs(const struct loom_trainer *t, int save, size_t *n)
+/* tensor parallelism: this rank's runs of its model's first nt whole
+ * tensors (for a save: the tensors the team holds whole on its rank 0
+ * only), in *n; NULL: out of memory (free) */
+static struct loom_ckpt_run *tp_runs(const struct loom_trainer *t, int save, int nt, size_t *n)
 {
 	struct loom_tp tp;
 	float *x[3];
 	split_team(t, &tp);
+	tp.nt = nt;
 	model_arrays(t, t->model, x);
 	*n = loom_tp_ckpt_runs(&tp, x[0], x[1], x[2], save, NULL);
 	struct loom_ckpt_run *r = malloc(sizeof *r * (*n ? *n : 1));
@@ -223,7 +224,7 @@ static struct loom_ckpt_run *tp_runs(const struct loom_trainer *t, int save, siz
 static int tp_write(struct loom_trainer *t, const struct loom_ckpt_save *s, char *path)
 {
 	size_t n;
-	struct loom_ckpt_run *r = tp_runs(t, 1, &n);
+	struct loom_ckpt_run *r = tp_runs(t, 1, (int)s->n_tensors, &n);
 	int have = r != NULL;
 	t->hk.save_runs(t->hk.ctx, s, r, have ? n : 0, path, sizeof t->saved_path);
 	free(r);
@@ -388,7 +389,7 @@ static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ck
 		   int with_optimizer)
 {
 	size_t n;
-	struct loom_ckpt_run *r = tp_runs(t, 0, &n);
+	struct loom_ckpt_run *r = tp_runs(t, 0, (int)x->n, &n);
 	int rc = 0;
 	if (!r)
 		return nomem(t);
@@ -400,26 +401,39 @@ static int tp_load(struct loom_trainer *t, struct loom_ckpt *ck, const struct ck
 	return rc;
 }
 
-static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+/* The model's first n tensors (and with_optimizer their moments) from
+ * ck, any model: a rank of tensor parallelism reads its runs, of
+ * sharding=weights its chunks, only them. */
+static int load_weights(struct loom_trainer *t, struct loom_ckpt *ck, int n, int with_optimizer)
 {
-	struct loom_gpt *g = t->g;
 	struct ckpt_tables x;
+	struct loom_tp tp;
 	int rc = ckpt_tables(t, &x);
 	if (rc)
 		return rc;
+	x.n = (size_t)n;
 	if (with_optimizer && (rc = load_optimizer(t, ck, NULL)))
 		goto out;
-	if (g->tp > 1) { /* only this rank's runs */
-		if ((rc = tp_load(t, ck, &x, with_optimizer)))
-			goto out;
+	if (split_team(t, &tp)) { /* only this rank's runs */
+		rc = tp_load(t, ck, &x, with_optimizer);
 	} else if (shards_weights(t)) { /* attached: only this rank's chunks */
 		t->hk.load_part(t->hk.ctx, ck, x.tp, x.n, with_optimizer);
 	} else if (loom_ckpt_load_model(ck, x.tp, x.n)) {
 		rc = loom_err_set(&t->err, LOOM_EFORMAT, "%s", loom_ckpt_error(ck));
-		goto out;
-	} else if (with_optimizer && (rc = load_optimizer(t, ck, &x))) {
-		goto out;
+	} else if (with_optimizer) {
+		rc = load_optimizer(t, ck, &x);
 	}
+out:
+	ckpt_tables_free(&x);
+	return rc;
+}
+
+static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
+{
+	struct loom_gpt *g = t->g;
+	int rc = load_weights(t, ck, g->n_tensors, with_optimizer);
+	if (rc)
+		return rc;
 	/* RigL: the checkpoint's masks; --init-from a checkpoint without
 	 * them keeps the masks drawn from the seed (its weights masked) */
 	rc = loom_gpt_ckpt_load_sparsity(g, ck);
@@ -434,8 +448,6 @@ static int gpt_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optim
 			loom_gpt_rigl_sync(g);
 		rc = 0;
 	}
-out:
-	ckpt_tables_free(&x);
 	return rc;
 }
 
@@ -444,10 +456,17 @@ out:
  * BertModel) for --init-from: the head new from the seed, said in a line. */
 static int bert_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
-	int rc = loom_bert_ckpt_load(t->b, ck, with_optimizer ? 0 : LOOM_BERT_CKPT_NEW_HEAD,
-				     t->cfg.seed);
-	if (rc < 0)
-		return loom_err_set(&t->err, rc, "%s", loom_bert_error(t->b));
+	/* a new head: this rank's slices of it drawn from the seed */
+	int n = loom_bert_ckpt_head(t->b, ck, with_optimizer ? 0 : LOOM_BERT_CKPT_NEW_HEAD,
+				    t->cfg.seed);
+	if (n < 0)
+		return loom_err_set(&t->err, n, "%s", loom_bert_error(t->b));
+	int rc = load_weights(t, ck, n, with_optimizer);
+	loom_ckpt_skip(ck, NULL);
+	if (rc)
+		return rc;
+	loom_bert_weights_changed(t->b);
+	rc = n < t->b->n_tensors;
 	const char *head = t->cfg.task == LOOM_TASK_MLM ? "masked-LM (cls.predictions)"
 							: "question-answering (qa_outputs)";
 	const struct loom_config *c = &t->cfg;
@@ -462,14 +481,7 @@ static int bert_load(struct loom_trainer *t, struct loom_ckpt *ck, int with_opti
 			say(t, "--init-from: %s and its %s head loaded from %s", enc, head,
 			    loom_ckpt_dir(ck));
 	}
-	if (!with_optimizer)
-		return 0;
-	struct ckpt_tables x;
-	if ((rc = ckpt_tables(t, &x)))
-		return rc;
-	rc = load_optimizer(t, ck, &x);
-	ckpt_tables_free(&x);
-	return rc;
+	return 0;
 }
 
 /* ---- the configuration -------------------------------------------------- */
@@ -785,9 +797,6 @@ int loom_trainer_settle(struct loom_trainer *t)
 					    loom_ckpt_dir(t->ck))))
 			return rc;
 	}
-	if (c->sharding == LOOM_SHARD_WEIGHTS && c->model != LOOM_MODEL_GPT)
-		return usage(t, "sharding=weights: only a GPT shards its weights (model is %s); "
-			     "sharding=optimizer shards its AdamW state", loom_model_name(c->model));
 	/* another model's checkpoint: said once here, not by every rank's load */
 	const struct loom_ckpt_arch *a = t->o.init_from ? ckpt_arch(t->o.init_from) : NULL;
 	if (a && (a == &loom_bert_ckpt_arch) != (c->model == LOOM_MODEL_BERT))
@@ -982,33 +991,11 @@ static int new_model(struct loom_trainer *t)
 	return 0;
 }
 
-static int load_model(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
-{
-	return (t->b ? bert_load : gpt_load)(t, ck, with_optimizer);
-}
-
-/* tensor_parallel: the GPT reads only this rank's runs (gpt_load); a
- * BERT is loaded into a whole model first, which gives this rank its
- * slices (its head may be new from the seed: loom_bert_ckpt_load) */
+/* The model's weights (with_optimizer: and moments) from ck; a rank of
+ * tensor_parallel or sharding=weights reads only its own slices. */
 static int load(struct loom_trainer *t, struct loom_ckpt *ck, int with_optimizer)
 {
-	struct loom_tp tp;
-	if (!split_team(t, &tp) || t->g)
-		return load_model(t, ck, with_optimizer);
-	struct loom_bert *split = t->b, *w = loom_bert_new(&split->cfg);
-	if (!w)
-		return nomem(t);
-	t->model = t->b = w;
-	int rc = load_model(t, ck, with_optimizer);
-	t->model = t->b = split;
-	float *mine[3], *whole[3];
-	model_arrays(t, split, mine);
-	model_arrays(t, w, whole);
-	for (int k = 0; !rc && k < 3; k++)
-		loom_tp_copy(&tp, tp.rank, mine[k], whole[k], 0);
-	loom_bert_free(w);
-	loom_bert_weights_changed(split);
-	return rc;
+	return (t->b ? bert_load : gpt_load)(t, ck, with_optimizer);
 }
 
 int loom_trainer_build(struct loom_trainer *t)
