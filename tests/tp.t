@@ -24,7 +24,7 @@ diag "T=2 vs 1 rank: max relative loss difference $d"
 like "$err" '^loom-train: rank 0: tensor parallel: 1 replica x 2 ranks \(Open MPI [^)]*\), each layer split across a replica.s ranks; 55104 parameters per rank$' \
 	"  start-up: the grid and what a rank holds"
 like "$err" '^loom-train: rank 0: tiny: 108800 parameters' "  the model line counts the whole model"
-like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their all-reduces; [0-9.]+ kB sent per step per rank in them \(ring all-reduces of 4 \[B,T,C\] a layer, the embeddings., the LM head.s and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
+like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their all-reduces; [0-9.]+ kB sent per step per rank in them \(ring all-reduces of 4 \[B,T,C\] a layer, the embeddings., the head.s and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
 	"  the all-reduces' bytes and waits reported"
 unlike "$err" 'rank 1: step' "  other ranks stay quiet"
 sent=$(sed -n 's/.*; \([0-9.]* kB\) sent per step per rank in them.*/\1/p' "$err")
@@ -182,7 +182,7 @@ is_rc 0 "T=2, sequence_parallel=1"
 d=$(maxrel "$T/sp2.json" "$T/one.json" 1 20)
 ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
 diag "T=2 SP vs 1 rank: max relative loss difference $d"
-like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ kB sent per step per rank in them \(sequence parallel: ring all-gathers and reduce-scatters of \[B,T,C\], 4 a layer forward and 6 backward, the embeddings. and the LM head.s; all-reduces of the LayerNorm gradients and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
+like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ kB sent per step per rank in them \(sequence parallel: ring all-gathers and reduce-scatters of \[B,T,C\], 4 a layer forward and 6 backward, the embeddings. and the head.s; all-reduces of the LayerNorm gradients and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
 	"  bytes sent per rank: the model's count of the gathers, scatters and all-reduces"
 sp_sent=$(sed -n 's/.*; \([0-9.]* kB\) sent per step per rank in them.*/\1/p' "$err")
 run loom-train -c tiny --set micro_batch=8,tensor_parallel=2,$SP --dry-run

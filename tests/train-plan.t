@@ -122,8 +122,16 @@ run loom-train -c tiny --dry-run --memory-per-rank 1M
 like "$out" '^no GPT preset fits 1 rank of 1 MiB: the smallest, test, needs [0-9.]+ MB per rank \(sharding=optimizer\)$' \
 	"1M: no preset fits, the smallest named"
 run loom-train -c bert-base --dry-run --memory-per-rank 1G
-like "$out" '^bert-base does not fit ranks of 1 GiB \(sharding=optimizer\): .* whole$' \
-	"a BERT: no sharding=weights to suggest"
+like "$out" '^bert-base does not fit ranks of 1 GiB \(sharding=optimizer\): .* whole; sharding=weights shards the weights and gradients$' \
+	"a BERT: sharding=weights suggested (it shards its weights too)"
+# a BERT's grid: T divides its heads and intermediate width
+run loom-train -c bert-large --dry-run --memory-per-rank 3GiB
+like "$out" '^bert-large: 2 x 4 ranks of 3 GiB \(data x tensor parallel, sharding=optimizer, vocab_size=30524\): 3\.1 GB per rank$' \
+	"bert-large in 3 GiB: 2 x 4 ranks"
+run loom-train -c bert-large --set vocab_size=30524,data_parallel=2,tensor_parallel=4 --dry-run
+like "$out" '^  total +3\.1 GB ' "  the --dry-run of 2 x 4: 3.1 GB"
+run loom-train -c bert-large --set vocab_size=30524,data_parallel=1,tensor_parallel=4 --dry-run
+like "$out" '^  total +3\.2 GB ' "  1 x 4 would need 3.2 GB: more than 3 GiB"
 
 # the presets are read from share/presets (LOOM_SHARE), not built in
 mkdir -p "$T/share/presets"

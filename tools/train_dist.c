@@ -70,8 +70,8 @@ static void on_exit_dist(int status, void *arg)
 		cli_warn("tensor parallel: %d ranks per replica; %.3f s per step blocked in their %s; %s sent per step per rank in them (%s: %s; %.4fx)",
 			 loom_dist_tp_size(dist), loom_dist_tp_wait_seconds(dist) / steps_done,
 			 d_sp ? "collectives" : "all-reduces", cli_bytes(per, a, sizeof a),
-			 d_sp ? "sequence parallel: ring all-gathers and reduce-scatters of [B,T,C], 4 a layer forward and 6 backward, the embeddings' and the LM head's; all-reduces of the LayerNorm gradients and the loss's"
-			      : "ring all-reduces of 4 [B,T,C] a layer, the embeddings', the LM head's and the loss's",
+			 d_sp ? "sequence parallel: ring all-gathers and reduce-scatters of [B,T,C], 4 a layer forward and 6 backward, the embeddings' and the head's; all-reduces of the LayerNorm gradients and the loss's"
+			      : "ring all-reduces of 4 [B,T,C] a layer, the embeddings', the head's and the loss's",
 			 cli_bytes((double)tp_bound, b, sizeof b), tp_bound ? per / tp_bound : 0.0);
 	}
 	if (status == 0 && d_rank == 0 && loom_dist_replicas(dist) > 1 && !d_quiet && steps_done) {

@@ -48,8 +48,8 @@ static const char *sharding_name(const struct loom_config *c)
 
 /* --memory-per-rank: the ranks c needs of `mem` bytes each (and with
  * recompute when c does not recompute), the smallest data x
- * tensor-parallel grid (a GPT), and the largest GPT preset that fits c's
- * rank count. */
+ * tensor-parallel grid, and the largest GPT preset that fits c's rank
+ * count. */
 static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem_name)
 {
 	struct loom_model_mem m, mr;
@@ -78,17 +78,16 @@ static void print_fit(const struct loom_config *c, uint64_t mem, const char *mem
 		       cli_bytes((double)m.total, b0, sizeof b0),
 		       cli_bytes((double)m.params, b1, sizeof b1),
 		       cli_bytes((double)m.acts, b2, sizeof b2),
-		       c->model == LOOM_MODEL_GPT ? "; sharding=weights shards the weights and "
-						    "gradients" : "", rec);
+		       "; sharding=weights shards the weights and gradients", rec);
 	int D, T, V;
-	if (c->model == LOOM_MODEL_GPT && loom_plan_grid(c, mem, &D, &T, &V, &m)) {
+	if (loom_plan_grid(c, mem, &D, &T, &V, &m)) {
 		char pad[48] = "";
 		if (V != c->vocab_size)
 			snprintf(pad, sizeof pad, ", vocab_size=%d", V);
 		printf("%s: %d x %d ranks of %s (data x tensor parallel, sharding=%s%s%s): %s per "
 		       "rank\n", c->preset, D, T, mem_name, sh, c->recompute ? ", recompute" : "",
 		       pad, cli_bytes((double)m.total, b0, sizeof b0));
-	} else if (c->model == LOOM_MODEL_GPT) {
+	} else {
 		printf("%s: no grid of data x tensor-parallel ranks fits ranks of %s (sharding=%s%s, "
 		       "up to %d ranks)\n", c->preset, mem_name, sh,
 		       c->recompute ? ", recompute" : "", LOOM_PLAN_MAX_RANKS);
@@ -240,7 +239,7 @@ void train_print_dry_run(const struct loom_config *c)
 		       cli_bytes((double)m0.tp_bytes, b0, sizeof b0),
 		       c->sequence_parallel
 			       ? "collectives (sequence parallel: all-gathers and reduce-scatters of [B,T,C], 4 a layer forward and 6 backward, the embeddings' and the head's; all-reduces of the LayerNorm gradients and the loss's)"
-			       : "all-reduces (4 [B,T,C] a layer, the embeddings', the LM head's and the loss's)");
+			       : "all-reduces (4 [B,T,C] a layer, the embeddings', the head's and the loss's)");
 	if (mem_per_rank)
 		print_fit(c, mem_per_rank, mem_name);
 	if (c->sparsity > 0) {

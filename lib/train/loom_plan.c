@@ -44,9 +44,12 @@ int loom_plan_grid(const struct loom_config *c, uint64_t mem, int *D, int *T, in
 {
 	int best = 0;
 	struct loom_model_mem pm;
-	for (int t = 1; c->model == LOOM_MODEL_GPT && t <= c->n_head; t++) {
+	/* the MLP width a replica's ranks split (validate_tp in loom_config.c) */
+	int mlp = c->model == LOOM_MODEL_BERT && c->intermediate ? c->intermediate : 4 * c->n_embd;
+	for (int t = 1; t <= c->n_head; t++) {
 		int most = LOOM_PLAN_MAX_RANKS / t, lo = 1, hi = most;
-		if (c->n_head % t || (4 * c->n_embd) % t || (best && t > best))
+		if (c->n_head % t || mlp % t || (c->sequence_parallel && c->seq_len % t) ||
+		    (best && t > best))
 			continue;
 		plan_grid(c, most, t, &pm);
 		if (pm.total > mem)

@@ -33,11 +33,12 @@ int loom_plan_ranks_needed(const struct loom_config *c, int recompute, uint64_t 
 			   struct loom_model_mem *m);
 /* The smallest grid of D data-parallel replicas x T tensor-parallel ranks
  * (fewest ranks D x T, up to LOOM_PLAN_MAX_RANKS; of as many, the least
- * T) on which the GPT c fits `mem` bytes per rank with its sharding and
- * recompute: T among the divisors of n_head that divide 4 x n_embd, the
- * vocabulary padded up to a multiple of T (*vocab: the padded size, c's
- * when T divides it).  Returns D x T with *D, *T and its plan in *m, or
- * 0 when none fits (or c is not a GPT). */
+ * T) on which the model c fits `mem` bytes per rank with its sharding and
+ * recompute: T among the divisors of n_head that divide the MLP width
+ * (4 x n_embd; a BERT's intermediate) and, with sequence_parallel,
+ * seq_len, the vocabulary padded up to a multiple of T (*vocab: the
+ * padded size, c's when T divides it).  Returns D x T with *D, *T and
+ * its plan in *m, or 0 when none fits. */
 int loom_plan_grid(const struct loom_config *c, uint64_t mem, int *D, int *T, int *vocab,
 		   struct loom_model_mem *m);
 /* Of the GPT presets (share/presets/\*.json of model gpt), each as it is
