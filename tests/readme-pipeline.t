@@ -21,7 +21,9 @@
 #     --steps 4 on the command line of loom-train (the train-mpi.sh block
 #     runs as written);
 #   - `make test` is the harness that runs this test: `make -n test` (its
-#     plan) instead; `make demo` runs as written (DEMO_OUT in $T).
+#     plan) instead; `make demo` runs as written (DEMO_OUT in $T), in a
+#     copy of the checkout and of the build under test, which it must not
+#     rebuild while the other tests run its tools.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$TESTS/.." && pwd)
 
@@ -178,13 +180,35 @@ ok "  the sample fetched from the local mirror and sharded" test -e "$T/mirror2/
 # --- the first block: make demo, make test -----------------------------------
 is "$(cat "$T/block$B_MAKE.sh" | sed 's/ *#.*//')" "make demo
 make test" "the first block is make demo and make test"
+# make demo builds first (make all): in a copy of the checkout and of the
+# build under test, never in that build, whose tools the other tests of
+# `make check` (prove -j) run meanwhile.  When a source is newer than the
+# build (edited while the checks run), make relinks every tool in place,
+# and a tool started during its relink fails ("Permission denied": the
+# linker makes the file executable last), failing whichever test ran it.
+# A source of the copy is made newer, so that its make demo relinks too.
+BT=${LOOM_BUILD:-$ROOT/build}
+rel=$(realpath -m --relative-to="$ROOT" "$BT")
+case $rel in ..|../*) rel=build ;; esac   # (as the build's own .d files name it)
+# each tool and libloom.a of the build under test: name, size, mtime
+tools_state() { stat -c '%n %s %Y' "$BT"/libloom.a "$BT"/bin/*; }
 if "$ROOT/pipelines/mirror.sh" available; then
+	mkdir -p "$T/co/$rel"
+	cp -a "$ROOT"/Makefile "$ROOT"/formats "$ROOT"/lib "$ROOT"/pipelines "$ROOT"/share \
+		"$ROOT"/tools "$T/co/"   # what make all and the demo read (times kept)
+	for f in LOOM-CFLAGS LOOM-LDFLAGS gen obj libloom.a bin; do
+		[ ! -e "$BT/$f" ] || cp -a "$BT/$f" "$T/co/$rel/"
+	done
+	before=$(tools_state)
+	touch -c "$T/co/lib/common/loom_buf.c"
 	rc=0
-	DEMO_OUT=$T/demo make -s -C "$ROOT" B="${LOOM_BUILD:-$ROOT/build}" demo >"$out" 2>"$err" || rc=$?
-	is_rc 0 "make demo runs"
+	DEMO_OUT=$T/demo make -s -C "$T/co" B="$rel" demo >"$out" 2>"$err" || rc=$?
+	is_rc 0 "make demo runs (in a copy of the checkout and of the build)"
 	ok "  and trains" test -n "$(ls "$T/demo/ckpt" 2>/dev/null)"
+	ok "  its make relinked the copy's tools" test "$T/co/$rel/bin/loom-train" -nt "$BT/bin/loom-train"
+	is "$(tools_state)" "$before" "  the build under test is left as it was"
 else
-	skip 2 "lighttpd is not installed (make deps)"
+	skip 4 "lighttpd is not installed (make deps)"
 fi
 run make -n -C "$ROOT" B="${LOOM_BUILD:-$ROOT/build}" test
 is_rc 0 "make -n test: the plan of make test (which runs this test)"
