@@ -96,13 +96,27 @@ killed "$NEWR" empty
 # before the signal.
 rm -rf d && mkdir d && shard d $OLD
 mkfifo fifo
+# fd 3 writes the FIFO once loom-shard ($1) has opened it (and so holds
+# its lock): fd 4, a reader and writer, lets both opens return at once, so
+# a loom-shard that never starts fails the checks instead of hanging the
+# test in a blocking open
+writer() {
+	exec 4<> fifo
+	for _ in $(seq 1 6000); do
+		ls -l "/proc/$1/fd" 2>/dev/null | grep -q '/fifo$' && break
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.01
+	done
+	exec 3> fifo 4<&-
+}
 for sig in KILL TERM; do
 	(cd d && exec loom-shard -q -o x -f text -L 10 -n 2 --no-shuffle -m 1M ../fifo) &
 	pid=$!
-	exec 3> fifo
+	writer "$pid"
 	seq 1 200000 >&3
 	for i in $(seq 1 6000); do
 		[ -n "$(find d -name '.x-*.tmp-*' -size +1k)" ] && break
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.01
 	done
 	ok "SIG$sig: a temporary shard holds data" test -n "$(find d -name '.x-*.tmp-*' -size +1k)"
@@ -120,7 +134,7 @@ done
 # Two runs on one prefix: the second is refused while the first holds the lock.
 (cd d && exec loom-shard -q -o x -f text -L 10 -n 2 --no-shuffle ../fifo) &
 pid=$!
-exec 3> fifo # returns once loom-shard opened its input: it holds the lock
+writer "$pid"
 run shard d $OLD
 is_rc 1 "a second run on the prefix: exit 1"
 is "$(cat "$err")" "loom-shard: another loom-shard is writing 'x' (it holds './.x.lock')" "  says why"
