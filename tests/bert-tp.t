@@ -29,16 +29,6 @@ D0="--set dropout=0"
 # bert-base-uncased's 30522 ids in a vocabulary 4 divides
 MTRAIN="loom-train -q -c bert-tiny --threads 1 --steps 20 --set task=mlm,vocab_size=30524,n_head=4,dropout=0.1,attn_dropout=0,lr=1e-3"
 
-# same_curve WHAT N LOG BASE 'command': N ranks run it, their logged
-# losses within 1e-5 relative of log BASE's (one process), step by step
-same_curve() {
-	np "$2" "$5"
-	is_rc 0 "$1"
-	local n d; n=$(grep -c '"loss"' "$4"); d=$(maxrel "$3" "$4" 1 "$n")
-	ok "  losses within 1e-5 relative of 1 rank over $n steps (max $d)" small "$d"
-	diag "$1 vs 1 rank: max relative loss difference $d"
-}
-
 # --- the same curves as one process -----------------------------------------
 run sh -c "$SFEED --batch 8 | $BTRAIN --set micro_batch=8 --log $T/one.json"
 is_rc 0 "squad: 1 rank x micro-batch 8"

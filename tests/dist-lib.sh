@@ -3,8 +3,8 @@
 # one core, shards of learnable records in $T/d.manifest.json ($M), the
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
 # ranks), failed (the job failed by itself), maxrel (losses of two logs
-# compared), small (<= 1e-5, or <= $2) and bert_feeds (BERT's data,
-# dist-bert.t, bert-tp.t).
+# compared), small (<= 1e-5, or <= $2), same_curve (a job's losses one
+# process's) and bert_feeds (BERT's data, dist-bert.t, bert-tp.t).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -59,6 +59,17 @@ print("%.3g" % max(abs(a[s] - b[s]) / abs(b[s]) for s in steps))
 EOF
 }
 small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= float('${2:-1e-5}')))" 2>/dev/null; }
+
+# same_curve WHAT N LOG BASE 'command': N ranks run it (np), their logged
+# losses ($T/LOG) within 1e-5 relative of $T/BASE's (one process), step
+# by step; $err stays the job's
+same_curve() {
+	np "$2" "$5"
+	is_rc 0 "$1"
+	local n d; n=$(grep -c '"loss"' "$T/$4"); d=$(maxrel "$T/$3" "$T/$4" 1 "$n")
+	ok "  losses within 1e-5 relative of 1 rank over $n steps (max $d)" small "$d"
+	diag "$1 vs 1 rank: max relative loss difference $d"
+}
 
 # BERT's data in $T: 40 squad features (sq/, vocab.txt) and masked-LM
 # shards of bert-base-uncased ids (mlm/); their feeders $SFEED and $MFEED

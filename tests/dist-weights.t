@@ -15,10 +15,8 @@ run sh -c "$FEED --batch 8 --epochs 0 | $TRAIN -q --set micro_batch=8 --steps 20
 is_rc 0 "1 rank x micro-batch 8"
 
 # --- the same curve as one process -------------------------------------------
-np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4,$WS --steps 20 --log-every 10 --log two.json"
-is_rc 0 "2 ranks x micro-batch 4, sharding=weights"
-d=$(maxrel "$T/two.json" "$T/one.json" 1 20)
-ok "2 ranks, sharding=weights vs 1 rank: losses within 1e-5 relative over 20 steps (max $d)" small "$d"
+same_curve "2 ranks x micro-batch 4, sharding=weights" 2 two.json one.json \
+	"$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4,$WS --steps 20 --log-every 10 --log two.json"
 like "$err" '^loom-train: rank 0: data parallel: 2 ranks \(Open MPI [^)]*\), sharding=weights: weights, gradients and AdamW state per rank [0-9.]+ [kMG]B \(1/2 of [0-9.]+ [kMG]B\), gathered a layer at a time$' \
 	"start-up: what a rank holds"
 like "$err" 'rank 0: data parallel \(sharding=weights\): [0-9.]+ s per step blocked in communication \([0-9.]+ s of it waiting for weights\); .* sent per step per rank \(ring lower bound of 1 micro-batch: .*; 1\.0[0-9]*x\)$' \
@@ -177,10 +175,8 @@ bert_feeds
 BT="loom-train -c bert-tiny --threads 1 --steps 20 --set vocab_size=32,n_head=4,dropout=0,attn_dropout=0,lr=1e-3"
 run sh -c "$SFEED --batch 8 | $BT -q --set micro_batch=8 --log $T/b1.json"
 is_rc 0 "BERT squad: 1 rank"
-np 2 "$SFEED --batch 4 --rank \$R --world \$W | $BT --set micro_batch=4,$WS --log b2.json"
-is_rc 0 "BERT squad: 2 ranks, sharding=weights"
-d=$(maxrel "$T/b2.json" "$T/b1.json" 1 20)
-ok "  within 1e-5 of 1 rank over 20 steps (max $d)" small "$d"
+same_curve "BERT squad: 2 ranks, sharding=weights" 2 b2.json b1.json \
+	"$SFEED --batch 4 --rank \$R --world \$W | $BT --set micro_batch=4,$WS --log b2.json"
 like "$err" 'the embeddings twice, gradients reduce-scattered, 3P\(N-1\)/N x 4 bytes each = [0-9.]+ [kM]B; 1\.0[0-9]*x\)$' \
 	"  the bytes it sent: each unit gathered for forward and backward"
 run loom-train -c bert-tiny --set sharding=weights,data_parallel=2 --dry-run
