@@ -149,27 +149,34 @@ $(B)/libloom.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# $(call link,ARGS): cc ARGS linked to a temporary name beside $@, then
+# renamed over it, so a test or pipeline that runs the program while it is
+# rebuilt gets the old one or the new one, never a missing or half-written
+# file (ld writes its output in place and makes it executable at the end).
+link = { $(CC) $(ALL_LDFLAGS) -o $@.tmp-$$$$ $(1) && mv -f $@.tmp-$$$$ $@; } || \
+	{ rm -f $@.tmp-$$$$; exit 1; }
+
 # A tool loom-X is tools/loom-X.c plus any tools/X_*.c (its subcommands).
 .SECONDEXPANSION:
 $(B)/bin/%: $(B)/obj/tools/%.o \
 	    $$(addprefix $(B)/obj/,$$(subst .c,.o,$$(wildcard tools/$$(subst loom-,,$$*)_*.c))) \
 	    $(CLI_OBJ) $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
+	$(call link,$(filter-out $(B)/LOOM-%,$^) $(LIBS))
 
 $(B)/tests/%.t: $(B)/obj/tests/%.o $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
+	$(call link,$(filter-out $(B)/LOOM-%,$^) $(LIBS))
 
 $(B)/bench/%: $(B)/obj/tests/bench/%.o $(B)/libloom.a $(B)/LOOM-LDFLAGS
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(B)/LOOM-%,$^) $(LIBS)
+	$(call link,$(filter-out $(B)/LOOM-%,$^) $(LIBS))
 
 $(B)/tests/fuzz-%.t: tests/fuzz/%.c tests/fuzz/replay.c $(B)/libloom.a \
 	    $(B)/LOOM-CFLAGS $(B)/LOOM-LDFLAGS | $(GEN_H)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
-	  $(ALL_LDFLAGS) -o $@ tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS)
+	$(call link,$(ALL_CPPFLAGS) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/$*"' \
+	  tests/fuzz/$*.c tests/fuzz/replay.c $(B)/libloom.a $(LIBS))
 
 $(B)/obj/lib/train/loom_dist.o $(B)/obj/lib/train/loom_dist_zero.o \
     $(B)/obj/lib/train/loom_dist_ckpt.o: ALL_CPPFLAGS += $(MPI_CFLAGS)

@@ -3,7 +3,8 @@
 # ARCH, SAN, PREFIX; LDFLAGS, LIBS for programs) and only then: in a scratch
 # build directory, one small object is compiled for real, the rest of a
 # test program's tree is touched (make -t), and make -q / make -n and the
-# objects' modification times show what a flag change rebuilds.
+# objects' modification times show what a flag change rebuilds; a program
+# is relinked under a temporary name, then renamed into place.
 . "$(dirname "$0")/lib.sh"
 # make exports its command-line variables to recipes: under `make asan` OPT,
 # SAN and B arrive here; this test sets the flags it compares itself
@@ -71,9 +72,14 @@ for v in LDFLAGS=-s LIBS=-lz; do
 	run mk -q "$v" "$PROG"
 	is_rc 1 "make -q $v: the program is out of date"
 	run mk -n "$v" "$PROG"
-	is "$(grep -c '^cc' "$out") $(grep -c '^cc .* -c ' "$out")" "1 0" \
+	is "$(grep -c '^{ cc' "$out") $(grep -c '^cc .* -c ' "$out")" "1 0" \
 		"make -n $v: relinks, compiles nothing"
 done
 ok "the link flags are in \$(B)/LOOM-LDFLAGS" grep -q -- '-lm' "$B/LOOM-LDFLAGS"
+# a program is linked under a temporary name and renamed over the old one:
+# a test running it while the build relinks finds one or the other, never
+# a file ld is still writing (not yet executable: "Permission denied")
+ok "make -n: the link writes $PROG.tmp-\$\$" grep -qF -- "-o $PROG.tmp-\$\$ " "$out"
+ok "  and renames it over the program" grep -qF -- "&& mv -f $PROG.tmp-\$\$ $PROG;" "$out"
 is "$(mtime "$PROG")" "$t_prog" "dry runs did not touch the program"
 done_testing
