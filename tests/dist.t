@@ -119,7 +119,10 @@ like "$err" '^loom-train: stdin: input ended after 49 micro-batches, but a step 
 ok "  no checkpoint" test ! -e "$T/n"
 
 # --- faults -----------------------------------------------------------------
-np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | { if [ \$R = 1 ]; then head -c 3000; else cat; fi; } | $TRAIN -q --set micro_batch=4 --steps 100 --save f --save-every 5"
+# (not -q: should this job ever end by a stop signal, exit 0 after a clean
+# stop, 'failed' shows rank 0's "stopping after step N" line; it failed
+# once with exit 0 or 124 and, then, no stderr to tell which: issue 28)
+np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | { if [ \$R = 1 ]; then head -c 3000; else cat; fi; } | $TRAIN --set micro_batch=4 --steps 100 --save f --save-every 5"
 failed "a feeder that closes its pipe mid-frame stops every rank (exit $rc)"
 like "$err" '^loom-train: rank 1: stdin: frame 22 at byte 2992: stream ends inside the frame header' \
 	"the rank says what broke"
