@@ -60,14 +60,16 @@ EOF
 }
 small() { /usr/bin/python3 -c "import sys; sys.exit(not (float('$1') <= float('${2:-1e-5}')))" 2>/dev/null; }
 
-# same_curve WHAT N LOG BASE 'command': N ranks run it (np), their logged
-# losses ($T/LOG) within 1e-5 relative of $T/BASE's (one process), step
-# by step; $err stays the job's
+# same_curve WHAT N LOG BASE 'command' [FROM [TO]]: N ranks run it (np),
+# their logged losses ($T/LOG) of steps FROM (1) to TO (BASE's last)
+# within 1e-5 relative of $T/BASE's (one process), step by step; $err
+# stays the job's
 same_curve() {
 	np "$2" "$5"
 	is_rc 0 "$1"
-	local n d; n=$(grep -c '"loss"' "$T/$4"); d=$(maxrel "$T/$3" "$T/$4" 1 "$n")
-	ok "  losses within 1e-5 relative of 1 rank over $n steps (max $d)" small "$d"
+	local lo=${6:-1} hi=${7:-$(grep -c '"loss"' "$T/$4")} d
+	d=$(maxrel "$T/$3" "$T/$4" "$lo" "$hi")
+	ok "  losses of steps $lo-$hi within 1e-5 relative of 1 rank (max $d)" small "$d"
 	diag "$1 vs 1 rank: max relative loss difference $d"
 }
 
