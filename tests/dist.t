@@ -94,6 +94,13 @@ np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_
 is_rc 0 "all feeders end at the same step (--allow-short): exit 0"
 is "$(readlink "$T/e/latest")" step-00000049 "checkpoint at the last full step (49 global batches of 8 per epoch)"
 
+# stop_saved ERR DIR NAME: the step of ERR's "stopping after step N" line
+# (into $step) is DIR/latest
+stop_saved() {
+	step=$(sed -nE 's/.*stopping after step ([0-9]+).*/\1/p' "$1")
+	is "$(readlink "$2/latest")" "$(printf 'step-%08d' "${step:-0}")" "$3"
+}
+
 # --- SIGUSR1 to mpirun (pipelines/train-mpi.sh passes it on): clean stop ---
 WRAP="$TESTS/../pipelines/train-mpi.sh"
 (cd "$T" && BATCH=4 SEQ=8 EPOCHS=0 THREADS=1 exec "$WRAP" -np 2 "$M" tiny u --steps 100000 --log-every 5 >"$T/u.out" 2>"$T/u.err") &
@@ -103,12 +110,26 @@ for _ in $(seq 1 600); do grep -q 'step 5/' "$T/u.err" 2>/dev/null && break; sle
 kill -USR1 $mp
 rc=0; wait $mp || rc=$?
 is "$rc" 0 "SIGUSR1 to mpirun: every rank stops after the same step, exit 0"
-like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+' "rank 0 says so"
-step=$(sed -nE 's/.*stopping after step ([0-9]+).*/\1/p' "$T/u.err")
-is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' "${step:-0}")" "checkpoint of that step"
+like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+ \(sent by pid [0-9]+, mpirun, to rank [01]\)$' \
+	"rank 0 says so, naming mpirun, which passed it on"
+stop_saved "$T/u.err" "$T/u" "checkpoint of that step"
 (cd "$T" && BATCH=8 SEQ=8 EPOCHS=0 THREADS=1 timeout 300 "$WRAP" -np 1 "$M" tiny u --steps $((step + 3)) -q >"$T/u.out" 2>"$T/u.err")
 is "$?" 0 "the wrapper resumes it on 1 rank (micro-batch 8)"
 is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' $((step + 3)))" "and saves 3 steps later"
+
+# --- a TERM to one rank (as from a stray kill): every rank stops after the
+# same step and exits 0, and rank 0's line names the rank and the sender,
+# so that a job stopped this way says by whom --------------------------------
+mkdir -p "$T/s"
+{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4 --steps 100000 --log-every 5 --save s & p=\$!; echo \$p > s/pid.\$R; wait \$p"; exit $rc; } &
+mp=$!
+for _ in $(seq 1 600); do [ -s "$T/s/pid.1" ] && grep -q 'step 5/' "$err" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$(cat "$T/s/pid.1")"
+rc=0; wait $mp || rc=$?
+is "$rc" 0 "a TERM to rank 1 alone: every rank stops after the same step, exit 0"
+like "$err" "^loom-train: rank 0: Terminated: stopping after step [0-9]+ \\(sent by pid $$, bash, to rank 1\\)\$" \
+	"  rank 0's line names the rank it reached and the process that sent it"
+stop_saved "$err" "$T/s" "  and that step is saved"
 
 # --- every input ends inside the first step: an error, nothing saved ---------
 np 2 "$FEED --batch 4 --epochs 1 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,grad_accum=100 --steps 5 --save n"

@@ -225,7 +225,8 @@ like "$T/u.job" ' ExitCode=0:0$' "  exit 0"
 step=$(readlink "$T/u/latest")
 last=$(losses "$T/u.json" | awk 'END { printf "step-%08d", $1 }')
 is "$step" "$last" "  rank 0 saved the last step"
-like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+$' "  and said so"
+like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+ \(sent by pid [0-9]+, slurmstepd, to rank [01]\)$' \
+	"  and said so, naming who sent it"
 
 # one task: Slurm signals every process of the step, so loom-train gets the
 # USR1 from Slurm and must not get a second one from the script
@@ -233,7 +234,7 @@ sed -e 's/--ntasks-per-node=2/--ntasks-per-node=1/' -e "s| u --steps | o --steps
 	-e 's|--log u\.json$|--log o.json|' "$T/endless.sbatch" >"$T/one.sbatch"
 usr1_job "$T/one.sbatch" o
 like "$T/o.job" ' ExitCode=0:0$' "scancel --signal=USR1, one task: exit 0"
-like "$T/o.err" '^loom-train: User defined signal 1: stopping after step [0-9]+$' "  a clean stop"
+like "$T/o.err" '^loom-train: User defined signal 1: stopping after step [0-9]+ \(sent by pid [0-9]+, slurmstepd\)$' "  a clean stop"
 
 # --- srun without PMI: one line, not ranks that cannot meet ------------------
 run timeout 300 srun --mpi=none -N 1 -n 2 --chdir="$T" "$WRAP" "$M" tiny x "${ARGS[@]}"

@@ -199,7 +199,7 @@ is "$(losses "$T/k1.json")" "$(losses "$T/full.json")" \
 # --- SIGTERM: finish the step, save, exit 0 ---------------------------------
 ( head -c $((FR * 7)) "$F"; exec sleep 60 ) > "$T/fifo" &
 feeder=$!
-loom-train -q -c tiny --steps 40 --save "$T/term" --log "$T/t.json" < "$T/fifo" 2>"$T/term.err" &
+loom-train -c tiny --steps 40 --save "$T/term" --log "$T/t.json" < "$T/fifo" 2>"$T/term.err" &
 trainer=$!
 for _ in $(seq 1 200); do [ "$(wc -l 2>/dev/null < "$T/t.json")" = 7 ] && break; sleep 0.05; done
 kill -TERM $trainer
@@ -207,6 +207,8 @@ rc=0; wait $trainer || rc=$?
 kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
 is_rc 0 "SIGTERM: exit 0"
 is "$(readlink "$T/term/latest")" "step-00000007" "SIGTERM: saved the last finished step"
+like "$T/term.err" "^loom-train: Terminated: stopping after step 7 \\(sent by pid $$, bash\\)\$" \
+	"  and said so, naming the process that sent it (this test's shell)"
 run loom-train -q -c tiny --steps 40 --init-from "$T/term" --steps 8 < "$F"
 is_rc 0 "--init-from a checkpoint (weights only)"
 

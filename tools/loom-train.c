@@ -67,17 +67,6 @@ static void check(int rc)
 		cli_die("%s", trainer.err.msg);
 }
 
-static void on_stop(int sig)
-{
-	if (stop_sig) { /* second signal: give up now */
-		loom_outfile_unlink_all();
-		signal(sig, SIG_DFL);
-		raise(sig);
-		return;
-	}
-	stop_sig = sig;
-}
-
 /* Re-execute once with the environment OpenBLAS and the OpenMP runtime
  * read when they load, before main (loom_blas_reexec): OPENBLAS_CORETYPE
  * from the CPU's flags when Debian's OpenBLAS picked its SSE3 "Prescott"
@@ -534,18 +523,6 @@ static void open_tb(struct loom_trainer *t)
 	free(md);
 }
 
-/* SIGINT, SIGTERM and SIGUSR1 finish the step, save and exit 0. */
-static void catch_stop_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL); /* mpirun forwards SIGUSR1 to every rank */
-}
-
 /* The training loop's state besides the trainer's. */
 struct run {
 	struct loom_trainer *t;
@@ -828,7 +805,7 @@ int main(int argc, char **argv)
 	u.log = open_log(t);
 	if (tb_dir)
 		open_tb(t);
-	catch_stop_signals();
+	train_dist_catch_stops(&stop_sig);
 	if (!(u.r = loom_batch_reader_new(STDIN_FILENO, "stdin")))
 		cli_die("out of memory");
 	if (t->read_features)
@@ -852,9 +829,11 @@ int main(int argc, char **argv)
 	train_loop(&u);
 	train_dist_tp_bound(t); /* tensor parallelism: the bytes its exit report expects */
 	cli_progress_done(&u.prog);
-	if (stop_sig && !quiet)
-		cli_warn("%s: stopping after step %llu", strsignal(stop_sig),
-			 (unsigned long long)t->step);
+	if (stop_sig && !quiet) {
+		char from[96];
+		cli_warn("%s: stopping after step %llu%s", strsignal(stop_sig),
+			 (unsigned long long)t->step, train_dist_stop_from(from, sizeof from));
+	}
 	if (u.first && !stop_sig && t->step < (uint64_t)c->steps)
 		cli_die("stdin: no batches (an empty stream)");
 	/* ended before the steps the command line asked for: exit 1 */

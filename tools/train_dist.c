@@ -1,16 +1,19 @@
 /* train_dist.c - loom-train's side of data parallelism; see train_dist.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "loom_bert.h"
 #include "loom_config.h"
 #include "loom_dist.h"
+#include "loom_file.h"
 #include "loom_gpt.h"
 #include "loom_trainer.h"
 #include "train_dist.h"
@@ -23,6 +26,11 @@ static int d_micro = 1;                 /* micro-batches per step */
 static int point, synced_point;         /* its micro-batch (else 0) */
 static int synced_result;
 static sigset_t stop_set;
+/* The first stop signal: where it is kept, who sent it (pid 0: the kernel,
+ * e.g. a terminal's ^C), that process's name, and the rank it reached. */
+static volatile sig_atomic_t *stop_flag, stop_pid;
+static char stop_comm[16];
+static int stop_rank = -1;
 static struct loom_dist_model model; /* attached */
 static uint64_t tp_bound;               /* the model's count of the all-reduces' bytes per step */
 static int d_sp;                        /* sequence_parallel: gathers and scatters too */
@@ -107,6 +115,62 @@ static void on_exit_dist(int status, void *arg)
 		return;
 	}
 	loom_dist_abort(dist, status);
+}
+
+/* A stop signal: the first finishes the step, saves and exits 0; a second
+ * gives up at once.  Its sender's name is read now, while it likely still
+ * runs (open, read and close are async-signal-safe). */
+static void on_stop(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (*stop_flag) {
+		loom_outfile_unlink_all();
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	if (si->si_code <= 0 && si->si_pid > 0) { /* sent by a process (kill, sigqueue) */
+		char path[32] = "/proc/", digits[12];
+		int n = 0, k = 6;
+		for (pid_t p = si->si_pid; p && n < 11; p /= 10)
+			digits[n++] = (char)('0' + p % 10);
+		while (n)
+			path[k++] = digits[--n];
+		memcpy(path + k, "/comm", 6);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t got = fd < 0 ? 0 : read(fd, stop_comm, sizeof stop_comm - 1);
+		if (fd >= 0)
+			close(fd);
+		stop_comm[got > 0 ? got - (stop_comm[got - 1] == '\n') : 0] = 0;
+		stop_pid = si->si_pid;
+	}
+	stop_rank = d_rank;
+	*stop_flag = sig;
+}
+
+void train_dist_catch_stops(volatile sig_atomic_t *stop)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_stop;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	stop_flag = stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL); /* mpirun forwards SIGUSR1 to every rank */
+}
+
+const char *train_dist_stop_from(char *buf, size_t n)
+{
+	char by[48] = "", to[24] = "";
+	if (stop_pid)
+		snprintf(by, sizeof by, "sent by pid %d%s%s", (int)stop_pid, stop_comm[0] ? ", " : "",
+			 stop_comm);
+	if (d_world > 1 && stop_rank >= 0)
+		snprintf(to, sizeof to, "%sto rank %d", by[0] ? ", " : "", stop_rank);
+	snprintf(buf, n, by[0] || to[0] ? " (%s%s)" : "", by, to);
+	return buf;
 }
 
 void train_dist_init(int *argc, char ***argv)
@@ -242,13 +306,13 @@ void train_dist_save_runs(const struct loom_ckpt_save *s, const struct loom_ckpt
 	or_abort(loom_dist_save_runs(dist, s, r, n, path, len));
 }
 
-static void list_ranks(char *buf, size_t len, const int32_t *all, int want)
+static void list_ranks(char *buf, size_t len, const int32_t *all, int stride, int want)
 {
 	size_t o = 0;
 	int n = 0;
 	buf[0] = 0;
 	for (int r = 0; r < d_world && o + 16 < len; r++)
-		if (all[3 * r] == want)
+		if (all[stride * r] == want)
 			o += (size_t)snprintf(buf + o, len - o, "%s%d", n++ ? ", " : "", r);
 }
 
@@ -261,18 +325,23 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 	/* let pending stop signals in, here and only here */
 	sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
 	sigprocmask(SIG_BLOCK, &stop_set, NULL);
-	int32_t mine[3] = { status, *stop, (int32_t)(step & 0x7fffffff) };
-	int32_t *all = calloc((size_t)d_world * 3, sizeof *all);
+	/* status, stop signal, step, and the stop's sender: pid, name */
+	enum { K = 3 + 1 + sizeof stop_comm / 4 };
+	int32_t mine[K] = { status, *stop, (int32_t)(step & 0x7fffffff), stop_pid };
+	memcpy(mine + 4, stop_comm, sizeof stop_comm);
+	int32_t *all = calloc((size_t)d_world * K, sizeof *all);
 	if (!all)
 		cli_die("out of memory");
-	or_abort(loom_dist_allgather_i32(dist, mine, 3, all));
-	int nend = 0, nfail = 0, sig = 0, other = -1;
+	or_abort(loom_dist_allgather_i32(dist, mine, K, all));
+	int nend = 0, nfail = 0, sig = 0, other = -1, from = -1;
 	for (int r = 0; r < d_world; r++) {
-		nend += all[3 * r] == 1;
-		nfail += all[3 * r] == 2;
-		if (all[3 * r + 1] && !sig)
-			sig = all[3 * r + 1];
-		if (all[3 * r + 2] != all[2] && other < 0)
+		nend += all[K * r] == 1;
+		nfail += all[K * r] == 2;
+		if (all[K * r + 1] && !sig) {
+			sig = all[K * r + 1];
+			from = r;
+		}
+		if (all[K * r + 2] != all[2] && other < 0)
 			other = r;
 	}
 	if (other >= 0) { /* e.g. ranks resumed from different checkpoints */
@@ -280,12 +349,17 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 		cli_prog = "loom-train";
 		if (d_rank == 0)
 			cli_warn("ranks disagree on the step: rank 0 is at step %d, rank %d at step %d (resumed from different checkpoints?)",
-				 all[2], other, all[3 * other + 2]);
+				 all[2], other, all[K * other + 2]);
 		free(all);
 		exit(1);
 	}
-	if (sig && !*stop)
-		*stop = sig;
+	if (sig) { /* every rank names the first rank's (rank 0 reports it) */
+		*stop = *stop ? *stop : sig;
+		stop_rank = from;
+		stop_pid = all[K * from + 3];
+		memcpy(stop_comm, all + K * from + 4, sizeof stop_comm);
+		stop_comm[sizeof stop_comm - 1] = 0;
+	}
 	synced_step = step;
 	synced_point = point;
 	synced_result = nend == d_world;
@@ -293,8 +367,8 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 		agreed_exit = 1;
 		if (d_rank == 0) {
 			char fl[256], en[256];
-			list_ranks(fl, sizeof fl, all, 2);
-			list_ranks(en, sizeof en, all, 1);
+			list_ranks(fl, sizeof fl, all, K, 2);
+			list_ranks(en, sizeof en, all, K, 1);
 			cli_prog = "loom-train";
 			if (nfail)
 				cli_warn("stopping all %d ranks at step %llu: rank%s %s failed (message above)%s%s%s",

@@ -26,6 +26,14 @@
 struct loom_config;
 struct loom_dist_model;
 
+/* SIGINT, SIGTERM and SIGUSR1 set *stop (the first; a second one ends the
+ * process at once), noting who sent it.  Under mpirun they are taken only
+ * at train_dist_sync, and the ranks agree on the first rank's. */
+void train_dist_catch_stops(volatile sig_atomic_t *stop);
+/* " (sent by pid 4242, timeout, to rank 1)": who sent the stop signal
+ * (pid and name: a process's kill; none for the kernel's, e.g. a
+ * terminal's ^C), and under mpirun the rank it reached; "" if unknown. */
+const char *train_dist_stop_from(char *buf, size_t n);
 /* Join the job (MPI_Init under mpirun); messages become "loom-train: rank N". */
 void train_dist_init(int *argc, char ***argv);
 int train_dist_rank(void);
