@@ -34,39 +34,30 @@ static int32_t ids[B * S], seg[B * S], mask[B * S], lab[B * S];
 static int32_t spos[B] = { 4, 2 }, epos[B] = { 7, -1 }; /* row 1's end ignored */
 
 struct rank {
-	struct tp_member mb;    /* the reduce call's ctx */
+	struct tp_rank tr;      /* first: the team's member and the results */
 	struct loom_bert *b;
 	struct loom_bert_batch x;
-	int rc;
-	float loss, norm;
-	float *grads;           /* a copy before the step */
-	float *p1;              /* the weights after it */
-	uint64_t step_bytes;    /* reduced in the micro-batch and step */
-	uint64_t step_half;     /* gathered and reduce-scattered then */
-	uint64_t want;          /* loom_bert_tp_bytes then */
-	double nll;
-	int64_t n, correct;
 	float curve[STEPS];     /* the losses of the 20 steps */
 };
 
-/* train one micro-batch and step */
-static int train(struct loom_bert *b, const struct loom_bert_batch *x, float *loss,
-		 float *grads, float *norm)
+/* a micro-batch with dropout and a step: o's loss, gradients (before the
+ * step), norm and weights (after it) */
+static int train(struct loom_bert *b, const struct loom_bert_batch *x, struct tp_result *o)
 {
-	int rc = loom_bert_forward(b, x, B, S, 1, 77, loss);
+	int rc = loom_bert_forward(b, x, B, S, 1, 77, &o->loss);
 	if (rc || (rc = loom_bert_backward(b, 1.0f)))
 		return rc;
-	memcpy(grads, b->grads, b->n_params * sizeof(float));
-	loom_bert_step(b, 1e-3f, 1, norm);
+	memcpy(o->grads, b->grads, b->n_params * sizeof(float));
+	loom_bert_step(b, 1e-3f, 1, &o->norm);
+	memcpy(o->params, b->params, b->n_params * sizeof(float));
 	return b->err.code;
 }
 
-static int eval(struct loom_bert *b, const struct loom_bert_batch *x, double *nll, int64_t *n,
-		int64_t *correct)
+static int eval(struct loom_bert *b, const struct loom_bert_batch *x, struct tp_result *o)
 {
 	int rc = loom_bert_forward(b, x, B, S, 0, 0, NULL);
 	if (!rc)
-		loom_bert_eval_counts(b, nll, n, correct);
+		loom_bert_eval_counts(b, &o->nll, &o->ntok, &o->correct);
 	return rc;
 }
 
@@ -87,18 +78,14 @@ static int more_steps(struct loom_bert *b, const struct loom_bert_batch *x, floa
 static void *run_rank(void *arg)
 {
 	struct rank *r = arg;
-	struct loom_dist_model m;
-	loom_bert_dist_model(r->b, &m);
-	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &r->mb, .reduce = tp_reduce,
-						      .gather = tp_gather, .scatter = tp_scatter });
-	r->rc = train(r->b, &r->x, &r->loss, r->grads, &r->norm);
-	r->step_bytes = r->mb.bytes;
-	r->step_half = r->mb.half;
-	memcpy(r->p1, r->b->params, r->b->n_params * sizeof(float));
-	r->want = loom_bert_tp_bytes(r->b, 1);
-	r->rc = r->rc ? r->rc : eval(r->b, &r->x, &r->nll, &r->n, &r->correct);
-	r->curve[0] = r->loss;
-	r->rc = r->rc ? r->rc : more_steps(r->b, &r->x, r->curve);
+	struct tp_result *o = &r->tr.out;
+	tp_connect(&r->tr);
+	o->rc = train(r->b, &r->x, o);
+	r->tr.step = r->tr.mem;
+	r->tr.want = loom_bert_tp_bytes(r->b, 1);
+	o->rc = o->rc ? o->rc : eval(r->b, &r->x, o);
+	r->curve[0] = o->loss;
+	o->rc = o->rc ? o->rc : more_steps(r->b, &r->x, r->curve);
 	return NULL;
 }
 
@@ -114,7 +101,7 @@ static double curve_rel(const float *a, const float *b)
 static void check(int T, int task, int qa_loss, int sp, const char *task_name)
 {
 	char what[96];
-	snprintf(what, sizeof what, "%s%s", task_name, sp ? ", SP" : "");
+	snprintf(what, sizeof what, "%s%s T=%d", task_name, sp ? ", SP" : "", T);
 	struct loom_bert_config c = tiny_bert_cfg(task);
 	c.n_head = 4;           /* split by 2 and 4 */
 	c.vocab_size = 24;
@@ -128,92 +115,36 @@ static void check(int T, int task, int qa_loss, int sp, const char *task_name)
 				     qa ? NULL : lab };
 	struct loom_bert *w = loom_bert_new(&c);
 	loom_bert_init_weights(w, 3);
-	struct tp_team grp = { .T = T };
 	struct rank r[TP_MAXT];
-	pthread_t th[TP_MAXT];
-	int same_init = 1;
-	pthread_barrier_init(&grp.bar, NULL, (unsigned)T);
 	for (int k = 0; k < T; k++) {
-		r[k] = (struct rank){ .mb = { k, &grp, 0 }, .b = loom_bert_new_tp(&c, k, T), .x = x };
-		r[k].grads = malloc(r[k].b->n_params * sizeof(float));
-		r[k].p1 = malloc(r[k].b->n_params * sizeof(float));
+		r[k] = (struct rank){ .b = loom_bert_new_tp(&c, k, T), .x = x };
 		loom_bert_init_weights(r[k].b, 3);
-		struct loom_tp t;
-		loom_bert_tp(r[k].b, &t);
-		loom_tp_copy(&t, k, r[k].grads, w->params, 0);
-		same_init &= !memcmp(r[k].grads, r[k].b->params, r[k].b->n_params * sizeof(float));
+		loom_bert_tp(r[k].b, &r[k].tr.tp);
+		loom_bert_dist_model(r[k].b, &r[k].tr.dm);
 	}
-	ok(same_init, "%s T=%d: each rank initialises its slices as the whole model draws them",
-	   what, T);
-	for (int k = 0; k < T; k++)
-		pthread_create(&th[k], NULL, run_rank, &r[k]);
-	for (int k = 0; k < T; k++)
-		pthread_join(th[k], NULL);
+	tp_team_run(what, T, r, sizeof r[0], w->params, run_rank);
 
-	float loss, norm, *gw = malloc(w->n_params * sizeof(float)), curve[STEPS];
-	double nll;
-	int64_t n, correct;
-	int rc = train(w, &x, &loss, gw, &norm);
-	uint64_t sent = r[0].step_bytes * 2 * (uint64_t)(T - 1) / (uint64_t)T + r[0].step_half;
-	rc = rc ? rc : eval(w, &x, &nll, &n, &correct);
-	float *gt = calloc(w->n_params, sizeof(float)), *pt = calloc(w->n_params, sizeof(float));
-	int rcs = rc, same_loss = 1, same_whole = 1;
-	for (int k = 0; k < T; k++) {
-		struct loom_tp t;
-		struct loom_dist_model m;
-		loom_bert_tp(r[k].b, &t);
-		loom_bert_dist_model(r[k].b, &m);
-		rcs |= r[k].rc;
-		loom_tp_copy(&t, k, r[k].grads, gt, 1);
-		loom_tp_copy(&t, k, r[k].p1, pt, 1);
-		same_loss &= r[k].loss == r[0].loss && r[k].norm == r[0].norm;
-		for (int i = 0; i < t.nt; i++) {
-			const struct loom_tensor *x = &t.tab[i];
-			if (m.replicated(m.model, i))
-				same_whole &= !memcmp(r[k].grads + x->offset, r[0].grads + x->offset,
-						      x->numel * sizeof(float));
-		}
-	}
-	ok(!rcs, "%s T=%d: %d ranks train a micro-batch, step and evaluate", what, T, T);
-	is_int((long long)sent, (long long)r[0].want,
-	       "%s T=%d: the bytes sent in the micro-batch and step are loom_bert_tp_bytes's", what,
-	       T);
-	ok(same_loss && fabsf(r[0].loss - loss) <= 1e-5f * loss,
-	   "%s T=%d: every rank's loss %.7f is the whole model's %.7f", what, T, r[0].loss, loss);
-	double dg = tp_rel(gt, gw, w->n_params), dp = tp_rel(pt, w->params, w->n_params);
-	if (sp)
-		ok(r[0].step_half, "%s T=%d: tokens split: the ranks gathered and reduce-scattered",
-		   what, T);
-	ok(dg <= 1e-5, "%s T=%d: the slices' gradients are the whole model's (max rel %.2g)", what,
-	   T, dg);
-	ok(same_whole, "%s T=%d: the whole tensors' gradients the same bytes on every rank", what, T);
-	ok(fabsf(r[0].norm - norm) <= 1e-5f * norm && norm > c.adamw.grad_clip,
-	   "%s T=%d: the clipped norm %.6f is the whole gradient's %.6f", what, T, r[0].norm, norm);
-	ok(dp <= 1e-5, "%s T=%d: the weights after the step too (max rel %.2g)", what, T, dp);
-	ok(fabs(r[0].nll - nll) <= 1e-5 * nll && r[0].n == n && r[0].correct == correct,
-	   "%s T=%d: evaluation: nll %.5f over %lld, %lld right, as the whole model's", what, T,
-	   r[0].nll, (long long)r[0].n, (long long)r[0].correct);
+	struct tp_result o;
+	float curve[STEPS];
+	tp_result_init(&o, w->n_params);
+	o.rc = train(w, &x, &o);
+	o.rc = o.rc ? o.rc : eval(w, &x, &o);
+	tp_team_check(what, T, r, sizeof r[0], &o, "loom_bert_tp_bytes");
 	/* 19 more steps (the ranks' already ran): the curve and the weights */
-	curve[0] = loss;
-	rc = more_steps(w, &x, curve);
-	for (int k = 0; k < T; k++) {
-		struct loom_tp t;
-		loom_bert_tp(r[k].b, &t);
-		loom_tp_copy(&t, k, r[k].b->params, pt, 1);
-	}
-	double dc = curve_rel(r[0].curve, curve);
-	dp = tp_rel(pt, w->params, w->n_params);
+	curve[0] = o.loss;
+	int rc = more_steps(w, &x, curve);
+	float *pt = calloc(w->n_params, sizeof(float));
+	for (int k = 0; k < T; k++)
+		loom_tp_copy(&r[k].tr.tp, k, r[k].b->params, pt, 1);
+	double dc = curve_rel(r[0].curve, curve), dp = tp_rel(pt, w->params, w->n_params);
 	ok(!rc && dc <= 1e-5 && dp <= 1e-5,
-	   "%s T=%d: %d steps with dropout: losses (max rel %.2g) and last weights (%.2g) within "
-	   "1e-5 of the whole model's", what, T, STEPS, dc, dp);
+	   "%s: %d steps with dropout: losses (max rel %.2g) and last weights (%.2g) within "
+	   "1e-5 of the whole model's", what, STEPS, dc, dp);
 	for (int k = 0; k < T; k++) {
-		free(r[k].grads);
-		free(r[k].p1);
+		tp_result_release(&r[k].tr.out);
 		loom_bert_free(r[k].b);
 	}
-	pthread_barrier_destroy(&grp.bar);
-	free(gw);
-	free(gt);
+	tp_result_release(&o);
 	free(pt);
 	loom_bert_free(w);
 }
