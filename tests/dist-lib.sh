@@ -2,9 +2,10 @@
 # skips without mpirun or an MPI build, OpenMPI's environment for root and
 # one core, shards of learnable records in $T/d.manifest.json ($M), the
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
-# ranks), failed (the job failed by itself), maxrel (losses of two logs
-# compared), small (<= 1e-5, or <= $2), same_curve (a job's losses one
-# process's) and bert_feeds (BERT's data, dist-bert.t, bert-tp.t).
+# ranks, under hang_guard's 300 s limit), failed (the job failed by
+# itself), maxrel (losses of two logs compared), small (<= 1e-5, or <= $2),
+# same_curve (a job's losses one process's) and bert_feeds (BERT's data,
+# dist-bert.t, bert-tp.t).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -33,16 +34,42 @@ TRAIN="loom-train -c tiny --set decay=constant --threads 1"
 
 # failed NAME: the job ended by itself with a failure (exit non-zero, and
 # not the hang guard's 124); else its exit code and stderr as comments
+# (after the guard, its last 40 lines: what each process was doing)
 failed() {
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then _report 1 "$1"
+	elif [ "$rc" = 124 ]; then _report 0 "$1"; diag "exit code 124"; tail -40 "$err" | _quoted '# stderr: '
 	else _report 0 "$1"; diag "exit code $rc"; err_lines; fi
+}
+
+# hang_guard SECS COMMAND...: the command, or, if it still runs after SECS
+# seconds, exit 124 once it is ended (TERM, as timeout(1) does), having
+# first written to stderr its processes and what each was doing (state,
+# kernel wait channel, seconds alive), so that a hang says where it was
+hang_guard() {
+	local secs=$1 job timer first s; shift
+	"$@" & job=$!
+	sleep "$secs" & timer=$!
+	wait -n -p first "$job" "$timer"; s=$?
+	if [ "$first" = "$job" ]; then
+		kill "$timer" 2>/dev/null; wait "$timer" 2>/dev/null
+		return $s
+	fi
+	echo "hang guard: still running after $secs s: PID STAT WCHAN SECONDS COMMAND" >&2
+	_ps_tree "$job" | sed 's/^/hang guard: /' >&2
+	kill -TERM "$job"; wait "$job"
+	return 124
+}
+_ps_tree() {
+	local k
+	ps -o pid=,stat=,wchan:24=,etimes=,args= -p "$1"
+	for k in $(pgrep -P "$1"); do _ps_tree "$k"; done
 }
 
 # np N 'shell command' : one command per rank, $R = rank, $W = world.  A
 # trainer killed by a signal re-raises it, so mpirun names the rank.
 np() {
 	local n=$1; shift
-	run timeout 300 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
+	run hang_guard 300 mpirun -np "$n" sh -c "R=\$OMPI_COMM_WORLD_RANK; W=\$OMPI_COMM_WORLD_SIZE; cd '$T'; $1"
 }
 
 # max relative difference of the losses of log $1 (steps $3..$4) vs log $2
