@@ -100,10 +100,11 @@ static void test_gpt(void)
 	int x;
 	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
 	m.connect(m.model, &calls);
-	ok(g->grad_ready == on_ready && g->grad_ready_ctx == &x && g->need == on_need &&
-	   g->done == on_done && g->tick == on_tick, "gpt: connect installs the calls");
+	ok(g->dist.ctx == &x && g->dist.grad_ready == on_ready && g->dist.need == on_need &&
+	   g->dist.done == on_done && g->dist.tick == on_tick,
+	   "gpt: connect installs the calls");
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
-	ok(g->grad_ready == on_ready && !g->need && !g->done && !g->tick,
+	ok(g->dist.grad_ready == on_ready && !g->dist.need && !g->dist.done && !g->dist.tick,
 	   "gpt: connect without units clears need, done and tick");
 	loom_gpt_free(g);
 }
@@ -122,11 +123,12 @@ static void test_bert(void)
 	int x;
 	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
 	m.connect(m.model, &calls);
-	ok(b->grad_ready == on_ready && b->grad_ready_ctx == &x && b->need == on_need &&
-	   b->done == on_done, "bert: connect installs the calls");
+	ok(b->dist.ctx == &x && b->dist.grad_ready == on_ready && b->dist.need == on_need &&
+	   b->dist.done == on_done && b->dist.tick == on_tick,
+	   "bert: connect installs the calls");
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
-	ok(b->grad_ready == on_ready && !b->need && !b->done,
-	   "bert: connect without units clears need and done");
+	ok(b->dist.grad_ready == on_ready && !b->dist.need && !b->dist.done && !b->dist.tick,
+	   "bert: connect without units clears need, done and tick");
 	loom_bert_free(b);
 }
 
@@ -343,11 +345,11 @@ static void test_tp(void)
 	   "tp: wpe and c_proj.bias whole on every rank, wte and c_attn.weight split");
 	int x;
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .reduce = on_reduce });
-	ok(r[0]->reduce == on_reduce && r[0]->grad_ready_ctx == &x, "tp: connect installs reduce");
+	ok(r[0]->dist.reduce == on_reduce && r[0]->dist.ctx == &x, "tp: connect installs reduce");
 	loom_gpt_dist_model(w, &m);
 	ok(!m.replicated, "tp: a whole model has no replicated hook");
 	int32_t in[8] = { 0 };
-	r[1]->reduce = NULL;
+	r[1]->dist.reduce = NULL;
 	ok(loom_gpt_forward(r[1], in, in, 1, 8, 0, 0, NULL) == LOOM_EINVAL &&
 	   strstr(loom_gpt_error(r[1]), "not connected"), "tp: an unconnected rank refuses to compute");
 	free(back);
