@@ -247,6 +247,14 @@ static void unit_done(struct loom_bert *b, int u)
 	LOOM_PROF(LOOM_PROF_COMM, b->dist.done(b->dist.ctx, u););
 }
 
+/* sharding=weights: after a layer's product, let the gathers in flight
+ * move (MPI moves large messages only inside its calls) */
+static void tick(struct loom_bert *b)
+{
+	if (b->dist.tick)
+		LOOM_PROF(LOOM_PROF_COMM, b->dist.tick(b->dist.ctx););
+}
+
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
 {
 	return loom_bert_new_tp(cfg, 0, 1);
@@ -680,6 +688,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		return rc;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, in, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
 					3 * Cl););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
 		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, b->len,
 						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
@@ -692,6 +701,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	float *part = b->seq ? b->buf2 : a->res1; /* the partial sums */
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, a->atty, LP(b, p, l, AOW),
 					b->tp_rank ? NULL : LP(b, p, l, AOB), N, Cl, C););
+	tick(b);
 	if ((rc = rows_sum(b, part, a->res1, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res1, a->res1, pd, l, 1);
@@ -703,11 +713,13 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		return rc;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, in, LP(b, p, l, IW), LP(b, p, l, IB), N,
 					C, I););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
 		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
 	part = b->seq ? b->buf2 : a->res2;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, b->work, LP(b, p, l, OW),
 					b->tp_rank ? NULL : LP(b, p, l, OB), N, I, C););
+	tick(b);
 	if ((rc = rows_sum(b, part, a->res2, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res2, a->res2, pd, l, 2);
@@ -1018,12 +1030,14 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
 				    LP(b, p, l, OW), N, I, C););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I););
 	if ((rc = rows_gather(b, b->buf2, a->h1, &in)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, in,
 				    LP(b, p, l, IW), N, C, I););
+	tick(b);
 	if ((rc = rows_sum(b, b->dres, b->dres, &y))) /* tensor parallelism: the ranks' parts */
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
@@ -1038,6 +1052,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
 				    a->atty, LP(b, p, l, AOW), N, Cl, C););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
 		  rc = loom_k_attention_bwd_heads(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
 						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
@@ -1050,6 +1065,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, in,
 				    LP(b, p, l, QW), N, C, 3 * Cl););
+	tick(b);
 	if ((rc = rows_sum(b, b->dres, b->dres, &y)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,

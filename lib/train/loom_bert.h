@@ -55,7 +55,9 @@
  * decoder the embeddings again; backward the head's unit (and the
  * embeddings for the decoder), each layer down, the embeddings last; a
  * backward whose targets are all ignored runs too, with zero gradients
- * (its gathers are collective).
+ * (its gathers are collective).  After each of a layer's four products
+ * (forward, recomputed and backward) it calls tick, so that the gather
+ * in flight moves while it computes.
  *
  * Tensor parallelism (loom_bert_new_tp, Megatron-LM's 1D splits, as the
  * GPT's; lib/train/loom_tp.h): rank r of tp holds the query, key and
@@ -219,8 +221,9 @@ struct loom_bert {
 	 * Data parallelism above); sharding=weights: a unit's parameters (-1
 	 * the embeddings, l layer l, the head's with layer L-1) are read only
 	 * between need and done (LOOM_BERT_UNIT_NONE: need's `next` is no
-	 * unit); tensor parallelism: reduce (sum or max over the tp ranks);
-	 * sequence parallelism: gather and scatter */
+	 * unit), tick (see Data parallelism above); tensor parallelism:
+	 * reduce (sum or max over the tp ranks); sequence parallelism: gather
+	 * and scatter */
 	struct loom_dist_calls dist;
 #define LOOM_BERT_UNIT_NONE (-2)
 	/* tensor parallelism: rank tp_rank of tp (1: the whole model); its
