@@ -12,7 +12,9 @@
  * BERT under sharding=weights reads its weights only between the need
  * and done of their unit (the rest NaN): the loss and gradients of the
  * whole model, QA and MLM, with recompute, and a backward whose targets
- * are all ignored still gathering. */
+ * are all ignored still gathering; a GPT likewise.  Both call tick after
+ * each of a layer's products, forward and backward, while its unit is
+ * there (what lets loom_dist's gathers move). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,10 +102,11 @@ static void test_gpt(void)
 	int x;
 	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
 	m.connect(m.model, &calls);
-	ok(g->grad_ready == on_ready && g->grad_ready_ctx == &x && g->need == on_need &&
-	   g->done == on_done && g->tick == on_tick, "gpt: connect installs the calls");
+	ok(g->dist.ctx == &x && g->dist.grad_ready == on_ready && g->dist.need == on_need &&
+	   g->dist.done == on_done && g->dist.tick == on_tick,
+	   "gpt: connect installs the calls");
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
-	ok(g->grad_ready == on_ready && !g->need && !g->done && !g->tick,
+	ok(g->dist.grad_ready == on_ready && !g->dist.need && !g->dist.done && !g->dist.tick,
 	   "gpt: connect without units clears need, done and tick");
 	loom_gpt_free(g);
 }
@@ -122,11 +125,12 @@ static void test_bert(void)
 	int x;
 	struct loom_dist_calls calls = { &x, on_ready, on_need, on_done, on_tick, NULL, NULL, NULL };
 	m.connect(m.model, &calls);
-	ok(b->grad_ready == on_ready && b->grad_ready_ctx == &x && b->need == on_need &&
-	   b->done == on_done, "bert: connect installs the calls");
+	ok(b->dist.ctx == &x && b->dist.grad_ready == on_ready && b->dist.need == on_need &&
+	   b->dist.done == on_done && b->dist.tick == on_tick,
+	   "bert: connect installs the calls");
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .grad_ready = on_ready });
-	ok(b->grad_ready == on_ready && !b->need && !b->done,
-	   "bert: connect without units clears need and done");
+	ok(b->dist.grad_ready == on_ready && !b->dist.need && !b->dist.done && !b->dist.tick,
+	   "bert: connect without units clears need, done and tick");
 	loom_bert_free(b);
 }
 
@@ -139,6 +143,7 @@ struct sharder {
 	const float *whole;
 	int here[8];            /* unit u present: here[u + 1] */
 	int bad, needs;         /* a need of a present unit or a done of an absent one */
+	int ticks, idle;        /* ticks, those while no layer's unit was present */
 };
 
 static void unit_span(const struct loom_dist_model *m, int u, size_t *lo, size_t *hi)
@@ -179,6 +184,37 @@ static void sh_done(void *ctx, int u)
 		s->m.params[i] = NAN;
 }
 
+static void sh_tick(void *ctx)
+{
+	struct sharder *s = ctx;
+	int layer = 0;
+	for (int u = 0; u < s->m.n_layer; u++)
+		layer |= s->here[u + 1];
+	s->ticks++;
+	s->idle += !layer;
+}
+
+/* s, with s->m the view of a model, hands out whole's weights to it, its
+ * own NaN until needed */
+static void sh_connect(struct sharder *s, const float *whole)
+{
+	s->whole = whole;
+	for (size_t i = 0; i < s->m.n_params; i++)
+		s->m.params[i] = NAN;
+	s->m.connect(s->m.model, &(struct loom_dist_calls){ .ctx = s, .grad_ready = on_ready,
+							    .need = sh_need, .done = sh_done,
+							    .tick = sh_tick });
+}
+
+/* units still present */
+static int sh_left(const struct sharder *s)
+{
+	int left = 0;
+	for (int u = 0; u <= s->m.n_layer; u++)
+		left += s->here[u];
+	return left;
+}
+
 static void test_bert_units(int task, int recompute, int ignored)
 {
 	enum { B = 2, S = 9 };
@@ -200,16 +236,11 @@ static void test_bert_units(int task, int recompute, int ignored)
 	loom_bert_init_weights(b, 3);
 	float l0 = 0, l1 = 0;
 	int rc = loom_bert_forward(ref, &x, B, S, 1, 7, &l0) || loom_bert_backward(ref, 1.0f);
-	struct sharder s = { .whole = ref->params };
+	struct sharder s = { 0 };
 	loom_bert_dist_model(b, &s.m);
-	for (size_t i = 0; i < b->n_params; i++)
-		b->params[i] = NAN;
-	s.m.connect(s.m.model, &(struct loom_dist_calls){ .ctx = &s, .grad_ready = on_ready,
-							  .need = sh_need, .done = sh_done });
+	sh_connect(&s, ref->params);
 	rc = rc || loom_bert_forward(b, &x, B, S, 1, 7, &l1) || loom_bert_backward(b, 1.0f);
-	int left = 0;
-	for (int u = 0; u <= c.n_layer; u++)
-		left += s.here[u];
+	int left = sh_left(&s);
 	const char *what = qa ? "QA" : "MLM";
 	ok(!rc && l1 == l0 && !memcmp(b->grads, ref->grads, b->n_params * sizeof(float)),
 	   "bert %s%s%s: reading its weights only between need and done, the loss %g and every "
@@ -218,8 +249,49 @@ static void test_bert_units(int task, int recompute, int ignored)
 	ok(!s.bad && !left && s.needs >= 2 * (c.n_layer + 1),
 	   "bert %s%s%s: each unit needed when absent and done when present, none left (%d needs)",
 	   what, recompute ? ", recompute" : "", ignored ? ", every target ignored" : "", s.needs);
+	/* four products a layer forward, four backward, four more for each
+	 * layer recomputed (all but the last) */
+	int ticks = 8 * c.n_layer + (recompute ? 4 * (c.n_layer - 1) : 0);
+	ok(s.ticks == ticks && !s.idle,
+	   "bert %s%s%s: a tick after each of a layer's products, its unit present (%d ticks)",
+	   what, recompute ? ", recompute" : "", ignored ? ", every target ignored" : "", s.ticks);
 	loom_bert_free(ref);
 	loom_bert_free(b);
+}
+
+/* The GPT likewise (its config sharding the weights, so the embeddings'
+ * output keeps a slot of its own): the whole model's loss and gradients,
+ * and a tick after each of a layer's products. */
+static void test_gpt_units(void)
+{
+	enum { B = 2, T = 7 };
+	int32_t in[B * T], tgt[B * T];
+	for (int i = 0; i < B * T; i++) {
+		in[i] = (int32_t)(loom_splitmix64(i) % 23);
+		tgt[i] = (int32_t)(loom_splitmix64(i + 9) % 23);
+	}
+	struct loom_config c = tiny_gpt_cfg(B, T);
+	c.sharding = LOOM_SHARD_WEIGHTS;
+	c.data_parallel = 2;
+	struct loom_gpt *ref = loom_gpt_new(&c), *g = loom_gpt_new(&c);
+	loom_gpt_init_weights(ref, 3);
+	loom_gpt_init_weights(g, 3);
+	float l0 = 0, l1 = 0;
+	int rc = loom_gpt_forward(ref, in, tgt, B, T, 1, 7, &l0) || loom_gpt_backward(ref, 1.0f);
+	struct sharder s = { 0 };
+	loom_gpt_dist_model(g, &s.m);
+	sh_connect(&s, ref->params);
+	rc = rc || loom_gpt_forward(g, in, tgt, B, T, 1, 7, &l1) || loom_gpt_backward(g, 1.0f);
+	int left = sh_left(&s);
+	/* (no check of s.bad: the LM head asks again for the embeddings'
+	 * unit that forward kept for it, which loom_dist allows) */
+	ok(!rc && l1 == l0 && !memcmp(g->grads, ref->grads, g->n_params * sizeof(float)) && !left,
+	   "gpt: reading its weights only between need and done, the loss %g and every gradient "
+	   "of the whole model", l1);
+	ok(s.ticks == 8 * c.n_layer && !s.idle,
+	   "gpt: a tick after each of a layer's products, its unit present (%d ticks)", s.ticks);
+	loom_gpt_free(ref);
+	loom_gpt_free(g);
 }
 
 /* A sparse GPT with random gradients, made twice from the same seed. */
@@ -343,11 +415,11 @@ static void test_tp(void)
 	   "tp: wpe and c_proj.bias whole on every rank, wte and c_attn.weight split");
 	int x;
 	m.connect(m.model, &(struct loom_dist_calls){ .ctx = &x, .reduce = on_reduce });
-	ok(r[0]->reduce == on_reduce && r[0]->grad_ready_ctx == &x, "tp: connect installs reduce");
+	ok(r[0]->dist.reduce == on_reduce && r[0]->dist.ctx == &x, "tp: connect installs reduce");
 	loom_gpt_dist_model(w, &m);
 	ok(!m.replicated, "tp: a whole model has no replicated hook");
 	int32_t in[8] = { 0 };
-	r[1]->reduce = NULL;
+	r[1]->dist.reduce = NULL;
 	ok(loom_gpt_forward(r[1], in, in, 1, 8, 0, 0, NULL) == LOOM_EINVAL &&
 	   strstr(loom_gpt_error(r[1]), "not connected"), "tp: an unconnected rank refuses to compute");
 	free(back);
@@ -359,6 +431,7 @@ static void test_tp(void)
 int main(void)
 {
 	test_gpt();
+	test_gpt_units();
 	test_tp();
 	test_bert();
 	for (int task = 0; task < 2; task++) {

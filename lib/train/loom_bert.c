@@ -160,8 +160,8 @@ void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t)
 {
 	*t = (struct loom_tp){ .tp = b->tp, .rank = b->tp_rank, .tab = b->tensors,
 			       .nt = b->n_tensors, .split = tp_split, .model = b,
-			       .reduce = b->reduce, .seq = b->seq, .gather = b->gather,
-			       .scatter = b->scatter, .ctx = b->grad_ready_ctx,
+			       .reduce = b->dist.reduce, .seq = b->seq, .gather = b->dist.gather,
+			       .scatter = b->dist.scatter, .ctx = b->dist.ctx,
 			       .err = (struct loom_err *)&b->err };
 }
 
@@ -226,9 +226,9 @@ static int unit_need(struct loom_bert *b, int u, int next)
 {
 	size_t lo, hi;
 	int rc;
-	if (!b->need)
+	if (!b->dist.need)
 		return 0;
-	LOOM_PROF(LOOM_PROF_COMM, rc = b->need(b->grad_ready_ctx, u, next, &b->err););
+	LOOM_PROF(LOOM_PROF_COMM, rc = b->dist.need(b->dist.ctx, u, next, &b->err););
 	if (rc)
 		return rc;
 	unit_range(b, u, &lo, &hi);
@@ -240,11 +240,19 @@ static int unit_need(struct loom_bert *b, int u, int next)
 static void unit_done(struct loom_bert *b, int u)
 {
 	size_t lo, hi;
-	if (!b->need)
+	if (!b->dist.need)
 		return;
 	unit_range(b, u, &lo, &hi);
 	loom_mm_weights_drop(b->mm, lo, hi);
-	LOOM_PROF(LOOM_PROF_COMM, b->done(b->grad_ready_ctx, u););
+	LOOM_PROF(LOOM_PROF_COMM, b->dist.done(b->dist.ctx, u););
+}
+
+/* sharding=weights: after a layer's product, let the gathers in flight
+ * move (MPI moves large messages only inside its calls) */
+static void tick(struct loom_bert *b)
+{
+	if (b->dist.tick)
+		LOOM_PROF(LOOM_PROF_COMM, b->dist.tick(b->dist.ctx););
 }
 
 struct loom_bert *loom_bert_new(const struct loom_bert_config *cfg)
@@ -680,6 +688,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		return rc;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->qkv, in, LP(b, p, l, QW), LP(b, p, l, QB), N, C,
 					3 * Cl););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_ATTN_FWD),
 		  rc = loom_k_attention_fwd_heads(a->atty, a->lse, a->qkv, b->len,
 						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
@@ -692,6 +701,7 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	float *part = b->seq ? b->buf2 : a->res1; /* the partial sums */
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, a->atty, LP(b, p, l, AOW),
 					b->tp_rank ? NULL : LP(b, p, l, AOB), N, Cl, C););
+	tick(b);
 	if ((rc = rows_sum(b, part, a->res1, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res1, a->res1, pd, l, 1);
@@ -703,11 +713,13 @@ static int layer_fwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 		return rc;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, a->fch, in, LP(b, p, l, IW), LP(b, p, l, IB), N,
 					C, I););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_PHASE(LOOM_PROF_GELU_FWD),
 		  loom_k_gelu_erf_fwd(b->work, a->fch, (size_t)N * I););
 	part = b->seq ? b->buf2 : a->res2;
 	LOOM_PROF(mm, loom_k_linear_fwd(b->mm, part, b->work, LP(b, p, l, OW),
 					b->tp_rank ? NULL : LP(b, p, l, OB), N, I, C););
+	tick(b);
 	if ((rc = rows_sum(b, part, a->res2, &y)))
 		return rc;
 	LOOM_PROF(el, drop(b, a->res2, a->res2, pd, l, 2);
@@ -904,8 +916,8 @@ int loom_bert_forward(struct loom_bert *b, const struct loom_bert_batch *x, int 
 		return rc;
 	int whole = 1; /* sharding=weights: each unit's bf16 copy made as it comes (unit_need) */
 	if ((rc = ensure_acts(b, B, T)) ||
-	    (rc = loom_model_ready_mm(&b->mm, b->need ? &whole : &b->w16_ok, b->cfg.precision,
-				      b->params, b->n_params, &b->err)) ||
+	    (rc = loom_model_ready_mm(&b->mm, b->dist.need ? &whole : &b->w16_ok,
+				      b->cfg.precision, b->params, b->n_params, &b->err)) ||
 	    (rc = lengths(b, x->input_mask, B, T)))
 		return rc;
 	int qa = b->cfg.task == LOOM_BERT_QA;
@@ -1018,12 +1030,14 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, work, LP(b, dp, l, OW), LP(b, dp, l, OB), dproj, work,
 				    LP(b, p, l, OW), N, I, C););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_GELU_BWD, loom_k_gelu_erf_bwd(work, a->fch, work, (size_t)N * I););
 	if ((rc = rows_gather(b, b->buf2, a->h1, &in)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, IW), LP(b, dp, l, IB), work, in,
 				    LP(b, p, l, IW), N, C, I););
+	tick(b);
 	if ((rc = rows_sum(b, b->dres, b->dres, &y))) /* tensor parallelism: the ranks' parts */
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
@@ -1038,6 +1052,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, datty, LP(b, dp, l, AOW), LP(b, dp, l, AOB), dproj,
 				    a->atty, LP(b, p, l, AOW), N, Cl, C););
+	tick(b);
 	LOOM_PROF(LOOM_PROF_ATTN_BWD,
 		  rc = loom_k_attention_bwd_heads(dqkv, datty, a->qkv, a->atty, a->lse, b->len,
 						  b->packed ? b->off : NULL, B, T, Cl, b->NHl,
@@ -1050,6 +1065,7 @@ static int layer_bwd(struct loom_bert *b, int l, const float *x, struct loom_ber
 	LOOM_PROF(LOOM_PROF_MATMUL_BWD,
 		  loom_k_linear_bwd(b->mm, b->dres, LP(b, dp, l, QW), LP(b, dp, l, QB), dqkv, in,
 				    LP(b, p, l, QW), N, C, 3 * Cl););
+	tick(b);
 	if ((rc = rows_sum(b, b->dres, b->dres, &y)))
 		return rc;
 	LOOM_PROF(LOOM_PROF_ELEM_BWD,
@@ -1131,7 +1147,7 @@ static int backward(struct loom_bert *b, float scale)
 	float *p = b->params, *dp = b->grads;
 	b->have_targets = 0;
 	int qa = b->cfg.task == LOOM_BERT_QA;
-	if ((qa ? !b->nstart && !b->nend : !b->M) && !b->need)
+	if ((qa ? !b->nstart && !b->nend : !b->M) && !b->dist.need)
 		return 0; /* every target ignored: no gradient */
 	/* (sharded weights: backward's gathers are collective, so it runs,
 	 * with a zero gradient) */
@@ -1161,8 +1177,8 @@ static int backward(struct loom_bert *b, float scale)
 			return rc;
 		if ((rc = layer_bwd(b, l, x, &b->layer[l])))
 			return rc;
-		if (b->grad_ready)
-			LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, l););
+		if (b->dist.grad_ready)
+			LOOM_PROF(LOOM_PROF_COMM, b->dist.grad_ready(b->dist.ctx, l););
 		unit_done(b, l);
 	}
 	/* x0 = drop(LayerNorm(emb)); sequence parallelism: of this rank's
@@ -1196,8 +1212,8 @@ static int backward(struct loom_bert *b, float scale)
 	unit_done(b, -1);
 	if ((rc = loom_mm_check(b->mm, &b->err)))
 		return rc;
-	if (b->grad_ready)
-		LOOM_PROF(LOOM_PROF_COMM, b->grad_ready(b->grad_ready_ctx, -1););
+	if (b->dist.grad_ready)
+		LOOM_PROF(LOOM_PROF_COMM, b->dist.grad_ready(b->dist.ctx, -1););
 	return 0;
 }
 
@@ -1279,19 +1295,13 @@ static void dist_weights_changed(void *b)
 	loom_bert_weights_changed(b);
 }
 
-/* No masks: grad_ready, sharding=weights' need and done, tensor
- * parallelism's reduce, gather and scatter. */
+/* No masks: loom_dist's calls (grad_ready, sharding=weights' need, done
+ * and tick, tensor parallelism's reduce, gather and scatter) into b->dist. */
 static void dist_connect(void *model, const struct loom_dist_calls *c)
 {
 	struct loom_bert *b = model;
 	_Static_assert(LOOM_BERT_UNIT_NONE == LOOM_DIST_UNIT_NONE, "one 'no next unit'");
-	b->grad_ready = c->grad_ready;
-	b->grad_ready_ctx = c->ctx;
-	b->reduce = c->reduce;
-	b->gather = c->gather;
-	b->scatter = c->scatter;
-	b->need = c->need;
-	b->done = c->done;
+	b->dist = *c;
 }
 
 static int dist_replicated(void *model, int i)

@@ -55,7 +55,9 @@
  * decoder the embeddings again; backward the head's unit (and the
  * embeddings for the decoder), each layer down, the embeddings last; a
  * backward whose targets are all ignored runs too, with zero gradients
- * (its gathers are collective).
+ * (its gathers are collective).  After each of a layer's four products
+ * (forward, recomputed and backward) it calls tick, so that the gather
+ * in flight moves while it computes.
  *
  * Tensor parallelism (loom_bert_new_tp, Megatron-LM's 1D splits, as the
  * GPT's; lib/train/loom_tp.h): rank r of tp holds the query, key and
@@ -110,6 +112,7 @@
 #include <stdint.h>
 
 #include "loom_common.h"
+#include "loom_dist.h"
 #include "loom_model.h"
 
 enum loom_bert_task {
@@ -212,31 +215,31 @@ struct loom_bert {
 	int have_targets, train, nstart, nend;
 	uint64_t key;
 	float loss;
-	void (*grad_ready)(void *ctx, int l);
-	void *grad_ready_ctx;
+	/* The calls of data and tensor parallelism (lib/train/loom_dist.h),
+	 * installed by the connect hook (loom_bert_dist_model), each called
+	 * with dist.ctx; all NULL until then (one process): grad_ready (see
+	 * Data parallelism above); sharding=weights: a unit's parameters (-1
+	 * the embeddings, l layer l, the head's with layer L-1) are read only
+	 * between need and done (LOOM_BERT_UNIT_NONE: need's `next` is no
+	 * unit), tick (see Data parallelism above); tensor parallelism:
+	 * reduce (sum or max over the tp ranks); sequence parallelism: gather
+	 * and scatter */
+	struct loom_dist_calls dist;
+#define LOOM_BERT_UNIT_NONE (-2)
 	/* tensor parallelism: rank tp_rank of tp (1: the whole model); its
 	 * heads NHl, attention width Cl = C/tp, intermediate width Il = I/tp,
-	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..); reduce (set by the
-	 * connect hook, ctx grad_ready_ctx): sum or max over the tp ranks;
-	 * mlm_hits: an MLM evaluation's argmax hits over the whole vocabulary */
+	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..), summed or maxed over
+	 * the tp ranks by dist.reduce; mlm_hits: an MLM evaluation's argmax
+	 * hits over the whole vocabulary */
 	int tp, tp_rank, NHl, Cl, Il, Vl;
-	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 	/* sequence parallelism (seq 1): this rank's Nr tokens from r0 (seq 0:
-	 * N, 0), sat[Nr] their indices (the dropout masks' rows); gather and
-	 * scatter set by the connect hook; lnd [4C+2]: the replicated
+	 * N, 0), sat[Nr] their indices (the dropout masks' rows), through
+	 * dist.gather and dist.scatter; lnd [4C+2]: the replicated
 	 * tensors' gradients of these tokens (a layer's LayerNorms, the
 	 * embeddings' LayerNorm, the QA head), summed over the ranks */
 	int seq, Nr, r0;
 	int32_t *sat;
 	float *lnd;
-	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
-	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
-	/* sharding=weights (set by the connect hook, ctx grad_ready_ctx):
-	 * a unit's parameters (-1 the embeddings, l layer l, the head's with
-	 * layer L-1) are read only between need and done (lib/train/loom_dist.h) */
-	int (*need)(void *ctx, int u, int next, struct loom_err *err);
-	void (*done)(void *ctx, int u);
-#define LOOM_BERT_UNIT_NONE (-2)        /* need's `next`: no unit */
 	int64_t mlm_hits;
 	struct loom_mm *mm;
 	int w16_ok;
@@ -347,11 +350,10 @@ void loom_bert_step(struct loom_bert *b, float lr, int64_t t, float *norm);
 /* Parameters changed outside step/init (a load, a data-parallel update). */
 void loom_bert_weights_changed(struct loom_bert *b);
 /* Data parallelism's view of b (lib/train/loom_dist.h) into *m: its
- * parameter store, layer tags, step and grad_ready call, and under tensor
- * parallelism the reduce call and which tensors are whole, its units for
+ * parameter store, layer tags, step, the connect hook that sets b->dist,
+ * under tensor parallelism which tensors are whole, its units for
  * sharding=weights (cfg.sharding; see Data parallelism above); no masks.
  * Borrows b. */
-struct loom_dist_model;
 void loom_bert_dist_model(struct loom_bert *b, struct loom_dist_model *m);
 /* After a forward with targets and train 0: *nll the summed loss over *n
  * counted items and *correct those predicted right.  QA: n = the rows,

@@ -110,8 +110,8 @@ static struct loom_tp team(const struct loom_gpt *g)
 {
 	return (struct loom_tp){ .tp = g->tp, .rank = g->tp_rank, .tab = g->tensors,
 				 .nt = g->n_tensors, .split = tp_split, .model = g,
-				 .reduce = g->reduce, .seq = g->seq, .gather = g->gather,
-				 .scatter = g->scatter, .ctx = g->grad_ready_ctx,
+				 .reduce = g->dist.reduce, .seq = g->seq, .gather = g->dist.gather,
+				 .scatter = g->dist.scatter, .ctx = g->dist.ctx,
 				 .err = (struct loom_err *)&g->err };
 }
 
@@ -300,14 +300,7 @@ static void dist_connect(void *model, const struct loom_dist_calls *c)
 {
 	struct loom_gpt *g = model;
 	_Static_assert(LOOM_GPT_UNIT_NONE == LOOM_DIST_UNIT_NONE, "one 'no next unit'");
-	g->grad_ready = c->grad_ready;
-	g->grad_ready_ctx = c->ctx;
-	g->need = c->need;
-	g->done = c->done;
-	g->tick = c->tick;
-	g->reduce = c->reduce;
-	g->gather = c->gather;
-	g->scatter = c->scatter;
+	g->dist = *c;
 }
 
 static int dist_replicated(void *model, int i)
@@ -424,7 +417,7 @@ static int ready_sparse(struct loom_gpt *g)
 		if (g->sp[i] && loom_sparse_set_mask(g->sp[i], g->rigl->layer[g->rl[i]].mask))
 			return loom_err_set(&g->err, LOOM_ENOMEM, "%s", loom_sparse_error(g->sp[i]));
 	g->sp_mask_ok = 1;
-	for (int l = 0; !g->need && l < g->L; l++)
+	for (int l = 0; !g->dist.need && l < g->L; l++)
 		for (int j = 0; j < 4; j++)
 			if (g->sp[4 * l + j])
 				loom_sparse_pack(g->sp[4 * l + j], LP(g, g->params, l, proj_k[j]));
@@ -437,7 +430,7 @@ static int ready_sparse(struct loom_gpt *g)
 static int ready_mm(struct loom_gpt *g)
 {
 	int whole = 1;
-	return loom_model_ready_mm(&g->mm, g->need ? &whole : &g->w16_ok, g->cfg.precision,
+	return loom_model_ready_mm(&g->mm, g->dist.need ? &whole : &g->w16_ok, g->cfg.precision,
 				   g->params, g->n_params, &g->err);
 }
 
@@ -454,10 +447,10 @@ void loom_gpt_unit_range(const struct loom_gpt *g, int u, size_t *lo, size_t *hi
  * make its bf16 copy. */
 static int unit_need(struct loom_gpt *g, int u, int next)
 {
-	if (!g->need)
+	if (!g->dist.need)
 		return 0;
 	int rc;
-	LOOM_PROF(LOOM_PROF_COMM, rc = g->need(g->grad_ready_ctx, u, next, &g->err););
+	LOOM_PROF(LOOM_PROF_COMM, rc = g->dist.need(g->dist.ctx, u, next, &g->err););
 	if (rc)
 		return rc;
 	for (int j = 0; u >= 0 && g->sp && j < 4; j++)
@@ -472,12 +465,12 @@ static int unit_need(struct loom_gpt *g, int u, int next)
 
 static void unit_done(struct loom_gpt *g, int u)
 {
-	if (!g->need)
+	if (!g->dist.need)
 		return;
 	size_t lo, hi;
 	loom_gpt_unit_range(g, u, &lo, &hi);
 	loom_mm_weights_drop(g->mm, lo, hi);
-	LOOM_PROF(LOOM_PROF_COMM, g->done(g->grad_ready_ctx, u););
+	LOOM_PROF(LOOM_PROF_COMM, g->dist.done(g->dist.ctx, u););
 }
 
 /* ---- activation layout --------------------------------------------------- */
@@ -790,8 +783,8 @@ static void proj_fwd(struct loom_gpt *g, int l, int j, float *out, const float *
 	else
 		loom_k_matmul_fwd(g->mm, out, inp, LP(g, p, l, k), bias, N, IC, OC);
 	LOOM_PROF_END(LOOM_PROF_PHASE(LOOM_PROF_MATMUL_FWD), t0);
-	if (g->tick)
-		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
+	if (g->dist.tick)
+		LOOM_PROF(LOOM_PROF_COMM, g->dist.tick(g->dist.ctx););
 }
 
 /* Its backward: dinp overwritten, weight and bias gradients added; a
@@ -810,8 +803,8 @@ static void proj_bwd(struct loom_gpt *g, int l, int j, float *dinp, const float 
 		loom_k_matmul_bwd(g->mm, dinp, LP(g, dp, l, k), LP(g, dp, l, k + 1), dout, inp,
 				  LP(g, p, l, k), N, IC, OC);
 	LOOM_PROF_END(LOOM_PROF_MATMUL_BWD, t0);
-	if (g->tick)
-		LOOM_PROF(LOOM_PROF_COMM, g->tick(g->grad_ready_ctx););
+	if (g->dist.tick)
+		LOOM_PROF(LOOM_PROF_COMM, g->dist.tick(g->dist.ctx););
 }
 
 /* Tensor parallelism: x[0..n) summed over the tp ranks (tp 1: nothing). */
@@ -1252,7 +1245,7 @@ static int backward(struct loom_gpt *g, float scale)
 		return loom_err_set(&g->err, LOOM_EINVAL, "backward without a forward with targets");
 	int B = g->B, T = g->T, C = g->C, Vl = g->Vl, N = g->N, L = g->L, rc;
 	float *p = g->params, *dp = g->grads;
-	if (!g->ntok && !g->need)
+	if (!g->ntok && !g->dist.need)
 		return 0; /* every target ignored: no gradient */
 	/* (sharded weights: backward's gathers are collective, so it runs,
 	 * with a zero gradient) */
@@ -1307,8 +1300,8 @@ static int backward(struct loom_gpt *g, float scale)
 			return rc;
 		if ((rc = layer_bwd(g, l, x, &g->layer[l])))
 			return rc;
-		if (g->grad_ready)
-			LOOM_PROF(LOOM_PROF_COMM, g->grad_ready(g->grad_ready_ctx, l););
+		if (g->dist.grad_ready)
+			LOOM_PROF(LOOM_PROF_COMM, g->dist.grad_ready(g->dist.ctx, l););
 		unit_done(g, l);
 	}
 	const float *demb = g->dres;
@@ -1328,8 +1321,8 @@ static int backward(struct loom_gpt *g, float scale)
 	g->head_done = 0;
 	if ((rc = loom_mm_check(g->mm, &g->err)))
 		return rc;
-	if (g->grad_ready)
-		LOOM_PROF(LOOM_PROF_COMM, g->grad_ready(g->grad_ready_ctx, -1););
+	if (g->dist.grad_ready)
+		LOOM_PROF(LOOM_PROF_COMM, g->dist.grad_ready(g->dist.ctx, -1););
 	return 0;
 }
 

@@ -144,6 +144,7 @@
 
 #include "loom_common.h"
 #include "loom_config.h"
+#include "loom_dist.h"
 #include "loom_model.h"
 
 /* Per-layer activations (pointers into g->acts). */
@@ -208,29 +209,29 @@ struct loom_gpt {
 	int train;                          /* last forward used dropout */
 	int head_done;                      /* its forward took the LM head's backward */
 	uint64_t key;                       /* dropout key of the last forward */
-	/* Optional (data parallelism, lib/train/loom_dist.h): backward calls
-	 * grad_ready(ctx, l) as soon as layer l's gradients are final (l = L-1
-	 * .. 0; layer L-1's call also covers ln_f), then grad_ready(ctx, -1)
-	 * after the embeddings.  Not called when every target was ignored,
-	 * unless need is set (its backward runs, with a zero gradient). */
-	void (*grad_ready)(void *ctx, int l);
-	void *grad_ready_ctx;
-	/* Optional (weight sharding, lib/train/loom_dist.h): the model reads
-	 * the parameters of unit u (-1: wte and wpe; l: layer l, layer L-1
-	 * with ln_f) only between need(grad_ready_ctx, u, next, err) and
-	 * done(grad_ready_ctx, u), `next` being the unit it will read after u
-	 * (LOOM_GPT_UNIT_NONE: none); need returns 0 or an error (message in
-	 * *err).  When set, a unit's sparse weights are packed and its bf16
-	 * copy made each time it arrives, and the embeddings' output keeps a
-	 * slot of its own (cfg's loom_config_shards_weights()), so backward
-	 * never reads wte/wpe.  The gradients of a unit are written only
-	 * between need(u) and grad_ready(u). */
-	int (*need)(void *ctx, int u, int next, struct loom_err *err);
-	void (*done)(void *ctx, int u);
-	/* Optional: called after each projection's product (forward and
-	 * backward), on the calling thread: MPI moves large messages only
-	 * inside MPI calls, so weight sharding lets its gathers progress. */
-	void (*tick)(void *ctx);
+	/* The calls of data and tensor parallelism (lib/train/loom_dist.h),
+	 * installed by the connect hook (loom_gpt_dist_model), each called
+	 * with dist.ctx; all NULL until then (one process):
+	 *  - grad_ready(ctx, l) as soon as layer l's gradients are final (l =
+	 *    L-1 .. 0; layer L-1's call also covers ln_f), then
+	 *    grad_ready(ctx, -1) after the embeddings.  Not called when every
+	 *    target was ignored, unless need is set (its backward runs, with a
+	 *    zero gradient).
+	 *  - weight sharding: the model reads the parameters of unit u (-1: wte
+	 *    and wpe; l: layer l, layer L-1 with ln_f) only between need(ctx,
+	 *    u, next, err) and done(ctx, u), `next` being the unit it will read
+	 *    after u (LOOM_GPT_UNIT_NONE: none); need returns 0 or an error
+	 *    (message in *err).  When set, a unit's sparse weights are packed
+	 *    and its bf16 copy made each time it arrives, and the embeddings'
+	 *    output keeps a slot of its own (cfg's loom_config_shards_weights()),
+	 *    so backward never reads wte/wpe.  The gradients of a unit are
+	 *    written only between need(u) and grad_ready(u).  tick(ctx) after
+	 *    each projection's product (forward and backward), on the calling
+	 *    thread: MPI moves large messages only inside MPI calls, so the
+	 *    gathers progress.
+	 *  - tensor parallelism: reduce (sum or max over the tp ranks);
+	 *    sequence parallelism: gather and scatter (see below). */
+	struct loom_dist_calls dist;
 	/* matmul backend (lib/kernels/loom_mm.h) of cfg.precision, made by the first
 	 * forward (NULL: fp32); w16_ok: its bf16 weight copy is current */
 	struct loom_mm *mm;
@@ -246,30 +247,27 @@ struct loom_gpt {
 	int sp_ok, sp_mask_ok, rigl_dense;
 	/* tensor parallelism: rank tp_rank of tp (1: the whole model); its
 	 * heads NHl, attention width Cl = C/tp, MLP width Fl = 4C/tp and
-	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..); reduce (set by the
-	 * connect hook, ctx grad_ready_ctx): sum or max over the tp ranks;
-	 * xent [3 hr]: the loss's per-row maxima, sums and target logits */
+	 * vocabulary rows Vl = V/tp (ids tp_rank Vl ..), summed or maxed over
+	 * the tp ranks by dist.reduce; xent [3 hr]: the loss's per-row maxima,
+	 * sums and target logits */
 	int tp, tp_rank, NHl, Cl, Fl, Vl;
-	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
 	float *xent;
 	/* sequence parallelism (seq 1, cfg.sequence_parallel with tp > 1):
 	 * the LayerNorm, dropout and residual regions hold this rank's Nr =
 	 * B T / tp tokens, rows r0 = tp_rank Nr .. of the flattened [B T]
-	 * (at[Nr]: their indices, the dropout masks' rows); gather and
-	 * scatter (connect hook) the all-gather and reduce-scatter around the
+	 * (at[Nr]: their indices, the dropout masks' rows); dist.gather and
+	 * dist.scatter the all-gather and reduce-scatter around the
 	 * products; lnd [4C]: a layer's LayerNorm gradients of these tokens,
 	 * summed over the ranks.  Without: Nr = B T, r0 0. */
 	int seq, Nr, r0;
 	int32_t *at;
 	float *lnd;
-	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
-	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
 	struct loom_err err;
 };
 
 #define LOOM_GPT_UNIT_NONE (-2)
 /* The range [*lo, *hi) of the flat parameter array that unit u holds
- * (see need above). */
+ * (see dist.need above). */
 void loom_gpt_unit_range(const struct loom_gpt *g, int u, size_t *lo, size_t *hi);
 
 /* Model from a validated config; parameters are zero until
@@ -364,9 +362,9 @@ void loom_gpt_weights_changed(struct loom_gpt *g);
  * which zeroed the changed blocks itself): repack from the next forward. */
 void loom_gpt_masks_changed(struct loom_gpt *g);
 /* Data parallelism's view of g (lib/train/loom_dist.h) into *m: its
- * parameter store, layer tags, step, the need/done/tick/grad_ready calls
- * and, with sparsity, the RigL mask hooks on g->rigl.  Borrows g. */
-struct loom_dist_model;
+ * parameter store, layer tags, step, the connect hook that sets g->dist
+ * (the need/done/tick/grad_ready calls and tensor parallelism's) and,
+ * with sparsity, the RigL mask hooks on g->rigl.  Borrows g. */
 void loom_gpt_dist_model(struct loom_gpt *g, struct loom_dist_model *m);
 
 /* Evaluation counts of the last forward with targets: summed NLL, counted
