@@ -31,7 +31,7 @@ is "$(pid_token 99999999)$(pid_token "$T/none")" "" "pid_token of no process: em
 # --- a stranger with the recorded pid ---------------------------------------
 last=/proc/sys/kernel/ns_last_pid
 if ! { echo "$(cat $last)" > $last; } 2>/dev/null; then
-	skip 4 "$last cannot be written (not root): no stranger can be given a pid"
+	skip 10 "$last cannot be written (not root): no stranger can be given a pid"
 	done_testing
 	exit
 fi
@@ -79,4 +79,34 @@ else
 	skip 4 "pid $v could not be had for a stranger in 200 tries"
 fi
 
+# --- pipelines/mirror.sh: stop and flush of a server that has ended ----------
+MIRROR="$TESTS/../pipelines/mirror.sh"
+if ! "$MIRROR" available; then
+	skip 6 "lighttpd not installed (make deps)"
+else
+	mkdir "$T/www"
+	run "$MIRROR" start "$T/www" "$T/state"
+	is_rc 0 "mirror.sh start"
+	m=$(cat "$T/state/pid")
+	mt=$(pid_token "$m")
+	signal_ours KILL "$mt" lighttpd
+	# until init has reaped it (its parent, mirror.sh start, has ended)
+	for _ in $(seq 1 600); do [ -e "/proc/$m" ] || break; sleep 0.1; done
+	if [ -e "/proc/$m" ]; then
+		skip 5 "the killed lighttpd (pid $m) was not reaped"
+	elif ! stranger "$m" "$mt"; then
+		skip 5 "pid $m could not be had for a stranger in 200 tries"
+	else
+		stok=$(pid_token $s)
+		run "$MIRROR" flush "$T/state"
+		is_rc 1 "mirror.sh flush of a server that ended: exit 1"
+		is "$(cat "$err")" "mirror.sh: the server started in '$T/state' (pid $m) has ended" "  saying so"
+		run "$MIRROR" stop "$T/state"
+		is_rc 0 "mirror.sh stop of a server that ended: exit 0"
+		ok "  its pid file goes" test ! -e "$T/state/pid" -a ! -e "$T/state/pid.start"
+		signal_ours PROF "$stok" "the stranger"
+		rc=0; wait $s 2>/dev/null || rc=$?
+		is "$rc" $((128 + 27)) "  the stranger with its pid got neither flush's HUP (129) nor stop's TERM (143)"
+	fi
+fi
 done_testing
