@@ -115,7 +115,7 @@ complete_words() {
 # of it in FILE (after the command name, which may hold spaces and ')')
 _stat() {
 	local s f
-	_pid= _state= _start=
+	_pid='' _state='' _start=''
 	case $1 in
 	'' | *[!0-9]*) { read -r s < "$1"; } 2>/dev/null ;;
 	*) { read -r s < "/proc/$1/stat"; } 2>/dev/null ;;
