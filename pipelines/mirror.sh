@@ -10,12 +10,14 @@
 #
 # lighttpd is looked for on PATH, then in /usr/sbin, /usr/local/sbin and
 # /sbin (a user's PATH often lacks the sbin directories).
-# STATE_DIR (created) holds lighttpd.conf, the server's pid, url,
-# access.log (one line per request: status, body bytes sent, Range header)
-# and error.log.  Without PORT a free port is chosen.  MIRROR_KBPS=N in
-# the environment throttles each connection to N kB/s (to watch progress).
-# lighttpd runs in the foreground (-D) as a background child of this
-# script, so `stop` (or killing its pid) ends it.
+# STATE_DIR (created) holds lighttpd.conf, the server's pid and, in
+# pid.start, its start time (stop and flush signal that process only, never
+# one given its pid after it ended), url, access.log (one line per request:
+# status, body bytes sent, Range header) and error.log.  Without PORT a free
+# port is chosen.  MIRROR_KBPS=N in the environment throttles each
+# connection to N kB/s (to watch progress).  lighttpd runs in the
+# foreground (-D) as a background child of this script, so `stop` (or
+# killing its pid) ends it.
 set -euo pipefail
 prog=mirror.sh
 die() { echo "$prog: $*" >&2; exit 1; }
@@ -42,8 +44,20 @@ listening() { # port
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# started PID: the start time of process PID (field 22 of /proc/PID/stat,
+# after the command name), empty when there is none
+started() {
+	local s
+	{ read -r s <"/proc/$1/stat"; } 2>/dev/null || return 0
+	# shellcheck disable=SC2086 # the fields: words on purpose
+	set -- ${s##*) }
+	echo "${20}"
+}
+# ours PID START: PID is still the process that started at START
+ours() { [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
+
 start() {
-	local dir=$1 state=$2 want_port=${3:-} port pid tries
+	local dir=$1 state=$2 want_port=${3:-} port pid since tries
 	[ -d "$dir" ] || die "'$dir' is not a directory"
 	local httpd
 	httpd=$(lighttpd_path) || die "lighttpd is not installed (not on PATH, nor in /usr/sbin, /usr/local/sbin or /sbin; make deps)"
@@ -70,18 +84,20 @@ start() {
 		: >"$state/access.log"
 		"$httpd" -D -f "$state/lighttpd.conf" </dev/null >>"$state/error.log" 2>&1 &
 		pid=$!
+		since=$(started "$pid")
 		for _ in $(seq 50); do
 			listening "$port" && break
-			kill -0 "$pid" 2>/dev/null || break
+			ours "$pid" "$since" || break
 			sleep 0.05
 		done
-		if kill -0 "$pid" 2>/dev/null && listening "$port"; then
+		if ours "$pid" "$since" && listening "$port"; then
 			echo "$pid" >"$state/pid"
+			echo "$since" >"$state/pid.start"
 			echo "http://127.0.0.1:$port" >"$state/url"
 			echo "http://127.0.0.1:$port"
 			return 0
 		fi
-		kill "$pid" 2>/dev/null || true
+		! ours "$pid" "$since" || kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 		[ -z "$want_port" ] || break
 	done
@@ -89,23 +105,27 @@ start() {
 }
 
 stop() {
-	local state=$1 pid
+	local state=$1 pid since
 	[ -f "$state/pid" ] || return 0
 	pid=$(cat "$state/pid")
-	if kill "$pid" 2>/dev/null; then
+	since=$(cat "$state/pid.start" 2>/dev/null || true)
+	if ours "$pid" "$since" && kill "$pid" 2>/dev/null; then
 		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
+			ours "$pid" "$since" || break
 			sleep 0.05
 		done
-		kill -9 "$pid" 2>/dev/null || true
+		! ours "$pid" "$since" || kill -9 "$pid" 2>/dev/null || true
 	fi
-	rm -f "$state/pid"
+	rm -f "$state/pid" "$state/pid.start"
 }
 
 flush() {
-	local state=$1
+	local state=$1 pid
 	[ -f "$state/pid" ] || die "no server running in '$state'"
-	kill -HUP "$(cat "$state/pid")"
+	pid=$(cat "$state/pid")
+	ours "$pid" "$(cat "$state/pid.start" 2>/dev/null || true)" ||
+		die "the server started in '$state' (pid $pid) has ended"
+	kill -HUP "$pid"
 }
 
 case ${1:-} in

@@ -16,41 +16,39 @@ like "$out" '"dist_timeout": 1800' "dist_timeout defaults to 1800 s"
 stopped() {
 	local r=$1 n=$2 dir="$T/h$1" save=${3:+--save ck --save-every 5} mp
 	mkdir -p "$dir"
-	{ np "$n" "cd h$r; $FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,dist_timeout=3 --steps 100000 --log log.json $save & p=\$!; echo \$p > pid.\$R; wait \$p"; exit $rc; } &
+	{ np "$n" "cd h$r; $FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,dist_timeout=3 --steps 100000 --log log.json $save & p=\$!; cat /proc/\$p/stat > pid.\$R; wait \$p"; exit $rc; } &
 	mp=$!
 	for _ in $(seq 1 2400); do
 		[ -s "$dir/pid.$r" ] && [ -s "$dir/log.json" ] && [ "$(wc -l < "$dir/log.json")" -ge 6 ] && break
 		sleep 0.1
 	done
-	kill -STOP "$(cat "$dir/pid.$r")"
+	signal_ours STOP "$(pid_token "$dir/pid.$r")" "rank $r's loom-train"
 	rc=0; wait $mp || rc=$?
 }
 
-# ours DIR PID: PID is still one of this case's loom-train (its working
-# directory is DIR): a pid of a rank that ended may already be another
-# process's (pids wrap at 32768 on a busy machine), which must be neither
-# waited for nor killed; a zombie has no working directory
-ours() {
-	[ "$(readlink "/proc/$2/cwd" 2>/dev/null)" = "$(cd "$1" && pwd -P)" ]
-}
+# Each rank's shell saves its loom-train's /proc/PID/stat line in pid.R (its
+# pid and start time, for pid_token): a pid of a rank that ended may already
+# be another process's (pids wrap at 32768 on a busy machine), which must be
+# neither waited for, stopped nor killed.
 
 # reap DIR: whatever gone found still there is killed, so that nothing of
 # this case runs on into the next (a loaded machine may be slow to end it)
 reap() {
-	local p
-	for p in $(cat "$1"/pid.*); do ours "$1" "$p" && kill -9 "$p" 2>/dev/null; done
+	local f
+	for f in "$1"/pid.*; do signal_ours KILL "$(pid_token "$f")"; done
 	return 0
 }
 
 # gone DIR: every rank's loom-train ended (or is a zombie left to be reaped)
 gone() {
-	local p
-	for p in $(cat "$1"/pid.*); do
+	local f t
+	for f in "$1"/pid.*; do
+		t=$(pid_token "$f")
 		for _ in $(seq 1 1200); do
-			ours "$1" "$p" || break
+			still_ours "$t" || break
 			sleep 0.1
 		done
-		ours "$1" "$p" && return 1
+		still_ours "$t" && return 1
 	done
 	return 0
 }

@@ -139,14 +139,14 @@ like "$out" '"loss":' "  and reports a loss"
 # --- a rank killed while the ranks save: latest stays a whole checkpoint ----
 rm -rf "$T/k"
 mkdir -p "$T/k"
-{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 100000 --save k --save-every 1 --keep 2 & p=\$!; echo \$p > k/pid.\$R; wait \$p"; echo $rc > "$T/k/rc"; } &
+{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4,$WS --steps 100000 --save k --save-every 1 --keep 2 & p=\$!; cat /proc/\$p/stat > k/pid.\$R; wait \$p"; echo $rc > "$T/k/rc"; } &
 for i in $(seq 600); do
 	case $(readlink "$T/k/latest" 2>/dev/null) in step-0000000[4-9]|step-000000[1-9]*) break ;; esac
 	sleep 0.1
 done
 s=$(readlink "$T/k/latest")
 ok "the ranks save every step (latest -> $s)" test -n "$s"
-kill -9 "$(cat "$T/k/pid.1")"
+signal_ours KILL "$(pid_token "$T/k/pid.1")" "rank 1's loom-train"
 wait
 ok "a killed rank stops every rank" test "$(cat "$T/k/rc")" -ne 0 -a "$(cat "$T/k/rc")" -ne 124
 run loom-eval --checkpoint "$T/k/latest" --threads 1 < "$T/ev.frames"

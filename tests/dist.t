@@ -104,10 +104,10 @@ stop_saved() {
 # --- SIGUSR1 to mpirun (pipelines/train-mpi.sh passes it on): clean stop ---
 WRAP="$TESTS/../pipelines/train-mpi.sh"
 (cd "$T" && BATCH=4 SEQ=8 EPOCHS=0 THREADS=1 exec "$WRAP" -np 2 "$M" tiny u --steps 100000 --log-every 5 >"$T/u.out" 2>"$T/u.err") &
-mp=$!
+mp=$! mp_t=$(pid_token $!)
 # signal once step 5 is done (the handlers are set before step 1)
 for _ in $(seq 1 600); do grep -q 'step 5/' "$T/u.err" 2>/dev/null && break; sleep 0.1; done
-kill -USR1 $mp
+signal_ours USR1 "$mp_t" "mpirun's train-mpi.sh"
 rc=0; wait $mp || rc=$?
 is "$rc" 0 "SIGUSR1 to mpirun: every rank stops after the same step, exit 0"
 like "$T/u.err" '^loom-train: rank 0: User defined signal 1: stopping after step [0-9]+ \(sent by pid [0-9]+, mpirun, to rank [01]\)$' \
@@ -121,10 +121,10 @@ is "$(readlink "$T/u/latest")" "$(printf 'step-%08d' $((step + 3)))" "and saves 
 # same step and exits 0, and rank 0's line names the rank and the sender,
 # so that a job stopped this way says by whom --------------------------------
 mkdir -p "$T/s"
-{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4 --steps 100000 --log-every 5 --save s & p=\$!; echo \$p > s/pid.\$R; wait \$p"; exit $rc; } &
+{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN --set micro_batch=4 --steps 100000 --log-every 5 --save s & p=\$!; cat /proc/\$p/stat > s/pid.\$R; wait \$p"; exit $rc; } &
 mp=$!
 for _ in $(seq 1 600); do [ -s "$T/s/pid.1" ] && grep -q 'step 5/' "$err" 2>/dev/null && break; sleep 0.1; done
-kill -TERM "$(cat "$T/s/pid.1")"
+signal_ours TERM "$(pid_token "$T/s/pid.1")" "rank 1's loom-train"
 rc=0; wait $mp || rc=$?
 is "$rc" 0 "a TERM to rank 1 alone: every rank stops after the same step, exit 0"
 like "$err" "^loom-train: rank 0: Terminated: stopping after step [0-9]+ \\(sent by pid $$, bash, to rank 1\\)\$" \
@@ -157,20 +157,18 @@ is_rc 1 "a feeder that ends early (END frame) while others have data: exit 1"
 like "$err" 'stopping all 2 ranks at step 50: the input of rank 0 ended early' "names the rank"
 
 mkdir -p "$T/k"
-{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 100000 --save k --save-every 10 & p=\$!; echo \$p > k/pid.\$R; wait \$p; s=\$?; [ \$s -gt 128 ] && kill -\$((s - 128)) \$\$; exit \$s"; exit $rc; } &
+{ np 2 "$FEED --batch 4 --epochs 0 --rank \$R --world \$W | $TRAIN -q --set micro_batch=4 --steps 100000 --save k --save-every 10 & p=\$!; cat /proc/\$p/stat > k/pid.\$R; wait \$p; s=\$?; [ \$s -gt 128 ] && kill -\$((s - 128)) \$\$; exit \$s"; exit $rc; } &
 mp=$!
 for _ in $(seq 1 200); do [ -L "$T/k/latest" ] && [ -s "$T/k/pid.1" ] && break; sleep 0.1; done
-kill -9 "$(cat "$T/k/pid.1")"
+signal_ours KILL "$(pid_token "$T/k/pid.1")" "rank 1's loom-train"
 rc=0; wait $mp || rc=$?
 failed "a killed rank stops every rank (exit $rc, not the hang guard's 124)"
 # rank 0 may still be on its way out when mpirun returns (a loaded machine):
-# it must end by itself within a generous bound, not be left running
-for _ in $(seq 1 600); do
-	st=$(ps -o stat= -p "$(cat "$T/k/pid.0")" 2>/dev/null)
-	[ -z "$st" ] || [ "${st#Z}" != "$st" ] && break
-	sleep 0.1
-done
-ok "no rank left running (rank 0: '${st}')" test -z "$st" -o "${st#Z}" != "$st"
+# it must end by itself within a generous bound, not be left running (its
+# pid, once it ended, may be another process's: pid_token)
+r0=$(pid_token "$T/k/pid.0")
+for _ in $(seq 1 600); do still_ours "$r0" || break; sleep 0.1; done
+ok "no rank left running (rank 0 ended or is a zombie)" eval '! still_ours "$r0"'
 like "$err" 'rank 1 .*exited on signal 9' "mpirun names the killed rank"
 ok "latest still points at a complete checkpoint" test -s "$T/k/latest/model.safetensors" -a -s "$T/k/latest/optimizer.safetensors"
 

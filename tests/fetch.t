@@ -15,7 +15,7 @@ FAST=(--retries 2 --retry-delay 0.05 --timeout 5)
 pids=()
 cleanup() {
 	"$PIPE/mirror.sh" stop "$T/state" >/dev/null 2>&1 || true
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do signal_ours TERM "$p"; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -194,9 +194,9 @@ open(portfile + ".tmp", "w").write(str(s.server_address[1]))
 os.rename(portfile + ".tmp", portfile)
 s.serve_forever()
 EOF
-"$PY" "$T/drop.py" drop "$T/src/$DUMP" "$T/drop.port" & pids+=($!)
-"$PY" "$T/drop.py" 503 "$T/src/$DUMP" "$T/503.port" & pids+=($!)
-"$PY" "$T/drop.py" gate "$T/src/$DUMP" "$T/gate.port" & pids+=($!)
+"$PY" "$T/drop.py" drop "$T/src/$DUMP" "$T/drop.port" & pids+=("$(pid_token $!)")
+"$PY" "$T/drop.py" 503 "$T/src/$DUMP" "$T/503.port" & pids+=("$(pid_token $!)")
+"$PY" "$T/drop.py" gate "$T/src/$DUMP" "$T/gate.port" & pids+=("$(pid_token $!)")
 for _ in $(seq 100); do [ -f "$T/drop.port" ] && [ -f "$T/503.port" ] && [ -f "$T/gate.port" ] && break; sleep 0.05; done
 DROP=http://127.0.0.1:$(cat "$T/drop.port")
 S503=http://127.0.0.1:$(cat "$T/503.port")
@@ -237,7 +237,7 @@ unlike "$err" "resumed at" "final data not resumed"
 
 # a server that ignores Range (python http.server answers 200): restart cleanly
 HP=$(free_port)
-"$PY" -m http.server --bind 127.0.0.1 --directory "$T/mirror" "$HP" >/dev/null 2>&1 & pids+=($!)
+"$PY" -m http.server --bind 127.0.0.1 --directory "$T/mirror" "$HP" >/dev/null 2>&1 & pids+=("$(pid_token $!)")
 wait_port "$HP"
 head -c 100000 "$T/src/$DUMP" >"$T/r/norange.bz2.part"
 run loom-fetch "http://127.0.0.1:$HP/$W/$D/$DUMP" -o "$T/r/norange.bz2" --sha1 "$SHA"
@@ -349,9 +349,9 @@ like "$T/slow.err" "loom-fetch: slow\.bz2: 300\.0 kB, sha1 $SHA verified" "  the
 # A server at 8 kB/s (300 kB take ~37 s) and a kill once the .part holds
 # 16 kB: the download cannot end before the signal, however loaded the machine.
 M3=$(MIRROR_KBPS=8 "$PIPE/mirror.sh" start "$T/mirror" "$T/state")
-loom-fetch -q "$M3/$W/$D/$DUMP" -o "$T/r/int.bz2" --sha1 "$SHA" >/dev/null 2>&1 & kpid=$!
+loom-fetch -q "$M3/$W/$D/$DUMP" -o "$T/r/int.bz2" --sha1 "$SHA" >/dev/null 2>&1 & kpid=$! ktok=$(pid_token $!)
 ok "the throttled download writes 16 kB of its .part" wait_size "$T/r/int.bz2.part" 16000
-kill -TERM $kpid
+signal_ours TERM "$ktok" loom-fetch
 rc=0; wait $kpid || rc=$?
 is "$rc" 143 "SIGTERM ends loom-fetch"
 psize=$(stat -c %s "$T/r/int.bz2.part" 2>/dev/null || echo 0)

@@ -13,6 +13,17 @@
 #   losses LOG           step, loss, lr, grad_norm of a loom-train JSON log
 #   complete_words WORD...  bash completion's replies for the last WORD, sorted,
 #                        on one line (after . "$SHARE/bash-completion/loom")
+#   pid_token PID|FILE   "PID START" of a running process (START: its start time,
+#                        field 22 of /proc/PID/stat), taken when the test learns
+#                        PID (`CMD & tok=$(pid_token $!)`), or of FILE, a copy of
+#                        that line a rank's shell saved (`cat /proc/$p/stat > F`
+#                        right after `&`); empty when there is no such process
+#   still_ours TOKEN     TOKEN's process still runs (not another one given its
+#                        pid since, not a zombie)
+#   signal_ours SIG TOKEN [WHAT]  kill -SIG its pid only while still_ours
+#                        (else, with WHAT, a comment says it had ended); a pid
+#                        ended and reaped may be any other process's by then:
+#                        pids wrap every few minutes under make check
 set -u
 # A known environment, whatever the caller exported: no OpenBLAS, OpenMP,
 # oneDNN or loom variables (but LOOM_BUILD, which the Makefile passes on
@@ -99,6 +110,28 @@ complete_words() {
 	COMPREPLY=()
 	_loom_complete
 	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+# _stat PID|FILE: $_pid, $_state and $_start of /proc/PID/stat or of a copy
+# of it in FILE (after the command name, which may hold spaces and ')')
+_stat() {
+	local s f
+	_pid='' _state='' _start=''
+	case $1 in
+	'' | *[!0-9]*) { read -r s < "$1"; } 2>/dev/null ;;
+	*) { read -r s < "/proc/$1/stat"; } 2>/dev/null ;;
+	esac || return 1
+	read -ra f <<< "${s##*) }"
+	_pid=${s%% *} _state=${f[0]:-} _start=${f[19]:-}
+	[ -n "$_start" ]
+}
+pid_token() { _stat "$1" && echo "$_pid $_start"; return 0; }
+still_ours() {
+	[ -n "$1" ] && _stat "${1%% *}" && [ "$_state" != Z ] && [ "$_pid $_start" = "$1" ]
+}
+signal_ours() {
+	if still_ours "$2"; then kill -"$1" "${2%% *}" 2>/dev/null; return; fi
+	[ -z "${3:-}" ] || diag "$3 (pid ${2:+${2%% *}}) had ended: no SIG$1 sent" >&2
+	return 1
 }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.

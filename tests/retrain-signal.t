@@ -44,10 +44,11 @@ wait_training() {
 # does not claim one
 conf 999999999 first
 "$P/retrain" --config "$T/retrain.conf" -q > "$T/r0.out" 2> "$T/r0.err" &
-rpid=$!
+rpid=$! rtok=$(pid_token $!)
 wait_training first $rpid
 ok "a first run is training" kill -0 $rpid
-kill -TERM "$(cat "$T/first/retrain.pid")"
+is "$(cat "$T/first/retrain.pid")" "$rpid" "  retrain.pid holds retrain's pid"
+signal_ours TERM "$rtok" retrain
 rc=0; wait $rpid || rc=$?
 is "$rc" 143 "  stopped by TERM: exit 143"
 is "$(sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z //' "$T/r0.err")" "retrain: stopped by SIGTERM (no checkpoint was promoted yet: $T/first/best does not exist)" \
@@ -85,7 +86,7 @@ done
 "$P/make-mirror.sh" "$T/src2" samplewiki 20260201 "$T/mirror" >/dev/null
 conf 999999999
 "$P/retrain" --config "$T/retrain.conf" -q > "$T/r.out" 2> "$T/r.err" &
-rpid=$!
+rpid=$! rtok=$(pid_token $!)
 # until loom-train has logged a step (or retrain ended early)
 for _ in $(seq 1 6000); do
 	kill -0 $rpid 2>/dev/null || break
@@ -95,7 +96,7 @@ done
 ok "loom-train is training (it has logged a step)" kill -0 $rpid
 ok "  loom-feed and loom-train of the run are running" test -n "$(leftovers)"
 is "$(cat "$T/state/retrain.pid")" "$rpid" "retrain.pid holds retrain's pid"
-kill -TERM "$(cat "$T/state/retrain.pid")"
+signal_ours TERM "$rtok" retrain
 rc=0; wait $rpid || rc=$?
 is "$rc" 143 "retrain stops on TERM: exit 128 + 15"
 is "$(sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z //' "$T/r.err")" "retrain: stopped by SIGTERM (the promoted checkpoint, $T/state/best, is kept)" \

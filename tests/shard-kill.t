@@ -111,7 +111,7 @@ writer() {
 }
 for sig in KILL TERM; do
 	(cd d && exec loom-shard -q -o x -f text -L 10 -n 2 --no-shuffle -m 1M ../fifo) &
-	pid=$!
+	pid=$! tok=$(pid_token $!)
 	writer "$pid"
 	seq 1 200000 >&3
 	for i in $(seq 1 6000); do
@@ -120,7 +120,7 @@ for sig in KILL TERM; do
 		sleep 0.01
 	done
 	ok "SIG$sig: a temporary shard holds data" test -n "$(find d -name '.x-*.tmp-*' -size +1k)"
-	kill -$sig "$pid"
+	signal_ours $sig "$tok" loom-shard
 	wait "$pid" 2>/dev/null
 	is "$?" "$([ $sig = KILL ] && echo 137 || echo 143)" "  the signal ended loom-shard"
 	exec 3>&-

@@ -50,7 +50,7 @@ done
 D=$T/slurm
 mkdir -p "$D/munge" "$D/state" "$D/spool" "$D/tmp"
 chmod 700 "$D/munge"
-pids=()
+pids=() # pid_token of each daemon
 stop_cluster() { # TERM each daemon, KILL what is still there after ~10 s
 	local p i
 	[ "${#pids[@]}" -gt 0 ] || return 0
@@ -60,14 +60,14 @@ stop_cluster() { # TERM each daemon, KILL what is still there after ~10 s
 		[ -z "$(squeue -h 2>/dev/null)" ] && break
 		sleep 0.1
 	done
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do signal_ours TERM "$p"; done
 	for p in "${pids[@]}"; do
 		for ((i = 0; i < 100; i++)); do
-			kill -0 "$p" 2>/dev/null || break
+			still_ours "$p" || break
 			sleep 0.1
 		done
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
+		signal_ours KILL "$p"
+		wait "${p%% *}" 2>/dev/null
 	done
 	pids=()
 }
@@ -83,7 +83,7 @@ mungekey -c -k "$D/munge/key" 2>"$D/mungekey.err" ||
 munged -F --force --key-file="$D/munge/key" --socket="$D/munge/socket" \
 	--pid-file="$D/munge/pid" --log-file="$D/munge/log" --seed-file="$D/munge/seed" \
 	>"$D/munged.out" 2>&1 &
-pids+=($!)
+pids+=("$(pid_token $!)")
 
 # two free ports on 127.0.0.1 (any two in a network namespace of our own)
 read -r ctld_port slurmd_port < <(/usr/bin/python3 -c '
@@ -126,20 +126,20 @@ EOF
 # munged answers before slurmctld asks it for a credential
 for ((i = 0; i < 600; i++)); do
 	[ -S "$D/munge/socket" ] && break
-	kill -0 "${pids[0]}" 2>/dev/null || break
+	still_ours "${pids[0]}" || break
 	sleep 0.1
 done
 [ -S "$D/munge/socket" ] || { quote_log "$D/munged.out"; skip_all "munged did not start"; }
 slurmctld -D -i -f "$SLURM_CONF" >"$D/slurmctld.out" 2>&1 &
-pids+=($!)
+pids+=("$(pid_token $!)")
 slurmd -D -N localhost -f "$SLURM_CONF" >"$D/slurmd.out" 2>&1 &
-pids+=($!)
+pids+=("$(pid_token $!)")
 # up when the node is idle; a daemon that exits ends the wait (bounded: a
 # minute and more on a busy core)
 up=0
 for ((i = 0; i < 600; i++)); do
 	if [ "$(sinfo -h -o %T 2>/dev/null)" = idle ]; then up=1; break; fi
-	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || break 2; done
+	for p in "${pids[@]}"; do still_ours "$p" || break 2; done
 	sleep 0.1
 done
 if [ "$up" != 1 ]; then
@@ -247,7 +247,7 @@ ok "  nothing trained" test ! -e "$T/x"
 daemons=("${pids[@]}")
 stop_cluster
 left=
-for p in "${daemons[@]}"; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+for p in "${daemons[@]}"; do still_ours "$p" && left="$left ${p%% *}"; done
 is "$left" "" "the daemons stopped"
 if [ -n "$unshared" ]; then # (outside, another Slurm's are not ours)
 	is "$(ps -C slurmstepd -o stat= | grep -vc '^Z')" 0 "  and no slurmstepd is left"

@@ -78,12 +78,12 @@ like "$err" "bf16 matmuls \(oneDNN\)" "-v names the bf16 matmul backend"
 run loom-train -q -c tiny --steps 40 --set precision=bf16 --log "$T/full.json" < "$F"
 mkfifo "$T/fifo"
 ( head -c $((FR * 23)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -q -c tiny --steps 40 --set precision=bf16 --save "$T/kill" --save-every 5 --log "$T/k1.json" < "$T/fifo" 2>/dev/null &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 400); do [ "$(wc -l 2>/dev/null < "$T/k1.json")" = 23 ] && [ "$(readlink "$T/kill/latest")" = step-00000020 ] && break; sleep 0.05; done
-kill -9 $trainer; wait $trainer 2>/dev/null
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours KILL "$trainer_t" loom-train; wait $trainer 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 is "$(readlink "$T/kill/latest")" "step-00000020" "bf16: killed with SIGKILL after step 20's checkpoint"
 like "$T/kill/latest/config.json" '"precision": "bf16"' "the checkpoint stores precision"
 /usr/bin/python3 -c '

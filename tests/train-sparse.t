@@ -151,12 +151,12 @@ is_rc 1 "loom-eval refuses it too"
 # --- exact resume after SIGKILL, across mask updates ----------------------------
 mkfifo "$T/fifo"
 ( head -c $((FR * 23)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -q -c tiny --steps 40 $SP --save "$T/kill" --save-every 10 --log "$T/k1.json" < "$T/fifo" 2>/dev/null &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 6000); do [ "$(grep -c '"loss"' 2>/dev/null < "$T/k1.json")" = 23 ] && [ "$(readlink "$T/kill/latest")" = step-00000020 ] && break; sleep 0.05; done
-kill -9 $trainer; wait $trainer 2>/dev/null
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours KILL "$trainer_t" loom-train; wait $trainer 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 is "$(readlink "$T/kill/latest")" "step-00000020" "killed with SIGKILL after step 20's checkpoint (a mask-update step)"
 run loom-train -q --resume latest --save "$T/kill" --log "$T/k1.json" < "$F"
 is_rc 0 "--resume latest"

@@ -58,15 +58,15 @@ like "$T/evs" '^5 sparsity/churn scalar [0-9.e-]+$' "sparsity/churn"
 # flushed at each log line: a run killed mid-way leaves whole records
 mkfifo "$T/fifo"
 ( head -c $((FR * 7)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -q -c tiny --steps 40 --tensorboard "$T/tb/killed" < "$T/fifo" 2>/dev/null &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 6000); do
 	[ "$(events "$T"/tb/killed/events.* 2>/dev/null | grep -c ' train/loss ')" = 7 ] && break
 	sleep 0.05
 done
-kill -9 $trainer; wait $trainer 2>/dev/null
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours KILL "$trainer_t" loom-train; wait $trainer 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 events "$T"/tb/killed/events.* > "$T/evk" 2> "$T/evk.err"
 is "$?:$(cat "$T/evk.err")" "0:" "killed with SIGKILL: the file reads to its end"
 is "$(grep -c ' train/loss ' "$T/evk")" 7 "with every step trained before the kill"

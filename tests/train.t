@@ -183,12 +183,12 @@ ok "found at start: no step trained, no checkpoint" test ! -e "$T/evck"
 run loom-train -q -c tiny --steps 40 --log "$T/full.json" < "$F"
 mkfifo "$T/fifo"
 ( head -c $((FR * 23)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -q -c tiny --steps 40 --save "$T/kill" --save-every 5 --log "$T/k1.json" < "$T/fifo" 2>/dev/null &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 400); do [ "$(wc -l 2>/dev/null < "$T/k1.json")" = 23 ] && [ "$(readlink "$T/kill/latest")" = step-00000020 ] && break; sleep 0.05; done
-kill -9 $trainer; wait $trainer 2>/dev/null
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours KILL "$trainer_t" loom-train; wait $trainer 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 is "$(readlink "$T/kill/latest")" "step-00000020" "killed with SIGKILL after step 20's checkpoint"
 is "$(wc -l < "$T/k1.json")" 23 "the killed run logged past its checkpoint (steps 21..23)"
 run loom-train -q --resume latest --save "$T/kill" --log "$T/k1.json" < "$F"
@@ -198,13 +198,13 @@ is "$(losses "$T/k1.json")" "$(losses "$T/full.json")" \
 
 # --- SIGTERM: finish the step, save, exit 0 ---------------------------------
 ( head -c $((FR * 7)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -c tiny --steps 40 --save "$T/term" --log "$T/t.json" < "$T/fifo" 2>"$T/term.err" &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 200); do [ "$(wc -l 2>/dev/null < "$T/t.json")" = 7 ] && break; sleep 0.05; done
-kill -TERM $trainer
+signal_ours TERM "$trainer_t" loom-train
 rc=0; wait $trainer || rc=$?
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 is_rc 0 "SIGTERM: exit 0"
 is "$(readlink "$T/term/latest")" "step-00000007" "SIGTERM: saved the last finished step"
 like "$T/term.err" "^loom-train: Terminated: stopping after step 7 \\(sent by pid $$, bash\\)\$" \
@@ -214,16 +214,16 @@ is_rc 0 "--init-from a checkpoint (weights only)"
 
 # --- two runs, one --save directory ---------------------------------------------
 ( head -c $((FR * 3)) "$F"; exec sleep 60 ) > "$T/fifo" &
-feeder=$!
+feeder=$! feeder_t=$(pid_token $!)
 loom-train -q -c tiny --steps 40 --save "$T/lk" --log "$T/lk.json" < "$T/fifo" 2>/dev/null &
-trainer=$!
+trainer=$! trainer_t=$(pid_token $!)
 for _ in $(seq 1 6000); do [ "$(wc -l 2>/dev/null < "$T/lk.json")" = 3 ] && break; sleep 0.05; done
 run loom-train -q -c tiny --steps 2 --save "$T/lk" < "$F"
 is_rc 1 "a second run on a --save directory in use: exit 1"
 is "$(cat "$err")" "loom-train: --save $T/lk: another loom-train is writing checkpoints there (it holds '$T/lk/.loom-train.lock')" \
 	"  one line naming the directory and the lock"
-kill -9 $trainer; wait $trainer 2>/dev/null
-kill $feeder 2>/dev/null; wait $feeder 2>/dev/null
+signal_ours KILL "$trainer_t" loom-train; wait $trainer 2>/dev/null
+signal_ours TERM "$feeder_t"; wait $feeder 2>/dev/null
 run loom-train -q -c tiny --steps 2 --save "$T/lk" < "$F"
 is_rc 0 "once the first run is gone (even by SIGKILL), the directory is free"
 is "$(readlink "$T/lk/latest")" "step-00000002" "  and the second run saves there"
