@@ -41,30 +41,6 @@ failed() {
 	else _report 0 "$1"; diag "exit code $rc"; err_lines; fi
 }
 
-# hang_guard SECS COMMAND...: the command, or, if it still runs after SECS
-# seconds, exit 124 once it is ended (TERM, as timeout(1) does), having
-# first written to stderr its processes and what each was doing (state,
-# kernel wait channel, seconds alive), so that a hang says where it was
-hang_guard() {
-	local secs=$1 job timer first s; shift
-	"$@" & job=$!
-	sleep "$secs" & timer=$!
-	wait -n -p first "$job" "$timer"; s=$?
-	if [ "$first" = "$job" ]; then
-		kill "$timer" 2>/dev/null; wait "$timer" 2>/dev/null
-		return $s
-	fi
-	echo "hang guard: still running after $secs s: PID STAT WCHAN SECONDS COMMAND" >&2
-	_ps_tree "$job" | sed 's/^/hang guard: /' >&2
-	kill -TERM "$job"; wait "$job"
-	return 124
-}
-_ps_tree() {
-	local k
-	ps -o pid=,stat=,wchan:24=,etimes=,args= -p "$1"
-	for k in $(pgrep -P "$1"); do _ps_tree "$k"; done
-}
-
 # np N 'shell command' : one command per rank, $R = rank, $W = world.  A
 # trainer killed by a signal re-raises it, so mpirun names the rank.
 np() {

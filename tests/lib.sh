@@ -24,6 +24,10 @@
 #                        (else, with WHAT, a comment says it had ended); a pid
 #                        ended and reaped may be any other process's by then:
 #                        pids wrap every few minutes under make check
+#   hang_guard SECS CMD ARGS...  CMD, or, if it still runs after SECS s, exit
+#                        124 once its process group is ended (TERM, as
+#                        timeout(1)), its processes first listed on stderr
+#                        ("hang guard: PID STAT WCHAN SECONDS COMMAND")
 set -u
 # A known environment, whatever the caller exported: no OpenBLAS, OpenMP,
 # oneDNN or loom variables (but LOOM_BUILD, which the Makefile passes on
@@ -132,6 +136,25 @@ signal_ours() {
 	if still_ours "$2"; then kill -"$1" "${2%% *}" 2>/dev/null; return; fi
 	[ -z "${3:-}" ] || diag "$3 (pid ${2:+${2%% *}}) had ended: no SIG$1 sent" >&2
 	return 1
+}
+hang_guard() {
+	local secs=$1 job timer first s; shift
+	set -m; "$@" & job=$!; set +m
+	sleep "$secs" & timer=$!
+	wait -n -p first "$job" "$timer"; s=$?
+	if [ "$first" = "$job" ]; then
+		kill "$timer" 2>/dev/null; wait "$timer" 2>/dev/null
+		return $s
+	fi
+	echo "hang guard: still running after $secs s: PID STAT WCHAN SECONDS COMMAND" >&2
+	_ps_tree "$job" | sed 's/^/hang guard: /' >&2
+	kill -TERM -- "-$job" 2>/dev/null; wait "$job" 2>/dev/null
+	return 124
+}
+_ps_tree() {
+	local k
+	ps -o pid=,stat=,wchan:24=,etimes=,args= -p "$1"
+	for k in $(pgrep -P "$1"); do _ps_tree "$k"; done
 }
 done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.
