@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -117,18 +118,11 @@ static void on_exit_dist(int status, void *arg)
 	loom_dist_abort(dist, status);
 }
 
-/* A stop signal: the first finishes the step, saves and exits 0; a second
- * gives up at once.  Its sender's name is read now, while it likely still
- * runs (open, read and close are async-signal-safe). */
-static void on_stop(int sig, siginfo_t *si, void *uc)
+/* Note the first stop signal in *flag: its sender (pid, and its name read
+ * now, while it likely still runs) and this rank.  Async-signal-safe (open,
+ * read and close are): the handler calls it. */
+static void note_stop(volatile sig_atomic_t *flag, int sig, const siginfo_t *si)
 {
-	(void)uc;
-	if (*stop_flag) {
-		loom_outfile_unlink_all();
-		signal(sig, SIG_DFL);
-		raise(sig);
-		return;
-	}
 	if (si->si_code <= 0 && si->si_pid > 0) { /* sent by a process (kill, sigqueue) */
 		char path[32] = "/proc/", digits[12];
 		int n = 0, k = 6;
@@ -145,7 +139,22 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
 		stop_pid = si->si_pid;
 	}
 	stop_rank = d_rank;
-	*stop_flag = sig;
+	*flag = sig;
+}
+
+/* One process: a stop signal finishes the step, saves and exits 0; a
+ * second gives up at once.  (Under mpirun they stay blocked and
+ * train_dist_sync takes them.) */
+static void on_stop(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (*stop_flag) {
+		loom_outfile_unlink_all();
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	note_stop(stop_flag, sig, si);
 }
 
 void train_dist_catch_stops(volatile sig_atomic_t *stop)
@@ -322,9 +331,14 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 		return status == 1;
 	if (step == synced_step && point == synced_point)
 		return synced_result;
-	/* let pending stop signals in, here and only here */
-	sigprocmask(SIG_UNBLOCK, &stop_set, NULL);
-	sigprocmask(SIG_BLOCK, &stop_set, NULL);
+	/* take the pending stop signals, here and only here.  One request may
+	 * come twice (mpirun signals a rank's process group, and
+	 * train-mpi.sh passes it on to loom-train too): the first counts. */
+	siginfo_t si;
+	int got;
+	while ((got = sigtimedwait(&stop_set, &si, &(struct timespec){ 0, 0 })) > 0)
+		if (!*stop)
+			note_stop(stop, got, &si);
 	/* status, stop signal, step, and the stop's sender: pid, name */
 	enum { K = 3 + 1 + sizeof stop_comm / 4 };
 	int32_t mine[K] = { status, *stop, (int32_t)(step & 0x7fffffff), stop_pid };
