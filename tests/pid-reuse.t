@@ -7,8 +7,13 @@
 # where it cannot be written).
 . "$(dirname "$0")/lib.sh"
 
+# a process that waits to be signalled, with every signal's default
+# disposition whatever the caller ignores (nohup ignores HUP, and a
+# shell's background jobs INT and QUIT): its pid in $!
+sleeper() { env --default-signal sleep infinity & }
+
 # --- the token of a running process, of a saved stat line, of none -----------
-sleep infinity &
+sleeper
 p=$!
 tok=$(pid_token $p)
 echo "$tok" > "$T/tok"
@@ -36,7 +41,7 @@ if ! { read -r cur < $last && echo "$cur" > $last; } 2>/dev/null; then
 	exit
 fi
 
-# stranger PID TOKEN: `sleep infinity` started with PID (ended and reaped),
+# stranger PID TOKEN: a sleeper started with PID (ended and reaped),
 # its pid in $s; the next fork after ns_last_pid = PID - 1 has it, unless
 # another process forks in between (a busy machine: try again) or it starts
 # in the clock tick that TOKEN's process started in (it has TOKEN then: try
@@ -45,7 +50,7 @@ stranger() {
 	local try
 	for try in $(seq 1 200); do
 		echo $(($1 - 1)) > $last
-		sleep infinity &
+		sleeper
 		s=$!
 		if [ $s = "$1" ] && [ "$(pid_token $s)" != "$2" ]; then
 			diag "pid $1: a stranger after $try tries"
@@ -61,7 +66,7 @@ stranger() {
 # numbered is delivered first, so one sent last, PROF (27), shows only
 # when neither HUP (1) nor TERM (15) came before it.
 
-sleep infinity &
+sleeper
 v=$!
 vt=$(pid_token $v)
 kill -KILL $v
