@@ -180,10 +180,7 @@ same_curve "squad T=2, sequence_parallel=1" 2 sp2.json one.json \
 	"$SFEED --batch 8 | ${BTRAIN/ -q/} --set micro_batch=8,tensor_parallel=2,$SP --log sp2.json --save sp2 --save-every 10" 1 20
 like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ [kM]B sent per step per rank in them \(sequence parallel: [^)]*: [0-9.]+ [kM]B; 1\.0000x\)$' \
 	"  bytes sent per rank: the model's count of the gathers, scatters and all-reduces"
-sp_sent=$(sed -n 's/.*; \([0-9.]* [kM]B\) sent per step per rank in them.*/\1/p' "$err")
-run loom-train -c bert-tiny --set vocab_size=32,n_head=4,attn_dropout=0,micro_batch=8,seq_len=32,tensor_parallel=2,$SP --dry-run
-is_rc 0 "  --dry-run of that grid"
-like "$out" "sends $sp_sent per step" "  plans the bytes it sent ($sp_sent)"
+plans_as_sent "that grid" -c bert-tiny --set vocab_size=32,n_head=4,attn_dropout=0,micro_batch=8,seq_len=32,tensor_parallel=2,$SP
 same_curve "squad T=4, sequence_parallel=1" 4 sp4.json one.json \
 	"$SFEED --batch 8 | $BTRAIN --set micro_batch=8,tensor_parallel=4,$SP --log sp4.json"
 same_curve "squad 2x2, sequence_parallel=1, dropout off" 4 sp22.json one0.json \

@@ -4,8 +4,9 @@
 # feeder and trainer commands ($FEED, $TRAIN), np (run a command on N
 # ranks, under hang_guard's 300 s limit), failed (the job failed by
 # itself), maxrel (losses of two logs compared), small (<= 1e-5, or <= $2),
-# same_curve (a job's losses one process's) and bert_feeds (BERT's data,
-# dist-bert.t, bert-tp.t).
+# same_curve (a job's losses one process's), plans_as_sent (--dry-run's
+# bytes as a job sent them) and bert_feeds (BERT's data, dist-bert.t,
+# bert-tp.t).
 
 command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not installed (make deps installs openmpi-bin)"
 loom-train --version 2>/dev/null | grep -q 'Open MPI' ||
@@ -74,6 +75,18 @@ same_curve() {
 	d=$(maxrel "$T/$3" "$T/$4" "$lo" "$hi")
 	ok "  losses of steps $lo-$hi within 1e-5 relative of 1 rank (max $d)" small "$d"
 	diag "$1 vs 1 rank: max relative loss difference $d"
+}
+
+# plans_as_sent NAME LOOM-TRAIN-ARGS...: --dry-run of that grid plans the
+# bytes per step per rank that the last job's rank 0 reported sending in its
+# tensor-parallel collectives ($err)
+plans_as_sent() {
+	local name=$1 sent
+	shift
+	sent=$(sed -n 's/.*; \([0-9.]* [kMG]B\) sent per step per rank in them.*/\1/p' "$err")
+	run loom-train "$@" --dry-run
+	is_rc 0 "  --dry-run of $name"
+	like "$out" "sends $sent per step" "  plans the bytes it sent ($sent)"
 }
 
 # BERT's data in $T: 40 squad features (sq/, vocab.txt) and masked-LM

@@ -157,9 +157,7 @@ same_curve "T=2, sequence_parallel=1" 2 sp2.json one.json \
 	"$FEED --batch 8 --epochs 0 | $TRAIN --set micro_batch=8,tensor_parallel=2,$SP --steps 20 --log-every 10 --log sp2.json --save sp2 --save-every 10" 1 20
 like "$err" '^loom-train: rank 0: tensor parallel: 2 ranks per replica; [0-9.]+ s per step blocked in their collectives; [0-9.]+ kB sent per step per rank in them \(sequence parallel: ring all-gathers and reduce-scatters of \[B,T,C\], 4 a layer forward and 6 backward, the embeddings. and the head.s; all-reduces of the LayerNorm gradients and the loss.s: [0-9.]+ kB; 1\.0000x\)$' \
 	"  bytes sent per rank: the model's count of the gathers, scatters and all-reduces"
-sp_sent=$(sed -n 's/.*; \([0-9.]* kB\) sent per step per rank in them.*/\1/p' "$err")
-run loom-train -c tiny --set micro_batch=8,tensor_parallel=2,$SP --dry-run
-like "$out" "sends $sp_sent per step" "  --dry-run plans the bytes it sent ($sp_sent)"
+plans_as_sent "that grid" -c tiny --set micro_batch=8,tensor_parallel=2,$SP
 
 # sp_curve N LOG REF WHAT COMMAND: COMMAND on N ranks logs LOG, within
 # 1e-5 of the one-process log REF over 20 steps
