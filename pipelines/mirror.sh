@@ -44,17 +44,8 @@ listening() { # port
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# started PID: the start time of process PID (field 22 of /proc/PID/stat,
-# after the command name), empty when there is none
-started() {
-	local s
-	{ read -r s <"/proc/$1/stat"; } 2>/dev/null || return 0
-	# shellcheck disable=SC2086 # the fields: words on purpose
-	set -- ${s##*) }
-	echo "${20}"
-}
-# ours PID START: PID is still the process that started at START
-ours() { [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
+# started PID, ours PID START: a process known by its start time too
+. "$(dirname "$0")/proc.bash"
 
 start() {
 	local dir=$1 state=$2 want_port=${3:-} port pid since tries

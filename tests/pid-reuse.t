@@ -84,6 +84,32 @@ else
 	skip 4 "pid $v could not be had for a stranger in 200 tries"
 fi
 
+# --- pipelines/proc.bash: what pipelines/retrain waits for after a TERM -----
+# (a step's processes by pid and start time, not its group's number, which
+# may be another group's once the step's group is empty)
+. "$TESTS/../pipelines/proc.bash"
+set -m; sleeper; set +m # a process group of its own, as retrain's steps
+g=$!
+gt=$(pid_token $g)
+left=$(members $g)
+is "$left" "$gt" "members: the group's process, by pid and start time"
+ok "  any_ours while it runs" any_ours "$left"
+kill -KILL -- -$g
+wait $g 2>/dev/null
+ok "  not once it has ended" eval '! any_ours "$left"'
+set -m
+stranger $g "$gt"
+got=$?
+set +m
+if [ $got = 0 ]; then
+	ok "  a stranger's group has the number now (what retrain's old wait, kill -0 -- -GROUP, saw)" kill -0 -- -$g
+	ok "  any_ours of the step's processes: still not" eval '! any_ours "$left"'
+	kill -KILL $s
+	wait $s 2>/dev/null
+else
+	skip 2 "pid $g could not be had for a stranger in 200 tries"
+fi
+
 # --- pipelines/mirror.sh: stop and flush of a server that has ended ----------
 MIRROR="$TESTS/../pipelines/mirror.sh"
 if ! "$MIRROR" available; then
