@@ -115,22 +115,10 @@ complete_words() {
 	_loom_complete
 	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
 }
-# _stat PID|FILE: $_pid, $_state and $_start of /proc/PID/stat or of a copy
-# of it in FILE (after the command name, which may hold spaces and ')')
-_stat() {
-	local s f
-	_pid='' _state='' _start=''
-	case $1 in
-	'' | *[!0-9]*) { read -r s < "$1"; } 2>/dev/null ;;
-	*) { read -r s < "/proc/$1/stat"; } 2>/dev/null ;;
-	esac || return 1
-	read -ra f <<< "${s##*) }"
-	_pid=${s%% *} _state=${f[0]:-} _start=${f[19]:-}
-	[ -n "$_start" ]
-}
-pid_token() { _stat "$1" && echo "$_pid $_start"; return 0; }
+pid_token() { proc_stat "$1" && echo "$proc_pid $proc_start"; return 0; }
 still_ours() {
-	[ -n "$1" ] && _stat "${1%% *}" && [ "$_state" != Z ] && [ "$_pid $_start" = "$1" ]
+	[ -n "$1" ] && proc_stat "${1%% *}" && [ "$proc_state" != Z ] &&
+		[ "$proc_pid $proc_start" = "$1" ]
 }
 signal_ours() {
 	if still_ours "$2"; then kill -"$1" "${2%% *}" 2>/dev/null; return; fi
@@ -160,6 +148,8 @@ done_testing() { echo "1..$tap_n"; [ "$tap_failed" = 0 ]; }
 # Directory of the test scripts and of the repo's share/.
 TESTS=$(cd "${0%/*}" && pwd)
 SHARE=$(cd "$TESTS/../share" && pwd)
+# proc_stat, the /proc/PID/stat fields pid_token and still_ours read
+. "$TESTS/../pipelines/proc.bash"
 
 # --- fixtures ---------------------------------------------------------------
 #   fails_with N REGEX NAME CMD ARGS...   exit N, one stderr line matching

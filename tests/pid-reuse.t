@@ -87,7 +87,6 @@ fi
 # --- pipelines/proc.bash: what pipelines/retrain waits for after a TERM -----
 # (a step's processes by pid and start time, not its group's number, which
 # may be another group's once the step's group is empty)
-. "$TESTS/../pipelines/proc.bash"
 set -m; sleeper; set +m # a process group of its own, as retrain's steps
 g=$!
 gt=$(pid_token $g)
