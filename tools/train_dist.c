@@ -368,7 +368,8 @@ int train_dist_sync(uint64_t step, int status, volatile sig_atomic_t *stop)
 		exit(1);
 	}
 	if (sig) { /* every rank names the first rank's (rank 0 reports it) */
-		*stop = *stop ? *stop : sig;
+		if (!*stop)
+			*stop = sig;
 		stop_rank = from;
 		stop_pid = all[K * from + 3];
 		memcpy(stop_comm, all + K * from + 4, sizeof stop_comm);
