@@ -160,8 +160,7 @@ void loom_bert_tp(const struct loom_bert *b, struct loom_tp *t)
 {
 	*t = (struct loom_tp){ .tp = b->tp, .rank = b->tp_rank, .tab = b->tensors,
 			       .nt = b->n_tensors, .split = tp_split, .model = b,
-			       .reduce = b->dist.reduce, .seq = b->seq, .gather = b->dist.gather,
-			       .scatter = b->dist.scatter, .ctx = b->dist.ctx,
+			       .dist = &b->dist, .seq = b->seq,
 			       .err = (struct loom_err *)&b->err };
 }
 

@@ -110,8 +110,7 @@ static struct loom_tp team(const struct loom_gpt *g)
 {
 	return (struct loom_tp){ .tp = g->tp, .rank = g->tp_rank, .tab = g->tensors,
 				 .nt = g->n_tensors, .split = tp_split, .model = g,
-				 .reduce = g->dist.reduce, .seq = g->seq, .gather = g->dist.gather,
-				 .scatter = g->dist.scatter, .ctx = g->dist.ctx,
+				 .dist = &g->dist, .seq = g->seq,
 				 .err = (struct loom_err *)&g->err };
 }
 

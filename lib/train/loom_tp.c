@@ -126,7 +126,7 @@ void loom_tp_init(const struct loom_tp *t, int first, float *params, uint64_t se
 
 int loom_tp_ready(const struct loom_tp *t)
 {
-	if (t->tp > 1 && !t->reduce)
+	if (t->tp > 1 && !t->dist->reduce)
 		return loom_err_set(t->err, LOOM_EINVAL, "rank %d of %d tensor-parallel ranks: "
 				    "not connected (the dist_model's connect hook)", t->rank, t->tp);
 	return 0;
@@ -136,7 +136,7 @@ int loom_tp_sum(const struct loom_tp *t, float *x, size_t n)
 {
 	if (t->tp == 1)
 		return 0;
-	return t->reduce(t->ctx, x, n, LOOM_DIST_SUM_F32, t->err);
+	return t->dist->reduce(t->dist->ctx, x, n, LOOM_DIST_SUM_F32, t->err);
 }
 
 int loom_tp_seq_rows(const struct loom_tp *t, int B, int T, int N, int *nr, int *r0,
@@ -165,7 +165,7 @@ int loom_tp_rows_gather(const struct loom_tp *t, float *buf, size_t n)
 {
 	int rc = 0;
 	if (t->seq)
-		LOOM_PROF(LOOM_PROF_COMM, rc = t->gather(t->ctx, buf, n, t->err););
+		LOOM_PROF(LOOM_PROF_COMM, rc = t->dist->gather(t->dist->ctx, buf, n, t->err););
 	return rc;
 }
 
@@ -174,7 +174,7 @@ int loom_tp_rows_sum(const struct loom_tp *t, float *in, float *out, size_t n, f
 	int rc = 0;
 	*y = t->seq ? out : in;
 	if (t->seq)
-		LOOM_PROF(LOOM_PROF_COMM, rc = t->scatter(t->ctx, in, out, n, t->err););
+		LOOM_PROF(LOOM_PROF_COMM, rc = t->dist->scatter(t->dist->ctx, in, out, n, t->err););
 	else if (t->tp > 1)
 		LOOM_PROF(LOOM_PROF_COMM, rc = loom_tp_sum(t, in, n););
 	return rc;
@@ -202,7 +202,7 @@ uint64_t loom_tp_hash(uint64_t h, const int32_t *x, size_t n)
 int loom_tp_same_batch(const struct loom_tp *t, uint64_t h)
 {
 	double x[2] = { (double)(h >> 12), -(double)(h >> 12) }; /* exact in a double */
-	int rc = t->reduce(t->ctx, x, 2, LOOM_DIST_MAX_F64, t->err);
+	int rc = t->dist->reduce(t->dist->ctx, x, 2, LOOM_DIST_MAX_F64, t->err);
 	if (rc)
 		return rc;
 	if (x[0] != -x[1])
@@ -228,7 +228,7 @@ static int xent_correct(const struct loom_tp *t, const float *logits, int n, int
 			v++;
 		first[i] = v < Vl ? -(double)(v0 + v) : -(double)V;
 	}
-	rc = t->reduce(t->ctx, first, (size_t)n, LOOM_DIST_MAX_F64, t->err);
+	rc = t->dist->reduce(t->dist->ctx, first, (size_t)n, LOOM_DIST_MAX_F64, t->err);
 	for (int i = 0; !rc && i < n; i++)
 		*ncorrect += tg[i] != ign && -first[i] == (double)tg[i];
 	free(first);
@@ -243,7 +243,7 @@ int loom_tp_xent(const struct loom_tp *t, float *logits, int n, int Vl, int V,
 	#pragma omp parallel for schedule(static)
 	for (int i = 0; i < n; i++)
 		mx[i] = loom_k_row_max(logits + (size_t)i * Vl, Vl);
-	if ((rc = t->reduce(t->ctx, mx, (size_t)n, LOOM_DIST_MAX_F32, t->err)))
+	if ((rc = t->dist->reduce(t->dist->ctx, mx, (size_t)n, LOOM_DIST_MAX_F32, t->err)))
 		return rc;
 	if (ncorrect && (rc = xent_correct(t, logits, n, Vl, V, mx, tg, ign, ncorrect)))
 		return rc;
@@ -254,7 +254,7 @@ int loom_tp_xent(const struct loom_tp *t, float *logits, int n, int Vl, int V,
 		lt[i] = k >= 0 && k < Vl ? r[k] : 0.0f;
 		sum[i] = loom_k_row_exp(r, Vl, mx[i]);
 	}
-	if ((rc = t->reduce(t->ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, t->err)))
+	if ((rc = t->dist->reduce(t->dist->ctx, sum, 2 * (size_t)n, LOOM_DIST_SUM_F32, t->err)))
 		return rc;
 	#pragma omp parallel for schedule(static)
 	for (int i = 0; i < n; i++) {
@@ -276,7 +276,7 @@ int loom_tp_step(const struct loom_tp *t, float *params, float *grads, float *m,
 		int G;
 		*(t->split(t->model, i, &G) == LOOM_TP_WHOLE ? &whole : &split) += s2;
 	}
-	if ((rc = t->reduce(t->ctx, &split, 1, LOOM_DIST_SUM_F64, t->err)))
+	if ((rc = t->dist->reduce(t->dist->ctx, &split, 1, LOOM_DIST_SUM_F64, t->err)))
 		return rc;
 	loom_model_adamw_apply(t->tab, t->nt, params, grads, m, v, h, lr, step,
 			       loom_model_clip_scale(h, split + whole, norm));

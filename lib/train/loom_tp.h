@@ -50,6 +50,7 @@
 
 enum { LOOM_TP_WHOLE, LOOM_TP_ROWS, LOOM_TP_COLS };
 
+struct loom_dist_calls;
 struct loom_tp {
 	int tp, rank;                   /* this rank of tp (1: the whole model) */
 	const struct loom_tensor *tab;  /* the rank's table (its slices' shapes) */
@@ -57,14 +58,12 @@ struct loom_tp {
 	/* how tensor i is split: LOOM_TP_*, *groups the runs per row (COLS) */
 	int (*split)(const void *model, int i, int *groups);
 	const void *model;
-	/* sum or max (LOOM_DIST_*) of buf[0..n) over the team; NULL: not connected */
-	int (*reduce)(void *ctx, void *buf, size_t n, int op, struct loom_err *err);
-	/* sequence parallelism (seq 1, with tp > 1): lib/train/loom_dist.h's
-	 * gather and scatter calls (NULL: not connected) */
+	/* the model's calls into the team (lib/train/loom_dist.h): reduce, the
+	 * sum or max (LOOM_DIST_*) of buf[0..n) over it, and under sequence
+	 * parallelism (seq 1, with tp > 1) gather and scatter; a NULL call: not
+	 * connected */
+	const struct loom_dist_calls *dist;
 	int seq;
-	int (*gather)(void *ctx, float *buf, size_t n, struct loom_err *err);
-	int (*scatter)(void *ctx, float *in, float *out, size_t n, struct loom_err *err);
-	void *ctx;
 	struct loom_err *err;
 };
 
